@@ -1,0 +1,379 @@
+"""The retrieval engine: discovery, representative events, merge and final list.
+
+Two discovery backends, as the original harnesses have them:
+
+* ``FtsBackend``: a real SQLite FTS5 table ``docs(id, body)`` with one row per
+  session in haystack order (HARNESSES.md 3.1), whose rows are then checked
+  with the JS tokens (3.2);
+* ``IndexBackend``: the in-memory inverted index of exp6 and the 0.12+ product
+  (3.4).
+
+Everything that decides a list (tokens, windows, weights, merge order,
+tie-breaks, float addition order) follows HARNESSES.md sections 2-4.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import Counter
+from dataclasses import dataclass
+
+from .jsmath import js_log, utf16_key, utf16_len
+from .tokenize import SEQ, STOP_LISTS, WINDOWS
+
+REQUEST_LIMIT = 10
+
+
+# --------------------------------------------------------------------------- sessions
+
+
+class TokenizedSession:
+    """One distinct session under one tokenizer: per-event token lists and the
+    occurrence counts of single tokens and adjacent pairs (as run-m precomputes)."""
+
+    __slots__ = ("lengths", "tokens", "_post1", "_post2", "_reps")
+
+    def __init__(self, texts: list[str], lengths: list[int], seq):
+        self.lengths = lengths
+        self.tokens = [seq(t) for t in texts]
+        self._post1 = None
+        self._post2 = None
+        self._reps: dict[tuple, tuple | None] = {}
+
+    def _build(self) -> None:
+        post1: dict[str, list] = {}
+        post2: dict[tuple, list] = {}
+        for k, toks in enumerate(self.tokens):
+            for t, c in Counter(toks).items():
+                post1.setdefault(t, []).append((k, c))
+            if len(toks) > 1:
+                for p, c in Counter(zip(toks, toks[1:])).items():
+                    post2.setdefault(p, []).append((k, c))
+        self._post1, self._post2 = post1, post2
+
+    def has_token(self, t: str) -> bool:
+        if self._post1 is None:
+            self._build()
+        return t in self._post1
+
+    def terms(self):
+        if self._post1 is None:
+            self._build()
+        return self._post1.keys()
+
+    def representative(self, phrase: tuple) -> tuple | None:
+        """(occ, len, k) of the representative event for ``phrase``, or None.
+
+        The best event has the highest occ, then the smallest code-point length,
+        then the latest time/seq (within a session both rise with k)."""
+        try:
+            return self._reps[phrase]
+        except KeyError:
+            pass
+        if self._post1 is None:
+            self._build()
+        n = len(phrase)
+        if n == 0:
+            hits = ()
+        elif n == 1:
+            hits = self._post1.get(phrase[0], ())
+        elif n == 2:
+            hits = self._post2.get(phrase, ())
+        else:
+            hits = []
+            for k, _ in self._post1.get(phrase[0], ()):
+                toks = self.tokens[k]
+                c = sum(1 for i in range(len(toks) - n + 1) if tuple(toks[i : i + n]) == phrase)
+                if c:
+                    hits.append((k, c))
+        best = None
+        lengths = self.lengths
+        for k, c in hits:
+            cand = (c, -lengths[k], k)
+            if best is None or cand > best:
+                best = cand
+        rep = None if best is None else (best[0], -best[1], best[2])
+        self._reps[phrase] = rep
+        return rep
+
+
+class Corpus:
+    """Event texts per session key, tokenized lazily once per tokenizer."""
+
+    def __init__(self, events: dict[int, tuple[list[str], list[int]]]):
+        self.events = events
+        self._tok: dict[tuple[str, int], TokenizedSession] = {}
+
+    def tokenized(self, key: int, seq_name: str) -> TokenizedSession:
+        ts = self._tok.get((seq_name, key))
+        if ts is None:
+            texts, lengths = self.events[key]
+            ts = self._tok[(seq_name, key)] = TokenizedSession(texts, lengths, SEQ[seq_name])
+        return ts
+
+    def body(self, key: int) -> str:
+        return "\n".join(self.events[key][0])
+
+    def drop(self, keys) -> None:
+        """Forget the tokenizations of sessions no later question needs."""
+        for k in keys:
+            for name in SEQ:
+                self._tok.pop((name, k), None)
+
+
+@dataclass
+class Haystack:
+    """The sessions one question searches, in haystack order."""
+
+    ids: list[str]
+    keys: list[int]
+    bases: list[int]
+
+    def __post_init__(self):
+        # Duplicate ids resolve to the last session, as the harnesses' id map does.
+        self.by_id = {sid: i for i, sid in enumerate(self.ids)}
+        self.id_keys = [utf16_key(s) for s in self.ids]
+
+    def n_sessions(self, mode: str) -> int:
+        return len(set(self.ids)) if mode == "distinct" else len(self.ids)
+
+
+# --------------------------------------------------------------------------- backends
+
+
+def fts_quote(phrase: str) -> str:
+    return '"' + phrase.replace('"', '""') + '"'
+
+
+class FtsBackend:
+    """SQLite FTS5 discovery, one table rebuilt per haystack (HARNESSES.md 3.1)."""
+
+    def __init__(self, corpus: Corpus, limit: int):
+        self.corpus = corpus
+        self.limit = limit
+        self.db = sqlite3.connect(":memory:")
+        self.db.execute("CREATE VIRTUAL TABLE docs USING fts5(id, body)")
+        self.current = None
+        self._rows: dict[str, list[str]] = {}
+
+    def load(self, hay: Haystack, hay_token) -> None:
+        if self.current == hay_token:
+            return
+        self.db.execute("DELETE FROM docs")
+        self.db.executemany(
+            "INSERT INTO docs(id, body) VALUES (?, ?)",
+            ((sid, self.corpus.body(key)) for sid, key in zip(hay.ids, hay.keys)),
+        )
+        self.current = hay_token
+        self._rows = {}
+
+    def rows(self, phrase: str) -> list[str]:
+        rows = self._rows.get(phrase)
+        if rows is None:
+            try:
+                rows = [
+                    r[0]
+                    for r in self.db.execute(
+                        "SELECT id FROM docs WHERE docs MATCH ? ORDER BY rowid LIMIT ?",
+                        (fts_quote(phrase), self.limit),
+                    )
+                ]
+            except sqlite3.Error:
+                rows = []  # the harnesses catch every FTS error as "no rows"
+            self._rows[phrase] = rows
+        return rows
+
+    def positions(self, hay: Haystack, phrase: str, check: tuple, seq_name: str) -> list[int]:
+        return [hay.by_id[sid] for sid in self.rows(phrase)]
+
+    def df(self, hay: Haystack, token: str, seq_name: str) -> int:
+        return len(self.rows(token))
+
+
+class IndexBackend:
+    """The in-memory inverted index of exp6 / index.js (HARNESSES.md 3.4)."""
+
+    def __init__(self, corpus: Corpus):
+        self.corpus = corpus
+        self.current = None
+        self._df: dict[str, int] = {}
+
+    def load(self, hay: Haystack, hay_token) -> None:
+        if self.current != hay_token:
+            self.current = hay_token
+            self._df = {}
+
+    def positions(self, hay: Haystack, phrase: str, check: tuple, seq_name: str) -> list[int]:
+        if not check:
+            return []
+        first = check[0]
+        return [
+            i for i, key in enumerate(hay.keys) if self.corpus.tokenized(key, seq_name).has_token(first)
+        ]
+
+    def df(self, hay: Haystack, token: str, seq_name: str) -> int:
+        d = self._df.get(token)
+        if d is None:
+            d = self._df[token] = len({hay.ids[i] for i in self.positions(hay, token, (token,), seq_name)})
+        return d
+
+
+# --------------------------------------------------------------------------- recipe
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """Everything that decides a question's list (one harness variant)."""
+
+    backend: str = "fts"  # fts | index
+    seq: str = "ascii"  # event / phrase JS tokenizer
+    question_check: str = "seq"  # seq | raw_split (exp.cjs bug)
+    token_check: str = "seq"  # seq | split
+    window: str = "cf"
+    stop: str = "base"
+    weights: str = "idf080"
+    pairs: bool = True
+    fts_limit: int = 500
+    page: int = 10
+    v1_first_list_only: bool = False  # exp.cjs V1 bug
+    final: str = "prepend"  # prepend | drop_p
+    n_mode: str = "all"  # all | distinct
+
+    def window_tokens(self, question: str) -> list[str]:
+        return WINDOWS[self.window](question, STOP_LISTS[self.stop])
+
+
+IDF_CAP = 50
+
+
+class Scorer:
+    """Per-question idf cache (df from the backend, N from the haystack)."""
+
+    def __init__(self, backend, hay: Haystack, recipe: Recipe):
+        self.backend, self.hay, self.recipe = backend, hay, recipe
+        self.n = hay.n_sessions(recipe.n_mode)
+        self._idf: dict[tuple[str, bool], float] = {}
+
+    def idf(self, token: str, capped: bool = True) -> float:
+        key = (token, capped)
+        v = self._idf.get(key)
+        if v is None:
+            df = self.backend.df(self.hay, token, self.recipe.seq)
+            if capped:
+                df = min(df, IDF_CAP)
+            v = self._idf[key] = js_log((self.n + 1) / (1 + df))
+        return v
+
+
+def _len_w(kind, text, parts, sc):
+    return utf16_len(text)
+
+
+def _idf080_w(kind, text, parts, sc):
+    if kind == "token":
+        return 4 * sc.idf(text)
+    return utf16_len(text) * max(sc.idf(parts[0]), sc.idf(parts[1]))
+
+
+def _one_w(kind, text, parts, sc):
+    return 1
+
+
+def _v3_w(kind, text, parts, sc):
+    return 1 if kind == "token" else 2
+
+
+def _v5_w(kind, text, parts, sc):
+    return utf16_len(text) if kind == "token" else 2 * utf16_len(text)
+
+
+WEIGHTS = {"len": _len_w, "idf080": _idf080_w, "one": _one_w, "v3": _v3_w, "v5": _v5_w}
+
+
+# --------------------------------------------------------------------------- ranking
+
+
+class Ranker:
+    """Ranks one question's haystack under one recipe."""
+
+    def __init__(self, corpus: Corpus, recipe: Recipe):
+        self.corpus = corpus
+        self.recipe = recipe
+        if recipe.backend == "fts":
+            self.backend = FtsBackend(corpus, recipe.fts_limit)
+        elif recipe.backend == "index":
+            self.backend = IndexBackend(corpus)
+        else:
+            raise ValueError(f"unknown backend {recipe.backend!r}")
+        self.seq = SEQ[recipe.seq]
+
+    def check_tokens(self, phrase: str, kind: str) -> tuple:
+        r = self.recipe
+        mode = r.question_check if kind == "question" else r.token_check
+        if mode == "raw_split" or mode == "split":
+            return tuple(phrase.split(" "))
+        return tuple(self.seq(phrase))
+
+    def candidates(self, hay: Haystack, phrase: str, kind: str) -> list[tuple]:
+        """The phrase's candidates in backend order: (session position, rep time)."""
+        check = self.check_tokens(phrase, kind)
+        seq_name = self.recipe.seq
+        found = []
+        for i in self.backend.positions(hay, phrase, check, seq_name):
+            rep = self.corpus.tokenized(hay.keys[i], seq_name).representative(check)
+            if rep is not None:
+                occ, length, k = rep
+                found.append((-occ, length, -(hay.bases[i] + k), hay.id_keys[i], -k, i))
+        found.sort(key=lambda c: c[:5])
+        return [(c[5], -c[2]) for c in found]
+
+    def rank(self, hay: Haystack, hay_token, question: str) -> dict:
+        """Returns the final list of session ids, plus the parts (P, window, T)."""
+        r = self.recipe
+        self.backend.load(hay, hay_token)
+        phrase_list = self.candidates(hay, question, "question")[:REQUEST_LIMIT]
+        p_ids = [hay.ids[i] for i, _ in phrase_list]
+        window = r.window_tokens(question)
+        t_ids: list[str] = []
+        if len(window) >= 2:
+            t_ids = self.weighted(hay, window)
+        final = merge_final(p_ids, t_ids, r.final)
+        return {"final": final, "phrase": p_ids, "window": window, "weighted": t_ids}
+
+    def phrases(self, window: list[str]) -> list[tuple[str, str, tuple]]:
+        out = [("token", t, (t,)) for t in window]
+        if self.recipe.pairs:
+            out += [("pair", f"{a} {b}", (a, b)) for a, b in zip(window, window[1:])]
+        return out
+
+    def weighted(self, hay: Haystack, window: list[str]) -> list[str]:
+        r = self.recipe
+        weight = WEIGHTS[r.weights]
+        sc = Scorer(self.backend, hay, r)
+        counts: dict[int, float] = {}
+        rep_time: dict[int, int] = {}
+        phrases = self.phrases(window)
+        if r.v1_first_list_only:
+            phrases = phrases[:1]
+        for kind, text, parts in phrases:
+            w = weight(kind, text, parts, sc)
+            for i, t in self.candidates(hay, text, kind)[: r.page]:
+                if i in counts:
+                    counts[i] += w
+                else:
+                    counts[i] = w
+                    rep_time[i] = t
+        order = sorted(counts, key=lambda i: (-counts[i], -rep_time[i]))
+        return [hay.ids[i] for i in order[:REQUEST_LIMIT]]
+
+
+def merge_final(p_ids: list[str], t_ids: list[str], mode: str = "prepend") -> list[str]:
+    if mode == "drop_p":
+        seen = set(p_ids)
+        return [s for s in t_ids if s not in seen][:REQUEST_LIMIT]
+    out, seen = [], set()
+    for s in p_ids + t_ids:
+        if s not in seen:
+            seen.add(s)
+            out.append(s)
+    return out[:REQUEST_LIMIT]

@@ -1,0 +1,16 @@
+"""Errors that reach the user as one line, never as a traceback."""
+
+
+class DataError(Exception):
+    """Bad input data: the message names the file, the item and what is wrong."""
+
+    def __init__(self, path, item, what):
+        self.path = str(path)
+        self.item = item
+        self.what = what
+        where = f"{self.path}: {item}: " if item is not None else f"{self.path}: "
+        super().__init__(where + what)
+
+
+class ConfigError(Exception):
+    """A configuration problem, reported in one line."""

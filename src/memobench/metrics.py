@@ -1,0 +1,81 @@
+"""Metrics from per-question outcomes (HARNESSES.md 4.4 and PROTOCOL.md 3).
+
+Counts and sums are accumulated in question order, so a segmented run merges
+to exactly the numbers of an unsegmented one (rates are never averaged).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from .jsmath import to_fixed
+
+
+def _block() -> dict:
+    return {"questions": 0, "hit@1": 0, "hit@5": 0, "hit@10": 0, "mrr_sum": 0.0}
+
+
+def _add(block: dict, rank: int) -> None:
+    block["questions"] += 1
+    if rank == 1:
+        block["hit@1"] += 1
+    if 1 <= rank <= 5:
+        block["hit@5"] += 1
+    if 1 <= rank <= 10:
+        block["hit@10"] += 1
+    if rank > 0:
+        block["mrr_sum"] += 1 / rank
+
+
+def _rates(block: dict) -> dict:
+    n = block["questions"]
+    out = dict(block)
+    for k in ("hit@1", "hit@5", "hit@10"):
+        out[k + "_rate"] = block[k] / n if n else None
+    out["mrr"] = block["mrr_sum"] / n if n else None
+    return out
+
+
+def compute(outcomes: list[dict], segments: list[list[dict]] | None = None) -> dict:
+    """``outcomes``: rows of the outcomes table in question order."""
+    total = _block()
+    types: dict[str, dict] = {}
+    skipped: Counter = Counter()
+    forced: Counter = Counter()
+    for row in outcomes:
+        if row["status"] == "skipped":
+            skipped[row["reason"]] += 1
+            continue
+        _add(total, row["gold_rank"])
+        if row["reason"]:
+            forced[row["reason"]] += 1
+        if row["in_types"]:
+            _add(types.setdefault(row["question_type"], _block()), row["gold_rank"])
+    # The harnesses print types by n descending, ties in order of first appearance.
+    order = sorted(types, key=lambda t: -types[t]["questions"])
+    result = _rates(total)
+    result["by_type"] = {t: _rates(types[t]) for t in order}
+    result["skipped"] = dict(sorted(skipped.items()))
+    result["counted_as_miss"] = dict(sorted(forced.items()))
+    result["items"] = len(outcomes)
+    if segments is not None:
+        segs = []
+        for i, seg in enumerate(segments, 1):
+            b = _block()
+            for row in seg:
+                if row["status"] != "skipped":
+                    _add(b, row["gold_rank"])
+            r = _rates(b)
+            r["segment"] = i
+            r["mrr_printed"] = to_fixed(r["mrr"], 4) if r["mrr"] is not None else None
+            segs.append(r)
+        result["segments"] = segs
+        printed = [float(s["mrr_printed"]) for s in segs if s["mrr_printed"] is not None]
+        # The published exp6-m M total is the plain mean of the printed segment MRRs.
+        result["mrr_mean_of_printed_segments"] = sum(printed) / len(printed) if printed else None
+    return result
+
+
+def pct(count: int, n: int, digits: int = 1) -> str:
+    """``(100 * count / n).toFixed(digits)`` as the harnesses print it."""
+    return to_fixed(100 * count / n, digits) if n else "NaN"

@@ -1,0 +1,337 @@
+"""Read the raw dataset files and write the normalized Parquet tables.
+
+The readers keep exactly what the original harnesses read (HARNESSES.md 1.1-1.5):
+the JS ``String()`` coercions, the date parsing and its fallbacks, LoCoMo's
+numeric session-key order and exact ``dia_id`` evidence lookup, CN pairing.
+LongMemEval files are streamed item by item with ijson so memory stays flat
+(LongMemEval-M is 2.7 GB); each distinct session is stored once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+from pathlib import Path
+
+import ijson
+import pyarrow.parquet as pq
+
+from .dates import parse_lme, parse_locomo
+from .errors import DataError
+from .jsmath import MISSING, js_string
+from .tables import EVENTS, HAYSTACKS, QUESTIONS, SESSIONS, TableWriter
+
+DAY_MS = 86_400_000
+SESSION_KEY_RE = re.compile(r"session_([0-9]+)\Z")
+
+
+class Progress:
+    """Logs 'done / total' at most every few seconds."""
+
+    def __init__(self, log, what: str, total: int | None = None, every_s: float = 5.0):
+        self.log, self.what, self.total, self.every_s = log, what, total, every_s
+        self.last = time.monotonic()
+
+    def __call__(self, done: int, extra: str = "", force: bool = False) -> None:
+        now = time.monotonic()
+        if force or now - self.last >= self.every_s:
+            self.last = now
+            total = f" / {self.total}" if self.total is not None else ""
+            self.log(f"{self.what}: {done}{total}{extra}")
+
+
+def _turn_text(turn, field: str) -> str:
+    """``String(turn.<field>)``; a null turn or a missing field gives ''."""
+    if not isinstance(turn, dict) or field not in turn:
+        return ""
+    return js_string(turn[field])
+
+
+def _opt_str(value):
+    return None if value is None or isinstance(value, (dict, list)) else js_string(value)
+
+
+class SessionStore:
+    """Assigns a key to each distinct session and writes sessions and events once."""
+
+    def __init__(self, out_dir: Path):
+        self.sessions = TableWriter(out_dir / "sessions.parquet", SESSIONS)
+        self.events = TableWriter(out_dir / "events.parquet", EVENTS)
+        self.keys: dict[bytes, int] = {}
+        self.n_events = 0
+
+    def key(self, session_id: str, turns: list[tuple[str, str | None, str | None]], scope: str = "") -> int:
+        """``turns``: (text, role, dia_id) per event, in order. Sessions are equal
+        when id and turns are; ``scope`` keeps apart sessions that must not be
+        merged even if equal (LoCoMo conversations)."""
+        h = hashlib.blake2b(digest_size=16)
+        for part in (scope, session_id, *(p for t in turns for p in t)):
+            b = (part if part is not None else "\x00null").encode("utf-8", "surrogatepass")
+            h.update(len(b).to_bytes(8, "little"))
+            h.update(b)
+        digest = h.digest()
+        key = self.keys.get(digest)
+        if key is None:
+            key = self.keys[digest] = len(self.keys)
+            self.sessions.append(session_key=key, session_id=session_id, n_events=len(turns))
+            for seq, (text, role, dia_id) in enumerate(turns):
+                self.events.append(
+                    session_key=key, seq=seq, text=text, length=len(text), role=role, dia_id=dia_id
+                )
+            self.n_events += len(turns)
+        return key
+
+    def close(self) -> None:
+        self.sessions.close()
+        self.events.close()
+
+    def abort(self) -> None:
+        self.sessions.abort()
+        self.events.abort()
+
+
+def _lme_haystack(item: dict, hid: int, store: SessionStore, haystacks: TableWriter) -> tuple[list[str], int]:
+    """Write one LongMemEval item's haystack; returns (session ids, date fallbacks)."""
+    sessions = item.get("haystack_sessions")
+    sessions = sessions if isinstance(sessions, list) else []
+    ids = item.get("haystack_session_ids")
+    ids = ids if isinstance(ids, list) else []
+    dates = item.get("haystack_dates")
+    dates = dates if isinstance(dates, list) else []
+    out_ids, fallbacks = [], 0
+    for i, session in enumerate(sessions):
+        raw_id = ids[i] if i < len(ids) else None
+        sid = "s" + str(i) if raw_id is None else js_string(raw_id)
+        date = js_string(dates[i]) if i < len(dates) else js_string(MISSING)
+        base = parse_lme(date)
+        fallback = base is None
+        if fallback:
+            base = (len(dates) - i) * DAY_MS
+            fallbacks += 1
+        turns = session if isinstance(session, list) else []
+        events = [
+            (_turn_text(t, "content"), _opt_str(t.get("role")) if isinstance(t, dict) else None, None)
+            for t in turns
+        ]
+        key = store.key(sid, events)
+        haystacks.append(
+            haystack_id=hid, position=i, session_key=key, session_id=sid,
+            date=None if i >= len(dates) or dates[i] is None else date,
+            base_time=base, date_fallback=fallback,
+        )
+        out_ids.append(sid)
+    return out_ids, fallbacks
+
+
+def _question_type(value) -> str:
+    if value is MISSING or value is None or value == "":
+        return "unknown"
+    return js_string(value)
+
+
+def _question_text(path, index: int, item: dict) -> str:
+    q = item.get("question", MISSING)
+    if not isinstance(q, str):
+        got = "missing" if q is MISSING else type(q).__name__
+        raise DataError(path, f"item {index}", f"field 'question' must be a string, got {got}")
+    return q
+
+
+def normalize_longmemeval(path, out_dir, log=print) -> dict:
+    path, out_dir = Path(path), Path(out_dir)
+    size = path.stat().st_size
+    store = SessionStore(out_dir)
+    questions = TableWriter(out_dir / "questions.parquet", QUESTIONS, batch_rows=4096)
+    haystacks = TableWriter(out_dir / "haystacks.parquet", HAYSTACKS)
+    writers = [questions, haystacks]
+    stats = {"questions": 0, "date_fallbacks": 0, "duplicate_question_ids": 0}
+    seen_ids: set[str] = set()
+    progress = Progress(log, f"normalize {path.name}: items")
+    index = -1
+    try:
+        with open(path, "rb") as f:
+            try:
+                for index, item in enumerate(ijson.items(f, "item")):
+                    if not isinstance(item, dict):
+                        raise DataError(path, f"item {index}", f"expected an object, got {type(item).__name__}")
+                    qid = js_string(item.get("question_id", MISSING))
+                    if qid in seen_ids:
+                        stats["duplicate_question_ids"] += 1
+                    seen_ids.add(qid)
+                    ids, fallbacks = _lme_haystack(item, index, store, haystacks)
+                    stats["date_fallbacks"] += fallbacks
+                    id_set = set(ids)
+                    answers = item.get("answer_session_ids")
+                    gold = []
+                    for a in answers if isinstance(answers, list) else []:
+                        a = js_string(a)
+                        if a in id_set and a not in gold:
+                            gold.append(a)
+                    qdate = item.get("question_date")
+                    questions.append(
+                        q_index=index, question_id=qid, question=_question_text(path, index, item),
+                        question_type=_question_type(item.get("question_type", MISSING)),
+                        question_date=_opt_str(qdate), haystack_id=index, gold=gold,
+                        paired_question_id=None,
+                    )
+                    progress(index + 1, f" items, {f.tell() * 100 // max(size, 1)}% of bytes")
+            except ijson.JSONError as e:
+                raise DataError(path, f"item {index + 1}", f"invalid or truncated JSON ({e})") from None
+            except UnicodeDecodeError as e:
+                raise DataError(path, f"item {index + 1}", f"invalid UTF-8 ({e.reason} at byte {e.start})") from None
+        if index < 0:
+            raise DataError(path, None, "no items: expected a JSON array of LongMemEval objects")
+        stats["questions"] = index + 1
+        for w in writers:
+            w.close()
+        store.close()
+    except BaseException:
+        for w in writers:
+            w.abort()
+        store.abort()
+        raise
+    stats.update(sessions=len(store.keys), events=store.n_events, haystacks=index + 1)
+    progress(index + 1, " items, done", force=True)
+    return stats
+
+
+def _load_json(path):
+    try:
+        with open(path, "rb") as f:
+            return json.loads(f.read().decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise DataError(path, None, f"invalid UTF-8 ({e.reason} at byte {e.start})") from None
+    except json.JSONDecodeError as e:
+        raise DataError(path, None, f"invalid or truncated JSON at char {e.pos} ({e.msg})") from None
+
+
+def normalize_locomo(path, out_dir, log=print) -> dict:
+    path, out_dir = Path(path), Path(out_dir)
+    data = _load_json(path)
+    if not isinstance(data, list):
+        raise DataError(path, None, "expected a JSON array of conversations")
+    store = SessionStore(out_dir)
+    questions = TableWriter(out_dir / "questions.parquet", QUESTIONS, batch_rows=4096)
+    haystacks = TableWriter(out_dir / "haystacks.parquet", HAYSTACKS)
+    writers = [questions, haystacks]
+    stats = {"conversations": len(data), "questions": 0, "date_fallbacks": 0, "evidence_unmatched": 0}
+    q_index = 0
+    progress = Progress(log, f"normalize {path.name}: conversations", total=len(data))
+    try:
+        for ci, conv in enumerate(data):
+            if not isinstance(conv, dict) or not isinstance(conv.get("conversation"), dict):
+                raise DataError(path, f"conversation {ci}", "expected an object with a 'conversation' object")
+            c = conv["conversation"]
+            sample = conv.get("sample_id", MISSING)
+            sample_id = js_string(sample) if sample is not MISSING else f"conv{ci}"
+            keys = sorted(
+                (k for k in c if SESSION_KEY_RE.match(k) and isinstance(c[k], list)),
+                key=lambda k: int(SESSION_KEY_RE.match(k).group(1)),
+            )
+            dia: dict[str, str] = {}
+            for i, key in enumerate(keys):
+                date_raw = c.get(key + "_date_time", MISSING)
+                date = js_string(date_raw)
+                base = parse_locomo(date)
+                fallback = base is None
+                if fallback:
+                    base = i * DAY_MS
+                    stats["date_fallbacks"] += 1
+                events = []
+                for turn in c[key]:
+                    d = turn.get("dia_id") if isinstance(turn, dict) else None
+                    dia_id = js_string(d) if d not in (None, "", 0, False) else None
+                    speaker = _opt_str(turn.get("speaker")) if isinstance(turn, dict) else None
+                    events.append((_turn_text(turn, "text"), speaker, dia_id))
+                    if dia_id is not None:
+                        dia[dia_id] = key
+                skey = store.key(key, events, scope=f"conversation {ci}")
+                haystacks.append(
+                    haystack_id=ci, position=i, session_key=skey, session_id=key,
+                    date=None if date_raw is MISSING or date_raw is None else date,
+                    base_time=base, date_fallback=fallback,
+                )
+            qa = conv.get("qa")
+            for qi, item in enumerate(qa if isinstance(qa, list) else []):
+                if not isinstance(item, dict):
+                    raise DataError(path, f"{sample_id} qa {qi}", "expected an object")
+                evidence = item.get("evidence")
+                gold = []
+                for e in evidence if isinstance(evidence, list) else []:
+                    s = dia.get(js_string(e))
+                    if s is None:
+                        stats["evidence_unmatched"] += 1
+                    elif s not in gold:
+                        gold.append(s)
+                cat = item.get("category", MISSING)
+                questions.append(
+                    q_index=q_index, question_id=f"{sample_id}#{qi}",
+                    question=_question_text(path, f"{sample_id} qa {qi}", item),
+                    question_type="unknown" if cat is MISSING else js_string(cat),
+                    question_date=None, haystack_id=ci, gold=gold, paired_question_id=None,
+                )
+                q_index += 1
+            progress(ci + 1)
+        stats["questions"] = q_index
+        for w in writers:
+            w.close()
+        store.close()
+    except BaseException:
+        for w in writers:
+            w.abort()
+        store.abort()
+        raise
+    stats.update(sessions=len(store.keys), events=store.n_events, haystacks=len(data))
+    progress(len(data), " done", force=True)
+    return stats
+
+
+def normalize_cn(path, base_dir, out_dir, log=print) -> dict:
+    """CN rows paired to the normalized LongMemEval-S questions (HARNESSES.md 1.5).
+
+    Only ``questions.parquet`` is written; haystacks, sessions and events are
+    the base dataset's. Unpaired rows are kept with ``haystack_id = -1`` so the
+    retrieval stage counts them as skips.
+    """
+    path, base_dir, out_dir = Path(path), Path(base_dir), Path(out_dir)
+    base = pq.read_table(base_dir / "questions.parquet", columns=["question_id", "haystack_id", "gold", "question_type", "question_date"]).to_pylist()
+    by_id = {row["question_id"]: row for row in base}  # last entry per id wins
+    questions = TableWriter(out_dir / "questions.parquet", QUESTIONS, batch_rows=4096)
+    stats = {"rows": 0, "paired": 0, "unpaired": 0}
+    try:
+        with open(path, "rb") as f:
+            for lineno, raw in enumerate(f, 1):
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError as e:
+                    raise DataError(path, f"line {lineno}", f"invalid UTF-8 ({e.reason})") from None
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError as e:
+                    raise DataError(path, f"line {lineno}", f"invalid JSON ({e.msg} at char {e.pos})") from None
+                if not isinstance(row, dict):
+                    raise DataError(path, f"line {lineno}", "expected a JSON object")
+                qid = js_string(row.get("questionId", MISSING))
+                orig = qid[:-3] if qid.endswith("_cn") else qid
+                pair = by_id.get(orig)
+                stats["paired" if pair else "unpaired"] += 1
+                questions.append(
+                    q_index=stats["rows"], question_id=qid,
+                    question=_question_text(path, f"line {lineno}", row),
+                    question_type=pair["question_type"] if pair else "unknown",
+                    question_date=pair["question_date"] if pair else None,
+                    haystack_id=pair["haystack_id"] if pair else -1,
+                    gold=pair["gold"] if pair else [],
+                    paired_question_id=orig if pair else None,
+                )
+                stats["rows"] += 1
+        questions.close()
+    except BaseException:
+        questions.abort()
+        raise
+    log(f"normalize {path.name}: {stats['rows']} rows, {stats['paired']} paired, {stats['unpaired']} unpaired")
+    return stats

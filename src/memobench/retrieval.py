@@ -1,0 +1,159 @@
+"""Run one variant over one segment of a normalized dataset.
+
+A segment is a contiguous range of the source file's items, like the
+original M runs (``M_START``/``M_LIMIT``): segment i of S covers items
+[floor((i-1)·n/S), floor(i·n/S)). Outputs per segment:
+
+* rankings: one row per evaluated question and rank (``question_id``, ``rank``,
+  ``session_id``, plus ``q_index``);
+* outcomes: one row per question of the segment, evaluated or skipped, with the
+  gold rank, so the merge stage recomputes every count in question order.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .engine import Corpus, Haystack, Ranker
+from .normalize import Progress
+from .tables import write_table
+from .tokenize import SEQ
+from .variants import Variant
+
+RANKINGS = pa.schema(
+    [("question_id", pa.string()), ("rank", pa.int8()), ("session_id", pa.string()), ("q_index", pa.int32())]
+)
+OUTCOMES = pa.schema(
+    [
+        ("q_index", pa.int32()),
+        ("question_id", pa.string()),
+        ("question_type", pa.string()),
+        ("status", pa.string()),  # evaluated | skipped
+        ("reason", pa.string()),  # skip reason, or why an evaluated question is a forced miss
+        ("in_types", pa.bool_()),  # counted in the per-type table
+        ("gold_rank", pa.int8()),  # 1..10, 0 = miss
+    ]
+)
+
+
+def segment_bounds(n: int, segment: int, n_segments: int) -> tuple[int, int]:
+    if not 1 <= segment <= n_segments:
+        raise ValueError(f"segment {segment} outside 1..{n_segments}")
+    return (segment - 1) * n // n_segments, segment * n // n_segments
+
+
+def load_segment(questions_path, haystacks_path, events_path, segment: int, n_segments: int):
+    qtab = pq.read_table(questions_path)
+    qtab = qtab.sort_by("q_index")
+    lo, hi = segment_bounds(qtab.num_rows, segment, n_segments)
+    questions = qtab.slice(lo, hi - lo).to_pylist()
+    hids = sorted({q["haystack_id"] for q in questions if q["haystack_id"] >= 0})
+    htab = pq.read_table(haystacks_path, filters=[("haystack_id", "in", hids)] if hids else None)
+    if not hids:
+        htab = htab.slice(0, 0)
+    htab = htab.sort_by([("haystack_id", "ascending"), ("position", "ascending")])
+    haystacks: dict[int, Haystack] = {}
+    cols = htab.to_pydict()
+    by_hid: dict[int, tuple[list, list, list]] = {}
+    for hid, sid, key, base in zip(cols["haystack_id"], cols["session_id"], cols["session_key"], cols["base_time"]):
+        ids, keys, bases = by_hid.setdefault(hid, ([], [], []))
+        ids.append(sid)
+        keys.append(key)
+        bases.append(base)
+    for hid, (ids, keys, bases) in by_hid.items():
+        haystacks[hid] = Haystack(ids, keys, bases)
+    needed = sorted(set(cols["session_key"]))
+    events: dict[int, tuple[list[str], list[int]]] = {k: ([], []) for k in needed}
+    if needed:
+        etab = pq.read_table(
+            events_path, columns=["session_key", "seq", "text", "length"],
+            filters=[("session_key", "in", needed)],
+        )
+        etab = etab.sort_by([("session_key", "ascending"), ("seq", "ascending")])
+        ecols = etab.to_pydict()
+        for key, text, length in zip(ecols["session_key"], ecols["text"], ecols["length"]):
+            texts, lengths = events[key]
+            texts.append(text)
+            lengths.append(length)
+    return questions, haystacks, Corpus(events)
+
+
+def _skip_reason(rule: str, q: dict, hay: Haystack | None, variant: Variant) -> tuple[str | None, str | None]:
+    """(skip reason, forced-miss reason) under the harness's rule (HARNESSES.md 6.0)."""
+    if rule == "cn" and q["haystack_id"] < 0:
+        return "unpaired", None
+    if not q["gold"]:
+        return "no_gold", None
+    if hay is None or not hay.ids:
+        return "no_sessions", None
+    if rule == "run" and not SEQ[variant.recipe.seq](q["question"]):
+        return None, "empty_seq"  # counted in the denominator as a miss
+    if rule == "locomo" and not variant.recipe.window_tokens(q["question"]):
+        return "empty_window", None
+    return None, None
+
+
+def run_segment(variant: Variant, questions, haystacks, corpus: Corpus, log=print, label: str = ""):
+    """Rank every question of the segment; returns (rankings table, outcomes table)."""
+    ranker = Ranker(corpus, variant.recipe)
+    last_use: dict[int, int] = {}
+    for n, q in enumerate(questions):
+        hay = haystacks.get(q["haystack_id"])
+        if hay is not None:
+            for key in hay.keys:
+                last_use[key] = n
+    rank_rows = {name: [] for name in RANKINGS.names}
+    out_rows = {name: [] for name in OUTCOMES.names}
+    progress = Progress(log, f"{label} questions", total=len(questions))
+    started = time.monotonic()
+    for n, q in enumerate(questions):
+        hay = haystacks.get(q["haystack_id"])
+        skip, miss = _skip_reason(variant.skip, q, hay, variant)
+        gold_rank = 0
+        if skip is None and miss is None:
+            final = ranker.rank(hay, q["haystack_id"], q["question"])["final"]
+            gold = set(q["gold"])
+            for r, sid in enumerate(final, 1):
+                rank_rows["question_id"].append(q["question_id"])
+                rank_rows["rank"].append(r)
+                rank_rows["session_id"].append(sid)
+                rank_rows["q_index"].append(q["q_index"])
+                if not gold_rank and sid in gold:
+                    gold_rank = r
+        out_rows["q_index"].append(q["q_index"])
+        out_rows["question_id"].append(q["question_id"])
+        out_rows["question_type"].append(q["question_type"])
+        out_rows["status"].append("skipped" if skip else "evaluated")
+        out_rows["reason"].append(skip or miss)
+        out_rows["in_types"].append(skip is None and miss is None)
+        out_rows["gold_rank"].append(gold_rank)
+        if hay is not None:
+            corpus.drop([k for k in hay.keys if last_use.get(k) == n])
+        progress(n + 1)
+    progress(len(questions), f" done in {time.monotonic() - started:.1f} s", force=True)
+    return (
+        pa.table(rank_rows, schema=RANKINGS),
+        pa.table(out_rows, schema=OUTCOMES),
+    )
+
+
+def write_segment(variant: Variant, questions_path, haystacks_path, events_path, segment: int,
+                  n_segments: int, rankings_out, outcomes_out, log=print) -> None:
+    questions, haystacks, corpus = load_segment(questions_path, haystacks_path, events_path, segment, n_segments)
+    log(f"{variant.name} segment {segment}/{n_segments}: {len(questions)} questions, "
+        f"{len(corpus.events)} distinct sessions")
+    rankings, outcomes = run_segment(variant, questions, haystacks, corpus, log,
+                                     label=f"{variant.name} segment {segment}/{n_segments}:")
+    write_table(outcomes_out, outcomes)
+    write_table(rankings_out, rankings)
+
+
+def concat_segments(paths) -> pa.Table:
+    tables = [pq.read_table(p) for p in paths]
+    t = pa.concat_tables(tables) if tables else None
+    return t.sort_by([("q_index", "ascending")] + ([("rank", "ascending")] if "rank" in t.column_names else []))
+

@@ -1,0 +1,133 @@
+"""Schemas of the normalized Parquet tables and an atomic, batched writer.
+
+Every normalized dataset is four tables (see docs/tables.md):
+
+* ``questions``: one row per question (LongMemEval item, LoCoMo qa item, CN row);
+* ``haystacks``: the sessions each question searches, in haystack order, with that
+  haystack's own date for each session;
+* ``sessions``: each distinct session once;
+* ``events``: one row per turn of each distinct session.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+QUESTIONS = pa.schema(
+    [
+        ("q_index", pa.int32()),  # position of the item in the source file (0-based)
+        ("question_id", pa.string()),
+        ("question", pa.string()),
+        ("question_type", pa.string()),  # LongMemEval type, LoCoMo category
+        ("question_date", pa.string()),
+        ("haystack_id", pa.int32()),  # -1: no haystack (CN row with no paired question)
+        ("gold", pa.list_(pa.string())),  # gold session ids present in the haystack
+        ("paired_question_id", pa.string()),  # CN: the English question it pairs to
+    ]
+)
+
+HAYSTACKS = pa.schema(
+    [
+        ("haystack_id", pa.int32()),
+        ("position", pa.int32()),
+        ("session_key", pa.int32()),
+        ("session_id", pa.string()),
+        ("date", pa.string()),  # the raw date string, null when absent
+        ("base_time", pa.int64()),  # UTC ms, or the harness fallback
+        ("date_fallback", pa.bool_()),
+    ]
+)
+
+SESSIONS = pa.schema(
+    [
+        ("session_key", pa.int32()),
+        ("session_id", pa.string()),
+        ("n_events", pa.int32()),
+    ]
+)
+
+EVENTS = pa.schema(
+    [
+        ("session_key", pa.int32()),
+        ("seq", pa.int32()),
+        ("text", pa.string()),
+        ("length", pa.int32()),  # code points
+        ("role", pa.string()),  # LongMemEval role, LoCoMo speaker
+        ("dia_id", pa.string()),  # LoCoMo turn id
+    ]
+)
+
+TABLES = {"questions": QUESTIONS, "haystacks": HAYSTACKS, "sessions": SESSIONS, "events": EVENTS}
+
+
+def tmp_path(path: Path) -> Path:
+    return path.with_name(path.name + ".tmp")
+
+
+def commit(tmp: Path, final: Path) -> None:
+    """Move a finished temporary file into place (atomic on one filesystem)."""
+    with open(tmp, "rb") as f:
+        os.fsync(f.fileno())
+    os.replace(tmp, final)
+
+
+class TableWriter:
+    """Buffers rows column-wise and writes Parquet row groups to a temporary file.
+
+    ``close()`` renames the file into place; ``abort()`` removes it, so a
+    half-written table is never visible under its final name.
+    """
+
+    def __init__(self, path, schema: pa.Schema, batch_rows: int = 65536):
+        self.path = Path(path)
+        self.schema = schema
+        self.batch_rows = batch_rows
+        self.tmp = tmp_path(self.path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.writer = pq.ParquetWriter(self.tmp, schema, compression="zstd")
+        self.columns = {name: [] for name in schema.names}
+        self.pending = 0
+        self.rows = 0
+
+    def append(self, **row) -> None:
+        for name, col in self.columns.items():
+            col.append(row[name])
+        self.pending += 1
+        if self.pending >= self.batch_rows:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.pending:
+            return
+        batch = pa.record_batch(
+            [pa.array(self.columns[f.name], type=f.type) for f in self.schema], schema=self.schema
+        )
+        self.writer.write_batch(batch, row_group_size=self.batch_rows)
+        self.rows += self.pending
+        self.columns = {name: [] for name in self.schema.names}
+        self.pending = 0
+
+    def close(self) -> None:
+        self.flush()
+        self.writer.close()
+        commit(self.tmp, self.path)
+
+    def abort(self) -> None:
+        try:
+            self.writer.close()
+        except Exception:
+            pass
+        self.tmp.unlink(missing_ok=True)
+
+
+def write_table(path, table: pa.Table) -> None:
+    """Write a whole table atomically."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = tmp_path(path)
+    pq.write_table(table, tmp, compression="zstd")
+    commit(tmp, path)
