@@ -58,6 +58,12 @@ def compute(outcomes: list[dict], segments: list[list[dict]] | None = None) -> d
     result["skipped"] = dict(sorted(skipped.items()))
     result["counted_as_miss"] = dict(sorted(forced.items()))
     result["items"] = len(outcomes)
+    pools = [row["pool_size"] for row in outcomes if row["status"] != "skipped" and row["pool_size"] > 0]
+    result["mean_pool_size"] = sum(pools) / len(pools) if pools else None
+    # Expected hit@k of a uniformly random ranking of each question's pool.
+    result["random"] = {
+        f"hit@{k}": (sum(min(k, p) / p for p in pools) / len(pools) if pools else None) for k in (1, 5, 10)
+    }
     if segments is not None:
         segs = []
         for i, seg in enumerate(segments, 1):

@@ -36,6 +36,7 @@ OUTCOMES = pa.schema(
         ("reason", pa.string()),  # skip reason, or why an evaluated question is a forced miss
         ("in_types", pa.bool_()),  # counted in the per-type table
         ("gold_rank", pa.int8()),  # 1..10, 0 = miss
+        ("pool_size", pa.int32()),  # sessions in the haystack (random baseline)
     ]
 )
 
@@ -131,6 +132,7 @@ def run_segment(variant: Variant, questions, haystacks, corpus: Corpus, log=prin
         out_rows["reason"].append(skip or miss)
         out_rows["in_types"].append(skip is None and miss is None)
         out_rows["gold_rank"].append(gold_rank)
+        out_rows["pool_size"].append(len(hay.ids) if hay is not None else 0)
         if hay is not None:
             corpus.drop([k for k in hay.keys if last_use.get(k) == n])
         progress(n + 1)

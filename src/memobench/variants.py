@@ -8,7 +8,7 @@ counted; HARNESSES.md 6.0).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, fields, replace
 
 from .engine import Recipe
 from .errors import ConfigError
@@ -71,12 +71,39 @@ SUPPORTED = {
 }
 
 
-def resolve(name: str, family: str) -> Variant:
+def resolve(name: str, family: str, custom: dict | None = None) -> Variant:
+    """A built-in variant, or a user-defined one (``custom``: the config's
+    ``variants`` section: name -> {base, recipe, description})."""
+    custom = custom or {}
+    if name in custom:
+        entry = custom[name]
+        base = resolve(entry["base"], family, {k: v for k, v in custom.items() if k != name})
+        over = entry.get("recipe") or {}
+        unknown = set(over) - {f.name for f in fields(Recipe)}
+        if unknown:
+            raise ConfigError(f"variant {name!r}: unknown recipe field(s) {', '.join(sorted(unknown))}")
+        from .engine import WEIGHTS
+
+        if "weights" in over and over["weights"] not in WEIGHTS:
+            raise ConfigError(f"variant {name!r}: unknown weights {over['weights']!r}; known: {', '.join(sorted(WEIGHTS))}")
+        v = with_recipe(base, **over)
+        return replace(v, name=name, description=entry.get("description", f"{base.name} with {over}"))
     if name not in BUILDERS:
-        raise ConfigError(f"unknown variant {name!r}; known: {', '.join(sorted(BUILDERS))}")
+        known = sorted(set(BUILDERS) | set(custom))
+        raise ConfigError(f"unknown variant {name!r}; known: {', '.join(known)}")
     if family not in SUPPORTED[name]:
         raise ConfigError(f"variant {name!r} does not apply to a dataset of family {family!r}")
     return BUILDERS[name](family)
+
+
+def to_spec(v: Variant) -> dict:
+    """A plain dict (the rule's params): every setting that decides the lists."""
+    return {"name": v.name, "recipe": asdict(v.recipe), "skip": v.skip, "harness": v.harness,
+            "description": v.description}
+
+
+def from_spec(spec: dict) -> Variant:
+    return Variant(spec["name"], Recipe(**spec["recipe"]), spec["skip"], spec["harness"], spec["description"])
 
 
 def known_variants() -> list[str]:

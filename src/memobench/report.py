@@ -1,0 +1,129 @@
+"""results/report.md, its HTML form and the hit@k plot."""
+
+from __future__ import annotations
+
+import html
+import json
+from decimal import Decimal
+from pathlib import Path
+
+from .jsmath import to_fixed
+from .published import published
+from .tables import commit, tmp_path
+
+METRICS = ("hit@1", "hit@5", "hit@10", "mrr")
+
+
+def printed(m: dict, key: str) -> str | None:
+    """The value as the harness prints it: percent with 1 decimal, MRR with 4."""
+    if key == "mrr":
+        return to_fixed(m["mrr"], 4) if m.get("mrr") is not None else None
+    rate = m.get(key + "_rate")
+    return to_fixed(100 * rate, 1) if rate is not None else None
+
+
+def _diff(m: dict, key: str, theirs: str) -> str:
+    """Difference at the published value's own precision (0.651 is 3 decimals)."""
+    digits = len(theirs.split(".")[1]) if "." in theirs else 0
+    value = m["mrr"] if key == "mrr" else 100 * m[key + "_rate"]
+    d = Decimal(to_fixed(value, digits)) - Decimal(theirs)
+    return "=" if d == 0 else f"{d:+}"
+
+
+def _cell(m: dict, key: str, pub: dict) -> str:
+    ours = printed(m, key)
+    if ours is None:
+        return "-"
+    text = ours + ("%" if key != "mrr" else "")
+    if key != "mrr":
+        text += f" ({m[key]})"
+    if key in pub:
+        text += f" / {pub[key]} {_diff(m, key, pub[key])}"
+    return text
+
+
+def _write(path, text: str) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = tmp_path(path)
+    tmp.write_text(text, encoding="utf-8")
+    commit(tmp, path)
+
+
+def markdown(runs: list[dict]) -> str:
+    out = ["# memobench report", "",
+           "Each cell: our value (count) / the published value and the difference "
+           "(`=` when equal to the printed digit). Rates are over the evaluated questions.", ""]
+    out += ["| dataset | variant | questions | hit@1 | hit@5 | hit@10 | MRR | random hit@1 |",
+            "|---|---|---|---|---|---|---|---|"]
+    for m in runs:
+        pub = published(m["dataset"], m["variant"])
+        rnd = m.get("random", {}).get("hit@1")
+        out.append(
+            f"| {m['dataset']} | {m['variant']} | {m['questions']} | "
+            + " | ".join(_cell(m, k, pub) for k in METRICS)
+            + f" | {to_fixed(100 * rnd, 1) + '%' if rnd is not None else '-'} |"
+        )
+    for m in runs:
+        out += ["", f"## {m['dataset']} / {m['variant']}", "", f"{m['description']} ({m['harness']}).", ""]
+        if m.get("mean_pool_size"):
+            rnd = m["random"]
+            out.append(
+                f"Mean pool {m['mean_pool_size']:.1f} sessions; random ranking: hit@1 "
+                f"{to_fixed(100 * rnd['hit@1'], 1)}%, hit@5 {to_fixed(100 * rnd['hit@5'], 1)}%, "
+                f"hit@10 {to_fixed(100 * rnd['hit@10'], 1)}%."
+            )
+        skipped = ", ".join(f"{k} {v}" for k, v in m["skipped"].items()) or "none"
+        forced = ", ".join(f"{k} {v}" for k, v in m["counted_as_miss"].items()) or "none"
+        out += [f"Items {m['items']}; evaluated {m['questions']}; skipped: {skipped}; "
+                f"counted as misses: {forced}.", ""]
+        out += ["| type | n | hit@1 | hit@5 | MRR |", "|---|---|---|---|---|"]
+        for t, b in m["by_type"].items():
+            out.append(f"| {t} | {b['questions']} | {printed(b, 'hit@1')}% | {printed(b, 'hit@5')}% | "
+                       f"{to_fixed(b['mrr'], 3)} |")
+        segs = m.get("segments") or []
+        if len(segs) > 1:
+            out += ["", "| segment | n | hit@1 | hit@5 | hit@10 | MRR |", "|---|---|---|---|---|---|"]
+            for s in segs:
+                out.append(f"| {s['segment']} | {s['questions']} | " + " | ".join(
+                    (printed(s, k) or "-") + ("%" if k != "mrr" and printed(s, k) else "") for k in METRICS) + " |")
+            mm = m.get("mrr_mean_of_printed_segments")
+            if mm is not None:
+                out += ["", f"Mean of the printed segment MRRs (how the published M total was formed): "
+                            f"{to_fixed(mm, 4)}; exact merged MRR: {printed(m, 'mrr')}."]
+    return "\n".join(out) + "\n"
+
+
+def plot(runs: list[dict], png_out) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(runs) + 2), 4.5))
+    width = 0.25
+    labels = [f"{m['dataset']}\n{m['variant']}" for m in runs]
+    for j, k in enumerate(("hit@1", "hit@5", "hit@10")):
+        vals = [100 * (m.get(k + "_rate") or 0) for m in runs]
+        ax.bar([i + (j - 1) * width for i in range(len(runs))], vals, width, label=k)
+    ax.set_xticks(range(len(runs)), labels, fontsize=8)
+    ax.set_ylabel("% of evaluated questions")
+    ax.set_ylim(0, 100)
+    ax.set_title("hit@k per dataset and variant")
+    ax.legend()
+    fig.tight_layout()
+    tmp = tmp_path(Path(png_out))
+    fig.savefig(tmp, format="png", dpi=110, metadata={"Software": None})
+    plt.close(fig)
+    commit(tmp, Path(png_out))
+
+
+def build_report(metrics_paths, md_out, html_out, png_out, log=print) -> None:
+    runs = [json.loads(Path(p).read_text(encoding="utf-8")) for p in metrics_paths]
+    md = markdown(runs)
+    _write(md_out, md)
+    plot(runs, png_out)
+    body = html.escape(md)
+    _write(html_out, "<!doctype html><meta charset='utf-8'><title>memobench report</title>"
+           f"<img src='{html.escape(Path(png_out).name)}' alt='hit@k plot'><pre>{body}</pre>\n")
+    log(f"report: {len(runs)} runs")

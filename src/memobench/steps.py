@@ -1,0 +1,114 @@
+"""The pipeline's stages as plain functions, plus the wrapper the workflow
+scripts use: progress goes to the rule's log, bad input ends the job with one
+line on stderr (and in the log), never a traceback."""
+
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from .download import DownloadError, fetch, verify
+from .errors import ConfigError, DataError
+from .tables import commit, tmp_path
+
+USER_ERRORS = (DataError, DownloadError, ConfigError)
+
+
+def write_json(path, obj) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = tmp_path(path)
+    tmp.write_text(json.dumps(obj, indent=2, sort_keys=False, ensure_ascii=False) + "\n", encoding="utf-8")
+    commit(tmp, path)
+
+
+def run_step(log_path, func, *args, **kwargs):
+    """Run one stage with its log; exit 1 with one line on a user-facing error."""
+    Path(log_path).parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "w", encoding="utf-8") as logf:
+
+        def log(msg: str) -> None:
+            logf.write(msg + "\n")
+            logf.flush()
+
+        try:
+            return func(*args, log=log, **kwargs)
+        except USER_ERRORS as e:
+            log(f"ERROR: {e}")
+            print(f"memobench: {e}", file=sys.stderr)
+            sys.exit(1)
+        except Exception as e:  # a bug: keep the traceback in the log
+            logf.write(traceback.format_exc())
+            logf.flush()
+            print(f"memobench: internal error {type(e).__name__}: {e} (traceback in {log_path})", file=sys.stderr)
+            sys.exit(1)
+
+
+def download(dest, urls, expected_bytes, sha256, log=print):
+    fetch(urls, dest, expected_bytes, sha256=sha256, log=log)
+
+
+def verify_raw(raw, out, name, expected_bytes, sha256, log=print):
+    log(f"verifying {raw}: expecting {expected_bytes} bytes" + (f" and sha256 {sha256}" if sha256 else ""))
+    digest = verify(raw, expected_bytes, sha256)
+    size = Path(raw).stat().st_size
+    log(f"ok: {size} bytes, sha256 {digest}")
+    write_json(out, {"dataset": name, "file": str(raw), "bytes": size, "sha256": digest,
+                     "sha256_checked": bool(sha256)})
+
+
+def manifest(inputs, out, log=print):
+    entries = [json.loads(Path(p).read_text(encoding="utf-8")) for p in inputs]
+    write_json(out, {"files": entries})
+    log(f"manifest: {len(entries)} files")
+
+
+def normalize(fmt, raw, out_dir, summary, base_dir=None, log=print):
+    from . import normalize as nz
+
+    if fmt == "longmemeval":
+        stats = nz.normalize_longmemeval(raw, out_dir, log=log)
+    elif fmt == "locomo":
+        stats = nz.normalize_locomo(raw, out_dir, log=log)
+    elif fmt == "longmemeval_cn":
+        stats = nz.normalize_cn(raw, base_dir, out_dir, log=log)
+    else:
+        raise ConfigError(f"no normalizer for format {fmt!r}")
+    log(json.dumps(stats))
+    write_json(summary, {"format": fmt, "source": str(raw), **stats})
+
+
+def retrieve(variant_spec, questions, haystacks, events, segment, n_segments, rankings, outcomes, log=print):
+    from .retrieval import write_segment
+    from .variants import from_spec
+
+    variant = from_spec(variant_spec)
+    write_segment(variant, questions, haystacks, events, segment, n_segments, rankings, outcomes, log=log)
+
+
+def merge(dataset, variant_spec, rankings_in, outcomes_in, rankings_out, metrics_out, log=print):
+    from . import metrics
+    from .retrieval import concat_segments
+    from .tables import write_table
+
+    rankings = concat_segments(rankings_in)
+    per_segment = [pq.read_table(p).sort_by("q_index").to_pylist() for p in outcomes_in]
+    outcomes = [row for seg in per_segment for row in seg]
+    result = metrics.compute(outcomes, per_segment)
+    meta = {"dataset": dataset, "variant": variant_spec["name"], "harness": variant_spec["harness"],
+            "description": variant_spec["description"], "recipe": variant_spec["recipe"],
+            "skip_rule": variant_spec["skip"]}
+    write_table(rankings_out, rankings)
+    write_json(metrics_out, {**meta, **result})
+    log(f"{dataset} {variant_spec['name']}: {result['questions']} questions, hit@1 {result['hit@1']}, "
+        f"hit@5 {result['hit@5']}, hit@10 {result['hit@10']}, MRR sum {result['mrr_sum']}")
+
+
+def report(metrics_paths, md_out, html_out, png_out, log=print):
+    from .report import build_report
+
+    build_report(metrics_paths, md_out, html_out, png_out, log=log)

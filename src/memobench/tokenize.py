@@ -1,0 +1,233 @@
+"""JS tokenizers of the harnesses (HARNESSES.md section 2).
+
+* Event / phrase token sequences ("seq", 2.1): :func:`seq_ascii`,
+  :func:`seq_cjkr`, :func:`seq_zh`, :func:`seq_exp6`, :func:`seq_prod`
+  (each lowercases its input first, like ``toLowerCase()``).
+* Occurrence count :func:`occ`.
+* Stop lists (2.2) and query windows :func:`window_plain`, :func:`window_cf`,
+  :func:`window_070`, :func:`window_cnb`, :func:`window_exp6` (at most 8 tokens).
+* :func:`phrases` (2.3).
+
+Lengths are JS ``.length`` values, i.e. UTF-16 code units.  Standard library only.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .jsmath import utf16_len
+
+__all__ = [
+    "TERM_MAX",
+    "STOP_BASE",
+    "STOP_A1",
+    "STOP_A2",
+    "STOP_A3",
+    "STOP_LISTS",
+    "HAN_CLASS",
+    "seq_ascii",
+    "seq_cjkr",
+    "seq_zh",
+    "seq_exp6",
+    "seq_prod",
+    "SEQ",
+    "occ",
+    "ascii_words",
+    "han_runs",
+    "window_plain",
+    "window_cf",
+    "window_070",
+    "window_cnb",
+    "window_exp6",
+    "WINDOWS",
+    "phrases",
+]
+
+TERM_MAX = 8
+
+# ---------------------------------------------------------------------------
+# Stop lists (2.2)
+# ---------------------------------------------------------------------------
+
+STOP_BASE = frozenset(
+    """
+    the a an and or what did do does is are was were to of in on at for with
+    about we you i it this that how when where which why be been from by as
+    there not can could should would just also
+    """.split()
+)
+assert len(STOP_BASE) == 45
+
+STOP_A1 = STOP_BASE | frozenset("ever whether discuss last week".split())
+STOP_A2 = STOP_A1 | frozenset("have has had will your my me our their some".split())
+STOP_A3 = STOP_A1 | frozenset("have has had will your my".split())
+assert len(STOP_A1) == 50 and len(STOP_A2) == 60 and len(STOP_A3) == 56
+
+STOP_LISTS = {"base": STOP_BASE, "a1": STOP_A1, "a2": STOP_A2, "a3": STOP_A3}
+
+# ---------------------------------------------------------------------------
+# Character classes
+# ---------------------------------------------------------------------------
+
+# Script=Han, Unicode 17.0 (Node 20's \p{Script=Han}), as listed in 2.1.
+_HAN_BMP = (
+    "\u2E80-\u2E99\u2E9B-\u2EF3\u2F00-\u2FD5\u3005\u3007\u3021-\u3029"
+    "\u3038-\u303B\u3400-\u4DBF\u4E00-\u9FFF\uF900-\uFA6D\uFA70-\uFAD9"
+)
+_HAN_ASTRAL = (
+    "\U00016FE2-\U00016FE3\U00016FF0-\U00016FF6\U00020000-\U0002A6DF"
+    "\U0002A700-\U0002B81D\U0002B820-\U0002CEAD\U0002CEB0-\U0002EBE0"
+    "\U0002EBF0-\U0002EE5D\U0002F800-\U0002FA1D\U00030000-\U0003134A"
+    "\U00031350-\U00033479"
+)
+#: The body of a regex character class matching one Script=Han code point.
+HAN_CLASS = _HAN_BMP + _HAN_ASTRAL
+
+_CJKR = "\u3400-\u9FFF"  # the BMP range of S-CJKR / W-CNB (UTF-16 code units)
+
+_RE_ASCII = re.compile(r"[a-z0-9]+")
+_RE_CJKR = re.compile("[a-z0-9" + _CJKR + "]+")
+_RE_ZH = re.compile("[a-z0-9" + HAN_CLASS + "]+")
+_RE_PROD = re.compile("[a-z0-9]+|[" + HAN_CLASS + "]+")
+# S-EXP6: a Han run is kept only if its UTF-16 length is >= 2, i.e. it has at
+# least two code points or is one astral code point.  Scanning starts at the
+# beginning of every maximal run (the previous match ends at the end of a run,
+# or a lone BMP Han character fails and the next position is not Han).
+_RE_EXP6 = re.compile("[a-z0-9]+|[" + HAN_CLASS + "]{2,}|[" + _HAN_ASTRAL + "]")
+_RE_ASCII_WORD = re.compile(r"[a-z0-9]{2,}")
+_RE_HAN_RUN = re.compile("[" + HAN_CLASS + "]{2,}|[" + _HAN_ASTRAL + "]")
+_RE_CNB_PART = re.compile("[a-z0-9" + _CJKR + "]+")
+_RE_CJKR_ONLY2 = re.compile("[" + _CJKR + "]{2,}")
+
+# ---------------------------------------------------------------------------
+# Event token sequences (2.1)
+# ---------------------------------------------------------------------------
+
+
+def seq_ascii(text: str) -> list[str]:
+    """S-ASCII: maximal ``[a-z0-9]`` runs of ``lower(text)``."""
+    return _RE_ASCII.findall(text.lower())
+
+
+def seq_cjkr(text: str) -> list[str]:
+    """S-CJKR: maximal runs of ``[a-z0-9]`` and U+3400..U+9FFF (mixed runs are one token)."""
+    return _RE_CJKR.findall(text.lower())
+
+
+def seq_zh(text: str) -> list[str]:
+    """S-ZH: maximal runs of ``[a-z0-9]`` and Script=Han (mixed runs are one token)."""
+    return _RE_ZH.findall(text.lower())
+
+
+def seq_exp6(text: str) -> list[str]:
+    """S-EXP6: ``[a-z0-9]+`` or Han runs, separately; Han runs of UTF-16 length 1 dropped."""
+    return _RE_EXP6.findall(text.lower())
+
+
+def seq_prod(text: str) -> list[str]:
+    """S-PROD: like S-EXP6 but Han runs of any length are kept."""
+    return _RE_PROD.findall(text.lower())
+
+
+SEQ = {
+    "ascii": seq_ascii,
+    "cjkr": seq_cjkr,
+    "zh": seq_zh,
+    "exp6": seq_exp6,
+    "prod": seq_prod,
+}
+
+
+def occ(event_tokens: list[str], phrase_tokens: list[str]) -> int:
+    """Number of (overlapping) start positions where ``phrase_tokens`` occurs.
+
+    An empty phrase gives 0.
+    """
+    m = len(phrase_tokens)
+    if m == 0:
+        return 0
+    first = phrase_tokens[0]
+    if m == 1:
+        return event_tokens.count(first)
+    last_start = len(event_tokens) - m + 1
+    if last_start <= 0:
+        return 0
+    if not isinstance(phrase_tokens, list):
+        phrase_tokens = list(phrase_tokens)
+    count = 0
+    index = event_tokens.index
+    i = 0
+    while True:
+        try:
+            i = index(first, i, last_start)
+        except ValueError:
+            return count
+        if event_tokens[i : i + m] == phrase_tokens:
+            count += 1
+        i += 1
+
+
+# ---------------------------------------------------------------------------
+# Query windows (2.2)
+# ---------------------------------------------------------------------------
+
+
+def ascii_words(question: str) -> list[str]:
+    """Maximal ``[a-z0-9]`` runs of ``lower(question)`` of length >= 2, de-duplicated."""
+    return list(dict.fromkeys(_RE_ASCII_WORD.findall(question.lower())))
+
+
+def han_runs(question: str) -> list[str]:
+    """Maximal Script=Han runs of ``lower(question)`` of UTF-16 length >= 2, de-duplicated."""
+    return list(dict.fromkeys(_RE_HAN_RUN.findall(question.lower())))
+
+
+def window_plain(question: str, stop=None) -> list[str]:
+    """W-PLAIN: ASCII words in question order (``stop`` is ignored)."""
+    return ascii_words(question)[:TERM_MAX]
+
+
+def window_cf(question: str, stop=STOP_BASE) -> list[str]:
+    """W-CF: non-stop ASCII words, then stop ASCII words."""
+    words = ascii_words(question)
+    content = [w for w in words if w not in stop]
+    stops = [w for w in words if w in stop]
+    return (content + stops)[:TERM_MAX]
+
+
+def window_070(question: str, stop=STOP_BASE) -> list[str]:
+    """W-070: non-stop ASCII words, then Han runs, then stop ASCII words."""
+    words = ascii_words(question)
+    content = [w for w in words if w not in stop]
+    stops = [w for w in words if w in stop]
+    return (content + han_runs(question) + stops)[:TERM_MAX]
+
+
+def window_cnb(question: str, stop=None) -> list[str]:
+    """W-CNB: parts made entirely of U+3400..U+9FFF, length >= 2 (``stop`` is ignored)."""
+    full = _RE_CJKR_ONLY2.fullmatch
+    parts = [p for p in _RE_CNB_PART.findall(question.lower()) if full(p)]
+    return list(dict.fromkeys(parts))[:TERM_MAX]
+
+
+def window_exp6(question: str, stop=STOP_BASE) -> list[str]:
+    """W-EXP6: de-duplicated S-EXP6 tokens of UTF-16 length >= 2; non-stop, then stop."""
+    toks = [t for t in dict.fromkeys(seq_exp6(question)) if utf16_len(t) >= 2]
+    content = [t for t in toks if t not in stop]
+    stops = [t for t in toks if t in stop]
+    return (content + stops)[:TERM_MAX]
+
+
+WINDOWS = {
+    "plain": window_plain,
+    "cf": window_cf,
+    "070": window_070,
+    "cnb": window_cnb,
+    "exp6": window_exp6,
+}
+
+
+def phrases(window: list[str]) -> list[str]:
+    """Token phrases in window order, then the adjacent pairs ``"a b"`` (2.3)."""
+    window = list(window)
+    return window + [f"{a} {b}" for a, b in zip(window, window[1:])]

@@ -1,0 +1,140 @@
+# Config validation, input functions and helpers shared by all rules.
+
+import hashlib
+import os
+import re
+from pathlib import Path
+
+import sys
+
+from snakemake.exceptions import WorkflowError
+from snakemake.utils import validate
+
+sys.path.insert(0, os.path.join(workflow.basedir, "src"))  # the package, installed or not
+
+import memobench
+from memobench.errors import ConfigError
+from memobench.variants import resolve, to_spec
+
+validate(config, schema="../schemas/config.schema.yaml")
+
+DATA_DIR = config["data_dir"]
+DATASETS = config["datasets"]
+CUSTOM_VARIANTS = config.get("variants") or {}
+RUN = config.get("run", list(DATASETS))
+RESULTS = "results"
+PKG_DIR = Path(memobench.__file__).parent
+DEFAULT_FAMILY = {"longmemeval": "s", "locomo": "locomo", "longmemeval_cn": "cn", "embedded": "zh"}
+
+
+def _config_error(msg):
+    raise WorkflowError(f"config: {msg}")
+
+
+for _name in RUN:
+    if _name not in DATASETS:
+        _config_error(f"run lists {_name!r}, which is not under datasets")
+for _name, _ds in DATASETS.items():
+    if _ds["format"] == "longmemeval_cn" and _ds.get("haystacks_from") not in DATASETS:
+        _config_error(f"dataset {_name!r}: haystacks_from must name a longmemeval dataset")
+    if _ds["format"] != "embedded" and "bytes" not in _ds:
+        _config_error(f"dataset {_name!r}: bytes (the expected file size) is required")
+
+
+def family(ds):
+    return DATASETS[ds].get("family") or DEFAULT_FAMILY[DATASETS[ds]["format"]]
+
+
+def variant_spec(ds, name):
+    try:
+        return to_spec(resolve(name, family(ds), CUSTOM_VARIANTS))
+    except ConfigError as e:
+        _config_error(f"dataset {ds!r}: {e}")
+
+
+# Resolve every configured variant now, so a bad name fails before any job runs.
+VARIANT_SPECS = {ds: {v: variant_spec(ds, v) for v in DATASETS[ds].get("variants", [])} for ds in DATASETS}
+
+
+def raw_path(ds):
+    f = DATASETS[ds]["file"]
+    return f if os.path.isabs(f) else os.path.join(DATA_DIR, f)
+
+
+def downloadable():
+    """Files under data_dir that the download rule may fetch (name -> dataset)."""
+    return {
+        DATASETS[ds]["file"]: ds
+        for ds in DATASETS
+        if DATASETS[ds]["format"] != "embedded" and not os.path.isabs(DATASETS[ds]["file"])
+    }
+
+
+def code_hash(*modules):
+    """Hash of the package modules a rule runs; a params entry, so editing
+    them reruns exactly the rules that use them (and what follows)."""
+    h = hashlib.sha256()
+    for m in modules:
+        h.update((PKG_DIR / f"{m}.py").read_bytes())
+    return h.hexdigest()[:16]
+
+
+NORMALIZE_CODE = code_hash("normalize", "tables", "dates", "jsmath", "errors")
+RETRIEVE_CODE = code_hash("engine", "tokenize", "jsmath", "variants", "retrieval", "stemmer")
+MERGE_CODE = code_hash("metrics", "retrieval", "steps")
+
+
+def norm_dir(ds):
+    return f"{RESULTS}/{ds}/normalized"
+
+
+def base_dataset(ds):
+    """The dataset whose haystacks, sessions and events a dataset searches."""
+    return DATASETS[ds].get("haystacks_from", ds)
+
+
+def segments(ds):
+    return [f"seg{i}" for i in range(1, DATASETS[ds].get("segments", 1) + 1)]
+
+
+def segment_files(ds, variant, suffix=".parquet"):
+    return [f"{RESULTS}/{ds}/{variant}/segments/{s}{suffix}" for s in segments(ds)]
+
+
+def run_pairs():
+    return [(ds, v) for ds in RUN for v in DATASETS[ds].get("variants", [])]
+
+
+def verified_files():
+    return [f"{RESULTS}/{ds}/verified.json" for ds in RUN if DATASETS[ds]["format"] != "embedded"] + [
+        f"{RESULTS}/{base_dataset(ds)}/verified.json" for ds in RUN if base_dataset(ds) != ds
+    ]
+
+
+TABLE_NAMES = ["questions", "haystacks", "sessions", "events"]
+
+
+def normalize_inputs(w):
+    ds = w.dataset
+    inputs = {"raw": raw_path(ds), "verified": f"{RESULTS}/{ds}/verified.json"}
+    if DATASETS[ds]["format"] == "longmemeval_cn":
+        inputs["base_questions"] = f"{norm_dir(base_dataset(ds))}/questions.parquet"
+    return inputs
+
+
+def retrieve_inputs(w):
+    base = norm_dir(base_dataset(w.dataset))
+    return {
+        "questions": f"{norm_dir(w.dataset)}/questions.parquet",
+        "haystacks": f"{base}/haystacks.parquet",
+        "events": f"{base}/events.parquet",
+    }
+
+
+wildcard_constraints:
+    dataset="|".join(re.escape(d) for d in DATASETS),
+    segment=r"seg[0-9]+",
+
+
+wildcard_constraints:
+    variant="|".join(re.escape(v) for specs in VARIANT_SPECS.values() for v in specs) or "^$",

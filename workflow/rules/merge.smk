@@ -1,0 +1,20 @@
+# Merge a variant's segments: rankings concatenated in question order, counts
+# and sums recomputed over all questions (never an average of rates).
+
+
+rule merge:
+    input:
+        rankings=lambda w: segment_files(w.dataset, w.variant),
+        outcomes=lambda w: segment_files(w.dataset, w.variant, ".questions.parquet"),
+    output:
+        rankings=f"{RESULTS}/{{dataset}}/{{variant}}/rankings.parquet",
+        metrics=f"{RESULTS}/{{dataset}}/{{variant}}/metrics.json",
+    params:
+        variant=lambda w: VARIANT_SPECS[w.dataset][w.variant],
+        code=MERGE_CODE,
+    log:
+        f"{RESULTS}/logs/merge/{{dataset}}/{{variant}}.log",
+    conda:
+        "../../envs/memobench.yaml"
+    script:
+        "../scripts/merge.py"
