@@ -2,12 +2,15 @@
 # Stages: download -> verify -> normalize -> retrieve (per dataset, variant,
 # segment) -> merge -> report. See README.md.
 
+import os
+
 from snakemake.utils import min_version
 
 min_version("8.0")
 
 
-configfile: "config.yaml"
+# Relative to the Snakefile, so `-d elsewhere` still finds the defaults.
+configfile: os.path.join(workflow.basedir, "config.yaml")
 
 
 include: "workflow/rules/common.smk"

@@ -7,16 +7,26 @@ from pathlib import Path
 
 import sys
 
-from snakemake.exceptions import WorkflowError
-from snakemake.utils import validate
 
 sys.path.insert(0, os.path.join(workflow.basedir, "src"))  # the package, installed or not
 
 import memobench
+from memobench.config import validate
 from memobench.errors import ConfigError
 from memobench.variants import resolve, to_spec
 
-validate(config, schema="../schemas/config.schema.yaml")
+
+
+def _config_error(msg):
+    # One clear line, no traceback and no schema dump.
+    print(f"memobench: {msg}", file=sys.stderr)
+    sys.exit(1)
+
+
+try:
+    validate(config, os.path.join(workflow.basedir, "workflow", "schemas", "config.schema.yaml"))
+except ConfigError as e:
+    _config_error(str(e))
 
 DATA_DIR = config["data_dir"]
 DATASETS = config["datasets"]
@@ -27,18 +37,14 @@ PKG_DIR = Path(memobench.__file__).parent
 DEFAULT_FAMILY = {"longmemeval": "s", "locomo": "locomo", "longmemeval_cn": "cn", "embedded": "zh"}
 
 
-def _config_error(msg):
-    raise WorkflowError(f"config: {msg}")
-
-
 for _name in RUN:
     if _name not in DATASETS:
-        _config_error(f"run lists {_name!r}, which is not under datasets")
+        _config_error(f"config: run lists {_name!r}, which is not under datasets")
 for _name, _ds in DATASETS.items():
     if _ds["format"] == "longmemeval_cn" and _ds.get("haystacks_from") not in DATASETS:
-        _config_error(f"dataset {_name!r}: haystacks_from must name a longmemeval dataset")
+        _config_error(f"config: dataset {_name!r}: haystacks_from must name a longmemeval dataset")
     if _ds["format"] != "embedded" and "bytes" not in _ds:
-        _config_error(f"dataset {_name!r}: bytes (the expected file size) is required")
+        _config_error(f"config: dataset {_name!r}: bytes (the expected file size) is required")
 
 
 def family(ds):
@@ -49,7 +55,7 @@ def variant_spec(ds, name):
     try:
         return to_spec(resolve(name, family(ds), CUSTOM_VARIANTS))
     except ConfigError as e:
-        _config_error(f"dataset {ds!r}: {e}")
+        _config_error(f"config: dataset {ds!r}: {e}")
 
 
 # Resolve every configured variant now, so a bad name fails before any job runs.

@@ -1,0 +1,72 @@
+"""Only stale stages rerun: code edits and variant settings reach their rules
+through params (checked with Snakemake's dry run in a scratch copy)."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from conftest import copy_project, dry_run_jobs, snakemake, write_config
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory, locomo_path):
+    root = tmp_path_factory.mktemp("reruns")
+    proj = copy_project(root / "proj")
+    data = root / "data"
+    data.mkdir()
+    shutil.copy(locomo_path, data / "locomo10.json")
+    cfg = write_config(
+        root / "cfg.yaml", data_dir=str(data), run=["locomo10"],
+        datasets={"locomo10": {"variants": ["v0.8.0", "v0.5.0", "mine"]}},
+        variants={"mine": {"base": "v0.8.0", "recipe": {"weights": "len"}}},
+    )
+    snakemake(proj, "--cores", "2", configfile=cfg, snakefile=proj / "Snakefile")
+    return proj, cfg, root
+
+
+def _jobs(project, cfg=None):
+    proj, default_cfg, _ = project
+    return dry_run_jobs(proj, configfile=cfg or default_cfg, snakefile=proj / "Snakefile")
+
+
+def test_up_to_date(project):
+    assert _jobs(project) == {}
+
+
+def test_engine_edit_reruns_retrieval_merge_report_only(project):
+    proj = project[0]
+    engine = proj / "src" / "memobench" / "engine.py"
+    original = engine.read_text()
+    try:
+        engine.write_text(original + "\n# an edit\n")
+        assert _jobs(project) == {"retrieve": 3, "merge": 3, "report": 1, "all": 1}
+    finally:
+        engine.write_text(original)
+    assert _jobs(project) == {}
+
+
+def test_normalize_edit_reruns_normalize_not_download_or_verify(project):
+    proj = project[0]
+    code = proj / "src" / "memobench" / "normalize.py"
+    original = code.read_text()
+    try:
+        code.write_text(original + "\n# an edit\n")
+        jobs = _jobs(project)
+        assert jobs.get("normalize") == 1
+        assert "download" not in jobs and "verify" not in jobs
+    finally:
+        code.write_text(original)
+
+
+def test_variant_setting_reruns_only_that_variant(project):
+    proj, _, root = project
+    cfg = write_config(
+        root / "cfg2.yaml", data_dir=str(root / "data"), run=["locomo10"],
+        datasets={"locomo10": {"variants": ["v0.8.0", "v0.5.0", "mine"]}},
+        variants={"mine": {"base": "v0.8.0", "recipe": {"weights": "len", "window": "plain"}}},
+    )
+    proc = snakemake(proj, "-n", "--cores", "1", configfile=cfg, snakefile=proj / "Snakefile")
+    assert _jobs(project, cfg) == {"retrieve": 1, "merge": 1, "report": 1, "all": 1}
+    assert "results/locomo10/mine/segments/seg1.parquet" in proc.stdout
