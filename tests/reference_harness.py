@@ -40,12 +40,16 @@ __all__ = ["reference_run", "reference_locomo", "reference_exp6"]
 
 def occurrences(event_tokens, phrase_tokens):
     """occ(E, P): number of start positions i with E[i:i+|P|] == P (2.1)."""
+    phrase_tokens = list(phrase_tokens)
     m = len(phrase_tokens)
     if m == 0:
         return 0
+    if m == 1:
+        return event_tokens.count(phrase_tokens[0])
     count = 0
+    first = phrase_tokens[0]
     for i in range(len(event_tokens) - m + 1):
-        if list(event_tokens[i : i + m]) == list(phrase_tokens):
+        if event_tokens[i] == first and event_tokens[i : i + m] == phrase_tokens:
             count += 1
     return count
 

@@ -628,7 +628,8 @@ class _LME:
         self.vocab = vocab
         if pool_size is None:
             pool_size = max(2 * self.K, (self.n * self.K) // 4)
-        self.pool_size = max(1, int(pool_size))
+        # a haystack never holds the same filler twice, so the pool covers K
+        self.pool_size = max(1, self.K, int(pool_size))
         self._build_pool()
         est = self.estimate_session_bytes()
         self._filler = functools.lru_cache(maxsize=max(64, int(cache_bytes // max(est, 1))))(
@@ -1052,7 +1053,7 @@ def write_longmemeval(path, n_questions, sessions_per_question, seed=0, turns=(4
       words per turn (user turns draw from the lower half, assistant turns
       from the upper half).
     * ``shared_pool``: number of distinct filler sessions (default
-      ``max(2K, n*K/4)``).
+      ``max(2K, n*K/4)``; at least K).
     * ``target_bytes``: rescale ``words_per_turn`` so the file lands near this
       size (for example 280e6 for S, 2.7e9 for M).
     * ``vocab_source``: a LoCoMo JSON file (or plain text) to take the
@@ -1529,12 +1530,15 @@ def _cn_question(en, qtype, rng) -> str:
         else:
             pieces.append(("Z", _zh_word(low)))
     out = [_CN_PREFIX.get(qtype, "关于")]
+    prev = "Z"
     for kind, s in pieces:
         if kind == "L":
-            glue = rng.random() < 0.5
+            # glued to the Han text or set off by spaces; never glued to Latin
+            glue = prev != "L" and rng.random() < 0.5
             out.append(s if glue else f" {s} ")
         else:
             out.append(s)
+        prev = kind
     out.append(_CN_SUFFIX.get(qtype, "？"))
     return re.sub(r" +", " ", "".join(out)).strip()
 

@@ -1,0 +1,416 @@
+"""The project's retrieval against an independent, literal reading of the spec.
+
+``tests/reference_harness.py`` re-implements run.cjs / run-m.cjs / locomo.cjs /
+exp6.cjs naively from HARNESSES.md (without the project's engine, normalize,
+retrieval or variants code). Here the project's public entry points
+(``normalize_longmemeval`` / ``normalize_locomo`` -> ``write_segment`` with
+``variants.resolve``) are run on
+
+* the real ``locomo10.json`` (all 10 conversations; family ``locomo``);
+* small LongMemEval-format files built below: a clean one and spiced ones
+  (accents, Han, astral characters, Kelvin sign, dotted I, unparseable or
+  missing dates, missing/null/numeric ids, empty and null sessions, turns
+  without ``content`` or with ``content: null``, pure-Chinese and
+  single-token questions, quotes and FTS operators, gold ids not in the
+  haystack, ids containing question words, duplicate ids inside one
+  haystack, and one haystack of 700 sessions so that FTS LIMIT 500 vs 2000
+  binds), under families ``s`` and ``m``;
+* files from ``memobench.generate.write_longmemeval`` when that module exists;
+
+and every question's status, rank and final top-10 list must equal the
+reference's. Segmenting (3 segments vs 1) must not change any list.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from reference_harness import reference_exp6, reference_locomo, reference_run
+
+from memobench import normalize, retrieval, variants
+
+LOCOMO = Path("/work/shared/data/locomo10.json")
+if not LOCOMO.exists():  # CI: shared/ lies beside the clone
+    LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo10.json"
+
+VARIANTS = ["v0.8.0", "v0.5.0", "v0.4.0", "v0.8.0-index"]
+
+try:  # written concurrently by someone else; used when present
+    from memobench.generate import write_longmemeval  # type: ignore
+except Exception:  # pragma: no cover - depends on the tree state
+    write_longmemeval = None
+
+
+# ---------------------------------------------------------------------------
+# A small spiced LongMemEval-format generator (independent of memobench.generate)
+# ---------------------------------------------------------------------------
+
+WORDS = (
+    "store buy milk coffee tea car blue red garden dog cat walk park book read movie "
+    "friend sister brother mother father trip paris london tokyo hotel flight ticket "
+    "price cheap expensive recipe cake bread bake oven kitchen job work office meeting "
+    "project deadline email phone call doctor appointment health run gym yoga swim "
+    "music guitar piano song concert band album camera photo picture bike ride mountain "
+    "lake river beach summer winter spring autumn snow rain weather birthday party gift "
+    "wedding dress shoes shirt jacket laptop computer game play team score goal coach "
+    "school class teacher exam study math science history art paint draw museum "
+    "restaurant dinner lunch breakfast pizza pasta salad soup wine beer juice water "
+    "plant flower tree seed grow harvest farm market sell money bank save loan rent "
+    "house apartment move neighbor city town village road bus train station airport 10 "
+    "2 2023 5 new old big small good great first last week month year day time"
+).split()
+STOPS = "what did i do you the a to of in on at for when where how is was".split()
+SPICE_TEXTS = [
+    "We met at the café near the école",
+    "e\u0301cole and cafe are not the same word",
+    "my naïve friend lives on the straße",
+    "我喜欢咖啡 and tea every morning",
+    "abc中文def is a mixed token",
+    "foo 的 bar and foo é bar",
+    "the \U00020000\U00020001 character and an emoji \U0001F600 here",
+    "temperature in \u212aelvin is absolute",
+    "İstanbul trip with the KELVIN scale",
+    "x² ﬁnance ｆｕｌｌ Ωmega words",
+    "a line\nbreak and a\r\ncarriage return",
+    "soft\u00adhyphen zero\u200bwidth it's don’t snake_case dash-word a.b",
+    "中文 咖啡 我",
+]
+SPICE_QUESTIONS = [
+    "我喜欢咖啡吗？",  # pure Chinese: empty S-ASCII seq (counted miss), exp6 evaluates it
+    "咖啡",
+    "coffee?",  # single token: no weighted step
+    "What?",  # only a stop word
+    "???",
+    "a",
+    'What did I say about "blue car" and the "red" bike?',
+    "coffee AND tea OR NEAR(milk) * col:price -dash ^caret",
+    "Where is the café near the école?",
+    "When did I visit İstanbul with KELVIN?",
+    "Tell me about \u212aelvin temperature and the abc中文def token",
+    "What about foo bar and 中文 咖啡 mixed words?",
+    "what did i do on the first day of the new year in the big city with my old friend",
+    "session 10 store notes",
+    "Is 2023 the year of the \U00020000\U00020001 character?",
+]
+ODD_IDS = [42, 1.5, True, None, "session_10", "session_2", "store_notes_buy", "sé\U00020000", "Session_1", "10"]
+ODD_DATES = [
+    None,
+    "not a date",
+    "2023/02/30 (Thu) 24:00",
+    "2023/13/01 (Fri) 10:00",
+    "2023/05/20 (Sat) 24:01",
+    "2023/05/20 02:21",
+    "",
+    12345,
+]
+
+
+def _date(rng):
+    return f"{rng.randint(2021, 2023)}/{rng.randint(1, 12):02d}/{rng.randint(1, 28):02d} (Mon) {rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}"
+
+
+def _sentence(rng, n=None):
+    n = n or rng.randint(3, 14)
+    # Zipf-ish: early words are much more frequent
+    return " ".join(WORDS[min(int(rng.paretovariate(0.9)) - 1, len(WORDS) - 1)] if rng.random() < 0.5 else rng.choice(WORDS) for _ in range(n))
+
+
+def make_lme(path, seed, n_questions=40, sessions_per_question=30, spice=True, big=700):
+    rng = random.Random(seed)
+    pool = []  # shared sessions (same id and content across questions)
+    for j in range(120):
+        turns = []
+        for _ in range(rng.randint(1, 6)):
+            text = _sentence(rng)
+            if spice and rng.random() < 0.2:
+                text = text + " " + rng.choice(SPICE_TEXTS) + " " + _sentence(rng, 3)
+            turns.append({"role": rng.choice(["user", "assistant"]), "content": text})
+        pool.append((f"sess_{j}", turns))
+    # identical twins: same content, ids that sort differently as strings
+    pool.append(("session_10", [{"role": "user", "content": "twin words store coffee garden"}]))
+    pool.append(("session_2", [{"role": "user", "content": "twin words store coffee garden"}]))
+    entries = []
+    for qi in range(n_questions):
+        n_sess = sessions_per_question
+        if spice and qi == 3:
+            n_sess = big  # FTS LIMIT 500 (run) vs 2000 (run-m) binds here
+        chosen = [rng.choice(pool) for _ in range(n_sess)] if n_sess > len(pool) else rng.sample(pool, n_sess)
+        ids = [c[0] for c in chosen]
+        sessions = [json.loads(json.dumps(c[1])) for c in chosen]
+        dates = [_date(rng) for _ in chosen]
+        if qi % 5 == 0:
+            dates.sort()
+        # the question: words from a gold session
+        gi = rng.randrange(len(sessions))
+        if spice and qi == 3:
+            gi = len(sessions) - 5  # gold beyond row 500
+            common = "zebra quokka"
+            for s in sessions:
+                s.append({"role": "user", "content": common + " " + _sentence(rng, 4)})
+            sessions[gi] = [{"role": "user", "content": "the unique platypus walked near " + common}]
+            ids[gi] = "gold_late"
+        gold_turn = rng.choice(sessions[gi]) if sessions[gi] else {"content": "x"}
+        gwords = str(gold_turn.get("content", "")).split()
+        if gwords:
+            a = rng.randrange(len(gwords))
+            chunk = gwords[a : a + rng.randint(1, 6)]
+        else:
+            chunk = ["nothing"]
+        extra = [rng.choice(WORDS) for _ in range(rng.randint(0, 3))]
+        question = " ".join(rng.sample(STOPS, rng.randint(0, 3)) + chunk + extra) + "?"
+        if spice and qi == 3:
+            question = "Where did the unique platypus walk near zebra quokka?"
+        answer = [ids[gi]]
+        entry = {
+            "question_id": f"q{seed}_{qi}",
+            "question_type": rng.choice(["single-session-user", "multi-session", "temporal-reasoning"]),
+            "question": question,
+            "question_date": _date(rng),
+            "answer": "whatever",
+            "haystack_session_ids": ids,
+            "haystack_dates": dates,
+            "haystack_sessions": sessions,
+            "answer_session_ids": answer,
+        }
+        if spice:
+            _spice(rng, entry, qi, gi)
+        entries.append(entry)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(entries, f, ensure_ascii=rng.random() < 0.5)
+    return path
+
+
+def _spice(rng, e, qi, gi):
+    ids, dates, sessions = e["haystack_session_ids"], e["haystack_dates"], e["haystack_sessions"]
+    if qi < len(SPICE_QUESTIONS) and qi != 3:
+        e["question"] = SPICE_QUESTIONS[qi]
+        if qi in (0, 1, 8, 9, 10, 11):  # make the spiced words findable in the gold session
+            sessions[gi].append({"role": "user", "content": rng.choice(SPICE_TEXTS) + " " + e["question"]})
+    if qi == 3:
+        return  # keep the big haystack clean apart from its LIMIT role
+    # the 15 spiced questions get the non-skipping kinds; the rest cycle through all kinds
+    kind = [4, 0, 1, 2, 5, 9, 10, 11, 4, 0, 1, 2, 5, 10, 11][qi] if qi < len(SPICE_QUESTIONS) else qi % 12
+    n = len(sessions)
+    if kind == 0:  # odd ids (coerced with String(), null -> "s"+i)
+        for k, v in enumerate(rng.sample(ODD_IDS, 5)):
+            if k != gi:
+                ids[k] = v
+    elif kind == 1:  # odd dates, and a short dates array (fallback counts from its length)
+        for k in range(0, n, 3):
+            dates[k] = rng.choice(ODD_DATES)
+        del dates[n - 4 :]
+    elif kind == 2:  # missing ids (short ids array)
+        if gi < n - 3:
+            del ids[n - 3 :]
+    elif kind == 3:
+        pass
+    elif kind == 4:  # empty and null sessions, odd turns
+        for k in range(n):
+            if k == gi:
+                continue
+            r = rng.random()
+            if r < 0.1:
+                sessions[k] = []
+            elif r < 0.2:
+                sessions[k] = None
+            elif r < 0.4 and sessions[k]:
+                sessions[k].insert(0, rng.choice([{"role": "user"}, {"role": "user", "content": None}, None, {"content": 7}, {"content": [1, "store"]}, {"content": {"a": 1}}]))
+    elif kind == 5:  # duplicate ids inside one haystack
+        for k in range(0, n - 1, 4):
+            if k != gi and k + 1 != gi:
+                ids[k] = ids[k + 1]
+    elif kind == 6:  # gold ids not in the haystack, numeric gold
+        e["answer_session_ids"] = ["not_there", ids[gi], 99999]
+        ids[0] = 99999 if gi != 0 else ids[0]
+    elif kind == 7:  # gold entirely outside the haystack: skipped (no gold)
+        e["answer_session_ids"] = ["not_there"]
+    elif kind == 8:  # no sessions at all
+        e["haystack_sessions"] = []
+        e["haystack_session_ids"] = []
+        e["haystack_dates"] = []
+    elif kind == 9:  # session ids made of question words; verbatim question in a session
+        for k in range(min(5, n)):
+            if k != gi:
+                ids[k] = "_".join(rng.sample(e["question"].lower().replace("?", "").split() or ["x"], 1)) + f"_{k}"
+        sessions[gi].append({"role": "assistant", "content": "You asked: " + e["question"] + " yes."})
+        other = (gi + 1) % n
+        if sessions[other] is not None:
+            sessions[other].append({"role": "user", "content": e["question"]})
+    elif kind == 10:  # same content and date in several sessions (ties)
+        for k in range(min(6, n)):
+            if k != gi and sessions[gi]:
+                sessions[k] = json.loads(json.dumps(sessions[gi]))
+                dates[k] = dates[gi]
+    elif kind == 11:  # dates: all unparseable
+        for k in range(len(dates)):
+            dates[k] = "garbage"
+
+
+# ---------------------------------------------------------------------------
+# Running the project
+# ---------------------------------------------------------------------------
+
+
+def run_project(norm_dir, variant_name, family, out_dir, n_segments=1):
+    variant = variants.resolve(variant_name, family)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rankings, outcomes = [], []
+    for seg in range(1, n_segments + 1):
+        rk = out_dir / f"{variant_name}.{family}.{seg}of{n_segments}.rankings.parquet"
+        oc = out_dir / f"{variant_name}.{family}.{seg}of{n_segments}.outcomes.parquet"
+        retrieval.write_segment(
+            variant,
+            str(norm_dir / "questions.parquet"),
+            str(norm_dir / "haystacks.parquet"),
+            str(norm_dir / "events.parquet"),
+            seg,
+            n_segments,
+            str(rk),
+            str(oc),
+            log=lambda *a, **k: None,
+        )
+        rankings.append(pd.read_parquet(rk))
+        outcomes.append(pd.read_parquet(oc))
+    return pd.concat(rankings, ignore_index=True), pd.concat(outcomes, ignore_index=True)
+
+
+def project_lists(rankings):
+    lists = {}
+    for row in rankings.sort_values(["q_index", "rank"], kind="stable").itertuples(index=False):
+        lists.setdefault(int(row.q_index), []).append(row.session_id)
+    return lists
+
+
+def compare(ref, rankings, outcomes, label, skip_dup_ids=False):
+    lists = project_lists(rankings)
+    oc = {int(r.q_index): r for r in outcomes.itertuples(index=False)}
+    assert set(oc) == {r["q_index"] for r in ref}, f"{label}: question sets differ"
+    checked = 0
+    for r in ref:
+        q = r["q_index"]
+        o = oc[q]
+        ctx = f"{label}: question q_index={q} id={r['question_id']!r}"
+        assert str(o.question_id) == r["question_id"], f"{ctx}: question_id {o.question_id!r}"
+        if skip_dup_ids and r.get("dup_ids"):
+            continue  # exp6 with duplicate ids is undefined (HARNESSES.md 1.2)
+        assert o.status == r["status"], f"{ctx}: status project={o.status!r} ({o.reason!r}) reference={r['status']!r} ({r['reason']!r})"
+        if r["status"] != "evaluated":
+            continue
+        got = lists.get(q, [])
+        assert got == r["final"], (
+            f"{ctx}: final lists differ\n  project:   {got}\n  reference: {r['final']}"
+        )
+        assert int(o.gold_rank) == r["rank"], f"{ctx}: rank project={o.gold_rank} reference={r['rank']}"
+        checked += 1
+    return checked
+
+
+# ---------------------------------------------------------------------------
+# Fixtures
+# ---------------------------------------------------------------------------
+
+LME_FILES = {
+    "spiced1": dict(seed=11, spice=True),
+    "spiced2": dict(seed=12, spice=True),
+    "clean": dict(seed=13, spice=False),
+}
+if write_longmemeval is not None:
+    LME_FILES["gen-spiced"] = dict(seed=21, spice=True, generator=True)
+    LME_FILES["gen-clean"] = dict(seed=22, spice=False, generator=True)
+
+
+@pytest.fixture(scope="module")
+def lme_dataset(request, tmp_path_factory):
+    cache = {}
+
+    def get(name):
+        if name not in cache:
+            spec = LME_FILES[name]
+            d = tmp_path_factory.mktemp(f"lme_{name}")
+            raw = d / "raw.json"
+            if spec.get("generator"):
+                write_longmemeval(raw, n_questions=40, sessions_per_question=30, seed=spec["seed"], spice=spec["spice"])
+            else:
+                make_lme(raw, spec["seed"], spice=spec["spice"])
+            normalize.normalize_longmemeval(str(raw), str(d / "norm"), log=lambda *a, **k: None)
+            cache[name] = (raw, d / "norm", d)
+        return cache[name]
+
+    return get
+
+
+@pytest.fixture(scope="module")
+def locomo_dataset(tmp_path_factory):
+    if not LOCOMO.exists():
+        pytest.skip("locomo10.json not available")
+    d = tmp_path_factory.mktemp("locomo")
+    normalize.normalize_locomo(str(LOCOMO), str(d / "norm"), log=lambda *a, **k: None)
+    return LOCOMO, d / "norm", d
+
+
+REF_ARGS = {
+    "v0.8.0": dict(weights="idf080", window="cf"),
+    "v0.5.0": dict(weights="len", window="cf"),
+    "v0.4.0": dict(weights="len", window="plain"),
+}
+
+
+def lme_reference(raw, variant_name, family):
+    if variant_name == "v0.8.0-index":
+        return reference_exp6(raw)
+    return reference_run(raw, fts_limit=500 if family == "s" else 2000, **REF_ARGS[variant_name])
+
+
+# ---------------------------------------------------------------------------
+# Tests
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("variant_name", VARIANTS)
+def test_locomo_equals_reference(variant_name, locomo_dataset):
+    raw, norm, d = locomo_dataset
+    if variant_name == "v0.8.0-index":
+        ref = reference_locomo(raw, backend="index")
+    else:
+        ref = reference_locomo(raw, **REF_ARGS[variant_name])
+    rankings, outcomes = run_project(norm, variant_name, "locomo", d / "out")
+    checked = compare(ref, rankings, outcomes, f"locomo10 {variant_name}")
+    assert checked == 1977
+
+
+@pytest.mark.parametrize("family", ["s", "m"])
+@pytest.mark.parametrize("variant_name", VARIANTS)
+@pytest.mark.parametrize("dataset", list(LME_FILES))
+def test_longmemeval_equals_reference(dataset, variant_name, family, lme_dataset):
+    raw, norm, d = lme_dataset(dataset)
+    ref = lme_reference(raw, variant_name, family)
+    rankings, outcomes = run_project(norm, variant_name, family, d / "out")
+    checked = compare(ref, rankings, outcomes, f"{dataset} {variant_name}/{family}", skip_dup_ids=variant_name == "v0.8.0-index")
+    assert checked > 0
+
+
+def test_fixture_exercises_the_limit_and_the_skips(lme_dataset):
+    """The spiced file really makes LIMIT 500 vs 2000 matter and hits every skip path."""
+    raw, _, _ = lme_dataset("spiced1")
+    r500 = reference_run(raw, fts_limit=500)
+    r2000 = reference_run(raw, fts_limit=2000)
+    assert any(a["final"] != b["final"] for a, b in zip(r500, r2000))
+    reasons = {r["reason"] for r in r500}
+    assert {"no_gold", "no_sessions", "empty_seq"} <= reasons
+    assert any(r["rank"] == 0 for r in r500 if r["status"] == "evaluated")
+    assert any(r["rank"] == 1 for r in r500 if r["status"] == "evaluated")
+
+
+@pytest.mark.parametrize("variant_name", ["v0.8.0", "v0.8.0-index"])
+def test_segments_concatenate(variant_name, lme_dataset):
+    raw, norm, d = lme_dataset("spiced1")
+    one_rk, one_oc = run_project(norm, variant_name, "s", d / "seg1")
+    three_rk, three_oc = run_project(norm, variant_name, "s", d / "seg3", n_segments=3)
+    assert list(three_oc["q_index"]) == list(one_oc["q_index"])
+    pd.testing.assert_frame_equal(one_rk.reset_index(drop=True), three_rk.reset_index(drop=True))
+    pd.testing.assert_frame_equal(one_oc.reset_index(drop=True), three_oc.reset_index(drop=True))
