@@ -140,7 +140,7 @@ def make_lme(path, seed, n_questions=40, sessions_per_question=30, spice=True, b
         if spice and qi == 3:
             n_sess = big  # FTS LIMIT 500 (run) vs 2000 (run-m) binds here
         chosen = [rng.choice(pool) for _ in range(n_sess)] if n_sess > len(pool) else rng.sample(pool, n_sess)
-        ids = [c[0] for c in chosen]
+        ids = [c[0] if n_sess <= len(pool) else f"{c[0]}_{k}" for k, c in enumerate(chosen)]
         sessions = [json.loads(json.dumps(c[1])) for c in chosen]
         dates = [_date(rng) for _ in chosen]
         if qi % 5 == 0:
@@ -298,7 +298,10 @@ def compare(ref, rankings, outcomes, label, skip_dup_ids=False):
         assert str(o.question_id) == r["question_id"], f"{ctx}: question_id {o.question_id!r}"
         if skip_dup_ids and r.get("dup_ids"):
             continue  # exp6 with duplicate ids is undefined (HARNESSES.md 1.2)
-        assert o.status == r["status"], f"{ctx}: status project={o.status!r} ({o.reason!r}) reference={r['status']!r} ({r['reason']!r})"
+        reason = o.reason if isinstance(o.reason, str) else None
+        assert (o.status, reason) == (r["status"], r["reason"]), (
+            f"{ctx}: status project={o.status!r} ({reason!r}) reference={r['status']!r} ({r['reason']!r})"
+        )
         if r["status"] != "evaluated":
             continue
         got = lists.get(q, [])

@@ -35,11 +35,13 @@ class TokenizedSession:
     of Python loops over tokens.
     """
 
-    __slots__ = ("lengths", "joined", "_terms", "_reps")
+    __slots__ = ("lengths", "joined", "whole", "_terms", "_reps")
 
     def __init__(self, texts: list[str], lengths: list[int], seq):
         self.lengths = lengths
         self.joined = [" " + "  ".join(seq(t)) + " " for t in texts]
+        # All events in one string; "\n" keeps a phrase from spanning two events.
+        self.whole = "\n".join(self.joined)
         self._terms = None
         self._reps: dict[tuple, tuple | None] = {}
 
@@ -59,8 +61,8 @@ class TokenizedSession:
             pass
         best = None
         n = len(phrase)
-        if n:
-            pat = " " + "  ".join(phrase) + " "
+        pat = " " + "  ".join(phrase) + " "
+        if n and pat in self.whole:
             # Occurrences can overlap only when the phrase has a border (a proper
             # prefix equal to a suffix, e.g. "a a"); str.count would miss them.
             overlapping = any(phrase[:i] == phrase[n - i :] for i in range(1, n))
