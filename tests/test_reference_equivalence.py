@@ -180,6 +180,8 @@ def make_lme(path, seed, n_questions=40, sessions_per_question=30, spice=True, b
         if spice:
             _spice(rng, entry, qi, gi)
         entries.append(entry)
+    if spice:
+        entries.extend(scenarios(rng, seed))
     with open(path, "w", encoding="utf-8") as f:
         json.dump(entries, f, ensure_ascii=rng.random() < 0.5)
     return path
@@ -249,6 +251,46 @@ def _spice(rng, e, qi, gi):
     elif kind == 11:  # dates: all unparseable
         for k in range(len(dates)):
             dates[k] = "garbage"
+
+
+def scenarios(rng, seed):
+    """Hand-made haystacks that each pin one rule (checked by mutating the reference)."""
+
+    def entry(name, question, ids, texts, answer, dates=None):
+        sessions = [[{"role": "user", "content": t} for t in (ts if isinstance(ts, list) else [ts])] for ts in texts]
+        return {
+            "question_id": f"scn{seed}_{name}",
+            "question_type": "scenario",
+            "question": question,
+            "haystack_session_ids": ids,
+            "haystack_dates": dates if dates is not None else ["2023/05/20 (Sat) 10:00"] * len(ids),
+            "haystack_sessions": sessions,
+            "answer_session_ids": answer,
+        }
+
+    fill = [_sentence(rng) for _ in range(12)]
+    out = []
+    # T ties (score and repTime) keep first-appearance order: no id tie-break (4.2)
+    out.append(entry("t-order", "alpha beta delta?", ["zz_short", "aa_long"] + [f"f{k}" for k in range(12)],
+                     ["alpha beta", "alpha beta gamma"] + fill, ["aa_long"]))
+    # session order compares ids in UTF-16 code units (emoji < U+FF21 there, not in code points)
+    out.append(entry("utf16-ids", "omega zeta kappa?", ["\uff21x", "\U0001F600x", "\uff41y"] + [f"f{k}" for k in range(12)],
+                     ["omega zeta", "omega zeta", "omega zeta"] + fill, ["\uff21x"]))
+    # date fallback (len(dates) - i) days, against a parsed date near the epoch
+    out.append(entry("fallback", "sigma tau upsilon?", [f"d{k}" for k in range(8)], ["sigma tau"] * 8, ["d0"],
+                     dates=["1970/01/03 (Sat) 00:00", "garbage", None, "garbage", "garbage", "1970/01/02 (Fri) 12:00"]))
+    # a single window token plus 1-letter words: no weighted step (gate n >= 2)
+    out.append(entry("gate", "a coffee b?", [f"g{k}" for k in range(12)], fill, ["g0"]))
+    # null id -> "s"+i; content null -> "null"; missing content -> ""
+    e = entry("nulls", "the null value undefined?", [None, "x1", "x2"] + [f"f{k}" for k in range(12)],
+              ["value", "null value", "the value"] + fill, ["s0"])
+    e["haystack_sessions"][0] = [{"role": "user", "content": None}, {"role": "user"}, None, {"content": "value undefined"}]
+    out.append(e)
+    # exp6 pair weight uses the UTF-16 length (an astral Han pair token counts 2 per character)
+    han = "\U00020000\U00020001"
+    texts = ["year " + han, "year foo zeta bar " + han] + [han + " one"] * 4 + ["year two"] * 6 + ["three four"] * 8
+    out.append(entry("astral-len", f"year {han} zeta?", [f"h{k}" for k in range(len(texts))], texts, ["h0"]))
+    return out
 
 
 # ---------------------------------------------------------------------------

@@ -18,7 +18,8 @@ import sqlite3
 from dataclasses import dataclass
 
 from .jsmath import js_log, utf16_key, utf16_len
-from .tokenize import SEQ, STOP_LISTS, WINDOWS
+from .timewords import date_words, relative_min_time
+from .tokenize import SEQ, STOP_LISTS, TERM_MAX, WINDOWS
 
 REQUEST_LIMIT = 10
 
@@ -224,8 +225,12 @@ class Recipe:
     fts_limit: int = 500
     page: int = 10
     v1_first_list_only: bool = False  # exp.cjs V1 bug
-    final: str = "prepend"  # prepend | drop_p
+    final: str = "prepend"  # prepend | drop_p | bonus (exp4 phrase-order loosening)
+    bonus: int = 0  # the bonus b of final = "bonus"
     n_mode: str = "all"  # all | distinct
+    stems: str = ""  # "" | s1 | s2 (exp5 stem phrases)
+    date_words: bool = False  # exp3 T1/T3: date words appended to the window
+    time_filter: str = ""  # "" | hard (exp3 T2h) | dual (exp3 T2m: T2h final, then the plain final)
 
     def window_tokens(self, question: str) -> list[str]:
         return WINDOWS[self.window](question, STOP_LISTS[self.stop])
@@ -275,7 +280,26 @@ def _v5_w(kind, text, parts, sc):
     return utf16_len(text) if kind == "token" else 2 * utf16_len(text)
 
 
-WEIGHTS = {"len": _len_w, "idf080": _idf080_w, "one": _one_w, "v3": _v3_w, "v5": _v5_w}
+def _token_or_len(token_weight):
+    """exp4 idf variants: tokens weigh by idf, pairs (and stems) by length only."""
+
+    def w(kind, text, parts, sc):
+        return token_weight(text, sc) if kind == "token" else utf16_len(text)
+
+    return w
+
+
+WEIGHTS = {
+    "len": _len_w,  # 0.4.x/0.5.0/0.7.x length weights
+    "idf080": _idf080_w,  # 0.8.0 df-proxy IDF (shipped)
+    "one": _one_w,  # exp V0/V1/V4
+    "v3": _v3_w,  # exp V3: tokens 1, pairs 2
+    "v5": _v5_w,  # exp2 V5: len(t), 2*len(pair)
+    "idfO4": _token_or_len(lambda t, sc: 4 * sc.idf(t, capped=False)),  # exp4 C-idfOracle
+    "idfP4": _token_or_len(lambda t, sc: 4 * sc.idf(t)),  # exp4 C-idfProxy
+    "lenIdfO": _token_or_len(lambda t, sc: utf16_len(t) * sc.idf(t, capped=False)),  # exp4 C-lenIdf
+    "lenIdfP": _token_or_len(lambda t, sc: utf16_len(t) * sc.idf(t)),  # exp4-m lenIdfProxy
+}
 
 
 # --------------------------------------------------------------------------- ranking
@@ -307,39 +331,76 @@ class Ranker:
             return parts
         return tuple(self.seq(phrase))
 
-    def candidates(self, hay: Haystack, phrase: str, kind: str) -> list[tuple]:
-        """The phrase's candidates in backend order: (session position, rep time)."""
+    def candidates(self, hay: Haystack, phrase: str, kind: str, min_time: int | None = None) -> list[tuple]:
+        """The phrase's candidates in backend order: (session position, rep time).
+
+        ``min_time`` (exp3 T2h): a session is dropped unless some event has
+        time >= min_time; its representative is still chosen among all events."""
         check = self.check_tokens(phrase, kind)
         seq_name = self.recipe.seq
         found = []
         for i in self.backend.positions(hay, phrase, check, seq_name):
-            rep = self.corpus.tokenized(hay.keys[i], seq_name).representative(check)
+            key = hay.keys[i]
+            if min_time is not None:
+                n_events = len(self.corpus.events[key][0])
+                if not n_events or hay.bases[i] + n_events - 1 < min_time:
+                    continue
+            rep = self.corpus.tokenized(key, seq_name).representative(check)
             if rep is not None:
                 occ, length, k = rep
                 found.append((-occ, length, -(hay.bases[i] + k), hay.id_keys[i], -k, i))
         found.sort(key=lambda c: c[:5])
         return [(c[5], -c[2]) for c in found]
 
-    def rank(self, hay: Haystack, hay_token, question: str) -> dict:
+    def window(self, question: str) -> list[str]:
+        window = self.recipe.window_tokens(question)
+        if self.recipe.date_words:
+            # exp3 T1: appended without de-duplication, so a date word already in
+            # the window is queried (and weighted) twice.
+            window = (window + date_words(question))[:TERM_MAX]
+        return window
+
+    def rank(self, hay: Haystack, hay_token, question: str, question_date: str | None = None) -> dict:
         """Returns the final list of session ids, plus the parts (P, window, T)."""
         r = self.recipe
         self.backend.load(hay, hay_token)
-        phrase_list = self.candidates(hay, question, "question")[:REQUEST_LIMIT]
+        window = self.window(question)
+        if r.time_filter:
+            min_time = relative_min_time(question, question_date)
+            hard = self._rank_once(hay, question, window, min_time)
+            if r.time_filter == "hard":
+                return hard
+            plain = self._rank_once(hay, question, window, None)
+            return {**plain, "final": merge_final(hard["final"], plain["final"])}
+        return self._rank_once(hay, question, window, None)
+
+    def _rank_once(self, hay: Haystack, question: str, window: list[str], min_time) -> dict:
+        r = self.recipe
+        phrase_list = self.candidates(hay, question, "question", min_time)[:REQUEST_LIMIT]
         p_ids = [hay.ids[i] for i, _ in phrase_list]
-        window = r.window_tokens(question)
-        t_ids: list[str] = []
+        counts: dict[int, float] = {}
+        rep_time: dict[int, int] = {}
         if len(window) >= 2:
-            t_ids = self.weighted(hay, window)
-        final = merge_final(p_ids, t_ids, r.final)
+            counts, rep_time = self.weighted(hay, window, min_time)
+        order = sorted(counts, key=lambda i: (-counts[i], -rep_time[i]))
+        t_ids = [hay.ids[i] for i in order[:REQUEST_LIMIT]]
+        if r.final == "bonus":
+            final = bonus_final(hay, phrase_list, counts, rep_time, r.bonus)
+        else:
+            final = merge_final(p_ids, t_ids, r.final)
         return {"final": final, "phrase": p_ids, "window": window, "weighted": t_ids}
 
     def phrases(self, window: list[str]) -> list[tuple[str, str, tuple]]:
         out = [("token", t, (t,)) for t in window]
         if self.recipe.pairs:
             out += [("pair", f"{a} {b}", (a, b)) for a, b in zip(window, window[1:])]
+        if self.recipe.stems:
+            out += stem_phrases(window, out, dedupe=self.recipe.stems == "s2")
         return out
 
-    def weighted(self, hay: Haystack, window: list[str]) -> list[str]:
+    def weighted(self, hay: Haystack, window: list[str], min_time=None) -> tuple[dict, dict]:
+        """The token/pair merge (4.2): scores and first-list representative times,
+        keyed by session position, in first-appearance order."""
         r = self.recipe
         weight = WEIGHTS[r.weights]
         sc = Scorer(self.backend, hay, r)
@@ -350,14 +411,49 @@ class Ranker:
             phrases = phrases[:1]
         for kind, text, parts in phrases:
             w = weight(kind, text, parts, sc)
-            for i, t in self.candidates(hay, text, kind)[: r.page]:
+            for i, t in self.candidates(hay, text, kind, min_time)[: r.page]:
                 if i in counts:
                     counts[i] += w
                 else:
                     counts[i] = w
                     rep_time[i] = t
-        order = sorted(counts, key=lambda i: (-counts[i], -rep_time[i]))
-        return [hay.ids[i] for i in order[:REQUEST_LIMIT]]
+        return counts, rep_time
+
+
+def stem_phrases(window: list[str], earlier: list[tuple], dedupe: bool) -> list[tuple]:
+    """exp5 stem phrases: stem(t) for every window token, UTF-16 length >= 2.
+    S1 keeps them all (a stem equal to its token is queried twice); S2 skips a
+    stem equal to any token or pair string or an earlier stem."""
+    from .stemmer import stem
+
+    seen = {text for _, text, _ in earlier}
+    out = []
+    for t in window:
+        st = stem(t)
+        if utf16_len(st) < 2:
+            continue
+        if dedupe:
+            if st in seen:
+                continue
+            seen.add(st)
+        out.append(("stem", st, (st,)))
+    return out
+
+
+def bonus_final(hay: Haystack, phrase_list, counts: dict, rep_time: dict, bonus: int) -> list[str]:
+    """exp4 phrase-order loosening: P entries score bonus + (10 - index) and
+    compete with the weighted scores in one pool (max of the two)."""
+    pool: dict[int, list] = {}
+    for idx, (i, t) in enumerate(phrase_list):
+        # A repeated entry (duplicate ids) overwrites in place, as a JS Map.set does.
+        pool[i] = [bonus + (REQUEST_LIMIT - idx), t]
+    for i, c in counts.items():
+        if i in pool:
+            pool[i][0] = max(pool[i][0], c)
+        else:
+            pool[i] = [c, rep_time[i]]
+    order = sorted(pool, key=lambda i: (-pool[i][0], -pool[i][1]))
+    return [hay.ids[i] for i in order[:REQUEST_LIMIT]]
 
 
 def merge_final(p_ids: list[str], t_ids: list[str], mode: str = "prepend") -> list[str]:

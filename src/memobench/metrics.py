@@ -27,11 +27,15 @@ def _add(block: dict, rank: int) -> None:
         block["mrr_sum"] += 1 / rank
 
 
-def _rates(block: dict) -> dict:
+def _rates(block: dict, hit_denominator: int | None = None) -> dict:
+    """Rates as the harness prints them. exp4-m/exp5-m divide the hit counts by
+    ``evaluated`` (which includes their unrecorded empty-seq questions) while n
+    and the MRR use the recorded count: ``hit_denominator`` carries that."""
     n = block["questions"]
+    d = n if hit_denominator is None else hit_denominator
     out = dict(block)
     for k in ("hit@1", "hit@5", "hit@10"):
-        out[k + "_rate"] = block[k] / n if n else None
+        out[k + "_rate"] = block[k] / d if d else None
     out["mrr"] = block["mrr_sum"] / n if n else None
     return out
 
@@ -42,9 +46,13 @@ def compute(outcomes: list[dict], segments: list[list[dict]] | None = None) -> d
     types: dict[str, dict] = {}
     skipped: Counter = Counter()
     forced: Counter = Counter()
+    unrecorded = 0
     for row in outcomes:
         if row["status"] == "skipped":
             skipped[row["reason"]] += 1
+            continue
+        if row["status"] == "unrecorded":
+            unrecorded += 1
             continue
         _add(total, row["gold_rank"])
         if row["reason"]:
@@ -53,12 +61,13 @@ def compute(outcomes: list[dict], segments: list[list[dict]] | None = None) -> d
             _add(types.setdefault(row["question_type"], _block()), row["gold_rank"])
     # The harnesses print types by n descending, ties in order of first appearance.
     order = sorted(types, key=lambda t: -types[t]["questions"])
-    result = _rates(total)
+    result = _rates(total, total["questions"] + unrecorded if unrecorded else None)
+    result["unrecorded"] = unrecorded
     result["by_type"] = {t: _rates(types[t]) for t in order}
     result["skipped"] = dict(sorted(skipped.items()))
     result["counted_as_miss"] = dict(sorted(forced.items()))
     result["items"] = len(outcomes)
-    pools = [row["pool_size"] for row in outcomes if row["status"] != "skipped" and row["pool_size"] > 0]
+    pools = [row["pool_size"] for row in outcomes if row["status"] == "evaluated" and row["pool_size"] > 0]
     result["mean_pool_size"] = sum(pools) / len(pools) if pools else None
     # Expected hit@k of a uniformly random ranking of each question's pool.
     result["random"] = {
@@ -68,10 +77,13 @@ def compute(outcomes: list[dict], segments: list[list[dict]] | None = None) -> d
         segs = []
         for i, seg in enumerate(segments, 1):
             b = _block()
+            seg_unrecorded = 0
             for row in seg:
-                if row["status"] != "skipped":
+                if row["status"] == "evaluated":
                     _add(b, row["gold_rank"])
-            r = _rates(b)
+                elif row["status"] == "unrecorded":
+                    seg_unrecorded += 1
+            r = _rates(b, b["questions"] + seg_unrecorded if seg_unrecorded else None)
             r["segment"] = i
             r["mrr_printed"] = to_fixed(r["mrr"], 4) if r["mrr"] is not None else None
             segs.append(r)

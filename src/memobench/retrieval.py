@@ -84,17 +84,29 @@ def load_segment(questions_path, haystacks_path, events_path, segment: int, n_se
 
 
 def _skip_reason(rule: str, q: dict, hay: Haystack | None, variant: Variant) -> tuple[str | None, str | None]:
-    """(skip reason, forced-miss reason) under the harness's rule (HARNESSES.md 6.0)."""
+    """(skip reason, reason an evaluated question gets no list) under the
+    harness's rule (HARNESSES.md 6.0). A skipped question is not counted; the
+    second reason is ``empty_seq`` (counted as a miss: run, run-m, exp6) or
+    ``unrecorded`` (exp4-m/exp5-m: only in the hit-rate denominators)."""
     if rule == "cn" and q["haystack_id"] < 0:
         return "unpaired", None
+    if rule == "zh":
+        return None, None
     if not q["gold"]:
         return "no_gold", None
     if hay is None or not hay.ids:
         return "no_sessions", None
-    if rule == "run" and not SEQ[variant.recipe.seq](q["question"]):
-        return None, "empty_seq"  # counted in the denominator as a miss
-    if rule == "locomo" and not variant.recipe.window_tokens(q["question"]):
+    recipe = variant.recipe
+    if rule in ("run", "expm", "exp", "exp3") and not SEQ[recipe.seq](q["question"]):
+        if rule == "run":
+            return None, "empty_seq"
+        if rule == "expm":
+            return None, "unrecorded"
+        return "empty_seq", None
+    if rule == "locomo" and not recipe.window_tokens(q["question"]):
         return "empty_window", None
+    if rule == "exp" and len(recipe.window_tokens(q["question"])) <= 1:
+        return "short_window", None
     return None, None
 
 
@@ -116,7 +128,7 @@ def run_segment(variant: Variant, questions, haystacks, corpus: Corpus, log=prin
         skip, miss = _skip_reason(variant.skip, q, hay, variant)
         gold_rank = 0
         if skip is None and miss is None:
-            final = ranker.rank(hay, q["haystack_id"], q["question"])["final"]
+            final = ranker.rank(hay, q["haystack_id"], q["question"], q["question_date"])["final"]
             gold = set(q["gold"])
             for r, sid in enumerate(final, 1):
                 rank_rows["question_id"].append(q["question_id"])
@@ -128,7 +140,7 @@ def run_segment(variant: Variant, questions, haystacks, corpus: Corpus, log=prin
         out_rows["q_index"].append(q["q_index"])
         out_rows["question_id"].append(q["question_id"])
         out_rows["question_type"].append(q["question_type"])
-        out_rows["status"].append("skipped" if skip else "evaluated")
+        out_rows["status"].append("skipped" if skip else "unrecorded" if miss == "unrecorded" else "evaluated")
         out_rows["reason"].append(skip or miss)
         out_rows["in_types"].append(skip is None and miss is None)
         out_rows["gold_rank"].append(gold_rank)
