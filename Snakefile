@@ -19,6 +19,7 @@ include: "workflow/rules/verify.smk"
 include: "workflow/rules/normalize.smk"
 include: "workflow/rules/retrieve.smk"
 include: "workflow/rules/merge.smk"
+include: "workflow/rules/analyze.smk"
 include: "workflow/rules/report.smk"
 
 

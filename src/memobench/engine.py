@@ -456,13 +456,14 @@ def bonus_final(hay: Haystack, phrase_list, counts: dict, rep_time: dict, bonus:
     return [hay.ids[i] for i in order[:REQUEST_LIMIT]]
 
 
-def merge_final(p_ids: list[str], t_ids: list[str], mode: str = "prepend") -> list[str]:
+def merge_final(p_ids: list[str], t_ids: list[str], mode: str = "prepend", cut: int | None = REQUEST_LIMIT) -> list[str]:
+    """P then T de-duplicated (4.3); ``drop_p`` is exp/exp2's T minus P."""
     if mode == "drop_p":
         seen = set(p_ids)
-        return [s for s in t_ids if s not in seen][:REQUEST_LIMIT]
+        return [s for s in t_ids if s not in seen][:cut]
     out, seen = [], set()
     for s in p_ids + t_ids:
         if s not in seen:
             seen.add(s)
             out.append(s)
-    return out[:REQUEST_LIMIT]
+    return out[:cut]

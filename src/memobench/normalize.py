@@ -335,3 +335,34 @@ def normalize_cn(path, base_dir, out_dir, log=print) -> dict:
         raise
     log(f"normalize {path.name}: {stats['rows']} rows, {stats['paired']} paired, {stats['unpaired']} unpaired")
     return stats
+
+
+def normalize_zh(out_dir, log=print) -> dict:
+    """The embedded Chinese functional set (zh_data): one haystack of ten
+    sessions whose events are the sentence pieces, time = seq = k (base 0)."""
+    from .zh_data import QUERIES, SESSIONS, pieces
+
+    out_dir = Path(out_dir)
+    store = SessionStore(out_dir)
+    questions = TableWriter(out_dir / "questions.parquet", QUESTIONS)
+    haystacks = TableWriter(out_dir / "haystacks.parquet", HAYSTACKS)
+    writers = [questions, haystacks]
+    try:
+        for i, (sid, text) in enumerate(SESSIONS):
+            key = store.key(sid, [(p, None, None) for p in pieces(text)])
+            haystacks.append(haystack_id=0, position=i, session_key=key, session_id=sid, date=None,
+                             base_time=0, date_fallback=False)
+        for qi, (query, gold) in enumerate(QUERIES):
+            questions.append(q_index=qi, question_id=f"zh#{qi}", question=query, question_type="zh",
+                             question_date=None, haystack_id=0, gold=[gold], paired_question_id=None)
+        for w in writers:
+            w.close()
+        store.close()
+    except BaseException:
+        for w in writers:
+            w.abort()
+        store.abort()
+        raise
+    stats = {"questions": len(QUERIES), "sessions": len(store.keys), "events": store.n_events, "haystacks": 1}
+    log(f"normalize zh: {stats}")
+    return stats

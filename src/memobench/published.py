@@ -6,8 +6,31 @@ PUBLISHED = {
     ("longmemeval_s", "v0.8.0"): {"hit@1": "78.2", "hit@5": "92.4", "hit@10": "97.4", "mrr": "0.8469"},
     ("longmemeval_s", "v0.8.0-index"): {"hit@1": "78.2", "hit@5": "92.4", "hit@10": "97.4", "mrr": "0.8469"},
     ("longmemeval_s", "v0.5.0"): {"hit@1": "74.8", "hit@5": "89.8", "hit@10": "95.2", "mrr": "0.8116"},
+    ("longmemeval_s", "v0.4.0"): {"hit@1": "54.6", "hit@5": "75.0", "hit@10": "82.8", "mrr": "0.636"},
     ("longmemeval_m", "v0.8.0"): {"hit@1": "54.6", "hit@5": "78.6", "hit@10": "83.8", "mrr": "0.6452"},
     ("longmemeval_m", "v0.8.0-index"): {"hit@1": "54.6", "hit@5": "78.6", "mrr": "0.6457"},
+    ("longmemeval_s", "exp-V0"): {"hit@1": "36.2", "hit@5": "68.4", "hit@10": "80.0", "mrr": "0.498"},
+    ("longmemeval_s", "exp-V1"): {"hit@1": "5.2", "hit@5": "22.8", "hit@10": "40.8", "mrr": "0.135"},
+    ("longmemeval_s", "exp-V2"): {"hit@1": "46.6", "hit@5": "74.8", "hit@10": "84.8", "mrr": "0.586"},
+    ("longmemeval_s", "exp-V3"): {"hit@1": "50.8", "hit@5": "72.4", "hit@10": "81.0", "mrr": "0.600"},
+    ("longmemeval_s", "exp-V4"): {"hit@1": "39.4", "hit@5": "67.0", "hit@10": "78.6", "mrr": "0.509"},
+    ("longmemeval_s", "exp2-V6"): {"hit@1": "54.6", "hit@5": "75.0", "hit@10": "82.8", "mrr": "0.636"},
+    ("longmemeval_s", "exp3-V6"): {"hit@1": "74.8", "hit@5": "89.8", "hit@10": "95.2", "mrr": "0.812"},
+    ("longmemeval_s", "exp3-T1"): {"hit@1": "74.8", "hit@5": "89.8", "hit@10": "95.2", "mrr": "0.812"},
+    ("longmemeval_s", "exp3-T2h"): {"hit@1": "72.4", "hit@5": "87.0", "hit@10": "92.0", "mrr": "0.785"},
+    ("longmemeval_s", "exp3-T2s"): {"hit@1": "74.8", "hit@5": "89.8", "hit@10": "95.2", "mrr": "0.812"},
+    ("longmemeval_s", "exp3-T2m"): {"hit@1": "74.2", "hit@5": "89.4", "hit@10": "94.6", "mrr": "0.805"},
+    ("longmemeval_s", "exp4-A0-base"): {"hit@1": "74.8", "hit@5": "89.8", "hit@10": "95.2", "mrr": "0.8116"},
+    ("longmemeval_s", "exp4-A2+15"): {"hit@1": "75.6"},
+    ("longmemeval_s", "exp5-base"): {"hit@1": "74.8"},
+    ("longmemeval_s", "exp5-S1"): {"hit@1": "73.8"},
+    ("longmemeval_s", "exp5-S2"): {"hit@1": "76.0", "mrr": "0.8187"},
+    ("longmemeval_cn", "cn-A"): {"hit@1": "33.6"},
+    ("longmemeval_cn", "cn-A2"): {"hit@1": "44.4"},
+    ("longmemeval_cn", "cn-B"): {"hit@1": "0.0"},
+    # zh.cjs prints whole percentages: 0/11 and 10/11.
+    ("zh", "zh-A"): {"hit@1": "0"},
+    ("zh", "zh-B"): {"hit@1": "91"},
     ("locomo10", "v0.8.0"): {"hit@1": "60.2", "hit@5": "87.2", "hit@10": "93.5", "mrr": "0.7183"},
     ("locomo10", "v0.5.0"): {"hit@1": "53.2", "hit@5": "80.4", "hit@10": "91.1", "mrr": "0.651"},
     ("locomo10", "v0.4.0"): {"hit@1": "43.7", "hit@5": "73.7", "hit@10": "87.3", "mrr": "0.568"},
@@ -25,3 +48,24 @@ PUBLISHED_M_SEGMENTS = {
 
 def published(dataset: str, variant: str) -> dict:
     return PUBLISHED.get((dataset, variant), {})
+
+
+# The guide's variant table (LongMemEval-S), in its order: (label, variant, verdict).
+GUIDE_TABLE = [
+    ("V0 matched-term count (0.3.x)", "exp-V0", "replaced"),
+    ("V1 tokens + bigrams, equal weight", "exp-V1", "rejected (the published number comes from a loop bug)"),
+    ("V2 token-length weights", "exp-V2", "kept as component"),
+    ("V3 tokens + pairs x2", "exp-V3", "superseded by V6"),
+    ("V4 wider per-term page (2x API)", "exp-V4", "rejected: costs 2x calls, gains little"),
+    ("V6 token + pair length weights (0.4.x)", "exp2-V6", "shipped in 0.4.0"),
+    ("V6 + content-word-first window (0.5.0)", "exp3-V6", "shipped in 0.5.0"),
+    ("T1 date-word expansion", "exp3-T1", "no-op"),
+    ("T2h hard since filter", "exp3-T2h", "rejected: wrong windows silently drop gold"),
+    ("T2s soft time boost", "exp3-T2s", "neutral (the boost is never applied)"),
+    ("T2m dual-path merge", "exp3-T2m", "slightly negative, rejected"),
+    ("A2 +15 stop words (exp4)", "exp4-A2+15", "not shipped"),
+    ("C-idfProxy (exp4)", "exp4-C-idfProxy", "not shipped: failed the M direction check"),
+    ("S1 stems, no dedup (exp5)", "exp5-S1", "worse"),
+    ("S2 deduped stems (exp5)", "exp5-S2", "not shipped: gain did not survive the M check"),
+    ("0.8.0 df-proxy IDF (shipped)", "v0.8.0", "shipped"),
+]

@@ -8,8 +8,8 @@ from decimal import Decimal
 from pathlib import Path
 
 from .jsmath import to_fixed
-from .published import published
-from .tables import commit, tmp_path
+from .published import GUIDE_TABLE, published
+from .tables import commit, tmp_path, write_text
 
 METRICS = ("hit@1", "hit@5", "hit@10", "mrr")
 
@@ -40,14 +40,6 @@ def _cell(m: dict, key: str, pub: dict) -> str:
     if key in pub:
         text += f" / {pub[key]} {_diff(m, key, pub[key])}"
     return text
-
-
-def _write(path, text: str) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = tmp_path(path)
-    tmp.write_text(text, encoding="utf-8")
-    commit(tmp, path)
 
 
 def markdown(runs: list[dict]) -> str:
@@ -94,6 +86,23 @@ def markdown(runs: list[dict]) -> str:
     return "\n".join(out) + "\n"
 
 
+def variant_table(runs: list[dict]) -> str:
+    """The guide's variant table (LongMemEval-S), rebuilt from the runs present."""
+    by_key = {(m["dataset"], m["variant"]): m for m in runs}
+    rows = [(label, v, verdict) for label, v, verdict in GUIDE_TABLE if ("longmemeval_s", v) in by_key]
+    if not rows:
+        return ""
+    out = ["", "## Variant table (LongMemEval-S, benchmark guide)", "",
+           "| variant | ours: hit@1 / hit@5 / hit@10 / MRR | published | guide's verdict |", "|---|---|---|---|"]
+    for label, v, verdict in rows:
+        m = by_key[("longmemeval_s", v)]
+        pub = published("longmemeval_s", v)
+        ours = " / ".join((printed(m, k) or "-") + ("%" if k != "mrr" else "") for k in METRICS)
+        theirs = " / ".join(pub.get(k, "-") for k in METRICS)
+        out.append(f"| {label} (`{v}`) | {ours} | {theirs} | {verdict} |")
+    return "\n".join(out) + "\n"
+
+
 def plot(runs: list[dict], png_out) -> None:
     import matplotlib
 
@@ -118,12 +127,15 @@ def plot(runs: list[dict], png_out) -> None:
     commit(tmp, Path(png_out))
 
 
-def build_report(metrics_paths, md_out, html_out, png_out, log=print) -> None:
+def build_report(metrics_paths, extra_md, md_out, html_out, png_out, log=print) -> None:
     runs = [json.loads(Path(p).read_text(encoding="utf-8")) for p in metrics_paths]
     md = markdown(runs)
-    _write(md_out, md)
+    md += variant_table(runs)
+    for p in extra_md:
+        md += "\n" + Path(p).read_text(encoding="utf-8")
+    write_text(md_out, md)
     plot(runs, png_out)
     body = html.escape(md)
-    _write(html_out, "<!doctype html><meta charset='utf-8'><title>memobench report</title>"
+    write_text(html_out, "<!doctype html><meta charset='utf-8'><title>memobench report</title>"
            f"<img src='{html.escape(Path(png_out).name)}' alt='hit@k plot'><pre>{body}</pre>\n")
     log(f"report: {len(runs)} runs")

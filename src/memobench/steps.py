@@ -13,17 +13,9 @@ import pyarrow.parquet as pq
 
 from .download import DownloadError, fetch, verify
 from .errors import ConfigError, DataError
-from .tables import commit, tmp_path
+from .tables import write_json
 
 USER_ERRORS = (DataError, DownloadError, ConfigError)
-
-
-def write_json(path, obj) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = tmp_path(path)
-    tmp.write_text(json.dumps(obj, indent=2, sort_keys=False, ensure_ascii=False) + "\n", encoding="utf-8")
-    commit(tmp, path)
 
 
 def run_step(log_path, func, *args, **kwargs):
@@ -76,10 +68,12 @@ def normalize(fmt, raw, out_dir, summary, base_dir=None, log=print):
         stats = nz.normalize_locomo(raw, out_dir, log=log)
     elif fmt == "longmemeval_cn":
         stats = nz.normalize_cn(raw, base_dir, out_dir, log=log)
+    elif fmt == "embedded":
+        stats = nz.normalize_zh(out_dir, log=log)
     else:
         raise ConfigError(f"no normalizer for format {fmt!r}")
     log(json.dumps(stats))
-    write_json(summary, {"format": fmt, "source": str(raw), **stats})
+    write_json(summary, {"format": fmt, "source": str(raw) if raw else "embedded", **stats})
 
 
 def retrieve(variant_spec, questions, haystacks, events, segment, n_segments, rankings, outcomes, log=print):
@@ -101,14 +95,28 @@ def merge(dataset, variant_spec, rankings_in, outcomes_in, rankings_out, metrics
     result = metrics.compute(outcomes, per_segment)
     meta = {"dataset": dataset, "variant": variant_spec["name"], "harness": variant_spec["harness"],
             "description": variant_spec["description"], "recipe": variant_spec["recipe"],
-            "skip_rule": variant_spec["skip"]}
+            "skip_rule": variant_spec["skip"], "baseline": variant_spec.get("baseline", "")}
     write_table(rankings_out, rankings)
     write_json(metrics_out, {**meta, **result})
     log(f"{dataset} {variant_spec['name']}: {result['questions']} questions, hit@1 {result['hit@1']}, "
         f"hit@5 {result['hit@5']}, hit@10 {result['hit@10']}, MRR sum {result['mrr_sum']}")
 
 
-def report(metrics_paths, md_out, html_out, png_out, log=print):
+def report(metrics_paths, extra_md, md_out, html_out, png_out, log=print):
     from .report import build_report
 
-    build_report(metrics_paths, md_out, html_out, png_out, log=log)
+    build_report(metrics_paths, extra_md, md_out, html_out, png_out, log=log)
+
+
+def falsify(dataset, metrics_paths, json_out, md_out, log=print):
+    from .falsifier import compare, markdown
+    from .tables import write_text
+
+    metrics = {}
+    for p in metrics_paths:
+        m = json.loads(Path(p).read_text(encoding="utf-8"))
+        metrics[m["variant"]] = m
+    rows = compare(metrics)
+    write_json(json_out, {"dataset": dataset, "comparisons": rows})
+    write_text(md_out, markdown(dataset, rows))
+    log(f"falsifier {dataset}: {len(rows)} comparisons")

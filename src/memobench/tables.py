@@ -11,6 +11,7 @@ Every normalized dataset is four tables (see docs/tables.md):
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -131,3 +132,16 @@ def write_table(path, table: pa.Table) -> None:
     tmp = tmp_path(path)
     pq.write_table(table, tmp, compression="zstd")
     commit(tmp, path)
+
+
+def write_text(path, text: str) -> None:
+    """Write a text file atomically."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = tmp_path(path)
+    tmp.write_text(text, encoding="utf-8")
+    commit(tmp, path)
+
+
+def write_json(path, obj) -> None:
+    write_text(path, json.dumps(obj, indent=2, ensure_ascii=False) + "\n")

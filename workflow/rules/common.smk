@@ -43,8 +43,9 @@ for _name in RUN:
 for _name, _ds in DATASETS.items():
     if _ds["format"] == "longmemeval_cn" and _ds.get("haystacks_from") not in DATASETS:
         _config_error(f"config: dataset {_name!r}: haystacks_from must name a longmemeval dataset")
-    if _ds["format"] != "embedded" and "bytes" not in _ds:
-        _config_error(f"config: dataset {_name!r}: bytes (the expected file size) is required")
+    for _key in ("file", "bytes"):
+        if _ds["format"] != "embedded" and _key not in _ds:
+            _config_error(f"config: dataset {_name!r}: {_key} is required for format {_ds['format']!r}")
 
 
 def family(ds):
@@ -109,6 +110,22 @@ def segment_files(ds, variant, suffix=".parquet"):
 
 def run_pairs():
     return [(ds, v) for ds in RUN for v in DATASETS[ds].get("variants", [])]
+
+
+def falsified_datasets():
+    """Segmented datasets that run an experiment variant next to its baseline."""
+    out = []
+    for ds in RUN:
+        specs = VARIANT_SPECS[ds]
+        if len(segments(ds)) > 1 and any(s["baseline"] in specs for s in specs.values()):
+            out.append(ds)
+    return out
+
+
+def report_extras():
+    return [f"{RESULTS}/{ds}/analyze/analyze.md" for ds in RUN if DATASETS[ds].get("analyze")] + [
+        f"{RESULTS}/{ds}/falsifier.md" for ds in falsified_datasets()
+    ]
 
 
 def verified_files():

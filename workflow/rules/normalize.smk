@@ -40,3 +40,20 @@ rule normalize_cn:
         "../../envs/memobench.yaml"
     script:
         "../scripts/normalize.py"
+
+
+rule normalize_embedded:
+    output:
+        **{t: f"{RESULTS}/{{dataset}}/normalized/{t}.parquet" for t in TABLE_NAMES},
+        summary=f"{RESULTS}/{{dataset}}/normalized/summary.json",
+    wildcard_constraints:
+        dataset="|".join(re.escape(d) for d in DATASETS if DATASETS[d]["format"] == "embedded") or "^$",
+    params:
+        format="embedded",
+        code=code_hash("normalize", "tables", "zh_data"),
+    log:
+        f"{RESULTS}/logs/normalize/{{dataset}}.log",
+    conda:
+        "../../envs/memobench.yaml"
+    script:
+        "../scripts/normalize.py"

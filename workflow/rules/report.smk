@@ -5,6 +5,7 @@
 rule report:
     input:
         metrics=[f"{RESULTS}/{ds}/{v}/metrics.json" for ds, v in run_pairs()],
+        extras=report_extras(),
     output:
         md=f"{RESULTS}/report.md",
         html=f"{RESULTS}/report.html",

@@ -7,4 +7,4 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 from memobench.steps import report, run_step
 
 sm = snakemake  # noqa: F821 (injected by Snakemake)
-run_step(sm.log[0], report, list(sm.input.metrics), sm.output.md, sm.output.html, sm.output.plot)
+run_step(sm.log[0], report, list(sm.input.metrics), list(sm.input.extras), sm.output.md, sm.output.html, sm.output.plot)
