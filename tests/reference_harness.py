@@ -12,8 +12,11 @@ Everything is recomputed from scratch for every question, with plain loops:
   ``backend="index"`` runs the exp6 algorithm on the LoCoMo sessions instead.
 * :func:`reference_exp6`   -- exp6.cjs / exp6-m.cjs (inverted index)
 
-Each returns a list of dicts ``{question_id, q_index, status, reason, rank,
-final}`` in file order (skipped questions included, with ``final == []``).
+Each returns a list of dicts ``{question_id, question_type, q_index, status,
+reason, rank, final, pool_size}`` in file order (skipped questions included,
+with ``final == []``). ``reason`` is None for a normal evaluated question,
+"empty_seq" for one counted as a miss (run/run-m/exp6), and "no_gold",
+"no_sessions" or "empty_window" (locomo) for a skipped one.
 """
 
 from __future__ import annotations
@@ -308,8 +311,10 @@ def _lme(path, backend, fts_limit, weights, window):
     fts = Fts(fts_limit) if backend == "fts" else None
     out = []
     for q_index, e in enumerate(entries):
+        qtype = e.get("question_type")
         rec = {
             "question_id": js_string(e.get("question_id", MISSING)),
+            "question_type": "unknown" if qtype is None else js_string(qtype),
             "dup_ids": False,
             "q_index": q_index,
             "status": "skipped",
@@ -319,6 +324,7 @@ def _lme(path, backend, fts_limit, weights, window):
         }
         out.append(rec)
         sessions = lme_sessions(e, seq_fn)
+        rec["pool_size"] = len(sessions)  # N counts every session (1.2)
         hay_ids = {s["id"] for s in sessions}
         rec["dup_ids"] = len(hay_ids) != len(sessions)  # exp6 is undefined there (1.2)
         gold = {js_string(a) for a in (e.get("answer_session_ids") or [])} & hay_ids
@@ -416,6 +422,8 @@ def reference_locomo(locomo_json_path, weights="idf080", window="cf", backend="f
         for j, qa in enumerate(conv.get("qa") or []):
             rec = {
                 "question_id": f"{js_string(conv.get('sample_id', MISSING))}#{j}",
+                "question_type": js_string(qa["category"]) if "category" in qa else "unknown",
+                "pool_size": len(sessions),
                 "q_index": q_index,
                 "status": "skipped",
                 "reason": None,
