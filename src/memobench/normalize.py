@@ -139,62 +139,173 @@ def _question_text(path, index: int, item: dict) -> str:
     return q
 
 
-def normalize_longmemeval(path, out_dir, log=print) -> dict:
+class _LmeTables:
+    """The four tables of a LongMemEval-format file, filled item by item."""
+
+    def __init__(self, path: Path, out_dir: Path):
+        self.path = path
+        self.store = SessionStore(out_dir)
+        self.questions = TableWriter(out_dir / "questions.parquet", QUESTIONS, batch_rows=4096)
+        self.haystacks = TableWriter(out_dir / "haystacks.parquet", HAYSTACKS)
+        self.stats = {"questions": 0, "date_fallbacks": 0, "duplicate_question_ids": 0, "unparseable_items": 0}
+        self.seen_ids: set[str] = set()
+
+    def add(self, index: int, item) -> None:
+        if not isinstance(item, dict):
+            raise DataError(self.path, f"item {index}", f"expected an object, got {type(item).__name__}")
+        qid = js_string(item.get("question_id", MISSING))
+        if qid in self.seen_ids:
+            self.stats["duplicate_question_ids"] += 1
+        self.seen_ids.add(qid)
+        question = _question_text(self.path, index, item)
+        ids, fallbacks = _lme_haystack(item, index, self.store, self.haystacks)
+        self.stats["date_fallbacks"] += fallbacks
+        id_set = set(ids)
+        answers = item.get("answer_session_ids")
+        gold = []
+        for a in answers if isinstance(answers, list) else []:
+            a = js_string(a)
+            if a in id_set and a not in gold:
+                gold.append(a)
+        self.questions.append(
+            q_index=index, question_id=qid, question=question,
+            question_type=_question_type(item.get("question_type", MISSING)),
+            question_date=_opt_str(item.get("question_date")), haystack_id=index, gold=gold,
+            paired_question_id=None, parse_error=False,
+        )
+        self.stats["questions"] += 1
+
+    def add_unparseable(self, index: int) -> None:
+        """An element the M harness's scanner emits but JSON.parse rejects: it is
+        skipped, yet it still counts toward the segment offsets."""
+        self.questions.append(
+            q_index=index, question_id=f"#unparseable-{index}", question="", question_type="unknown",
+            question_date=None, haystack_id=-1, gold=[], paired_question_id=None, parse_error=True,
+        )
+        self.stats["unparseable_items"] += 1
+
+    def close(self) -> dict:
+        self.questions.close()
+        self.haystacks.close()
+        self.store.close()
+        return {**self.stats, "items": self.stats["questions"] + self.stats["unparseable_items"],
+                "sessions": len(self.store.keys), "events": self.store.n_events}
+
+    def abort(self) -> None:
+        self.questions.abort()
+        self.haystacks.abort()
+        self.store.abort()
+
+
+def _first_line(e: Exception) -> str:
+    text = e.args[0] if e.args else str(e)
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    return str(text).strip().splitlines()[0] if str(text).strip() else type(e).__name__
+
+
+def normalize_longmemeval(path, out_dir, log=print, lenient: bool = False) -> dict:
+    """Stream a LongMemEval JSON array into the tables.
+
+    ``lenient`` follows the streamed M harnesses (run-m, exp*-m): an element
+    that does not parse is skipped and counted instead of stopping the run
+    (HARNESSES.md 1.7). Otherwise, like run.cjs's JSON.parse of the whole file,
+    malformed JSON is an error naming the item."""
     path, out_dir = Path(path), Path(out_dir)
     size = path.stat().st_size
-    store = SessionStore(out_dir)
-    questions = TableWriter(out_dir / "questions.parquet", QUESTIONS, batch_rows=4096)
-    haystacks = TableWriter(out_dir / "haystacks.parquet", HAYSTACKS)
-    writers = [questions, haystacks]
-    stats = {"questions": 0, "date_fallbacks": 0, "duplicate_question_ids": 0}
-    seen_ids: set[str] = set()
     progress = Progress(log, f"normalize {path.name}: items")
+    tables = _LmeTables(path, out_dir)
     index = -1
     try:
         with open(path, "rb") as f:
             try:
                 for index, item in enumerate(ijson.items(f, "item")):
-                    if not isinstance(item, dict):
-                        raise DataError(path, f"item {index}", f"expected an object, got {type(item).__name__}")
-                    qid = js_string(item.get("question_id", MISSING))
-                    if qid in seen_ids:
-                        stats["duplicate_question_ids"] += 1
-                    seen_ids.add(qid)
-                    ids, fallbacks = _lme_haystack(item, index, store, haystacks)
-                    stats["date_fallbacks"] += fallbacks
-                    id_set = set(ids)
-                    answers = item.get("answer_session_ids")
-                    gold = []
-                    for a in answers if isinstance(answers, list) else []:
-                        a = js_string(a)
-                        if a in id_set and a not in gold:
-                            gold.append(a)
-                    qdate = item.get("question_date")
-                    questions.append(
-                        q_index=index, question_id=qid, question=_question_text(path, index, item),
-                        question_type=_question_type(item.get("question_type", MISSING)),
-                        question_date=_opt_str(qdate), haystack_id=index, gold=gold,
-                        paired_question_id=None,
-                    )
+                    tables.add(index, item)
                     progress(index + 1, f" items, {f.tell() * 100 // max(size, 1)}% of bytes")
             except ijson.JSONError as e:
-                raise DataError(path, f"item {index + 1}", f"invalid or truncated JSON ({e})") from None
-            except UnicodeDecodeError as e:
-                raise DataError(path, f"item {index + 1}", f"invalid UTF-8 ({e.reason} at byte {e.start})") from None
-        if index < 0:
+                where = f.tell()
+                if not lenient:
+                    what = "invalid UTF-8" if "UTF8" in _first_line(e) else "invalid or truncated JSON"
+                    raise DataError(path, f"item {index + 1}", f"{what} near byte {where}: {_first_line(e)}") from None
+                log(f"malformed JSON after item {index} (near byte {where}): re-reading with the M harness's "
+                    "element scanner, which skips elements that do not parse")
+                tables.abort()
+                tables = _LmeTables(path, out_dir)
+                index = _normalize_scanned(f, tables, progress, size)
+        if tables.stats["questions"] + tables.stats["unparseable_items"] == 0:
             raise DataError(path, None, "no items: expected a JSON array of LongMemEval objects")
-        stats["questions"] = index + 1
-        for w in writers:
-            w.close()
-        store.close()
+        stats = tables.close()
     except BaseException:
-        for w in writers:
-            w.abort()
-        store.abort()
+        tables.abort()
         raise
-    stats.update(sessions=len(store.keys), events=store.n_events, haystacks=index + 1)
-    progress(index + 1, " items, done", force=True)
+    progress(stats["items"], " items, done", force=True)
     return stats
+
+
+_SCAN = re.compile(rb'[{}"\\]')
+
+
+def _normalize_scanned(f, tables: _LmeTables, progress, size: int) -> int:
+    """run-m's brace-depth scanner (HARNESSES.md 1.7): every top-level object is
+    emitted once in file order and parsed on its own; a failure skips it."""
+    index = -1
+    for element in scan_elements(f):
+        if element is None:  # the file ends inside an element: never emitted
+            tables.stats["truncated_tail"] = 1
+            continue
+        index += 1
+        try:
+            item = json.loads(element.decode("utf-8", "replace"))
+        except ValueError:
+            tables.add_unparseable(index)
+            continue
+        tables.add(index, item)
+        progress(index + 1, f" items (scanner), {f.tell() * 100 // max(size, 1)}% of bytes")
+    return index
+
+
+def scan_elements(f, chunk_size: int = 1 << 20):
+    """Yield the bytes of each top-level ``{...}`` element of ``f`` (opened in
+    binary mode, read from the start), then None if the file ends inside one.
+    Structure characters are ASCII, so scanning UTF-8 bytes equals scanning
+    the decoded text."""
+    f.seek(0)
+    depth, in_string, skip_until = 0, False, 0
+    parts: list[bytes] = []
+    start = None  # offset of the open element's "{" in the current chunk
+    offset = 0
+    while True:
+        chunk = f.read(chunk_size)
+        if not chunk:
+            if depth > 0:
+                yield None
+            return
+        for m in _SCAN.finditer(chunk):
+            pos = m.start()
+            if offset + pos < skip_until:
+                continue  # the character after a backslash inside a string
+            ch = chunk[pos]
+            if in_string:
+                if ch == 0x5C:  # backslash
+                    skip_until = offset + pos + 2
+                elif ch == 0x22:
+                    in_string = False
+            elif ch == 0x22:
+                in_string = True
+            elif ch == 0x7B:  # {
+                if depth == 0:
+                    start, parts = pos, []
+                depth += 1
+            elif ch == 0x7D:  # }  (a stray one drives depth negative, as in the original)
+                depth -= 1
+                if depth == 0:
+                    parts.append(chunk[start : pos + 1])
+                    yield b"".join(parts)
+                    parts, start = [], None
+        if start is not None:
+            parts.append(chunk[start:])
+            start = 0
+        offset += len(chunk)
 
 
 def _load_json(path):
@@ -270,7 +381,7 @@ def normalize_locomo(path, out_dir, log=print) -> dict:
                     q_index=q_index, question_id=f"{sample_id}#{qi}",
                     question=_question_text(path, f"{sample_id} qa {qi}", item),
                     question_type="unknown" if cat is MISSING else js_string(cat),
-                    question_date=None, haystack_id=ci, gold=gold, paired_question_id=None,
+                    question_date=None, haystack_id=ci, gold=gold, paired_question_id=None, parse_error=False,
                 )
                 q_index += 1
             progress(ci + 1)
@@ -326,7 +437,7 @@ def normalize_cn(path, base_dir, out_dir, log=print) -> dict:
                     question_date=pair["question_date"] if pair else None,
                     haystack_id=pair["haystack_id"] if pair else -1,
                     gold=pair["gold"] if pair else [],
-                    paired_question_id=orig if pair else None,
+                    paired_question_id=orig if pair else None, parse_error=False,
                 )
                 stats["rows"] += 1
         questions.close()
@@ -354,7 +465,8 @@ def normalize_zh(out_dir, log=print) -> dict:
                              base_time=0, date_fallback=False)
         for qi, (query, gold) in enumerate(QUERIES):
             questions.append(q_index=qi, question_id=f"zh#{qi}", question=query, question_type="zh",
-                             question_date=None, haystack_id=0, gold=[gold], paired_question_id=None)
+                             question_date=None, haystack_id=0, gold=[gold], paired_question_id=None,
+                             parse_error=False)
         for w in writers:
             w.close()
         store.close()

@@ -12,6 +12,14 @@ from .published import GUIDE_TABLE, published
 from .tables import commit, tmp_path, write_text
 
 METRICS = ("hit@1", "hit@5", "hit@10", "mrr")
+DATA_COUNTS = {
+    "date_fallbacks": "unparseable dates (harness fallback used)",
+    "evidence_unmatched": "evidence strings matching no dia_id",
+    "duplicate_question_ids": "duplicate question ids",
+    "unparseable_items": "elements that did not parse (skipped)",
+    "truncated_tail": "truncated last element (not read)",
+    "unpaired": "CN rows pairing to no question",
+}
 
 
 def printed(m: dict, key: str) -> str | None:
@@ -69,6 +77,10 @@ def markdown(runs: list[dict]) -> str:
         forced = ", ".join(f"{k} {v}" for k, v in m["counted_as_miss"].items()) or "none"
         out += [f"Items {m['items']}; evaluated {m['questions']}; skipped: {skipped}; "
                 f"counted as misses: {forced}.", ""]
+        data = {k: v for k, v in (m.get("data") or {}).items()
+                if k in DATA_COUNTS and v}
+        if data:
+            out += ["Data: " + ", ".join(f"{DATA_COUNTS[k]} {v}" for k, v in data.items()) + ".", ""]
         out += ["| type | n | hit@1 | hit@5 | MRR |", "|---|---|---|---|---|"]
         for t, b in m["by_type"].items():
             out.append(f"| {t} | {b['questions']} | {printed(b, 'hit@1')}% | {printed(b, 'hit@5')}% | "

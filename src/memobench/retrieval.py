@@ -88,6 +88,8 @@ def _skip_reason(rule: str, q: dict, hay: Haystack | None, variant: Variant) -> 
     harness's rule (HARNESSES.md 6.0). A skipped question is not counted; the
     second reason is ``empty_seq`` (counted as a miss: run, run-m, exp6) or
     ``unrecorded`` (exp4-m/exp5-m: only in the hit-rate denominators)."""
+    if q.get("parse_error"):
+        return "unparseable", None
     if rule == "cn" and q["haystack_id"] < 0:
         return "unpaired", None
     if rule == "zh":

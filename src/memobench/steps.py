@@ -59,11 +59,11 @@ def manifest(inputs, out, log=print):
     log(f"manifest: {len(entries)} files")
 
 
-def normalize(fmt, raw, out_dir, summary, base_dir=None, log=print):
+def normalize(fmt, raw, out_dir, summary, base_dir=None, lenient=False, log=print):
     from . import normalize as nz
 
     if fmt == "longmemeval":
-        stats = nz.normalize_longmemeval(raw, out_dir, log=log)
+        stats = nz.normalize_longmemeval(raw, out_dir, log=log, lenient=lenient)
     elif fmt == "locomo":
         stats = nz.normalize_locomo(raw, out_dir, log=log)
     elif fmt == "longmemeval_cn":
@@ -84,7 +84,7 @@ def retrieve(variant_spec, questions, haystacks, events, segment, n_segments, ra
     write_segment(variant, questions, haystacks, events, segment, n_segments, rankings, outcomes, log=log)
 
 
-def merge(dataset, variant_spec, rankings_in, outcomes_in, rankings_out, metrics_out, log=print):
+def merge(dataset, variant_spec, rankings_in, outcomes_in, data_summary, rankings_out, metrics_out, log=print):
     from . import metrics
     from .retrieval import concat_segments
     from .tables import write_table
@@ -95,7 +95,9 @@ def merge(dataset, variant_spec, rankings_in, outcomes_in, rankings_out, metrics
     result = metrics.compute(outcomes, per_segment)
     meta = {"dataset": dataset, "variant": variant_spec["name"], "harness": variant_spec["harness"],
             "description": variant_spec["description"], "recipe": variant_spec["recipe"],
-            "skip_rule": variant_spec["skip"], "baseline": variant_spec.get("baseline", "")}
+            "skip_rule": variant_spec["skip"], "baseline": variant_spec.get("baseline", ""),
+            # what normalization counted (date fallbacks, unmatched evidence, ...)
+            "data": json.loads(Path(data_summary).read_text(encoding="utf-8"))}
     write_table(rankings_out, rankings)
     write_json(metrics_out, {**meta, **result})
     log(f"{dataset} {variant_spec['name']}: {result['questions']} questions, hit@1 {result['hit@1']}, "

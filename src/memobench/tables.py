@@ -28,6 +28,7 @@ QUESTIONS = pa.schema(
         ("haystack_id", pa.int32()),  # -1: no haystack (CN row with no paired question)
         ("gold", pa.list_(pa.string())),  # gold session ids present in the haystack
         ("paired_question_id", pa.string()),  # CN: the English question it pairs to
+        ("parse_error", pa.bool_()),  # an M-stream element that did not parse (skipped)
     ]
 )
 

@@ -6,6 +6,7 @@ rule merge:
     input:
         rankings=lambda w: segment_files(w.dataset, w.variant),
         outcomes=lambda w: segment_files(w.dataset, w.variant, ".questions.parquet"),
+        data_summary=lambda w: f"{norm_dir(w.dataset)}/summary.json",
     output:
         rankings=f"{RESULTS}/{{dataset}}/{{variant}}/rankings.parquet",
         metrics=f"{RESULTS}/{{dataset}}/{{variant}}/metrics.json",

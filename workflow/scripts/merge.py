@@ -9,5 +9,5 @@ from memobench.steps import merge, run_step
 sm = snakemake  # noqa: F821 (injected by Snakemake)
 run_step(
     sm.log[0], merge, sm.wildcards.dataset, sm.params.variant, list(sm.input.rankings),
-    list(sm.input.outcomes), sm.output.rankings, sm.output.metrics,
+    list(sm.input.outcomes), sm.input.data_summary, sm.output.rankings, sm.output.metrics,
 )

@@ -1,0 +1,196 @@
+"""The catalogue of bad inputs (README "Failure modes"): each gives a one-line
+error naming the file, the item and what is wrong, or a skip counted by reason
+where the original harness skips."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow.parquet as pq
+import pytest
+
+from conftest import snakemake, write_config
+from memobench.errors import DataError
+from memobench.metrics import compute
+from memobench.normalize import normalize_cn, normalize_locomo, normalize_longmemeval, scan_elements
+from memobench.retrieval import load_segment, run_segment
+from memobench.variants import resolve
+
+
+def item(qid, question="Where did we go hiking last spring?", sessions=None, ids=None, dates=None, gold=None, **extra):
+    sessions = sessions if sessions is not None else [[{"role": "user", "content": "we went hiking in the alps"}],
+                                                      [{"role": "user", "content": "dinner plans"}]]
+    ids = ids if ids is not None else [f"{qid}_s{i}" for i in range(len(sessions))]
+    dates = dates if dates is not None else ["2023/05/20 (Sat) 02:21"] * len(sessions)
+    return {"question_id": qid, "question_type": "single-session-user", "question": question,
+            "question_date": "2023/05/30 (Tue) 23:40", "haystack_session_ids": ids, "haystack_dates": dates,
+            "haystack_sessions": sessions, "answer_session_ids": gold if gold is not None else ids[:1], **extra}
+
+
+def lme_bytes(items) -> bytes:
+    return json.dumps(items, ensure_ascii=False).encode()
+
+
+def run(norm_dir, variant="v0.8.0", family="s"):
+    qs, hs, corpus = load_segment(norm_dir / "questions.parquet", norm_dir / "haystacks.parquet",
+                                  norm_dir / "events.parquet", 1, 1)
+    rankings, outcomes = run_segment(resolve(variant, family), qs, hs, corpus, log=lambda m: None)
+    return rankings.to_pylist(), compute(outcomes.to_pylist())
+
+
+def one_line(e) -> str:
+    msg = str(e.value)
+    assert "\n" not in msg
+    return msg
+
+
+def test_lme_truncated_mid_item(tmp_path):
+    raw = tmp_path / "t.json"
+    data = lme_bytes([item("q1"), item("q2"), item("q3")])
+    raw.write_bytes(data[: len(data) - 40])
+    with pytest.raises(DataError) as e:
+        normalize_longmemeval(raw, tmp_path / "n", log=lambda m: None)
+    msg = one_line(e)
+    assert msg.startswith(f"{raw}: item 2: invalid or truncated JSON near byte")
+    assert not list((tmp_path / "n").glob("*.parquet*"))
+
+
+def test_m_stream_skips_an_element_that_does_not_parse_and_counts_it(tmp_path):
+    raw = tmp_path / "m.json"
+    good = [lme_bytes([item(f"q{i}")])[1:-1] for i in range(4)]
+    bad = b'{"question_id": "qx", "question": tru}'  # the scanner emits it, JSON.parse fails
+    raw.write_bytes(b"[" + b", ".join([good[0], bad, good[1], good[2]]) + b", " + good[3][:50])
+    stats = normalize_longmemeval(raw, tmp_path / "n", log=lambda m: None, lenient=True)
+    assert (stats["questions"], stats["unparseable_items"], stats.get("truncated_tail")) == (3, 1, 1)
+    q = pq.read_table(tmp_path / "n" / "questions.parquet").to_pylist()
+    assert [r["q_index"] for r in q] == [0, 1, 2, 3] and q[1]["parse_error"]
+    _, m = run(tmp_path / "n", family="m")
+    assert m["skipped"] == {"unparseable": 1} and m["questions"] == 3
+
+
+def test_scanner_equals_ijson_on_well_formed_files(tmp_path):
+    from memobench.generate import write_longmemeval
+
+    raw = tmp_path / "g.json"
+    write_longmemeval(raw, n_questions=12, sessions_per_question=6, seed=4, spice=True)
+    with open(raw, "rb") as f:
+        elements = [json.loads(e) for e in scan_elements(f, chunk_size=4096)]
+    assert elements == json.loads(raw.read_text())
+
+
+def test_locomo_truncated_and_bad_utf8(tmp_path, locomo_path):
+    raw = tmp_path / "l.json"
+    raw.write_bytes(locomo_path.read_bytes()[:100_000])
+    with pytest.raises(DataError) as e:
+        normalize_locomo(raw, tmp_path / "n")
+    assert "invalid or truncated JSON at char" in one_line(e)
+    raw.write_bytes(b'[{"conversation": {}, "qa": [], "x": "\xff"}]')
+    with pytest.raises(DataError) as e:
+        normalize_locomo(raw, tmp_path / "n")
+    assert "invalid UTF-8" in one_line(e)
+
+
+def test_lme_invalid_utf8(tmp_path):
+    raw = tmp_path / "u.json"
+    raw.write_bytes(lme_bytes([item("q1")]).replace(b"alps", b"alp\xff"))
+    with pytest.raises(DataError) as e:
+        normalize_longmemeval(raw, tmp_path / "n", log=lambda m: None)
+    assert "item 0: invalid UTF-8" in one_line(e)
+
+
+def test_cn_truncated_line_and_bad_utf8(tmp_path):
+    base = tmp_path / "s.json"
+    base.write_bytes(lme_bytes([item("q1")]))
+    normalize_longmemeval(base, tmp_path / "sn", log=lambda m: None)
+    cn = tmp_path / "cn.jsonl"
+    cn.write_text('{"questionId": "q1_cn", "question": "徒步 alps?"}\n{"questionId": "q9_cn", "quest', encoding="utf-8")
+    with pytest.raises(DataError) as e:
+        normalize_cn(cn, tmp_path / "sn", tmp_path / "cn", log=lambda m: None)
+    assert one_line(e).startswith(f"{cn}: line 2: invalid JSON")
+    cn.write_bytes(b'{"questionId": "q1_cn", "question": "\xff"}\n')
+    with pytest.raises(DataError) as e:
+        normalize_cn(cn, tmp_path / "sn", tmp_path / "cn", log=lambda m: None)
+    assert "line 1: invalid UTF-8" in one_line(e)
+
+
+def test_missing_or_wrong_fields(tmp_path):
+    raw = tmp_path / "f.json"
+    bad = item("q1")
+    del bad["question"]
+    raw.write_bytes(lme_bytes([item("q0"), bad]))
+    with pytest.raises(DataError) as e:
+        normalize_longmemeval(raw, tmp_path / "n", log=lambda m: None)
+    assert one_line(e) == f"{raw}: item 1: field 'question' must be a string, got missing"
+    # Wrong-typed lists behave as the harness's coercions do and end as counted skips.
+    odd = item("q2", sessions=None)
+    odd["haystack_sessions"] = "not a list"
+    odd["question_type"] = 7
+    raw.write_bytes(lme_bytes([item("q0"), odd, item("q3", gold="not a list")]))
+    normalize_longmemeval(raw, tmp_path / "n2", log=lambda m: None)
+    _, m = run(tmp_path / "n2")
+    assert m["questions"] == 1 and m["skipped"] == {"no_gold": 2}
+
+
+def test_unequal_haystack_lists_and_unparseable_dates(tmp_path):
+    raw = tmp_path / "d.json"
+    sessions = [[{"content": "alps hiking trip"}], [{"content": "x"}], [{"content": "y"}]]
+    it = item("q1", sessions=sessions, ids=["a"], dates=["2023/13/01 (Mon) 10:00", "2023/02/30 (Thu) 12:00"], gold=["a"])
+    raw.write_bytes(lme_bytes([it]))
+    stats = normalize_longmemeval(raw, tmp_path / "n", log=lambda m: None)
+    hay = pq.read_table(tmp_path / "n" / "haystacks.parquet").to_pylist()
+    assert [h["session_id"] for h in hay] == ["a", "s1", "s2"]
+    # month 13 fails -> (2 - 0) days; Feb 30 rolls into March; missing -> (2 - 2) days
+    assert [h["date_fallback"] for h in hay] == [True, False, True]
+    assert hay[0]["base_time"] == 2 * 86_400_000 and hay[2]["base_time"] == 0
+    assert hay[1]["base_time"] == 1677758400000  # 2023-03-02T12:00Z
+    assert stats["date_fallbacks"] == 2
+
+
+def test_malformed_evidence_is_a_counted_skip(tmp_path, locomo_path):
+    conv = json.loads(locomo_path.read_text())[0]
+    conv["qa"] = conv["qa"][:3]
+    conv["qa"][0]["evidence"] = ["D8:6; D9:17"]
+    conv["qa"][1]["evidence"] = []
+    raw = tmp_path / "l.json"
+    raw.write_text(json.dumps([conv]))
+    stats = normalize_locomo(raw, tmp_path / "n")
+    assert stats["evidence_unmatched"] == 1
+    _, m = run(tmp_path / "n", family="locomo")
+    assert m["skipped"] == {"no_gold": 2} and m["questions"] == 1
+
+
+def test_duplicate_ids_and_empty_questions(tmp_path):
+    raw = tmp_path / "e.json"
+    raw.write_bytes(lme_bytes([item("q1"), item("q1"), item("q2", question=""), item("q3", question="???")]))
+    stats = normalize_longmemeval(raw, tmp_path / "n", log=lambda m: None)
+    assert stats["duplicate_question_ids"] == 1
+    rankings, m = run(tmp_path / "n")
+    # both q1 items are ranked, told apart by q_index; empty questions count as misses (run.cjs)
+    assert {r["q_index"] for r in rankings if r["question_id"] == "q1"} == {0, 1}
+    assert m["questions"] == 4 and m["counted_as_miss"] == {"empty_seq": 2}
+    _, m = run(tmp_path / "n", variant="exp3-V6")
+    assert m["skipped"] == {"empty_seq": 2}
+
+
+def test_a_10mb_turn(tmp_path):
+    raw = tmp_path / "big.json"
+    huge = ("filler words here " * 600_000)[:10_000_000] + " alps hiking"
+    raw.write_bytes(lme_bytes([item("q1", sessions=[[{"content": huge}], [{"content": "hiking alone"}]])]))
+    normalize_longmemeval(raw, tmp_path / "n", log=lambda m: None)
+    rankings, m = run(tmp_path / "n")
+    assert m["questions"] == 1 and rankings[0]["session_id"] in {"q1_s0", "q1_s1"}
+
+
+def test_no_traceback_reaches_the_user(tmp_path):
+    raw = tmp_path / "mine.json"
+    data = lme_bytes([item("q1"), item("q2")])
+    raw.write_bytes(data[:-30])
+    ds = {"format": "longmemeval", "file": str(raw), "bytes": raw.stat().st_size, "segments": 1,
+          "variants": ["v0.8.0"]}
+    cfg = write_config(tmp_path / "cfg.yaml", data_dir=str(tmp_path), run=["mine"], datasets={"mine": ds})
+    proc = snakemake(tmp_path, "--cores", "1", configfile=cfg, check=False)
+    assert proc.returncode != 0
+    ours = [line for line in proc.stderr.splitlines() if line.startswith("memobench:")]
+    assert len(ours) == 1 and "item 1: invalid or truncated JSON" in ours[0], proc.stderr
+    assert "Traceback" not in proc.stdout + proc.stderr
+    assert not list((tmp_path / "results").rglob("*.parquet"))
