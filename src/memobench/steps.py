@@ -97,7 +97,8 @@ def merge(dataset, variant_spec, rankings_in, outcomes_in, data_summary, ranking
             "description": variant_spec["description"], "recipe": variant_spec["recipe"],
             "skip_rule": variant_spec["skip"], "baseline": variant_spec.get("baseline", ""),
             # what normalization counted (date fallbacks, unmatched evidence, ...)
-            "data": json.loads(Path(data_summary).read_text(encoding="utf-8"))}
+            "data": {k: v for k, v in json.loads(Path(data_summary).read_text(encoding="utf-8")).items()
+                     if k != "source"}}
     write_table(rankings_out, rankings)
     write_json(metrics_out, {**meta, **result})
     log(f"{dataset} {variant_spec['name']}: {result['questions']} questions, hit@1 {result['hit@1']}, "

@@ -8,7 +8,8 @@ if DOWNLOADABLE:
 
     rule download:
         output:
-            raw=os.path.join(DATA_DIR, "{filename}"),
+            # Read-only once downloaded, so --forceall cannot throw away gigabytes.
+            raw=protected(os.path.join(DATA_DIR, "{filename}")),
         wildcard_constraints:
             filename="|".join(re.escape(f) for f in DOWNLOADABLE),
         params:
