@@ -1,0 +1,30 @@
+"""Command line: `memobench variants` lists the named variants and the
+original harness each reproduces."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .variants import FAMILIES, builtin
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="memobench", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    v = sub.add_parser("variants", help="list the built-in variants")
+    v.add_argument("--family", choices=FAMILIES, help="only the variants of one dataset family")
+    args = parser.parse_args(argv)
+    if args.command == "variants":
+        seen: dict[str, tuple] = {}
+        for family in [args.family] if args.family else FAMILIES:
+            for name, var in builtin(family).items():
+                entry = seen.setdefault(name, (var, []))
+                entry[1].append(family)
+        for name, (var, families) in seen.items():
+            print(f"{name:20s} {','.join(families):12s} {var.harness:28s} {var.description}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
