@@ -23,6 +23,16 @@ include: "workflow/rules/analyze.smk"
 include: "workflow/rules/report.smk"
 
 
+# Light jobs, and downloads (compute nodes often have no internet), stay on the
+# submit host when a cluster executor is used.
+localrules:
+    all,
+    manifest,
+    merge,
+    falsify,
+    report,
+
+
 rule all:
     input:
         "results/report.md",

@@ -70,3 +70,18 @@ def test_variant_setting_reruns_only_that_variant(project):
     proc = snakemake(proj, "-n", "--cores", "1", configfile=cfg, snakefile=proj / "Snakefile")
     assert _jobs(project, cfg) == {"retrieve": 1, "merge": 1, "report": 1, "all": 1}
     assert "results/locomo10/mine/segments/seg1.parquet" in proc.stdout
+
+
+def test_slurm_profile_dry_run(tmp_path, locomo_path):
+    """The Slurm profile resolves every job with its resources (no cluster needed for -n)."""
+    from conftest import REPO
+
+    data = tmp_path / "data"
+    data.mkdir()
+    shutil.copy(locomo_path, data / "locomo10.json")
+    cfg = write_config(tmp_path / "cfg.yaml", data_dir=str(data), run=["locomo10"])
+    proc = snakemake(tmp_path, "-n", "--workflow-profile", str(REPO / "workflow" / "profiles" / "slurm"),
+                     configfile=cfg)
+    out = proc.stdout + proc.stderr
+    assert "retrieve" in out and "This was a dry-run" in out
+    assert "mem_mb=3000" in out.replace(" ", "") or "mem_mb=3000" in out

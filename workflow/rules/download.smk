@@ -6,6 +6,9 @@ DOWNLOADABLE = downloadable()
 
 if DOWNLOADABLE:
 
+    localrules:
+        download,
+
     rule download:
         output:
             # Read-only once downloaded, so --forceall cannot throw away gigabytes.
