@@ -56,7 +56,7 @@ def analyze_question(ranker: Ranker, corpus: Corpus, hay: Haystack, hay_token, q
     gold_tokens: set[str] = set()
     gold_events = 0
     for i in gold_pos:
-        texts = corpus.events[hay.keys[i]][0]
+        texts = corpus.texts(hay.keys[i])
         gold_events += len(texts)
         for t in texts:
             gold_tokens.update(seq_ascii(t))
@@ -92,7 +92,7 @@ def analyze_question(ranker: Ranker, corpus: Corpus, hay: Haystack, hay_token, q
                 score[i] += w
 
         def last_time(i):
-            return hay.bases[i] + len(corpus.events[hay.keys[i]][0]) - 1
+            return hay.bases[i] + corpus.n_events(hay.keys[i]) - 1
 
         top = sorted(score, key=lambda i: (-score[i], -last_time(i)))[:REQUEST_LIMIT]
         idf_hit = any(hay.ids[i] in gold for i in top)

@@ -36,13 +36,11 @@ class TokenizedSession:
     of Python loops over tokens.
     """
 
-    __slots__ = ("lengths", "joined", "whole", "_terms", "_reps")
+    __slots__ = ("lengths", "joined", "_terms", "_reps")
 
     def __init__(self, texts: list[str], lengths: list[int], seq):
         self.lengths = lengths
         self.joined = [" " + "  ".join(seq(t)) + " " for t in texts]
-        # All events in one string; "\n" keeps a phrase from spanning two events.
-        self.whole = "\n".join(self.joined)
         self._terms = None
         self._reps: dict[tuple, tuple | None] = {}
 
@@ -62,8 +60,8 @@ class TokenizedSession:
             pass
         best = None
         n = len(phrase)
-        pat = " " + "  ".join(phrase) + " "
-        if n and pat in self.whole:
+        if n:
+            pat = " " + "  ".join(phrase) + " "
             # Occurrences can overlap only when the phrase has a border (a proper
             # prefix equal to a suffix, e.g. "a a"); str.count would miss them.
             overlapping = any(phrase[:i] == phrase[n - i :] for i in range(1, n))
@@ -87,25 +85,51 @@ class TokenizedSession:
 
 
 class Corpus:
-    """Event texts per session key, tokenized lazily once per tokenizer."""
+    """Event texts per session key, tokenized lazily once per tokenizer.
 
-    def __init__(self, events: dict[int, tuple[list[str], list[int]]]):
-        self.events = events
+    A session is stored as its FTS body (the event texts joined by "\n", as the
+    harnesses index it) plus each event's start offset and code-point length,
+    so the text is held once and the body is never rebuilt per question."""
+
+    def __init__(self, events: dict[int, tuple[list[str], list[int]]] | None = None):
+        self.sessions: dict[int, tuple[str, list[int], list[int]]] = {}
         self._tok: dict[tuple[str, int], TokenizedSession] = {}
+        for key, (texts, lengths) in (events or {}).items():
+            self.add(key, texts, lengths)
+
+    def add(self, key: int, texts: list[str], lengths: list[int]) -> None:
+        starts, pos = [], 0
+        for t in texts:
+            starts.append(pos)
+            pos += len(t) + 1
+        self.sessions[key] = ("\n".join(texts), starts, lengths)
+
+    def __len__(self) -> int:
+        return len(self.sessions)
+
+    def texts(self, key: int) -> list[str]:
+        body, starts, _ = self.sessions[key]
+        ends = [s - 1 for s in starts[1:]] + [len(body)]
+        return [body[a:b] for a, b in zip(starts, ends)]
+
+    def n_events(self, key: int) -> int:
+        return len(self.sessions[key][2])
 
     def tokenized(self, key: int, seq_name: str) -> TokenizedSession:
         ts = self._tok.get((seq_name, key))
         if ts is None:
-            texts, lengths = self.events[key]
-            ts = self._tok[(seq_name, key)] = TokenizedSession(texts, lengths, SEQ[seq_name])
+            ts = self._tok[(seq_name, key)] = TokenizedSession(self.texts(key), self.sessions[key][2], SEQ[seq_name])
         return ts
 
     def body(self, key: int) -> str:
-        return "\n".join(self.events[key][0])
+        return self.sessions[key][0]
 
-    def drop(self, keys) -> None:
-        """Forget the tokenizations of sessions no later question needs."""
+    def drop(self, keys, texts: bool = False) -> None:
+        """Forget the tokenizations (and with ``texts`` the sessions themselves)
+        that no later question needs."""
         for k in keys:
+            if texts:
+                self.sessions.pop(k, None)
             for name in SEQ:
                 self._tok.pop((name, k), None)
 
@@ -135,35 +159,42 @@ def fts_quote(phrase: str) -> str:
 
 
 class FtsBackend:
-    """SQLite FTS5 discovery, one table rebuilt per haystack (HARNESSES.md 3.1)."""
+    """SQLite FTS5 discovery, one table rebuilt per haystack (HARNESSES.md 3.1).
+
+    The table is the harnesses' ``fts5(id, body)`` with one row per session in
+    haystack order, but contentless: matching uses only the index, and a row's
+    rowid is its haystack position + 1, so ``ORDER BY rowid`` is the harnesses'
+    rowid order and the id comes from the haystack. Rebuilding is then several
+    times cheaper than deleting and re-inserting stored rows."""
 
     def __init__(self, corpus: Corpus, limit: int):
         self.corpus = corpus
         self.limit = limit
         self.db = sqlite3.connect(":memory:")
-        self.db.execute("CREATE VIRTUAL TABLE docs USING fts5(id, body)")
+        self.db.execute("CREATE VIRTUAL TABLE docs USING fts5(id, body, content='')")
         self.current = None
-        self._rows: dict[str, list[str]] = {}
+        self._rows: dict[str, list[int]] = {}
 
     def load(self, hay: Haystack, hay_token) -> None:
         if self.current == hay_token:
             return
-        self.db.execute("DELETE FROM docs")
+        self.db.execute("INSERT INTO docs(docs) VALUES('delete-all')")
         self.db.executemany(
-            "INSERT INTO docs(id, body) VALUES (?, ?)",
-            ((sid, self.corpus.body(key)) for sid, key in zip(hay.ids, hay.keys)),
+            "INSERT INTO docs(rowid, id, body) VALUES (?, ?, ?)",
+            ((n, sid, self.corpus.body(key)) for n, (sid, key) in enumerate(zip(hay.ids, hay.keys), 1)),
         )
         self.current = hay_token
         self._rows = {}
 
-    def rows(self, phrase: str) -> list[str]:
+    def rows(self, phrase: str) -> list[int]:
+        """Haystack positions of the matching rows, in rowid order, at most LIMIT."""
         rows = self._rows.get(phrase)
         if rows is None:
             try:
                 rows = [
-                    r[0]
+                    r[0] - 1
                     for r in self.db.execute(
-                        "SELECT id FROM docs WHERE docs MATCH ? ORDER BY rowid LIMIT ?",
+                        "SELECT rowid FROM docs WHERE docs MATCH ? ORDER BY rowid LIMIT ?",
                         (fts_quote(phrase), self.limit),
                     )
                 ]
@@ -173,7 +204,8 @@ class FtsBackend:
         return rows
 
     def positions(self, hay: Haystack, phrase: str, check: tuple, seq_name: str) -> list[int]:
-        return [hay.by_id[sid] for sid in self.rows(phrase)]
+        # A row resolves through its id to the last session with that id.
+        return [hay.by_id[hay.ids[p]] for p in self.rows(phrase)]
 
     def df(self, hay: Haystack, token: str, seq_name: str) -> int:
         return len(self.rows(token))
@@ -342,7 +374,7 @@ class Ranker:
         for i in self.backend.positions(hay, phrase, check, seq_name):
             key = hay.keys[i]
             if min_time is not None:
-                n_events = len(self.corpus.events[key][0])
+                n_events = self.corpus.n_events(key)
                 if not n_events or hay.bases[i] + n_events - 1 < min_time:
                     continue
             rep = self.corpus.tokenized(key, seq_name).representative(check)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -68,19 +69,39 @@ def load_segment(questions_path, haystacks_path, events_path, segment: int, n_se
     for hid, (ids, keys, bases) in by_hid.items():
         haystacks[hid] = Haystack(ids, keys, bases)
     needed = sorted(set(cols["session_key"]))
-    events: dict[int, tuple[list[str], list[int]]] = {k: ([], []) for k in needed}
+    del cols, htab
+    corpus = Corpus()
+    for key in needed:
+        corpus.add(key, [], [])
     if needed:
-        etab = pq.read_table(
-            events_path, columns=["session_key", "seq", "text", "length"],
-            filters=[("session_key", "in", needed)],
-        )
-        etab = etab.sort_by([("session_key", "ascending"), ("seq", "ascending")])
-        ecols = etab.to_pydict()
-        for key, text, length in zip(ecols["session_key"], ecols["text"], ecols["length"]):
-            texts, lengths = events[key]
-            texts.append(text)
-            lengths.append(length)
-    return questions, haystacks, Corpus(events)
+        _load_events(corpus, events_path, needed)
+    return questions, haystacks, corpus
+
+
+def _load_events(corpus: Corpus, events_path, needed: list[int]) -> None:
+    """Stream the events table (written in session-key, seq order) batch by
+    batch, keeping the needed sessions: the peak stays near one batch plus the
+    corpus instead of the whole table twice (LongMemEval-M segments)."""
+    wanted = np.asarray(needed, dtype=np.int64)
+    pending_key, pending_texts, pending_lengths = None, [], []
+    events = pq.ParquetFile(events_path)
+    for batch in events.iter_batches(batch_size=65536, columns=["session_key", "text", "length"]):
+        keys = batch.column(0).to_numpy()
+        rows = np.flatnonzero(np.isin(keys, wanted))
+        if not len(rows):
+            continue
+        texts = batch.column(1).take(rows).to_pylist()
+        lengths = batch.column(2).take(rows).to_pylist()
+        for key, text, length in zip(keys[rows].tolist(), texts, lengths):
+            if key != pending_key:
+                if pending_key is not None:
+                    corpus.add(pending_key, pending_texts, pending_lengths)
+                pending_key, pending_texts, pending_lengths = key, [], []
+            pending_texts.append(text)
+            pending_lengths.append(length)
+    if pending_key is not None:
+        corpus.add(pending_key, pending_texts, pending_lengths)
+    pa.default_memory_pool().release_unused()
 
 
 def _skip_reason(rule: str, q: dict, hay: Haystack | None, variant: Variant) -> tuple[str | None, str | None]:
@@ -112,8 +133,12 @@ def _skip_reason(rule: str, q: dict, hay: Haystack | None, variant: Variant) -> 
     return None, None
 
 
-def run_segment(variant: Variant, questions, haystacks, corpus: Corpus, log=print, label: str = ""):
-    """Rank every question of the segment; returns (rankings table, outcomes table)."""
+def run_segment(variant: Variant, questions, haystacks, corpus: Corpus, log=print, label: str = "",
+                release: bool = False):
+    """Rank every question of the segment; returns (rankings table, outcomes table).
+
+    ``release`` frees each session's text after its last question (the corpus
+    cannot be reused afterwards), which keeps LongMemEval-M segments small."""
     ranker = Ranker(corpus, variant.recipe)
     last_use: dict[int, int] = {}
     for n, q in enumerate(questions):
@@ -148,7 +173,7 @@ def run_segment(variant: Variant, questions, haystacks, corpus: Corpus, log=prin
         out_rows["gold_rank"].append(gold_rank)
         out_rows["pool_size"].append(len(hay.ids) if hay is not None else 0)
         if hay is not None:
-            corpus.drop([k for k in hay.keys if last_use.get(k) == n])
+            corpus.drop([k for k in hay.keys if last_use.get(k) == n], texts=release)
         progress(n + 1)
     progress(len(questions), f" done in {time.monotonic() - started:.1f} s", force=True)
     return (
@@ -161,9 +186,9 @@ def write_segment(variant: Variant, questions_path, haystacks_path, events_path,
                   n_segments: int, rankings_out, outcomes_out, log=print) -> None:
     questions, haystacks, corpus = load_segment(questions_path, haystacks_path, events_path, segment, n_segments)
     log(f"{variant.name} segment {segment}/{n_segments}: {len(questions)} questions, "
-        f"{len(corpus.events)} distinct sessions")
+        f"{len(corpus)} distinct sessions")
     rankings, outcomes = run_segment(variant, questions, haystacks, corpus, log,
-                                     label=f"{variant.name} segment {segment}/{n_segments}:")
+                                     label=f"{variant.name} segment {segment}/{n_segments}:", release=True)
     write_table(outcomes_out, outcomes)
     write_table(rankings_out, rankings)
 
