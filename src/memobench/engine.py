@@ -212,31 +212,34 @@ class FtsBackend:
 
 
 class IndexBackend:
-    """The in-memory inverted index of exp6 / index.js (HARNESSES.md 3.4)."""
+    """The in-memory inverted index of exp6 / index.js (HARNESSES.md 3.4): the
+    sessions holding a term, in haystack order, looked up once per term."""
 
     def __init__(self, corpus: Corpus):
         self.corpus = corpus
         self.current = None
-        self._df: dict[str, int] = {}
+        self._postings: dict[str, list[int]] = {}
 
     def load(self, hay: Haystack, hay_token) -> None:
         if self.current != hay_token:
             self.current = hay_token
-            self._df = {}
+            self._postings = {}
+
+    def _holding(self, hay: Haystack, term: str, seq_name: str) -> list[int]:
+        found = self._postings.get(term)
+        if found is None:
+            tokenized = self.corpus.tokenized
+            found = self._postings[term] = [
+                i for i, key in enumerate(hay.keys) if tokenized(key, seq_name).has_token(term)
+            ]
+        return found
 
     def positions(self, hay: Haystack, phrase: str, check: tuple, seq_name: str) -> list[int]:
-        if not check:
-            return []
-        first = check[0]
-        return [
-            i for i, key in enumerate(hay.keys) if self.corpus.tokenized(key, seq_name).has_token(first)
-        ]
+        # Only sessions holding the phrase's first token can match it.
+        return self._holding(hay, check[0], seq_name) if check else []
 
     def df(self, hay: Haystack, token: str, seq_name: str) -> int:
-        d = self._df.get(token)
-        if d is None:
-            d = self._df[token] = len({hay.ids[i] for i in self.positions(hay, token, (token,), seq_name)})
-        return d
+        return len({hay.ids[i] for i in self._holding(hay, token, seq_name)})
 
 
 # --------------------------------------------------------------------------- recipe

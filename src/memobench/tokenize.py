@@ -89,6 +89,9 @@ _RE_ASCII = re.compile(r"[a-z0-9]+")
 _RE_CJKR = re.compile("[a-z0-9" + _CJKR + "]+")
 _RE_ZH = re.compile("[a-z0-9" + HAN_CLASS + "]+")
 _RE_PROD = re.compile("[a-z0-9]+|[" + HAN_CLASS + "]+")
+# Any character that makes a non-ASCII tokenizer differ from S-ASCII. Text
+# without one (most English text) takes the cheaper S-ASCII scan.
+_RE_ANY_HAN = re.compile("[" + HAN_CLASS + _CJKR + "]")
 # S-EXP6: a Han run is kept only if its UTF-16 length is >= 2, i.e. it has at
 # least two code points or is one astral code point.  Scanning starts at the
 # beginning of every maximal run (the previous match ends at the end of a run,
@@ -111,22 +114,34 @@ def seq_ascii(text: str) -> list[str]:
 
 def seq_cjkr(text: str) -> list[str]:
     """S-CJKR: maximal runs of ``[a-z0-9]`` and U+3400..U+9FFF (mixed runs are one token)."""
-    return _RE_CJKR.findall(text.lower())
+    lower = text.lower()
+    if lower.isascii() or not _RE_ANY_HAN.search(lower):  # isascii() is O(1)
+        return _RE_ASCII.findall(lower)
+    return _RE_CJKR.findall(lower)
 
 
 def seq_zh(text: str) -> list[str]:
     """S-ZH: maximal runs of ``[a-z0-9]`` and Script=Han (mixed runs are one token)."""
-    return _RE_ZH.findall(text.lower())
+    lower = text.lower()
+    if lower.isascii() or not _RE_ANY_HAN.search(lower):  # isascii() is O(1)
+        return _RE_ASCII.findall(lower)
+    return _RE_ZH.findall(lower)
 
 
 def seq_exp6(text: str) -> list[str]:
     """S-EXP6: ``[a-z0-9]+`` or Han runs, separately; Han runs of UTF-16 length 1 dropped."""
-    return _RE_EXP6.findall(text.lower())
+    lower = text.lower()
+    if lower.isascii() or not _RE_ANY_HAN.search(lower):  # isascii() is O(1)
+        return _RE_ASCII.findall(lower)
+    return _RE_EXP6.findall(lower)
 
 
 def seq_prod(text: str) -> list[str]:
     """S-PROD: like S-EXP6 but Han runs of any length are kept."""
-    return _RE_PROD.findall(text.lower())
+    lower = text.lower()
+    if lower.isascii() or not _RE_ANY_HAN.search(lower):  # isascii() is O(1)
+        return _RE_ASCII.findall(lower)
+    return _RE_PROD.findall(lower)
 
 
 SEQ = {
