@@ -1,6 +1,6 @@
 """The project's retrieval against an independent, literal reading of the spec.
 
-``tests/reference_harness.py`` re-implements run.cjs / run-m.cjs / locomo.cjs /
+``memobench.naive`` (the reference) re-implements run.cjs / run-m.cjs / locomo.cjs /
 exp6.cjs naively from HARNESSES.md (without the project's engine, normalize,
 retrieval or variants code). Here the project's public entry points
 (``normalize_longmemeval`` / ``normalize_locomo`` -> ``write_segment`` with
@@ -38,7 +38,7 @@ import re
 import pandas as pd
 import pytest
 
-from reference_harness import reference_exp6, reference_locomo, reference_run
+from memobench.naive import reference_exp6, reference_locomo, reference_run
 
 from memobench import normalize, retrieval, variants
 

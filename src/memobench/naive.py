@@ -1,4 +1,6 @@
-"""A deliberately naive, literal second reading of HARNESSES.md (test oracle).
+"""A deliberately naive, literal second reading of HARNESSES.md: the test
+oracle of the pipeline, and the benchmark's baseline (it works the way the
+original harnesses do: the whole file parsed, everything rebuilt per question).
 
 Written from the spec alone (sections 0-5, 6.0-6.3, 6.13, 10, 11), without
 looking at the project's engine / normalize / retrieval / variants modules.
@@ -302,15 +304,32 @@ def lme_sessions(entry, seq_fn):
     return sessions
 
 
-def _lme(path, backend, fts_limit, weights, window):
-    with open(path, encoding="utf-8") as f:
-        entries = json.load(f)
+def _entries(path, start, limit):
+    """run.cjs parses the whole file; with ``start``/``limit`` the entries are
+    streamed (like run-m's M_START/M_LIMIT) so a multi-GB file fits in memory."""
+    if start is None and limit is None:
+        with open(path, encoding="utf-8") as f:
+            yield from enumerate(json.load(f))
+        return
+    import ijson
+
+    start = start or 0
+    with open(path, "rb") as f:
+        for q_index, e in enumerate(ijson.items(f, "item", use_float=True)):
+            if limit is not None and q_index >= start + limit:
+                return
+            if q_index >= start:
+                yield q_index, e
+
+
+def _lme(path, backend, fts_limit, weights, window, start=None, limit=None):
+    entries = _entries(path, start, limit)
     seq_fn = seq_ascii if backend == "fts" else seq_exp6
     window_fn = {"cf": window_cf, "plain": window_plain, "exp6": window_exp6}[window]
     token_check = "split" if fts_limit == 500 else "ascii"
     fts = Fts(fts_limit) if backend == "fts" else None
     out = []
-    for q_index, e in enumerate(entries):
+    for q_index, e in entries:
         qtype = e.get("question_type")
         rec = {
             "question_id": js_string(e.get("question_id", MISSING)),
@@ -351,14 +370,14 @@ def _lme(path, backend, fts_limit, weights, window):
     return out
 
 
-def reference_run(lme_json_path, fts_limit=500, weights="idf080", window="cf"):
+def reference_run(lme_json_path, fts_limit=500, weights="idf080", window="cf", start=None, limit=None):
     """run.cjs (fts_limit 500) / run-m.cjs (fts_limit 2000), with the given weights/window."""
-    return _lme(lme_json_path, "fts", fts_limit, weights, window)
+    return _lme(lme_json_path, "fts", fts_limit, weights, window, start, limit)
 
 
-def reference_exp6(lme_json_path):
+def reference_exp6(lme_json_path, start=None, limit=None):
     """exp6.cjs / exp6-m.cjs (3.4, 6.13)."""
-    return _lme(lme_json_path, "index", None, "idf080", "exp6")
+    return _lme(lme_json_path, "index", None, "idf080", "exp6", start, limit)
 
 
 # ---------------------------------------------------------------------------
