@@ -10,6 +10,8 @@ rule analyze:
         md=f"{RESULTS}/{{dataset}}/analyze/analyze.md",
     params:
         code=code_hash("analyze", "engine", "tokenize", "jsmath", "retrieval"),
+    benchmark:
+        f"{RESULTS}/logs/benchmarks/analyze/{{dataset}}.tsv"
     log:
         f"{RESULTS}/logs/analyze/{{dataset}}.log",
     conda:

@@ -13,6 +13,8 @@ rule merge:
     params:
         variant=lambda w: VARIANT_SPECS[w.dataset][w.variant],
         code=MERGE_CODE,
+    benchmark:
+        f"{RESULTS}/logs/benchmarks/merge/{{dataset}}/{{variant}}.tsv"
     log:
         f"{RESULTS}/logs/merge/{{dataset}}/{{variant}}.log",
     conda:

@@ -15,6 +15,8 @@ rule normalize:
         # The streamed M harnesses skip elements that do not parse; run.cjs stops.
         lenient=lambda w: family(w.dataset) == "m",
         code=NORMALIZE_CODE,
+    benchmark:
+        f"{RESULTS}/logs/benchmarks/normalize/{{dataset}}.tsv"
     log:
         f"{RESULTS}/logs/normalize/{{dataset}}.log",
     resources:
@@ -36,6 +38,8 @@ rule normalize_cn:
     params:
         format="longmemeval_cn",
         code=NORMALIZE_CODE,
+    benchmark:
+        f"{RESULTS}/logs/benchmarks/normalize/{{dataset}}.tsv"
     log:
         f"{RESULTS}/logs/normalize/{{dataset}}.log",
     conda:

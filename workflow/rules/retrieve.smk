@@ -13,6 +13,8 @@ rule retrieve:
         segment=lambda w: int(w.segment[3:]),
         n_segments=lambda w: len(segments(w.dataset)),
         code=RETRIEVE_CODE,
+    benchmark:
+        f"{RESULTS}/logs/benchmarks/retrieve/{{dataset}}/{{variant}}/{{segment}}.tsv"
     log:
         f"{RESULTS}/logs/retrieve/{{dataset}}/{{variant}}/{{segment}}.log",
     resources:

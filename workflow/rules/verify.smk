@@ -10,6 +10,8 @@ rule verify:
     params:
         bytes=lambda w: DATASETS[w.dataset]["bytes"],
         sha256=lambda w: DATASETS[w.dataset].get("sha256"),
+    benchmark:
+        f"{RESULTS}/logs/benchmarks/verify/{{dataset}}.tsv"
     log:
         f"{RESULTS}/logs/verify/{{dataset}}.log",
     conda:

@@ -1,0 +1,217 @@
+"""Benchmark: the pipeline against a naive baseline on generated files.
+
+    python -m memobench.benchmark [--work bench_work] [--scales s,m,scaling] [--no-naive]
+
+For each scale it generates a LongMemEval-format file (cached in ``--work``),
+runs the whole workflow with ``snakemake --cores 2`` (variants v0.8.0 and
+v0.8.0-index), reads Snakemake's per-job benchmark files, then reruns the
+retrieval of one variant (``--forcerun retrieve``, what a change to that
+variant costs), and times the naive baseline (``memobench.naive``: the file
+parsed whole, an FTS table and every event's tokens rebuilt for every question
+and variant, as the original harnesses do) on the same file. It prints one
+table per scale (wall time, CPU time, peak RSS per stage) and the ratios.
+
+Scales: ``s`` (500 questions x ~50 sessions, ~280 MB), ``m`` (500 x ~500,
+~2.7 GB; the naive baseline runs on the first 100-question segment only and is
+extrapolated, since the original takes about 35 minutes on 4 cores), and
+``scaling`` (S-shaped files with 100, 250 and 500 questions: cost per question).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+VARIANTS = ["v0.8.0", "v0.8.0-index"]
+STAGES = ["verify", "normalize", "retrieve", "merge"]
+SCALES = {
+    "s": {"questions": 500, "sessions": 50, "target": 280e6, "seed": 1, "segments": 4},
+    "m": {"questions": 500, "sessions": 500, "target": 2.7e9, "seed": 2, "segments": 5, "family": "m"},
+}
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def generate(work: Path, name: str, questions: int, sessions: int, target: float, seed: int) -> Path:
+    path = work / "data" / f"{name}.json"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        log(f"generating {path} ({questions} questions x {sessions} sessions, ~{target / 1e6:.0f} MB)")
+        subprocess.run([sys.executable, "-m", "memobench.generate", "longmemeval", "--out", str(path),
+                        "--questions", str(questions), "--sessions", str(sessions), "--seed", str(seed),
+                        "--target-bytes", str(int(target)), "--quiet"], check=True)
+    return path
+
+
+def snakemake(workdir: Path, cfg: Path, *args) -> float:
+    t = time.monotonic()
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(workdir),
+           "--configfile", str(cfg), "--cores", "2", *args, "--quiet", "all"]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode:
+        raise SystemExit(f"snakemake failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    return time.monotonic() - t
+
+
+def stage_table(workdir: Path) -> dict[str, dict]:
+    """Per stage: summed wall and CPU seconds of its jobs, the largest peak RSS."""
+    out = {}
+    root = workdir / "results" / "logs" / "benchmarks"
+    for stage in STAGES:
+        wall = cpu = rss = 0.0
+        jobs = 0
+        for tsv in sorted((root / stage).rglob("*.tsv")):
+            with open(tsv) as f:
+                row = next(csv.DictReader(f, delimiter="\t"))
+            jobs += 1
+            wall += float(row["s"])
+            cpu += float(row["cpu_time"]) if row.get("cpu_time") not in (None, "", "NA", "-") else 0.0
+            if row.get("max_rss") not in (None, "", "NA", "-"):
+                rss = max(rss, float(row["max_rss"]))
+        out[stage] = {"jobs": jobs, "wall": wall, "cpu": cpu, "rss": rss}
+    return out
+
+
+def run_pipeline(work: Path, name: str, raw: Path, segments: int, family: str) -> dict:
+    workdir = work / f"run_{name}"
+    if workdir.exists():
+        subprocess.run(["rm", "-rf", str(workdir)], check=True)
+    workdir.mkdir(parents=True)
+    cfg = workdir / "bench.yaml"
+    ds = {"format": "longmemeval", "family": family, "file": str(raw), "bytes": raw.stat().st_size,
+          "segments": segments, "variants": VARIANTS}
+    cfg.write_text(yaml.safe_dump({"data_dir": str(work / "data"), "run": [name], "datasets": {name: ds}}))
+    log(f"{name}: end-to-end run, --cores 2")
+    total = snakemake(workdir, cfg)
+    stages = stage_table(workdir)
+    log(f"{name}: retrieval-only rerun of v0.8.0")
+    rerun = snakemake(workdir, cfg, f"results/{name}/v0.8.0/metrics.json", "--forcerun", "retrieve")
+    metrics = {v: json.loads((workdir / "results" / name / v / "metrics.json").read_text()) for v in VARIANTS}
+    seg1 = {}
+    for v in VARIANTS:
+        with open(workdir / "results" / "logs" / "benchmarks" / "retrieve" / name / v / "seg1.tsv") as f:
+            seg1[v] = float(next(csv.DictReader(f, delimiter="\t"))["s"])
+    return {"total": total, "stages": stages, "rerun": rerun, "metrics": metrics, "seg1": seg1}
+
+
+NAIVE_CODE = """
+import json, sys, time, resource
+from memobench.naive import reference_run, reference_exp6
+path, fts_limit, start, limit = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+start = None if start == "-" else int(start)
+limit = None if limit == "-" else int(limit)
+out = {}
+t = time.monotonic()
+r = reference_run(path, fts_limit=fts_limit, start=start, limit=limit)
+out["v0.8.0"] = time.monotonic() - t
+t = time.monotonic()
+e = reference_exp6(path, start=start, limit=limit)
+out["v0.8.0-index"] = time.monotonic() - t
+out["hit@1"] = [sum(x["rank"] == 1 for x in r), sum(x["rank"] == 1 for x in e)]
+out["cpu"] = resource.getrusage(resource.RUSAGE_SELF).ru_utime + resource.getrusage(resource.RUSAGE_SELF).ru_stime
+out["rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps(out))
+"""
+
+
+def run_naive(raw: Path, fts_limit: int, start=None, limit=None) -> dict:
+    log(f"naive baseline on {raw.name}" + (f" (items {start + 1}..{start + limit})" if limit else ""))
+    t = time.monotonic()
+    proc = subprocess.run([sys.executable, "-c", NAIVE_CODE, str(raw), str(fts_limit),
+                           "-" if start is None else str(start), "-" if limit is None else str(limit)],
+                          capture_output=True, text=True, check=True)
+    out = json.loads(proc.stdout)
+    out["wall"] = time.monotonic() - t
+    return out
+
+
+def fmt_stage_rows(result: dict) -> list[str]:
+    rows = []
+    for stage, s in result["stages"].items():
+        rows.append(f"| {stage} ({s['jobs']} jobs) | {s['wall']:.1f} | {s['cpu']:.1f} | {s['rss']:.0f} |")
+    return rows
+
+
+def report_scale(name: str, result: dict, naive: dict | None, naive_scale: float) -> str:
+    out = [f"### {name}", "", "| stage | wall s (sum over jobs) | CPU s | peak RSS MB (largest job) |",
+           "|---|---|---|---|", *fmt_stage_rows(result),
+           f"| **end to end, --cores 2** | **{result['total']:.1f}** (elapsed) | | |",
+           f"| retrieval-only rerun of v0.8.0 (its retrieve and merge jobs) | {result['rerun']:.1f} (elapsed) | | |", ""]
+    if naive:
+        ours = sum(result["stages"][s]["wall"] for s in ("normalize", "retrieve"))
+        theirs = (naive["v0.8.0"] + naive["v0.8.0-index"]) * naive_scale
+        scale_note = f" (measured on the first segment, x{naive_scale:g})" if naive_scale != 1 else ""
+        out += ["| baseline vs pipeline | naive | pipeline | ratio |", "|---|---|---|---|",
+                f"| v0.8.0 + v0.8.0-index, single-core seconds{scale_note} | {theirs:.1f} | {ours:.1f} "
+                f"(normalize + retrieve) | {theirs / ours:.1f}x |",
+                f"| wall time with 2 cores | {theirs:.1f} (one process) | {result['total']:.1f} | "
+                f"{theirs / result['total']:.1f}x |",
+                f"| peak RSS MB | {naive['rss_mb']:.0f} | "
+                f"{max(s['rss'] for s in result['stages'].values()):.0f} | |", ""]
+    m = result["metrics"]
+    out.append("hit@1: " + ", ".join(f"{v} {m[v]['hit@1']}/{m[v]['questions']}" for v in VARIANTS) + ".")
+    return "\n".join(out) + "\n"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m memobench.benchmark", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--work", default=str(REPO / "bench_work"), help="generated files and runs (cached)")
+    parser.add_argument("--scales", default="s,m,scaling", help="comma-separated: s, m, scaling")
+    parser.add_argument("--no-naive", action="store_true", help="skip the naive baseline")
+    args = parser.parse_args(argv)
+    work = Path(args.work).resolve()
+    scales = args.scales.split(",")
+    sections = [f"## Benchmark ({time.strftime('%Y-%m-%d')}, {sys.platform}, --cores 2)", ""]
+    for name in ("s", "m"):
+        if name not in scales:
+            continue
+        p = SCALES[name]
+        raw = generate(work, f"bench_{name}", p["questions"], p["sessions"], p["target"], p["seed"])
+        result = run_pipeline(work, f"bench_{name}", raw, p["segments"], p.get("family", "s"))
+        naive, naive_scale = None, 1.0
+        if not args.no_naive:
+            if name == "m":
+                naive = run_naive(raw, 2000, start=0, limit=100)
+                naive_scale = p["questions"] / 100
+            else:
+                naive = run_naive(raw, 500)
+            ours = [result["metrics"][v]["hit@1"] for v in VARIANTS]
+            if name == "s" and naive["hit@1"] != ours:
+                raise SystemExit(f"naive and pipeline disagree: {naive['hit@1']} vs {ours}")
+        sections.append(report_scale(f"{name.upper()} scale: {raw.stat().st_size / 1e6:.0f} MB, "
+                                     f"{p['questions']} questions x ~{p['sessions']} sessions", result, naive,
+                                     naive_scale))
+        print(sections[-1], flush=True)
+    if "scaling" in scales:
+        rows = ["### Cost against the number of questions (S-shaped files, end to end, --cores 2)", "",
+                "| questions | file MB | end to end s | retrieve s (sum) | retrieve s per question |",
+                "|---|---|---|---|---|"]
+        for n in (100, 250, 500):
+            raw = generate(work, f"bench_scaling_{n}", n, 50, 280e6 * n / 500, 7)
+            r = run_pipeline(work, f"bench_scaling_{n}", raw, 4, "s")
+            ret = r["stages"]["retrieve"]["wall"]
+            rows.append(f"| {n} | {raw.stat().st_size / 1e6:.0f} | {r['total']:.1f} | {ret:.1f} | {ret / n:.4f} |")
+        sections.append("\n".join(rows) + "\n")
+        print(sections[-1], flush=True)
+    text = "\n".join(sections)
+    (work / "benchmark.md").write_text(text)
+    log(f"written to {work / 'benchmark.md'}")
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    log(f"benchmark CPU (children): {children.ru_utime + children.ru_stime:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
