@@ -178,8 +178,10 @@ def markdown(dataset: str, s: dict) -> str:
     return "\n".join(out) + "\n"
 
 
-def run_analyze(questions_path, haystacks_path, events_path, rows_out, json_out, md_out, dataset: str, log=print):
-    questions, haystacks, corpus = load_segment(questions_path, haystacks_path, events_path, 1, 1)
+def run_analyze(questions_path, haystacks_path, events_path, rows_out, json_out, md_out, dataset: str,
+                tokens_path=None, log=print):
+    questions, haystacks, corpus = load_segment(questions_path, haystacks_path, events_path, 1, 1,
+                                                tokens_path, RECIPE.seq)
     ranker = Ranker(corpus, RECIPE)
     rows = []
     progress = Progress(log, f"analyze {dataset}: questions", total=len(questions))

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from .jsmath import js_log, utf16_key, utf16_len
 from .timewords import date_words, relative_min_time
-from .tokenize import SEQ, STOP_LISTS, TERM_MAX, WINDOWS
+from .tokenize import SEQ, STOP_LISTS, TERM_MAX, WINDOWS, joined_tokens
 
 REQUEST_LIMIT = 10
 
@@ -38,9 +38,9 @@ class TokenizedSession:
 
     __slots__ = ("lengths", "joined", "_terms", "_reps")
 
-    def __init__(self, texts: list[str], lengths: list[int], seq):
+    def __init__(self, joined: list[str], lengths: list[int]):
         self.lengths = lengths
-        self.joined = [" " + "  ".join(seq(t)) + " " for t in texts]
+        self.joined = joined  # per event, tokenize.joined_tokens form
         self._terms = None
         self._reps: dict[tuple, tuple | None] = {}
 
@@ -94,6 +94,8 @@ class Corpus:
     def __init__(self, events: dict[int, tuple[list[str], list[int]]] | None = None):
         self.sessions: dict[int, tuple[str, list[int], list[int]]] = {}
         self._tok: dict[tuple[str, int], TokenizedSession] = {}
+        # (tokenizer, key) -> per-event joined tokens, from the tokens stage
+        self.pretokenized: dict[tuple[str, int], list[str]] = {}
         for key, (texts, lengths) in (events or {}).items():
             self.add(key, texts, lengths)
 
@@ -118,7 +120,11 @@ class Corpus:
     def tokenized(self, key: int, seq_name: str) -> TokenizedSession:
         ts = self._tok.get((seq_name, key))
         if ts is None:
-            ts = self._tok[(seq_name, key)] = TokenizedSession(self.texts(key), self.sessions[key][2], SEQ[seq_name])
+            joined = self.pretokenized.pop((seq_name, key), None)
+            if joined is None:
+                seq = SEQ[seq_name]
+                joined = [joined_tokens(t, seq) for t in self.texts(key)]
+            ts = self._tok[(seq_name, key)] = TokenizedSession(joined, self.sessions[key][2])
         return ts
 
     def body(self, key: int) -> str:
@@ -132,6 +138,7 @@ class Corpus:
                 self.sessions.pop(k, None)
             for name in SEQ:
                 self._tok.pop((name, k), None)
+                self.pretokenized.pop((name, k), None)
 
 
 @dataclass

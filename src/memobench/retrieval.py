@@ -48,7 +48,36 @@ def segment_bounds(n: int, segment: int, n_segments: int) -> tuple[int, int]:
     return (segment - 1) * n // n_segments, segment * n // n_segments
 
 
-def load_segment(questions_path, haystacks_path, events_path, segment: int, n_segments: int):
+TOKENS = pa.schema([("session_key", pa.int32()), ("joined", pa.string())])
+
+
+def write_tokens(events_path, seq_name: str, out, log=print) -> None:
+    """The tokens stage: every event's tokens under one tokenizer, in the
+    events table's row order, so retrieval jobs read them instead of each
+    tokenizing the sessions of its segment again."""
+    from .tables import TableWriter
+    from .tokenize import SEQ, joined_tokens
+
+    seq = SEQ[seq_name]
+    events = pq.ParquetFile(events_path)
+    writer = TableWriter(out, TOKENS)
+    progress = Progress(log, f"tokens {seq_name}: events", total=events.metadata.num_rows)
+    done = 0
+    try:
+        for batch in events.iter_batches(batch_size=65536, columns=["session_key", "text"]):
+            for key, text in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist()):
+                writer.append(session_key=key, joined=joined_tokens(text, seq))
+            done += batch.num_rows
+            progress(done)
+        writer.close()
+    except BaseException:
+        writer.abort()
+        raise
+    progress(done, " done", force=True)
+
+
+def load_segment(questions_path, haystacks_path, events_path, segment: int, n_segments: int,
+                 tokens_path=None, seq_name: str | None = None):
     qtab = pq.read_table(questions_path)
     qtab = qtab.sort_by("q_index")
     lo, hi = segment_bounds(qtab.num_rows, segment, n_segments)
@@ -74,33 +103,45 @@ def load_segment(questions_path, haystacks_path, events_path, segment: int, n_se
     for key in needed:
         corpus.add(key, [], [])
     if needed:
-        _load_events(corpus, events_path, needed)
+        _load_events(corpus, events_path, needed, tokens_path, seq_name)
     return questions, haystacks, corpus
 
 
-def _load_events(corpus: Corpus, events_path, needed: list[int]) -> None:
+def _load_events(corpus: Corpus, events_path, needed: list[int], tokens_path=None, seq_name=None) -> None:
     """Stream the events table (written in session-key, seq order) batch by
     batch, keeping the needed sessions: the peak stays near one batch plus the
-    corpus instead of the whole table twice (LongMemEval-M segments)."""
+    corpus instead of the whole table twice (LongMemEval-M segments). The
+    tokens table, when given, has the same rows in the same order."""
     wanted = np.asarray(needed, dtype=np.int64)
-    pending_key, pending_texts, pending_lengths = None, [], []
-    events = pq.ParquetFile(events_path)
-    for batch in events.iter_batches(batch_size=65536, columns=["session_key", "text", "length"]):
+    pending_key, pending = None, ([], [], [])
+    batches = pq.ParquetFile(events_path).iter_batches(batch_size=65536, columns=["session_key", "text", "length"])
+    tokens = (pq.ParquetFile(tokens_path).iter_batches(batch_size=65536, columns=["joined"])
+              if tokens_path else None)
+
+    def flush():
+        corpus.add(pending_key, pending[0], pending[1])
+        if tokens is not None:
+            corpus.pretokenized[(seq_name, pending_key)] = pending[2]
+
+    for batch in batches:
+        tok_batch = next(tokens) if tokens is not None else None
         keys = batch.column(0).to_numpy()
         rows = np.flatnonzero(np.isin(keys, wanted))
         if not len(rows):
             continue
         texts = batch.column(1).take(rows).to_pylist()
         lengths = batch.column(2).take(rows).to_pylist()
-        for key, text, length in zip(keys[rows].tolist(), texts, lengths):
+        joined = tok_batch.column(0).take(rows).to_pylist() if tok_batch is not None else [None] * len(rows)
+        for key, text, length, j in zip(keys[rows].tolist(), texts, lengths, joined):
             if key != pending_key:
                 if pending_key is not None:
-                    corpus.add(pending_key, pending_texts, pending_lengths)
-                pending_key, pending_texts, pending_lengths = key, [], []
-            pending_texts.append(text)
-            pending_lengths.append(length)
+                    flush()
+                pending_key, pending = key, ([], [], [])
+            pending[0].append(text)
+            pending[1].append(length)
+            pending[2].append(j)
     if pending_key is not None:
-        corpus.add(pending_key, pending_texts, pending_lengths)
+        flush()
     pa.default_memory_pool().release_unused()
 
 
@@ -183,8 +224,9 @@ def run_segment(variant: Variant, questions, haystacks, corpus: Corpus, log=prin
 
 
 def write_segment(variant: Variant, questions_path, haystacks_path, events_path, segment: int,
-                  n_segments: int, rankings_out, outcomes_out, log=print) -> None:
-    questions, haystacks, corpus = load_segment(questions_path, haystacks_path, events_path, segment, n_segments)
+                  n_segments: int, rankings_out, outcomes_out, log=print, tokens_path=None) -> None:
+    questions, haystacks, corpus = load_segment(questions_path, haystacks_path, events_path, segment, n_segments,
+                                                tokens_path, variant.recipe.seq)
     log(f"{variant.name} segment {segment}/{n_segments}: {len(questions)} questions, "
         f"{len(corpus)} distinct sessions")
     rankings, outcomes = run_segment(variant, questions, haystacks, corpus, log,

@@ -76,12 +76,20 @@ def normalize(fmt, raw, out_dir, summary, base_dir=None, lenient=False, log=prin
     write_json(summary, {"format": fmt, "source": str(raw) if raw else "embedded", **stats})
 
 
-def retrieve(variant_spec, questions, haystacks, events, segment, n_segments, rankings, outcomes, log=print):
+def tokens(events, seq_name, out, log=print):
+    from .retrieval import write_tokens
+
+    write_tokens(events, seq_name, out, log=log)
+
+
+def retrieve(variant_spec, questions, haystacks, events, tokens_path, segment, n_segments, rankings, outcomes,
+             log=print):
     from .retrieval import write_segment
     from .variants import from_spec
 
     variant = from_spec(variant_spec)
-    write_segment(variant, questions, haystacks, events, segment, n_segments, rankings, outcomes, log=log)
+    write_segment(variant, questions, haystacks, events, segment, n_segments, rankings, outcomes, log=log,
+                  tokens_path=tokens_path)
 
 
 def merge(dataset, variant_spec, rankings_in, outcomes_in, data_summary, rankings_out, metrics_out, log=print):

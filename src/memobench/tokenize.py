@@ -144,6 +144,13 @@ def seq_prod(text: str) -> list[str]:
     return _RE_PROD.findall(lower)
 
 
+def joined_tokens(text: str, seq) -> str:
+    """An event's tokens as one string, each wrapped in its own pair of spaces
+    (``" t1  t2 "``); the engine counts phrase occurrences in it by substring
+    search. Tokens never contain whitespace."""
+    return " " + "  ".join(seq(text)) + " "
+
+
 SEQ = {
     "ascii": seq_ascii,
     "cjkr": seq_cjkr,

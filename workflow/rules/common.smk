@@ -87,7 +87,8 @@ def code_hash(*modules):
 
 
 NORMALIZE_CODE = code_hash("normalize", "tables", "dates", "jsmath", "errors")
-RETRIEVE_CODE = code_hash("engine", "tokenize", "jsmath", "variants", "retrieval", "stemmer")
+RETRIEVE_CODE = code_hash("engine", "tokenize", "jsmath", "variants", "retrieval", "stemmer", "timewords")
+TOKENS_CODE = code_hash("tokenize", "retrieval", "tables")
 MERGE_CODE = code_hash("metrics", "retrieval", "steps")
 
 
@@ -146,17 +147,20 @@ def normalize_inputs(w):
 
 
 def retrieve_inputs(w):
-    base = norm_dir(base_dataset(w.dataset))
+    base = base_dataset(w.dataset)
+    seq = VARIANT_SPECS[w.dataset][w.variant]["recipe"]["seq"] if "variant" in w.keys() else "ascii"
     return {
         "questions": f"{norm_dir(w.dataset)}/questions.parquet",
-        "haystacks": f"{base}/haystacks.parquet",
-        "events": f"{base}/events.parquet",
+        "haystacks": f"{norm_dir(base)}/haystacks.parquet",
+        "events": f"{norm_dir(base)}/events.parquet",
+        "tokens": f"{RESULTS}/{base}/tokens/{seq}.parquet",
     }
 
 
 wildcard_constraints:
     dataset="|".join(re.escape(d) for d in DATASETS),
     segment=r"seg[0-9]+",
+    seq="ascii|cjkr|zh|exp6|prod",
 
 
 wildcard_constraints:

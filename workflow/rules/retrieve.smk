@@ -1,5 +1,23 @@
-# Rank every question of one segment under one variant. Segments of a dataset
-# are independent jobs, so they run in parallel under --cores.
+# Tokenize every event once per tokenizer (for all segments and variants),
+# then rank every question of one segment under one variant. Segments of a
+# dataset are independent jobs, so they run in parallel under --cores.
+
+
+rule tokens:
+    input:
+        events=f"{RESULTS}/{{dataset}}/normalized/events.parquet",
+    output:
+        tokens=f"{RESULTS}/{{dataset}}/tokens/{{seq}}.parquet",
+    params:
+        code=TOKENS_CODE,
+    benchmark:
+        f"{RESULTS}/logs/benchmarks/tokens/{{dataset}}/{{seq}}.tsv"
+    log:
+        f"{RESULTS}/logs/tokens/{{dataset}}/{{seq}}.log",
+    conda:
+        "../../envs/memobench.yaml"
+    script:
+        "../scripts/tokens.py"
 
 
 rule retrieve:
