@@ -179,10 +179,12 @@ def markdown(dataset: str, s: dict) -> str:
 
 
 def run_analyze(questions_path, haystacks_path, events_path, rows_out, json_out, md_out, dataset: str,
-                tokens_path=None, log=print):
+                tokens_path=None, fts_index_path=None, log=print):
+    from .ftsindex import FtsIndex
+
     questions, haystacks, corpus = load_segment(questions_path, haystacks_path, events_path, 1, 1,
                                                 tokens_path, RECIPE.seq)
-    ranker = Ranker(corpus, RECIPE)
+    ranker = Ranker(corpus, RECIPE, FtsIndex(fts_index_path) if fts_index_path else None)
     rows = []
     progress = Progress(log, f"analyze {dataset}: questions", total=len(questions))
     for n, q in enumerate(questions, 1):

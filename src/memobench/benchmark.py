@@ -32,7 +32,7 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 VARIANTS = ["v0.8.0", "v0.8.0-index"]
-STAGES = ["verify", "normalize", "retrieve", "merge"]
+STAGES = ["verify", "normalize", "tokens", "fts_index", "retrieve", "merge"]
 SCALES = {
     "s": {"questions": 500, "sessions": 50, "target": 280e6, "seed": 1, "segments": 4},
     "m": {"questions": 500, "sessions": 500, "target": 2.7e9, "seed": 2, "segments": 5, "family": "m"},

@@ -166,30 +166,36 @@ def fts_quote(phrase: str) -> str:
 
 
 class FtsBackend:
-    """SQLite FTS5 discovery, one table rebuilt per haystack (HARNESSES.md 3.1).
+    """SQLite FTS5 discovery (HARNESSES.md 3.1): the harnesses' ``fts5(id, body)``
+    with one row per session in haystack order.
 
-    The table is the harnesses' ``fts5(id, body)`` with one row per session in
-    haystack order, but contentless: matching uses only the index, and a row's
-    rowid is its haystack position + 1, so ``ORDER BY rowid`` is the harnesses'
-    rowid order and the id comes from the haystack. Rebuilding is then several
-    times cheaper than deleting and re-inserting stored rows."""
+    With ``index`` (an ``ftsindex.FtsIndex``, as the workflow runs it) the rows
+    come from the dataset's prebuilt index, restricted to the haystack's rowid
+    range. Without it, an in-memory table is rebuilt per haystack, as the
+    harnesses do. Both are contentless (matching uses only the index) with
+    rowid = haystack position + 1, so ``ORDER BY rowid`` is haystack order and
+    the id of a row comes from the haystack."""
 
-    def __init__(self, corpus: Corpus, limit: int):
+    def __init__(self, corpus: Corpus, limit: int, index=None):
         self.corpus = corpus
         self.limit = limit
-        self.db = sqlite3.connect(":memory:")
-        self.db.execute("CREATE VIRTUAL TABLE docs USING fts5(id, body, content='')")
+        self.index = index
+        self.db = None
+        if index is None:
+            self.db = sqlite3.connect(":memory:")
+            self.db.execute("CREATE VIRTUAL TABLE docs USING fts5(id, body, content='')")
         self.current = None
         self._rows: dict[str, list[int]] = {}
 
     def load(self, hay: Haystack, hay_token) -> None:
         if self.current == hay_token:
             return
-        self.db.execute("INSERT INTO docs(docs) VALUES('delete-all')")
-        self.db.executemany(
-            "INSERT INTO docs(rowid, id, body) VALUES (?, ?, ?)",
-            ((n, sid, self.corpus.body(key)) for n, (sid, key) in enumerate(zip(hay.ids, hay.keys), 1)),
-        )
+        if self.db is not None:
+            self.db.execute("INSERT INTO docs(docs) VALUES('delete-all')")
+            self.db.executemany(
+                "INSERT INTO docs(rowid, id, body) VALUES (?, ?, ?)",
+                ((n, sid, self.corpus.body(key)) for n, (sid, key) in enumerate(zip(hay.ids, hay.keys), 1)),
+            )
         self.current = hay_token
         self._rows = {}
 
@@ -198,13 +204,16 @@ class FtsBackend:
         rows = self._rows.get(phrase)
         if rows is None:
             try:
-                rows = [
-                    r[0] - 1
-                    for r in self.db.execute(
-                        "SELECT rowid FROM docs WHERE docs MATCH ? ORDER BY rowid LIMIT ?",
-                        (fts_quote(phrase), self.limit),
-                    )
-                ]
+                if self.index is not None:
+                    rows = self.index.positions(self.current, fts_quote(phrase), self.limit)
+                else:
+                    rows = [
+                        r[0] - 1
+                        for r in self.db.execute(
+                            "SELECT rowid FROM docs WHERE docs MATCH ? ORDER BY rowid LIMIT ?",
+                            (fts_quote(phrase), self.limit),
+                        )
+                    ]
             except sqlite3.Error:
                 rows = []  # the harnesses catch every FTS error as "no rows"
             self._rows[phrase] = rows
@@ -350,11 +359,11 @@ WEIGHTS = {
 class Ranker:
     """Ranks one question's haystack under one recipe."""
 
-    def __init__(self, corpus: Corpus, recipe: Recipe):
+    def __init__(self, corpus: Corpus, recipe: Recipe, fts_index=None):
         self.corpus = corpus
         self.recipe = recipe
         if recipe.backend == "fts":
-            self.backend = FtsBackend(corpus, recipe.fts_limit)
+            self.backend = FtsBackend(corpus, recipe.fts_limit, fts_index)
         elif recipe.backend == "index":
             self.backend = IndexBackend(corpus)
         else:

@@ -175,12 +175,12 @@ def _skip_reason(rule: str, q: dict, hay: Haystack | None, variant: Variant) -> 
 
 
 def run_segment(variant: Variant, questions, haystacks, corpus: Corpus, log=print, label: str = "",
-                release: bool = False):
+                release: bool = False, fts_index=None):
     """Rank every question of the segment; returns (rankings table, outcomes table).
 
     ``release`` frees each session's text after its last question (the corpus
     cannot be reused afterwards), which keeps LongMemEval-M segments small."""
-    ranker = Ranker(corpus, variant.recipe)
+    ranker = Ranker(corpus, variant.recipe, fts_index)
     last_use: dict[int, int] = {}
     for n, q in enumerate(questions):
         hay = haystacks.get(q["haystack_id"])
@@ -224,15 +224,25 @@ def run_segment(variant: Variant, questions, haystacks, corpus: Corpus, log=prin
 
 
 def write_segment(variant: Variant, questions_path, haystacks_path, events_path, segment: int,
-                  n_segments: int, rankings_out, outcomes_out, log=print, tokens_path=None) -> None:
+                  n_segments: int, rankings_out, outcomes_out, log=print, tokens_path=None,
+                  fts_index_path=None) -> None:
     questions, haystacks, corpus = load_segment(questions_path, haystacks_path, events_path, segment, n_segments,
                                                 tokens_path, variant.recipe.seq)
     log(f"{variant.name} segment {segment}/{n_segments}: {len(questions)} questions, "
         f"{len(corpus)} distinct sessions")
     rankings, outcomes = run_segment(variant, questions, haystacks, corpus, log,
-                                     label=f"{variant.name} segment {segment}/{n_segments}:", release=True)
+                                     label=f"{variant.name} segment {segment}/{n_segments}:", release=True,
+                                     fts_index=_open_index(fts_index_path, variant))
     write_table(outcomes_out, outcomes)
     write_table(rankings_out, rankings)
+
+
+def _open_index(path, variant: Variant):
+    if path is None or variant.recipe.backend != "fts":
+        return None
+    from .ftsindex import FtsIndex
+
+    return FtsIndex(path)
 
 
 def concat_segments(paths) -> pa.Table:

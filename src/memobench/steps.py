@@ -82,14 +82,21 @@ def tokens(events, seq_name, out, log=print):
     write_tokens(events, seq_name, out, log=log)
 
 
-def retrieve(variant_spec, questions, haystacks, events, tokens_path, segment, n_segments, rankings, outcomes,
-             log=print):
+def fts_index(haystacks, events, out, log=print):
+    from .ftsindex import build_index
+
+    stats = build_index(haystacks, events, out, log=log)
+    log(f"fts index: {stats}")
+
+
+def retrieve(variant_spec, questions, haystacks, events, tokens_path, fts_index_path, segment, n_segments,
+             rankings, outcomes, log=print):
     from .retrieval import write_segment
     from .variants import from_spec
 
     variant = from_spec(variant_spec)
     write_segment(variant, questions, haystacks, events, segment, n_segments, rankings, outcomes, log=log,
-                  tokens_path=tokens_path)
+                  tokens_path=tokens_path, fts_index_path=fts_index_path)
 
 
 def merge(dataset, variant_spec, rankings_in, outcomes_in, data_summary, rankings_out, metrics_out, log=print):

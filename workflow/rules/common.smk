@@ -89,6 +89,7 @@ def code_hash(*modules):
 NORMALIZE_CODE = code_hash("normalize", "tables", "dates", "jsmath", "errors")
 RETRIEVE_CODE = code_hash("engine", "tokenize", "jsmath", "variants", "retrieval", "stemmer", "timewords")
 TOKENS_CODE = code_hash("tokenize", "retrieval", "tables")
+FTS_INDEX_CODE = code_hash("ftsindex", "tables")
 MERGE_CODE = code_hash("metrics", "retrieval", "steps")
 
 
@@ -147,14 +148,18 @@ def normalize_inputs(w):
 
 
 def retrieve_inputs(w):
+    """A retrieve (or analyze) job's inputs; the FTS index only for the FTS backend."""
     base = base_dataset(w.dataset)
-    seq = VARIANT_SPECS[w.dataset][w.variant]["recipe"]["seq"] if "variant" in w.keys() else "ascii"
-    return {
+    recipe = VARIANT_SPECS[w.dataset][w.variant]["recipe"] if "variant" in w.keys() else {"seq": "ascii", "backend": "fts"}
+    inputs = {
         "questions": f"{norm_dir(w.dataset)}/questions.parquet",
         "haystacks": f"{norm_dir(base)}/haystacks.parquet",
         "events": f"{norm_dir(base)}/events.parquet",
-        "tokens": f"{RESULTS}/{base}/tokens/{seq}.parquet",
+        "tokens": f"{RESULTS}/{base}/tokens/{recipe['seq']}.parquet",
     }
+    if recipe["backend"] == "fts":
+        inputs["fts_index"] = f"{RESULTS}/{base}/fts/index.sqlite"
+    return inputs
 
 
 wildcard_constraints:

@@ -20,6 +20,28 @@ rule tokens:
         "../scripts/tokens.py"
 
 
+# One FTS5 index per dataset holding every haystack (src/memobench/ftsindex.py):
+# built once, queried read-only by every FTS-backend job.
+rule fts_index:
+    input:
+        haystacks=f"{RESULTS}/{{dataset}}/normalized/haystacks.parquet",
+        events=f"{RESULTS}/{{dataset}}/normalized/events.parquet",
+    output:
+        index=f"{RESULTS}/{{dataset}}/fts/index.sqlite",
+    params:
+        code=FTS_INDEX_CODE,
+    benchmark:
+        f"{RESULTS}/logs/benchmarks/fts_index/{{dataset}}.tsv"
+    log:
+        f"{RESULTS}/logs/fts_index/{{dataset}}.log",
+    resources:
+        mem_mb=2000,
+    conda:
+        "../../envs/memobench.yaml"
+    script:
+        "../scripts/fts_index.py"
+
+
 rule retrieve:
     input:
         unpack(retrieve_inputs),

@@ -10,5 +10,5 @@ from memobench.steps import run_step
 sm = snakemake  # noqa: F821 (injected by Snakemake)
 run_step(
     sm.log[0], run_analyze, sm.input.questions, sm.input.haystacks, sm.input.events,
-    sm.output.rows, sm.output.summary, sm.output.md, sm.wildcards.dataset, sm.input.tokens,
+    sm.output.rows, sm.output.summary, sm.output.md, sm.wildcards.dataset, sm.input.tokens, sm.input.fts_index,
 )
