@@ -56,10 +56,10 @@ def analyze_question(ranker: Ranker, corpus: Corpus, hay: Haystack, hay_token, q
     gold_tokens: set[str] = set()
     gold_events = 0
     for i in gold_pos:
-        texts = corpus.texts(hay.keys[i])
-        gold_events += len(texts)
-        for t in texts:
-            gold_tokens.update(seq_ascii(t))
+        session = corpus.tokenized(hay.keys[i], "ascii")
+        gold_events += len(session.joined)
+        for joined in session.joined:
+            gold_tokens.update(joined.split())
     coverage = sum(1 for t in window if t in gold_tokens)
     # Baseline (0.7.x): length weights, page 10, P then ALL of T (uncut) minus P.
     counts: dict[int, float] = {}
@@ -183,7 +183,7 @@ def run_analyze(questions_path, haystacks_path, events_path, rows_out, json_out,
     from .ftsindex import FtsIndex
 
     questions, haystacks, corpus = load_segment(questions_path, haystacks_path, events_path, 1, 1,
-                                                tokens_path, RECIPE.seq)
+                                                tokens_path, RECIPE.seq, texts=not fts_index_path)
     ranker = Ranker(corpus, RECIPE, FtsIndex(fts_index_path) if fts_index_path else None)
     rows = []
     progress = Progress(log, f"analyze {dataset}: questions", total=len(questions))

@@ -99,7 +99,12 @@ class Corpus:
         for key, (texts, lengths) in (events or {}).items():
             self.add(key, texts, lengths)
 
-    def add(self, key: int, texts: list[str], lengths: list[int]) -> None:
+    def add(self, key: int, texts: list[str] | None, lengths: list[int]) -> None:
+        """``texts`` may be None when the job needs no text: the tokens come
+        from the tokens stage and the FTS rows from the dataset's index."""
+        if texts is None:
+            self.sessions[key] = (None, None, lengths)
+            return
         starts, pos = [], 0
         for t in texts:
             starts.append(pos)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections import defaultdict
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -21,18 +20,20 @@ import pyarrow.parquet as pq
 from .tables import tmp_path
 
 
-def build_index(haystacks_path, events_path, out, log=print) -> dict:
+def build_index(haystacks_path, events_path, out, log=print, chunk_rows: int = 50_000) -> dict:
+    """Build the index in rowid order (FTS5 flushes its pending data whenever a
+    rowid does not increase, so order matters a lot), a chunk of haystacks at a
+    time so only that chunk's sessions are held in memory."""
+    from .engine import Corpus
     from .normalize import Progress
+    from .retrieval import _load_events
 
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    h = pq.read_table(haystacks_path, columns=["haystack_id", "position", "session_key", "session_id"]).to_pydict()
-    stride = (max(h["position"]) + 2) if h["position"] else 1
-    refs: dict[int, list[tuple[int, str]]] = defaultdict(list)
-    for hid, pos, key, sid in zip(h["haystack_id"], h["position"], h["session_key"], h["session_id"]):
-        refs[key].append((hid * stride + pos + 1, sid))
+    h = pq.read_table(haystacks_path, columns=["haystack_id", "position", "session_key", "session_id"])
+    h = h.sort_by([("haystack_id", "ascending"), ("position", "ascending")]).to_pydict()
     n_rows = len(h["position"])
-    del h
+    stride = (max(h["position"]) + 2) if n_rows else 1
     tmp = tmp_path(out)
     tmp.unlink(missing_ok=True)
     db = sqlite3.connect(tmp)
@@ -42,33 +43,24 @@ def build_index(haystacks_path, events_path, out, log=print) -> dict:
     db.execute("INSERT INTO meta VALUES ('stride', ?), ('rows', ?)", (stride, n_rows))
     db.execute("CREATE VIRTUAL TABLE docs USING fts5(id, body, content='')")
     progress = Progress(log, "fts index: rows", total=n_rows)
-    done = 0
-    inserted: set[int] = set()
-
-    def insert(key, texts):
-        nonlocal done
-        inserted.add(key)
-        body = "\n".join(texts)
-        rows = refs.get(key, ())
-        db.executemany("INSERT INTO docs(rowid, id, body) VALUES (?, ?, ?)", ((r, sid, body) for r, sid in rows))
-        done += len(rows)
-        progress(done)
-
     try:
-        # Sessions stream in key order; each is inserted once per haystack slot.
-        pending_key, pending = None, []
-        for batch in pq.ParquetFile(events_path).iter_batches(batch_size=65536, columns=["session_key", "text"]):
-            for key, text in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist()):
-                if key != pending_key:
-                    if pending_key is not None:
-                        insert(pending_key, pending)
-                    pending_key, pending = key, []
-                pending.append(text)
-        if pending_key is not None:
-            insert(pending_key, pending)
-        # Sessions without events are rows too (an empty body still has an id).
-        for key in [k for k in refs if k not in inserted]:
-            insert(key, [])
+        for lo in range(0, n_rows, chunk_rows):
+            hi = min(n_rows, lo + chunk_rows)
+            while hi < n_rows and h["haystack_id"][hi] == h["haystack_id"][hi - 1]:
+                hi += 1  # keep a haystack in one chunk
+            keys = h["session_key"][lo:hi]
+            corpus = Corpus()
+            needed = sorted(set(keys))
+            for key in needed:
+                corpus.add(key, [], [])  # sessions without events keep an empty body
+            _load_events(corpus, events_path, needed)
+            db.executemany(
+                "INSERT INTO docs(rowid, id, body) VALUES (?, ?, ?)",
+                ((hid * stride + pos + 1, sid, corpus.body(key)) for hid, pos, sid, key in zip(
+                    h["haystack_id"][lo:hi], h["position"][lo:hi], h["session_id"][lo:hi], keys)),
+            )
+            del corpus
+            progress(hi)
         db.execute("INSERT INTO docs(docs) VALUES('optimize')")
         db.commit()
         db.close()
@@ -79,7 +71,7 @@ def build_index(haystacks_path, events_path, out, log=print) -> dict:
         db.close()
         tmp.unlink(missing_ok=True)
         raise
-    progress(done, " done", force=True)
+    progress(n_rows, " done", force=True)
     return {"rows": n_rows, "stride": stride}
 
 

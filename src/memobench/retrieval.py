@@ -77,7 +77,7 @@ def write_tokens(events_path, seq_name: str, out, log=print) -> None:
 
 
 def load_segment(questions_path, haystacks_path, events_path, segment: int, n_segments: int,
-                 tokens_path=None, seq_name: str | None = None):
+                 tokens_path=None, seq_name: str | None = None, texts: bool = True):
     qtab = pq.read_table(questions_path)
     qtab = qtab.sort_by("q_index")
     lo, hi = segment_bounds(qtab.num_rows, segment, n_segments)
@@ -103,23 +103,25 @@ def load_segment(questions_path, haystacks_path, events_path, segment: int, n_se
     for key in needed:
         corpus.add(key, [], [])
     if needed:
-        _load_events(corpus, events_path, needed, tokens_path, seq_name)
+        _load_events(corpus, events_path, needed, tokens_path, seq_name, texts or tokens_path is None)
     return questions, haystacks, corpus
 
 
-def _load_events(corpus: Corpus, events_path, needed: list[int], tokens_path=None, seq_name=None) -> None:
+def _load_events(corpus: Corpus, events_path, needed: list[int], tokens_path=None, seq_name=None,
+                 texts: bool = True) -> None:
     """Stream the events table (written in session-key, seq order) batch by
     batch, keeping the needed sessions: the peak stays near one batch plus the
     corpus instead of the whole table twice (LongMemEval-M segments). The
     tokens table, when given, has the same rows in the same order."""
     wanted = np.asarray(needed, dtype=np.int64)
     pending_key, pending = None, ([], [], [])
-    batches = pq.ParquetFile(events_path).iter_batches(batch_size=65536, columns=["session_key", "text", "length"])
+    columns = ["session_key", "length", "text"] if texts else ["session_key", "length"]
+    batches = pq.ParquetFile(events_path).iter_batches(batch_size=65536, columns=columns)
     tokens = (pq.ParquetFile(tokens_path).iter_batches(batch_size=65536, columns=["joined"])
               if tokens_path else None)
 
     def flush():
-        corpus.add(pending_key, pending[0], pending[1])
+        corpus.add(pending_key, pending[0] if texts else None, pending[1])
         if tokens is not None:
             corpus.pretokenized[(seq_name, pending_key)] = pending[2]
 
@@ -129,10 +131,10 @@ def _load_events(corpus: Corpus, events_path, needed: list[int], tokens_path=Non
         rows = np.flatnonzero(np.isin(keys, wanted))
         if not len(rows):
             continue
-        texts = batch.column(1).take(rows).to_pylist()
-        lengths = batch.column(2).take(rows).to_pylist()
+        lengths = batch.column(1).take(rows).to_pylist()
+        text_col = batch.column(2).take(rows).to_pylist() if texts else [None] * len(rows)
         joined = tok_batch.column(0).take(rows).to_pylist() if tok_batch is not None else [None] * len(rows)
-        for key, text, length, j in zip(keys[rows].tolist(), texts, lengths, joined):
+        for key, text, length, j in zip(keys[rows].tolist(), text_col, lengths, joined):
             if key != pending_key:
                 if pending_key is not None:
                     flush()
@@ -226,8 +228,10 @@ def run_segment(variant: Variant, questions, haystacks, corpus: Corpus, log=prin
 def write_segment(variant: Variant, questions_path, haystacks_path, events_path, segment: int,
                   n_segments: int, rankings_out, outcomes_out, log=print, tokens_path=None,
                   fts_index_path=None) -> None:
+    # With the tokens and (for FTS) the dataset's index, no event text is needed.
+    texts = tokens_path is None or (variant.recipe.backend == "fts" and fts_index_path is None)
     questions, haystacks, corpus = load_segment(questions_path, haystacks_path, events_path, segment, n_segments,
-                                                tokens_path, variant.recipe.seq)
+                                                tokens_path, variant.recipe.seq, texts=texts)
     log(f"{variant.name} segment {segment}/{n_segments}: {len(questions)} questions, "
         f"{len(corpus)} distinct sessions")
     rankings, outcomes = run_segment(variant, questions, haystacks, corpus, log,
