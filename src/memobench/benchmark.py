@@ -34,7 +34,7 @@ REPO = Path(__file__).resolve().parents[2]
 VARIANTS = ["v0.8.0", "v0.8.0-index"]
 STAGES = ["verify", "normalize", "tokens", "fts_index", "retrieve", "merge"]
 SCALES = {
-    "s": {"questions": 500, "sessions": 50, "target": 280e6, "seed": 1, "segments": 4},
+    "s": {"questions": 500, "sessions": 50, "target": 280e6, "seed": 1, "segments": 2},
     "m": {"questions": 500, "sessions": 500, "target": 2.7e9, "seed": 2, "segments": 5, "family": "m"},
 }
 
@@ -200,7 +200,7 @@ def main(argv=None) -> int:
                 "|---|---|---|---|---|"]
         for n in (100, 250, 500):
             raw = generate(work, f"bench_scaling_{n}", n, 50, 280e6 * n / 500, 7)
-            r = run_pipeline(work, f"bench_scaling_{n}", raw, 4, "s")
+            r = run_pipeline(work, f"bench_scaling_{n}", raw, 2, "s")
             ret = r["stages"]["retrieve"]["wall"]
             rows.append(f"| {n} | {raw.stat().st_size / 1e6:.0f} | {r['total']:.1f} | {ret:.1f} | {ret / n:.4f} |")
         sections.append("\n".join(rows) + "\n")
