@@ -139,14 +139,39 @@ def _question_text(path, index: int, item: dict) -> str:
     return q
 
 
-class _LmeTables:
-    """The four tables of a LongMemEval-format file, filled item by item."""
+class _Tables:
+    """The four tables of one dataset. Used as a context manager: an exception
+    removes every temporary file; ``close()`` moves them all into place."""
 
-    def __init__(self, path: Path, out_dir: Path):
-        self.path = path
+    def __init__(self, out_dir: Path):
         self.store = SessionStore(out_dir)
         self.questions = TableWriter(out_dir / "questions.parquet", QUESTIONS, batch_rows=4096)
         self.haystacks = TableWriter(out_dir / "haystacks.parquet", HAYSTACKS)
+
+    def close(self) -> None:
+        self.questions.close()
+        self.haystacks.close()
+        self.store.close()
+
+    def abort(self) -> None:
+        self.questions.abort()
+        self.haystacks.abort()
+        self.store.abort()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is not None:
+            self.abort()
+
+
+class _LmeTables(_Tables):
+    """The tables of a LongMemEval-format file, filled item by item."""
+
+    def __init__(self, path: Path, out_dir: Path):
+        super().__init__(out_dir)
+        self.path = path
         self.stats = {"questions": 0, "date_fallbacks": 0, "duplicate_question_ids": 0, "unparseable_items": 0}
         self.seen_ids: set[str] = set()
 
@@ -184,17 +209,9 @@ class _LmeTables:
         )
         self.stats["unparseable_items"] += 1
 
-    def close(self) -> dict:
-        self.questions.close()
-        self.haystacks.close()
-        self.store.close()
+    def summary(self) -> dict:
         return {**self.stats, "items": self.stats["questions"] + self.stats["unparseable_items"],
                 "sessions": len(self.store.keys), "events": self.store.n_events}
-
-    def abort(self) -> None:
-        self.questions.abort()
-        self.haystacks.abort()
-        self.store.abort()
 
 
 def _first_line(e: Exception) -> str:
@@ -234,7 +251,8 @@ def normalize_longmemeval(path, out_dir, log=print, lenient: bool = False) -> di
                 index = _normalize_scanned(f, tables, progress, size)
         if tables.stats["questions"] + tables.stats["unparseable_items"] == 0:
             raise DataError(path, None, "no items: expected a JSON array of LongMemEval objects")
-        stats = tables.close()
+        tables.close()
+        stats = tables.summary()
     except BaseException:
         tables.abort()
         raise
@@ -323,14 +341,12 @@ def normalize_locomo(path, out_dir, log=print) -> dict:
     data = _load_json(path)
     if not isinstance(data, list):
         raise DataError(path, None, "expected a JSON array of conversations")
-    store = SessionStore(out_dir)
-    questions = TableWriter(out_dir / "questions.parquet", QUESTIONS, batch_rows=4096)
-    haystacks = TableWriter(out_dir / "haystacks.parquet", HAYSTACKS)
-    writers = [questions, haystacks]
+    tables = _Tables(out_dir)
+    store, questions, haystacks = tables.store, tables.questions, tables.haystacks
     stats = {"conversations": len(data), "questions": 0, "date_fallbacks": 0, "evidence_unmatched": 0}
     q_index = 0
     progress = Progress(log, f"normalize {path.name}: conversations", total=len(data))
-    try:
+    with tables:
         for ci, conv in enumerate(data):
             if not isinstance(conv, dict) or not isinstance(conv.get("conversation"), dict):
                 raise DataError(path, f"conversation {ci}", "expected an object with a 'conversation' object")
@@ -386,14 +402,7 @@ def normalize_locomo(path, out_dir, log=print) -> dict:
                 q_index += 1
             progress(ci + 1)
         stats["questions"] = q_index
-        for w in writers:
-            w.close()
-        store.close()
-    except BaseException:
-        for w in writers:
-            w.abort()
-        store.abort()
-        raise
+        tables.close()
     stats.update(sessions=len(store.keys), events=store.n_events, haystacks=len(data))
     progress(len(data), " done", force=True)
     return stats
@@ -454,11 +463,9 @@ def normalize_zh(out_dir, log=print) -> dict:
     from .zh_data import QUERIES, SESSIONS, pieces
 
     out_dir = Path(out_dir)
-    store = SessionStore(out_dir)
-    questions = TableWriter(out_dir / "questions.parquet", QUESTIONS)
-    haystacks = TableWriter(out_dir / "haystacks.parquet", HAYSTACKS)
-    writers = [questions, haystacks]
-    try:
+    tables = _Tables(out_dir)
+    store, questions, haystacks = tables.store, tables.questions, tables.haystacks
+    with tables:
         for i, (sid, text) in enumerate(SESSIONS):
             key = store.key(sid, [(p, None, None) for p in pieces(text)])
             haystacks.append(haystack_id=0, position=i, session_key=key, session_id=sid, date=None,
@@ -467,14 +474,7 @@ def normalize_zh(out_dir, log=print) -> dict:
             questions.append(q_index=qi, question_id=f"zh#{qi}", question=query, question_type="zh",
                              question_date=None, haystack_id=0, gold=[gold], paired_question_id=None,
                              parse_error=False)
-        for w in writers:
-            w.close()
-        store.close()
-    except BaseException:
-        for w in writers:
-            w.abort()
-        store.abort()
-        raise
+        tables.close()
     stats = {"questions": len(QUERIES), "sessions": len(store.keys), "events": store.n_events, "haystacks": 1}
     log(f"normalize zh: {stats}")
     return stats
