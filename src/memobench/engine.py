@@ -36,18 +36,16 @@ class TokenizedSession:
     of Python loops over tokens.
     """
 
-    __slots__ = ("lengths", "joined", "_terms", "_reps")
+    __slots__ = ("lengths", "joined", "_reps")
 
     def __init__(self, joined: list[str], lengths: list[int]):
         self.lengths = lengths
         self.joined = joined  # per event, tokenize.joined_tokens form
-        self._terms = None
         self._reps: dict[tuple, tuple | None] = {}
 
     def has_token(self, t: str) -> bool:
-        if self._terms is None:
-            self._terms = frozenset(" ".join(self.joined).split())
-        return t in self._terms
+        pat = " " + t + " "
+        return any(pat in j for j in self.joined)
 
     def representative(self, phrase: tuple) -> tuple | None:
         """(occ, len, k) of the representative event for ``phrase``, or None.
