@@ -117,7 +117,7 @@ def _load_events(corpus: Corpus, events_path, needed: list[int], tokens_path=Non
     pending_key, pending = None, ([], [], [])
     columns = ["session_key", "length", "text"] if texts else ["session_key", "length"]
     batches = pq.ParquetFile(events_path).iter_batches(batch_size=65536, columns=columns)
-    tokens = (pq.ParquetFile(tokens_path).iter_batches(batch_size=65536, columns=["joined"])
+    tokens = (pq.ParquetFile(tokens_path).iter_batches(batch_size=65536, columns=["session_key", "joined"])
               if tokens_path else None)
 
     def flush():
@@ -126,14 +126,18 @@ def _load_events(corpus: Corpus, events_path, needed: list[int], tokens_path=Non
             corpus.pretokenized[(seq_name, pending_key)] = pending[2]
 
     for batch in batches:
-        tok_batch = next(tokens) if tokens is not None else None
+        tok_batch = next(tokens, None) if tokens is not None else None
         keys = batch.column(0).to_numpy()
+        if tokens is not None and (tok_batch is None or not np.array_equal(tok_batch.column(0).to_numpy(), keys)):
+            # Both tables are written in the same row order and row groups; anything
+            # else means a stale or foreign tokens file.
+            raise RuntimeError(f"{tokens_path} is not aligned with {events_path}; rerun the tokens stage")
         rows = np.flatnonzero(np.isin(keys, wanted))
         if not len(rows):
             continue
         lengths = batch.column(1).take(rows).to_pylist()
         text_col = batch.column(2).take(rows).to_pylist() if texts else [None] * len(rows)
-        joined = tok_batch.column(0).take(rows).to_pylist() if tok_batch is not None else [None] * len(rows)
+        joined = tok_batch.column(1).take(rows).to_pylist() if tok_batch is not None else [None] * len(rows)
         for key, text, length, j in zip(keys[rows].tolist(), text_col, lengths, joined):
             if key != pending_key:
                 if pending_key is not None:
