@@ -167,3 +167,13 @@ def test_cn_through_the_workflow(tmp_path, lme):
         if o["gold_rank"]:
             assert questions[o["q_index"]]["question"].isascii()
     assert m["cn-A2"]["hit@1"] >= m["cn-A"]["hit@1"] - 5
+
+
+def test_printed_percentages_round_like_the_harness():
+    from memobench.metrics import pct
+    from memobench.report import printed
+
+    # 100 * 23 / 80 is exactly 28.75 and toFixed rounds the tie up; 100 * (23 / 80)
+    # is 28.749999... and would print 28.7.
+    assert pct(23, 80) == "28.8"
+    assert printed({"hit@1": 23, "hit_denominator": 80}, "hit@1") == "28.8"

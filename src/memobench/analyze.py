@@ -10,7 +10,8 @@ from __future__ import annotations
 import pyarrow as pa
 
 from .engine import REQUEST_LIMIT, Corpus, Haystack, Ranker, Recipe, Scorer, merge_final
-from .jsmath import to_fixed, utf16_len
+from .jsmath import to_fixed
+from . import metrics
 from .normalize import Progress
 from .retrieval import load_segment
 from .tables import write_json, write_table, write_text
@@ -62,16 +63,7 @@ def analyze_question(ranker: Ranker, corpus: Corpus, hay: Haystack, hay_token, q
             gold_tokens.update(joined.split())
     coverage = sum(1 for t in window if t in gold_tokens)
     # Baseline (0.7.x): length weights, page 10, P then ALL of T (uncut) minus P.
-    counts: dict[int, float] = {}
-    rep_time: dict[int, int] = {}
-    for kind, text, _ in phrases[1:]:
-        w = utf16_len(text)
-        for i, t in lists[text][:REQUEST_LIMIT]:
-            if i in counts:
-                counts[i] += w
-            else:
-                counts[i] = w
-                rep_time[i] = t
+    counts, rep_time = ranker.weighted(hay, window)  # RECIPE: length weights, page 10
     t_all = [hay.ids[i] for i in sorted(counts, key=lambda i: (-counts[i], -rep_time[i]))]
     p_ids = [hay.ids[i] for i, _ in lists[question][:REQUEST_LIMIT]]
     merged = merge_final(p_ids, t_all, "prepend", cut=None)
@@ -118,7 +110,7 @@ def summarize(rows: list[dict]) -> dict:
     total = len(rows)
 
     def pct(n, d=total):
-        return to_fixed(100 * n / d, 1) if d else "NaN"
+        return metrics.pct(n, d)
 
     h1 = sum(r["rank"] == 1 for r in rows)
     h5 = sum(1 <= r["rank"] <= 5 for r in rows)

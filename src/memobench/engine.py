@@ -379,7 +379,9 @@ class Ranker:
         if mode == "raw_split" or mode == "split":
             parts = tuple(phrase.split(" "))
             # A piece that is empty or holds other whitespace can never equal an
-            # event token, so such a phrase never matches (the empty tuple).
+            # event token, so such a phrase never matches (the empty tuple). Left
+            # in, an empty piece would build the pattern "  ", which matches events
+            # with no tokens at all.
             if any(len(p.split()) != 1 or p.split()[0] != p for p in parts):
                 return ()
             return parts

@@ -15,8 +15,10 @@ import os
 import sqlite3
 from pathlib import Path
 
+import numpy as np
 import pyarrow.parquet as pq
 
+from .errors import DataError
 from .tables import tmp_path
 
 
@@ -24,9 +26,7 @@ def build_index(haystacks_path, events_path, out, log=print, chunk_rows: int = 5
     """Build the index in rowid order (FTS5 flushes its pending data whenever a
     rowid does not increase, so order matters a lot), a chunk of haystacks at a
     time so only that chunk's sessions are held in memory."""
-    from .engine import Corpus
     from .normalize import Progress
-    from .retrieval import _load_events
 
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -49,17 +49,13 @@ def build_index(haystacks_path, events_path, out, log=print, chunk_rows: int = 5
             while hi < n_rows and h["haystack_id"][hi] == h["haystack_id"][hi - 1]:
                 hi += 1  # keep a haystack in one chunk
             keys = h["session_key"][lo:hi]
-            corpus = Corpus()
-            needed = sorted(set(keys))
-            for key in needed:
-                corpus.add(key, [], [])  # sessions without events keep an empty body
-            _load_events(corpus, events_path, needed)
+            bodies = _bodies(events_path, set(keys))
             db.executemany(
                 "INSERT INTO docs(rowid, id, body) VALUES (?, ?, ?)",
-                ((hid * stride + pos + 1, sid, corpus.body(key)) for hid, pos, sid, key in zip(
+                ((hid * stride + pos + 1, sid, bodies.get(key, "")) for hid, pos, sid, key in zip(
                     h["haystack_id"][lo:hi], h["position"][lo:hi], h["session_id"][lo:hi], keys)),
             )
-            del corpus
+            del bodies
             progress(hi)
         db.execute("INSERT INTO docs(docs) VALUES('optimize')")
         db.commit()
@@ -75,20 +71,46 @@ def build_index(haystacks_path, events_path, out, log=print, chunk_rows: int = 5
     return {"rows": n_rows, "stride": stride}
 
 
+def _bodies(events_path, keys: set[int]) -> dict[int, str]:
+    """The FTS body of each wanted session: its event texts joined by "\n" (as
+    the harnesses build the row); a session without events has body ""."""
+    texts: dict[int, list[str]] = {}
+    wanted = np.fromiter(keys, dtype=np.int64)
+    for batch in pq.ParquetFile(events_path).iter_batches(batch_size=65536, columns=["session_key", "text"]):
+        k = batch.column(0).to_numpy()
+        rows = np.flatnonzero(np.isin(k, wanted))
+        for key, text in zip(k[rows].tolist(), batch.column(1).take(rows).to_pylist()):
+            texts.setdefault(key, []).append(text)
+    return {key: "\n".join(t) for key, t in texts.items()}
+
+
 class FtsIndex:
     """Read-only access to a built index."""
 
     def __init__(self, path):
-        self.db = sqlite3.connect(f"file:{Path(path).resolve()}?mode=ro&immutable=1", uri=True)
-        self.stride = self.db.execute("SELECT value FROM meta WHERE key = 'stride'").fetchone()[0]
+        self.path = Path(path).resolve()
+        try:
+            self.db = sqlite3.connect(f"file:{self.path}?mode=ro&immutable=1", uri=True)
+            self.stride = self.db.execute("SELECT value FROM meta WHERE key = 'stride'").fetchone()[0]
+        except sqlite3.Error as e:
+            raise DataError(self.path, None, f"unreadable FTS index ({e}); delete it and rerun") from None
+        # An empty table of the same schema tells a bad MATCH expression (which
+        # the harnesses treat as "no rows") from a problem with the index file.
+        self.probe = sqlite3.connect(":memory:")
+        self.probe.execute("CREATE VIRTUAL TABLE docs USING fts5(id, body, content='')")
 
     def positions(self, haystack_id: int, match: str, limit: int) -> list[int]:
-        """Haystack positions of the rows matching ``match``, in rowid order, at most ``limit``."""
+        """Haystack positions of the rows matching ``match``, in rowid order, at most ``limit``.
+        Raises sqlite3.Error only for a MATCH expression FTS5 rejects."""
         base = haystack_id * self.stride
-        return [
-            r[0] - base - 1
-            for r in self.db.execute(
-                "SELECT rowid FROM docs WHERE docs MATCH ? AND rowid BETWEEN ? AND ? ORDER BY rowid LIMIT ?",
-                (match, base + 1, base + self.stride, limit),
-            )
-        ]
+        try:
+            return [
+                r[0] - base - 1
+                for r in self.db.execute(
+                    "SELECT rowid FROM docs WHERE docs MATCH ? AND rowid BETWEEN ? AND ? ORDER BY rowid LIMIT ?",
+                    (match, base + 1, base + self.stride, limit),
+                )
+            ]
+        except sqlite3.Error as e:
+            self.probe.execute("SELECT rowid FROM docs WHERE docs MATCH ?", (match,)).fetchall()  # re-raises
+            raise DataError(self.path, None, f"FTS index query failed ({e}); delete it and rerun") from None

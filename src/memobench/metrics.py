@@ -34,6 +34,7 @@ def _rates(block: dict, hit_denominator: int | None = None) -> dict:
     n = block["questions"]
     d = n if hit_denominator is None else hit_denominator
     out = dict(block)
+    out["hit_denominator"] = d
     for k in ("hit@1", "hit@5", "hit@10"):
         out[k + "_rate"] = block[k] / d if d else None
     out["mrr"] = block["mrr_sum"] / n if n else None

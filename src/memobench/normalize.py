@@ -441,7 +441,8 @@ def normalize_cn(path, base_dir, out_dir, log=print) -> dict:
                 stats["paired" if pair else "unpaired"] += 1
                 questions.append(
                     q_index=stats["rows"], question_id=qid,
-                    question=_question_text(path, f"line {lineno}", row),
+                    # cn.cjs skips an unpaired row before reading its question
+                    question=_question_text(path, f"line {lineno}", row) if pair else "",
                     question_type=pair["question_type"] if pair else "unknown",
                     question_date=pair["question_date"] if pair else None,
                     haystack_id=pair["haystack_id"] if pair else -1,

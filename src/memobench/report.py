@@ -8,6 +8,7 @@ from decimal import Decimal
 from pathlib import Path
 
 from .jsmath import to_fixed
+from .metrics import pct
 from .published import GUIDE_TABLE, published
 from .tables import commit, tmp_path, write_text
 
@@ -22,19 +23,21 @@ DATA_COUNTS = {
 }
 
 
-def printed(m: dict, key: str) -> str | None:
-    """The value as the harness prints it: percent with 1 decimal, MRR with 4."""
+def printed(m: dict, key: str, digits: int | None = None) -> str | None:
+    """The value as the harness prints it: ``(100 * count / n).toFixed(1)`` for
+    a hit rate (in that order: 100 * (count / n) rounds some ties differently),
+    ``(sum / n).toFixed(4)`` for MRR."""
     if key == "mrr":
-        return to_fixed(m["mrr"], 4) if m.get("mrr") is not None else None
-    rate = m.get(key + "_rate")
-    return to_fixed(100 * rate, 1) if rate is not None else None
+        return to_fixed(m["mrr"], 4 if digits is None else digits) if m.get("mrr") is not None else None
+    if not m.get("hit_denominator"):
+        return None
+    return pct(m[key], m["hit_denominator"], 1 if digits is None else digits)
 
 
 def _diff(m: dict, key: str, theirs: str) -> str:
     """Difference at the published value's own precision (0.651 is 3 decimals)."""
     digits = len(theirs.split(".")[1]) if "." in theirs else 0
-    value = m["mrr"] if key == "mrr" else 100 * m[key + "_rate"]
-    d = Decimal(to_fixed(value, digits)) - Decimal(theirs)
+    d = Decimal(printed(m, key, digits)) - Decimal(theirs)
     return "=" if d == 0 else f"{d:+}"
 
 

@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .engine import Corpus, Haystack, Ranker
+from .errors import DataError
 from .normalize import Progress
 from .tables import write_table
 from .tokenize import SEQ
@@ -131,7 +132,7 @@ def _load_events(corpus: Corpus, events_path, needed: list[int], tokens_path=Non
         if tokens is not None and (tok_batch is None or not np.array_equal(tok_batch.column(0).to_numpy(), keys)):
             # Both tables are written in the same row order and row groups; anything
             # else means a stale or foreign tokens file.
-            raise RuntimeError(f"{tokens_path} is not aligned with {events_path}; rerun the tokens stage")
+            raise DataError(tokens_path, None, f"not aligned with {events_path}; delete it and rerun")
         rows = np.flatnonzero(np.isin(keys, wanted))
         if not len(rows):
             continue
@@ -148,6 +149,8 @@ def _load_events(corpus: Corpus, events_path, needed: list[int], tokens_path=Non
             pending[2].append(j)
     if pending_key is not None:
         flush()
+    if tokens is not None and next(tokens, None) is not None:
+        raise DataError(tokens_path, None, f"has more rows than {events_path}; delete it and rerun")
     pa.default_memory_pool().release_unused()
 
 
@@ -254,7 +257,7 @@ def _open_index(path, variant: Variant):
 
 
 def concat_segments(paths) -> pa.Table:
-    tables = [pq.read_table(p) for p in paths]
-    t = pa.concat_tables(tables) if tables else None
-    return t.sort_by([("q_index", "ascending")] + ([("rank", "ascending")] if "rank" in t.column_names else []))
+    """The segments' rankings in question order (a dataset has at least one segment)."""
+    t = pa.concat_tables([pq.read_table(p) for p in paths])
+    return t.sort_by([("q_index", "ascending"), ("rank", "ascending")])
 

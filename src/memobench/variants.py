@@ -212,8 +212,8 @@ def to_spec(v: Variant) -> dict:
 
 
 def from_spec(spec: dict) -> Variant:
-    return Variant(spec["name"], Recipe(**spec["recipe"]), spec["skip"], spec["harness"], spec["description"],
-                   spec.get("baseline", ""))
+    return Variant(spec["name"], Recipe(**spec["recipe"]), spec["skip"], spec.get("harness", ""),
+                   spec.get("description", ""), spec.get("baseline", ""))
 
 
 def with_recipe(variant: Variant, **over) -> Variant:

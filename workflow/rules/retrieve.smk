@@ -49,7 +49,8 @@ rule retrieve:
         rankings=f"{RESULTS}/{{dataset}}/{{variant}}/segments/{{segment}}.parquet",
         outcomes=f"{RESULTS}/{{dataset}}/{{variant}}/segments/{{segment}}.questions.parquet",
     params:
-        variant=lambda w: VARIANT_SPECS[w.dataset][w.variant],
+        # only what decides the lists: editing a description reruns no retrieval
+        variant=lambda w: {k: VARIANT_SPECS[w.dataset][w.variant][k] for k in ("name", "recipe", "skip")},
         segment=lambda w: int(w.segment[3:]),
         n_segments=lambda w: len(segments(w.dataset)),
         code=RETRIEVE_CODE,
