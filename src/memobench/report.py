@@ -119,25 +119,27 @@ def variant_table(runs: list[dict]) -> str:
 
 
 def plot(runs: list[dict], png_out) -> None:
+    """Horizontal bars, one group per dataset and variant (a full run has ~50)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(runs) + 2), 4.5))
-    width = 0.25
-    labels = [f"{m['dataset']}\n{m['variant']}" for m in runs]
+    fig, ax = plt.subplots(figsize=(8, 0.42 * len(runs) + 1.6))
+    height = 0.27
+    labels = [f"{m['dataset']} / {m['variant']}" for m in runs]
     for j, k in enumerate(("hit@1", "hit@5", "hit@10")):
         vals = [100 * (m.get(k + "_rate") or 0) for m in runs]
-        ax.bar([i + (j - 1) * width for i in range(len(runs))], vals, width, label=k)
-    ax.set_xticks(range(len(runs)), labels, fontsize=8)
-    ax.set_ylabel("% of evaluated questions")
-    ax.set_ylim(0, 100)
+        ax.barh([i + (j - 1) * height for i in range(len(runs))], vals, height, label=k)
+    ax.set_yticks(range(len(runs)), labels, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("% of evaluated questions")
+    ax.set_xlim(0, 100)
     ax.set_title("hit@k per dataset and variant")
-    ax.legend()
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.6 / (0.42 * len(runs) + 1.6)), ncol=3, frameon=False)
     fig.tight_layout()
     tmp = tmp_path(Path(png_out))
-    fig.savefig(tmp, format="png", dpi=110, metadata={"Software": None})
+    fig.savefig(tmp, format="png", dpi=100, metadata={"Software": None})
     plt.close(fig)
     commit(tmp, Path(png_out))
 
