@@ -139,6 +139,41 @@ def crafted_items():
     ]
     items.append(_item("craft_stem_1", "What meetings about ponies and running shoes?", stem_sess, ["p1"]))
     items.append(_item("craft_stem_2", "cats my cat poni", stem_sess, ["p4"]))
+    # 7. T1's duplicated date word changes the list (window not full: june appended twice)
+    items.append(_item("craft_t1_dup", "Sister hiking June?", [
+        ("j1", D.format(10, 0), ["my sister", "we went hiking"]),
+        ("j2", D.format(11, 0), ["june june was hot"]),
+        ("j3", D.format(12, 0), ["nothing here", FILLER[0]]),
+    ], ["j2"]))
+    # 8. exp3 hard filter empties the phrase step; case-insensitive patterns
+    late = [
+        ("r1", "2023/06/18 (Sun) 10:00", ["where did i buy the red kayak", "red kayak"]),
+        ("r2", "2023/01/18 (Wed) 10:00", ["where did i buy the red kayak yesterday", "kayak"]),
+        ("r3", "2023/06/19 (Mon) 23:59", ["red kayak red kayak buy"]),
+    ]
+    items.append(_item("craft_hard_1", "where did i buy the red kayak YESTERDAY", late, ["r2"]))
+    items.append(_item("craft_hard_2", "red kayak a couple of days ago", late, ["r1"]))
+    items.append(_item("craft_hard_3", "red kayak from Last Summer", late, ["r2"]))
+    items.append(_item("craft_hard_4", "red kayak recents", late, ["r2"]))
+    # 9. duplicate session id inside one haystack, with the phrase step firing
+    dup = [
+        ("d1", D.format(10, 0), ["where did i buy the red kayak"]),
+        ("d2", D.format(11, 0), ["the red kayak shop", "where did i buy the red kayak"]),
+        ("d1", D.format(12, 0), ["where did i buy the red kayak again", "red red kayak"]),
+        ("d3", D.format(13, 0), ["kayak red"]),
+    ]
+    items.append(_item("craft_dup_1", "where did i buy the red kayak", dup, ["d3"]))
+    # 10. more pattern / date-word edges, astral Han, 'May' as a date word
+    items.append(_item("craft_edge_1", "red kayak 3 days ago", late, ["r3"]))
+    items.append(_item("craft_edge_2", "May I see the red kayak this weekend in May?", late, ["r1"]))
+    items.append(_item("craft_edge_3", "red kayak x1999 todays lastweek", late, ["r2"]))
+    items.append(_item("craft_edge_4", "𠀀𠀁 kayak 旅行计划 𠀀 abc中文def", han_sess + [
+        ("h5", D.format(14, 0), ["𠀀𠀁 kayak", "abc中文def 旅行计划"])], ["h5"]))
+    items.append(_item("craft_edge_5", "Kayak trip café naïve kayak", [
+        ("c1", D.format(10, 0), ["the café kayak trip", "naïve"]),
+        ("c2", D.format(11, 0), ["cafe kayak trip na ve"]),
+        ("c3", D.format(12, 0), ["caf kayak", "trip caf"]),
+    ], ["c2"]))
     # 6. single-token window / empty questions
     items.append(_item("craft_short_1", "kayak?", ss, ["a3"]))
     items.append(_item("craft_short_2", "???", ss, ["a3"]))
@@ -283,6 +318,12 @@ def test_quirks_are_observable(datasets):
     assert any(v6[q] != t2h[q] for q in v6 if q.startswith("craft_time"))
     assert t2h["craft_time_nodate"] == v6["craft_time_nodate"]
     assert ref.date_words_of("Monday dentist in March 1999? 2023x 1899") == ["monday", "march", "1999"]
-    assert any(v6[q] != t1[q] for q in v6) or True  # T1 mostly equals V6 by design
+    assert v6["craft_t1_dup"] == ["j1", "j2"] and t1["craft_t1_dup"] == ["j2", "j1"]  # duplicated 'june'
+    assert t2h["craft_hard_1"] == ["r3"]  # the hard filter also empties the phrase step of r1/r2
+    assert t2h["craft_hard_4"] == v6["craft_hard_4"]  # 'recents' is no pattern
+    x4 = ref.reference_exp4(path)
+    b24 = {r["question_id"]: r["final"] for r in x4["B-bonus24"]}
+    a0 = {r["question_id"]: r["final"] for r in x4["A0-base"]}
+    assert b24["craft_phrase_1"] != a0["craft_phrase_1"]  # bonus pooling observable
     x5 = ref.reference_exp5(path)
     assert any(a["final"] != b["final"] for a, b in zip(x5["base"], x5["S1"]))
