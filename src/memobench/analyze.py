@@ -12,7 +12,7 @@ import pyarrow as pa
 from .engine import REQUEST_LIMIT, Corpus, Haystack, Ranker, Recipe, Scorer, merge_final
 from .jsmath import to_fixed
 from . import metrics
-from .normalize import Progress
+from .progress import Progress
 from .retrieval import load_segment
 from .tables import write_json, write_table, write_text
 from .tokenize import seq_ascii

@@ -19,6 +19,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from .errors import DataError
+from .progress import Progress
 from .tables import tmp_path
 
 
@@ -26,8 +27,6 @@ def build_index(haystacks_path, events_path, out, log=print, chunk_rows: int = 5
     """Build the index in rowid order (FTS5 flushes its pending data whenever a
     rowid does not increase, so order matters a lot), a chunk of haystacks at a
     time so only that chunk's sessions are held in memory."""
-    from .normalize import Progress
-
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     h = pq.read_table(haystacks_path, columns=["haystack_id", "position", "session_key", "session_id"])

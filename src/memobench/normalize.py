@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import time
 from pathlib import Path
 
 import ijson
@@ -21,25 +20,11 @@ import pyarrow.parquet as pq
 from .dates import parse_lme, parse_locomo
 from .errors import DataError
 from .jsmath import MISSING, js_string
+from .progress import Progress
 from .tables import EVENTS, HAYSTACKS, QUESTIONS, SESSIONS, TableWriter
 
 DAY_MS = 86_400_000
 SESSION_KEY_RE = re.compile(r"session_([0-9]+)\Z")
-
-
-class Progress:
-    """Logs 'done / total' at most every few seconds."""
-
-    def __init__(self, log, what: str, total: int | None = None, every_s: float = 5.0):
-        self.log, self.what, self.total, self.every_s = log, what, total, every_s
-        self.last = time.monotonic()
-
-    def __call__(self, done: int, extra: str = "", force: bool = False) -> None:
-        now = time.monotonic()
-        if force or now - self.last >= self.every_s:
-            self.last = now
-            total = f" / {self.total}" if self.total is not None else ""
-            self.log(f"{self.what}: {done}{total}{extra}")
 
 
 def _turn_text(turn, field: str) -> str:

@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 
 from .engine import Corpus, Haystack, Ranker
 from .errors import DataError
-from .normalize import Progress
+from .progress import Progress
 from .tables import write_table
 from .tokenize import SEQ
 from .variants import Variant
@@ -66,8 +66,8 @@ def write_tokens(events_path, seq_name: str, out, log=print) -> None:
     done = 0
     try:
         for batch in events.iter_batches(batch_size=65536, columns=["session_key", "text"]):
-            for key, text in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist()):
-                writer.append(session_key=key, joined=joined_tokens(text, seq))
+            writer.extend(session_key=batch.column(0).to_pylist(),
+                          joined=[joined_tokens(text, seq) for text in batch.column(1).to_pylist()])
             done += batch.num_rows
             progress(done)
         writer.close()

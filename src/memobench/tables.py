@@ -102,6 +102,16 @@ class TableWriter:
         if self.pending >= self.batch_rows:
             self.flush()
 
+    def extend(self, **columns) -> None:
+        """Append whole columns (equal lengths) at once."""
+        n = None
+        for name, col in self.columns.items():
+            col.extend(columns[name])
+            n = len(columns[name])
+        self.pending += n or 0
+        if self.pending >= self.batch_rows:
+            self.flush()
+
     def flush(self) -> None:
         if not self.pending:
             return
