@@ -25,6 +25,15 @@ def locomo_path() -> Path:
     return LOCOMO
 
 
+def data_dir(root: Path, *files: Path) -> Path:
+    """``root/data`` holding copies of ``files`` (a user's hand-placed raw files)."""
+    data = root / "data"
+    data.mkdir(parents=True, exist_ok=True)
+    for f in files:
+        shutil.copy(f, data / f.name)
+    return data
+
+
 def write_config(path: Path, **config) -> Path:
     path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
     return path

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, snakemake, write_config
+from conftest import REPO, data_dir, snakemake, write_config
 from memobench.generate import write_longmemeval
 
 
@@ -117,9 +117,7 @@ def _config(root: Path, data: Path, raw_name: str, size: int, urls=()):
 def reference(tmp_path_factory, big_lme):
     """An uninterrupted run: the bytes every interrupted run must end with."""
     root = tmp_path_factory.mktemp("reference")
-    data = root / "data"
-    data.mkdir()
-    shutil.copy(big_lme, data / "big.json")
+    data = data_dir(root, big_lme)
     cfg = _config(root, data, "big.json", big_lme.stat().st_size)
     work = root / "work"
     work.mkdir()
@@ -162,9 +160,7 @@ def test_kill_during_download_then_resume(tmp_path, big_lme, reference):
 
 @pytest.mark.parametrize("stage", ["normalize", "retrieve"])
 def test_kill_during_a_stage_then_rerun(tmp_path, big_lme, reference, stage):
-    data = tmp_path / "data"
-    data.mkdir()
-    shutil.copy(big_lme, data / "big.json")
+    data = data_dir(tmp_path, big_lme)
     cfg = _config(tmp_path, data, "big.json", big_lme.stat().st_size)
     work = tmp_path / "work"
     work.mkdir()
@@ -183,10 +179,7 @@ def test_kill_during_a_stage_then_rerun(tmp_path, big_lme, reference, stage):
 
 
 def test_deterministic_across_cores_and_reruns(tmp_path, locomo_path, big_lme):
-    data = tmp_path / "data"
-    data.mkdir()
-    shutil.copy(locomo_path, data / "locomo10.json")
-    shutil.copy(big_lme, data / "big.json")
+    data = data_dir(tmp_path, locomo_path, big_lme)
     ds = {"format": "longmemeval", "family": "m", "file": "big.json", "bytes": big_lme.stat().st_size,
           "segments": 3, "variants": ["v0.8.0", "v0.8.0-index"]}
     cfg = write_config(tmp_path / "cfg.yaml", data_dir=str(data), run=["locomo10", "big", "zh"],

@@ -3,21 +3,18 @@
 from __future__ import annotations
 
 import json
-import shutil
 
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import dry_run_jobs, snakemake, write_config
+from conftest import data_dir, dry_run_jobs, snakemake, write_config
 
 
 @pytest.fixture(scope="module")
 def locomo_run(tmp_path_factory, locomo_path):
     """One full run of the default target for LoCoMo only."""
     root = tmp_path_factory.mktemp("locomo_run")
-    data = root / "data"
-    data.mkdir()
-    shutil.copy(locomo_path, data / "locomo10.json")
+    data = data_dir(root, locomo_path)
     cfg = write_config(root / "cfg.yaml", data_dir=str(data), run=["locomo10"])
     work = root / "work"
     work.mkdir()
@@ -26,9 +23,7 @@ def locomo_run(tmp_path_factory, locomo_path):
 
 
 def test_normalize_target_counts_and_nothing_to_do(tmp_path, locomo_path):
-    data = tmp_path / "data"
-    data.mkdir()
-    shutil.copy(locomo_path, data / "locomo10.json")
+    data = data_dir(tmp_path, locomo_path)
     cfg = write_config(tmp_path / "cfg.yaml", data_dir=str(data), run=["locomo10"])
     target = "results/locomo10/normalized/summary.json"
     snakemake(tmp_path, "--cores", "2", target, configfile=cfg)

@@ -3,20 +3,17 @@ through params (checked with Snakemake's dry run in a scratch copy)."""
 
 from __future__ import annotations
 
-import shutil
 
 import pytest
 
-from conftest import copy_project, dry_run_jobs, snakemake, write_config
+from conftest import copy_project, data_dir, dry_run_jobs, snakemake, write_config
 
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory, locomo_path):
     root = tmp_path_factory.mktemp("reruns")
     proj = copy_project(root / "proj")
-    data = root / "data"
-    data.mkdir()
-    shutil.copy(locomo_path, data / "locomo10.json")
+    data = data_dir(root, locomo_path)
     cfg = write_config(
         root / "cfg.yaml", data_dir=str(data), run=["locomo10"],
         datasets={"locomo10": {"variants": ["v0.8.0", "v0.5.0", "mine"]}},
@@ -76,9 +73,7 @@ def test_slurm_profile_dry_run(tmp_path, locomo_path):
     """The Slurm profile resolves every job with its resources (no cluster needed for -n)."""
     from conftest import REPO
 
-    data = tmp_path / "data"
-    data.mkdir()
-    shutil.copy(locomo_path, data / "locomo10.json")
+    data = data_dir(tmp_path, locomo_path)
     cfg = write_config(tmp_path / "cfg.yaml", data_dir=str(data), run=["locomo10"])
     proc = snakemake(tmp_path, "-n", "--workflow-profile", str(REPO / "workflow" / "profiles" / "slurm"),
                      configfile=cfg)
