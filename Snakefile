@@ -27,6 +27,7 @@ include: "workflow/rules/report.smk"
 # submit host when a cluster executor is used.
 localrules:
     all,
+    download,
     manifest,
     merge,
     falsify,

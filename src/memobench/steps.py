@@ -40,8 +40,15 @@ def run_step(log_path, func, *args, **kwargs):
             sys.exit(1)
 
 
-def download(dest, urls, expected_bytes, sha256, log=print):
-    fetch(urls, dest, expected_bytes, sha256=sha256, log=log)
+def download(dest, urls, expected_bytes, sha256, receipt, log=print):
+    """Fetch ``dest`` unless it is already there (the verify stage judges a file
+    that is there: a wrong one is reported, never replaced or deleted)."""
+    dest = Path(dest)
+    if dest.exists():
+        log(f"{dest}: present ({dest.stat().st_size} bytes), not downloaded")
+    else:
+        fetch(urls, dest, expected_bytes, sha256=sha256, log=log)
+    write_json(receipt, {"file": str(dest.resolve())})
 
 
 def verify_raw(raw, out, name, expected_bytes, sha256, log=print):

@@ -68,15 +68,6 @@ def raw_path(ds):
     return f if os.path.isabs(f) else os.path.join(DATA_DIR, f)
 
 
-def downloadable():
-    """Files under data_dir that the download rule may fetch (name -> dataset)."""
-    return {
-        DATASETS[ds]["file"]: ds
-        for ds in DATASETS
-        if DATASETS[ds]["format"] != "embedded" and not os.path.isabs(DATASETS[ds]["file"])
-    }
-
-
 def code_hash(*modules):
     """Hash of the package modules a rule runs; a params entry, so editing
     them reruns exactly the rules that use them (and what follows)."""
@@ -141,7 +132,7 @@ TABLE_NAMES = ["questions", "haystacks", "sessions", "events"]
 
 def normalize_inputs(w):
     ds = w.dataset
-    inputs = {"raw": raw_path(ds), "verified": f"{RESULTS}/{ds}/verified.json"}
+    inputs = {"verified": f"{RESULTS}/{ds}/verified.json"}
     if DATASETS[ds]["format"] == "longmemeval_cn":
         inputs["base_questions"] = f"{norm_dir(base_dataset(ds))}/questions.parquet"
     return inputs

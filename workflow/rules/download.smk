@@ -1,29 +1,24 @@
-# Fetch a raw dataset file into data_dir: mirrors in order, resumable (HTTP
-# Range), moved into place only at the published byte count.
+# Fetch a raw dataset file into data_dir when it is not there yet: mirrors in
+# order, resumable (HTTP Range), moved into place only at the published byte
+# count. The raw file is deliberately not a Snakemake output (only the receipt
+# is): Snakemake deletes the outputs of a job before rerunning it, and a
+# multi-GB download or a file placed by hand must never be deleted by a rerun,
+# --forceall, or a change to this rule's code.
 
-DOWNLOADABLE = downloadable()
 
-
-if DOWNLOADABLE:
-
-    localrules:
-        download,
-
-    rule download:
-        output:
-            # Read-only once downloaded, so --forceall cannot throw away gigabytes.
-            raw=protected(os.path.join(DATA_DIR, "{filename}")),
-        wildcard_constraints:
-            filename="|".join(re.escape(f) for f in DOWNLOADABLE),
-        params:
-            urls=lambda w: DATASETS[DOWNLOADABLE[w.filename]].get("urls", []),
-            bytes=lambda w: DATASETS[DOWNLOADABLE[w.filename]]["bytes"],
-            sha256=lambda w: DATASETS[DOWNLOADABLE[w.filename]].get("sha256"),
-        log:
-            f"{RESULTS}/logs/download/{{filename}}.log",
-        resources:
-            downloads=1,
-        conda:
-            "../../envs/memobench.yaml"
-        script:
-            "../scripts/download.py"
+rule download:
+    output:
+        receipt=f"{RESULTS}/{{dataset}}/raw.json",
+    params:
+        raw=lambda w: raw_path(w.dataset),
+        urls=lambda w: DATASETS[w.dataset].get("urls", []),
+        bytes=lambda w: DATASETS[w.dataset]["bytes"],
+        sha256=lambda w: DATASETS[w.dataset].get("sha256"),
+    log:
+        f"{RESULTS}/logs/download/{{dataset}}.log",
+    resources:
+        downloads=1,
+    conda:
+        "../../envs/memobench.yaml"
+    script:
+        "../scripts/download.py"

@@ -11,6 +11,7 @@ rule normalize:
     wildcard_constraints:
         dataset="|".join(re.escape(d) for d in DATASETS if DATASETS[d]["format"] in ("longmemeval", "locomo")),
     params:
+        raw=lambda w: raw_path(w.dataset),
         format=lambda w: DATASETS[w.dataset]["format"],
         # The streamed M harnesses skip elements that do not parse; run.cjs stops.
         lenient=lambda w: family(w.dataset) == "m",
@@ -36,6 +37,7 @@ rule normalize_cn:
     wildcard_constraints:
         dataset="|".join(re.escape(d) for d in DATASETS if DATASETS[d]["format"] == "longmemeval_cn") or "^$",
     params:
+        raw=lambda w: raw_path(w.dataset),
         format="longmemeval_cn",
         code=NORMALIZE_CODE,
     benchmark:

@@ -4,10 +4,11 @@
 
 rule verify:
     input:
-        raw=lambda w: raw_path(w.dataset),
+        receipt=f"{RESULTS}/{{dataset}}/raw.json",
     output:
         verified=f"{RESULTS}/{{dataset}}/verified.json",
     params:
+        raw=lambda w: raw_path(w.dataset),
         bytes=lambda w: DATASETS[w.dataset]["bytes"],
         sha256=lambda w: DATASETS[w.dataset].get("sha256"),
     benchmark:

@@ -7,4 +7,4 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 from memobench.steps import download, run_step
 
 sm = snakemake  # noqa: F821 (injected by Snakemake)
-run_step(sm.log[0], download, sm.output.raw, sm.params.urls, sm.params.bytes, sm.params.sha256)
+run_step(sm.log[0], download, sm.params.raw, sm.params.urls, sm.params.bytes, sm.params.sha256, sm.output.receipt)

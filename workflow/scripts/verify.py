@@ -7,4 +7,4 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 from memobench.steps import run_step, verify_raw
 
 sm = snakemake  # noqa: F821 (injected by Snakemake)
-run_step(sm.log[0], verify_raw, sm.input.raw, sm.output.verified, sm.wildcards.dataset, sm.params.bytes, sm.params.sha256)
+run_step(sm.log[0], verify_raw, sm.params.raw, sm.output.verified, sm.wildcards.dataset, sm.params.bytes, sm.params.sha256)
