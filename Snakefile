@@ -6,7 +6,7 @@ import os
 
 from snakemake.utils import min_version
 
-min_version("8.0")
+min_version("9.0")
 
 
 # Relative to the Snakefile, so `-d elsewhere` still finds the defaults.

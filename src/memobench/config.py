@@ -1,7 +1,10 @@
-"""Config validation with one clear line per problem (jsonschema underneath)."""
+"""Config validation with one clear line per problem (jsonschema underneath),
+the schema's defaults applied, and the checks a schema cannot express."""
 
 from __future__ import annotations
 
+import os
+import re
 from pathlib import Path
 
 import jsonschema
@@ -9,25 +12,90 @@ import yaml
 
 from .errors import ConfigError
 
+# Dataset and variant names become path components under results/.
+SAFE_NAME = r"[A-Za-z0-9][A-Za-z0-9._+-]*"
+# Folders a dataset's results hold beside its variants: a variant must not take these names.
+RESERVED = frozenset({"normalized", "tokens", "fts", "analyze", "segments", "logs"})
+LME_FORMATS = frozenset({"longmemeval"})
+
 
 def _where(path) -> str:
     return ".".join(str(p) for p in path) or "(top level)"
 
 
+def _with_defaults(cls):
+    """A validator class that fills in each property's ``default`` as it validates."""
+    validate_properties = cls.VALIDATORS["properties"]
+
+    def set_defaults(validator, properties, instance, schema):
+        if isinstance(instance, dict):
+            for name, sub in properties.items():
+                if "default" in sub and name not in instance:
+                    instance[name] = sub["default"] if not isinstance(sub["default"], (list, dict)) \
+                        else type(sub["default"])(sub["default"])
+        yield from validate_properties(validator, properties, instance, schema)
+
+    return jsonschema.validators.extend(cls, {"properties": set_defaults})
+
+
 def validate(config: dict, schema_path) -> None:
+    """Check ``config`` against the schema (filling in its defaults), then the
+    rules the schema cannot state; raise one ConfigError line for the first problem."""
     schema = yaml.safe_load(Path(schema_path).read_text(encoding="utf-8"))
-    validator = jsonschema.Draft202012Validator(schema)
+    validator = _with_defaults(jsonschema.Draft202012Validator)(schema)
     errors = sorted(validator.iter_errors(config), key=lambda e: (len(e.path), list(map(str, e.path))))
-    if not errors:
+    if errors:
+        e = errors[0]
+        if e.validator == "additionalProperties":
+            extra = sorted(set(e.instance) - set(e.schema.get("properties", {})))
+            allowed = ", ".join(e.schema.get("properties", {}))
+            what = f"unknown key {', '.join(map(repr, extra))}" + (f" (allowed: {allowed})" if allowed else "")
+        elif e.validator == "required":
+            what = e.message
+        else:
+            what = f"{e.instance!r} is not valid: {e.message}"
+        more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
+        raise ConfigError(f"config: {_where(e.path)}: {what}{more}")
+    check(config)
+
+
+def check(config: dict) -> None:
+    datasets = config["datasets"]
+    config.setdefault("run", list(datasets))
+    for name in config["run"]:
+        if name not in datasets:
+            raise ConfigError(f"config: run lists {name!r}, which is not under datasets")
+    for name, ds in datasets.items():
+        where = f"config: dataset {name!r}"
+        if not re.fullmatch(SAFE_NAME, name):
+            raise ConfigError(f"{where}: a dataset name may hold only letters, digits and ._+- "
+                              f"and must not start with a dot or a symbol")
+        fmt = ds["format"]
+        if fmt != "embedded":
+            for key in ("file", "bytes"):
+                if key not in ds:
+                    raise ConfigError(f"{where}: {key} is required for format {fmt!r}")
+            check_file(config["data_dir"], ds["file"], where)
+        if fmt == "longmemeval_cn":
+            base = ds.get("haystacks_from")
+            if base not in datasets or datasets[base]["format"] not in LME_FORMATS:
+                raise ConfigError(f"{where}: haystacks_from must name a longmemeval-format dataset "
+                                  f"(got {base!r})")
+        for v in ds["variants"]:
+            if not re.fullmatch(SAFE_NAME, v) or v in RESERVED:
+                raise ConfigError(f"{where}: variant name {v!r} is not allowed (letters, digits and ._+- "
+                                  f"only; not one of {', '.join(sorted(RESERVED))})")
+    for v in config.get("variants") or {}:
+        if not re.fullmatch(SAFE_NAME, v) or v in RESERVED:
+            raise ConfigError(f"config: variants: name {v!r} is not allowed (letters, digits and ._+- only; "
+                              f"not one of {', '.join(sorted(RESERVED))})")
+
+
+def check_file(data_dir: str, file: str, where: str) -> None:
+    """A relative ``file`` must stay inside data_dir (an absolute path is a deliberate choice)."""
+    if os.path.isabs(file):
         return
-    e = errors[0]
-    if e.validator == "additionalProperties":
-        extra = sorted(set(e.instance) - set(e.schema.get("properties", {})))
-        allowed = ", ".join(e.schema.get("properties", {}))
-        what = f"unknown key {', '.join(map(repr, extra))}" + (f" (allowed: {allowed})" if allowed else "")
-    elif e.validator == "required":
-        what = e.message
-    else:
-        what = f"{e.instance!r} is not valid: {e.message}"
-    more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
-    raise ConfigError(f"config: {_where(e.path)}: {what}{more}")
+    root = os.path.normpath(os.path.abspath(data_dir))
+    full = os.path.normpath(os.path.abspath(os.path.join(data_dir, file)))
+    if os.path.commonpath([root, full]) != root or full == root:
+        raise ConfigError(f"{where}: file {file!r} leaves data_dir; give a path inside it, or an absolute path")

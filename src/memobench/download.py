@@ -36,6 +36,8 @@ import urllib.request
 from pathlib import Path
 from typing import Callable, Iterable
 
+from .errors import DownloadError
+
 __all__ = ["DownloadError", "fetch", "verify", "main"]
 
 CHUNK_SIZE = 1 << 20  # bytes read / written / hashed at a time
@@ -46,13 +48,6 @@ USER_AGENT = "memobench-download/0.1 (python urllib)"
 
 _SHA256_RE = re.compile(r"[0-9a-f]{64}")
 _CONTENT_RANGE_RE = re.compile(r"bytes\s+(\d+)-(\d+)/(\d+|\*)", re.I)
-
-
-class DownloadError(Exception):
-    """A download or verification failure; ``str()`` is always one line."""
-
-    def __init__(self, message: str):
-        super().__init__(_one_line(message))
 
 
 class _Interrupted(Exception):

@@ -18,6 +18,7 @@ import sqlite3
 from dataclasses import dataclass
 
 from .jsmath import js_log, utf16_key, utf16_len
+from .recipe import Recipe
 from .timewords import date_words, relative_min_time
 from .tokenize import SEQ, STOP_LISTS, TERM_MAX, WINDOWS, joined_tokens
 
@@ -264,30 +265,7 @@ class IndexBackend:
 # --------------------------------------------------------------------------- recipe
 
 
-@dataclass(frozen=True)
-class Recipe:
-    """Everything that decides a question's list (one harness variant)."""
-
-    backend: str = "fts"  # fts | index
-    seq: str = "ascii"  # event / phrase JS tokenizer
-    question_check: str = "seq"  # seq | raw_split (exp.cjs bug)
-    token_check: str = "seq"  # seq | split
-    window: str = "cf"
-    stop: str = "base"
-    weights: str = "idf080"
-    pairs: bool = True
-    fts_limit: int = 500
-    page: int = 10
-    v1_first_list_only: bool = False  # exp.cjs V1 bug
-    final: str = "prepend"  # prepend | drop_p | bonus (exp4 phrase-order loosening)
-    bonus: int = 0  # the bonus b of final = "bonus"
-    n_mode: str = "all"  # all | distinct
-    stems: str = ""  # "" | s1 | s2 (exp5 stem phrases)
-    date_words: bool = False  # exp3 T1/T3: date words appended to the window
-    time_filter: str = ""  # "" | hard (exp3 T2h) | dual (exp3 T2m: T2h final, then the plain final)
-
-    def window_tokens(self, question: str) -> list[str]:
-        return WINDOWS[self.window](question, STOP_LISTS[self.stop])
+# Recipe lives in the registry (recipe.py), which declares each field once.
 
 
 IDF_CAP = 50

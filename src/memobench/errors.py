@@ -14,3 +14,14 @@ class DataError(Exception):
 
 class ConfigError(Exception):
     """A configuration problem, reported in one line."""
+
+
+class DownloadError(Exception):
+    """A download or verification failure; ``str()`` is always one line."""
+
+    def __init__(self, message: str):
+        super().__init__(" ".join(str(message).splitlines()))
+
+
+# What the workflow reports as one ``memobench:`` line instead of a traceback.
+USER_ERRORS = (DataError, DownloadError, ConfigError)

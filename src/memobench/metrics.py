@@ -98,3 +98,61 @@ def compute(outcomes: list[dict], segments: list[list[dict]] | None = None) -> d
 def pct(count: int, n: int, digits: int = 1) -> str:
     """``(100 * count / n).toFixed(digits)`` as the harnesses print it."""
     return to_fixed(100 * count / n, digits) if n else "NaN"
+
+
+# --------------------------------------------------------------------------- merge stage
+
+PROVENANCE_KEY = b"memobench.provenance"
+
+
+def merge_segments(dataset: str, variant_spec: dict, rankings_in, outcomes_in, data_summary,
+                   rankings_out, questions_out, metrics_out, log=print) -> None:
+    """Merge a variant's segments: rankings concatenated in question order, the
+    per-question outcomes (with each list's length, so an evaluated question
+    with an empty list is visible), and the counts recomputed over all
+    questions (never an average of rates)."""
+    import json
+    from pathlib import Path
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    from .tables import write_json, write_table
+
+    rankings = pa.concat_tables([pq.read_table(p) for p in rankings_in])
+    rankings = rankings.sort_by([("q_index", "ascending"), ("rank", "ascending")])
+    seg_tables = [pq.read_table(p).sort_by("q_index") for p in outcomes_in]
+    per_segment = [t.to_pylist() for t in seg_tables]
+    outcomes = [row for seg in per_segment for row in seg]
+    result = compute(outcomes, per_segment)
+
+    # list length per question: 0 for an evaluated question whose list is empty
+    counts = pc.value_counts(rankings.column("q_index")) if rankings.num_rows else []
+    n_ranked = {c["values"]: c["counts"] for c in (counts.to_pylist() if rankings.num_rows else [])}
+    questions = pa.concat_tables([t.replace_schema_metadata(None) for t in seg_tables])
+    questions = questions.append_column(
+        "n_ranked", pa.array([n_ranked.get(q, 0) for q in questions.column("q_index").to_pylist()], pa.int8()))
+    result["empty_lists"] = sum(1 for row in outcomes if row["status"] == "evaluated"
+                                and n_ranked.get(row["q_index"], 0) == 0)
+
+    # where each segment was computed (recorded by the retrieve job)
+    seen = []
+    for t in seg_tables:
+        raw = (t.schema.metadata or {}).get(PROVENANCE_KEY)
+        prov = json.loads(raw) if raw else None
+        if prov not in seen:
+            seen.append(prov)
+    meta = {"dataset": dataset, "variant": variant_spec["name"], "harness": variant_spec["harness"],
+            "description": variant_spec["description"], "recipe": variant_spec["recipe"],
+            "skip_rule": variant_spec["skip"], "baseline": variant_spec.get("baseline", ""),
+            "provenance": seen[0] if len(seen) == 1 else seen,
+            # what normalization counted (date fallbacks, unmatched evidence, ...)
+            "data": {k: v for k, v in json.loads(Path(data_summary).read_text(encoding="utf-8")).items()
+                     if k != "source"}}
+    write_table(rankings_out, rankings)
+    write_table(questions_out, questions)
+    write_json(metrics_out, {**meta, **result})
+    log(f"{dataset} {variant_spec['name']}: {result['questions']} questions, hit@1 {result['hit@1']}, "
+        f"hit@5 {result['hit@5']}, hit@10 {result['hit@10']}, MRR sum {result['mrr_sum']}, "
+        f"{result['empty_lists']} empty lists")

@@ -144,10 +144,42 @@ def plot(runs: list[dict], png_out) -> None:
     commit(tmp, Path(png_out))
 
 
-def build_report(metrics_paths, extra_md, md_out, html_out, png_out, log=print) -> None:
+def provenance_section(manifest_path, runs) -> str:
+    """What produced the results, once: the environment of the runs (a run
+    computed with another SQLite, Python or library version is named), and the
+    package source fingerprints with how many runs used each."""
+    envs: dict[str, list[str]] = {}
+    sources: dict[str, int] = {}
+    for r in runs:
+        provs = r.get("provenance")
+        for prov in (provs if isinstance(provs, list) else [provs]):
+            prov = dict(prov or {})
+            src = prov.pop("source", "unknown")
+            sources[src] = sources.get(src, 0) + 1
+            envs.setdefault(json.dumps(prov, sort_keys=True), []).append(f"{r['dataset']}/{r['variant']}")
+    if not envs and manifest_path is not None:
+        prov = dict(json.loads(Path(manifest_path).read_text(encoding="utf-8")).get("provenance", {}))
+        sources[prov.pop("source", "unknown")] = 0
+        envs[json.dumps(prov, sort_keys=True)] = []
+    if not envs:
+        return ""
+    lines = ["\n## Provenance\n"]
+    ordered = sorted(envs.items(), key=lambda kv: -len(kv[1]))
+    for n, (env, names) in enumerate(ordered):
+        if n:
+            lines.append(f"\nAlso computed with other versions: {', '.join(names)}\n")
+        lines += ["| what | version |", "|---|---|"]
+        lines += [f"| {k} | {v} |" for k, v in json.loads(env).items()]
+    lines.append("\nPackage source fingerprint(s): "
+                 + ", ".join(f"`{src}` ({k} runs)" for src, k in sorted(sources.items())))
+    return "\n".join(lines) + "\n"
+
+
+def build_report(metrics_paths, extra_md, md_out, html_out, png_out, manifest_path=None, log=print) -> None:
     runs = [json.loads(Path(p).read_text(encoding="utf-8")) for p in metrics_paths]
     md = markdown(runs)
     md += variant_table(runs)
+    md += provenance_section(manifest_path, runs)
     for p in extra_md:
         md += "\n" + Path(p).read_text(encoding="utf-8")
     write_text(md_out, md)

@@ -1,25 +1,136 @@
-"""The pipeline's stages as plain functions, plus the wrapper the workflow
-scripts use: progress goes to the rule's log, bad input ends the job with one
-line on stderr (and in the log), never a traceback."""
+"""The one adapter between the workflow's rules and the package.
+
+Every rule runs ``workflow/scripts/stage.py``, which calls :func:`run` with
+Snakemake's job object. :func:`run` finds the stage registered under the
+rule's name, checks that the rule gives exactly the named inputs, outputs and
+params the stage declares (a renamed or missing name is a bug caught on the
+first run, not a silently wrong positional argument), opens the rule's log and
+calls the stage with a :class:`Job`.
+
+Each stage imports the modules it needs inside its body: the workflow derives
+each stage's code fingerprint from exactly those imports (``fingerprint.py``),
+so an edit reruns the stages that use the edited code and nothing else.
+"""
 
 from __future__ import annotations
 
+import errno
 import json
 import sys
 import traceback
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
-import pyarrow.parquet as pq
-
-from .download import DownloadError, fetch, verify
-from .errors import ConfigError, DataError
+from .errors import USER_ERRORS
 from .tables import write_json
 
-USER_ERRORS = (DataError, DownloadError, ConfigError)
+# Params every rule may carry for Snakemake's rerun triggers only.
+TRIGGER_PARAMS = frozenset({"code", "stamp"})
 
 
-def run_step(log_path, func, *args, **kwargs):
-    """Run one stage with its log; exit 1 with one line on a user-facing error."""
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    func: Callable
+    inputs: frozenset[str]
+    optional_inputs: frozenset[str]
+    outputs: frozenset[str]
+    params: frozenset[str]
+
+
+STAGES: dict[str, Stage] = {}
+
+
+def stage(name: str, *, inputs=(), optional=(), outputs=(), params=()):
+    """Register ``func`` as the stage that rule ``name`` runs."""
+
+    def register(func):
+        STAGES[name] = Stage(name, func, frozenset(inputs), frozenset(optional), frozenset(outputs),
+                             frozenset(params))
+        return func
+
+    return register
+
+
+class Names:
+    """Read-only attribute access to one kind of a job's named files or values."""
+
+    def __init__(self, kind: str, values: dict):
+        self._kind, self._values = kind, dict(values)
+
+    def __getattr__(self, name):
+        try:
+            return self._values[name]
+        except KeyError:
+            raise AttributeError(f"no {self._kind} named {name!r}") from None
+
+    def get(self, name, default=None):
+        return self._values.get(name, default)
+
+    def __contains__(self, name) -> bool:
+        return name in self._values
+
+
+@dataclass(frozen=True)
+class Job:
+    input: Names
+    output: Names
+    params: Names
+    wildcards: Names
+    log: Callable[[str], None]
+
+
+def _named(items) -> dict:
+    """Snakemake's Namedlist as {name: value}; a name bound to several files gives a list."""
+    out = {}
+    for name in items.keys():
+        value = items[name] if not hasattr(items, "_names") else getattr(items, name)
+        out[name] = list(value) if isinstance(value, list) else value
+    return out
+
+
+def check_names(st: Stage, inputs, outputs, params) -> list[str]:
+    """What a rule gives that its stage does not declare, or lacks that it does."""
+    problems = []
+    for kind, given, required, allowed in (
+        ("input", set(inputs), st.inputs, st.inputs | st.optional_inputs),
+        ("output", set(outputs), st.outputs, st.outputs),
+        ("params", set(params) - TRIGGER_PARAMS, st.params, st.params),
+    ):
+        for n in sorted(required - given):
+            problems.append(f"missing {kind} {n!r}")
+        for n in sorted(given - allowed):
+            problems.append(f"undeclared {kind} {n!r}")
+    return problems
+
+
+def environment_message(e: OSError) -> str | None:
+    """One line for an ordinary environment failure, with the advice that fits."""
+    where = e.filename or "a file"
+    if e.errno == errno.ENOSPC:
+        return f"{where}: no space left on device; free some space and rerun (finished outputs are kept)"
+    if e.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return f"{where}: not writable ({e.strerror}); check the permissions of results/ and data_dir"
+    if e.errno == errno.EDQUOT:
+        return f"{where}: disk quota exceeded; free some space and rerun"
+    return None
+
+
+def run(smk) -> None:
+    """Run the stage registered under the rule's name (called by the workflow's script)."""
+    st = STAGES.get(smk.rule)
+    if st is None:
+        sys.exit(f"memobench: internal error: no stage registered for rule {smk.rule!r}")
+    inputs, outputs, params = _named(smk.input), _named(smk.output), _named(smk.params)
+    problems = check_names(st, inputs, outputs, params)
+    if problems:
+        sys.exit(f"memobench: internal error: rule {smk.rule!r} does not match its stage: {'; '.join(problems)}")
+    run_logged(smk.log[0], st.func, inputs, outputs, params, dict(smk.wildcards.items()))
+
+
+def run_logged(log_path, func, inputs: dict, outputs: dict, params: dict, wildcards: dict) -> None:
+    """Run one stage with its log; exit 1 with one line on a user-facing or environment error."""
     Path(log_path).parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "w", encoding="utf-8") as logf:
 
@@ -27,121 +138,172 @@ def run_step(log_path, func, *args, **kwargs):
             logf.write(msg + "\n")
             logf.flush()
 
+        def fail(msg: str) -> None:
+            log(f"ERROR: {msg}")
+            print(f"memobench: {msg}", file=sys.stderr)
+            sys.exit(1)
+
+        job = Job(Names("input", inputs), Names("output", outputs), Names("params", params),
+                  Names("wildcard", wildcards), log)
         try:
-            return func(*args, log=log, **kwargs)
+            func(job)
         except USER_ERRORS as e:
-            log(f"ERROR: {e}")
-            print(f"memobench: {e}", file=sys.stderr)
-            sys.exit(1)
+            fail(str(e))
+        except OSError as e:
+            msg = environment_message(e)
+            if msg is None:
+                raise_internal(logf, log_path, e)
+            fail(msg)
         except Exception as e:  # a bug: keep the traceback in the log
-            logf.write(traceback.format_exc())
-            logf.flush()
-            print(f"memobench: internal error {type(e).__name__}: {e} (traceback in {log_path})", file=sys.stderr)
-            sys.exit(1)
+            raise_internal(logf, log_path, e)
 
 
-def download(dest, urls, expected_bytes, sha256, receipt, log=print):
-    """Fetch ``dest`` unless it is already there (the verify stage judges a file
-    that is there: a wrong one is reported, never replaced or deleted)."""
-    dest = Path(dest)
+def raise_internal(logf, log_path, e: BaseException) -> None:
+    logf.write(traceback.format_exc())
+    logf.flush()
+    print(f"memobench: internal error {type(e).__name__}: {e} (traceback in {log_path})", file=sys.stderr)
+    sys.exit(1)
+
+
+# --------------------------------------------------------------------------- stages
+
+
+@stage("download", outputs=["receipt"], params=["raw", "urls", "bytes", "sha256"])
+def download(job: Job) -> None:
+    """Fetch the raw file unless it is already there (the verify stage judges a
+    file that is there: a wrong one is reported, never replaced or deleted)."""
+    from .download import fetch
+
+    p, dest = job.params, Path(job.params.raw)
     if dest.exists():
-        log(f"{dest}: present ({dest.stat().st_size} bytes), not downloaded")
+        job.log(f"{dest}: present ({dest.stat().st_size} bytes), not downloaded")
     else:
-        fetch(urls, dest, expected_bytes, sha256=sha256, log=log)
-    write_json(receipt, {"file": str(dest.resolve())})
+        fetch(p.urls, dest, p.bytes, sha256=p.sha256, log=job.log)
+    write_json(job.output.receipt, {"file": str(dest.resolve())})
 
 
-def verify_raw(raw, out, name, expected_bytes, sha256, log=print):
-    log(f"verifying {raw}: expecting {expected_bytes} bytes" + (f" and sha256 {sha256}" if sha256 else ""))
-    digest = verify(raw, expected_bytes, sha256)
+@stage("verify", inputs=["receipt", "raw"], outputs=["verified"], params=["bytes", "sha256"])
+def verify(job: Job) -> None:
+    from .download import verify as verify_file
+    from .provenance import file_stamp
+
+    raw, p = job.input.raw, job.params
+    job.log(f"verifying {raw}: expecting {p.bytes} bytes" + (f" and sha256 {p.sha256}" if p.sha256 else ""))
+    digest = verify_file(raw, p.bytes, p.sha256)
     size = Path(raw).stat().st_size
-    log(f"ok: {size} bytes, sha256 {digest}")
-    write_json(out, {"dataset": name, "file": str(raw), "bytes": size, "sha256": digest,
-                     "sha256_checked": bool(sha256)})
+    job.log(f"ok: {size} bytes, sha256 {digest}")
+    write_json(job.output.verified, {"dataset": job.wildcards.dataset, "file": str(raw), "bytes": size,
+                                     "sha256": digest, "sha256_checked": bool(p.sha256),
+                                     "stamp": file_stamp(raw)})
 
 
-def manifest(inputs, out, log=print):
-    entries = [json.loads(Path(p).read_text(encoding="utf-8")) for p in inputs]
-    write_json(out, {"files": entries})
-    log(f"manifest: {len(entries)} files")
+@stage("manifest", inputs=["verified"], outputs=["manifest"])
+def manifest(job: Job) -> None:
+    from .provenance import provenance
+
+    paths = job.input.verified if isinstance(job.input.verified, list) else [job.input.verified]
+    entries = [json.loads(Path(p).read_text(encoding="utf-8")) for p in paths]
+    write_json(job.output.manifest, {"provenance": provenance(), "files": entries})
+    job.log(f"manifest: {len(entries)} files")
 
 
-def normalize(fmt, raw, out_dir, summary, base_dir=None, lenient=False, log=print):
+@stage("normalize", optional=["verified", "base_questions"],
+       outputs=["questions", "haystacks", "sessions", "events", "summary"], params=["raw", "format", "lenient"])
+def normalize(job: Job) -> None:
     from . import normalize as nz
 
-    if fmt == "longmemeval":
-        stats = nz.normalize_longmemeval(raw, out_dir, log=log, lenient=lenient)
-    elif fmt == "locomo":
-        stats = nz.normalize_locomo(raw, out_dir, log=log)
-    elif fmt == "longmemeval_cn":
-        stats = nz.normalize_cn(raw, base_dir, out_dir, log=log)
-    elif fmt == "embedded":
-        stats = nz.normalize_zh(out_dir, log=log)
-    else:
-        raise ConfigError(f"no normalizer for format {fmt!r}")
-    log(json.dumps(stats))
-    write_json(summary, {"format": fmt, "source": str(raw) if raw else "embedded", **stats})
+    p, out_dir = job.params, str(Path(job.output.summary).parent)
+    readers = {
+        "longmemeval": lambda: nz.normalize_longmemeval(p.raw, out_dir, log=job.log, lenient=p.lenient),
+        "locomo": lambda: nz.normalize_locomo(p.raw, out_dir, log=job.log),
+        "longmemeval_cn": lambda: nz.normalize_cn(p.raw, str(Path(job.input.base_questions).parent), out_dir,
+                                                  log=job.log),
+        "embedded": lambda: nz.normalize_zh(out_dir, log=job.log),
+    }
+    stats = readers[p.format]()
+    # CN rows search another dataset's haystacks: their own tables stay empty
+    from .tables import TABLES, write_table
+
+    for name, schema in TABLES.items():
+        if not Path(getattr(job.output, name)).exists():
+            write_table(getattr(job.output, name), schema.empty_table())
+    job.log(json.dumps(stats))
+    write_json(job.output.summary, {"format": p.format, "source": str(p.raw) if p.raw else "embedded", **stats})
 
 
-def tokens(events, seq_name, out, log=print):
+@stage("tokens", inputs=["events"], outputs=["tokens"])
+def tokens(job: Job) -> None:
     from .retrieval import write_tokens
 
-    write_tokens(events, seq_name, out, log=log)
+    write_tokens(job.input.events, job.wildcards.seq, job.output.tokens, log=job.log)
 
 
-def fts_index(haystacks, events, out, log=print):
+@stage("fts_index", inputs=["haystacks", "events"], outputs=["index"])
+def fts_index(job: Job) -> None:
     from .ftsindex import build_index
 
-    stats = build_index(haystacks, events, out, log=log)
-    log(f"fts index: {stats}")
+    stats = build_index(job.input.haystacks, job.input.events, job.output.index, log=job.log)
+    job.log(f"fts index: {stats}")
 
 
-def retrieve(variant_spec, questions, haystacks, events, tokens_path, fts_index_path, segment, n_segments,
-             rankings, outcomes, log=print):
+@stage("retrieve", inputs=["questions", "haystacks", "events", "tokens"], optional=["fts_index"],
+       outputs=["rankings", "outcomes"], params=["variant", "segment", "n_segments"])
+def retrieve(job: Job) -> None:
+    import pyarrow.parquet as pq
+
+    from .metrics import PROVENANCE_KEY
+    from .provenance import provenance
     from .retrieval import write_segment
+    from .tables import write_table
     from .variants import from_spec
 
-    variant = from_spec(variant_spec)
-    write_segment(variant, questions, haystacks, events, segment, n_segments, rankings, outcomes, log=log,
-                  tokens_path=tokens_path, fts_index_path=fts_index_path)
+    i, o, p = job.input, job.output, job.params
+    write_segment(from_spec(p.variant), i.questions, i.haystacks, i.events, p.segment, p.n_segments,
+                  o.rankings, o.outcomes, log=job.log, tokens_path=i.tokens, fts_index_path=i.get("fts_index"))
+    # where this segment was computed (SQLite and the rest), for metrics.json
+    outcomes = pq.read_table(o.outcomes)
+    write_table(o.outcomes, outcomes.replace_schema_metadata(
+        {PROVENANCE_KEY: json.dumps(provenance(), sort_keys=True)}))
 
 
-def merge(dataset, variant_spec, rankings_in, outcomes_in, data_summary, rankings_out, metrics_out, log=print):
-    from . import metrics
-    from .retrieval import concat_segments
-    from .tables import write_table
+@stage("merge", inputs=["rankings", "outcomes", "data_summary"], outputs=["rankings", "questions", "metrics"],
+       params=["variant"])
+def merge(job: Job) -> None:
+    from .metrics import merge_segments
 
-    rankings = concat_segments(rankings_in)
-    per_segment = [pq.read_table(p).sort_by("q_index").to_pylist() for p in outcomes_in]
-    outcomes = [row for seg in per_segment for row in seg]
-    result = metrics.compute(outcomes, per_segment)
-    meta = {"dataset": dataset, "variant": variant_spec["name"], "harness": variant_spec["harness"],
-            "description": variant_spec["description"], "recipe": variant_spec["recipe"],
-            "skip_rule": variant_spec["skip"], "baseline": variant_spec.get("baseline", ""),
-            # what normalization counted (date fallbacks, unmatched evidence, ...)
-            "data": {k: v for k, v in json.loads(Path(data_summary).read_text(encoding="utf-8")).items()
-                     if k != "source"}}
-    write_table(rankings_out, rankings)
-    write_json(metrics_out, {**meta, **result})
-    log(f"{dataset} {variant_spec['name']}: {result['questions']} questions, hit@1 {result['hit@1']}, "
-        f"hit@5 {result['hit@5']}, hit@10 {result['hit@10']}, MRR sum {result['mrr_sum']}")
+    i, o = job.input, job.output
+    merge_segments(job.wildcards.dataset, job.params.variant, i.rankings, i.outcomes, i.data_summary,
+                   o.rankings, o.questions, o.metrics, log=job.log)
 
 
-def report(metrics_paths, extra_md, md_out, html_out, png_out, log=print):
-    from .report import build_report
+@stage("analyze", inputs=["questions", "haystacks", "events", "tokens"], optional=["fts_index"],
+       outputs=["rows", "summary", "md"])
+def analyze(job: Job) -> None:
+    from .analyze import run_analyze
 
-    build_report(metrics_paths, extra_md, md_out, html_out, png_out, log=log)
+    i, o = job.input, job.output
+    run_analyze(i.questions, i.haystacks, i.events, o.rows, o.summary, o.md, job.wildcards.dataset,
+                i.tokens, i.get("fts_index"), log=job.log)
 
 
-def falsify(dataset, metrics_paths, json_out, md_out, log=print):
+@stage("falsify", inputs=["metrics"], outputs=["json", "md"])
+def falsify(job: Job) -> None:
     from .falsifier import compare, markdown
     from .tables import write_text
 
     metrics = {}
-    for p in metrics_paths:
-        m = json.loads(Path(p).read_text(encoding="utf-8"))
+    for path in job.input.metrics:
+        m = json.loads(Path(path).read_text(encoding="utf-8"))
         metrics[m["variant"]] = m
     rows = compare(metrics)
-    write_json(json_out, {"dataset": dataset, "comparisons": rows})
-    write_text(md_out, markdown(dataset, rows))
-    log(f"falsifier {dataset}: {len(rows)} comparisons")
+    write_json(job.output.json, {"dataset": job.wildcards.dataset, "comparisons": rows})
+    write_text(job.output.md, markdown(job.wildcards.dataset, rows))
+    job.log(f"falsifier {job.wildcards.dataset}: {len(rows)} comparisons")
+
+
+@stage("report", inputs=["metrics", "extras", "manifest"], outputs=["md", "html", "plot"])
+def report(job: Job) -> None:
+    from .report import build_report
+
+    i, o = job.input, job.output
+    build_report(i.metrics, i.extras, o.md, o.html, o.plot, manifest_path=i.manifest, log=job.log)

@@ -9,10 +9,10 @@ its published number, the variant keeps it and its description says so.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, replace
 
-from .engine import WEIGHTS, Recipe
 from .errors import ConfigError
+from .recipe import Recipe, validate
 
 FAMILIES = ("s", "m", "locomo", "cn", "zh")
 LME = frozenset({"s", "m"})
@@ -184,15 +184,14 @@ def resolve(name: str, family: str, custom: dict | None = None) -> Variant:
     ``variants`` section: name -> {base, recipe, description})."""
     custom = custom or {}
     if name in custom:
+        if name in known_variants():
+            # results/{dataset}/{name} would silently hold other numbers under a built-in's label
+            raise ConfigError(f"variant {name!r}: a user variant cannot take the name of a built-in one; "
+                              f"choose another name")
         entry = custom[name]
         base = resolve(entry["base"], family, {k: v for k, v in custom.items() if k != name})
         over = entry.get("recipe") or {}
-        unknown = set(over) - {f.name for f in fields(Recipe)}
-        if unknown:
-            raise ConfigError(f"variant {name!r}: unknown recipe field(s) {', '.join(sorted(unknown))}")
-        if "weights" in over and over["weights"] not in WEIGHTS:
-            raise ConfigError(f"variant {name!r}: unknown weights {over['weights']!r}; "
-                              f"known: {', '.join(sorted(WEIGHTS))}")
+        validate(over, f"variant {name!r}")
         v = with_recipe(base, **over)
         return replace(v, name=name, baseline=base.name,
                        description=entry.get("description", f"{base.name} with {over}"))

@@ -1,15 +1,16 @@
-# analyze.cjs: miss decomposition and oracle ceilings, one table per dataset.
+# analyze.cjs: miss decomposition and oracle ceilings, one table per dataset;
+# it reads the tokens and index of the package's own analyze.RECIPE.
 
 
 rule analyze:
     input:
-        unpack(retrieve_inputs),
+        unpack(analyze_inputs),
     output:
         rows=f"{RESULTS}/{{dataset}}/analyze/questions.parquet",
         summary=f"{RESULTS}/{{dataset}}/analyze/summary.json",
         md=f"{RESULTS}/{{dataset}}/analyze/analyze.md",
     params:
-        code=code_hash("analyze", "engine", "tokenize", "jsmath", "retrieval"),
+        code=code("analyze"),
     benchmark:
         f"{RESULTS}/logs/benchmarks/analyze/{{dataset}}.tsv"
     log:
@@ -17,21 +18,21 @@ rule analyze:
     conda:
         "../../envs/memobench.yaml"
     script:
-        "../scripts/analyze.py"
+        STAGE_SCRIPT
 
 
 # The M direction check: experiment variants against their baselines, per segment.
 rule falsify:
     input:
-        metrics=lambda w: [f"{RESULTS}/{w.dataset}/{v}/metrics.json" for v in DATASETS[w.dataset]["variants"]],
+        metrics=lambda w: [f"{RESULTS}/{w.dataset}/{v}/metrics.json" for v in DATASETS[dataset_of(w)]["variants"]],
     output:
         json=f"{RESULTS}/{{dataset}}/falsifier.json",
         md=f"{RESULTS}/{{dataset}}/falsifier.md",
     params:
-        code=code_hash("falsifier"),
+        code=code("falsify"),
     log:
         f"{RESULTS}/logs/falsify/{{dataset}}.log",
     conda:
         "../../envs/memobench.yaml"
     script:
-        "../scripts/falsify.py"
+        STAGE_SCRIPT

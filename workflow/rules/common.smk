@@ -1,24 +1,22 @@
 # Config validation, input functions and helpers shared by all rules.
 
-import hashlib
 import os
 import re
-from pathlib import Path
-
 import sys
-
 
 sys.path.insert(0, os.path.join(workflow.basedir, "src"))  # the package, installed or not
 
-import memobench
-from memobench.config import validate
+from memobench.analyze import RECIPE as ANALYZE_RECIPE
+from memobench.config import RESERVED, SAFE_NAME, validate
 from memobench.errors import ConfigError
+from memobench.fingerprint import stage_fingerprint
+from memobench.provenance import file_stamp
+from memobench.recipe import FIELDS
 from memobench.variants import resolve, to_spec
 
 
-
-def _config_error(msg):
-    # One clear line, no traceback and no schema dump.
+def fail(msg):
+    """One clear `memobench:` line naming the fix, no traceback and no schema dump."""
     print(f"memobench: {msg}", file=sys.stderr)
     sys.exit(1)
 
@@ -26,26 +24,22 @@ def _config_error(msg):
 try:
     validate(config, os.path.join(workflow.basedir, "workflow", "schemas", "config.schema.yaml"))
 except ConfigError as e:
-    _config_error(str(e))
+    fail(str(e))
 
 DATA_DIR = config["data_dir"]
 DATASETS = config["datasets"]
-CUSTOM_VARIANTS = config.get("variants") or {}
-RUN = config.get("run", list(DATASETS))
+CUSTOM_VARIANTS = config["variants"]
+RUN = config["run"]
 RESULTS = "results"
-PKG_DIR = Path(memobench.__file__).parent
+STAGE_SCRIPT = "../scripts/stage.py"  # every rule runs it (relative to this folder)
 DEFAULT_FAMILY = {"longmemeval": "s", "locomo": "locomo", "longmemeval_cn": "cn", "embedded": "zh"}
 
 
-for _name in RUN:
-    if _name not in DATASETS:
-        _config_error(f"config: run lists {_name!r}, which is not under datasets")
-for _name, _ds in DATASETS.items():
-    if _ds["format"] == "longmemeval_cn" and _ds.get("haystacks_from") not in DATASETS:
-        _config_error(f"config: dataset {_name!r}: haystacks_from must name a longmemeval dataset")
-    for _key in ("file", "bytes"):
-        if _ds["format"] != "embedded" and _key not in _ds:
-            _config_error(f"config: dataset {_name!r}: {_key} is required for format {_ds['format']!r}")
+def code(stage):
+    """The stage's code fingerprint: its module import closure and the script
+    (src/memobench/fingerprint.py). A params entry, so an edit reruns exactly
+    the stages that run the edited code, and what follows them."""
+    return stage_fingerprint(stage, os.path.join(workflow.basedir, "workflow", "scripts", "stage.py"))
 
 
 def family(ds):
@@ -56,11 +50,11 @@ def variant_spec(ds, name):
     try:
         return to_spec(resolve(name, family(ds), CUSTOM_VARIANTS))
     except ConfigError as e:
-        _config_error(f"config: dataset {ds!r}: {e}")
+        fail(f"config: dataset {ds!r}: {e}")
 
 
 # Resolve every configured variant now, so a bad name fails before any job runs.
-VARIANT_SPECS = {ds: {v: variant_spec(ds, v) for v in DATASETS[ds].get("variants", [])} for ds in DATASETS}
+VARIANT_SPECS = {ds: {v: variant_spec(ds, v) for v in DATASETS[ds]["variants"]} for ds in DATASETS}
 
 
 def raw_path(ds):
@@ -68,20 +62,45 @@ def raw_path(ds):
     return f if os.path.isabs(f) else os.path.join(DATA_DIR, f)
 
 
-def code_hash(*modules):
-    """Hash of the package modules a rule runs; a params entry, so editing
-    them reruns exactly the rules that use them (and what follows)."""
-    h = hashlib.sha256()
-    for m in modules:
-        h.update((PKG_DIR / f"{m}.py").read_bytes())
-    return h.hexdigest()[:16]
+def receipt_path(ds):
+    return f"{RESULTS}/{ds}/raw.json"
 
 
-NORMALIZE_CODE = code_hash("normalize", "tables", "dates", "jsmath", "errors")
-RETRIEVE_CODE = code_hash("engine", "tokenize", "jsmath", "variants", "retrieval", "stemmer", "timewords")
-TOKENS_CODE = code_hash("tokenize", "retrieval", "tables")
-FTS_INDEX_CODE = code_hash("ftsindex", "tables")
-MERGE_CODE = code_hash("metrics", "retrieval", "steps")
+# A receipt whose raw file has gone (deleted or moved by hand) is dropped, so
+# the download stage fetches the file again instead of verify failing on it.
+for _ds, _cfg in DATASETS.items():
+    if _cfg["format"] != "embedded" and os.path.exists(receipt_path(_ds)) and not os.path.exists(raw_path(_ds)):
+        print(f"memobench: {raw_path(_ds)} is gone; it will be downloaded again", file=sys.stderr)
+        os.remove(receipt_path(_ds))
+
+
+# --------------------------------------------------------------------------- targets
+# Every target either runs or fails in one line that names the fix.
+
+
+def dataset_of(w):
+    ds = w.dataset
+    if ds not in DATASETS:
+        fail(f"{RESULTS}/{ds}/...: dataset {ds!r} is not configured (configured: {', '.join(DATASETS)}); "
+             f"add it under datasets in config.yaml or a --configfile overlay")
+    return ds
+
+
+def variant_of(w):
+    ds = dataset_of(w)
+    if w.variant not in VARIANT_SPECS[ds]:
+        fail(f"{RESULTS}/{ds}/{w.variant}/...: variant {w.variant!r} is not listed for dataset {ds!r} "
+             f"(listed: {', '.join(VARIANT_SPECS[ds]) or 'none'}); add it to datasets.{ds}.variants")
+    return VARIANT_SPECS[ds][w.variant]
+
+
+def segment_of(w):
+    n = DATASETS[dataset_of(w)]["segments"]
+    i = int(w.segment[3:])
+    if not 1 <= i <= n:
+        fail(f"{RESULTS}/{w.dataset}/{w.variant}/segments/{w.segment}...: dataset {w.dataset!r} has "
+             f"{n} segment(s): seg1..seg{n}")
+    return i
 
 
 def norm_dir(ds):
@@ -94,7 +113,7 @@ def base_dataset(ds):
 
 
 def segments(ds):
-    return [f"seg{i}" for i in range(1, DATASETS[ds].get("segments", 1) + 1)]
+    return [f"seg{i}" for i in range(1, DATASETS[ds]["segments"] + 1)]
 
 
 def segment_files(ds, variant, suffix=".parquet"):
@@ -102,7 +121,7 @@ def segment_files(ds, variant, suffix=".parquet"):
 
 
 def run_pairs():
-    return [(ds, v) for ds in RUN for v in DATASETS[ds].get("variants", [])]
+    return [(ds, v) for ds in RUN for v in DATASETS[ds]["variants"]]
 
 
 def falsified_datasets():
@@ -116,34 +135,46 @@ def falsified_datasets():
 
 
 def report_extras():
-    return [f"{RESULTS}/{ds}/analyze/analyze.md" for ds in RUN if DATASETS[ds].get("analyze")] + [
+    return [f"{RESULTS}/{ds}/analyze/analyze.md" for ds in RUN if DATASETS[ds]["analyze"]] + [
         f"{RESULTS}/{ds}/falsifier.md" for ds in falsified_datasets()
     ]
 
 
 def verified_files():
-    return [f"{RESULTS}/{ds}/verified.json" for ds in RUN if DATASETS[ds]["format"] != "embedded"] + [
-        f"{RESULTS}/{base_dataset(ds)}/verified.json" for ds in RUN if base_dataset(ds) != ds
-    ]
+    needed = [ds for ds in RUN if DATASETS[ds]["format"] != "embedded"]
+    needed += [base_dataset(ds) for ds in RUN if base_dataset(ds) != ds]
+    return [f"{RESULTS}/{ds}/verified.json" for ds in dict.fromkeys(needed)]
 
 
 TABLE_NAMES = ["questions", "haystacks", "sessions", "events"]
 
 
+# --------------------------------------------------------------------------- input functions
+
+
+def raw_file(w):
+    """The raw file, known only once the download checkpoint has run: verify
+    takes it as an input (never an output, so no rerun can delete it), and a
+    replaced file reruns verify and everything that follows."""
+    checkpoints.download.get(dataset=dataset_of(w))
+    return raw_path(w.dataset)
+
+
 def normalize_inputs(w):
-    ds = w.dataset
-    inputs = {"verified": f"{RESULTS}/{ds}/verified.json"}
-    if DATASETS[ds]["format"] == "longmemeval_cn":
+    ds = dataset_of(w)
+    fmt = DATASETS[ds]["format"]
+    inputs = {} if fmt == "embedded" else {"verified": f"{RESULTS}/{ds}/verified.json"}
+    if fmt == "longmemeval_cn":
         inputs["base_questions"] = f"{norm_dir(base_dataset(ds))}/questions.parquet"
     return inputs
 
 
-def retrieve_inputs(w):
-    """A retrieve (or analyze) job's inputs; the FTS index only for the FTS backend."""
-    base = base_dataset(w.dataset)
-    recipe = VARIANT_SPECS[w.dataset][w.variant]["recipe"] if "variant" in w.keys() else {"seq": "ascii", "backend": "fts"}
+def search_inputs(ds, recipe):
+    """What a job that ranks a dataset's questions under ``recipe`` reads; the
+    FTS index only for the FTS backend."""
+    base = base_dataset(ds)
     inputs = {
-        "questions": f"{norm_dir(w.dataset)}/questions.parquet",
+        "questions": f"{norm_dir(ds)}/questions.parquet",
         "haystacks": f"{norm_dir(base)}/haystacks.parquet",
         "events": f"{norm_dir(base)}/events.parquet",
         "tokens": f"{RESULTS}/{base}/tokens/{recipe['seq']}.parquet",
@@ -153,11 +184,30 @@ def retrieve_inputs(w):
     return inputs
 
 
+def retrieve_inputs(w):
+    segment_of(w)
+    return search_inputs(w.dataset, variant_of(w)["recipe"])
+
+
+def analyze_inputs(w):
+    return search_inputs(dataset_of(w), {"seq": ANALYZE_RECIPE.seq, "backend": ANALYZE_RECIPE.backend})
+
+
+def merge_inputs(w):
+    variant_of(w)
+    return {
+        "rankings": segment_files(w.dataset, w.variant),
+        "outcomes": segment_files(w.dataset, w.variant, ".questions.parquet"),
+        "data_summary": f"{norm_dir(w.dataset)}/summary.json",
+    }
+
+
+# a reserved folder name is never a variant or dataset (the wildcard is always followed by "/")
+_NAME = "(?!(?:" + "|".join(sorted(RESERVED)) + ")/)" + SAFE_NAME
+
+
 wildcard_constraints:
-    dataset="|".join(re.escape(d) for d in DATASETS),
+    dataset=_NAME,
+    variant=_NAME,
     segment=r"seg[0-9]+",
-    seq="ascii|cjkr|zh|exp6|prod",
-
-
-wildcard_constraints:
-    variant="|".join(re.escape(v) for specs in VARIANT_SPECS.values() for v in specs) or "^$",
+    seq="|".join(FIELDS["seq"].metadata["choices"]),

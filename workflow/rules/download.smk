@@ -3,17 +3,19 @@
 # count. The raw file is deliberately not a Snakemake output (only the receipt
 # is): Snakemake deletes the outputs of a job before rerunning it, and a
 # multi-GB download or a file placed by hand must never be deleted by a rerun,
-# --forceall, or a change to this rule's code.
+# --forceall, or a change to this rule's code. It is a checkpoint so that the
+# verify rule can take the raw file itself as an input once it exists.
 
 
-rule download:
+checkpoint download:
     output:
         receipt=f"{RESULTS}/{{dataset}}/raw.json",
     params:
-        raw=lambda w: raw_path(w.dataset),
+        raw=lambda w: raw_path(dataset_of(w)),
         urls=lambda w: DATASETS[w.dataset].get("urls", []),
         bytes=lambda w: DATASETS[w.dataset]["bytes"],
         sha256=lambda w: DATASETS[w.dataset].get("sha256"),
+        code=code("download"),
     log:
         f"{RESULTS}/logs/download/{{dataset}}.log",
     resources:
@@ -21,4 +23,4 @@ rule download:
     conda:
         "../../envs/memobench.yaml"
     script:
-        "../scripts/download.py"
+        STAGE_SCRIPT

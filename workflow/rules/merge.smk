@@ -1,18 +1,18 @@
-# Merge a variant's segments: rankings concatenated in question order, counts
-# and sums recomputed over all questions (never an average of rates).
+# Merge a variant's segments: rankings concatenated in question order, the
+# per-question outcomes (with each list's length), and the counts and sums
+# recomputed over all questions (never an average of rates).
 
 
 rule merge:
     input:
-        rankings=lambda w: segment_files(w.dataset, w.variant),
-        outcomes=lambda w: segment_files(w.dataset, w.variant, ".questions.parquet"),
-        data_summary=lambda w: f"{norm_dir(w.dataset)}/summary.json",
+        unpack(merge_inputs),
     output:
         rankings=f"{RESULTS}/{{dataset}}/{{variant}}/rankings.parquet",
+        questions=f"{RESULTS}/{{dataset}}/{{variant}}/questions.parquet",
         metrics=f"{RESULTS}/{{dataset}}/{{variant}}/metrics.json",
     params:
-        variant=lambda w: VARIANT_SPECS[w.dataset][w.variant],
-        code=MERGE_CODE,
+        variant=variant_of,
+        code=code("merge"),
     benchmark:
         f"{RESULTS}/logs/benchmarks/merge/{{dataset}}/{{variant}}.tsv"
     log:
@@ -20,4 +20,4 @@ rule merge:
     conda:
         "../../envs/memobench.yaml"
     script:
-        "../scripts/merge.py"
+        STAGE_SCRIPT

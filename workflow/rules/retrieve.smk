@@ -9,7 +9,7 @@ rule tokens:
     output:
         tokens=f"{RESULTS}/{{dataset}}/tokens/{{seq}}.parquet",
     params:
-        code=TOKENS_CODE,
+        code=code("tokens"),
     benchmark:
         f"{RESULTS}/logs/benchmarks/tokens/{{dataset}}/{{seq}}.tsv"
     log:
@@ -17,7 +17,7 @@ rule tokens:
     conda:
         "../../envs/memobench.yaml"
     script:
-        "../scripts/tokens.py"
+        STAGE_SCRIPT
 
 
 # One FTS5 index per dataset holding every haystack (src/memobench/ftsindex.py):
@@ -29,7 +29,7 @@ rule fts_index:
     output:
         index=f"{RESULTS}/{{dataset}}/fts/index.sqlite",
     params:
-        code=FTS_INDEX_CODE,
+        code=code("fts_index"),
     benchmark:
         f"{RESULTS}/logs/benchmarks/fts_index/{{dataset}}.tsv"
     log:
@@ -39,7 +39,7 @@ rule fts_index:
     conda:
         "../../envs/memobench.yaml"
     script:
-        "../scripts/fts_index.py"
+        STAGE_SCRIPT
 
 
 rule retrieve:
@@ -50,10 +50,10 @@ rule retrieve:
         outcomes=f"{RESULTS}/{{dataset}}/{{variant}}/segments/{{segment}}.questions.parquet",
     params:
         # only what decides the lists: editing a description reruns no retrieval
-        variant=lambda w: {k: VARIANT_SPECS[w.dataset][w.variant][k] for k in ("name", "recipe", "skip")},
-        segment=lambda w: int(w.segment[3:]),
+        variant=lambda w: {k: variant_of(w)[k] for k in ("name", "recipe", "skip")},
+        segment=segment_of,
         n_segments=lambda w: len(segments(w.dataset)),
-        code=RETRIEVE_CODE,
+        code=code("retrieve"),
     benchmark:
         f"{RESULTS}/logs/benchmarks/retrieve/{{dataset}}/{{variant}}/{{segment}}.tsv"
     log:
@@ -63,4 +63,4 @@ rule retrieve:
     conda:
         "../../envs/memobench.yaml"
     script:
-        "../scripts/retrieve.py"
+        STAGE_SCRIPT

@@ -1,16 +1,21 @@
 # Check each raw file against its published byte count (and sha256 when
-# configured); the manifest records the bytes and sha256 of every accepted file.
+# configured); the manifest records the bytes and sha256 of every accepted
+# file and what produced the results. The raw file is an input and its stamp
+# (size, mtime, inode) a param: replacing it, whatever its size, reruns verify
+# and everything that depends on it.
 
 
 rule verify:
     input:
-        receipt=f"{RESULTS}/{{dataset}}/raw.json",
+        receipt=lambda w: receipt_path(dataset_of(w)),
+        raw=raw_file,
     output:
         verified=f"{RESULTS}/{{dataset}}/verified.json",
     params:
-        raw=lambda w: raw_path(w.dataset),
         bytes=lambda w: DATASETS[w.dataset]["bytes"],
         sha256=lambda w: DATASETS[w.dataset].get("sha256"),
+        stamp=lambda w, input: file_stamp(input.raw),
+        code=code("verify"),
     benchmark:
         f"{RESULTS}/logs/benchmarks/verify/{{dataset}}.tsv"
     log:
@@ -18,7 +23,7 @@ rule verify:
     conda:
         "../../envs/memobench.yaml"
     script:
-        "../scripts/verify.py"
+        STAGE_SCRIPT
 
 
 rule manifest:
@@ -26,9 +31,11 @@ rule manifest:
         verified=verified_files(),
     output:
         manifest=f"{RESULTS}/manifest.json",
+    params:
+        code=code("manifest"),
     log:
         f"{RESULTS}/logs/manifest.log",
     conda:
         "../../envs/memobench.yaml"
     script:
-        "../scripts/manifest.py"
+        STAGE_SCRIPT

@@ -1,0 +1,131 @@
+"""Code fingerprints for Snakemake's rerun triggers, computed, never listed.
+
+A stage's fingerprint hashes the source of every package module the stage can
+run: ``steps.py`` (the adapter and the stage's own function), the modules the
+stage function imports, and, transitively, every module those import anywhere
+(module level or inside a function). Editing a module therefore reruns exactly
+the stages whose closure holds it, and what follows them; a module no stage
+imports (the CLI, the generator, the benchmark) reruns nothing.
+
+Imports are read from the source (``ast``), so the closure cannot drift from
+the code. Only intra-package imports count: third-party versions are recorded
+as provenance instead of rerunning everything after an upgrade.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+from functools import lru_cache
+from pathlib import Path
+
+PACKAGE = "memobench"
+PACKAGE_DIR = Path(__file__).resolve().parent
+ENTRY = "steps"  # the adapter module that holds every stage function
+
+
+def module_path(name: str) -> Path | None:
+    """The file of package module ``name`` (dotted, without the package prefix)."""
+    base = PACKAGE_DIR.joinpath(*name.split("."))
+    for cand in (base.with_suffix(".py"), base / "__init__.py"):
+        if cand.is_file():
+            return cand
+    return None
+
+
+def _resolve(node: ast.AST, current: str) -> set[str]:
+    """Package modules named by one import statement of module ``current``."""
+    found: set[str] = set()
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            parts = alias.name.split(".")
+            if parts[0] == PACKAGE and len(parts) > 1:
+                found.add(".".join(parts[1:]))
+    elif isinstance(node, ast.ImportFrom):
+        if node.level:
+            pkg = current.split(".")[:-1]  # the package holding ``current``
+            if module_path(current) is not None and module_path(current).name == "__init__.py":
+                pkg = current.split(".")
+            pkg = pkg[: len(pkg) - (node.level - 1)] if node.level > 1 else pkg
+            base = pkg + (node.module.split(".") if node.module else [])
+        elif node.module and node.module.split(".")[0] == PACKAGE:
+            base = node.module.split(".")[1:]
+        else:
+            return found
+        if base:
+            found.add(".".join(base))
+        for alias in node.names:  # ``from . import x`` / ``from .pkg import sub``
+            sub = ".".join(base + [alias.name])
+            if module_path(sub) is not None:
+                found.add(sub)
+    return {m for m in found if module_path(m) is not None}
+
+
+@lru_cache(maxsize=None)
+def _tree(name: str) -> ast.Module:
+    return ast.parse(module_path(name).read_text(encoding="utf-8"))
+
+
+@lru_cache(maxsize=None)
+def imports_of(name: str) -> frozenset[str]:
+    """Every package module that module ``name`` imports, anywhere in its source."""
+    out: set[str] = set()
+    for node in ast.walk(_tree(name)):
+        out |= _resolve(node, name)
+    # a submodule's package __init__ runs first
+    parts = name.split(".")
+    for i in range(1, len(parts)):
+        if module_path(".".join(parts[:i])) is not None:
+            out.add(".".join(parts[:i]))
+    out.discard(name)
+    return frozenset(out)
+
+
+def closure(roots, stop=frozenset()) -> set[str]:
+    """``roots`` and every module they import, transitively; modules in ``stop``
+    are included but not followed."""
+    seen: set[str] = set()
+    todo = list(roots)
+    while todo:
+        m = todo.pop()
+        if m in seen:
+            continue
+        seen.add(m)
+        if m not in stop:
+            todo.extend(imports_of(m) - seen)
+    return seen
+
+
+def _stage_function(stage: str) -> ast.FunctionDef:
+    for node in _tree(ENTRY).body:
+        if isinstance(node, ast.FunctionDef):
+            for dec in node.decorator_list:
+                if (isinstance(dec, ast.Call) and getattr(dec.func, "id", None) == "stage" and dec.args
+                        and isinstance(dec.args[0], ast.Constant) and dec.args[0].value == stage):
+                    return node
+    raise KeyError(f"no stage {stage!r} in {ENTRY}.py")
+
+
+def stage_modules(stage: str) -> set[str]:
+    """The package modules stage ``stage`` can run: the adapter's module-level
+    imports, the stage function's own imports, and their closure."""
+    roots = set()
+    for node in _tree(ENTRY).body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            roots |= _resolve(node, ENTRY)
+    for node in ast.walk(_stage_function(stage)):
+        roots |= _resolve(node, ENTRY)
+    # the adapter itself is hashed whole but not followed: its other stages'
+    # imports are theirs; the package's own __init__ runs first
+    return closure(roots, stop={ENTRY}) | {ENTRY, "__init__"}
+
+
+def stage_fingerprint(stage: str, *extra_files) -> str:
+    """sha256 (16 hex) of the stage's module closure plus ``extra_files`` (its script)."""
+    h = hashlib.sha256()
+    for m in sorted(stage_modules(stage)):
+        path = PACKAGE_DIR / "__init__.py" if m == "__init__" else module_path(m)
+        h.update(m.encode() + b"\0" + path.read_bytes() + b"\0")
+    for f in extra_files:
+        h.update(Path(f).read_bytes() + b"\0")
+    return h.hexdigest()[:16]

@@ -1,0 +1,61 @@
+"""What produced a result: package and source fingerprint, Python, SQLite (with
+whether FTS5 is compiled in), pyarrow and ijson (with its backend). Recorded in
+``results/manifest.json`` and every ``metrics.json``, so a rerun on another
+SQLite or another package version is visible next to its numbers."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import sqlite3
+from functools import lru_cache
+from pathlib import Path
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def source_fingerprint() -> str:
+    """sha256 (16 hex) over every source file of the package, by relative name."""
+    h = hashlib.sha256()
+    for path in sorted(PACKAGE_DIR.rglob("*")):
+        if path.is_file() and path.suffix in (".py", ".txt", ".json") and "__pycache__" not in path.parts:
+            h.update(path.relative_to(PACKAGE_DIR).as_posix().encode() + b"\0")
+            h.update(path.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
+def fts5_available() -> bool:
+    db = sqlite3.connect(":memory:")
+    try:
+        db.execute("CREATE VIRTUAL TABLE t USING fts5(x)")
+        return True
+    except sqlite3.OperationalError:
+        return False
+    finally:
+        db.close()
+
+
+@lru_cache(maxsize=1)
+def provenance() -> dict:
+    import ijson
+    import pyarrow
+
+    from . import __version__
+
+    return {
+        "memobench": __version__,
+        "source": source_fingerprint(),
+        "python": platform.python_version(),
+        "sqlite": sqlite3.sqlite_version,
+        "fts5": fts5_available(),
+        "pyarrow": pyarrow.__version__,
+        "ijson": f"{ijson.__version__} ({ijson.backend})",
+    }
+
+
+def file_stamp(path) -> dict:
+    """Size, modification time and inode: a replaced file changes at least one,
+    whatever its size (the verify rule's rerun trigger)."""
+    st = os.stat(path)
+    return {"bytes": st.st_size, "mtime_ns": st.st_mtime_ns, "inode": st.st_ino}
