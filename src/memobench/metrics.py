@@ -102,9 +102,6 @@ def pct(count: int, n: int, digits: int = 1) -> str:
 
 # --------------------------------------------------------------------------- merge stage
 
-PROVENANCE_KEY = b"memobench.provenance"
-
-
 def merge_segments(dataset: str, variant_spec: dict, rankings_in, outcomes_in, data_summary,
                    rankings_out, questions_out, metrics_out, log=print) -> None:
     """Merge a variant's segments: rankings concatenated in question order, the
@@ -118,6 +115,7 @@ def merge_segments(dataset: str, variant_spec: dict, rankings_in, outcomes_in, d
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
+    from .provenance import PROVENANCE_KEY
     from .tables import write_json, write_table
 
     rankings = pa.concat_tables([pq.read_table(p) for p in rankings_in])

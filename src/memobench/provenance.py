@@ -13,6 +13,8 @@ from functools import lru_cache
 from pathlib import Path
 
 PACKAGE_DIR = Path(__file__).resolve().parent
+# Parquet key-value metadata key under which a retrieve job records its provenance.
+PROVENANCE_KEY = b"memobench.provenance"
 
 
 def source_fingerprint() -> str:

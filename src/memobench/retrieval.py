@@ -49,34 +49,6 @@ def segment_bounds(n: int, segment: int, n_segments: int) -> tuple[int, int]:
     return (segment - 1) * n // n_segments, segment * n // n_segments
 
 
-TOKENS = pa.schema([("session_key", pa.int32()), ("joined", pa.string())])
-
-
-def write_tokens(events_path, seq_name: str, out, log=print) -> None:
-    """The tokens stage: every event's tokens under one tokenizer, in the
-    events table's row order, so retrieval jobs read them instead of each
-    tokenizing the sessions of its segment again."""
-    from .tables import TableWriter
-    from .tokenize import SEQ, joined_tokens
-
-    seq = SEQ[seq_name]
-    events = pq.ParquetFile(events_path)
-    writer = TableWriter(out, TOKENS)
-    progress = Progress(log, f"tokens {seq_name}: events", total=events.metadata.num_rows)
-    done = 0
-    try:
-        for batch in events.iter_batches(batch_size=65536, columns=["session_key", "text"]):
-            writer.extend(session_key=batch.column(0).to_pylist(),
-                          joined=[joined_tokens(text, seq) for text in batch.column(1).to_pylist()])
-            done += batch.num_rows
-            progress(done)
-        writer.close()
-    except BaseException:
-        writer.abort()
-        raise
-    progress(done, " done", force=True)
-
-
 def load_segment(questions_path, haystacks_path, events_path, segment: int, n_segments: int,
                  tokens_path=None, seq_name: str | None = None, texts: bool = True):
     qtab = pq.read_table(questions_path)

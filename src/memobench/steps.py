@@ -233,7 +233,7 @@ def normalize(job: Job) -> None:
 
 @stage("tokens", inputs=["events"], outputs=["tokens"])
 def tokens(job: Job) -> None:
-    from .retrieval import write_tokens
+    from .tokenize import write_tokens
 
     write_tokens(job.input.events, job.wildcards.seq, job.output.tokens, log=job.log)
 
@@ -251,8 +251,7 @@ def fts_index(job: Job) -> None:
 def retrieve(job: Job) -> None:
     import pyarrow.parquet as pq
 
-    from .metrics import PROVENANCE_KEY
-    from .provenance import provenance
+    from .provenance import PROVENANCE_KEY, provenance
     from .retrieval import write_segment
     from .tables import write_table
     from .variants import from_spec

@@ -63,6 +63,9 @@ EVENTS = pa.schema(
     ]
 )
 
+# The tokens stage's table: every event's JS tokens under one tokenizer, row-aligned with events.
+TOKENS = pa.schema([("session_key", pa.int32()), ("joined", pa.string())])
+
 TABLES = {"questions": QUESTIONS, "haystacks": HAYSTACKS, "sessions": SESSIONS, "events": EVENTS}
 
 

@@ -253,3 +253,30 @@ def phrases(window: list[str]) -> list[str]:
     """Token phrases in window order, then the adjacent pairs ``"a b"`` (2.3)."""
     window = list(window)
     return window + [f"{a} {b}" for a, b in zip(window, window[1:])]
+
+
+def write_tokens(events_path, seq_name: str, out, log=print) -> None:
+    """The tokens stage: every event's tokens under one tokenizer, in the
+    events table's row order, so retrieval jobs read them instead of each
+    tokenizing the sessions of its segment again."""
+    import pyarrow.parquet as pq
+
+    from .progress import Progress
+    from .tables import TOKENS, TableWriter
+
+    seq = SEQ[seq_name]
+    events = pq.ParquetFile(events_path)
+    writer = TableWriter(out, TOKENS)
+    progress = Progress(log, f"tokens {seq_name}: events", total=events.metadata.num_rows)
+    done = 0
+    try:
+        for batch in events.iter_batches(batch_size=65536, columns=["session_key", "text"]):
+            writer.extend(session_key=batch.column(0).to_pylist(),
+                          joined=[joined_tokens(text, seq) for text in batch.column(1).to_pylist()])
+            done += batch.num_rows
+            progress(done)
+        writer.close()
+    except BaseException:
+        writer.abort()
+        raise
+    progress(done, " done", force=True)
