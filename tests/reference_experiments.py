@@ -19,7 +19,7 @@ import re
 
 from memobench.dates import parse_lme
 from memobench.jsmath import MISSING, js_log, js_string, utf16_len
-from memobench.naive import Fts, gold_rank, lme_sessions, representative, session_order
+from naive import Fts, gold_rank, lme_sessions, representative, session_order
 from memobench.stemmer import stem
 from memobench.tokenize import (
     STOP_LISTS,

@@ -38,7 +38,7 @@ import re
 import pandas as pd
 import pytest
 
-from memobench.naive import reference_exp6, reference_locomo, reference_run
+from naive import reference_exp6, reference_locomo, reference_run
 
 from memobench import normalize, retrieval, variants
 

@@ -107,7 +107,8 @@ def run_pipeline(work: Path, name: str, raw: Path, segments: int, family: str) -
 
 NAIVE_CODE = """
 import json, sys, time, resource
-from memobench.naive import reference_run, reference_exp6
+sys.path.insert(0, sys.argv[5])  # the naive reference lives with the tests
+from naive import reference_run, reference_exp6
 path, fts_limit, start, limit = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 start = None if start == "-" else int(start)
 limit = None if limit == "-" else int(limit)
@@ -129,7 +130,8 @@ def run_naive(raw: Path, fts_limit: int, start=None, limit=None) -> dict:
     log(f"naive baseline on {raw.name}" + (f" (items {start + 1}..{start + limit})" if limit else ""))
     t = time.monotonic()
     proc = subprocess.run([sys.executable, "-c", NAIVE_CODE, str(raw), str(fts_limit),
-                           "-" if start is None else str(start), "-" if limit is None else str(limit)],
+                           "-" if start is None else str(start), "-" if limit is None else str(limit),
+                           str(REPO / "tests")],
                           capture_output=True, text=True, check=True)
     out = json.loads(proc.stdout)
     out["wall"] = time.monotonic() - t

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from .errors import DownloadError
+from .progress import Progress
 
 __all__ = ["DownloadError", "fetch", "verify", "main"]
 
@@ -76,18 +77,6 @@ def _describe(exc: BaseException) -> str:
     if isinstance(exc, OSError) and exc.strerror:
         return _one_line(exc.strerror)
     return _one_line(exc) or type(exc).__name__
-
-
-def _human(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(n) < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} GiB"  # pragma: no cover
-
-
-# --------------------------------------------------------------------------
-# verification
 
 
 def _size_of(path: Path) -> int | None:
@@ -176,35 +165,6 @@ class _PartHash:
         return self.h.hexdigest()
 
 
-class _Progress:
-    def __init__(self, name: str, total: int, log: Callable[[str], object]):
-        self.name, self.total, self.log = name, total, log
-        self.begin(0)
-
-    def begin(self, done: int) -> None:
-        now = time.monotonic()
-        self.t0 = self.last_t = now
-        self.start_bytes = done
-        self.last_pct = self._pct(done)
-
-    def _pct(self, done: int) -> float:
-        return 100.0 * done / self.total if self.total else 100.0
-
-    def update(self, done: int) -> None:
-        now = time.monotonic()
-        pct = self._pct(done)
-        finished = done >= self.total
-        if not (finished or pct - self.last_pct >= PROGRESS_STEP
-                or now - self.last_t >= PROGRESS_INTERVAL):
-            return
-        self.last_t, self.last_pct = now, pct
-        elapsed = now - self.t0
-        rate = (done - self.start_bytes) / elapsed if elapsed > 0 else 0.0
-        self.log(
-            f"{self.name}: {done} / {self.total} bytes ({pct:.0f}%, {_human(rate)}/s)"
-        )
-
-
 def _parse_content_range(value: str | None) -> tuple[int, int | None] | None:
     """``bytes START-END/TOTAL`` -> (START, TOTAL or None)."""
     if not value:
@@ -224,7 +184,7 @@ def _int_header(value: str | None) -> int | None:
 
 def _attempt(url: str, part: Path, ph: _PartHash, expected: int, name: str,
              log: Callable[[str], object], timeout: float,
-             progress: _Progress) -> int | None:
+             progress: Progress) -> int | None:
     """One HTTP request appending to ``part``.
 
     Returns the actual size of the remote file as far as known once the body
@@ -321,7 +281,7 @@ def _attempt(url: str, part: Path, ph: _PartHash, expected: int, name: str,
                     received += len(pending)
                     pending.clear()
                     if not oversized:
-                        progress.update(have + received)
+                        progress(have + received)
                 if error is not None:
                     raise _Interrupted(
                         f"connection lost after {have + received} of {expected} bytes "
@@ -397,7 +357,8 @@ def fetch(urls: Iterable[str] | str, dest: str | Path, expected_bytes: int,
 
     dest.parent.mkdir(parents=True, exist_ok=True)
     ph = _PartHash()
-    progress = _Progress(name, expected_bytes, log)
+    progress = Progress(log, name, expected_bytes, every_s=PROGRESS_INTERVAL, every_pct=PROGRESS_STEP,
+                        unit="bytes")
 
     def complete(actual: int | None, source: str) -> Path:
         size = _size_of(part)

@@ -54,6 +54,9 @@ import sys
 import zlib
 from json.encoder import encode_basestring as _enc_u
 from json.encoder import encode_basestring_ascii as _enc_a
+from contextlib import contextmanager
+
+from .tables import atomic_path
 
 __all__ = [
     "write_longmemeval",
@@ -69,292 +72,27 @@ __all__ = [
 # Embedded vocabulary: the 3,001 most frequent lower-case words of LoCoMo10
 # conversation text (plus "I"), in rank order.  Weights are Zipf-like.
 # ---------------------------------------------------------------------------
-_WORDS = """\
-a I and to you the that for my of me so with your great is in have was can really been on like
-awesome this but do be about up love keep out are them make some cool amazing good see time all
-new any last just got get our when from had at there an going way us help take work lot support
-fun much something one always definitely life tough know sure did people looks made more those
-together go has hear appreciate things their nature doing look too must feel other nice wait
-such by stay having making difference care hard game find into as family being experience
-important need or now if happy give joy week since pic even will friends back try also were
-right special who helps working bring day means taking soon think lately long inspiring enjoy
-gonna not come music excited these well show photo big where check want makes super feeling
-favorite best moments others positive getting trying own off hope playing community dance her
-myself around times trip after talk next share world place little games memories better took
-could yourself impact remember gaming motivated still dogs yoga looking started incredible
-journey kind through blast car kids went each part brings stuff everyone while would found few
-rewarding everything goals finding down different small passion felt peace helping dreams why
-play never talked recently spot happened words real lots progress thing peaceful studio totally
-writing painting proud both during job pets team exciting someone month pushing project which
-key dog yesterday hike book cute ever forward learn same worth advice ideas relax wanted first
-art create park tell books another inspired feels city energy does should skills home loved
-reminds true tried put beauty exploring staying health thinking learning calming plan worries
-dream strong chat again stories story days busy bit beautiful places mean every two reminder
-interesting him self reading bond encouragement coming hiking bet free tips later ya then
-weekend else idea picture pretty able mind gives yet perfect far strength happiness gave use
-easy ago friend huge stress start problem group event safe challenges helped remind moment chill
-explore tournament many ones passionate comfort watch news rock store old fantasy done future
-creating years giving forget without away road reach believe challenging furry creative before
-wild cars keeps sense shelter most sometimes balance plans loving lucky chance especially step
-happen projects watching year break escape adventure truly takes class meet stunning night catch
-basketball agree over crazy recipe colors express ourselves happening sharing view beach read
-finally local video luck satisfying focused change food gorgeous grow activities stoked though
-pup used connecting because very lost movie hobbies pups sweet mom wonderful hang usually close
-business online its enjoying movies cooking powerful running top emotions sunset quite walk met
-saw pet his reminded ride course run goes engineering cause shared understand adorable full
-fulfilling ready living worked practice push already played supporting fan creativity animals
-lives effort live volunteering sound air success dairy programming helpful thought challenge am
-partner changes often huh name delicious motivating ways crowd offer calm improve imagine
-exercise feelings grateful unique join posted determined growth atmosphere fresh shot coding
-rough heard outside mental summer supportive motivate actually dedication connect along dancing
-buddy end biz training magical interested active healthy photos favorites trail kinda camping
-alive space power wish surrounded finished connection planning might taken refreshing growing
-nearby enough matter near opportunity spots series thankful process heart said talking
-experiences events connected house only once outdoors knowing mix visit passions learned routine
-currently difficult list recipes similar goal acceptance spending friendship brought boost
-joined building thoughts inspiration sometime add okay hoping called tomorrow kindness views
-seen starting realize fam closer say motivation relationships nothing keeping classes gets
-characters sports career turn using system hand gone opening drive meeting memory determination
-simple bringing hearing track resources become intense trails diet court understanding charity
-spoke details vibes paying visited freedom homeless specific room pumped than positivity
-education coconut healthier meditation lake chatted spreading build cherish impressive recommend
-guys confidence face appreciated capture company towards bad decide potential came meaningful
-cozy changed focus loves hit manage updated turtles frustrating strategy pick involved mountains
-showed pottery shows kid walking flowers whole steps artist putting artists dealing seems bought
-water festival pay fashion stop pics money board walks rush win studying friendly courage
-continue reality school connections matters hobby chatting spend teach person effect handle
-extra accident works customers ages cheer figure feedback improving networking noticed area
-values pictures set classic high tour retreat alone young younger smile de trips asking dad
-chasing vibe performing paid open opportunities believing needed second send ton miss shape
-importance buddies yummy visiting watched between write personal script genres epic stands
-issues relaxing adoption motivates country light emotional celebrate comforting recent showing
-body funny neighborhood needs volunteer soul enjoyed recharge stage inspire today style comfy
-quit organized reaching infrastructure sad travel trust overwhelming party unreal chocolate
-turned animal checking chess pals shop options keen folks three crucial hanging reminding clear
-move resilience strategies regular talented source inspires mine serene easier birds relief
-session accomplishment dancers organizing slow turns focusing fixed veterans count deal hours
-suggestions weight recommendations crossed ice somewhere catching teammates studies morning
-expressing research students struggles trans encouraging spread therapy environment wanting
-taught bonding weeks main assistance across essential scary reset upcoming commitment happens
-interests succeed tons low bummer workout purpose asked daily tech desserts surfing pose note
-worlds milk flavors cream picked someday eat created four traveling girlfriend players indeed
-example result awareness thrilled reflect letting tackle value accept pride signed design
-besides filled almost touch vibrant least enjoyable guitar kept sign anyone choose quote
-attention schedule bigger videos unforgettable gratitude town achieved poses parks yum mentioned
-decided chilling thrilling under stuck hikes screenplay experimenting adventures snacks hooked
-knowledge exercises album given counseling hopeful lovely faith workshop therapeutic childhood
-rights mood mentor fill fantastic reminders songs wind talent deep form tip hurt tranquil
-content practicing welcome tricky rest follow doubt tattoo hitting gym call workshops teaching
-caught collection fit organizations tasty military alright problems listening ended behind
-overwhelmed siblings fitness striving screen character liked final ball tree culture breaking
-outdoor immersive cafe sushi card mother garage fixing audience loads looked expression
-themselves cultures color stand mentoring resilient piece faces eye decision eating bright type
-provide setback quality beat priceless moves setup finishing hectic particular breaks searching
-pieces performance dreaming successful brand fans pursuing hold stressful comes stepping areas
-cheering collaborate enthusiasm climbing dinner meal situation achieve raise volunteered rely
-architecture considering breathing encourage blog head wrote fire industry causes everyday spent
-recommendation allergic soothing activity sit choices holds season brands novel exams player
-language grooming techniques coffee graphics mansion restoring transgender accepted guts outlet
-transition conversations blessed throughout rocks wedding explored conference following
-compassion supported guide becoming path blue fave relaxed freeing forest center platform awe
-discovery changing minded fulfillment corner nervous paint heartwarming past band song uplifting
-tunes serious adopted calms scared biggest passed planned risks bunch em pays eventually
-setbacks ahead dedicated successes months social schools overall confident investors opened lead
-nights communities waiting politics builds meals stressed unexpected notebook stick struggling
-touching organization neighbors history results slowly action physical mindfulness development
-vacation save admire puppy acting excitement competitive fur kitchen non forgot until tonight
-scenery couple zone treat gain left wonder bookshelf achievement suggestion tricks based
-musicians milestone missing kayaking date balanced embrace swimming optimistic chose related
-voice brave married necklace bowl th figuring pursue eyes picnic journeys fight girl forever
-paintings kinds meetings held holding possible sky breathtaking tiny perspective concert yours
-woman normal church biking sunsets electric insane perform clothing hunt chase obstacles
-routines worry match rollercoaster seem seriously trouble internship visual belief marketing
-side perspectives insights pizza knew test film inner deserve loss solutions convention acts
-habits workouts sticking assist switch stronger perseverance waves letter contribute setting
-virtual moving hiked addition bed genre relationship certain curious tournaments storytelling
-doggy major custom instead level completely buzzing collaborations various managed gear lit
-reconnect sort smaller injury patience river app bird scene fetch stroll jewelry broken winter
-screenshot concerts painted vital ran present identity paths facing known gift inviting skill
-brighten shoes hands personalities homes weekends program unity smiles fighting attended named
-grace discovering symbol drawing talents jam lets son families either styles location
-competition told act ups presence offering prob fair leads outlook sets tracking gotten magic
-generations boosts obviously picking serving individuals achieving camera incident afterwards
-notes sitting sparked stayed wife castles listen received creates affect joining lesson
-craziness trophy faced blessing role witness approach trees chaotic against puts smart sent
-discovered cake snapped considered dessert relaxation quotes accomplished treats dish club
-lights fascinating apart taste restaurant sport endorsements novels transport mark instrument
-captures wins develop sight leaving doctor apartment peacefulness owners babies mixes inside
-routes knee appointment parents puzzles fast enhance console bench lifestyle skiing engine minds
-raising prioritizing inclusivity parent backing gender necessary speak lift meaning roasted
-parade missed unconditional lessons names playful imagination warmth roses celebrating
-everywhere aim teaches sanctuary short nerve wracking sun modern contagious designs happier
-joyful adds empowering roller smell deserves contemporary competitions ideal clean expand hearts
-props impressed balancing handling customer base media control seemed incredibly abilities spark
-adapting driving tracks solid built managing collaboration backgrounds aerial improvements
-foundation reason access joys fellow surprises regarding discussing sat conversation lend
-captivating drawn mentally flexibility post consistent homemade mindset dark wagging backyard
-breath button mountain zen overcome hospital figured adrenaline receive issue companions
-understood front creamy maintenance knows flowing gathering hair probably lactose baking total
-third dig playdates common stuffed greatly victory cork vegan competing checked sketches twist
-late rewards unwind couch fruit hyped cats computer memorable shooting align telling teaming
-incorporating satisfaction wise castle detail influence mistakes chicken serves bud sessions
-less types human useful phone communicate companionship cuddle pastries reinforcement owner
-paradise toys dishes relaxes sleep careful garden birdwatching plants bike grab mods information
-pity machines developers skilled solving solve rides football choice snakes neighbor prioritize
-ginger mindful management tasks reflection finish scare keys vintage auto insurance photography
-sunrise violin refreshes mentors starts agency pass husband objects birthday ten piano advocacy
-welcoming shown plenty discover improvement kick celebrated beyond youth vivid streets equality
-traditions universe standing pushed theme upset killing child responsibility veggies hilarious
-serenity captured meant togetherness landscapes lively fits info emotionally chilled poetry
-coaster interviews vision respect natural floor amount comfortable attitude juggling downs
-achievements offers combine contest fix upbeat tweaking whiteboard presentation wonders shine
-promotion savor paper pressure bumps website spirit repairs meantime minor centered cherishing
-volunteers relieved state broke page humbling housing struggle initiative ending brighter
-mentioning actions physically stretching wellbeing says solution national blogging early afraid
-appreciation ring fundraiser basic cook ask lose honor loyalty rescue waterfall silver sooner
-updates sources shares desire transform arts bake pulled reached hometown funds raised spirits
-tune programs sci fi drama producers specifically despite ends icecream creations consider
-trilogy surprise invite rejection gamers rad superhero afterward indescribable stumbled plays
-author tank recharging almond reducing gameplay experienced theater blanket random surreal
-became combination fond cravings endorsement points cities magazine edge middle college number
-authors pro skyline added bucket wondering safety hiccups model escaping sights study parts
-minutes wrong reflecting ankle messed popular countries lookout allows shots weather languages
-professional train admiring beaches questions unbeatable scents tails playdate breed large
-search leash hour aside conquer loyal prepared chair heading fishing till donate behaviorist mod
-deadlines cards opponent recorded profit sister fully bar jamming recordings tutorials developer
-informed mess pendant snake meditate habit lasagna suggest spring watercolor sugary soda
-energizing coach bands touring restored swamped jobs blend researching agencies doubts caring
-stability encouraged moved dress grandma items treasure marshmallows campfire services groups
-gained belonged grown influenced library network pitch cat purple longer destress cup latest
-bold bonded children adopt neat promising forests mentorship investing diversity wishes
-milestones warm breeze healing individual sucks obsessed horse below connects window bouquet
-autumn fulfilled singing cathartic instruments creation red gather financial drew goodness grand
-situations bounce lean refresh invaluable theirs dances expressive graceful speaks comp
-intensity compete age campaign hopes sooo avoid injuries flooring may moon trendy oasis
-imagining rehearsing levels secure aiming trends rooting influencers destination expanding
-centers performances pal headed shining vanish interview vid international wrapping dude stir
-thrill written plunge tools grounds tackled field contacts otherwise point whatever kickboxing
-lack properly leaders fired laughs laughing laughter service supplies providing lasting throw
-troubles upgrades forces affects proper office invited beginner carefree valuable shaped
-worthwhile instructor participated fills residents neighborhoods deeper counts infectious
-realized boundaries harder roads tackling friendships word poster wants toughest anymore ensure
-heartbreaking hustle organize cousin leave drives unfortunate battle served laugh shelters
-option cakes brigade recognition sponsors noise souls decisions suit brightens donations desk
-immersed festivals reccomend circle earlier allergies producer likes snack vanilla minute
-anxious clearer gig sharp literature liberating embarrassing films reccomendation street testing
-frosting green encounter bummed controller explain previous published promise journal tourney
-raspberry diets cookies writer smooth snap raspberries cash blew fluffy imagined tired
-adventurous elements turtle scores fine amazed distance surprised colorful encountered link
-diving rockin deals seafood articles whether stood muscle agility benefit holidays festive
-constant dive buzz experiment veg annoying overcoming buzzer usual entering hate strengthen
-owning fuel expectations pain hosted photoshoot eager requirements marathons wheel opens earth
-map tower tasting tags websites arm represents pooches quick climb jumping packed mutts flow
-wine personalized gf limiting soft patient return roll breeds snuggled fly soak tho recycled
-rolling snowy buy nowhere getaway seek shiny mobile application reliable customizing bowling
-honest background drums general rounds stresses rather bugs remembered capturing further feet
-involves mechanics disappointing impressions combines smoothly inventory fortunate analyzing
-product regularly devices beer resource assisting seminar openings release engineer sustainable
-nostalgic sauce efforts sea oils cope runs transformation fascinated clarity productive restore
-wake salad snaps candy flavored seltzer perfection victories doc grilled tourist collage
-marriage current transforming masterpiece clicked podcast evolving rap logo musical race single
-chapter reactions developed positively affecting promote vulnerable inclusive supports flies ate
-sentimental enlightening pros mattered improved fancy exhibit classics educational instrumental
-struggled exist headspace priority dirty decor fear authentically supporter quiet previews
-campaigns signs twice meteor shower lying streaks youngest bonds daughter cultivate allowed
-imperfections wonderfully closed bearable gang outing applied silly feed riding liberated
-apologize apologized horizon perfectly mural rainbow reflects symbolizes stained glass
-differences expect booster faves guiding pop five courageous fav classical leaves bowls
-authentic thoughtful concern prepare recommended outlets abstract canvas portray tranquility
-posters selves freaked bout unpredictable brother ability campfires waking banker crew impress
-size safely movement vent peek designed furniture matching teamed mag difficulties ain worrying
-pep venture clothes root heights bank promotions fuels hosting turning death earned obstacle
-unknown buster loop risk position efficient prepping prep visualize code easily entrepreneur
-leap jump failures concentrate acquired sick selling limited line grit editors aspiring cover
-hurdle clips accounts familiar belong til topics affected funding safer donated cheerful
-playground chats toppings pizzas underserved aspirations initiatives aptitude political believed
-ear gesture challenged serve hardship circumstances response backs believes optimism colleague
-mesmerized charm saying delve degree particularly systems bodies increase benefits wallet onto
-talks cross warms force policies thriving colleagues boot gains endurance camp witnessing solo
-relying zones limits exploration cut dangerous affordable petition valued throwing camaraderie
-workmates coping comforted adopting mountaineering fairy tale sounded surroundings recognize
-amidst chaos massive manager backstory hurdles workplace reward workspace linings laughed finds
-compliment beliefs negative effects lacking discuss ripple veteran elderly sides simpler bits
-dropped taxing protecting memorial react teamwork accomplish mechanical adaptable turnout
-several businesses abuse lifting bustle questioning channel calling newfound dramas weird
-competitors reptiles rich berries tempted sisterhood reccomendations shout flavor heal due
-wrapped tug pace creatures invested consuming engaging intolerant sugar writers unbelievable
-inspirational lines driven battles blow interest shook filling tastes lazy alternative sadness
-fate relieve guy pocket changer stinks discouraged regional jokes keepsakes willing submitting
-fourth buildings upon dialogues redemption solace fiction reads recommending plot comin curve
-tinkering sorts oil shoot laptop crashed half favs tart flour crust birthdays newest earning
-saved bookmark trade twists futuristic gripping actors normally multiple lay brightening squeeze
-wherever jumped drawings visuals insight bored vegetables insects varied among notebooks
-writings screens covered equipment include shake entertain satisfy coolest require soaking pre
-aspects forum enriching immerse scored highest surf bliss trivia tight score basket ties nailed
-captivates musician beginning pair championship title disadvantaged attend lovers encourages
-trial error numerous speed opponents holiday juggle ol regret hesitate soup spices sage
-practices chances legacy ceremony venue leadership elated admiration athletes historical pushes
-examples block chased tripping describe storylines wander exam required recovery terms bonus
-transported professionally jazz constructive outings analysis rivals significant rehab jog
-jogging discomfort notch energized communication strengths weaknesses seminars trek popcorn
-personally grows leader becomes king regions visa direction travels anywhere collars soar
-spotting settled cuddles pastry hummingbird greenery nuts adore hats doggo browsing smoother
-companion quickly sold peak slice chirping bungee meadow differently sniffing smells indoor
-boxes smelling shold granted thrown curveballs cold ingredient pleasant resist grew refuge vet
-snuggling grass eventful gently reconnecting lakes beds cloud veggie patch ditch flying guides
-carbon footprint public reduce sustainability bottle caps sell profits squirrel snow prefer hype
-limit salmon sauces order responding multi doable socialize salon groomed case introduce slot
-regardless metal advanced cutting famous effectively stack convinced screenshots appearance fell
-mesmerizing worse complicated algorithm programmers beneficial draw deck advise snag enjoyment
-cheese prosciutto software tool attractions collecting terrible uploaded coders bookcase getter
-straight switching recharged gifts provides emotion extreme strange evening endless puzzle host
-contact keyboard mouse headset threw text generation headphones cost cheap led traps sketch
-electronic jammed secret worthy dev released releasing engage benefited approaches incorporate
-army gamepad introduced mutual dose sudden rural modified breaths sand engineers guest speakers
-drinks traveled island feat pour fry blowing urgent breakthrough albums experiencing artwork
-hidden grounded gentle update engines knack surveillance ambition maintaining mention longing
-developing relieves occasionally excursions stairs nurture refuse alongside scuba cookie nook
-bloom
-"""
+def _word_list(name: str) -> list[str]:
+    """A word list shipped as package data (src/memobench/data/NAME.txt), one word a line."""
+    from importlib.resources import files
+
+    return files("memobench").joinpath("data", f"{name}.txt").read_text(encoding="utf-8").split()
+
+
+_WORDS = " ".join(_word_list("words"))
 
 # Proper nouns (people, places, brands) used in questions and answer turns;
 # the CN generator leaves them untranslated, as real translations do.
-_ENTITIES = tuple("""
-Netflix Spotify Tesla Zara IKEA Starbucks Nike Adobe Lego Fitbit Peloton Airbnb
-Uber Canon Nikon Kindle Pixel Honda Toyota Subaru Costco Walmart Target Sephora
-Duolingo Etsy Amazon YouTube Instagram Pinterest Reddit Slack Zoom Trello Notion
-Garmin Patagonia Uniqlo Lululemon Trek Yamaha Fender Gibson Roland Bose Sonos
-Dyson Nintendo PlayStation Xbox Steam Coursera Udemy Audible Hulu Disney Marvel
-Emma Liam Olivia Noah Ava Mateo Sofia Lucas Priya Kenji Aisha Diego Hannah
-Rachel Tom Jenny Marco Leila Omar Yuki Chloe Ethan Grace Ravi Nadia Oscar
-Paris Tokyo Lisbon Denver Seattle Austin Kyoto Barcelona Chicago Berlin Toronto
-Sydney Dublin Prague Vienna Boston Portland Miami Nashville Oslo Seoul Hanoi
-""".split())
+_ENTITIES = tuple(_word_list("entities"))
 
-_FIRST_NAMES = tuple("""
-Caroline Melanie Jon Gina John Maria Joanna Nate Tim Audrey Andrew James Deborah
-Jolene Evan Sam Calvin Dave Maya Leo Nora Felix Iris Hugo Clara Jasper Ruby
-Owen Lila Milo Stella Theo Vera Ezra Mabel Silas Hazel
-""".split())
+_FIRST_NAMES = tuple(_word_list("first_names"))
 
 # Two-character Chinese words used to "translate" English keywords (CN).
-_ZH_WORDS = tuple("""
-咖啡 音乐 电影 旅行 朋友 工作 学校 公园 书店 餐厅 手机 电脑 相机 自行车 汽车 房子
-花园 厨房 蛋糕 面包 水果 蔬菜 衣服 鞋子 帽子 礼物 生日 假期 周末 早餐 午餐 晚餐
-运动 跑步 游泳 瑜伽 篮球 足球 网球 吉他 钢琴 画画 摄影 写作 阅读 游戏 比赛 演出
-医生 老师 同事 邻居 家人 孩子 父母 妹妹 哥哥 宠物 小狗 小猫 植物 鲜花 城市 乡村
-海边 山顶 湖边 机场 车站 超市 商场 银行 医院 图书馆 博物馆 剧院 酒店 公寓 办公室
-课程 考试 项目 会议 计划 预算 价格 折扣 订单 账单 合同 证书 学位 专业 语言 文化
-天气 季节 春天 夏天 秋天 冬天 早上 晚上 时间 日期 习惯 爱好 目标 梦想 经历 故事
-""".split())
+_ZH_WORDS = tuple(_word_list("zh_words"))
 
 # The 45-word base stop list of the harnesses (HARNESSES.md 2.2); keywords
 # that build questions avoid it so questions have content words.
-_HARNESS_STOP = frozenset("""
-the a an and or what did do does is are was were to of in on at for with about
-we you i it this that how when where which why be been from by as there not can
-could should would just also
-""".split())
+_HARNESS_STOP = frozenset(_word_list("harness_stop"))
 
 QUESTION_TYPES = (
     "single-session-user",
@@ -405,33 +143,16 @@ def _cap(s: str) -> str:
     return s[:1].upper() + s[1:]
 
 
-class _AtomicWriter:
-    """Write to ``path + '.tmp'`` and rename on success (UTF-8 text or bytes)."""
-
-    def __init__(self, path, buffering: int = 1 << 20, binary: bool = False):
-        self.path = os.fspath(path)
-        self.tmp = self.path + ".tmp"
-        d = os.path.dirname(self.path)
-        if d:
-            os.makedirs(d, exist_ok=True)
+@contextmanager
+def _atomic_open(path, binary: bool = False, buffering: int = 1 << 20):
+    """An open file that appears at ``path`` only when complete (tables.atomic_path)."""
+    with atomic_path(path) as tmp:
         if binary:
-            self.f = open(self.tmp, "wb", buffering=buffering)
+            with open(tmp, "wb", buffering=buffering) as f:
+                yield f
         else:
-            self.f = open(self.tmp, "w", encoding="utf-8", newline="", buffering=buffering)
-
-    def __enter__(self):
-        return self.f
-
-    def __exit__(self, exc_type, exc, tb):
-        self.f.close()
-        if exc_type is None:
-            os.replace(self.tmp, self.path)
-        else:
-            try:
-                os.unlink(self.tmp)
-            except OSError:
-                pass
-        return False
+            with open(tmp, "w", encoding="utf-8", newline="", buffering=buffering) as f:
+                yield f
 
 
 # ---------------------------------------------------------------------------
@@ -1075,7 +796,7 @@ def write_longmemeval(path, n_questions, sessions_per_question, seed=0, turns=(4
     written = 0
     prev_qid = None
     used: set[str] = set()
-    with _AtomicWriter(path, binary=True) as f:
+    with _atomic_open(path, binary=True) as f:
         f.write(b"[")
         written += 1
         for qi in range(n):
@@ -1432,7 +1153,7 @@ def write_locomo(path, n_conversations, seed=0, sessions=(15, 32), turns=(10, 30
                 spice_plan.setdefault((k + 1) % n, []).append(case)
     sample_num = 26
     n_items = 0
-    with _AtomicWriter(path) as f:
+    with _atomic_open(path) as f:
         if n == 0:
             f.write("[]")
         else:
@@ -1605,7 +1326,7 @@ def write_cn(path, longmemeval_path_or_items, seed=0, fraction=1.0):
         if not kinds["blank"]:
             entries.insert(rng.randint(1, len(entries)), None)
             kinds["blank"] += 1
-    with _AtomicWriter(path) as f:
+    with _atomic_open(path) as f:
         for e in entries:
             f.write("\n" if e is None else json.dumps(e, ensure_ascii=False) + "\n")
     return {"path": os.fspath(path), "rows": sum(e is not None for e in entries),

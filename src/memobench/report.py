@@ -10,7 +10,7 @@ from pathlib import Path
 from .jsmath import to_fixed
 from .metrics import pct
 from .published import GUIDE_TABLE, published
-from .tables import commit, tmp_path, write_text
+from .tables import atomic_path, write_text
 
 METRICS = ("hit@1", "hit@5", "hit@10", "mrr")
 DATA_COUNTS = {
@@ -138,10 +138,9 @@ def plot(runs: list[dict], png_out) -> None:
     ax.set_title("hit@k per dataset and variant")
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.6 / (0.42 * len(runs) + 1.6)), ncol=3, frameon=False)
     fig.tight_layout()
-    tmp = tmp_path(Path(png_out))
-    fig.savefig(tmp, format="png", dpi=100, metadata={"Software": None})
+    with atomic_path(png_out) as tmp:
+        fig.savefig(tmp, format="png", dpi=100, metadata={"Software": None})
     plt.close(fig)
-    commit(tmp, Path(png_out))
 
 
 def provenance_section(manifest_path, runs) -> str:

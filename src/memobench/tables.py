@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+from contextlib import contextmanager
 from pathlib import Path
 
 import pyarrow as pa
@@ -80,6 +81,23 @@ def commit(tmp: Path, final: Path) -> None:
     os.replace(tmp, final)
 
 
+@contextmanager
+def atomic_path(path):
+    """The one atomic writer: yields a temporary path beside ``path``; on
+    success the file is moved into place, on any failure it is removed, so a
+    half-written file is never visible under its final name."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = tmp_path(path)
+    tmp.unlink(missing_ok=True)
+    try:
+        yield tmp
+        commit(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
 class TableWriter:
     """Buffers rows column-wise and writes Parquet row groups to a temporary file.
 
@@ -141,20 +159,14 @@ class TableWriter:
 
 def write_table(path, table: pa.Table) -> None:
     """Write a whole table atomically."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = tmp_path(path)
-    pq.write_table(table, tmp, compression="zstd")
-    commit(tmp, path)
+    with atomic_path(path) as tmp:
+        pq.write_table(table, tmp, compression="zstd")
 
 
 def write_text(path, text: str) -> None:
     """Write a text file atomically."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = tmp_path(path)
-    tmp.write_text(text, encoding="utf-8")
-    commit(tmp, path)
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
 
 
 def write_json(path, obj) -> None:

@@ -1,0 +1,165 @@
+"""Stale detection is computed, not listed (issue 9.1).
+
+Three independent views must agree:
+- ``memobench.fingerprint`` (the AST import closure the workflow hashes);
+- a plain text scan of the sources written here (regexes, not ``ast``);
+- what Snakemake itself would rerun after an edit (a dry run in a scratch copy),
+  and which package modules each stage really loads when it runs.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, copy_project, dry_run_jobs, snakemake, write_config
+from memobench.fingerprint import stage_modules
+from memobench.generate import write_longmemeval
+from memobench.steps import STAGES
+
+PKG = REPO / "src" / "memobench"
+MODULES = sorted(p.stem for p in PKG.glob("*.py"))
+FROM_REL = re.compile(r"^\s*from \.(\w*) import \(?([\w, ]+)")
+IMPORT_ABS = re.compile(r"^\s*(?:from|import) memobench\.(\w+)")
+
+
+def scanned_imports(text: str) -> set[str]:
+    found = set()
+    for line in text.splitlines():
+        m = FROM_REL.match(line)
+        if m:
+            if m.group(1):
+                found.add(m.group(1))
+            else:  # from . import a, b
+                found |= {n.strip().split(" as ")[0] for n in m.group(2).split(",") if n.strip()}
+        m = IMPORT_ABS.match(line)
+        if m:
+            found.add(m.group(1))
+    return {f for f in found if (PKG / f"{f}.py").exists()}
+
+
+def scanned_stage_modules(stage: str) -> set[str]:
+    src = (PKG / "steps.py").read_text(encoding="utf-8")
+    top = "\n".join(line for line in src.splitlines() if not line.startswith((" ", "\t")))
+    body = src.split(f'@stage("{stage}"', 1)[1].split("\n@stage(", 1)[0]
+    todo = scanned_imports(top) | scanned_imports(body)
+    seen: set[str] = set()
+    while todo:
+        m = todo.pop()
+        if m in seen:
+            continue
+        seen.add(m)
+        if m != "steps":
+            todo |= scanned_imports((PKG / f"{m}.py").read_text(encoding="utf-8")) - seen
+    return seen | {"steps", "__init__"}
+
+
+@pytest.mark.parametrize("stage", sorted(STAGES))
+def test_closure_matches_a_plain_text_scan(stage):
+    assert stage_modules(stage) == scanned_stage_modules(stage)
+
+
+def test_retrieval_code_is_not_in_download_or_normalize():
+    for stage in ("download", "verify", "normalize"):
+        assert not {"engine", "retrieval", "variants"} & stage_modules(stage), stage
+
+
+# --------------------------------------------------------------------------- real runs
+
+SITECUSTOMIZE = '''
+import atexit, json, os, sys
+def _dump():
+    main = sys.modules.get("__main__")
+    smk = getattr(main, "snakemake", None)
+    if smk is None:
+        return
+    mods = sorted(m.split(".", 1)[1] for m in sys.modules if m.startswith("memobench."))
+    path = os.path.join(os.environ["MEMOBENCH_IMPORT_DUMP"], f"{os.getpid()}.json")
+    with open(path, "w") as f:
+        json.dump({"rule": smk.rule, "modules": mods}, f)
+atexit.register(_dump)
+'''
+
+
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory):
+    """A scratch copy of the project that ran every stage once (a generated
+    LongMemEval file in 2 segments with analyze and an experiment pair, plus
+    the embedded zh set), with each stage's loaded modules recorded."""
+    root = tmp_path_factory.mktemp("fingerprint")
+    proj = copy_project(root / "proj")
+    data = root / "data"
+    data.mkdir()
+    raw = data / "lme.json"
+    write_longmemeval(raw, n_questions=12, sessions_per_question=6, seed=7)
+    cfg = write_config(
+        root / "cfg.yaml", data_dir=str(data), run=["lme", "zh"],
+        datasets={"lme": {"format": "longmemeval", "family": "s", "file": "lme.json",
+                          "bytes": raw.stat().st_size, "segments": 2, "analyze": True,
+                          "variants": ["v0.8.0", "v0.8.0-index", "exp3-V6", "exp3-T1"]}},
+    )
+    dump = root / "imports"
+    dump.mkdir()
+    site = root / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(SITECUSTOMIZE, encoding="utf-8")
+    import os
+
+    env_before = dict(os.environ)
+    os.environ["PYTHONPATH"] = str(site)
+    os.environ["MEMOBENCH_IMPORT_DUMP"] = str(dump)
+    try:
+        snakemake(proj, "--cores", "2", configfile=cfg, snakefile=proj / "Snakefile")
+    finally:
+        os.environ.clear()
+        os.environ.update(env_before)
+    loaded: dict[str, set[str]] = {}
+    for f in dump.glob("*.json"):
+        d = json.loads(f.read_text())
+        loaded.setdefault(d["rule"], set()).update(d["modules"])
+    return proj, cfg, loaded
+
+
+def test_every_stage_ran_and_loaded_only_its_closure(scratch):
+    _, _, loaded = scratch
+    assert set(loaded) == set(STAGES)
+    for rule, mods in loaded.items():
+        extra = mods - stage_modules(rule)
+        assert not extra, f"stage {rule} loaded {sorted(extra)} outside its fingerprint"
+
+
+def _rule_graph(proj, cfg) -> dict[str, set[str]]:
+    """Rule -> the rules that consume its outputs (Snakemake's --rulegraph)."""
+    out = snakemake(proj, "--rulegraph", configfile=cfg, snakefile=proj / "Snakefile").stdout
+    label = dict(re.findall(r'\t(\d+)\[label = "(\w+)"', out))
+    down: dict[str, set[str]] = {name: set() for name in label.values()}
+    for a, b in re.findall(r"\t(\d+) -> (\d+)", out):
+        down[label[a]].add(label[b])
+    return down
+
+
+def test_editing_each_module_reruns_exactly_its_importers_and_what_follows(scratch):
+    proj, cfg, _ = scratch
+    assert dry_run_jobs(proj, configfile=cfg, snakefile=proj / "Snakefile") == {}
+    down = _rule_graph(proj, cfg)
+    for module in MODULES:
+        importers = {s for s in STAGES if module in scanned_stage_modules(s)}
+        expected = set(importers)
+        todo = list(importers)
+        while todo:
+            for nxt in down.get(todo.pop(), ()):
+                if nxt not in expected:
+                    expected.add(nxt)
+                    todo.append(nxt)
+        path = proj / "src" / "memobench" / f"{module}.py"
+        original = path.read_bytes()
+        try:
+            path.write_bytes(original + b"\n# an edit\n")
+            jobs = set(dry_run_jobs(proj, configfile=cfg, snakefile=proj / "Snakefile"))
+        finally:
+            path.write_bytes(original)
+        assert jobs == expected, f"editing {module}.py"
+    assert dry_run_jobs(proj, configfile=cfg, snakefile=proj / "Snakefile") == {}
