@@ -1,5 +1,6 @@
 """Command line: `memobench variants` lists the named variants and the
-original harness each reproduces."""
+original harness each reproduces; `memobench recipe-table` prints the recipe
+fields with their allowed values (the README's table)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,12 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     v = sub.add_parser("variants", help="list the built-in variants")
     v.add_argument("--family", choices=FAMILIES, help="only the variants of one dataset family")
+    sub.add_parser("recipe-table", help="the recipe fields, their defaults and allowed values (Markdown)")
     args = parser.parse_args(argv)
+    if args.command == "recipe-table":
+        from .recipe import markdown_table
+
+        print(markdown_table(), end="")
     if args.command == "variants":
         seen: dict[str, tuple] = {}
         for family in [args.family] if args.family else FAMILIES:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import errno
 import json
+import sqlite3
 import sys
 import traceback
 from dataclasses import dataclass
@@ -105,8 +106,18 @@ def check_names(st: Stage, inputs, outputs, params) -> list[str]:
     return problems
 
 
-def environment_message(e: OSError) -> str | None:
+def environment_message(e: Exception) -> str | None:
     """One line for an ordinary environment failure, with the advice that fits."""
+    if isinstance(e, sqlite3.OperationalError):
+        text = str(e)
+        if "disk is full" in text:
+            return f"SQLite: {text}; free some space and rerun (finished outputs are kept)"
+        if "readonly" in text or "read-only" in text:
+            return f"SQLite: {text}; check the permissions of results/"
+        if "locked" in text or "busy" in text:
+            return (f"SQLite: {text}: another process is using the same index; let that run finish "
+                    f"(snakemake's lock stops two runs on one folder) and rerun")
+        return None
     where = e.filename or "a file"
     if e.errno == errno.ENOSPC:
         return f"{where}: no space left on device; free some space and rerun (finished outputs are kept)"
@@ -149,7 +160,7 @@ def run_logged(log_path, func, inputs: dict, outputs: dict, params: dict, wildca
             func(job)
         except USER_ERRORS as e:
             fail(str(e))
-        except OSError as e:
+        except (OSError, sqlite3.OperationalError) as e:
             msg = environment_message(e)
             if msg is None:
                 raise_internal(logf, log_path, e)

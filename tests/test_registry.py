@@ -1,0 +1,88 @@
+"""One source of truth (issue 14): the recipe registry against every place a
+recipe value appears, and the rule/stage adapter's name check."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import yaml
+
+from conftest import REPO
+from memobench import engine, recipe, tokenize
+from memobench.errors import ConfigError
+from memobench.steps import STAGES, check_names
+from memobench.variants import known_variants, resolve
+
+
+def test_schema_recipe_block_is_the_registry():
+    schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text(encoding="utf-8"))
+    block = schema["properties"]["variants"]["additionalProperties"]["properties"]["recipe"]
+    assert block == recipe.json_schema()
+
+
+def test_engine_tables_hold_exactly_the_registry_values():
+    choices = {name: set(f.metadata["choices"] or ()) for name, f in recipe.FIELDS.items()}
+    assert choices["weights"] == set(engine.WEIGHTS)
+    assert choices["window"] == set(tokenize.WINDOWS)
+    assert choices["stop"] == set(tokenize.STOP_LISTS)
+    assert choices["seq"] == set(tokenize.SEQ)
+
+
+def test_readme_recipe_table_is_the_generated_one():
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"<!-- recipe-table:start[^\n]*-->\n(.*?)<!-- recipe-table:end -->", readme, re.S)
+    assert block and block.group(1) == recipe.markdown_table()
+
+
+def test_seq_wildcard_comes_from_the_registry():
+    common = (REPO / "workflow/rules/common.smk").read_text(encoding="utf-8")
+    assert 'seq="|".join(FIELDS["seq"].metadata["choices"])' in common
+    assert "ascii|cjkr" not in common
+
+
+def test_every_builtin_recipe_passes_the_registry():
+    for family in ("s", "m", "locomo", "cn", "zh"):
+        for name in known_variants():
+            try:
+                v = resolve(name, family)
+            except ConfigError:
+                continue
+            for field, value in vars(v.recipe).items():
+                assert recipe.check_value(field, value) is None, (name, field, value)
+
+
+@pytest.mark.parametrize("field,value,why", [
+    ("window", "nope", "is not one of"), ("fts_limit", 0, "below 1"), ("pairs", "yes", "takes a boolean"),
+    ("page", True, "takes a integer"), ("colour", "red", "unknown recipe field"),
+])
+def test_resolve_validates_every_field(field, value, why):
+    with pytest.raises(ConfigError, match=why):
+        resolve("mine", "s", {"mine": {"base": "v0.8.0", "recipe": {field: value}}})
+
+
+def test_analyze_rule_reads_the_package_recipe():
+    common = (REPO / "workflow/rules/common.smk").read_text(encoding="utf-8")
+    assert "ANALYZE_RECIPE.seq" in common and '{"seq": "ascii"' not in common
+
+
+def test_every_rule_runs_a_registered_stage_and_every_stage_has_a_rule():
+    rules = set()
+    for f in (REPO / "workflow/rules").glob("*.smk"):
+        text = f.read_text(encoding="utf-8")
+        found = re.findall(r"^(?:rule|checkpoint) (\w+):", text, re.M)
+        rules |= set(found)
+        assert text.count("script:\n        STAGE_SCRIPT") == len(found), f
+    assert rules == set(STAGES)
+    assert sorted(p.name for p in (REPO / "workflow/scripts").iterdir() if p.suffix == ".py") == ["stage.py"]
+
+
+def test_adapter_names_mismatches_in_both_directions():
+    st = STAGES["retrieve"]
+    ok = check_names(st, {"questions", "haystacks", "events", "tokens"}, {"rankings", "outcomes"},
+                     {"variant", "segment", "n_segments", "code"})
+    assert ok == []
+    bad = check_names(st, {"questions", "haystacks", "events", "tokens", "extra"}, {"rankings"},
+                      {"variant", "segment", "nsegments"})
+    assert bad == ["undeclared input 'extra'", "missing output 'outcomes'", "missing params 'n_segments'",
+                   "undeclared params 'nsegments'"]
