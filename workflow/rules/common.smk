@@ -62,6 +62,13 @@ def raw_path(ds):
     return f if os.path.isabs(f) else os.path.join(DATA_DIR, f)
 
 
+def raw_stamp(ds):
+    """The raw file's size, mtime and inode (None before it exists): verify's
+    rerun trigger for a file replaced by another, whatever its size or mtime."""
+    path = raw_path(ds)
+    return file_stamp(path) if os.path.exists(path) else None
+
+
 def receipt_path(ds):
     return f"{RESULTS}/{ds}/raw.json"
 

@@ -14,7 +14,7 @@ rule verify:
     params:
         bytes=lambda w: DATASETS[w.dataset]["bytes"],
         sha256=lambda w: DATASETS[w.dataset].get("sha256"),
-        stamp=lambda w, input: file_stamp(input.raw),
+        stamp=lambda w: raw_stamp(w.dataset),
         code=code("verify"),
     benchmark:
         f"{RESULTS}/logs/benchmarks/verify/{{dataset}}.tsv"
