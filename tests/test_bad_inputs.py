@@ -201,6 +201,32 @@ def test_no_traceback_reaches_the_user(tmp_path):
     assert not list((tmp_path / "results").rglob("*.parquet"))
 
 
+def test_locomo_duplicate_sample_ids(tmp_path, locomo_path):
+    convs = json.loads(locomo_path.read_text())[:4]
+    convs[2]["sample_id"] = convs[0]["sample_id"]
+    convs[3]["sample_id"] = "conv1"
+    del convs[1]["sample_id"]  # read as conv1, as locomo.cjs names it
+    raw = tmp_path / "l.json"
+    raw.write_text(json.dumps(convs))
+    with pytest.raises(DataError) as e:
+        normalize_locomo(raw, tmp_path / "n", log=lambda m: None)
+    first = convs[0]["sample_id"]
+    assert one_line(e) == f"{raw}: duplicate sample_id: {first!r} (conversations 0, 2); 'conv1' (conversations 1, 3)"
+    assert not (tmp_path / "n").exists() or not any((tmp_path / "n").iterdir())
+
+
+def test_cn_rows_pairing_with_nothing(tmp_path, locomo_path):
+    """haystacks_from naming a dataset without these questions (here LoCoMo)
+    used to succeed with 0 questions."""
+    normalize_locomo(locomo_path, tmp_path / "loc", log=lambda m: None)
+    cn = tmp_path / "cn.jsonl"
+    cn.write_text('{"questionId": "q1_cn", "question": "x"}\n{"questionId": "q2_cn", "question": "y"}\n')
+    with pytest.raises(DataError) as e:
+        normalize_cn(cn, tmp_path / "loc", tmp_path / "cn", log=lambda m: None)
+    assert one_line(e).startswith(f"{cn}: none of its 2 rows pairs with a question of {tmp_path / 'loc'}")
+    assert not any((tmp_path / "cn").iterdir())
+
+
 def test_errors_leave_nothing_behind(tmp_path):
     """Every reader error removes what it had begun to write."""
     raw = tmp_path / "t.json"

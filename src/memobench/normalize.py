@@ -367,11 +367,30 @@ def _load_json(path):
         return _loads(path, f.read())
 
 
+def _sample_id(conv: dict, ci: int) -> str:
+    sample = conv.get("sample_id", MISSING)
+    return js_string(sample) if sample is not MISSING else f"conv{ci}"
+
+
+def _check_sample_ids(path, data: list) -> None:
+    """Question ids are ``<sample_id>#<n>``: two conversations with one
+    sample_id would give every question of both a twin."""
+    where: dict[str, list[int]] = {}
+    for ci, conv in enumerate(data):
+        if isinstance(conv, dict):
+            where.setdefault(_sample_id(conv, ci), []).append(ci)
+    dups = {sid: cis for sid, cis in where.items() if len(cis) > 1}
+    if dups:
+        listed = "; ".join(f"{sid!r} (conversations {', '.join(map(str, cis))})" for sid, cis in dups.items())
+        raise DataError(path, None, f"duplicate sample_id: {listed}")
+
+
 def normalize_locomo(path, out_dir, log=print) -> dict:
     path, out_dir = Path(path), Path(out_dir)
     data = _load_json(path)
     if not isinstance(data, list):
         raise DataError(path, None, "expected a JSON array of conversations")
+    _check_sample_ids(path, data)
     tables = _Tables(out_dir)
     store, questions, haystacks = tables.store, tables.questions, tables.haystacks
     stats = {"conversations": len(data), "questions": 0, "date_fallbacks": 0, "evidence_unmatched": 0}
@@ -382,8 +401,7 @@ def normalize_locomo(path, out_dir, log=print) -> dict:
             if not isinstance(conv, dict) or not isinstance(conv.get("conversation"), dict):
                 raise DataError(path, f"conversation {ci}", "expected an object with a 'conversation' object")
             c = conv["conversation"]
-            sample = conv.get("sample_id", MISSING)
-            sample_id = js_string(sample) if sample is not MISSING else f"conv{ci}"
+            sample_id = _sample_id(conv, ci)
             keys = sorted(
                 (k for k in c if SESSION_KEY_RE.match(k) and isinstance(c[k], list)),
                 key=lambda k: int(SESSION_KEY_RE.match(k).group(1)),
@@ -476,6 +494,10 @@ def normalize_cn(path, base_dir, out_dir, log=print) -> dict:
                     paired_question_id=orig if pair else None, parse_error=False,
                 )
                 stats["rows"] += 1
+        if stats["rows"] and not stats["paired"]:
+            raise DataError(path, None, f"none of its {stats['rows']} rows pairs with a question of {base_dir} "
+                            "(questionId minus '_cn'): haystacks_from must name the LongMemEval-S dataset "
+                            "these rows translate")
         questions.close()
     except BaseException:
         questions.abort()
