@@ -51,7 +51,7 @@ def test_lme_truncated_mid_item(tmp_path):
     with pytest.raises(DataError) as e:
         normalize_longmemeval(raw, tmp_path / "n", log=lambda m: None)
     msg = one_line(e)
-    assert msg.startswith(f"{raw}: item 2: invalid or truncated JSON near byte")
+    assert msg.startswith(f"{raw}: item 2: invalid or truncated JSON at byte {len(data) - 40} (end of file)")
     assert not list((tmp_path / "n").glob("*.parquet*"))
 
 
@@ -83,11 +83,14 @@ def test_locomo_truncated_and_bad_utf8(tmp_path, locomo_path):
     raw.write_bytes(locomo_path.read_bytes()[:100_000])
     with pytest.raises(DataError) as e:
         normalize_locomo(raw, tmp_path / "n")
-    assert "invalid or truncated JSON at char" in one_line(e)
+    # Python's parser names the start of the token it cannot finish
+    start = locomo_path.read_bytes()[:100_000].rindex(b'"')
+    assert one_line(e) == f"{raw}: invalid or truncated JSON: Unterminated string starting at byte {start}"
     raw.write_bytes(b'[{"conversation": {}, "qa": [], "x": "\xff"}]')
     with pytest.raises(DataError) as e:
         normalize_locomo(raw, tmp_path / "n")
-    assert "invalid UTF-8" in one_line(e)
+    bad = raw.read_bytes().index(b"\xff")
+    assert one_line(e) == f"{raw}: invalid UTF-8 at byte {bad} (invalid start byte)"
 
 
 def test_lme_invalid_utf8(tmp_path):
@@ -106,11 +109,13 @@ def test_cn_truncated_line_and_bad_utf8(tmp_path):
     cn.write_text('{"questionId": "q1_cn", "question": "徒步 alps?"}\n{"questionId": "q9_cn", "quest', encoding="utf-8")
     with pytest.raises(DataError) as e:
         normalize_cn(cn, tmp_path / "sn", tmp_path / "cn", log=lambda m: None)
-    assert one_line(e).startswith(f"{cn}: line 2: invalid JSON")
+    start = cn.read_bytes().rindex(b'"')
+    assert one_line(e) == f"{cn}: line 2: invalid or truncated JSON: Unterminated string starting at byte {start}"
     cn.write_bytes(b'{"questionId": "q1_cn", "question": "\xff"}\n')
     with pytest.raises(DataError) as e:
         normalize_cn(cn, tmp_path / "sn", tmp_path / "cn", log=lambda m: None)
-    assert "line 1: invalid UTF-8" in one_line(e)
+    bad = cn.read_bytes().index(b"\xff")
+    assert one_line(e) == f"{cn}: line 1: invalid UTF-8 at byte {bad} (invalid start byte)"
 
 
 def test_missing_or_wrong_fields(tmp_path):
@@ -194,3 +199,42 @@ def test_no_traceback_reaches_the_user(tmp_path):
     assert len(ours) == 1 and "item 1: invalid or truncated JSON" in ours[0], proc.stderr
     assert "Traceback" not in proc.stdout + proc.stderr
     assert not list((tmp_path / "results").rglob("*.parquet"))
+
+
+def test_locomo_duplicate_sample_ids(tmp_path, locomo_path):
+    convs = json.loads(locomo_path.read_text())[:4]
+    convs[2]["sample_id"] = convs[0]["sample_id"]
+    convs[3]["sample_id"] = "conv1"
+    del convs[1]["sample_id"]  # read as conv1, as locomo.cjs names it
+    raw = tmp_path / "l.json"
+    raw.write_text(json.dumps(convs))
+    with pytest.raises(DataError) as e:
+        normalize_locomo(raw, tmp_path / "n", log=lambda m: None)
+    first = convs[0]["sample_id"]
+    assert one_line(e) == f"{raw}: duplicate sample_id: {first!r} (conversations 0, 2); 'conv1' (conversations 1, 3)"
+    assert not (tmp_path / "n").exists() or not any((tmp_path / "n").iterdir())
+
+
+def test_cn_rows_pairing_with_nothing(tmp_path, locomo_path):
+    """haystacks_from naming a dataset without these questions (here LoCoMo)
+    used to succeed with 0 questions."""
+    normalize_locomo(locomo_path, tmp_path / "loc", log=lambda m: None)
+    cn = tmp_path / "cn.jsonl"
+    cn.write_text('{"questionId": "q1_cn", "question": "x"}\n{"questionId": "q2_cn", "question": "y"}\n')
+    with pytest.raises(DataError) as e:
+        normalize_cn(cn, tmp_path / "loc", tmp_path / "cn", log=lambda m: None)
+    assert one_line(e).startswith(f"{cn}: none of its 2 rows pairs with a question of {tmp_path / 'loc'}")
+    assert not any((tmp_path / "cn").iterdir())
+
+
+def test_errors_leave_nothing_behind(tmp_path):
+    """Every reader error removes what it had begun to write."""
+    raw = tmp_path / "t.json"
+    raw.write_bytes(lme_bytes([item("q1"), item("q2")]) + b" x")  # two good items, then garbage
+    with pytest.raises(DataError):
+        normalize_longmemeval(raw, tmp_path / "n", log=lambda m: None)
+    assert not any((tmp_path / "n").iterdir())
+    raw.write_bytes(lme_bytes([item("q1"), {"question_id": "q2"}]))
+    with pytest.raises(DataError):
+        normalize_longmemeval(raw, tmp_path / "n2", log=lambda m: None, lenient=True)
+    assert not any((tmp_path / "n2").iterdir())

@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 
 from .dates import parse_lme, parse_locomo
 from .errors import DataError
+from .jsonguard import GuardedReader, LimitExceeded, check_bytes, parse_error_offset
 from .jsmath import MISSING, js_string
 from .progress import Progress
 from .tables import EVENTS, HAYSTACKS, QUESTIONS, SESSIONS, TableWriter
@@ -212,28 +213,38 @@ def normalize_longmemeval(path, out_dir, log=print, lenient: bool = False) -> di
     ``lenient`` follows the streamed M harnesses (run-m, exp*-m): an element
     that does not parse is skipped and counted instead of stopping the run
     (HARNESSES.md 1.7). Otherwise, like run.cjs's JSON.parse of the whole file,
-    malformed JSON is an error naming the item."""
+    malformed JSON is an error naming the item and the exact byte. Either way
+    the bytes pass :mod:`jsonguard` first: nesting deeper than ``MAX_DEPTH`` or
+    a number literal longer than ``MAX_NUMBER`` characters is an error."""
     path, out_dir = Path(path), Path(out_dir)
     size = path.stat().st_size
     progress = Progress(log, f"normalize {path.name}: items")
     tables = _LmeTables(path, out_dir)
     index = -1
     try:
-        with open(path, "rb") as f:
+        with open(path, "rb") as raw:
+            f = GuardedReader(raw)
             try:
                 for index, item in enumerate(ijson.items(f, "item")):
                     tables.add(index, item)
                     progress(index + 1, f" items, {f.tell() * 100 // max(size, 1)}% of bytes")
             except ijson.JSONError as e:
-                where = f.tell()
+                where = parse_error_offset(raw, f.handed, hint=f.handed - f.last)
+                if f.error is not None and (where is None or where >= f.handed):
+                    raise _limit_error(path, f"item {index + 1}", f.error) from None
+                where = f.handed if where is None else where
                 if not lenient:
                     what = "invalid UTF-8" if "UTF8" in _first_line(e) else "invalid or truncated JSON"
-                    raise DataError(path, f"item {index + 1}", f"{what} near byte {where}: {_first_line(e)}") from None
-                log(f"malformed JSON after item {index} (near byte {where}): re-reading with the M harness's "
+                    raise DataError(path, f"item {index + 1}", f"{what} at byte {_at(where, size)}: "
+                                    f"{_first_line(e)}") from None
+                log(f"malformed JSON after item {index} (at byte {where}): re-reading with the M harness's "
                     "element scanner, which skips elements that do not parse")
                 tables.abort()
                 tables = _LmeTables(path, out_dir)
-                index = _normalize_scanned(f, tables, progress, size)
+                index = _normalize_scanned(GuardedReader(raw), tables, progress, size)
+            else:
+                if f.error is not None:  # the bytes before the violation were a complete document
+                    raise _limit_error(path, f"item {index + 1}", f.error)
         if tables.stats["questions"] + tables.stats["unparseable_items"] == 0:
             raise DataError(path, None, "no items: expected a JSON array of LongMemEval objects")
         tables.close()
@@ -245,14 +256,25 @@ def normalize_longmemeval(path, out_dir, log=print, lenient: bool = False) -> di
     return stats
 
 
+def _at(offset: int, size: int) -> str:
+    return f"{offset} (end of file)" if offset >= size else str(offset)
+
+
+def _limit_error(path, item, e: LimitExceeded) -> DataError:
+    return DataError(path, item, f"{e.what} at byte {e.offset} (a bound of memobench, see the README)")
+
+
 _SCAN = re.compile(rb'[{}"\\]')
 
 
-def _normalize_scanned(f, tables: _LmeTables, progress, size: int) -> int:
+def _normalize_scanned(f: GuardedReader, tables: _LmeTables, progress, size: int) -> int:
     """run-m's brace-depth scanner (HARNESSES.md 1.7): every top-level object is
-    emitted once in file order and parsed on its own; a failure skips it."""
+    emitted once in file order and parsed on its own; a failure skips it. The
+    guard ends the bytes at a violation of its bounds, which is then an error."""
     index = -1
     for element in scan_elements(f):
+        if element is None and f.error is not None:
+            break
         if element is None:  # the file ends inside an element: never emitted
             tables.stats["truncated_tail"] = 1
             continue
@@ -264,6 +286,8 @@ def _normalize_scanned(f, tables: _LmeTables, progress, size: int) -> int:
             continue
         tables.add(index, item)
         progress(index + 1, f" items (scanner), {f.tell() * 100 // max(size, 1)}% of bytes")
+    if f.error is not None:
+        raise _limit_error(tables.path, f"item {index + 1}", f.error)
     return index
 
 
@@ -311,14 +335,54 @@ def scan_elements(f, chunk_size: int = 1 << 20):
         offset += len(chunk)
 
 
-def _load_json(path):
+def _loads(path, data: bytes, item=None, start: int = 0):
+    """``json.loads`` of one document (a file, or a line at file offset
+    ``start``) within the :mod:`jsonguard` bounds. The first problem in byte
+    order is reported, at its exact file offset: a limit violation, invalid
+    UTF-8 (the first bad byte) or invalid JSON (where Python's parser stops:
+    the start of the token it cannot use, or the end of the data)."""
+    limit = None
     try:
-        with open(path, "rb") as f:
-            return json.loads(f.read().decode("utf-8"))
+        check_bytes(data, start=start)
+    except LimitExceeded as e:
+        limit, data = e, data[: e.offset - start]  # the parser never sees the offending bytes
+    try:
+        text = data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise DataError(path, None, f"invalid UTF-8 ({e.reason} at byte {e.start})") from None
+        raise DataError(path, item, f"invalid UTF-8 at byte {start + e.start} ({e.reason})") from None
+    try:
+        value = json.loads(text)
     except json.JSONDecodeError as e:
-        raise DataError(path, None, f"invalid or truncated JSON at char {e.pos} ({e.msg})") from None
+        where = start + len(text[: e.pos].encode("utf-8"))
+        if limit is None or where < limit.offset:
+            msg = e.msg.removesuffix(" at")  # "Unterminated string starting at"
+            raise DataError(path, item, f"invalid or truncated JSON: {msg} at byte {where}") from None
+    if limit is not None:
+        raise _limit_error(path, item, limit)
+    return value
+
+
+def _load_json(path):
+    with open(path, "rb") as f:
+        return _loads(path, f.read())
+
+
+def _sample_id(conv: dict, ci: int) -> str:
+    sample = conv.get("sample_id", MISSING)
+    return js_string(sample) if sample is not MISSING else f"conv{ci}"
+
+
+def _check_sample_ids(path, data: list) -> None:
+    """Question ids are ``<sample_id>#<n>``: two conversations with one
+    sample_id would give every question of both a twin."""
+    where: dict[str, list[int]] = {}
+    for ci, conv in enumerate(data):
+        if isinstance(conv, dict):
+            where.setdefault(_sample_id(conv, ci), []).append(ci)
+    dups = {sid: cis for sid, cis in where.items() if len(cis) > 1}
+    if dups:
+        listed = "; ".join(f"{sid!r} (conversations {', '.join(map(str, cis))})" for sid, cis in dups.items())
+        raise DataError(path, None, f"duplicate sample_id: {listed}")
 
 
 def normalize_locomo(path, out_dir, log=print) -> dict:
@@ -326,6 +390,7 @@ def normalize_locomo(path, out_dir, log=print) -> dict:
     data = _load_json(path)
     if not isinstance(data, list):
         raise DataError(path, None, "expected a JSON array of conversations")
+    _check_sample_ids(path, data)
     tables = _Tables(out_dir)
     store, questions, haystacks = tables.store, tables.questions, tables.haystacks
     stats = {"conversations": len(data), "questions": 0, "date_fallbacks": 0, "evidence_unmatched": 0}
@@ -336,8 +401,7 @@ def normalize_locomo(path, out_dir, log=print) -> dict:
             if not isinstance(conv, dict) or not isinstance(conv.get("conversation"), dict):
                 raise DataError(path, f"conversation {ci}", "expected an object with a 'conversation' object")
             c = conv["conversation"]
-            sample = conv.get("sample_id", MISSING)
-            sample_id = js_string(sample) if sample is not MISSING else f"conv{ci}"
+            sample_id = _sample_id(conv, ci)
             keys = sorted(
                 (k for k in c if SESSION_KEY_RE.match(k) and isinstance(c[k], list)),
                 key=lambda k: int(SESSION_KEY_RE.match(k).group(1)),
@@ -407,17 +471,12 @@ def normalize_cn(path, base_dir, out_dir, log=print) -> dict:
     stats = {"rows": 0, "paired": 0, "unpaired": 0}
     try:
         with open(path, "rb") as f:
+            offset = 0
             for lineno, raw in enumerate(f, 1):
-                try:
-                    line = raw.decode("utf-8")
-                except UnicodeDecodeError as e:
-                    raise DataError(path, f"line {lineno}", f"invalid UTF-8 ({e.reason})") from None
-                if not line.strip():
+                start, offset = offset, offset + len(raw)
+                if not raw.decode("utf-8", "replace").strip():
                     continue
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError as e:
-                    raise DataError(path, f"line {lineno}", f"invalid JSON ({e.msg} at char {e.pos})") from None
+                row = _loads(path, raw, f"line {lineno}", start)
                 if not isinstance(row, dict):
                     raise DataError(path, f"line {lineno}", "expected a JSON object")
                 qid = js_string(row.get("questionId", MISSING))
@@ -435,6 +494,10 @@ def normalize_cn(path, base_dir, out_dir, log=print) -> dict:
                     paired_question_id=orig if pair else None, parse_error=False,
                 )
                 stats["rows"] += 1
+        if stats["rows"] and not stats["paired"]:
+            raise DataError(path, None, f"none of its {stats['rows']} rows pairs with a question of {base_dir} "
+                            "(questionId minus '_cn'): haystacks_from must name the LongMemEval-S dataset "
+                            "these rows translate")
         questions.close()
     except BaseException:
         questions.abort()

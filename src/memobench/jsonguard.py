@@ -1,0 +1,274 @@
+"""Bounds on hostile JSON, checked before any parser sees the bytes.
+
+Two shapes of valid-looking JSON hurt the parsers we use:
+
+* deep nesting: ijson's C backend keeps one prefix string per open level
+  (``item.item.item...``), so memory grows with the square of the depth
+  (842 KB of ``[`` reached 24 GB); Python's ``json`` raises RecursionError;
+* long number literals: above Python's 4,300-digit int limit ijson's C
+  backend crashes the process (SIGSEGV) and ``json`` raises ValueError.
+
+:class:`Guard` scans the bytes incrementally, at C speed for ordinary data
+(strings are removed with one regular expression per chunk), and reports the
+exact byte of the first violation: the bracket that opens level
+``MAX_DEPTH + 1``, or the first character of a number literal longer than
+``MAX_NUMBER`` characters. Strings follow JSON's rules (a backslash escapes
+the next byte), the same rules as run-m's element scanner, so the guard and
+that scanner agree on what is inside a string even in malformed files.
+
+:func:`parse_error_offset` finds the exact byte at which ijson's parser (yajl)
+fails, which ijson itself only reports to within its read buffer.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from itertools import accumulate
+
+import ijson
+
+MAX_DEPTH = 64  # the real LongMemEval and LoCoMo files nest 5 deep
+MAX_NUMBER = 4096  # characters of one number literal; Python's int limit is 4,300 digits
+
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_STRING_REST = re.compile(rb'[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)  # the end of a string begun earlier
+_NUM_CHARS = b"-+.0123456789eE"
+_NUM_LEAD = re.compile(rb"[-+.0-9eE]*")
+_NUM_TAIL = re.compile(rb"[-+.0-9eE]*\Z")
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+_DELTA = tuple(1 if b in b"[{" else -1 if b in b"]}" else 0 for b in range(256))
+_QUOTE, _BACKSLASH = 0x22, 0x5C
+
+
+def _number_limit() -> int:
+    """MAX_NUMBER, or less if this Python's int-string limit was set lower."""
+    limit = sys.get_int_max_str_digits() if hasattr(sys, "get_int_max_str_digits") else 0
+    return min(MAX_NUMBER, limit) if limit else MAX_NUMBER
+
+
+class LimitExceeded(Exception):
+    """The input breaks a bound; ``offset`` is the exact byte, ``what`` says which."""
+
+    def __init__(self, offset: int, what: str):
+        self.offset, self.what = offset, what
+        super().__init__(f"{what} at byte {offset}")
+
+
+class Guard:
+    """Incremental depth and number-length check of a JSON byte stream.
+
+    ``feed(chunk)`` returns None when the chunk is within bounds, otherwise the
+    index in the chunk of the first violation (``self.error`` then holds the
+    :class:`LimitExceeded`); after a violation the guard stays failed."""
+
+    def __init__(self, max_depth: int = MAX_DEPTH, max_number: int | None = None, start: int = 0):
+        self.max_depth = max_depth
+        self.max_number = max_number if max_number is not None else _number_limit()
+        self._long = re.compile(rb"[-+.0-9eE]{%d}" % (self.max_number + 1))
+        self.offset = start  # absolute byte offset of the next chunk
+        self.depth = 0
+        self.in_string = False
+        self.escape = False  # in a string, the next byte is escaped
+        self.run = 0  # length of the number literal that ends the bytes seen so far
+        self.error: LimitExceeded | None = None
+
+    def feed(self, chunk: bytes) -> int | None:
+        if self.error is not None:
+            return 0
+        state = (self.depth, self.in_string, self.escape, self.run)
+        if not self._fast(chunk):
+            self.depth, self.in_string, self.escape, self.run = state
+            cut = self._exact(chunk)
+            if cut is not None:
+                return cut
+        self.offset += len(chunk)
+        return None
+
+    def _fast(self, chunk: bytes) -> bool:
+        """Advance the state over ``chunk``; False if it may break a bound
+        (then :meth:`_exact` decides, byte by byte)."""
+        if not chunk:
+            return True
+        stripped = self._outside_split(chunk)
+        if stripped is None:
+            stripped = self._outside_regex(chunk)
+        lead = _NUM_LEAD.match(stripped).end()
+        if self.run and self.run + lead > self.max_number:
+            return False
+        if self._long.search(stripped):
+            return False
+        if self.in_string:
+            self.run = 0  # a string ends the chunk
+        elif lead == len(stripped):
+            self.run += lead
+        else:
+            self.run = len(stripped) - _NUM_TAIL.search(stripped).start()
+        brackets = stripped.translate(None, _NOT_BRACKETS)
+        if brackets:
+            sums = list(accumulate(map(_DELTA.__getitem__, brackets), initial=self.depth))
+            if max(sums) > self.max_depth or min(sums) < 0:
+                return False  # too deep, or stray closers (malformed): decided exactly
+            self.depth = sums[-1]
+        return True
+
+    def _outside_split(self, chunk: bytes) -> bytes | None:
+        """The bytes of ``chunk`` outside strings, each string replaced by a
+        space; sets the string state at its end. Escapes are paired off with
+        ``bytes.replace`` and the quotes split on, all at C speed; that pairing
+        is right inside strings only, so a backslash or NUL left outside
+        (never in valid JSON) answers None and the regex does it instead."""
+        body = chunk
+        if self.in_string and self.escape:
+            body = chunk[1:]
+        neutral = body
+        if b"\\" in neutral:
+            neutral = neutral.replace(b"\\\\", b"\0\0").replace(b'\\"', b"\0\0")
+        pieces = neutral.split(b'"')
+        odd = (len(pieces) - 1) % 2 == 1  # an odd number of string delimiters
+        stripped = b" ".join(pieces[1::2] if self.in_string else pieces[0::2])
+        if b"\0" in stripped or b"\\" in stripped:
+            return None
+        self.in_string = self.in_string != odd
+        self.escape = self.in_string and (len(body) - len(body.rstrip(b"\\"))) % 2 == 1
+        return stripped
+
+    def _outside_regex(self, chunk: bytes) -> bytes:
+        """As :meth:`_outside_split`, for any bytes."""
+        pos = 0
+        if self.in_string:
+            m = _STRING_REST.match(chunk, 1 if self.escape else 0)
+            if m is None:  # the whole chunk is inside the string
+                rest = chunk[1:] if self.escape else chunk
+                self.escape = (len(rest) - len(rest.rstrip(b"\\"))) % 2 == 1
+                return b""
+            pos, self.in_string, self.escape = m.end(), False, False
+        stripped = _STRING.sub(b" ", chunk[pos:] if pos else chunk)
+        cut = stripped.find(b'"')
+        if cut >= 0:  # a string runs past the end of the chunk
+            stripped = stripped[:cut]
+            self.in_string = True
+            self.escape = (len(chunk) - len(chunk.rstrip(b"\\"))) % 2 == 1
+        return stripped
+
+    def _exact(self, chunk: bytes) -> int | None:
+        """The byte-by-byte definition the fast path agrees with. Depth never
+        goes below 0 (stray closers in a malformed file count for nothing)."""
+        depth, in_string, escape, run = self.depth, self.in_string, self.escape, self.run
+        for i, c in enumerate(chunk):
+            if in_string:
+                if escape:
+                    escape = False
+                elif c == _BACKSLASH:
+                    escape = True
+                elif c == _QUOTE:
+                    in_string = False
+                continue
+            if c in _NUM_CHARS:
+                run += 1
+                if run > self.max_number:
+                    start = self.offset + i + 1 - run
+                    self.error = LimitExceeded(start, f"number literal longer than {self.max_number} characters")
+                    return i
+                continue
+            run = 0
+            if c == _QUOTE:
+                in_string = True
+            elif c in b"[{":
+                depth += 1
+                if depth > self.max_depth:
+                    self.error = LimitExceeded(self.offset + i, f"nesting deeper than {self.max_depth} levels")
+                    return i
+            elif c in b"]}":
+                depth = max(depth - 1, 0)
+        self.depth, self.in_string, self.escape, self.run = depth, in_string, escape, run
+        return None
+
+
+def check_bytes(data: bytes, start: int = 0, chunk_size: int = 1 << 20) -> None:
+    """Raise :class:`LimitExceeded` if ``data`` (a whole document or line,
+    beginning at file offset ``start``) breaks a bound."""
+    guard = Guard(start=start)
+    for i in range(0, len(data), chunk_size):
+        if guard.feed(data[i : i + chunk_size]) is not None:
+            raise guard.error
+
+
+class GuardedReader:
+    """A binary file for ijson and the element scanner that hands out bytes
+    only up to the first violation, then signals end of file: the parser
+    reads every byte before it (so an earlier syntax error is still found
+    first) and never the offending bracket or digits. ``error`` then holds
+    the :class:`LimitExceeded`. (An exception raised inside ``read`` does not
+    survive ijson's C backend, hence the clean end of file.)"""
+
+    def __init__(self, f):
+        self.f = f
+        self.guard = Guard()
+        self.handed = 0  # bytes given to the reader so far
+        self.last = 0  # size of the last non-empty read
+
+    @property
+    def error(self) -> LimitExceeded | None:
+        return self.guard.error
+
+    def read(self, n: int = -1) -> bytes:
+        if self.guard.error is not None:
+            return b""
+        data = self.f.read(n)
+        cut = self.guard.feed(data)
+        if cut is not None:
+            data = data[:cut]
+        if data:
+            self.handed += len(data)
+            self.last = len(data)
+        return data
+
+    def tell(self) -> int:
+        return self.handed
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        if (offset, whence) != (0, 0):
+            raise ValueError("GuardedReader only rewinds to the start")
+        self.f.seek(0)
+        self.guard = Guard()
+        self.handed = self.last = 0
+        return 0
+
+
+def parse_error_offset(f, end: int, hint: int = 0, chunk_size: int = 1 << 20) -> int | None:
+    """The exact byte at which ijson's parser fails on the first ``end`` bytes
+    of binary file ``f``: the first byte that no valid JSON text can continue
+    with, or ``end`` if those bytes are a valid but unfinished prefix and the
+    document ends there. None if they parse. ``hint``: a byte before which the
+    parser is known to succeed (the start of the read that failed).
+
+    Bytes up to ``hint`` are pushed in large chunks, the rest one at a time."""
+    for fine_from in (hint, 0):
+        sink = ijson.utils.sendable_list()
+        coro = ijson.basic_parse_coro(sink)
+        f.seek(0)
+        pos = 0
+        try:
+            while pos < fine_from:
+                data = f.read(min(chunk_size, fine_from - pos))
+                if not data:
+                    return None
+                coro.send(data)
+                del sink[:]
+                pos += len(data)
+        except ijson.JSONError:
+            continue  # the hint was wrong: go byte by byte from the start
+        data = f.read(end - pos)
+        for i in range(len(data)):
+            try:
+                coro.send(data[i : i + 1])
+            except ijson.JSONError:
+                return pos + i
+            del sink[:]
+        try:
+            coro.close()
+        except ijson.JSONError:
+            return pos + len(data)
+        return None
+    return None
