@@ -29,6 +29,13 @@ from .variants import Variant
 RANKINGS = pa.schema(
     [("question_id", pa.string()), ("rank", pa.int8()), ("session_id", pa.string()), ("q_index", pa.int32())]
 )
+# The deep list (to depth 50, engine.deep_list): the rankings' columns plus a
+# score strictly decreasing with rank. Most harness lists have no score of their
+# own (P entries have none, T's ties are broken by time), so it is 51 - rank.
+DEEP = pa.schema(
+    [("question_id", pa.string()), ("rank", pa.int8()), ("session_id", pa.string()), ("q_index", pa.int32()),
+     ("score", pa.float64())]
+)
 OUTCOMES = pa.schema(
     [
         ("q_index", pa.int32()),
@@ -184,8 +191,9 @@ def _skip_reason(rule: str, q: dict, hay: Haystack | None, variant: Variant) -> 
 
 
 def run_segment(variant: Variant, questions, haystacks, corpus: Corpus, log=print, label: str = "",
-                release: bool = False, fts_index=None):
-    """Rank every question of the segment; returns (rankings table, outcomes table).
+                release: bool = False, fts_index=None, deep: bool = False):
+    """Rank every question of the segment; returns (rankings table, outcomes
+    table), and with ``deep`` the deep-list table third.
 
     ``release`` frees each session's text after its last question (the corpus
     cannot be reused afterwards), which keeps LongMemEval-M segments small."""
@@ -197,6 +205,7 @@ def run_segment(variant: Variant, questions, haystacks, corpus: Corpus, log=prin
             for key in hay.keys:
                 last_use[key] = n
     rank_rows = {name: [] for name in RANKINGS.names}
+    deep_rows = {name: [] for name in DEEP.names}
     out_rows = {name: [] for name in OUTCOMES.names}
     progress = Progress(log, f"{label} questions", total=len(questions))
     started = time.monotonic()
@@ -205,7 +214,15 @@ def run_segment(variant: Variant, questions, haystacks, corpus: Corpus, log=prin
         skip, miss = _skip_reason(variant.skip, q, hay, variant)
         gold_rank = 0
         if skip is None and miss is None:
-            final = ranker.rank(hay, q["haystack_id"], q["question"], q["question_date"])["final"]
+            ranked = ranker.rank(hay, q["haystack_id"], q["question"], q["question_date"])
+            final = ranked["final"]
+            if deep:
+                n_deep = len(ranked["deep"])
+                deep_rows["question_id"].extend([q["question_id"]] * n_deep)
+                deep_rows["rank"].extend(range(1, n_deep + 1))
+                deep_rows["session_id"].extend(ranked["deep"])
+                deep_rows["q_index"].extend([q["q_index"]] * n_deep)
+                deep_rows["score"].extend(float(51 - r) for r in range(1, n_deep + 1))
             gold = set(q["gold"])
             for r, sid in enumerate(final, 1):
                 rank_rows["question_id"].append(q["question_id"])
@@ -226,26 +243,26 @@ def run_segment(variant: Variant, questions, haystacks, corpus: Corpus, log=prin
             corpus.drop([k for k in hay.keys if last_use.get(k) == n], texts=release)
         progress(n + 1)
     progress(len(questions), f" done in {time.monotonic() - started:.1f} s", force=True)
-    return (
-        pa.table(rank_rows, schema=RANKINGS),
-        pa.table(out_rows, schema=OUTCOMES),
-    )
+    tables = (pa.table(rank_rows, schema=RANKINGS), pa.table(out_rows, schema=OUTCOMES))
+    return tables + (pa.table(deep_rows, schema=DEEP),) if deep else tables
 
 
 def write_segment(variant: Variant, questions_path, haystacks_path, events_path, segment: int,
                   n_segments: int, rankings_out, outcomes_out, log=print, tokens_path=None,
-                  fts_index_path=None) -> None:
+                  fts_index_path=None, deep_out=None) -> None:
     # With the tokens and (for FTS) the dataset's index, no event text is needed.
     texts = tokens_path is None or (variant.recipe.backend == "fts" and fts_index_path is None)
     questions, haystacks, corpus = load_segment(questions_path, haystacks_path, events_path, segment, n_segments,
                                                 tokens_path, variant.recipe.seq, texts=texts)
     log(f"{variant.name} segment {segment}/{n_segments}: {len(questions)} questions, "
         f"{len(corpus)} distinct sessions")
-    rankings, outcomes = run_segment(variant, questions, haystacks, corpus, log,
-                                     label=f"{variant.name} segment {segment}/{n_segments}:", release=True,
-                                     fts_index=_open_index(fts_index_path, variant))
-    write_table(outcomes_out, outcomes)
-    write_table(rankings_out, rankings)
+    tables = run_segment(variant, questions, haystacks, corpus, log,
+                         label=f"{variant.name} segment {segment}/{n_segments}:", release=True,
+                         fts_index=_open_index(fts_index_path, variant), deep=deep_out is not None)
+    write_table(outcomes_out, tables[1])
+    if deep_out is not None:
+        write_table(deep_out, tables[2])
+    write_table(rankings_out, tables[0])
 
 
 def _open_index(path, variant: Variant):

@@ -97,16 +97,17 @@ def fts_index(haystacks, events, out, log=print):
 
 
 def retrieve(variant_spec, questions, haystacks, events, tokens_path, fts_index_path, segment, n_segments,
-             rankings, outcomes, log=print):
+             rankings, outcomes, deep=None, log=print):
     from .retrieval import write_segment
     from .variants import from_spec
 
     variant = from_spec(variant_spec)
     write_segment(variant, questions, haystacks, events, segment, n_segments, rankings, outcomes, log=log,
-                  tokens_path=tokens_path, fts_index_path=fts_index_path)
+                  tokens_path=tokens_path, fts_index_path=fts_index_path, deep_out=deep)
 
 
-def merge(dataset, variant_spec, rankings_in, outcomes_in, data_summary, rankings_out, metrics_out, log=print):
+def merge(dataset, variant_spec, rankings_in, outcomes_in, data_summary, rankings_out, metrics_out,
+          deep_in=(), deep_out=None, log=print):
     from . import metrics
     from .retrieval import concat_segments
     from .tables import write_table
@@ -121,6 +122,8 @@ def merge(dataset, variant_spec, rankings_in, outcomes_in, data_summary, ranking
             # what normalization counted (date fallbacks, unmatched evidence, ...)
             "data": {k: v for k, v in json.loads(Path(data_summary).read_text(encoding="utf-8")).items()
                      if k != "source"}}
+    if deep_out is not None:
+        write_table(deep_out, concat_segments(deep_in))
     write_table(rankings_out, rankings)
     write_json(metrics_out, {**meta, **result})
     log(f"{dataset} {variant_spec['name']}: {result['questions']} questions, hit@1 {result['hit@1']}, "

@@ -10,4 +10,5 @@ sm = snakemake  # noqa: F821 (injected by Snakemake)
 run_step(
     sm.log[0], merge, sm.wildcards.dataset, sm.params.variant, list(sm.input.rankings),
     list(sm.input.outcomes), sm.input.data_summary, sm.output.rankings, sm.output.metrics,
+    deep_in=list(sm.input.deep), deep_out=sm.output.deep,
 )

@@ -10,5 +10,5 @@ sm = snakemake  # noqa: F821 (injected by Snakemake)
 run_step(
     sm.log[0], retrieve, sm.params.variant, sm.input.questions, sm.input.haystacks, sm.input.events, sm.input.tokens,
     sm.input.get("fts_index"),
-    sm.params.segment, sm.params.n_segments, sm.output.rankings, sm.output.outcomes,
+    sm.params.segment, sm.params.n_segments, sm.output.rankings, sm.output.outcomes, deep=sm.output.deep,
 )
