@@ -106,6 +106,18 @@ def retrieve(variant_spec, questions, haystacks, events, tokens_path, fts_index_
                   tokens_path=tokens_path, fts_index_path=fts_index_path, deep_out=deep)
 
 
+def retrieve_many(variant_specs, questions, haystacks, events, tokens, fts_index_path, segment, n_segments,
+                  outputs, log=print):
+    """Rank one segment under several variants in one process, sharing their
+    common work (retrieval.write_segments). ``tokens``: tokenizer -> tokens
+    table; ``outputs``: variant name -> {rankings, outcomes, deep} paths."""
+    from .retrieval import write_segments
+    from .variants import from_spec
+
+    write_segments([from_spec(s) for s in variant_specs], questions, haystacks, events, segment, n_segments,
+                   outputs, log=log, tokens=tokens, fts_index_path=fts_index_path)
+
+
 def merge(dataset, variant_spec, rankings_in, outcomes_in, data_summary, rankings_out, metrics_out,
           deep_in=(), deep_out=None, log=print):
     from . import metrics
