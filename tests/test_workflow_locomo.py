@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
@@ -65,6 +66,21 @@ def test_rankings_contract(locomo_run):
     assert len({r["question_id"] for r in rows}) == 1977
     assert {r["rank"] for r in rows} <= set(range(1, 11))
     assert rows[0]["question_id"] == "conv-26#0" and rows[0]["session_id"].startswith("session_")
+
+
+def test_deep_lists_extend_the_rankings(locomo_run):
+    """deep.parquet: the rankings' columns plus score, ranks 1-10 equal to
+    rankings.parquet, lists to depth 50 (PROTOCOL.md section 5)."""
+    work, _, _ = locomo_run
+    for variant in ("v0.8.0", "v0.8.0-index", "v0.5.0", "v0.4.0"):
+        d = work / "results" / "locomo10" / variant
+        top = pq.read_table(d / "rankings.parquet")
+        deep = pq.read_table(d / "deep.parquet")
+        assert deep.column_names == top.column_names + ["score"]
+        assert deep.equals(pq.read_table(d / "segments" / "seg1.deep.parquet"))
+        cut = deep.filter(pc.less_equal(deep.column("rank"), 10)).drop_columns(["score"])
+        assert cut.equals(top), variant
+        assert 10 < max(deep.column("rank").to_pylist()) <= 32  # a conversation has at most 32 sessions
 
 
 def test_report_and_manifest(locomo_run, locomo_path):

@@ -1,12 +1,12 @@
 """Benchmark: the pipeline against a naive baseline on generated files.
 
-    python -m memobench.benchmark [--work bench_work] [--scales s,m,scaling] [--no-naive]
+    python -m memobench.benchmark --checkout . [--work bench_work] [--scales s,m,scaling,shared] [--no-naive]
 
 For each scale it generates a LongMemEval-format file (cached in ``--work``),
 runs the whole workflow with ``snakemake --cores 2`` (variants v0.8.0 and
 v0.8.0-index), reads Snakemake's per-job benchmark files, then reruns the
 retrieval of one variant (``--forcerun retrieve``, what a change to that
-variant costs), and times the naive baseline (``memobench.naive``: the file
+variant costs), and times the naive baseline (``tests/naive.py``: the file
 parsed whole, an FTS table and every event's tokens rebuilt for every question
 and variant, as the original harnesses do) on the same file. It prints one
 table per scale (wall time, CPU time, peak RSS per stage) and the ratios.
@@ -14,7 +14,17 @@ table per scale (wall time, CPU time, peak RSS per stage) and the ratios.
 Scales: ``s`` (500 questions x ~50 sessions, ~280 MB), ``m`` (500 x ~500,
 ~2.7 GB; the naive baseline runs on the first 100-question segment only and is
 extrapolated, since the original takes about 35 minutes on 4 cores), and
-``scaling`` (S-shaped files with 100, 250 and 500 questions: cost per question).
+``scaling`` (S-shaped files with 100, 250 and 500 questions: cost per question),
+and ``shared`` (issue 12: a LongMemEval-format file of 1,986 questions of ~28
+sessions, LoCoMo vocabulary, ~190 MB; after the workflow has built its tables,
+the retrieval of every built-in S variant of segment 1 of 2 run as today's
+workflow runs it, one process per variant, against all of them in one process
+sharing their common work; CPU seconds summed, both measured in the same run).
+
+``--checkout`` is the workflow (the directory holding the Snakefile and src/)
+that is measured; it is an explicit argument, never derived from this file's
+location, so a second checkout (``git worktree add /tmp/bench-base main``) can
+be measured with the same script.
 """
 
 from __future__ import annotations
@@ -30,7 +40,7 @@ from pathlib import Path
 
 import yaml
 
-REPO = Path(__file__).resolve().parents[2]
+REPO: Path | None = None  # the measured checkout (--checkout)
 VARIANTS = ["v0.8.0", "v0.8.0-index"]
 STAGES = ["verify", "normalize", "tokens", "fts_index", "retrieve", "merge"]
 SCALES = {
@@ -43,14 +53,15 @@ def log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-def generate(work: Path, name: str, questions: int, sessions: int, target: float, seed: int) -> Path:
+def generate(work: Path, name: str, questions: int, sessions: int, target: float, seed: int, vocab=None) -> Path:
     path = work / "data" / f"{name}.json"
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
         log(f"generating {path} ({questions} questions x {sessions} sessions, ~{target / 1e6:.0f} MB)")
+        extra = ["--vocab-source", str(vocab)] if vocab else []
         subprocess.run([sys.executable, "-m", "memobench.generate", "longmemeval", "--out", str(path),
                         "--questions", str(questions), "--sessions", str(sessions), "--seed", str(seed),
-                        "--target-bytes", str(int(target)), "--quiet"], check=True)
+                        "--target-bytes", str(int(target)), "--quiet", *extra], check=True)
     return path
 
 
@@ -81,6 +92,72 @@ def stage_table(workdir: Path) -> dict[str, dict]:
                 rss = max(rss, float(row["max_rss"]))
         out[stage] = {"jobs": jobs, "wall": wall, "cpu": cpu, "rss": rss}
     return out
+
+
+SHARED_CODE = """
+import json, resource, sys, time
+sys.path.insert(0, sys.argv[1])
+from memobench import retrieval
+from memobench.variants import builtin
+R, names, mode = sys.argv[2], sys.argv[3].split(","), sys.argv[4]
+vs = [builtin("s")[n] for n in names]
+tokens = {s: f"{R}/tokens/{s}.parquet" for s in {v.recipe.seq for v in vs}}
+outs = {v.name: {k: f"{sys.argv[5]}/{v.name}.{k}.parquet" for k in ("rankings", "outcomes", "deep")} for v in vs}
+retrieval.write_segments(vs, f"{R}/normalized/questions.parquet", f"{R}/normalized/haystacks.parquet",
+                         f"{R}/normalized/events.parquet", 1, 2, outs, log=lambda m: None, tokens=tokens,
+                         fts_index_path=f"{R}/fts/index.sqlite")
+ru = resource.getrusage(resource.RUSAGE_SELF)
+print(json.dumps({"cpu": ru.ru_utime + ru.ru_stime, "rss_mb": ru.ru_maxrss / 1024}))
+"""
+
+
+def run_shared(work: Path, vocab) -> str:
+    """Every built-in S variant's retrieval of segment 1: one process per
+    variant (as the workflow's retrieve jobs) against one process for all."""
+    from memobench.variants import builtin
+
+    raw = generate(work, "bench_shared", 1986, 28, 193e6, 12, vocab)
+    name = "bench_shared"
+    workdir = work / f"run_{name}"
+    workdir.mkdir(parents=True, exist_ok=True)
+    cfg = workdir / "bench.yaml"
+    names = sorted(builtin("s"))
+    ds = {"format": "longmemeval", "family": "s", "file": str(raw), "bytes": raw.stat().st_size, "segments": 2,
+          "variants": ["v0.8.0", "v0.8.0-index", "exp4-A0-base"]}
+    cfg.write_text(yaml.safe_dump({"data_dir": str(work / "data"), "run": [name], "datasets": {name: ds}}))
+    targets = [f"results/{name}/tokens/{s}.parquet" for s in ("ascii", "cjkr", "exp6")] + [
+        f"results/{name}/fts/index.sqlite"]
+    log(f"{name}: normalize, tokens and FTS index")
+    t = time.monotonic()
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(workdir), "--configfile",
+           str(cfg), "--cores", "2", "--quiet", "all", "--", *targets]
+    subprocess.run(cmd, check=True, capture_output=True)
+    prep = time.monotonic() - t
+    out = workdir / "shared_out"
+    out.mkdir(exist_ok=True)
+    res = str(workdir / "results" / name)
+
+    def one(ns):
+        t = time.monotonic()
+        p = subprocess.run([sys.executable, "-c", SHARED_CODE, str(REPO / "src"), res, ",".join(ns), "x", str(out)],
+                           capture_output=True, text=True, check=True)
+        return {**json.loads(p.stdout.strip().splitlines()[-1]), "wall": time.monotonic() - t}
+
+    log(f"{name}: {len(names)} variants, one process each")
+    alone = [one([n]) for n in names]
+    log(f"{name}: {len(names)} variants in one process")
+    together = one(names)
+    a_cpu, a_wall = sum(r["cpu"] for r in alone), sum(r["wall"] for r in alone)
+    rows = [f"### Shared retrieval: {raw.stat().st_size / 1e6:.0f} MB, 1,986 questions x ~28 sessions, "
+            f"segment 1 of 2, all {len(names)} built-in S variants", "",
+            "| | processes | CPU s | wall s | peak RSS MB |", "|---|---|---|---|---|",
+            f"| one process per variant (today's retrieve jobs) | {len(names)} | {a_cpu:.1f} | {a_wall:.1f} | "
+            f"{max(r['rss_mb'] for r in alone):.0f} |",
+            f"| all variants in one process (write_segments) | 1 | {together['cpu']:.1f} | {together['wall']:.1f} | "
+            f"{together['rss_mb']:.0f} |",
+            f"| **ratio** | | **{a_cpu / together['cpu']:.1f}x** | **{a_wall / together['wall']:.1f}x** | |", "",
+            f"(tables built beforehand in {prep:.0f} s; the machine is shared, so CPU seconds are the steadier figure)"]
+    return "\n".join(rows) + "\n"
 
 
 def run_pipeline(work: Path, name: str, raw: Path, segments: int, family: str) -> dict:
@@ -172,10 +249,17 @@ def report_scale(name: str, result: dict, naive: dict | None, naive_scale: float
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m memobench.benchmark", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--work", default=str(REPO / "bench_work"), help="generated files and runs (cached)")
-    parser.add_argument("--scales", default="s,m,scaling", help="comma-separated: s, m, scaling")
+    parser.add_argument("--checkout", required=True,
+                        help="the workflow to measure: the directory holding its Snakefile and src/")
+    parser.add_argument("--work", default="bench_work", help="generated files and runs (cached)")
+    parser.add_argument("--scales", default="s,m,scaling", help="comma-separated: s, m, scaling, shared")
+    parser.add_argument("--vocab", default=None, help="LoCoMo file whose words the shared case's file uses")
     parser.add_argument("--no-naive", action="store_true", help="skip the naive baseline")
     args = parser.parse_args(argv)
+    global REPO
+    REPO = Path(args.checkout).resolve()
+    if not (REPO / "Snakefile").is_file():
+        raise SystemExit(f"--checkout {REPO}: no Snakefile there")
     work = Path(args.work).resolve()
     scales = args.scales.split(",")
     sections = [f"## Benchmark ({time.strftime('%Y-%m-%d')}, {sys.platform}, --cores 2)", ""]
@@ -198,6 +282,9 @@ def main(argv=None) -> int:
         sections.append(report_scale(f"{name.upper()} scale: {raw.stat().st_size / 1e6:.0f} MB, "
                                      f"{p['questions']} questions x ~{p['sessions']} sessions", result, naive,
                                      naive_scale))
+        print(sections[-1], flush=True)
+    if "shared" in scales:
+        sections.append(run_shared(work, args.vocab))
         print(sections[-1], flush=True)
     if "scaling" in scales:
         rows = ["### Cost against the number of questions (S-shaped files, end to end, --cores 2)", "",

@@ -23,6 +23,7 @@ from .timewords import date_words, relative_min_time
 from .tokenize import SEQ, STOP_LISTS, TERM_MAX, WINDOWS, joined_tokens
 
 REQUEST_LIMIT = 10
+DEEP = 50  # depth of the deep lists (PROTOCOL.md section 5)
 
 
 # --------------------------------------------------------------------------- sessions
@@ -395,7 +396,8 @@ class Ranker:
         return window
 
     def rank(self, hay: Haystack, hay_token, question: str, question_date: str | None = None) -> dict:
-        """Returns the final list of session ids, plus the parts (P, window, T)."""
+        """Returns the final list of session ids, its deep continuation
+        (``deep``, see ``deep_list``), plus the parts (P, window, T)."""
         r = self.recipe
         self.backend.load(hay, hay_token)
         window = self.window(question)
@@ -405,7 +407,9 @@ class Ranker:
             if r.time_filter == "hard":
                 return hard
             plain = self._rank_once(hay, question, window, None)
-            return {**plain, "final": merge_final(hard["final"], plain["final"])}
+            final = merge_final(hard["final"], plain["final"])
+            # exp3 T2m continued: the T2h deep list, then the plain deep list.
+            return {**plain, "final": final, "deep": deep_list(final, hard["deep"] + plain["deep"])}
         return self._rank_once(hay, question, window, None)
 
     def _rank_once(self, hay: Haystack, question: str, window: list[str], min_time) -> dict:
@@ -417,12 +421,20 @@ class Ranker:
         if len(window) >= 2:
             counts, rep_time = self.weighted(hay, window, min_time)
         order = sorted(counts, key=lambda i: (-counts[i], -rep_time[i]))
-        t_ids = [hay.ids[i] for i in order[:REQUEST_LIMIT]]
+        t_all = [hay.ids[i] for i in order]
+        t_ids = t_all[:REQUEST_LIMIT]
         if r.final == "bonus":
-            final = bonus_final(hay, phrase_list, counts, rep_time, r.bonus)
+            pool = bonus_pool(hay, phrase_list, counts, rep_time, r.bonus)
+            final, continued = pool[:REQUEST_LIMIT], pool
         else:
             final = merge_final(p_ids, t_ids, r.final)
-        return {"final": final, "phrase": p_ids, "window": window, "weighted": t_ids}
+            if r.final == "drop_p":
+                p_set = set(p_ids)
+                continued = [s for s in t_all if s not in p_set]
+            else:
+                continued = p_ids + t_all
+        return {"final": final, "deep": deep_list(final, continued), "phrase": p_ids, "window": window,
+                "weighted": t_ids}
 
     def phrases(self, window: list[str]) -> list[tuple[str, str, tuple]]:
         out = [("token", t, (t,)) for t in window]
@@ -474,9 +486,9 @@ def stem_phrases(window: list[str], earlier: list[tuple], dedupe: bool) -> list[
     return out
 
 
-def bonus_final(hay: Haystack, phrase_list, counts: dict, rep_time: dict, bonus: int) -> list[str]:
-    """exp4 phrase-order loosening: P entries score bonus + (10 - index) and
-    compete with the weighted scores in one pool (max of the two)."""
+def bonus_pool(hay: Haystack, phrase_list, counts: dict, rep_time: dict, bonus: int) -> list[str]:
+    """exp4 phrase-order loosening, uncut: P entries score bonus + (10 - index)
+    and compete with the weighted scores in one pool (max of the two)."""
     pool: dict[int, list] = {}
     for idx, (i, t) in enumerate(phrase_list):
         # A repeated entry (duplicate ids) overwrites in place, as a JS Map.set does.
@@ -487,7 +499,47 @@ def bonus_final(hay: Haystack, phrase_list, counts: dict, rep_time: dict, bonus:
         else:
             pool[i] = [c, rep_time[i]]
     order = sorted(pool, key=lambda i: (-pool[i][0], -pool[i][1]))
-    return [hay.ids[i] for i in order[:REQUEST_LIMIT]]
+    return [hay.ids[i] for i in order]
+
+
+def deep_list(final: list[str], continued: list[str], depth: int = DEEP) -> list[str]:
+    """A question's ranking to depth 50 (PROTOCOL.md section 5): the harness's
+    list, then the same ordering continued.
+
+    What "continued" means: every list the harness uses to *score* keeps its
+    harness size (P is the phrase step's first REQUEST_LIMIT = 10 candidates,
+    each token/pair/stem list its page of 10 or 20), so no score and no tie
+    changes; only the final cut at 10 moves to 50, applied to the uncut
+    orderings, as analyze.cjs does for its near-miss rank (HARNESSES.md 6.6):
+
+    * ``prepend`` (run, locomo, exp3-5, exp6, ...): P, then all of T (every
+      session in ``counts``, by score then representative time), de-duplicated;
+    * ``drop_p`` (exp, exp2): all of T minus every session of P;
+    * ``bonus`` (exp4 B-bonus*): the whole pool, sorted as the harness sorts it;
+    * ``dual`` (exp3 T2m): the T2h deep list, then the plain (V6) deep list,
+      de-duplicated; ``hard`` (T2h): its own deep list.
+
+    ``continued`` is that uncut ordering; the deep list is ``final`` followed by
+    its entries not already listed, cut to ``depth``. Ranks 1-10 are therefore
+    ``final`` itself by construction. When ``final`` is shorter than 10 the
+    deep list is ``final`` alone: more entries would take ranks the harness
+    leaves empty (only drop_p gets there with candidates left, when P removes
+    entries of T's first 10, or where duplicate ids inside one haystack fill
+    some of them; otherwise no candidate is left), and the top-10 metrics of
+    the deep list must equal the harness's.
+    Sessions that are no candidate of any list are never ranked, so a list can
+    stop short of 50."""
+    if len(final) < REQUEST_LIMIT:
+        return list(final)
+    out = list(final)
+    seen = set(out)
+    for s in continued:
+        if len(out) >= depth:
+            break
+        if s not in seen:
+            seen.add(s)
+            out.append(s)
+    return out
 
 
 def merge_final(p_ids: list[str], t_ids: list[str], mode: str = "prepend", cut: int | None = REQUEST_LIMIT) -> list[str]:

@@ -102,6 +102,15 @@ def pct(count: int, n: int, digits: int = 1) -> str:
 
 # --------------------------------------------------------------------------- merge stage
 
+def concat_rankings(paths):
+    """The segments' ranking tables (top-10 or deep) in question order."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    t = pa.concat_tables([pq.read_table(p) for p in paths])
+    return t.sort_by([("q_index", "ascending"), ("rank", "ascending")])
+
+
 def merge_segments(dataset: str, variant_spec: dict, rankings_in, outcomes_in, data_summary,
                    rankings_out, questions_out, metrics_out, log=print) -> None:
     """Merge a variant's segments: rankings concatenated in question order, the
@@ -118,8 +127,7 @@ def merge_segments(dataset: str, variant_spec: dict, rankings_in, outcomes_in, d
     from .provenance import PROVENANCE_KEY
     from .tables import write_json, write_table
 
-    rankings = pa.concat_tables([pq.read_table(p) for p in rankings_in])
-    rankings = rankings.sort_by([("q_index", "ascending"), ("rank", "ascending")])
+    rankings = concat_rankings(rankings_in)
     seg_tables = [pq.read_table(p).sort_by("q_index") for p in outcomes_in]
     per_segment = [t.to_pylist() for t in seg_tables]
     outcomes = [row for seg in per_segment for row in seg]

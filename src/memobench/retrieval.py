@@ -12,6 +12,7 @@ original M runs (``M_START``/``M_LIMIT``): segment i of S covers items
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from pathlib import Path
 
@@ -28,6 +29,13 @@ from .variants import Variant
 
 RANKINGS = pa.schema(
     [("question_id", pa.string()), ("rank", pa.int8()), ("session_id", pa.string()), ("q_index", pa.int32())]
+)
+# The deep list (to depth 50, engine.deep_list): the rankings' columns plus a
+# score strictly decreasing with rank. Most harness lists have no score of their
+# own (P entries have none, T's ties are broken by time), so it is 51 - rank.
+DEEP = pa.schema(
+    [("question_id", pa.string()), ("rank", pa.int8()), ("session_id", pa.string()), ("q_index", pa.int32()),
+     ("score", pa.float64())]
 )
 OUTCOMES = pa.schema(
     [
@@ -50,7 +58,13 @@ def segment_bounds(n: int, segment: int, n_segments: int) -> tuple[int, int]:
 
 
 def load_segment(questions_path, haystacks_path, events_path, segment: int, n_segments: int,
-                 tokens_path=None, seq_name: str | None = None, texts: bool = True):
+                 tokens_path=None, seq_name: str | None = None, texts: bool = True, tokens: dict | None = None):
+    """``tokens`` (tokenizer name -> tokens table) loads several tokenizers'
+    tokens at once (one job ranking variants of several tokenizers);
+    ``tokens_path``/``seq_name`` is the one-tokenizer form."""
+    tokens = dict(tokens or {})
+    if tokens_path is not None:
+        tokens[seq_name] = tokens_path
     qtab = pq.read_table(questions_path)
     qtab = qtab.sort_by("q_index")
     lo, hi = segment_bounds(qtab.num_rows, segment, n_segments)
@@ -76,53 +90,59 @@ def load_segment(questions_path, haystacks_path, events_path, segment: int, n_se
     for key in needed:
         corpus.add(key, [], [])
     if needed:
-        _load_events(corpus, events_path, needed, tokens_path, seq_name, texts or tokens_path is None)
+        _load_events(corpus, events_path, needed, tokens, texts or not tokens)
     return questions, haystacks, corpus
 
 
-def _load_events(corpus: Corpus, events_path, needed: list[int], tokens_path=None, seq_name=None,
+def _load_events(corpus: Corpus, events_path, needed: list[int], tokens: dict | None = None,
                  texts: bool = True) -> None:
     """Stream the events table (written in session-key, seq order) batch by
     batch, keeping the needed sessions: the peak stays near one batch plus the
-    corpus instead of the whole table twice (LongMemEval-M segments). The
-    tokens table, when given, has the same rows in the same order."""
+    corpus instead of the whole table twice (LongMemEval-M segments). Each
+    tokens table (``tokens``: tokenizer name -> path) has the same rows in the
+    same order."""
     wanted = np.asarray(needed, dtype=np.int64)
-    pending_key, pending = None, ([], [], [])
+    tokens = tokens or {}
+    seqs = list(tokens)
+    pending_key, pending = None, ([], [], [[] for _ in seqs])
     columns = ["session_key", "length", "text"] if texts else ["session_key", "length"]
     batches = pq.ParquetFile(events_path).iter_batches(batch_size=65536, columns=columns)
-    tokens = (pq.ParquetFile(tokens_path).iter_batches(batch_size=65536, columns=["session_key", "joined"])
-              if tokens_path else None)
+    readers = [pq.ParquetFile(tokens[name]).iter_batches(batch_size=65536, columns=["session_key", "joined"])
+               for name in seqs]
 
     def flush():
         corpus.add(pending_key, pending[0] if texts else None, pending[1])
-        if tokens is not None:
-            corpus.pretokenized[(seq_name, pending_key)] = pending[2]
+        for name, joined in zip(seqs, pending[2]):
+            corpus.pretokenized[(name, pending_key)] = joined
 
     for batch in batches:
-        tok_batch = next(tokens, None) if tokens is not None else None
         keys = batch.column(0).to_numpy()
-        if tokens is not None and (tok_batch is None or not np.array_equal(tok_batch.column(0).to_numpy(), keys)):
-            # Both tables are written in the same row order and row groups; anything
-            # else means a stale or foreign tokens file.
-            raise DataError(tokens_path, None, f"not aligned with {events_path}; delete it and rerun")
+        tok_batches = [next(r, None) for r in readers]
+        for name, tb in zip(seqs, tok_batches):
+            if tb is None or not np.array_equal(tb.column(0).to_numpy(), keys):
+                # Both tables are written in the same row order and row groups; anything
+                # else means a stale or foreign tokens file.
+                raise DataError(tokens[name], None, f"not aligned with {events_path}; delete it and rerun")
         rows = np.flatnonzero(np.isin(keys, wanted))
         if not len(rows):
             continue
         lengths = batch.column(1).take(rows).to_pylist()
         text_col = batch.column(2).take(rows).to_pylist() if texts else [None] * len(rows)
-        joined = tok_batch.column(1).take(rows).to_pylist() if tok_batch is not None else [None] * len(rows)
-        for key, text, length, j in zip(keys[rows].tolist(), text_col, lengths, joined):
+        joined = [tb.column(1).take(rows).to_pylist() for tb in tok_batches]
+        for n, (key, text, length) in enumerate(zip(keys[rows].tolist(), text_col, lengths)):
             if key != pending_key:
                 if pending_key is not None:
                     flush()
-                pending_key, pending = key, ([], [], [])
+                pending_key, pending = key, ([], [], [[] for _ in seqs])
             pending[0].append(text)
             pending[1].append(length)
-            pending[2].append(j)
+            for j, col in zip(pending[2], joined):
+                j.append(col[n])
     if pending_key is not None:
         flush()
-    if tokens is not None and next(tokens, None) is not None:
-        raise DataError(tokens_path, None, f"has more rows than {events_path}; delete it and rerun")
+    for name, r in zip(seqs, readers):
+        if next(r, None) is not None:
+            raise DataError(tokens[name], None, f"has more rows than {events_path}; delete it and rerun")
     pa.default_memory_pool().release_unused()
 
 
@@ -155,69 +175,147 @@ def _skip_reason(rule: str, q: dict, hay: Haystack | None, variant: Variant) -> 
     return None, None
 
 
+class SharedRows:
+    """The dataset's FTS index, remembering the current haystack's rows per
+    MATCH expression, so variants ranking the same question ask SQLite once.
+
+    Rows are fetched at the largest LIMIT any variant uses and cut to each
+    caller's: with ``ORDER BY rowid LIMIT L`` the rows under a smaller L are
+    exactly the first L of them. A MATCH expression FTS5 rejects raises the
+    same error for every caller."""
+
+    def __init__(self, index, limit: int):
+        self.index, self.limit = index, limit
+        self.hid = None
+        self.rows: dict[str, list[int] | Exception] = {}
+
+    def positions(self, haystack_id: int, match: str, limit: int) -> list[int]:
+        if limit > self.limit:
+            raise ValueError(f"LIMIT {limit} above the shared {self.limit}")
+        if haystack_id != self.hid:
+            self.hid, self.rows = haystack_id, {}
+        rows = self.rows.get(match)
+        if rows is None:
+            try:
+                rows = self.index.positions(haystack_id, match, self.limit)
+            except sqlite3.Error as e:
+                rows = e
+            self.rows[match] = rows
+        if isinstance(rows, Exception):
+            raise rows
+        return rows[:limit]
+
+
 def run_segment(variant: Variant, questions, haystacks, corpus: Corpus, log=print, label: str = "",
-                release: bool = False, fts_index=None):
-    """Rank every question of the segment; returns (rankings table, outcomes table).
+                release: bool = False, fts_index=None, deep: bool = False):
+    """Rank every question of the segment; returns (rankings table, outcomes
+    table), and with ``deep`` the deep-list table third.
 
     ``release`` frees each session's text after its last question (the corpus
     cannot be reused afterwards), which keeps LongMemEval-M segments small."""
-    ranker = Ranker(corpus, variant.recipe, fts_index)
+    tables = run_segments([variant], questions, haystacks, corpus, log, label, release, fts_index)[variant.name]
+    return tables if deep else tables[:2]
+
+
+def run_segments(variants: list[Variant], questions, haystacks, corpus: Corpus, log=print, label: str = "",
+                 release: bool = False, fts_index=None) -> dict[str, tuple]:
+    """Rank every question of the segment under each variant, question by
+    question, so the variants share the work they have in common: the
+    tokenized sessions and representative events (per tokenizer, in the
+    corpus) and the FTS rows (``SharedRows``). Each variant's lists are
+    those it gets alone (the same Ranker, the same inputs). Returns
+    {variant name: (rankings, outcomes, deep) tables}."""
+    names = [v.name for v in variants]
+    if len(set(names)) != len(names):
+        raise ValueError(f"duplicate variant names in {names}")
+    shared = None
+    if fts_index is not None:
+        limits = [v.recipe.fts_limit for v in variants if v.recipe.backend == "fts"]
+        shared = SharedRows(fts_index, max(limits)) if limits else None
+    rankers = [Ranker(corpus, v.recipe, shared) for v in variants]
     last_use: dict[int, int] = {}
     for n, q in enumerate(questions):
         hay = haystacks.get(q["haystack_id"])
         if hay is not None:
             for key in hay.keys:
                 last_use[key] = n
-    rank_rows = {name: [] for name in RANKINGS.names}
-    out_rows = {name: [] for name in OUTCOMES.names}
+    rows = {v.name: ({name: [] for name in RANKINGS.names}, {name: [] for name in OUTCOMES.names},
+                     {name: [] for name in DEEP.names}) for v in variants}
     progress = Progress(log, f"{label} questions", total=len(questions))
     started = time.monotonic()
     for n, q in enumerate(questions):
         hay = haystacks.get(q["haystack_id"])
-        skip, miss = _skip_reason(variant.skip, q, hay, variant)
-        gold_rank = 0
-        if skip is None and miss is None:
-            final = ranker.rank(hay, q["haystack_id"], q["question"], q["question_date"])["final"]
-            gold = set(q["gold"])
-            for r, sid in enumerate(final, 1):
-                rank_rows["question_id"].append(q["question_id"])
-                rank_rows["rank"].append(r)
-                rank_rows["session_id"].append(sid)
-                rank_rows["q_index"].append(q["q_index"])
-                if not gold_rank and sid in gold:
-                    gold_rank = r
-        out_rows["q_index"].append(q["q_index"])
-        out_rows["question_id"].append(q["question_id"])
-        out_rows["question_type"].append(q["question_type"])
-        out_rows["status"].append("skipped" if skip else "unrecorded" if miss == "unrecorded" else "evaluated")
-        out_rows["reason"].append(skip or miss)
-        out_rows["in_types"].append(skip is None and miss is None)
-        out_rows["gold_rank"].append(gold_rank)
-        out_rows["pool_size"].append(len(hay.ids) if hay is not None else 0)
+        for variant, ranker in zip(variants, rankers):
+            rank_rows, out_rows, deep_rows = rows[variant.name]
+            skip, miss = _skip_reason(variant.skip, q, hay, variant)
+            gold_rank = 0
+            if skip is None and miss is None:
+                ranked = ranker.rank(hay, q["haystack_id"], q["question"], q["question_date"])
+                final = ranked["final"]
+                n_deep = len(ranked["deep"])
+                deep_rows["question_id"].extend([q["question_id"]] * n_deep)
+                deep_rows["rank"].extend(range(1, n_deep + 1))
+                deep_rows["session_id"].extend(ranked["deep"])
+                deep_rows["q_index"].extend([q["q_index"]] * n_deep)
+                deep_rows["score"].extend(float(51 - r) for r in range(1, n_deep + 1))
+                gold = set(q["gold"])
+                for r, sid in enumerate(final, 1):
+                    rank_rows["question_id"].append(q["question_id"])
+                    rank_rows["rank"].append(r)
+                    rank_rows["session_id"].append(sid)
+                    rank_rows["q_index"].append(q["q_index"])
+                    if not gold_rank and sid in gold:
+                        gold_rank = r
+            out_rows["q_index"].append(q["q_index"])
+            out_rows["question_id"].append(q["question_id"])
+            out_rows["question_type"].append(q["question_type"])
+            out_rows["status"].append("skipped" if skip else "unrecorded" if miss == "unrecorded" else "evaluated")
+            out_rows["reason"].append(skip or miss)
+            out_rows["in_types"].append(skip is None and miss is None)
+            out_rows["gold_rank"].append(gold_rank)
+            out_rows["pool_size"].append(len(hay.ids) if hay is not None else 0)
         if hay is not None:
             corpus.drop([k for k in hay.keys if last_use.get(k) == n], texts=release)
         progress(n + 1)
     progress(len(questions), f" done in {time.monotonic() - started:.1f} s", force=True)
-    return (
-        pa.table(rank_rows, schema=RANKINGS),
-        pa.table(out_rows, schema=OUTCOMES),
-    )
+    return {name: (pa.table(r, schema=RANKINGS), pa.table(o, schema=OUTCOMES), pa.table(d, schema=DEEP))
+            for name, (r, o, d) in rows.items()}
 
 
 def write_segment(variant: Variant, questions_path, haystacks_path, events_path, segment: int,
                   n_segments: int, rankings_out, outcomes_out, log=print, tokens_path=None,
-                  fts_index_path=None) -> None:
-    # With the tokens and (for FTS) the dataset's index, no event text is needed.
-    texts = tokens_path is None or (variant.recipe.backend == "fts" and fts_index_path is None)
+                  fts_index_path=None, deep_out=None) -> None:
+    outs = {variant.name: {"rankings": rankings_out, "outcomes": outcomes_out, "deep": deep_out}}
+    write_segments([variant], questions_path, haystacks_path, events_path, segment, n_segments, outs, log=log,
+                   tokens={variant.recipe.seq: tokens_path} if tokens_path else None, fts_index_path=fts_index_path)
+
+
+def write_segments(variants: list[Variant], questions_path, haystacks_path, events_path, segment: int,
+                   n_segments: int, outs: dict, log=print, tokens: dict | None = None,
+                   fts_index_path=None) -> None:
+    """Rank one segment under several variants in one process (``run_segments``)
+    and write each variant's tables: ``outs`` maps a variant name to its
+    ``rankings``, ``outcomes`` and (optional) ``deep`` paths. ``tokens`` maps
+    tokenizer names to the tokens stage's tables; with the tokens of every
+    variant's tokenizer and (for FTS) the dataset's index, no event text is read."""
+    tokens = {v.recipe.seq: tokens[v.recipe.seq] for v in variants if tokens and v.recipe.seq in tokens}
+    texts = any(v.recipe.seq not in tokens or (v.recipe.backend == "fts" and fts_index_path is None)
+                for v in variants)
     questions, haystacks, corpus = load_segment(questions_path, haystacks_path, events_path, segment, n_segments,
-                                                tokens_path, variant.recipe.seq, texts=texts)
-    log(f"{variant.name} segment {segment}/{n_segments}: {len(questions)} questions, "
-        f"{len(corpus)} distinct sessions")
-    rankings, outcomes = run_segment(variant, questions, haystacks, corpus, log,
-                                     label=f"{variant.name} segment {segment}/{n_segments}:", release=True,
-                                     fts_index=_open_index(fts_index_path, variant))
-    write_table(outcomes_out, outcomes)
-    write_table(rankings_out, rankings)
+                                                texts=texts, tokens=tokens)
+    label = variants[0].name if len(variants) == 1 else f"{len(variants)} variants"
+    log(f"{label} segment {segment}/{n_segments}: {len(questions)} questions, {len(corpus)} distinct sessions")
+    fts = [v for v in variants if v.recipe.backend == "fts"]
+    index = _open_index(fts_index_path, fts[0]) if fts else None
+    tables = run_segments(variants, questions, haystacks, corpus, log,
+                          label=f"{label} segment {segment}/{n_segments}:", release=True, fts_index=index)
+    for v in variants:
+        out = outs[v.name]
+        rankings, outcomes, deep = tables[v.name]
+        write_table(out["outcomes"], outcomes)
+        if out.get("deep") is not None:
+            write_table(out["deep"], deep)
+        write_table(out["rankings"], rankings)
 
 
 def _open_index(path, variant: Variant):

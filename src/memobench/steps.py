@@ -258,7 +258,7 @@ def fts_index(job: Job) -> None:
 
 
 @stage("retrieve", inputs=["questions", "haystacks", "events", "tokens"], optional=["fts_index"],
-       outputs=["rankings", "outcomes"], params=["variant", "segment", "n_segments"])
+       outputs=["rankings", "outcomes", "deep"], params=["variant", "segment", "n_segments"])
 def retrieve(job: Job) -> None:
     import pyarrow.parquet as pq
 
@@ -269,21 +269,25 @@ def retrieve(job: Job) -> None:
 
     i, o, p = job.input, job.output, job.params
     write_segment(from_spec(p.variant), i.questions, i.haystacks, i.events, p.segment, p.n_segments,
-                  o.rankings, o.outcomes, log=job.log, tokens_path=i.tokens, fts_index_path=i.get("fts_index"))
+                  o.rankings, o.outcomes, log=job.log, tokens_path=i.tokens, fts_index_path=i.get("fts_index"),
+                  deep_out=o.deep)
     # where this segment was computed (SQLite and the rest), for metrics.json
     outcomes = pq.read_table(o.outcomes)
     write_table(o.outcomes, outcomes.replace_schema_metadata(
         {PROVENANCE_KEY: json.dumps(provenance(), sort_keys=True)}))
 
 
-@stage("merge", inputs=["rankings", "outcomes", "data_summary"], outputs=["rankings", "questions", "metrics"],
-       params=["variant"])
+@stage("merge", inputs=["rankings", "outcomes", "deep", "data_summary"],
+       outputs=["rankings", "questions", "metrics", "deep"], params=["variant"])
 def merge(job: Job) -> None:
-    from .metrics import merge_segments
+    from .metrics import concat_rankings, merge_segments
+    from .tables import write_table
 
     i, o = job.input, job.output
     merge_segments(job.wildcards.dataset, job.params.variant, i.rankings, i.outcomes, i.data_summary,
                    o.rankings, o.questions, o.metrics, log=job.log)
+    # the deep lists (depth 50), concatenated in question order like the rankings
+    write_table(o.deep, concat_rankings(i.deep))
 
 
 @stage("analyze", inputs=["questions", "haystacks", "events", "tokens"], optional=["fts_index"],

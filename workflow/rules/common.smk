@@ -205,6 +205,7 @@ def merge_inputs(w):
     return {
         "rankings": segment_files(w.dataset, w.variant),
         "outcomes": segment_files(w.dataset, w.variant, ".questions.parquet"),
+        "deep": segment_files(w.dataset, w.variant, ".deep.parquet"),
         "data_summary": f"{norm_dir(w.dataset)}/summary.json",
     }
 

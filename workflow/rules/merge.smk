@@ -10,6 +10,7 @@ rule merge:
         rankings=f"{RESULTS}/{{dataset}}/{{variant}}/rankings.parquet",
         questions=f"{RESULTS}/{{dataset}}/{{variant}}/questions.parquet",
         metrics=f"{RESULTS}/{{dataset}}/{{variant}}/metrics.json",
+        deep=f"{RESULTS}/{{dataset}}/{{variant}}/deep.parquet",
     params:
         variant=variant_of,
         code=code("merge"),

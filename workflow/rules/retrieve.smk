@@ -48,6 +48,7 @@ rule retrieve:
     output:
         rankings=f"{RESULTS}/{{dataset}}/{{variant}}/segments/{{segment}}.parquet",
         outcomes=f"{RESULTS}/{{dataset}}/{{variant}}/segments/{{segment}}.questions.parquet",
+        deep=f"{RESULTS}/{{dataset}}/{{variant}}/segments/{{segment}}.deep.parquet",
     params:
         # only what decides the lists: editing a description reruns no retrieval
         variant=lambda w: {k: variant_of(w)[k] for k in ("name", "recipe", "skip")},
