@@ -60,6 +60,7 @@ EVENTS = pa.schema(
         ("length", pa.int32()),  # code points
         ("role", pa.string()),  # LongMemEval role, LoCoMo speaker
         ("dia_id", pa.string()),  # LoCoMo turn id
+        ("has_answer", pa.bool_()),  # LongMemEval turn's has_answer (Python truthiness); null elsewhere
     ]
 )
 
