@@ -193,6 +193,8 @@ class _LmeTables(_Tables):
             question_type=_question_type(item.get("question_type", MISSING)),
             question_date=_opt_str(item.get("question_date")), haystack_id=index, gold=gold,
             paired_question_id=None, parse_error=False,
+            answer=json.dumps(item["answer"], ensure_ascii=False, default=float) if "answer" in item else None,
+            answer_session_ids=[js_string(a) for a in answers] if isinstance(answers, list) else [],
         )
         self.stats["questions"] += 1
 
@@ -202,6 +204,7 @@ class _LmeTables(_Tables):
         self.questions.append(
             q_index=index, question_id=f"#unparseable-{index}", question="", question_type="unknown",
             question_date=None, haystack_id=-1, gold=[], paired_question_id=None, parse_error=True,
+            answer=None, answer_session_ids=[],
         )
         self.stats["unparseable_items"] += 1
 
@@ -394,6 +397,7 @@ def normalize_locomo(path, out_dir, log=print) -> dict:
                     question=_question_text(path, f"{sample_id} qa {qi}", item),
                     question_type="unknown" if cat is MISSING else js_string(cat),
                     question_date=None, haystack_id=ci, gold=gold, paired_question_id=None, parse_error=False,
+                    answer=None, answer_session_ids=[],
                 )
                 q_index += 1
             progress(ci + 1)
@@ -444,6 +448,7 @@ def normalize_cn(path, base_dir, out_dir, log=print) -> dict:
                     haystack_id=pair["haystack_id"] if pair else -1,
                     gold=pair["gold"] if pair else [],
                     paired_question_id=orig if pair else None, parse_error=False,
+                    answer=None, answer_session_ids=[],
                 )
                 stats["rows"] += 1
         questions.close()
@@ -470,7 +475,7 @@ def normalize_zh(out_dir, log=print) -> dict:
         for qi, (query, gold) in enumerate(QUERIES):
             questions.append(q_index=qi, question_id=f"zh#{qi}", question=query, question_type="zh",
                              question_date=None, haystack_id=0, gold=[gold], paired_question_id=None,
-                             parse_error=False)
+                             parse_error=False, answer=None, answer_session_ids=[])
         tables.close()
     stats = {"questions": len(QUERIES), "sessions": len(store.keys), "events": store.n_events, "haystacks": 1}
     log(f"normalize zh: {stats}")

@@ -127,10 +127,12 @@ def merge(dataset, variant_spec, rankings_in, outcomes_in, data_summary, ranking
         f"hit@5 {result['hit@5']}, hit@10 {result['hit@10']}, MRR sum {result['mrr_sum']}")
 
 
-def report(metrics_paths, extra_md, md_out, html_out, png_out, log=print):
+def report(metrics_paths, extra_md, md_out, html_out, png_out, official_paths=(), stats_paths=(),
+           forest_out=None, heatmap_out=None, log=print):
     from .report import build_report
 
-    build_report(metrics_paths, extra_md, md_out, html_out, png_out, log=log)
+    build_report(metrics_paths, extra_md, md_out, html_out, png_out, official_paths=official_paths,
+                 stats_paths=stats_paths, forest_out=forest_out, heatmap_out=heatmap_out, log=log)
 
 
 def falsify(dataset, metrics_paths, json_out, md_out, log=print):
@@ -145,3 +147,43 @@ def falsify(dataset, metrics_paths, json_out, md_out, log=print):
     write_json(json_out, {"dataset": dataset, "comparisons": rows})
     write_text(md_out, markdown(dataset, rows))
     log(f"falsifier {dataset}: {len(rows)} comparisons")
+
+
+def official(dataset, fmt, variant, questions, haystacks, events, rankings, official_out, run_out, log=print):
+    """The field's yardsticks for one variant: official metrics (official.json)
+    and the TREC run. ``rankings``: the harness's top 10 or a deeper table with
+    the same columns."""
+    from . import exports
+    from . import official as off
+
+    block, _ = off.compute(fmt, questions, haystacks, events, rankings, log=log)
+    run = exports.write_run(rankings, variant, run_out, log=log)
+    write_json(official_out, {"dataset": dataset, "variant": variant, "format": fmt,
+                              "rankings": Path(rankings).name, "official": block, "run_trec": run})
+
+
+def retrievallog(fmt, questions, haystacks, events, rankings, out, log=print):
+    from .exports import write_retrievallog
+
+    write_retrievallog(fmt, questions, haystacks, events, rankings, out, log=log)
+
+
+def qrels(questions, out, log=print):
+    from .exports import write_qrels
+
+    write_qrels(questions, out, log=log)
+
+
+def stats(dataset, metrics_paths, outcome_paths, out, log=print):
+    """Paired statistics of a dataset's variants; outcome files are grouped by
+    their variant directory (results/{dataset}/{variant}/segments/...)."""
+    from .stats import dataset_stats
+
+    variants = {}
+    for p in metrics_paths:
+        m = json.loads(Path(p).read_text(encoding="utf-8"))
+        variants[m["variant"]] = m.get("baseline", "")
+    outcomes: dict[str, list] = {v: [] for v in variants}
+    for p in outcome_paths:
+        outcomes[Path(p).parent.parent.name].append(p)
+    write_json(out, dataset_stats(dataset, variants, outcomes, log=log))

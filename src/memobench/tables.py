@@ -29,6 +29,8 @@ QUESTIONS = pa.schema(
         ("gold", pa.list_(pa.string())),  # gold session ids present in the haystack
         ("paired_question_id", pa.string()),  # CN: the English question it pairs to
         ("parse_error", pa.bool_()),  # an M-stream element that did not parse (skipped)
+        ("answer", pa.string()),  # LongMemEval: the raw `answer` as JSON text (null elsewhere)
+        ("answer_session_ids", pa.list_(pa.string())),  # LongMemEval: String() of each raw id, as listed
     ]
 )
 

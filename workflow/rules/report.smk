@@ -1,17 +1,26 @@
-# The report: every dataset x variant with its metrics, the published number
-# beside each figure, the random baseline, and a hit@k plot.
+# The report: every dataset x variant with its harness metrics beside the
+# published number, the official metrics beside them, paired statistics, and
+# plots. Its outputs are also registered for `snakemake --report report.html`.
+
+report: "../report/workflow.rst"
 
 
 rule report:
     input:
         metrics=[f"{RESULTS}/{ds}/{v}/metrics.json" for ds, v in run_pairs()],
         extras=report_extras(),
+        official=lambda w: official_files(),
+        stats=lambda w: stats_files(),
+        # made here so that rule all produces every export (PROTOCOL section 5)
+        exports=lambda w: export_files(),
     output:
         md=f"{RESULTS}/report.md",
-        html=f"{RESULTS}/report.html",
-        plot=f"{RESULTS}/hitk.png",
+        html=report(f"{RESULTS}/report.html", caption="../report/report.rst", category="1. Report"),
+        plot=report(f"{RESULTS}/hitk.png", caption="../report/hitk.rst", category="2. Plots"),
+        forest=report(f"{RESULTS}/forest.png", caption="../report/forest.rst", category="2. Plots"),
+        heatmap=report(f"{RESULTS}/heatmap.png", caption="../report/heatmap.rst", category="2. Plots"),
     params:
-        code=code_hash("report", "published"),
+        code=code_hash("report", "published", "stats", "official"),
     log:
         f"{RESULTS}/logs/report.log",
     conda:
