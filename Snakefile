@@ -20,6 +20,7 @@ include: "workflow/rules/normalize.smk"
 include: "workflow/rules/retrieve.smk"
 include: "workflow/rules/merge.smk"
 include: "workflow/rules/analyze.smk"
+include: "workflow/rules/official.smk"
 include: "workflow/rules/report.smk"
 
 

@@ -48,23 +48,27 @@ class SessionStore:
         self.keys: dict[bytes, int] = {}
         self.n_events = 0
 
-    def key(self, session_id: str, turns: list[tuple[str, str | None, str | None]], scope: str = "") -> int:
-        """``turns``: (text, role, dia_id) per event, in order. Sessions are equal
-        when id and turns are; ``scope`` keeps apart sessions that must not be
-        merged even if equal (LoCoMo conversations)."""
+    def key(self, session_id: str, turns: list[tuple], scope: str = "") -> int:
+        """``turns``: (text, role, dia_id[, has_answer]) per event, in order.
+        Sessions are equal when id and turns are (has_answer included, so the
+        official scoring sees each copy's own flags); ``scope`` keeps apart
+        sessions that must not be merged even if equal (LoCoMo conversations)."""
         h = hashlib.blake2b(digest_size=16)
-        for part in (scope, session_id, *(p for t in turns for p in t)):
+        turns = [t if len(t) == 4 else (*t, None) for t in turns]
+        for part in (scope, session_id, *(p for t in turns for p in t[:3])):
             b = (part if part is not None else "\x00null").encode("utf-8", "surrogatepass")
             h.update(len(b).to_bytes(8, "little"))
             h.update(b)
+        h.update(bytes(0 if t[3] is None else 1 + bool(t[3]) for t in turns))
         digest = h.digest()
         key = self.keys.get(digest)
         if key is None:
             key = self.keys[digest] = len(self.keys)
             self.sessions.append(session_key=key, session_id=session_id, n_events=len(turns))
-            for seq, (text, role, dia_id) in enumerate(turns):
+            for seq, (text, role, dia_id, has_answer) in enumerate(turns):
                 self.events.append(
-                    session_key=key, seq=seq, text=text, length=len(text), role=role, dia_id=dia_id
+                    session_key=key, seq=seq, text=text, length=len(text), role=role, dia_id=dia_id,
+                    has_answer=has_answer,
                 )
             self.n_events += len(turns)
         return key
@@ -76,6 +80,12 @@ class SessionStore:
     def abort(self) -> None:
         self.sessions.abort()
         self.events.abort()
+
+
+def _has_answer(turn) -> bool:
+    """A LongMemEval turn's ``has_answer`` as the official scorer tests it
+    (Python truthiness; a missing key or a non-object turn is false)."""
+    return isinstance(turn, dict) and bool(turn.get("has_answer"))
 
 
 def _lme_haystack(item: dict, hid: int, store: SessionStore, haystacks: TableWriter) -> tuple[list[str], int]:
@@ -98,7 +108,8 @@ def _lme_haystack(item: dict, hid: int, store: SessionStore, haystacks: TableWri
             fallbacks += 1
         turns = session if isinstance(session, list) else []
         events = [
-            (_turn_text(t, "content"), _opt_str(t.get("role")) if isinstance(t, dict) else None, None)
+            (_turn_text(t, "content"), _opt_str(t.get("role")) if isinstance(t, dict) else None, None,
+             _has_answer(t))
             for t in turns
         ]
         key = store.key(sid, events)
@@ -183,6 +194,8 @@ class _LmeTables(_Tables):
             question_type=_question_type(item.get("question_type", MISSING)),
             question_date=_opt_str(item.get("question_date")), haystack_id=index, gold=gold,
             paired_question_id=None, parse_error=False,
+            answer=json.dumps(item["answer"], ensure_ascii=False, default=float) if "answer" in item else None,
+            answer_session_ids=[js_string(a) for a in answers] if isinstance(answers, list) else [],
         )
         self.stats["questions"] += 1
 
@@ -192,6 +205,7 @@ class _LmeTables(_Tables):
         self.questions.append(
             q_index=index, question_id=f"#unparseable-{index}", question="", question_type="unknown",
             question_date=None, haystack_id=-1, gold=[], paired_question_id=None, parse_error=True,
+            answer=None, answer_session_ids=[],
         )
         self.stats["unparseable_items"] += 1
 
@@ -447,6 +461,7 @@ def normalize_locomo(path, out_dir, log=print) -> dict:
                     question=_question_text(path, f"{sample_id} qa {qi}", item),
                     question_type="unknown" if cat is MISSING else js_string(cat),
                     question_date=None, haystack_id=ci, gold=gold, paired_question_id=None, parse_error=False,
+                    answer=None, answer_session_ids=[],
                 )
                 q_index += 1
             progress(ci + 1)
@@ -492,6 +507,7 @@ def normalize_cn(path, base_dir, out_dir, log=print) -> dict:
                     haystack_id=pair["haystack_id"] if pair else -1,
                     gold=pair["gold"] if pair else [],
                     paired_question_id=orig if pair else None, parse_error=False,
+                    answer=None, answer_session_ids=[],
                 )
                 stats["rows"] += 1
         if stats["rows"] and not stats["paired"]:
@@ -522,7 +538,7 @@ def normalize_zh(out_dir, log=print) -> dict:
         for qi, (query, gold) in enumerate(QUERIES):
             questions.append(q_index=qi, question_id=f"zh#{qi}", question=query, question_type="zh",
                              question_date=None, haystack_id=0, gold=[gold], paired_question_id=None,
-                             parse_error=False)
+                             parse_error=False, answer=None, answer_session_ids=[])
         tables.close()
     stats = {"questions": len(QUERIES), "sessions": len(store.keys), "events": store.n_events, "haystacks": 1}
     log(f"normalize zh: {stats}")

@@ -1,4 +1,15 @@
-"""results/report.md, its HTML form and the hit@k plot."""
+"""results/report.md, results/report.html (real tables) and the plots.
+
+Two families of numbers sit side by side and are labelled everywhere:
+
+* **harness metrics** (hit@k, MRR): the Memo harness's own rules, the numbers
+  this project reproduces exactly, with the published value beside ours;
+* **official metrics** (recall_any@k, recall_all@k, ndcg_any@k): LongMemEval's
+  own retrieval scoring (OFFICIAL_METRICS.md), LoCoMo's evidence recall.
+
+Paired statistics (stats.py) give each variant's difference to its baseline
+and to v0.8.0 with a 95% interval, drawn as a forest plot.
+"""
 
 from __future__ import annotations
 
@@ -138,9 +149,7 @@ def plot(runs: list[dict], png_out) -> None:
     ax.set_title("hit@k per dataset and variant")
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.6 / (0.42 * len(runs) + 1.6)), ncol=3, frameon=False)
     fig.tight_layout()
-    with atomic_path(png_out) as tmp:
-        fig.savefig(tmp, format="png", dpi=100, metadata={"Software": None})
-    plt.close(fig)
+    _save(fig, png_out)
 
 
 def provenance_section(manifest_path, runs) -> str:
@@ -174,16 +183,365 @@ def provenance_section(manifest_path, runs) -> str:
     return "\n".join(lines) + "\n"
 
 
-def build_report(metrics_paths, extra_md, md_out, html_out, png_out, manifest_path=None, log=print) -> None:
+OFFICIAL_KS = (1, 5, 10, 30, 50)
+
+
+def _pct(x) -> str:
+    return "-" if x is None else f"{100 * x:.1f}%"
+
+
+def _md_official(runs: list[dict]) -> str:
+    rows = [m for m in runs if m.get("official")]
+    if not rows:
+        return ""
+    out = ["", "## Official metrics (LongMemEval's own scoring; not the harness's hit@k)", "",
+           "recall_all@k: every gold session in the top k; recall_any@k: at least one; ndcg_any@k with "
+           "LongMemEval's discount. Averaged over the file's questions less abstention and no-user-target "
+           "questions (LongMemEval); LoCoMo over questions with evidence sessions.", "",
+           "| dataset | variant | n | excluded | depth | recall_any@5 | recall_all@5 | ndcg_any@5 | recall_any@10 "
+           "| recall_all@10 | ndcg_any@10 |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for m in rows:
+        o = m["official"]
+        exc = ", ".join(f"{k} {v}" for k, v in o["excluded"].items())
+        cells = [_pct(o.get(f"{n}@{k}")) if f"{n}@{k}" in o else "-"
+                 for k in (5, 10) for n in ("recall_any", "recall_all", "ndcg_any")]
+        out.append(f"| {m['dataset']} | {m['variant']} | {o['questions']} | {exc} | {o['depth']} | "
+                   + " | ".join(cells) + " |")
+    return "\n".join(out) + "\n"
+
+
+def _md_stats(stats: list[dict]) -> str:
+    from .stats import fmt_ci
+
+    rows = [(s["dataset"], c) for s in stats for c in s["comparisons"]]
+    if not rows:
+        return ""
+    out = ["", "## Paired differences (harness metrics, per question)", "",
+           "Difference variant - baseline in percentage points (MRR x 100) over the questions both "
+           "evaluated, bootstrap 95% interval, paired randomization p-value.", "",
+           "| dataset | variant | against | n | Δhit@1 [95% CI] | p | Δhit@5 [95% CI] | p | ΔMRR×100 [95% CI] | p |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
+    for ds, c in rows:
+        cells = []
+        for k in ("hit@1", "hit@5", "mrr"):
+            mm = c["metrics"][k]
+            cells += [fmt_ci(mm), "-" if mm["p"] is None else f"{mm['p']:.4f}"]
+        out.append(f"| {ds} | {c['variant']} | {c['baseline']} | {c['n']} | " + " | ".join(cells) + " |")
+    return "\n".join(out) + "\n"
+
+
+# ---------------------------------------------------------------- HTML
+
+CSS = """
+body{font-family:system-ui,sans-serif;margin:2em;max-width:1400px;color:#222}
+table{border-collapse:collapse;margin:0.5em 0 1.5em;font-size:0.86em}
+th,td{border:1px solid #ccc;padding:3px 7px;text-align:right;vertical-align:top}
+th{background:#f2f2f2}
+td.l,th.l{text-align:left}
+th.harness{background:#dde8f6} th.official{background:#f6e7d6}
+td.sat{background:#fff3c4}
+.pub{color:#666;font-size:0.85em;display:block}
+.eq{color:#1a7f37}.ne{color:#b42318}
+.note{color:#555;font-size:0.9em;max-width:70em}
+img{max-width:100%}
+"""
+
+
+def _e(x) -> str:
+    return html.escape(str(x))
+
+
+def _rate_cell(m: dict, key: str, pub: dict) -> str:
+    ours = printed(m, key)
+    if ours is None:
+        return "<td>-</td>"
+    sat = key != "mrr" and m.get(key + "_rate") is not None and m[key + "_rate"] >= 0.95
+    text = ours + ("%" if key != "mrr" else "")
+    if key != "mrr":
+        text += f" <small>({m[key]}/{m['hit_denominator']})</small>"
+    if key in pub:
+        d = _diff(m, key, pub[key])
+        text += f"<span class='pub'>published {_e(pub[key])} <span class='{'eq' if d == '=' else 'ne'}'>{_e(d)}</span></span>"
+    title = " title='95% or more: saturated, differences are hard to see'" if sat else ""
+    return f"<td class='{'sat' if sat else ''}'{title}>{text}</td>"
+
+
+def _official_cells(o: dict | None, names: list[str]) -> str:
+    if not o:
+        return "".join("<td>-</td>" for _ in names) + "<td>-</td>"
+    cells = [f"<td>{o['questions']}</td>"]
+    for n in names:
+        k = int(n.split("@")[1])
+        v = o.get(n)
+        if v is None:
+            cells.append("<td>-</td>")
+            continue
+        mark = "<sup title='k beyond the list depth: the list is shorter than k'>†</sup>" if k > o["depth"] else ""
+        sat = n.startswith("recall") and v >= 0.95
+        cells.append(f"<td class='{'sat' if sat else ''}'>{100 * v:.1f}%{mark}</td>")
+    return "".join(cells)
+
+
+def _html_main_tables(runs: list[dict]) -> list[str]:
+    out = []
+    by_ds: dict[str, list[dict]] = {}
+    for m in runs:
+        by_ds.setdefault(m["dataset"], []).append(m)
+    for ds, ms in by_ds.items():
+        offs = [m.get("official") for m in ms if m.get("official")]
+        lme = any("ndcg_any@5" in o for o in offs)
+        names = ([f"{n}@{k}" for k in (5, 10) for n in ("recall_any", "recall_all", "ndcg_any")] if lme
+                 else [f"{n}@{k}" for k in (5, 10) for n in ("recall_any", "recall_all")])
+        rules = ("LongMemEval official rules" if lme else "LoCoMo evidence sessions") if offs else "none for this format"
+        out.append(f"<h3>{_e(ds)}</h3><table>")
+        out.append(f"<tr><th class='l' rowspan='2'>variant</th>"
+                   f"<th class='harness' colspan='5'>HARNESS metrics (Memo harness rules, what we reproduce)</th>"
+                   f"<th class='official' colspan='{len(names) + 1}'>OFFICIAL metrics ({_e(rules)})</th>"
+                   f"<th rowspan='2'>random hit@1</th></tr>")
+        out.append("<tr><th class='harness'>n</th>" + "".join(
+            f"<th class='harness'>{k}</th>" for k in ("hit@1", "hit@5", "hit@10", "MRR"))
+            + "<th class='official'>n</th>" + "".join(f"<th class='official'>{n}</th>" for n in names) + "</tr>")
+        for m in ms:
+            pub = published(m["dataset"], m["variant"])
+            rnd = (m.get("random") or {}).get("hit@1")
+            out.append(f"<tr><td class='l'>{_e(m['variant'])}</td><td>{m['questions']}</td>"
+                       + "".join(_rate_cell(m, k, pub) for k in METRICS)
+                       + _official_cells(m.get("official"), names)
+                       + f"<td>{_pct(rnd)}</td></tr>")
+        out.append("</table>")
+        excl = [(m["variant"], m["official"]) for m in ms if m.get("official")]
+        if excl:
+            o0 = excl[0][1]
+            parts = ", ".join(f"{k} {v}" for k, v in o0["excluded"].items())
+            extra = ""
+            if "categories_1_4" in o0:
+                c = o0["categories_1_4"]
+                extra = (" Categories 1-4 only (mem0's convention, category 5 adversarial): "
+                         + "; ".join(f"{_e(v)} recall_all@10 {_pct(o['categories_1_4'].get('recall_all@10'))} "
+                                     f"(n {o['categories_1_4']['questions']})" for v, o in excl) + ".")
+            out.append(f"<p class='note'>Official: averaged over {o0['questions']} questions; excluded: "
+                       f"{_e(parts)}; lists to depth {o0['depth']} († marks k beyond it). Questions a variant "
+                       f"gave no list count with an empty list.{extra}</p>")
+    return out
+
+
+def _html_stats(stats: list[dict]) -> list[str]:
+    from .stats import fmt_ci
+
+    out = []
+    for s in stats:
+        if not s["comparisons"]:
+            continue
+        out.append(f"<h3>{_e(s['dataset'])}</h3><table><tr><th class='l' rowspan='2'>variant</th>"
+                   "<th class='l' rowspan='2'>against</th><th rowspan='2'>n (paired)</th>"
+                   + "".join(f"<th colspan='4' class='harness'>{k} (harness)</th>" for k in ("hit@1", "hit@5", "MRR"))
+                   + "</tr><tr>" + "<th>variant</th><th>baseline</th><th>Δ [95% CI]</th><th>p</th>" * 3 + "</tr>")
+        for c in s["comparisons"]:
+            cells = []
+            for k in ("hit@1", "hit@5", "mrr"):
+                mm = c["metrics"][k]
+                fmt = (lambda x: "-" if x is None else f"{x:.4f}") if k == "mrr" else _pct
+                sat = "sat" if mm["saturated"] else ""
+                p_text = "-" if mm["p"] is None else f"{mm['p']:.4f}"
+                ci = fmt_ci(mm, 100, 1) if k != "mrr" else fmt_ci(mm, 1, 4)
+                cells += [f"<td class='{sat}'>{fmt(mm['variant'])}</td>", f"<td class='{sat}'>{fmt(mm['baseline'])}</td>",
+                          f"<td>{ci}</td>", f"<td>{p_text}</td>"]
+            out.append(f"<tr><td class='l'>{_e(c['variant'])}</td><td class='l'>{_e(c['baseline'])} "
+                       f"<small>({_e(c['against'])})</small></td><td>{c['n']}</td>" + "".join(cells) + "</tr>")
+        out.append("</table>")
+    return out
+
+
+def _md_to_html(md: str) -> str:
+    """The small Markdown subset this project writes (headings, tables,
+    paragraphs) as HTML, for the analyze and falsifier sections."""
+    out, table, para = [], [], []
+
+    def flush_table():
+        if table:
+            rows = [r for r in table if not set(r.replace("|", "").strip()) <= set("-: ")]
+            out.append("<table>")
+            for i, r in enumerate(rows):
+                cells = [c.strip() for c in r.strip().strip("|").split("|")]
+                tag = "th" if i == 0 else "td"
+                out.append("<tr>" + "".join(f"<{tag} class='l'>{_e(c)}</{tag}>" for c in cells) + "</tr>")
+            out.append("</table>")
+            table.clear()
+
+    def flush_para():
+        if para:
+            out.append(f"<p>{_e(' '.join(para))}</p>")
+            para.clear()
+
+    for line in md.splitlines():
+        if line.startswith("|"):
+            flush_para()
+            table.append(line)
+            continue
+        flush_table()
+        if line.startswith("#"):
+            flush_para()
+            level = min(len(line) - len(line.lstrip("#")) + 1, 6)
+            out.append(f"<h{level}>{_e(line.lstrip('#').strip())}</h{level}>")
+        elif not line.strip():
+            flush_para()
+        else:
+            para.append(line.strip())
+    flush_table()
+    flush_para()
+    return "\n".join(out)
+
+
+def _html_details(runs: list[dict]) -> list[str]:
+    out = []
+    for m in runs:
+        out.append(f"<h3>{_e(m['dataset'])} / {_e(m['variant'])}</h3>"
+                   f"<p class='note'>{_e(m['description'])} ({_e(m['harness'])}). Items {m['items']}; evaluated "
+                   f"{m['questions']}; skipped: {_e(', '.join(f'{k} {v}' for k, v in m['skipped'].items()) or 'none')}; "
+                   f"counted as misses: {_e(', '.join(f'{k} {v}' for k, v in m['counted_as_miss'].items()) or 'none')}.</p>")
+        out.append("<table><tr><th class='l'>type</th><th>n</th><th class='harness'>hit@1</th>"
+                   "<th class='harness'>hit@5</th><th class='harness'>MRR</th></tr>")
+        for t, b in m["by_type"].items():
+            out.append(f"<tr><td class='l'>{_e(t)}</td><td>{b['questions']}</td><td>{printed(b, 'hit@1')}%</td>"
+                       f"<td>{printed(b, 'hit@5')}%</td><td>{to_fixed(b['mrr'], 3)}</td></tr>")
+        out.append("</table>")
+    return out
+
+
+def html_report(runs, stats, extra_md, images: dict[str, str]) -> str:
+    out = ["<!doctype html><html><head><meta charset='utf-8'><title>memobench report</title>"
+           f"<style>{CSS}</style></head><body>", "<h1>memobench report</h1>",
+           "<p class='note'><b>Two kinds of numbers, never interchangeable.</b> "
+           "<b>Harness metrics</b> (blue: hit@1, hit@5, hit@10, MRR) follow the Memo harness's rules: the "
+           "first rank of an <code>answer_session_ids</code> session in the top 10, over the questions the harness "
+           "evaluates; they reproduce the published numbers, shown under each cell with the difference "
+           "(<span class='eq'>=</span> when equal to the printed digit). <b>Official metrics</b> (orange: "
+           "recall_any@k, recall_all@k, ndcg_any@k) follow LongMemEval's own retrieval scoring: gold = the "
+           "haystack sessions whose id contains <code>answer</code> and whose user turns carry the answer, "
+           "abstention and no-user-target questions excluded. hit@10 is not recall_all@10: quote the one whose "
+           "rules match the number you compare against. Cells at 95% or more are shaded (saturated). "
+           "n is the number of questions behind each rate.</p>"]
+    out.append("<h2>Harness and official metrics</h2>")
+    out += _html_main_tables(runs)
+    if images.get("forest") or stats:
+        out.append("<h2>Paired differences to the baseline and to v0.8.0</h2>"
+                   "<p class='note'>Per question, variant minus baseline over the questions both evaluated; mean "
+                   "difference with a bootstrap 95% interval (10,000 resamples) and a paired randomization "
+                   "p-value (10,000 sign flips), seeded so reruns are identical.</p>")
+        if images.get("forest"):
+            out.append(f"<img src='{_e(images['forest'])}' alt='forest plot of paired differences'>")
+        out += _html_stats(stats)
+    if images.get("heatmap"):
+        out.append("<h2>Per question type (harness hit@1)</h2>"
+                   f"<img src='{_e(images['heatmap'])}' alt='hit@1 per question type'>")
+    if images.get("hitk"):
+        out.append(f"<h2>hit@k per run</h2><img src='{_e(images['hitk'])}' alt='hit@k plot'>")
+    vt = variant_table(runs)
+    if vt:
+        out.append(_md_to_html(vt))
+    out.append("<h2>Per variant</h2>")
+    out += _html_details(runs)
+    for text in extra_md:
+        out.append(_md_to_html(text))
+    out.append("</body></html>")
+    return "\n".join(out) + "\n"
+
+
+def _save(fig, png_out) -> None:
+    import matplotlib.pyplot as plt
+
+    with atomic_path(png_out) as tmp:
+        fig.savefig(tmp, format="png", dpi=100, metadata={"Software": None})
+    plt.close(fig)
+
+
+def forest_plot(stats: list[dict], png_out) -> None:
+    """Each comparison's mean difference with its 95% interval, one panel per metric."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [(s["dataset"], c) for s in stats for c in s["comparisons"] if c["n"]]
+    fig, axes = plt.subplots(1, 3, figsize=(12, 0.32 * max(len(rows), 1) + 1.6), sharey=True)
+    labels = [f"{ds}: {c['variant']} − {c['baseline']}" for ds, c in rows]
+    for ax, key in zip(axes, ("hit@1", "hit@5", "mrr")):
+        for i, (_, c) in enumerate(rows):
+            mm = c["metrics"][key]
+            lo, hi = mm["ci95"]
+            color = "#b42318" if hi < 0 else "#1a7f37" if lo > 0 else "#555"
+            ax.errorbar([100 * mm["diff"]], [i], xerr=[[100 * (mm["diff"] - lo)], [100 * (hi - mm["diff"])]],
+                        fmt="o", color=color, ms=4, capsize=2)
+        ax.axvline(0, color="#999", lw=0.8)
+        ax.set_xlabel(("Δ " + key + " (points)") if key != "mrr" else "Δ MRR × 100")
+        ax.set_yticks(range(len(rows)), labels, fontsize=7)
+        ax.invert_yaxis() if key == "hit@1" else None
+    axes[0].set_title("paired difference, 95% bootstrap CI", loc="left", fontsize=9)
+    if not rows:
+        axes[0].text(0.5, 0.5, "no comparisons", transform=axes[0].transAxes, ha="center")
+    fig.tight_layout()
+    _save(fig, png_out)
+
+
+def heatmap(runs: list[dict], png_out) -> None:
+    """Harness hit@1 per question type, one panel per dataset."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    by_ds: dict[str, list[dict]] = {}
+    for m in runs:
+        if m.get("by_type"):
+            by_ds.setdefault(m["dataset"], []).append(m)
+    heights = [0.3 * len(ms) + 1.4 for ms in by_ds.values()] or [2]
+    fig, axes = plt.subplots(len(heights), 1, figsize=(10, sum(heights)), gridspec_kw={"height_ratios": heights},
+                             squeeze=False)
+    for ax, (ds, ms) in zip(axes[:, 0], by_ds.items()):
+        types = list(dict.fromkeys(t for m in ms for t in m["by_type"]))
+        grid = [[(m["by_type"][t]["hit@1_rate"] if t in m["by_type"] and m["by_type"][t]["hit@1_rate"] is not None
+                  else float("nan")) for t in types] for m in ms]
+        im = ax.imshow(grid, aspect="auto", vmin=0, vmax=1, cmap="viridis")
+        for i, row in enumerate(grid):
+            for j, v in enumerate(row):
+                if v == v:
+                    ax.text(j, i, f"{100 * v:.0f}", ha="center", va="center", fontsize=6,
+                            color="white" if v < 0.6 else "black")
+        n = {t: max(m["by_type"].get(t, {}).get("questions", 0) for m in ms) for t in types}
+        ax.set_xticks(range(len(types)), [f"{t}\n(n {n[t]})" for t in types], fontsize=7)
+        ax.set_yticks(range(len(ms)), [m["variant"] for m in ms], fontsize=7)
+        ax.set_title(f"{ds}: harness hit@1 % per question type", fontsize=9, loc="left")
+        fig.colorbar(im, ax=ax, fraction=0.02)
+    if not by_ds:
+        axes[0, 0].text(0.5, 0.5, "no runs", ha="center")
+    fig.tight_layout()
+    _save(fig, png_out)
+
+
+def build_report(metrics_paths, extra_md, md_out, html_out, png_out, official_paths=(), stats_paths=(),
+                 forest_out=None, heatmap_out=None, manifest_path=None, log=print) -> None:
     runs = [json.loads(Path(p).read_text(encoding="utf-8")) for p in metrics_paths]
-    md = markdown(runs)
-    md += variant_table(runs)
-    md += provenance_section(manifest_path, runs)
-    for p in extra_md:
-        md += "\n" + Path(p).read_text(encoding="utf-8")
+    official = {}
+    for p in official_paths:
+        o = json.loads(Path(p).read_text(encoding="utf-8"))
+        official[(o["dataset"], o["variant"])] = o["official"]
+    for m in runs:  # fold official.json into the run, as metrics.json's `official`
+        if (m["dataset"], m["variant"]) in official:
+            m["official"] = official[(m["dataset"], m["variant"])]
+    stats = [json.loads(Path(p).read_text(encoding="utf-8")) for p in stats_paths]
+    extras = [Path(p).read_text(encoding="utf-8") for p in extra_md] + [provenance_section(manifest_path, runs)]
+    md = markdown(runs) + variant_table(runs) + _md_official(runs) + _md_stats(stats)
+    for text in extras:
+        md += "\n" + text
     write_text(md_out, md)
     plot(runs, png_out)
-    body = html.escape(md)
-    write_text(html_out, "<!doctype html><meta charset='utf-8'><title>memobench report</title>"
-           f"<img src='{html.escape(Path(png_out).name)}' alt='hit@k plot'><pre>{body}</pre>\n")
-    log(f"report: {len(runs)} runs")
+    images = {"hitk": Path(png_out).name}
+    if forest_out:
+        forest_plot(stats, forest_out)
+        images["forest"] = Path(forest_out).name
+    if heatmap_out:
+        heatmap(runs, heatmap_out)
+        images["heatmap"] = Path(heatmap_out).name
+    write_text(html_out, html_report(runs, stats, extras, images))
+    log(f"report: {len(runs)} runs, {sum(1 for m in runs if m.get('official'))} with official metrics, "
+        f"{sum(len(s['comparisons']) for s in stats)} comparisons")

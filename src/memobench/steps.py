@@ -315,9 +315,60 @@ def falsify(job: Job) -> None:
     job.log(f"falsifier {job.wildcards.dataset}: {len(rows)} comparisons")
 
 
-@stage("report", inputs=["metrics", "extras", "manifest"], outputs=["md", "html", "plot"])
+@stage("report", inputs=["metrics", "extras", "manifest", "official", "stats", "exports"],
+       outputs=["md", "html", "plot", "forest", "heatmap"])
 def report(job: Job) -> None:
     from .report import build_report
 
     i, o = job.input, job.output
-    build_report(i.metrics, i.extras, o.md, o.html, o.plot, manifest_path=i.manifest, log=job.log)
+    build_report(i.metrics, i.extras, o.md, o.html, o.plot, official_paths=i.official, stats_paths=i.stats,
+                 forest_out=o.forest, heatmap_out=o.heatmap, manifest_path=i.manifest, log=job.log)
+
+
+@stage("official", inputs=["questions", "haystacks", "events", "rankings"], outputs=["official", "run"],
+       params=["fmt"])
+def official(job: Job) -> None:
+    """The field's yardsticks for one variant: official metrics (official.json)
+    and the TREC run. ``rankings``: the deep list (depth 50) or any table with
+    the rankings' columns."""
+    from . import exports
+    from . import official as off
+
+    i, o, w = job.input, job.output, job.wildcards
+    block, _ = off.compute(job.params.fmt, i.questions, i.haystacks, i.events, i.rankings, log=job.log)
+    run = exports.write_run(i.rankings, w.variant, o.run, log=job.log)
+    write_json(o.official, {"dataset": w.dataset, "variant": w.variant, "format": job.params.fmt,
+                            "rankings": Path(i.rankings).name, "official": block, "run_trec": run})
+
+
+@stage("retrievallog", inputs=["questions", "haystacks", "events", "rankings"], outputs=["retrievallog"],
+       params=["fmt"])
+def retrievallog(job: Job) -> None:
+    from .exports import write_retrievallog
+
+    i = job.input
+    write_retrievallog(job.params.fmt, i.questions, i.haystacks, i.events, i.rankings, job.output.retrievallog,
+                       log=job.log)
+
+
+@stage("qrels", inputs=["questions"], outputs=["qrels"])
+def qrels(job: Job) -> None:
+    from .exports import write_qrels
+
+    write_qrels(job.input.questions, job.output.qrels, log=job.log)
+
+
+@stage("stats", inputs=["metrics", "outcomes"], outputs=["stats"])
+def stats(job: Job) -> None:
+    """Paired statistics of a dataset's variants; outcome files are grouped by
+    their variant directory (results/{dataset}/{variant}/segments/...)."""
+    from .stats import dataset_stats
+
+    variants = {}
+    for p in job.input.metrics:
+        m = json.loads(Path(p).read_text(encoding="utf-8"))
+        variants[m["variant"]] = m.get("baseline", "")
+    outcomes: dict[str, list] = {v: [] for v in variants}
+    for p in job.input.outcomes:
+        outcomes[Path(p).parent.parent.name].append(p)
+    write_json(job.output.stats, dataset_stats(job.wildcards.dataset, variants, outcomes, log=job.log))

@@ -30,6 +30,8 @@ QUESTIONS = pa.schema(
         ("gold", pa.list_(pa.string())),  # gold session ids present in the haystack
         ("paired_question_id", pa.string()),  # CN: the English question it pairs to
         ("parse_error", pa.bool_()),  # an M-stream element that did not parse (skipped)
+        ("answer", pa.string()),  # LongMemEval: the raw `answer` as JSON text (null elsewhere)
+        ("answer_session_ids", pa.list_(pa.string())),  # LongMemEval: String() of each raw id, as listed
     ]
 )
 
@@ -61,6 +63,7 @@ EVENTS = pa.schema(
         ("length", pa.int32()),  # code points
         ("role", pa.string()),  # LongMemEval role, LoCoMo speaker
         ("dia_id", pa.string()),  # LoCoMo turn id
+        ("has_answer", pa.bool_()),  # LongMemEval turn's has_answer (Python truthiness); null elsewhere
     ]
 )
 

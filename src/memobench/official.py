@@ -1,0 +1,247 @@
+"""LongMemEval's official retrieval metrics (``../shared/spec/OFFICIAL_METRICS.md``)
+and LoCoMo's evidence-session recall, computed from a variant's rankings.
+
+These sit beside the harness's hit@k and MRR (``metrics.py``) and never
+replace them: the harness scores ``answer_session_ids`` at the first gold rank;
+the official rules score *scoring ids* (session ids, ``answer`` renamed to
+``noans`` in a session whose user turns carry no ``has_answer``), gold = the
+scoring ids containing ``answer``, and average over every question of the file
+except abstention questions and questions with no user-side target.
+
+The question set is the file's, not the variant's: a question the variant gave
+no list for (a harness skip) is scored with an empty list, so every variant is
+averaged over the same questions (``not_ranked`` counts them).
+
+Rankings of any depth are accepted (``rankings.parquet`` holds the harness's
+top 10; a deeper table with the same columns gives the deeper figures); the
+depth used is reported, and metrics at k beyond it see a list shorter than k.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from .errors import DataError
+
+KS = (1, 3, 5, 10, 30, 50)
+LME_FORMATS = ("longmemeval", "longmemeval_cn")
+LOCOMO_CATEGORIES_1_4 = ("1", "2", "3", "4")
+
+
+# ---------------------------------------------------------------- the rules
+
+
+def scoring_id(session_id: str, user_has_answer: bool) -> str:
+    """The id a document is scored under: ``answer`` -> ``noans`` when none of
+    the session's user turns has ``has_answer`` (a session with no user turn
+    has none)."""
+    if "answer" in session_id and not user_has_answer:
+        return session_id.replace("answer", "noans")
+    return session_id
+
+
+def gold_ids(scoring: list[str]) -> set[str]:
+    """The distinct scoring ids of the corpus that contain ``answer``."""
+    return {s for s in scoring if "answer" in s}
+
+
+def is_abstention(question_id: str) -> bool:
+    return "_abs" in question_id
+
+
+def dcg(rels: list[float]) -> float:
+    """LongMemEval's DCG: ``r[0] + sum(r[i] / log2(i + 1))`` for 0-based i >= 1,
+    so ranks 1 and 2 are both undiscounted (not the textbook log2(i + 2))."""
+    if not rels:
+        return 0.0
+    return rels[0] + sum(r / math.log2(i + 1) for i, r in enumerate(rels[1:], 1))
+
+
+def ranked_positions(ranked: list[str], haystack: list[str], path="rankings", item=None) -> list[int]:
+    """Corpus positions of a ranked list of session ids. The n-th time an id is
+    ranked it stands for the n-th haystack position holding that id (a harness
+    list names each id once: its first position; a ranker of the whole corpus
+    may rank a duplicated session once per copy)."""
+    slots: dict[str, list[int]] = defaultdict(list)
+    for p, sid in enumerate(haystack):
+        slots[sid].append(p)
+    used: dict[str, int] = defaultdict(int)
+    out = []
+    for sid in ranked:
+        n = used[sid]
+        if n >= len(slots.get(sid, ())):
+            what = "not in its haystack" if sid not in slots else "ranked more often than its haystack holds it"
+            raise DataError(path, item, f"ranked session {sid!r} is {what}")
+        out.append(slots[sid][n])
+        used[sid] = n + 1
+    return out
+
+
+def lme_question_metrics(positions: list[int], scoring: list[str], ks=KS) -> dict[str, float]:
+    """recall_any@k, recall_all@k and ndcg_any@k of one question (every k)."""
+    gold = gold_ids(scoring)
+    rels = [1.0 if scoring[p] in gold else 0.0 for p in positions]
+    ideal_rels = sorted((1.0 if s in gold else 0.0 for s in scoring), reverse=True)
+    out = {}
+    for k in ks:
+        retrieved = {scoring[p] for p in positions[:k]}
+        out[f"recall_any@{k}"] = 1.0 if any(g in retrieved for g in gold) else 0.0
+        out[f"recall_all@{k}"] = 1.0 if all(g in retrieved for g in gold) else 0.0
+    for k in ks:
+        ideal = dcg(ideal_rels[:k])
+        out[f"ndcg_any@{k}"] = dcg(rels[:k]) / ideal if ideal else 0.0
+    return out
+
+
+def locomo_question_metrics(ranked: list[str], gold: list[str], ks=KS) -> dict[str, float]:
+    """recall_any@k and recall_all@k over a LoCoMo question's evidence sessions."""
+    out = {}
+    for k in ks:
+        retrieved = set(ranked[:k])
+        out[f"recall_any@{k}"] = 1.0 if any(g in retrieved for g in gold) else 0.0
+        out[f"recall_all@{k}"] = 1.0 if all(g in retrieved for g in gold) else 0.0
+    return out
+
+
+def metric_names(fmt: str, ks=KS) -> list[str]:
+    names = [f"recall_any@{k}" for k in ks] + [f"recall_all@{k}" for k in ks]
+    if fmt in LME_FORMATS:
+        names += [f"ndcg_any@{k}" for k in ks]
+    return names
+
+
+def average(rows: list[dict], names: list[str]) -> dict[str, float | None]:
+    """Plain means in question order (None over no questions)."""
+    n = len(rows)
+    return {m: (math.fsum(r["metrics"][m] for r in rows) / n if n else None) for m in names}
+
+
+# ---------------------------------------------------------------- the tables
+
+
+def read_rankings(path) -> tuple[dict[int, list[str]], int]:
+    """{q_index: session ids in rank order} and the deepest rank present."""
+    t = pq.read_table(path, columns=["q_index", "rank", "session_id"]).sort_by(
+        [("q_index", "ascending"), ("rank", "ascending")])
+    out: dict[int, list[str]] = defaultdict(list)
+    for qi, sid in zip(t.column("q_index").to_pylist(), t.column("session_id").to_pylist()):
+        out[qi].append(sid)
+    depth = pc.max(t.column("rank")).as_py() if t.num_rows else 0
+    return dict(out), depth or 0
+
+
+def read_haystacks(path, hids=None) -> dict[int, dict[str, list]]:
+    filters = [("haystack_id", "in", sorted(hids))] if hids else None
+    t = pq.read_table(path, columns=["haystack_id", "position", "session_key", "session_id", "date"],
+                      filters=filters)
+    t = t.sort_by([("haystack_id", "ascending"), ("position", "ascending")])
+    out: dict[int, dict[str, list]] = {}
+    c = t.to_pydict()
+    for hid, key, sid, date in zip(c["haystack_id"], c["session_key"], c["session_id"], c["date"]):
+        h = out.setdefault(hid, {"ids": [], "keys": [], "dates": []})
+        h["ids"].append(sid)
+        h["keys"].append(key)
+        h["dates"].append(date)
+    return out
+
+
+def user_target_sessions(events_path) -> set[int]:
+    """Session keys with at least one user turn whose ``has_answer`` is true."""
+    t = pq.read_table(events_path, columns=["session_key", "role", "has_answer"],
+                      filters=[("has_answer", "=", True)])
+    return {k for k, r in zip(t.column("session_key").to_pylist(), t.column("role").to_pylist()) if r == "user"}
+
+
+def read_questions(path) -> list[dict]:
+    cols = ["q_index", "question_id", "question_type", "haystack_id", "gold", "parse_error"]
+    return pq.read_table(path, columns=cols).sort_by("q_index").to_pylist()
+
+
+# ---------------------------------------------------------------- per dataset
+
+
+def lme_per_question(questions, haystacks, targets: set[int], rankings: dict[int, list[str]], path="rankings"):
+    """One row per question with a haystack: its exclusion (or None) and metrics."""
+    rows = []
+    for q in questions:
+        if q["parse_error"] or q["haystack_id"] < 0:
+            continue
+        hay = haystacks.get(q["haystack_id"], {"ids": [], "keys": [], "dates": []})
+        scoring = [scoring_id(s, k in targets) for s, k in zip(hay["ids"], hay["keys"])]
+        ranked = rankings.get(q["q_index"], [])
+        positions = ranked_positions(ranked, hay["ids"], path, f"question {q['question_id']}")
+        if is_abstention(q["question_id"]):
+            excluded = "abstention"
+        elif not any(k in targets for k in hay["keys"]):
+            excluded = "no_user_target"
+        else:
+            excluded = None
+        rows.append({"q_index": q["q_index"], "question_id": q["question_id"],
+                     "question_type": q["question_type"], "excluded": excluded, "ranked": bool(ranked),
+                     "gold": sorted(gold_ids(scoring)), "positions": positions,
+                     "scoring": [scoring[p] for p in positions],
+                     "metrics": lme_question_metrics(positions, scoring)})
+    return rows
+
+
+def lme_block(rows: list[dict], questions: list[dict], depth: int) -> dict:
+    kept = [r for r in rows if r["excluded"] is None]
+    block = {"rules": "LongMemEval official (OFFICIAL_METRICS.md)", "depth": depth,
+             "questions": len(kept),
+             "excluded": {"abstention": sum(r["excluded"] == "abstention" for r in rows),
+                          "no_user_target": sum(r["excluded"] == "no_user_target" for r in rows)},
+             "not_ranked": sum(not r["ranked"] for r in kept),
+             "empty_gold": sum(not r["gold"] for r in kept)}
+    other = len(questions) - len(rows)
+    if other:
+        block["excluded"]["no_haystack"] = other  # unparseable elements, unpaired CN rows
+    block.update(average(kept, metric_names("longmemeval")))
+    return block
+
+
+def locomo_per_question(questions, rankings: dict[int, list[str]]):
+    rows = []
+    for q in questions:
+        ranked = rankings.get(q["q_index"], [])
+        rows.append({"q_index": q["q_index"], "question_id": q["question_id"],
+                     "question_type": q["question_type"], "excluded": None if q["gold"] else "no_evidence",
+                     "ranked": bool(ranked), "gold": list(q["gold"]),
+                     "metrics": locomo_question_metrics(ranked, list(q["gold"]))})
+    return rows
+
+
+def locomo_block(rows: list[dict], depth: int) -> dict:
+    names = metric_names("locomo")
+
+    def view(sel):
+        kept = [r for r in sel if r["excluded"] is None]
+        return {"questions": len(kept), "not_ranked": sum(not r["ranked"] for r in kept), **average(kept, names)}
+
+    block = {"rules": "LoCoMo evidence sessions (recall_any/recall_all)", "depth": depth,
+             "excluded": {"no_evidence": sum(r["excluded"] == "no_evidence" for r in rows)}}
+    block.update(view(rows))
+    block["categories_1_4"] = view([r for r in rows if r["question_type"] in LOCOMO_CATEGORIES_1_4])
+    return block
+
+
+def compute(fmt: str, questions_path, haystacks_path, events_path, rankings_path, log=print):
+    """(official block, per-question rows) of one variant; (None, []) for a
+    format with no official scorer (the embedded zh set)."""
+    questions = read_questions(questions_path)
+    rankings, depth = read_rankings(rankings_path)
+    if fmt in LME_FORMATS:
+        hids = {q["haystack_id"] for q in questions if q["haystack_id"] >= 0}
+        haystacks = read_haystacks(haystacks_path, hids)
+        rows = lme_per_question(questions, haystacks, user_target_sessions(events_path), rankings, rankings_path)
+        block = lme_block(rows, questions, depth)
+    elif fmt == "locomo":
+        rows = locomo_per_question(questions, rankings)
+        block = locomo_block(rows, depth)
+    else:
+        return None, []
+    log(f"official ({fmt}): {block['questions']} questions averaged at depth {depth}")
+    return block, rows

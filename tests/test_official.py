@@ -1,0 +1,251 @@
+"""LongMemEval's official retrieval metrics and LoCoMo's evidence recall,
+against hand-computed values for every rule of OFFICIAL_METRICS.md."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from memobench import official
+from memobench.errors import DataError
+from memobench.normalize import normalize_locomo, normalize_longmemeval
+from memobench.retrieval import RANKINGS
+
+L3 = math.log2(3)
+
+
+# ------------------------------------------------------------ the rule functions
+
+
+def test_scoring_id_renames_answer_without_user_has_answer():
+    assert official.scoring_id("answer_abc_1", True) == "answer_abc_1"
+    assert official.scoring_id("answer_abc_1", False) == "noans_abc_1"
+    assert official.scoring_id("xanswer_answer", False) == "xnoans_noans"  # every occurrence
+    assert official.scoring_id("sharegpt_1", False) == "sharegpt_1"
+
+
+def test_dcg_keeps_the_odd_discount():
+    # ranks 1 and 2 undiscounted, rank 3 / log2(3), rank 4 / 2
+    assert official.dcg([1, 1, 1, 1]) == pytest.approx(1 + 1 + 1 / L3 + 1 / 2)
+    assert official.dcg([0, 1]) == 1.0  # textbook DCG would give 1/log2(3)
+    assert official.dcg([]) == 0.0
+
+
+def test_gold_at_rank_two_is_undiscounted():
+    scoring = ["f1", "answer_a", "f2"]
+    m = official.lme_question_metrics([0, 1, 2], scoring)
+    assert m["ndcg_any@1"] == 0.0
+    assert m["ndcg_any@3"] == 1.0
+    m = official.lme_question_metrics([0, 2, 1], scoring)
+    assert m["ndcg_any@3"] == pytest.approx(1 / L3)
+    assert m["recall_any@1"] == 0.0 and m["recall_any@3"] == 1.0
+
+
+def test_duplicates_inside_a_haystack_count_in_the_ideal():
+    # "answer_x" twice in the haystack: two relevant documents, one gold id.
+    scoring = ["answer_x", "f1", "answer_x", "f2"]
+    # a harness list names the id once (its first position)
+    m = official.lme_question_metrics([1, 0], scoring)
+    assert m["recall_any@1"] == 0.0 and m["recall_all@3"] == 1.0
+    # actual [0, 1] -> 1; ideal [1, 1, 0] -> 2
+    assert m["ndcg_any@3"] == pytest.approx(0.5)
+    # ideal@50 is still [1, 1, 0, 0] -> 2 (the whole haystack, not the list)
+    assert m["ndcg_any@50"] == pytest.approx(0.5)
+    # a ranker of the whole corpus ranks both copies
+    m = official.lme_question_metrics([0, 2, 1, 3], scoring)
+    assert m["ndcg_any@1"] == 1.0 and m["ndcg_any@3"] == pytest.approx(1.0)
+    m = official.lme_question_metrics([1, 0, 3, 2], scoring)
+    # actual [0, 1, 0, 1] = 1 + 1/2; ideal [1, 1, 0, 0] = 2
+    assert m["ndcg_any@5"] == pytest.approx(1.5 / 2)
+
+
+def test_ranked_positions_maps_the_nth_copy_to_the_nth_position():
+    hay = ["a", "b", "a", "c"]
+    assert official.ranked_positions(["b", "a", "a"], hay) == [1, 0, 2]
+    with pytest.raises(DataError, match="ranked more often"):
+        official.ranked_positions(["a", "a", "a"], hay)
+    with pytest.raises(DataError, match="'z' is not in its haystack"):
+        official.ranked_positions(["z"], hay, "r.parquet", "question q1")
+
+
+def test_empty_gold():
+    m = official.lme_question_metrics([0, 1], ["f1", "noans_a"])
+    assert m["recall_any@5"] == 0.0  # any over nothing
+    assert m["recall_all@5"] == 1.0  # all over nothing
+    assert m["ndcg_any@5"] == 0.0  # ideal 0
+
+
+def test_list_shorter_than_k():
+    scoring = ["answer_1", "answer_2", "answer_3", "f1", "f2"]
+    m = official.lme_question_metrics([3, 0], scoring)  # only two ranked
+    assert m["recall_any@1"] == 0.0 and m["recall_any@3"] == 1.0
+    assert m["recall_all@50"] == 0.0  # answer_2, answer_3 never retrieved
+    # actual [0, 1] -> 1; ideal@5 [1, 1, 1, 0, 0] -> 2 + 1/log2(3)
+    assert m["ndcg_any@5"] == pytest.approx(1 / (2 + 1 / L3))
+    m = official.lme_question_metrics([], scoring)
+    assert all(v == 0.0 for v in m.values())
+
+
+def test_locomo_recall_over_evidence_sessions():
+    m = official.locomo_question_metrics(["s3", "s1", "s2"], ["s1", "s2"])
+    assert (m["recall_any@1"], m["recall_any@3"]) == (0.0, 1.0)
+    assert (m["recall_all@1"], m["recall_all@3"], m["recall_all@50"]) == (0.0, 1.0, 1.0)
+
+
+# ------------------------------------------------------------ a whole file
+
+
+def _turns(*spec):
+    """('u'|'a', has_answer) -> turns."""
+    out = []
+    for i, (who, ha) in enumerate(spec):
+        t = {"role": "user" if who == "u" else "assistant", "content": f"turn {i} {who}"}
+        if ha is not None:
+            t["has_answer"] = ha
+        out.append(t)
+    return out
+
+
+def _item(qid, ids, sessions, answers):
+    return {"question_id": qid, "question_type": "single-session-user", "question": f"what about {qid}?",
+            "answer": "x", "question_date": "2023/05/30 (Tue) 10:00",
+            "haystack_dates": ["2023/05/2%d (Sat) 10:00" % i for i in range(len(ids))],
+            "haystack_session_ids": ids, "haystack_sessions": sessions, "answer_session_ids": answers}
+
+
+def lme_file(path):
+    target = _turns(("u", True), ("a", False))
+    plain = _turns(("u", None), ("a", None))
+    asst_only = _turns(("u", False), ("a", True))
+    items = [
+        # q0: the answer session twice in the haystack (both copies carry the user target)
+        _item("q0", ["answer_x", "f1", "answer_x", "f2"], [target, plain, target, plain], ["answer_x"]),
+        # q1: abstention
+        _item("q1_abs", ["answer_y", "f1"], [target, plain], ["answer_y"]),
+        # q2: the target is on the assistant side only: no user target (and answer_z -> noans_z)
+        _item("q2", ["answer_z", "f1"], [asst_only, plain], ["answer_z"]),
+        # q3: two answer sessions, one of them renamed (only its assistant turn has the answer)
+        _item("q3", ["f1", "answer_b_1", "answer_b_2", "f2", "f3"],
+              [plain, target, asst_only, plain, plain], ["answer_b_1", "answer_b_2"]),
+        # q4: a user target in a session whose id has no "answer": empty gold
+        _item("q4", ["f1", "notes_1"], [plain, target], ["notes_1"]),
+        # q5: never ranked by the variant (a harness skip): scored with an empty list
+        _item("q5", ["answer_c", "f1"], [target, plain], ["answer_c"]),
+    ]
+    path.write_text(json.dumps(items), encoding="utf-8")
+    return path
+
+
+def _rankings(path, lists: dict[int, list[str]]):
+    rows = {n: [] for n in RANKINGS.names}
+    for qi, sids in lists.items():
+        for r, sid in enumerate(sids, 1):
+            rows["question_id"].append(f"q{qi}")
+            rows["rank"].append(r)
+            rows["session_id"].append(sid)
+            rows["q_index"].append(qi)
+    pq.write_table(pa.table(rows, schema=RANKINGS), path)
+    return path
+
+
+def test_normalized_tables_keep_has_answer_role_and_duplicates(tmp_path):
+    out = tmp_path / "norm"
+    normalize_longmemeval(lme_file(tmp_path / "lme.json"), out, log=lambda m: None)
+    hay = pq.read_table(out / "haystacks.parquet").to_pylist()
+    q0 = [(h["position"], h["session_id"]) for h in hay if h["haystack_id"] == 0]
+    assert q0 == [(0, "answer_x"), (1, "f1"), (2, "answer_x"), (3, "f2")]
+    ev = pq.read_table(out / "events.parquet").to_pylist()
+    sessions = {s["session_key"]: s["session_id"] for s in pq.read_table(out / "sessions.parquet").to_pylist()}
+    flags = {(sessions[e["session_key"]], e["seq"]): (e["role"], e["has_answer"]) for e in ev}
+    assert flags[("answer_x", 0)] == ("user", True)
+    assert flags[("answer_x", 1)] == ("assistant", False)
+    assert flags[("answer_z", 1)] == ("assistant", True)
+    assert flags[("f1", 0)] == ("user", False)  # no has_answer key: false
+
+
+def test_same_session_with_other_has_answer_is_stored_apart(tmp_path):
+    a = _item("q0", ["s1"], [_turns(("u", True))], ["s1"])
+    b = _item("q1", ["s1"], [_turns(("u", False))], ["s1"])
+    (tmp_path / "f.json").write_text(json.dumps([a, b]), encoding="utf-8")
+    normalize_longmemeval(tmp_path / "f.json", tmp_path / "n", log=lambda m: None)
+    keys = pq.read_table(tmp_path / "n" / "haystacks.parquet").column("session_key").to_pylist()
+    assert keys[0] != keys[1]
+    assert official.user_target_sessions(tmp_path / "n" / "events.parquet") == {keys[0]}
+
+
+def test_official_block_by_hand(tmp_path):
+    out = tmp_path / "norm"
+    normalize_longmemeval(lme_file(tmp_path / "lme.json"), out, log=lambda m: None)
+    rk = _rankings(tmp_path / "rankings.parquet", {
+        0: ["f1", "answer_x"],
+        1: ["answer_y"],
+        2: ["answer_z"],
+        3: ["answer_b_2", "answer_b_1", "f1"],
+        4: ["notes_1", "f1"],
+    })
+    block, rows = official.compute("longmemeval", out / "questions.parquet", out / "haystacks.parquet",
+                                   out / "events.parquet", rk, log=lambda m: None)
+    by = {r["question_id"]: r for r in rows}
+    assert by["q1_abs"]["excluded"] == "abstention"
+    assert by["q2"]["excluded"] == "no_user_target"
+    assert by["q2"]["gold"] == []  # answer_z renamed noans_z
+    assert by["q3"]["gold"] == ["answer_b_1"]  # answer_b_2 -> noans_b_2
+    assert by["q3"]["scoring"] == ["noans_b_2", "answer_b_1", "f1"]
+    assert block["questions"] == 4  # q0, q3, q4, q5
+    assert block["excluded"] == {"abstention": 1, "no_user_target": 1}
+    assert block["not_ranked"] == 1 and block["empty_gold"] == 1
+    assert block["depth"] == 3
+    # per question recall_any@1: q0 0, q3 0, q4 0 (empty gold), q5 0
+    assert block["recall_any@1"] == 0.0
+    # recall_any@3: q0 1, q3 1, q4 0, q5 0
+    assert block["recall_any@3"] == 0.5
+    # recall_all@1: q0 0, q3 0, q4 1 (all over nothing), q5 0
+    assert block["recall_all@1"] == 0.25
+    assert block["recall_all@3"] == 0.75
+    # ndcg@3: q0 1/2 (ideal counts both copies); q3: [0, 1, 0] / [1] = 1; q4 0; q5 0
+    assert block["ndcg_any@3"] == pytest.approx((0.5 + 1.0) / 4)
+    assert by["q3"]["metrics"]["ndcg_any@1"] == 0.0
+    # ndcg@50 for q0: the ideal is still the haystack's [1, 1, 0, 0]
+    assert by["q0"]["metrics"]["ndcg_any@50"] == pytest.approx(0.5)
+
+
+def test_official_rejects_a_ranked_session_outside_the_haystack(tmp_path):
+    out = tmp_path / "norm"
+    normalize_longmemeval(lme_file(tmp_path / "lme.json"), out, log=lambda m: None)
+    rk = _rankings(tmp_path / "bad.parquet", {0: ["nope"]})
+    with pytest.raises(DataError, match=r"bad.parquet: question q0: ranked session 'nope'"):
+        official.compute("longmemeval", out / "questions.parquet", out / "haystacks.parquet",
+                         out / "events.parquet", rk)
+
+
+def test_locomo_block_and_categories_1_4(tmp_path):
+    def turn(i, s):
+        return {"speaker": "A", "dia_id": f"D{s}:{i}", "text": f"words {s} {i}"}
+
+    conv = {"session_1": [turn(1, 1), turn(2, 1)], "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_2": [turn(1, 2)], "session_2_date_time": "1:56 pm on 9 May, 2023",
+            "session_3": [turn(1, 3)], "session_3_date_time": "1:56 pm on 10 May, 2023"}
+    qa = [{"question": "a?", "evidence": ["D1:1", "D2:1"], "category": 1},
+          {"question": "b?", "evidence": ["D3:1"], "category": 2},
+          {"question": "c?", "evidence": ["D2:1"], "category": 5},
+          {"question": "d?", "evidence": ["nothing"], "category": 4}]
+    (tmp_path / "l.json").write_text(json.dumps([{"sample_id": "c0", "conversation": conv, "qa": qa}]))
+    out = tmp_path / "n"
+    normalize_locomo(tmp_path / "l.json", out, log=lambda m: None)
+    rk = _rankings(tmp_path / "r.parquet", {0: ["session_2", "session_1"], 1: ["session_1", "session_3"],
+                                            2: ["session_2"]})
+    block, _ = official.compute("locomo", out / "questions.parquet", out / "haystacks.parquet",
+                                out / "events.parquet", rk, log=lambda m: None)
+    assert block["excluded"] == {"no_evidence": 1}
+    assert block["questions"] == 3
+    assert block["recall_any@1"] == pytest.approx(2 / 3)  # q0 yes, q1 no, q2 yes
+    assert block["recall_all@1"] == pytest.approx(1 / 3)  # q2 only
+    assert block["recall_all@3"] == 1.0
+    assert "ndcg_any@1" not in block
+    c = block["categories_1_4"]
+    assert c["questions"] == 2
+    assert c["recall_any@1"] == 0.5 and c["recall_all@1"] == 0.0 and c["recall_all@3"] == 1.0

@@ -1,0 +1,114 @@
+"""Paired statistics and the TREC exports, by hand."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from memobench import exports, stats
+from memobench.errors import DataError
+from memobench.retrieval import OUTCOMES, RANKINGS
+
+
+def _rng():
+    return np.random.default_rng(1)
+
+
+def test_identical_variants_differ_by_zero_with_p_one():
+    a = np.array([[1.0], [0.0], [1.0]])
+    (r,) = stats.paired(a, a.copy(), _rng())
+    assert r["diff"] == 0.0 and r["ci95"] == [0.0, 0.0] and r["p"] == 1.0
+
+
+def test_constant_difference_has_a_tight_interval_and_a_small_p():
+    a, b = np.ones((20, 1)), np.zeros((20, 1))
+    (r,) = stats.paired(a, b, _rng(), n_boot=2000, n_perm=2000)
+    assert r["diff"] == 1.0 and r["ci95"] == [1.0, 1.0]
+    # all 20 signs equal has probability 2 / 2**20: no flip reaches it
+    assert r["p"] == 1 / 2001
+
+
+def test_one_nonzero_difference_is_never_significant():
+    # d = [1, 0, 0, 0]: every sign flip gives |mean| = 0.25 = the observed one
+    a = np.array([[1.0], [0.0], [0.0], [0.0]])
+    (r,) = stats.paired(a, np.zeros((4, 1)), _rng(), n_boot=1000, n_perm=1000)
+    assert r["diff"] == 0.25 and r["p"] == 1.0
+    # bootstrap means of d over 4 draws lie in {0, .25, .5, .75, 1}; P(0) = (3/4)^4 > 2.5%
+    assert r["ci95"][0] == 0.0 and r["ci95"][1] in (0.75, 1.0)
+
+
+def _outcomes(path, ranks, status=None):
+    n = len(ranks)
+    pq.write_table(pa.table({"q_index": list(range(n)), "question_id": [f"q{i}" for i in range(n)],
+                             "question_type": ["t"] * n, "status": status or ["evaluated"] * n,
+                             "reason": [None] * n, "in_types": [True] * n, "gold_rank": ranks,
+                             "pool_size": [10] * n}, schema=OUTCOMES), path)
+    return path
+
+
+def test_dataset_stats_pairs_rates_saturation_and_reruns(tmp_path):
+    base = _outcomes(tmp_path / "b.parquet", [1] * 19 + [2])
+    var = _outcomes(tmp_path / "v.parquet", [2] * 10 + [1] * 9 + [0],
+                    status=["evaluated"] * 19 + ["skipped"])
+    variants = {"v0.8.0": "", "mine": "v0.8.0"}
+    outcomes = {"v0.8.0": [base], "mine": [var]}
+    s = stats.dataset_stats("d", variants, outcomes, log=lambda m: None)
+    (c,) = s["comparisons"]  # the harness baseline is v0.8.0: one comparison, not two
+    assert (c["variant"], c["baseline"], c["n"], c["only_baseline"]) == ("mine", "v0.8.0", 19, 1)
+    h1 = c["metrics"]["hit@1"]
+    assert (h1["n"], h1["variant"], h1["baseline"]) == (19, 9 / 19, 1.0)
+    assert h1["diff"] == pytest.approx(-10 / 19) and h1["saturated"]  # the baseline is at 100%
+    assert c["metrics"]["mrr"]["diff"] == pytest.approx((10 * 0.5 + 9 - 19) / 19)
+    assert not c["metrics"]["mrr"]["saturated"]
+    again = stats.dataset_stats("d", variants, outcomes, log=lambda m: None)
+    assert json.dumps(again) == json.dumps(s)
+
+
+def test_comparisons_against_baseline_and_reference():
+    got = stats.comparisons({"v0.8.0": "", "a": "b", "b": "", "c": "missing"})
+    assert got == [("a", "b", "harness baseline"), ("a", "v0.8.0", "v0.8.0"), ("b", "v0.8.0", "v0.8.0"),
+                   ("c", "v0.8.0", "v0.8.0")]
+
+
+def _rankings(path, rows):
+    cols = {n: [] for n in RANKINGS.names}
+    for qi, qid, sids in rows:
+        for r, sid in enumerate(sids, 1):
+            cols["question_id"].append(qid)
+            cols["rank"].append(r)
+            cols["session_id"].append(sid)
+            cols["q_index"].append(qi)
+    pq.write_table(pa.table(cols, schema=RANKINGS), path)
+    return path
+
+
+def test_run_trec_lines_and_repeats(tmp_path):
+    rk = _rankings(tmp_path / "r.parquet", [(0, "q0", ["b", "a", "b"]), (1, "q1", ["c"]), (2, "q0", ["z"])])
+    st = exports.write_run(rk, "v1", tmp_path / "run.trec", log=lambda m: None)
+    assert (tmp_path / "run.trec").read_text() == "q0 Q0 b 1 50 v1\nq0 Q0 a 2 49 v1\nq1 Q0 c 1 50 v1\n"
+    assert st["repeated_sessions"] == 1 and st["repeated_question_ids"] == 1
+
+
+@pytest.mark.parametrize("qid,sid", [("q 0", "a"), ("q0", "a\tb"), ("q0", "")])
+def test_whitespace_in_an_id_is_an_error(tmp_path, qid, sid):
+    rk = _rankings(tmp_path / "r.parquet", [(0, qid, [sid])])
+    with pytest.raises(DataError, match="r.parquet: question .*holds whitespace"):
+        exports.write_run(rk, "v1", tmp_path / "run.trec", log=lambda m: None)
+    assert not (tmp_path / "run.trec").exists() and not (tmp_path / "run.trec.tmp").exists()
+
+
+def test_qrels_leave_out_questions_without_gold(tmp_path):
+    from memobench.tables import QUESTIONS
+
+    rows = [dict(q_index=i, question_id=f"q{i}", question="?", question_type="t", question_date=None,
+                 haystack_id=h, gold=g, paired_question_id=None, parse_error=False, answer=None,
+                 answer_session_ids=[])
+            for i, (h, g) in enumerate([(0, ["a", "b"]), (1, []), (-1, ["x"]), (3, ["c"])])]
+    pq.write_table(pa.Table.from_pylist(rows, schema=QUESTIONS), tmp_path / "q.parquet")
+    st = exports.write_qrels(tmp_path / "q.parquet", tmp_path / "qrels.trec", log=lambda m: None)
+    assert (tmp_path / "qrels.trec").read_text() == "q0 0 a 1\nq0 0 b 1\nq3 0 c 1\n"
+    assert st["no_gold"] == 2
