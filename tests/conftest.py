@@ -13,16 +13,80 @@ import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
-LOCOMO = Path(os.environ.get("MEMOBENCH_LOCOMO", REPO.parent / "shared" / "data" / "locomo10.json"))
+SHARED_LOCOMO = REPO.parent / "shared" / "data" / "locomo10.json"
+SKIP_PREFIX = "real LoCoMo file unavailable"
+
+
+def locomo_cache() -> Path:
+    """Where the tests keep their downloaded copy: $MEMOBENCH_CACHE, else the
+    user's cache directory (~/.cache/memobench)."""
+    if os.environ.get("MEMOBENCH_CACHE"):
+        return Path(os.environ["MEMOBENCH_CACHE"])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "memobench"
+
+
+def find_locomo(config: Path = REPO / "config.yaml", shared: Path = SHARED_LOCOMO) -> tuple[Path | None, str]:
+    """The real locomo10.json the way a user gets it, and how it was found:
+    MEMOBENCH_LOCOMO when set; else the pipeline's own download (config.yaml's
+    URLs, byte count and sha256) into the cache, once; else ../shared/data.
+    Returns (None, why) when none of them has it."""
+    from memobench.download import DownloadError, fetch, verify
+
+    ds = yaml.safe_load(Path(config).read_text(encoding="utf-8"))["datasets"]["locomo10"]
+    if os.environ.get("MEMOBENCH_LOCOMO"):
+        p = Path(os.environ["MEMOBENCH_LOCOMO"])
+        return (p, f"MEMOBENCH_LOCOMO={p}") if p.exists() else (None, f"MEMOBENCH_LOCOMO={p} does not exist")
+    cached = locomo_cache() / ds["file"]
+    tried = []
+    if cached.exists():
+        try:
+            verify(cached, ds["bytes"], ds["sha256"])
+            return cached, f"cache {cached}"
+        except DownloadError as e:
+            tried.append(f"cache: {e}")
+    else:
+        try:
+            fetch(ds["urls"], cached, ds["bytes"], sha256=ds["sha256"], log=lambda msg: None)
+            return cached, f"downloaded into {cached}"
+        except DownloadError as e:
+            tried.append(f"download: {e}")
+    if shared.exists():
+        return shared, f"{shared}"
+    tried.append(f"not at {shared}")
+    return None, "; ".join(tried) + "; set MEMOBENCH_LOCOMO=/path/to/locomo10.json"
+
+
+_LOCOMO: tuple[Path | None, str] | None = None
+
+
+def _locomo() -> tuple[Path | None, str]:
+    global _LOCOMO
+    if _LOCOMO is None:
+        _LOCOMO = find_locomo()
+    return _LOCOMO
 
 
 @pytest.fixture(scope="session")
 def locomo_path() -> Path:
-    if not LOCOMO.exists():
+    path, how = _locomo()
+    if path is None:
         if os.environ.get("CI"):
-            pytest.fail(f"the real LoCoMo file is missing at {LOCOMO}")
-        pytest.skip(f"real LoCoMo file not found at {LOCOMO}")
-    return LOCOMO
+            pytest.fail(f"the real LoCoMo file is missing: {how}")
+        pytest.skip(f"{SKIP_PREFIX}: {how}")
+    return path
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Say at the end of the run how many exactness tests (the ones that need
+    the real LoCoMo file) did not run, and why."""
+    skipped = [r for r in terminalreporter.stats.get("skipped", [])
+               if SKIP_PREFIX in str(getattr(r, "longrepr", ""))]
+    if skipped:
+        reason = str(skipped[0].longrepr[-1]) if isinstance(skipped[0].longrepr, tuple) else str(skipped[0].longrepr)
+        terminalreporter.write_line(
+            f"memobench: {len(skipped)} exactness tests skipped ({reason.removeprefix('Skipped: ')})", yellow=True)
+    elif terminalreporter.stats.get("passed") and _LOCOMO is not None and _LOCOMO[0] is not None:
+        terminalreporter.write_line(f"memobench: exactness tests ran on the real LoCoMo file ({_LOCOMO[1]})")
 
 
 def data_dir(root: Path, *files: Path) -> Path:
