@@ -59,9 +59,9 @@ def embed_sessions(events_path, fmt: str, out, log=print, device: str = "auto", 
     ``chunk_sessions`` in session-key order; within a chunk, by token length."""
     from .dense import MAX_TOKENS, MiniLM
 
-    enc = encoder or MiniLM(device=device, batch_size=batch_size or (256 if device == "cuda" else 32))
-    if batch_size and encoder is None:
-        enc.batch_size = batch_size
+    enc = encoder or MiniLM(device=device)
+    if encoder is None:
+        enc.batch_size = batch_size or (256 if enc.device == "cuda" else 32)
     meta = {"model": "all-MiniLM-L6-v2", "sha256": enc.sha256, "max_tokens": MAX_TOKENS,
             "documents": "user turns" if user_turns_only(fmt) else "all turns", "format": fmt,
             "device": enc.device}
