@@ -43,6 +43,31 @@ def bm25s_tokenize(texts: list[str]) -> list[list[str]]:
     return bm25s.tokenize(texts, return_ids=False, show_progress=False)
 
 
+class _TokenCache:
+    """The last ``size`` documents' bm25s tokens (sessions recur across
+    haystacks). Tokens of a text do not depend on the other texts of a call,
+    so caching them changes nothing but time."""
+
+    def __init__(self, size: int = 2048):
+        self.size = size
+        self.tokens: dict[str, list[str]] = {}
+
+    def __call__(self, texts: list[str]) -> list[list[str]]:
+        missing = list(dict.fromkeys(t for t in texts if t not in self.tokens))
+        if missing:
+            for t, toks in zip(missing, bm25s_tokenize(missing)):
+                self.tokens[t] = toks
+        out = [self.tokens[t] for t in texts]
+        for t in texts:  # most recently used last
+            self.tokens[t] = self.tokens.pop(t)
+        while len(self.tokens) > self.size:
+            del self.tokens[next(iter(self.tokens))]
+        return out
+
+
+_bm25s_tokens = _TokenCache()
+
+
 def rank_bm25s(question: str, docs: Sequence[str]) -> Ranking:
     """The bm25s library with its defaults (``BM25()``: method ``lucene``,
     k1 1.5, b 0.75, float32 scores) and its default tokenizer
@@ -55,10 +80,9 @@ def rank_bm25s(question: str, docs: Sequence[str]) -> Ranking:
         return Ranking.empty()
     import bm25s
 
-    tokens = bm25s_tokenize(list(docs) + [question])
     retriever = bm25s.BM25()
-    retriever.index(tokens[:-1], show_progress=False)
-    query = tokens[-1]
+    retriever.index(_bm25s_tokens(list(docs)), show_progress=False)
+    query = bm25s_tokenize([question])[0]
     ids = retriever.get_tokens_ids(query) if query else []
     if ids:
         scores = np.asarray(retriever.get_scores_from_ids(ids), dtype=np.float64)
