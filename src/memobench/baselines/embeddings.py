@@ -1,0 +1,127 @@
+"""The embedding stage of ``minilm``: every distinct session of a dataset
+embedded once, shared by all segments, questions and reruns.
+
+``embeddings.parquet``: one row per session of ``events.parquet``
+(``session_key`` int32, ``vector`` fixed-size list of 384 float32, unit
+length), in session-key order. Its schema metadata records the model files'
+sha256, the truncation, the document rule and the device, so a stale or
+foreign file is refused rather than silently used.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from ..errors import DataError
+from ..progress import Progress
+from ..tables import TableWriter
+from .documents import user_turns_only
+
+VECTOR = pa.list_(pa.float32(), 384)
+EMBEDDINGS = pa.schema([("session_key", pa.int32()), ("vector", VECTOR)])
+
+
+def iter_session_documents(events_path, fmt: str, batch_rows: int = 65536):
+    """``(session_key, document)`` for every session of the events table, in
+    table order, streaming (LongMemEval-M's table does not fit as one dict of
+    texts comfortably). The table holds each session's events together, in
+    seq order (normalize writes a session at once); anything else is an error."""
+    only_user = user_turns_only(fmt)
+    key, parts, seen = None, [], set()
+    f = pq.ParquetFile(events_path)
+    for batch in f.iter_batches(batch_size=batch_rows, columns=["session_key", "text", "role"]):
+        keys = batch.column(0).to_pylist()
+        texts = batch.column(1).to_pylist()
+        keep = (pc.fill_null(pc.equal(batch.column(2), "user"), False).to_pylist() if only_user
+                else [True] * len(keys))
+        for k, text, ok in zip(keys, texts, keep):
+            if k != key:
+                if key is not None:
+                    yield key, " ".join(parts)
+                if k in seen:
+                    raise DataError(events_path, f"session_key {k}", "events of one session are not together")
+                seen.add(k)
+                key, parts = k, []
+            if ok:
+                parts.append(text)
+    if key is not None:
+        yield key, " ".join(parts)
+
+
+def embed_sessions(events_path, fmt: str, out, log=print, device: str = "auto", batch_size: int | None = None,
+                   chunk_sessions: int = 4096, encoder=None) -> dict:
+    """Write ``out`` (embeddings.parquet). Sessions are embedded in chunks of
+    ``chunk_sessions`` in session-key order; within a chunk, by token length."""
+    from .dense import MAX_TOKENS, MiniLM
+
+    enc = encoder or MiniLM(device=device)
+    if encoder is None:
+        enc.batch_size = batch_size or (256 if enc.device == "cuda" else 32)
+    meta = {"model": "all-MiniLM-L6-v2", "sha256": enc.sha256, "max_tokens": MAX_TOKENS,
+            "documents": "user turns" if user_turns_only(fmt) else "all turns", "format": fmt,
+            "device": enc.device}
+    schema = EMBEDDINGS.with_metadata({"memobench": json.dumps(meta, sort_keys=True)})
+    n_rows = pq.ParquetFile(events_path).metadata.num_rows
+    writer = TableWriter(out, schema, batch_rows=chunk_sessions)
+    progress = Progress(log, f"minilm embeddings ({enc.device})")
+    done = 0
+    keys: list[int] = []
+    docs: list[str] = []
+
+    def flush():
+        vecs = enc.encode(docs)
+        writer.extend(session_key=keys, vector=list(vecs))
+        keys.clear()
+        docs.clear()
+
+    try:
+        for key, doc in iter_session_documents(events_path, fmt):
+            keys.append(key)
+            docs.append(doc)
+            if len(keys) >= chunk_sessions:
+                done += len(keys)
+                flush()
+                progress(done, " sessions")
+        done += len(keys)
+        if keys:
+            flush()
+        writer.close()
+    except BaseException:
+        writer.abort()
+        raise
+    progress(done, f" sessions, done ({n_rows} events)", force=True)
+    return {"sessions": done, **meta}
+
+
+def read_meta(path) -> dict:
+    md = pq.read_schema(path).metadata or {}
+    raw = md.get(b"memobench")
+    if raw is None:
+        raise DataError(path, None, "not a memobench embeddings table; delete it and rerun")
+    return json.loads(raw)
+
+
+class SessionVectors:
+    """The embeddings table in memory: ``vectors(keys)`` gives the rows of the
+    given session keys in the given order (duplicates repeated)."""
+
+    def __init__(self, path, keys=None):
+        t = pq.read_table(path, filters=[("session_key", "in", sorted(set(keys)))] if keys is not None else None)
+        self.path = path
+        self.meta = read_meta(path)
+        k = t.column("session_key").to_numpy()
+        flat = t.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
+        self.matrix = np.asarray(flat, dtype=np.float32).reshape(len(k), 384)
+        self.row = {int(key): i for i, key in enumerate(k.tolist())}
+
+    def vectors(self, keys) -> np.ndarray:
+        try:
+            return self.matrix[[self.row[int(k)] for k in keys]]
+        except KeyError as e:
+            raise DataError(self.path, f"session_key {e.args[0]}", "has no embedding; delete the "
+                            "embeddings table and rerun") from None

@@ -1,0 +1,117 @@
+"""Benchmark of the reference retrievers (issue 11), not a test.
+
+    python -m memobench.bench_baselines [--work bench_work] [--minilm-sessions 256]
+
+Generates (or reuses) the S-scale LongMemEval-format file of
+``memobench.benchmark`` (500 questions x ~50 sessions, ~280 MB), normalizes
+it, then runs each lexical retriever over every question in its own process
+(wall and CPU time, peak RSS; building the documents from the tables
+included) and embeds a sample of distinct sessions with minilm on the CPU
+(sessions per second, peak RSS), from which it projects the embedding stage
+for the distinct sessions of the generated file and for upper bounds of the
+real S and M files (every haystack entry distinct: 500 x 50, 500 x 500).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+LEXICAL = ["bm25-official", "bm25s", "fts5-bm25"]
+
+
+def _peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def run_lexical(norm: Path, name: str) -> dict:
+    import pyarrow.parquet as pq
+
+    from .baselines import haystack_documents, rank
+
+    t0, c0 = time.monotonic(), time.process_time()
+    questions = pq.read_table(norm / "questions.parquet").to_pylist()
+    hays = haystack_documents(norm / "haystacks.parquet", norm / "events.parquet", "longmemeval")
+    t_docs = time.monotonic() - t0
+    n = 0
+    for q in questions:
+        h = hays.get(q["haystack_id"])
+        if h is None:
+            continue
+        r = rank(name, q["question"], h.docs)
+        assert len(r.positions) == len(h.docs)
+        n += 1
+    return {"retriever": name, "questions": n, "wall_s": round(time.monotonic() - t0, 2),
+            "documents_s": round(t_docs, 2), "cpu_s": round(time.process_time() - c0, 2),
+            "peak_rss_mb": round(_peak_mb())}
+
+
+def run_minilm(norm: Path, sample: int) -> dict:
+    import pyarrow.parquet as pq
+
+    from .baselines.dense import MiniLM
+    from .baselines.embeddings import iter_session_documents
+
+    docs = []
+    for key, doc in iter_session_documents(norm / "events.parquet", "longmemeval"):
+        docs.append(doc)
+        if len(docs) >= sample:
+            break
+    n_sessions = pq.read_metadata(norm / "sessions.parquet").num_rows
+    t = time.monotonic()
+    enc = MiniLM(device="cpu")
+    load_s = time.monotonic() - t
+    pieces = [len(ids) for ids in enc.token_ids(docs)]
+    t0, c0 = time.monotonic(), time.process_time()
+    enc.encode(docs)
+    wall = time.monotonic() - t0
+    rate = len(docs) / wall
+    return {"retriever": "minilm", "device": enc.device, "sessions": len(docs), "wall_s": round(wall, 2),
+            "cpu_s": round(time.process_time() - c0, 2), "model_load_s": round(load_s, 2),
+            "sessions_per_s": round(rate, 2), "truncated_share": round(sum(p == 256 for p in pieces) / len(pieces), 3),
+            "mean_word_pieces": round(sum(pieces) / len(pieces), 1), "peak_rss_mb": round(_peak_mb()),
+            "distinct_sessions_generated_s": n_sessions,
+            "projected_generated_s_min": round(n_sessions / rate / 60, 1),
+            "projected_real_s_upper_min": round(500 * 50 / rate / 60, 1),
+            "projected_real_m_upper_h": round(500 * 500 / rate / 3600, 1)}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--work", type=Path, default=Path("bench_work"))
+    ap.add_argument("--minilm-sessions", type=int, default=256)
+    ap.add_argument("--only", help=argparse.SUPPRESS)
+    ap.add_argument("--norm", type=Path, help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    if a.only:
+        out = run_minilm(a.norm, a.minilm_sessions) if a.only == "minilm" else run_lexical(a.norm, a.only)
+        print(json.dumps(out))
+        return 0
+    from .benchmark import SCALES, generate
+    from .normalize import normalize_longmemeval
+
+    s = SCALES["s"]
+    raw = generate(a.work, "bench_s", s["questions"], s["sessions"], s["target"], s["seed"])
+    norm = a.work / "bench_s_normalized"
+    if not (norm / "events.parquet").exists():
+        normalize_longmemeval(raw, norm, log=lambda m: None)
+    rows = []
+    for name in [*LEXICAL, "minilm"]:
+        p = subprocess.run([sys.executable, "-m", "memobench.bench_baselines", "--only", name, "--norm", str(norm),
+                            "--minilm-sessions", str(a.minilm_sessions)], capture_output=True, text=True)
+        if p.returncode:
+            print(f"{name}: failed\n{p.stderr[-2000:]}", file=sys.stderr)
+            continue
+        row = json.loads(p.stdout.strip().splitlines()[-1])
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,186 @@
+"""The lexical reference retrievers (issue 11): bm25-official against a direct
+call of rank_bm25 + numpy as LongMemEval makes it, bm25s against the bm25s
+library, fts5-bm25's per-haystack statistics, and the session documents."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from memobench import generate
+from memobench.baselines import haystack_documents, rank, session_documents
+from memobench.baselines.lexical import Fts5Bm25, bm25s_tokenize
+from memobench.normalize import normalize_locomo, normalize_longmemeval
+
+rank_bm25 = pytest.importorskip("rank_bm25")
+
+
+@pytest.fixture(scope="module")
+def lme(tmp_path_factory):
+    """A generated LongMemEval file (40 questions x 30 sessions) and its tables."""
+    root = tmp_path_factory.mktemp("lme")
+    raw = root / "lme.json"
+    generate.write_longmemeval(raw, 40, 30, seed=11)
+    normalize_longmemeval(raw, root / "norm", log=lambda m: None)
+    return json.loads(raw.read_text(encoding="utf-8")), root / "norm"
+
+
+def official_corpus(item) -> list[str]:
+    """LongMemEval run_retrieval.py's session corpus, from the raw item."""
+    return [" ".join(t["content"] for t in sess if t["role"] == "user") for sess in item["haystack_sessions"]]
+
+
+def official_bm25_order(question: str, corpus: list[str]):
+    bm25 = rank_bm25.BM25Okapi([d.split(" ") for d in corpus])
+    scores = bm25.get_scores(question.split(" "))
+    return np.argsort(scores)[::-1], scores, bm25
+
+
+def test_documents_equal_longmemeval_corpus(lme):
+    items, norm = lme
+    hays = haystack_documents(norm / "haystacks.parquet", norm / "events.parquet", "longmemeval")
+    assert len(hays) == len(items)
+    for hid, item in enumerate(items):
+        assert hays[hid].docs == official_corpus(item)
+        assert hays[hid].session_ids == item["haystack_session_ids"]
+
+
+def test_bm25_official_equals_rank_bm25_and_numpy(lme):
+    """Whole haystacks, every question: the same order and scores as the
+    direct call; the data must exercise ties and negative-IDF flooring."""
+    items, norm = lme
+    hays = haystack_documents(norm / "haystacks.parquet", norm / "events.parquet", "longmemeval")
+    tied = floored = 0
+    for hid, item in enumerate(items):
+        order, scores, bm25 = official_bm25_order(item["question"], official_corpus(item))
+        got = rank("bm25-official", item["question"], hays[hid].docs)
+        assert got.positions.tolist() == order.tolist(), item["question_id"]
+        assert got.scores.tolist() == scores[order].tolist()
+        assert sorted(got.positions.tolist()) == list(range(len(item["haystack_sessions"])))
+        tied += len(np.unique(scores)) < len(scores)
+        n = bm25.corpus_size
+        floored += any(bm25.doc_freqs and sum(1 for d in bm25.doc_freqs if t in d) > n / 2
+                       for t in item["question"].split(" "))
+    assert tied > 0 and floored > 0, (tied, floored)
+
+
+def test_bm25_official_tie_order_is_numpys():
+    """Equal scores come out as numpy's reversed argsort leaves them, not by position."""
+    docs = ["x y", "a b", "x y", "c d", "x y", "e f", "x z"]
+    got = rank("bm25-official", "x", docs)
+    scores = rank_bm25.BM25Okapi([d.split(" ") for d in docs]).get_scores(["x"])
+    assert got.positions.tolist() == np.argsort(scores)[::-1].tolist()
+    # 'x' is in 4 of 7 documents: its raw IDF is negative and rank_bm25 floors it
+    assert got.scores[0] > 0 and len(set(got.scores[:4].tolist())) == 1
+
+
+def test_bm25s_equals_library_per_haystack(lme):
+    import bm25s
+
+    items, norm = lme
+    hays = haystack_documents(norm / "haystacks.parquet", norm / "events.parquet", "longmemeval")
+    for hid, item in enumerate(items[:10]):
+        docs = hays[hid].docs
+        retriever = bm25s.BM25()
+        retriever.index(bm25s.tokenize(docs, show_progress=False), show_progress=False)
+        q = bm25s.tokenize([item["question"]], return_ids=False, show_progress=False)[0]
+        expected = np.asarray(retriever.get_scores(q), dtype=np.float64)
+        got = rank("bm25s", item["question"], docs)
+        assert np.array_equal(got.scores, np.sort(expected)[::-1])
+        assert got.positions.tolist() == np.argsort(-expected, kind="stable").tolist()
+
+
+def test_bm25s_default_tokenizer_and_empty_question():
+    assert bm25s_tokenize(["The Cats, and a dog's toys"]) == [["cats", "dog", "toys"]]
+    got = rank("bm25s", "the a of", ["cats", "dogs", "birds"])
+    assert got.positions.tolist() == [0, 1, 2] and got.scores.tolist() == [0.0, 0.0, 0.0]
+
+
+def test_fts5_statistics_are_the_haystacks_own():
+    """A question's scores over haystack A are the same whatever else was ranked
+    before, and differ from those of one shared table holding A and B (so a
+    leak of B's documents into A's statistics would be seen)."""
+    a = ["apple pie recipe", "banana bread", "apple cider and apple tart", "car repair"]
+    b = ["apple " * 3, "apple orchard", "apple store", "apple", "apple juice", "apple tree"]
+    q = "apple tart"
+    fts = Fts5Bm25()
+    first = fts(q, a)
+    fts(q, b)
+    again = fts(q, a)
+    assert first.positions.tolist() == again.positions.tolist() == [2, 0, 1, 3]
+    assert first.scores.tolist() == again.scores.tolist()
+    assert first.scores[-2:].tolist() == [0.0, 0.0]  # no match: haystack order, score 0
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE VIRTUAL TABLE t USING fts5(body)")
+    db.executemany("INSERT INTO t(rowid, body) VALUES (?, ?)", enumerate(a + b, 1))
+    shared = dict(db.execute("SELECT rowid, -bm25(t) FROM t WHERE t MATCH '\"apple\" OR \"tart\"'"))
+    assert shared[3] != pytest.approx(first.scores[0])
+
+
+def test_fts5_matches_bm25_formula():
+    """FTS5's documented BM25 (k1 1.2, b 0.75, IDF log((N-n+0.5)/(n+0.5)),
+    floored at 1e-6), computed by hand on the haystack alone."""
+    docs = ["red fish blue fish", "one fish two fish", "red car", "blue sky over the sea", "green"]
+    q = "Red FISH"
+    got = rank("fts5-bm25", q, docs)
+    toks = [d.split() for d in docs]
+    avg = sum(map(len, toks)) / len(toks)
+    expected = []
+    for t in toks:
+        s = 0.0
+        for term in ("red", "fish"):
+            n = sum(term in d for d in toks)
+            idf = max(np.log((len(toks) - n + 0.5) / (n + 0.5)), 1e-6)
+            f = t.count(term)
+            s += idf * f * 2.2 / (f + 1.2 * (0.25 + 0.75 * len(t) / avg))
+        expected.append(s)
+    by_pos = dict(zip(got.positions.tolist(), got.scores.tolist()))
+    for i, e in enumerate(expected):
+        assert by_pos[i] == pytest.approx(e, rel=1e-9, abs=1e-12)
+    assert got.positions.tolist()[:3] == sorted(range(3), key=lambda i: -expected[i])
+
+
+def test_fts5_question_with_quotes_and_keywords():
+    got = rank("fts5-bm25", 'what "NEAR" OR AND not*', ["near and or", "nothing here"])
+    assert got.positions.tolist() == [0, 1] and got.scores[0] > 0 and got.scores[1] == 0.0
+
+
+def test_empty_haystack_and_empty_documents():
+    for name in ("bm25-official", "bm25s", "fts5-bm25"):
+        assert rank(name, "q", []).positions.tolist() == []
+        r = rank(name, "hello", ["", "hello world", ""])
+        assert r.positions[0] == 1 and sorted(r.positions.tolist()) == [0, 1, 2]
+
+
+def test_locomo_documents_join_all_turns(locomo_path, tmp_path):
+    normalize_locomo(locomo_path, tmp_path, log=lambda m: None)
+    raw = json.loads(locomo_path.read_text(encoding="utf-8"))
+    conv = raw[0]["conversation"]
+    hays = haystack_documents(tmp_path / "haystacks.parquet", tmp_path / "events.parquet", "locomo", [0])
+    h = hays[0]
+    assert h.session_ids[0] == "session_1"
+    assert h.docs[0] == " ".join(t["text"] for t in conv["session_1"])
+    assert len(h.docs) == len([k for k in conv if k.startswith("session_") and not k.endswith("date_time")])
+
+
+def test_session_documents_keep_user_turns_only(tmp_path):
+    raw = tmp_path / "x.json"
+    raw.write_text(json.dumps([{
+        "question_id": "q1", "question": "hi", "question_type": "t", "answer": "a",
+        "haystack_session_ids": ["s1", "s2"], "haystack_dates": ["2023/01/01 (Sun) 10:00"] * 2,
+        "answer_session_ids": ["s1"],
+        "haystack_sessions": [
+            [{"role": "user", "content": "one"}, {"role": "assistant", "content": "two"},
+             {"role": "user", "content": "three"}],
+            [{"role": "assistant", "content": "only"}, {"role": "User", "content": "not user"}],
+        ]}]), encoding="utf-8")
+    normalize_longmemeval(raw, tmp_path / "n", log=lambda m: None)
+    docs = session_documents(tmp_path / "n" / "events.parquet", "longmemeval")
+    keys = pq.read_table(tmp_path / "n" / "haystacks.parquet").to_pydict()["session_key"]
+    assert [docs[k] for k in keys] == ["one three", ""]
+    assert [session_documents(tmp_path / "n" / "events.parquet", "locomo")[k] for k in keys] == \
+        ["one two three", "only not user"]
