@@ -25,6 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memobench.jsmath import utf16_len
+from naive import occurrences as occ  # the spec's occ(E, P), written independently
 from memobench.tokenize import (
     HAN_CLASS,
     SEQ,
@@ -37,8 +38,6 @@ from memobench.tokenize import (
     WINDOWS,
     ascii_words,
     han_runs,
-    occ,
-    phrases,
     seq_ascii,
     seq_cjkr,
     seq_exp6,
@@ -232,20 +231,6 @@ def test_windows_registry_signature():
     assert WINDOWS["plain"](q, STOP_BASE) == ["what", "is", "like"]
 
 
-def test_phrases():
-    assert phrases([]) == []
-    assert phrases(["a"]) == ["a"]
-    assert phrases(["a", "b", "c"]) == ["a", "b", "c", "a b", "b c"]
-    assert phrases(["x", "中文"]) == ["x", "中文", "x 中文"]
-    assert utf16_len(phrases(["ab", "\U00020000"])[2]) == 2 + 1 + 2
-
-
-# ---------------------------------------------------------------------------
-# Differential tests against SQLite FTS5 unicode61 (3.5)
-# ---------------------------------------------------------------------------
-
-
-@functools.cache
 def _fts():
     con = sqlite3.connect(":memory:")
     try:

@@ -11,7 +11,6 @@ shared, read-only, by every retrieval job of every variant.
 
 from __future__ import annotations
 
-import os
 import sqlite3
 from pathlib import Path
 
@@ -20,7 +19,7 @@ import pyarrow.parquet as pq
 
 from .errors import DataError
 from .progress import Progress
-from .tables import tmp_path
+from .tables import atomic_path
 
 
 def build_index(haystacks_path, events_path, out, log=print, chunk_rows: int = 50_000) -> dict:
@@ -33,39 +32,32 @@ def build_index(haystacks_path, events_path, out, log=print, chunk_rows: int = 5
     h = h.sort_by([("haystack_id", "ascending"), ("position", "ascending")]).to_pydict()
     n_rows = len(h["position"])
     stride = (max(h["position"]) + 2) if n_rows else 1
-    tmp = tmp_path(out)
-    tmp.unlink(missing_ok=True)
-    db = sqlite3.connect(tmp)
-    db.execute("PRAGMA journal_mode=OFF")
-    db.execute("PRAGMA synchronous=OFF")
-    db.execute("CREATE TABLE meta(key TEXT PRIMARY KEY, value INTEGER)")
-    db.execute("INSERT INTO meta VALUES ('stride', ?), ('rows', ?)", (stride, n_rows))
-    db.execute("CREATE VIRTUAL TABLE docs USING fts5(id, body, content='')")
     progress = Progress(log, "fts index: rows", total=n_rows)
-    try:
-        for lo in range(0, n_rows, chunk_rows):
-            hi = min(n_rows, lo + chunk_rows)
-            while hi < n_rows and h["haystack_id"][hi] == h["haystack_id"][hi - 1]:
-                hi += 1  # keep a haystack in one chunk
-            keys = h["session_key"][lo:hi]
-            bodies = _bodies(events_path, set(keys))
-            db.executemany(
-                "INSERT INTO docs(rowid, id, body) VALUES (?, ?, ?)",
-                ((hid * stride + pos + 1, sid, bodies.get(key, "")) for hid, pos, sid, key in zip(
-                    h["haystack_id"][lo:hi], h["position"][lo:hi], h["session_id"][lo:hi], keys)),
-            )
-            del bodies
-            progress(hi)
-        db.execute("INSERT INTO docs(docs) VALUES('optimize')")
-        db.commit()
-        db.close()
-        with open(tmp, "rb") as f:
-            os.fsync(f.fileno())
-        os.replace(tmp, out)
-    except BaseException:
-        db.close()
-        tmp.unlink(missing_ok=True)
-        raise
+    with atomic_path(out) as tmp:
+        db = sqlite3.connect(tmp)
+        try:
+            db.execute("PRAGMA journal_mode=OFF")
+            db.execute("PRAGMA synchronous=OFF")
+            db.execute("CREATE TABLE meta(key TEXT PRIMARY KEY, value INTEGER)")
+            db.execute("INSERT INTO meta VALUES ('stride', ?), ('rows', ?)", (stride, n_rows))
+            db.execute("CREATE VIRTUAL TABLE docs USING fts5(id, body, content='')")
+            for lo in range(0, n_rows, chunk_rows):
+                hi = min(n_rows, lo + chunk_rows)
+                while hi < n_rows and h["haystack_id"][hi] == h["haystack_id"][hi - 1]:
+                    hi += 1  # keep a haystack in one chunk
+                keys = h["session_key"][lo:hi]
+                bodies = _bodies(events_path, set(keys))
+                db.executemany(
+                    "INSERT INTO docs(rowid, id, body) VALUES (?, ?, ?)",
+                    ((hid * stride + pos + 1, sid, bodies.get(key, "")) for hid, pos, sid, key in zip(
+                        h["haystack_id"][lo:hi], h["position"][lo:hi], h["session_id"][lo:hi], keys)),
+                )
+                del bodies
+                progress(hi)
+            db.execute("INSERT INTO docs(docs) VALUES('optimize')")
+            db.commit()
+        finally:
+            db.close()
     progress(n_rows, " done", force=True)
     return {"rows": n_rows, "stride": stride}
 

@@ -3,10 +3,8 @@
 * Event / phrase token sequences ("seq", 2.1): :func:`seq_ascii`,
   :func:`seq_cjkr`, :func:`seq_zh`, :func:`seq_exp6`, :func:`seq_prod`
   (each lowercases its input first, like ``toLowerCase()``).
-* Occurrence count :func:`occ`.
 * Stop lists (2.2) and query windows :func:`window_plain`, :func:`window_cf`,
   :func:`window_070`, :func:`window_cnb`, :func:`window_exp6` (at most 8 tokens).
-* :func:`phrases` (2.3).
 
 Lengths are JS ``.length`` values, i.e. UTF-16 code units.  Standard library only.
 """
@@ -31,7 +29,6 @@ __all__ = [
     "seq_exp6",
     "seq_prod",
     "SEQ",
-    "occ",
     "ascii_words",
     "han_runs",
     "window_plain",
@@ -40,7 +37,6 @@ __all__ = [
     "window_cnb",
     "window_exp6",
     "WINDOWS",
-    "phrases",
 ]
 
 TERM_MAX = 8
@@ -160,40 +156,6 @@ SEQ = {
 }
 
 
-def occ(event_tokens: list[str], phrase_tokens: list[str]) -> int:
-    """Number of (overlapping) start positions where ``phrase_tokens`` occurs.
-
-    An empty phrase gives 0.
-    """
-    m = len(phrase_tokens)
-    if m == 0:
-        return 0
-    first = phrase_tokens[0]
-    if m == 1:
-        return event_tokens.count(first)
-    last_start = len(event_tokens) - m + 1
-    if last_start <= 0:
-        return 0
-    if not isinstance(phrase_tokens, list):
-        phrase_tokens = list(phrase_tokens)
-    count = 0
-    index = event_tokens.index
-    i = 0
-    while True:
-        try:
-            i = index(first, i, last_start)
-        except ValueError:
-            return count
-        if event_tokens[i : i + m] == phrase_tokens:
-            count += 1
-        i += 1
-
-
-# ---------------------------------------------------------------------------
-# Query windows (2.2)
-# ---------------------------------------------------------------------------
-
-
 def ascii_words(question: str) -> list[str]:
     """Maximal ``[a-z0-9]`` runs of ``lower(question)`` of length >= 2, de-duplicated."""
     return list(dict.fromkeys(_RE_ASCII_WORD.findall(question.lower())))
@@ -247,12 +209,6 @@ WINDOWS = {
     "cnb": window_cnb,
     "exp6": window_exp6,
 }
-
-
-def phrases(window: list[str]) -> list[str]:
-    """Token phrases in window order, then the adjacent pairs ``"a b"`` (2.3)."""
-    window = list(window)
-    return window + [f"{a} {b}" for a, b in zip(window, window[1:])]
 
 
 def write_tokens(events_path, seq_name: str, out, log=print) -> None:
