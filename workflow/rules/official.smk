@@ -3,42 +3,7 @@
 # and paired statistics between variants. They read the rankings and never
 # change them.
 
-# The ranking the official metrics and exports read: the deep list (depth 50),
-# whose ranks 1-10 are the harness's top 10 (rankings.parquet).
-OFFICIAL_RANKINGS = "deep.parquet"
-LME_FORMATS = ("longmemeval", "longmemeval_cn")
-
-
-def is_lme(ds):
-    return DATASETS[ds]["format"] in LME_FORMATS
-
-
-def official_inputs(w):
-    variant_of(w)
-    base = base_dataset(w.dataset)
-    return {
-        "questions": f"{norm_dir(w.dataset)}/questions.parquet",
-        "haystacks": f"{norm_dir(base)}/haystacks.parquet",
-        "events": f"{norm_dir(base)}/events.parquet",
-        "rankings": f"{RESULTS}/{w.dataset}/{w.variant}/{OFFICIAL_RANKINGS}",
-    }
-
-
-def official_files():
-    """official.json per dataset x variant (the report folds them in)."""
-    return [f"{RESULTS}/{ds}/{v}/official.json" for ds, v in run_pairs()]
-
-
-def stats_files():
-    return [f"{RESULTS}/{ds}/stats.json" for ds in RUN if DATASETS[ds]["variants"]]
-
-
-def export_files():
-    """Everything PROTOCOL section 5 promises, so rule all (through the report) makes it."""
-    out = [f"{RESULTS}/{ds}/{v}/run.trec" for ds, v in run_pairs()]
-    out += [f"{RESULTS}/{ds}/{v}/retrievallog.jsonl" for ds, v in run_pairs() if is_lme(ds)]
-    out += [f"{RESULTS}/{ds}/qrels.trec" for ds in RUN if DATASETS[ds]["variants"]]
-    return out
+# They read OFFICIAL_RANKINGS (common.smk): the deep list, depth 50.
 
 
 rule official:
