@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 
@@ -127,22 +126,6 @@ def test_replacing_a_raw_file_reruns_verify_and_what_follows(tmp_path):
     # a forced rerun of everything never deletes the raw file
     snakemake(tmp_path, "--cores", "2", "--forceall", configfile=cfg)
     assert raw.read_bytes() == bytes(blob)
-
-
-def test_a_deleted_raw_file_is_fetched_again_not_an_error(tmp_path):
-    data = tmp_path / "data"
-    data.mkdir()
-    raw = _lme(data / "lme.json")
-    keep = tmp_path / "keep.json"
-    shutil.copy(raw, keep)
-    cfg = write_config(tmp_path / "c.yaml", data_dir=str(data), run=["lme"],
-                       datasets={"lme": {**_ds(raw), "file": "lme.json", "urls": []}})
-    snakemake(tmp_path, "--cores", "1", configfile=cfg)
-    raw.unlink()
-    proc = snakemake(tmp_path, "--cores", "1", configfile=cfg, check=False)
-    assert proc.returncode != 0
-    assert "is gone; it will be downloaded again" in proc.stderr
-    assert "no URL" in proc.stderr or "urls" in proc.stderr.lower()
 
 
 # --------------------------------------------------------------------------- results

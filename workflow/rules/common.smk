@@ -73,14 +73,6 @@ def receipt_path(ds):
     return f"{RESULTS}/{ds}/raw.json"
 
 
-# A receipt whose raw file has gone (deleted or moved by hand) is dropped, so
-# the download stage fetches the file again instead of verify failing on it.
-for _ds, _cfg in DATASETS.items():
-    if _cfg["format"] != "embedded" and os.path.exists(receipt_path(_ds)) and not os.path.exists(raw_path(_ds)):
-        print(f"memobench: {raw_path(_ds)} is gone; it will be downloaded again", file=sys.stderr)
-        os.remove(receipt_path(_ds))
-
-
 # --------------------------------------------------------------------------- targets
 # Every target either runs or fails in one line that names the fix.
 
@@ -163,8 +155,9 @@ def raw_file(w):
     """The raw file, known only once the download checkpoint has run: verify
     takes it as an input (never an output, so no rerun can delete it), and a
     replaced file reruns verify and everything that follows."""
-    checkpoints.download.get(dataset=dataset_of(w))
-    return raw_path(w.dataset)
+    ds = dataset_of(w)
+    checkpoints.download.get(dataset=ds)
+    return raw_path(ds)
 
 
 def normalize_inputs(w):
