@@ -284,20 +284,23 @@ def run_segments(variants: list[Variant], questions, haystacks, corpus: Corpus, 
 
 def write_segment(variant: Variant, questions_path, haystacks_path, events_path, segment: int,
                   n_segments: int, rankings_out, outcomes_out, log=print, tokens_path=None,
-                  fts_index_path=None, deep_out=None) -> None:
+                  fts_index_path=None, deep_out=None, metadata: dict | None = None) -> None:
     outs = {variant.name: {"rankings": rankings_out, "outcomes": outcomes_out, "deep": deep_out}}
     write_segments([variant], questions_path, haystacks_path, events_path, segment, n_segments, outs, log=log,
-                   tokens={variant.recipe.seq: tokens_path} if tokens_path else None, fts_index_path=fts_index_path)
+                   tokens={variant.recipe.seq: tokens_path} if tokens_path else None, fts_index_path=fts_index_path,
+                   metadata=metadata)
 
 
 def write_segments(variants: list[Variant], questions_path, haystacks_path, events_path, segment: int,
                    n_segments: int, outs: dict, log=print, tokens: dict | None = None,
-                   fts_index_path=None) -> None:
+                   fts_index_path=None, metadata: dict | None = None) -> None:
     """Rank one segment under several variants in one process (``run_segments``)
     and write each variant's tables: ``outs`` maps a variant name to its
     ``rankings``, ``outcomes`` and (optional) ``deep`` paths. ``tokens`` maps
     tokenizer names to the tokens stage's tables; with the tokens of every
-    variant's tokenizer and (for FTS) the dataset's index, no event text is read."""
+    variant's tokenizer and (for FTS) the dataset's index, no event text is read.
+    ``metadata`` goes into each outcomes table's Parquet key-value metadata
+    (the retrieve job's provenance)."""
     tokens = {v.recipe.seq: tokens[v.recipe.seq] for v in variants if tokens and v.recipe.seq in tokens}
     texts = any(v.recipe.seq not in tokens or (v.recipe.backend == "fts" and fts_index_path is None)
                 for v in variants)
@@ -312,7 +315,7 @@ def write_segments(variants: list[Variant], questions_path, haystacks_path, even
     for v in variants:
         out = outs[v.name]
         rankings, outcomes, deep = tables[v.name]
-        write_table(out["outcomes"], outcomes)
+        write_table(out["outcomes"], outcomes.replace_schema_metadata(metadata) if metadata else outcomes)
         if out.get("deep") is not None:
             write_table(out["deep"], deep)
         write_table(out["rankings"], rankings)
@@ -324,10 +327,3 @@ def _open_index(path, variant: Variant):
     from .ftsindex import FtsIndex
 
     return FtsIndex(path)
-
-
-def concat_segments(paths) -> pa.Table:
-    """The segments' rankings in question order (a dataset has at least one segment)."""
-    t = pa.concat_tables([pq.read_table(p) for p in paths])
-    return t.sort_by([("q_index", "ascending"), ("rank", "ascending")])
-

@@ -86,7 +86,7 @@ def _named(items) -> dict:
     """Snakemake's Namedlist as {name: value}; a name bound to several files gives a list."""
     out = {}
     for name in items.keys():
-        value = items[name] if not hasattr(items, "_names") else getattr(items, name)
+        value = getattr(items, name)
         out[name] = list(value) if isinstance(value, list) else value
     return out
 
@@ -260,21 +260,16 @@ def fts_index(job: Job) -> None:
 @stage("retrieve", inputs=["questions", "haystacks", "events", "tokens"], optional=["fts_index"],
        outputs=["rankings", "outcomes", "deep"], params=["variant", "segment", "n_segments"])
 def retrieve(job: Job) -> None:
-    import pyarrow.parquet as pq
-
     from .provenance import PROVENANCE_KEY, provenance
     from .retrieval import write_segment
-    from .tables import write_table
     from .variants import from_spec
 
     i, o, p = job.input, job.output, job.params
     write_segment(from_spec(p.variant), i.questions, i.haystacks, i.events, p.segment, p.n_segments,
                   o.rankings, o.outcomes, log=job.log, tokens_path=i.tokens, fts_index_path=i.get("fts_index"),
-                  deep_out=o.deep)
-    # where this segment was computed (SQLite and the rest), for metrics.json
-    outcomes = pq.read_table(o.outcomes)
-    write_table(o.outcomes, outcomes.replace_schema_metadata(
-        {PROVENANCE_KEY: json.dumps(provenance(), sort_keys=True)}))
+                  deep_out=o.deep,
+                  # where this segment was computed (SQLite and the rest), for metrics.json
+                  metadata={PROVENANCE_KEY: json.dumps(provenance(), sort_keys=True)})
 
 
 @stage("merge", inputs=["rankings", "outcomes", "deep", "data_summary"],
