@@ -293,14 +293,16 @@ def write_segment(variant: Variant, questions_path, haystacks_path, events_path,
 
 def write_segments(variants: list[Variant], questions_path, haystacks_path, events_path, segment: int,
                    n_segments: int, outs: dict, log=print, tokens: dict | None = None,
-                   fts_index_path=None, metadata: dict | None = None) -> None:
+                   fts_index_path=None, metadata: dict | None = None,
+                   variant_metadata: dict[str, dict] | None = None) -> None:
     """Rank one segment under several variants in one process (``run_segments``)
     and write each variant's tables: ``outs`` maps a variant name to its
     ``rankings``, ``outcomes`` and (optional) ``deep`` paths. ``tokens`` maps
     tokenizer names to the tokens stage's tables; with the tokens of every
     variant's tokenizer and (for FTS) the dataset's index, no event text is read.
     ``metadata`` goes into each outcomes table's Parquet key-value metadata
-    (the retrieve job's provenance)."""
+    (the retrieve job's provenance), with ``variant_metadata[name]`` added
+    for that variant."""
     tokens = {v.recipe.seq: tokens[v.recipe.seq] for v in variants if tokens and v.recipe.seq in tokens}
     texts = any(v.recipe.seq not in tokens or (v.recipe.backend == "fts" and fts_index_path is None)
                 for v in variants)
@@ -315,7 +317,8 @@ def write_segments(variants: list[Variant], questions_path, haystacks_path, even
     for v in variants:
         out = outs[v.name]
         rankings, outcomes, deep = tables[v.name]
-        write_table(out["outcomes"], outcomes.replace_schema_metadata(metadata) if metadata else outcomes)
+        meta = {**(metadata or {}), **((variant_metadata or {}).get(v.name) or {})}
+        write_table(out["outcomes"], outcomes.replace_schema_metadata(meta) if meta else outcomes)
         if out.get("deep") is not None:
             write_table(out["deep"], deep)
         write_table(out["rankings"], rankings)

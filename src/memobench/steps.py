@@ -19,7 +19,7 @@ import json
 import sqlite3
 import sys
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -80,6 +80,9 @@ class Job:
     params: Names
     wildcards: Names
     log: Callable[[str], None]
+    # The run's whole config: read only to share work (never a rerun trigger,
+    # so nothing a stage writes may depend on it beyond its own params).
+    config: dict = field(default_factory=dict)
 
 
 def _named(items) -> dict:
@@ -137,10 +140,11 @@ def run(smk) -> None:
     problems = check_names(st, inputs, outputs, params)
     if problems:
         sys.exit(f"memobench: internal error: rule {smk.rule!r} does not match its stage: {'; '.join(problems)}")
-    run_logged(smk.log[0], st.func, inputs, outputs, params, dict(smk.wildcards.items()))
+    run_logged(smk.log[0], st.func, inputs, outputs, params, dict(smk.wildcards.items()), dict(smk.config))
 
 
-def run_logged(log_path, func, inputs: dict, outputs: dict, params: dict, wildcards: dict) -> None:
+def run_logged(log_path, func, inputs: dict, outputs: dict, params: dict, wildcards: dict,
+               config: dict | None = None) -> None:
     """Run one stage with its log; exit 1 with one line on a user-facing or environment error."""
     Path(log_path).parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "w", encoding="utf-8") as logf:
@@ -155,7 +159,7 @@ def run_logged(log_path, func, inputs: dict, outputs: dict, params: dict, wildca
             sys.exit(1)
 
         job = Job(Names("input", inputs), Names("output", outputs), Names("params", params),
-                  Names("wildcard", wildcards), log)
+                  Names("wildcard", wildcards), log, config or {})
         try:
             func(job)
         except USER_ERRORS as e:
@@ -260,16 +264,19 @@ def fts_index(job: Job) -> None:
 @stage("retrieve", inputs=["questions", "haystacks", "events", "tokens"], optional=["fts_index"],
        outputs=["rankings", "outcomes", "deep"], params=["variant", "segment", "n_segments"])
 def retrieve(job: Job) -> None:
+    """One variant's segment; its sibling variants' lists are computed in the
+    same pass when their jobs have not run yet (shared_retrieval.py)."""
     from .provenance import PROVENANCE_KEY, provenance
-    from .retrieval import write_segment
+    from .shared_retrieval import write_segment_shared
     from .variants import from_spec
 
     i, o, p = job.input, job.output, job.params
-    write_segment(from_spec(p.variant), i.questions, i.haystacks, i.events, p.segment, p.n_segments,
-                  o.rankings, o.outcomes, log=job.log, tokens_path=i.tokens, fts_index_path=i.get("fts_index"),
-                  deep_out=o.deep,
-                  # where this segment was computed (SQLite and the rest), for metrics.json
-                  metadata={PROVENANCE_KEY: json.dumps(provenance(), sort_keys=True)})
+    names = ("questions", "haystacks", "events", "tokens", "fts_index")
+    write_segment_shared(from_spec(p.variant), job.config, job.wildcards.dataset, p.segment, p.n_segments,
+                         {n: i.get(n) for n in names}, {"rankings": o.rankings, "outcomes": o.outcomes,
+                                                        "deep": o.deep}, p.code, log=job.log,
+                         # where this segment was computed (SQLite and the rest), for metrics.json
+                         metadata={PROVENANCE_KEY: json.dumps(provenance(), sort_keys=True)})
 
 
 @stage("merge", inputs=["rankings", "outcomes", "deep", "data_summary"],

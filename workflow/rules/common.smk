@@ -7,7 +7,7 @@ import sys
 sys.path.insert(0, os.path.join(workflow.basedir, "src"))  # the package, installed or not
 
 from memobench.analyze import RECIPE as ANALYZE_RECIPE
-from memobench.config import RESERVED, SAFE_NAME, validate
+from memobench.config import RESERVED, SAFE_NAME, dataset_family, validate
 from memobench.errors import ConfigError
 from memobench.fingerprint import stage_fingerprint
 from memobench.provenance import file_stamp
@@ -32,7 +32,6 @@ CUSTOM_VARIANTS = config["variants"]
 RUN = config["run"]
 RESULTS = "results"
 STAGE_SCRIPT = "../scripts/stage.py"  # every rule runs it (relative to this folder)
-DEFAULT_FAMILY = {"longmemeval": "s", "locomo": "locomo", "longmemeval_cn": "cn", "embedded": "zh"}
 
 
 def code(stage):
@@ -43,7 +42,7 @@ def code(stage):
 
 
 def family(ds):
-    return DATASETS[ds].get("family") or DEFAULT_FAMILY[DATASETS[ds]["format"]]
+    return dataset_family(DATASETS[ds])
 
 
 def variant_spec(ds, name):

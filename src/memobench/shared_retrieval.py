@@ -1,0 +1,183 @@
+"""Retrieve jobs that share their work with the dataset's other variants.
+
+The workflow keeps one retrieve job per dataset, variant and segment: that is
+what makes a change to one variant rerun only that variant, and a targeted
+segment run only what it needs. But most of a job's work (loading the segment,
+tokenized sessions, representative events, FTS5 rows) is the same for every
+variant that reads the same inputs, so the first job of a segment computes its
+*siblings* too, in one process (``retrieval.write_segments``: each list
+identical to the one the variant gets alone, tested), and leaves their tables
+in ``results/{dataset}/cache/{segment}/``. A sibling's own job, when Snakemake
+runs it, finds its tables there and copies them into its outputs.
+
+An entry is used only under its key: the variant's list-deciding spec, the
+segment, the retrieve stage's code fingerprint and the stamp (size, mtime,
+inode) of every input the variant reads. Anything that could change the
+variant's lists changes the key, so a stale entry is never used; the key is
+also written into the outcomes table, and a sibling whose existing outputs
+carry its current key is not recomputed. Entries are removed when used; the
+folder can be deleted at any time (the jobs then compute their own lists).
+
+Siblings are the dataset's configured variants whose inputs are a subset of
+this job's (same tokenizer; FTS variants only in a job that has the index).
+Jobs of one segment take a lock, so a sibling's job waits for the job that is
+computing its tables instead of computing them a second time.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+from contextlib import contextmanager
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from .config import dataset_family
+from .provenance import file_stamp
+from .retrieval import write_segments
+from .tables import atomic_path
+from .variants import Variant, from_spec, resolve
+
+KEY_META = b"memobench.retrieval_key"
+KINDS = ("rankings", "outcomes", "deep")
+# What decides a variant's lists (the retrieve rule's `variant` param).
+LIST_FIELDS = ("name", "recipe", "skip")
+
+
+def needed_inputs(variant: Variant) -> frozenset[str]:
+    """The named inputs a retrieve job of this variant reads (the workflow's
+    input function asks the same question)."""
+    names = {"questions", "haystacks", "events", "tokens"}
+    if variant.recipe.backend == "fts":
+        names.add("fts_index")
+    return frozenset(names)
+
+
+def list_spec(variant: Variant) -> dict:
+    from dataclasses import asdict
+
+    return {"name": variant.name, "recipe": asdict(variant.recipe), "skip": variant.skip}
+
+
+def retrieval_key(spec: dict, segment: int, n_segments: int, code: str, inputs: dict) -> str:
+    """Everything a variant's segment lists depend on, hashed."""
+    blob = json.dumps({"spec": {k: spec[k] for k in LIST_FIELDS}, "segment": segment, "n_segments": n_segments,
+                       "code": code, "inputs": {n: file_stamp(p) for n, p in sorted(inputs.items())}},
+                      sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:32]
+
+
+def stored_key(outcomes_path) -> str | None:
+    try:
+        meta = pq.read_schema(outcomes_path).metadata or {}
+    except (OSError, ValueError):  # missing or unreadable: not up to date
+        return None
+    value = meta.get(KEY_META)
+    return value.decode() if value else None
+
+
+def siblings(config: dict, dataset: str, variant: Variant, inputs: dict) -> list[Variant]:
+    """The dataset's other configured variants this job can rank: their inputs
+    are among this job's, with the same tokenizer."""
+    ds = config["datasets"][dataset]
+    family = dataset_family(ds)
+    have = set(inputs)
+    out = []
+    for name in ds.get("variants") or []:
+        if name == variant.name:
+            continue
+        other = resolve(name, family, config.get("variants") or {})
+        if other.recipe.seq == variant.recipe.seq and needed_inputs(other) <= have:
+            out.append(other)
+    return out
+
+
+@contextmanager
+def _locked(path: Path):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _entry(cache: Path, key: str) -> dict[str, Path]:
+    return {kind: cache / f"{key}.{kind}.parquet" for kind in KINDS}
+
+
+def _copy(src: Path, dest) -> None:
+    with atomic_path(dest) as tmp:
+        shutil.copyfile(src, tmp)
+
+
+def write_segment_shared(variant: Variant, config: dict, dataset: str, segment: int, n_segments: int,
+                         inputs: dict, outputs: dict, code: str, log=print, metadata: dict | None = None) -> dict:
+    """Produce this variant's segment tables (``outputs``: rankings, outcomes,
+    deep), from the cache when a sibling's job left them there, else by ranking
+    this variant and its siblings whose outputs are missing or stale. Returns
+    what happened (for the log and the tests)."""
+    inputs = {n: p for n, p in inputs.items() if p is not None}
+    cache = Path(outputs["rankings"]).parents[2] / "cache" / f"seg{segment}"
+
+    def key_of(v: Variant) -> str:
+        return retrieval_key(list_spec(v), segment, n_segments, code,
+                             {n: inputs[n] for n in needed_inputs(v)})
+
+    def own_outputs(v: Variant) -> dict:
+        seg = Path(outputs["rankings"]).parent.parent.parent / v.name / "segments"
+        return {"rankings": seg / f"seg{segment}.parquet", "outcomes": seg / f"seg{segment}.questions.parquet",
+                "deep": seg / f"seg{segment}.deep.parquet"}
+
+    key = key_of(variant)
+    with _locked(cache.parent / f"seg{segment}.lock"):
+        entry = _entry(cache, key)
+        if all(p.exists() for p in entry.values()):
+            for kind in KINDS:
+                _copy(entry[kind], outputs[kind])
+            for p in entry.values():
+                p.unlink()
+            log(f"{variant.name} segment {segment}/{n_segments}: lists computed by a sibling's job "
+                f"(key {key}), copied from {cache}")
+            return {"reused": True, "computed": []}
+        todo = [variant]
+        outs = {variant.name: dict(outputs)}
+        metas = {variant.name: key}
+        for other in siblings(config, dataset, variant, inputs):
+            k = key_of(other)
+            if stored_key(own_outputs(other)["outcomes"]) == k:
+                continue  # its outputs are up to date
+            if all(p.exists() for p in _entry(cache, k).values()):
+                continue  # already waiting for its job
+            todo.append(other)
+            outs[other.name] = {kind: str(p) for kind, p in _entry(cache, k).items()}
+            metas[other.name] = k
+        if len(todo) > 1:
+            log(f"{variant.name} segment {segment}/{n_segments}: ranking {len(todo) - 1} sibling variant(s) "
+                f"in the same pass: {', '.join(v.name for v in todo[1:])}")
+        write_segments(todo, inputs["questions"], inputs["haystacks"], inputs["events"], segment, n_segments,
+                       outs, log=log, tokens={variant.recipe.seq: inputs["tokens"]},
+                       fts_index_path=inputs.get("fts_index"),
+                       metadata=metadata, variant_metadata={name: {KEY_META.decode(): k} for name, k in metas.items()})
+        _collect(cache, keep={k for k in metas.values()}, older_than=_newest(inputs))
+    return {"reused": False, "computed": [v.name for v in todo]}
+
+
+def _newest(inputs: dict) -> float:
+    return max(os.stat(p).st_mtime for p in inputs.values())
+
+
+def _collect(cache: Path, keep: set[str], older_than: float) -> None:
+    """Remove entries older than this job's newest input: they were computed
+    from inputs since replaced, so no key can match them again."""
+    if not cache.is_dir():
+        return
+    for p in cache.iterdir():
+        key = p.name.split(".", 1)[0]
+        if key not in keep and p.stat().st_mtime < older_than:
+            p.unlink(missing_ok=True)

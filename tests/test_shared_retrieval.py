@@ -1,0 +1,149 @@
+"""Retrieve jobs that rank their sibling variants in the same pass
+(shared_retrieval.py): each variant's tables equal the ones it gets alone, a
+sibling's job copies what the first job left, and an entry is used only under
+its key (spec, segment, code, input stamps)."""
+
+from __future__ import annotations
+
+import os
+
+import pyarrow.parquet as pq
+import pytest
+
+from conftest import snakemake, write_config
+from memobench import normalize, retrieval, tokenize, variants
+from memobench.ftsindex import build_index
+from memobench.generate import write_longmemeval
+from memobench.shared_retrieval import KEY_META, siblings, stored_key, write_segment_shared
+
+QUIET = lambda *a, **k: None  # noqa: E731
+KINDS = ("rankings", "outcomes", "deep")
+
+
+@pytest.fixture(scope="module")
+def tables(tmp_path_factory):
+    d = tmp_path_factory.mktemp("shared")
+    raw = d / "lme.json"
+    write_longmemeval(raw, n_questions=30, sessions_per_question=20, seed=3, spice=True)
+    normalize.normalize_longmemeval(raw, d, log=QUIET)
+    build_index(d / "haystacks.parquet", d / "events.parquet", d / "index.sqlite", log=QUIET)
+    for seq in ("ascii", "cjkr"):
+        tokenize.write_tokens(d / "events.parquet", seq, d / f"tokens_{seq}.parquet", log=QUIET)
+    return d
+
+
+def _config(names):
+    return {"datasets": {"ds": {"format": "longmemeval", "family": "s", "variants": list(names)}}, "variants": {}}
+
+
+def _inputs(d, seq="ascii", fts=True):
+    out = {"questions": d / "questions.parquet", "haystacks": d / "haystacks.parquet",
+           "events": d / "events.parquet", "tokens": d / f"tokens_{seq}.parquet"}
+    if fts:
+        out["fts_index"] = d / "index.sqlite"
+    return {k: str(v) for k, v in out.items()}
+
+
+def _outputs(root, name, seg=1):
+    s = root / "ds" / name / "segments"
+    s.mkdir(parents=True, exist_ok=True)
+    return {"rankings": str(s / f"seg{seg}.parquet"), "outcomes": str(s / f"seg{seg}.questions.parquet"),
+            "deep": str(s / f"seg{seg}.deep.parquet")}
+
+
+def _alone(d, tmp_path, name, seg=1):
+    v = variants.resolve(name, "s")
+    outs = {k: tmp_path / f"alone.{name}.{k}.parquet" for k in KINDS}
+    retrieval.write_segment(v, d / "questions.parquet", d / "haystacks.parquet", d / "events.parquet", seg, 2,
+                            outs["rankings"], outs["outcomes"], log=QUIET,
+                            tokens_path=d / f"tokens_{v.recipe.seq}.parquet",
+                            fts_index_path=d / "index.sqlite", deep_out=outs["deep"])
+    return {k: pq.read_table(p) for k, p in outs.items()}
+
+
+def _run(d, root, name, config, code="c1", seg=1):
+    v = variants.resolve(name, "s")
+    return write_segment_shared(v, config, "ds", seg, 2, _inputs(d, v.recipe.seq, v.recipe.backend == "fts"),
+                                _outputs(root, name, seg), code, log=QUIET)
+
+
+def test_siblings_share_tokenizer_and_inputs(tables):
+    cfg = _config(["v0.8.0", "v0.5.0", "exp4-A0-base", "v0.8.0-index"])
+    v = variants.resolve("v0.8.0", "s")
+    assert [s.name for s in siblings(cfg, "ds", v, _inputs(tables))] == ["v0.5.0"]
+    # an FTS-less job cannot rank an FTS variant
+    assert siblings(cfg, "ds", v, _inputs(tables, fts=False)) == []
+
+
+def test_first_job_ranks_siblings_and_their_jobs_copy_them(tables, tmp_path):
+    names = ["v0.8.0", "v0.5.0", "exp-V1", "exp3-T2m"]
+    cfg = _config(names)
+    first = _run(tables, tmp_path, "v0.8.0", cfg)
+    assert first == {"reused": False, "computed": names}
+    for name in names[1:]:
+        assert _run(tables, tmp_path, name, cfg) == {"reused": True, "computed": []}
+    assert not any((tmp_path / "ds" / "cache" / "seg1").iterdir())  # used entries are removed
+    for name in names:
+        alone = _alone(tables, tmp_path, name)
+        for k in KINDS:
+            assert pq.read_table(_outputs(tmp_path, name)[k]).equals(alone[k]), (name, k)
+        assert stored_key(_outputs(tmp_path, name)["outcomes"])
+
+
+def test_up_to_date_siblings_are_not_recomputed(tables, tmp_path):
+    cfg = _config(["v0.8.0", "v0.5.0"])
+    _run(tables, tmp_path, "v0.8.0", cfg)
+    _run(tables, tmp_path, "v0.5.0", cfg)
+    before = os.stat(_outputs(tmp_path, "v0.5.0")["outcomes"]).st_mtime_ns
+    # v0.8.0's job reruns (as after a change to it alone): v0.5.0's outputs carry their current key
+    assert _run(tables, tmp_path, "v0.8.0", cfg)["computed"] == ["v0.8.0"]
+    assert os.stat(_outputs(tmp_path, "v0.5.0")["outcomes"]).st_mtime_ns == before
+    # a code change changes every key: the stale sibling is ranked again in the same pass
+    assert _run(tables, tmp_path, "v0.8.0", cfg, code="c2")["computed"] == ["v0.8.0", "v0.5.0"]
+
+
+def test_an_entry_is_used_only_under_its_key(tables, tmp_path):
+    cfg = _config(["v0.8.0", "v0.5.0"])
+    _run(tables, tmp_path, "v0.8.0", cfg)
+    cache = tmp_path / "ds" / "cache" / "seg1"
+    [entry] = {p.name.split(".")[0] for p in cache.iterdir()}
+    # another code fingerprint: the entry does not match, the job ranks its own lists (and
+    # v0.8.0's, whose outputs carry the old fingerprint's key)
+    assert _run(tables, tmp_path, "v0.5.0", cfg, code="c2") == {"reused": False, "computed": ["v0.5.0", "v0.8.0"]}
+    # a replaced input (new stamp): no match either, and the stale entry is collected
+    tok = tables / "tokens_ascii.parquet"
+    st = os.stat(tok)
+    try:
+        os.utime(tok, ns=(st.st_atime_ns, st.st_mtime_ns + 100 * 10**9))  # newer than every entry
+        assert _run(tables, tmp_path, "v0.5.0", cfg)["reused"] is False
+        assert not any(p.name.startswith(entry) for p in cache.iterdir())
+        assert len({p.name.split(".")[0] for p in cache.iterdir()}) == 1  # only the new v0.8.0 entry
+    finally:
+        os.utime(tok, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+def test_workflow_shares_and_reruns_only_the_changed_variant(tmp_path, locomo_path):
+    """Through Snakemake: the LoCoMo variants of one tokenizer are ranked by one
+    job; changing one custom variant reruns only its job, which ranks only it."""
+    names = ["v0.8.0", "v0.5.0", "mine"]
+    data = tmp_path / "data"
+    data.mkdir()
+    os.symlink(locomo_path, data / "locomo10.json")
+
+    def cfg(weights):
+        return write_config(tmp_path / f"cfg_{weights}.yaml", data_dir=str(data), run=["locomo10"],
+                            datasets={"locomo10": {"variants": names}},
+                            variants={"mine": {"base": "v0.8.0", "recipe": {"weights": weights}}})
+
+    snakemake(tmp_path, "--cores", "2", "results/locomo10/stats.json", configfile=cfg("len"))
+    logs = {n: (tmp_path / f"results/logs/retrieve/locomo10/{n}/seg1.log").read_text() for n in names}
+    assert sum("sibling variant(s) in the same pass" in t for t in logs.values()) == 1
+    assert sum("computed by a sibling's job" in t for t in logs.values()) == 2
+    seg = {n: tmp_path / f"results/locomo10/{n}/segments/seg1.questions.parquet" for n in names}
+    keys = {n: pq.read_schema(p).metadata[KEY_META] for n, p in seg.items()}
+    stamps = {n: os.stat(p).st_mtime_ns for n, p in seg.items()}
+    snakemake(tmp_path, "--cores", "2", "results/locomo10/stats.json", configfile=cfg("one"))
+    log = (tmp_path / "results/logs/retrieve/locomo10/mine/seg1.log").read_text()
+    assert "sibling" not in log
+    assert {n for n in names if os.stat(seg[n]).st_mtime_ns != stamps[n]} == {"mine"}
+    assert pq.read_schema(seg["mine"]).metadata[KEY_META] != keys["mine"]
