@@ -15,7 +15,7 @@ from .errors import ConfigError
 # Dataset and variant names become path components under results/.
 SAFE_NAME = r"[A-Za-z0-9][A-Za-z0-9._+-]*"
 # Folders a dataset's results hold beside its variants: a variant must not take these names.
-RESERVED = frozenset({"normalized", "tokens", "fts", "analyze", "segments", "logs", "cache"})
+RESERVED = frozenset({"normalized", "tokens", "fts", "analyze", "segments", "logs", "cache", "exports"})
 LME_FORMATS = frozenset({"longmemeval"})
 # The variant family a dataset's format implies when its config names none.
 DEFAULT_FAMILY = {"longmemeval": "s", "locomo": "locomo", "longmemeval_cn": "cn", "embedded": "zh"}

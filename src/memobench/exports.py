@@ -19,13 +19,16 @@ first rank only, later ranks keeping their numbers.
 from __future__ import annotations
 
 import json
+from bisect import bisect_right
+from collections import OrderedDict
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from . import official
 from .errors import DataError
-from .tables import commit, tmp_path
+from .tables import atomic_path, commit, tmp_path
 
 DEPTH = 50
 
@@ -113,54 +116,121 @@ def write_qrels(questions_path, out, log=print) -> dict:
     return stats
 
 
-def _sessions(events_path, keys) -> dict[int, list[dict]]:
-    t = pq.read_table(events_path, columns=["session_key", "seq", "role", "text", "has_answer"],
-                      filters=[("session_key", "in", sorted(keys))] if keys else None)
-    t = t.sort_by([("session_key", "ascending"), ("seq", "ascending")]).to_pydict()
-    out: dict[int, list[dict]] = {k: [] for k in keys}
-    for key, role, text, ha in zip(t["session_key"], t["role"], t["text"], t["has_answer"]):
-        turn = {"role": role, "content": text}
-        if ha:
-            turn["has_answer"] = True
-        out[key].append(turn)
-    return out
+SESSION_JSON = pa.schema([("session_key", pa.int64()), ("turns", pa.string()), ("user_text", pa.string())])
+
+
+def write_session_json(events_path, out, log=print, group_rows: int = 2048) -> dict:
+    """Each session once, as the retrieval log writes it: ``turns``, the JSON
+    text of its turns (``{"role", "content"}``, plus ``"has_answer": true``
+    where the turn has it, in ``seq`` order) and ``user_text``, its user turns'
+    contents joined by one space (a ranked item's ``text``). Written once per
+    dataset in session-key order, so every variant's log only joins strings."""
+    columns = ["session_key", "seq", "role", "text", "has_answer"]
+    cols = {n: [] for n in SESSION_JSON.names}
+    pending_key, pending = None, []
+    stats = {"sessions": 0}
+    with atomic_path(out) as tmp, pq.ParquetWriter(tmp, SESSION_JSON, compression="zstd") as writer:
+
+        def flush():
+            pending.sort(key=lambda t: t[0])
+            turns = [{"role": r, "content": c, **({"has_answer": True} if ha else {})} for _, r, c, ha in pending]
+            cols["session_key"].append(pending_key)
+            cols["turns"].append(json.dumps(turns, ensure_ascii=False))
+            cols["user_text"].append(" ".join(t["content"] for t in turns if t["role"] == "user"))
+            stats["sessions"] += 1
+            if len(cols["session_key"]) >= group_rows:
+                writer.write_table(pa.table(cols, schema=SESSION_JSON))
+                for v in cols.values():
+                    v.clear()
+
+        for batch in pq.ParquetFile(events_path).iter_batches(batch_size=65536, columns=columns):
+            c = batch.to_pydict()
+            for key, seq, role, text, ha in zip(c["session_key"], c["seq"], c["role"], c["text"], c["has_answer"]):
+                if key != pending_key:
+                    if pending_key is not None:
+                        if key < pending_key:
+                            raise DataError(events_path, f"session {key}", "events are not in session-key order")
+                        flush()
+                    pending_key, pending = key, []
+                pending.append((seq, role, text, ha))
+        if pending_key is not None:
+            flush()
+        if cols["session_key"] or not stats["sessions"]:
+            writer.write_table(pa.table(cols, schema=SESSION_JSON))
+    log(f"session json: {stats['sessions']} sessions")
+    return stats
+
+
+class SessionJson:
+    """Random access by session key to :func:`write_session_json`'s table,
+    row group by row group, holding at most ``budget`` bytes of them."""
+
+    def __init__(self, path, budget: int = 512 << 20):
+        self.file = pq.ParquetFile(path)
+        md = self.file.metadata
+        self.lows = [md.row_group(i).column(0).statistics.min if md.row_group(i).num_rows else 0
+                     for i in range(md.num_row_groups)]
+        self.sizes = [md.row_group(i).total_byte_size for i in range(md.num_row_groups)]
+        self.budget = budget
+        self.groups: OrderedDict[int, tuple[dict, list, list]] = OrderedDict()
+
+    def _group(self, i: int):
+        g = self.groups.get(i)
+        if g is None:
+            t = self.file.read_row_group(i).to_pydict()
+            g = ({k: j for j, k in enumerate(t["session_key"])}, t["turns"], t["user_text"])
+            self.groups[i] = g
+            while len(self.groups) > 1 and sum(self.sizes[j] for j in self.groups) > self.budget:
+                self.groups.popitem(last=False)
+        else:
+            self.groups.move_to_end(i)
+        return g
+
+    def get(self, key: int) -> tuple[str, str]:
+        """(turns JSON, user text); a session without events is ``("[]", "")``."""
+        i = bisect_right(self.lows, key) - 1
+        if i >= 0:
+            rows, turns, texts = self._group(i)
+            j = rows.get(key)
+            if j is not None:
+                return turns[j], texts[j]
+        return "[]", ""
 
 
 def write_retrievallog(fmt: str, questions_path, haystacks_path, events_path, rankings_path, out,
-                       sessions: bool = True, chunk: int = 50, log=print) -> dict:
+                       session_json_path, sessions: bool = True, log=print) -> dict:
     """``retrievallog.jsonl`` (LongMemEval-format datasets): each question's
     fields, then ``retrieval_results`` with the ranked documents (scoring id,
     user-turn text, the haystack's date) to :data:`DEPTH` and the question's
     official session metrics. ``sessions=False`` leaves out ``haystack_sessions``
-    (the bulk of each line)."""
+    (the bulk of each line). Each line is the JSON of one object, keys in the
+    order above; the sessions' JSON comes ready-made from ``session_json_path``
+    (:func:`write_session_json`) and is joined as ``json.dumps`` would write it."""
     if fmt not in official.LME_FORMATS:
         raise DataError(questions_path, None, f"format {fmt!r} has no LongMemEval retrieval log")
     _, rows = official.compute(fmt, questions_path, haystacks_path, events_path, rankings_path, log=log)
     cols = ["q_index", "question", "question_date", "answer", "answer_session_ids", "haystack_id"]
     qs = {q["q_index"]: q for q in pq.read_table(questions_path, columns=cols).to_pylist()}
     hay = official.read_haystacks(haystacks_path, {qs[r["q_index"]]["haystack_id"] for r in rows})
+    store = SessionJson(session_json_path)
     with _AtomicText(out) as f:
-        for lo in range(0, len(rows), chunk):
-            part = rows[lo:lo + chunk]
-            keys = {k for r in part for k in hay[qs[r["q_index"]]["haystack_id"]]["keys"]}
-            turns = _sessions(events_path, keys)
-            for r in part:
-                q = qs[r["q_index"]]
-                h = hay[q["haystack_id"]]
-                items = []
-                for p, sid in zip(r["positions"][:DEPTH], r["scoring"][:DEPTH]):
-                    text = " ".join(t["content"] for t in turns[h["keys"][p]] if t["role"] == "user")
-                    items.append({"corpus_id": sid, "text": text, "timestamp": h["dates"][p]})
-                line = {"question_id": r["question_id"], "question_type": r["question_type"],
-                        "question": q["question"],
-                        "answer": json.loads(q["answer"]) if q["answer"] is not None else None,
-                        "question_date": q["question_date"], "haystack_dates": h["dates"]}
-                if sessions:
-                    line["haystack_sessions"] = [turns[k] for k in h["keys"]]
-                line["haystack_session_ids"] = h["ids"]
-                line["answer_session_ids"] = q["answer_session_ids"]
-                line["retrieval_results"] = {"query": q["question"], "ranked_items": items,
-                                             "metrics": {"session": r["metrics"], "turn": {}}}
-                f.write(json.dumps(line, ensure_ascii=False) + "\n")
+        for r in rows:
+            q = qs[r["q_index"]]
+            h = hay[q["haystack_id"]]
+            items = [{"corpus_id": sid, "text": store.get(h["keys"][p])[1], "timestamp": h["dates"][p]}
+                     for p, sid in zip(r["positions"][:DEPTH], r["scoring"][:DEPTH])]
+            head = {"question_id": r["question_id"], "question_type": r["question_type"],
+                    "question": q["question"],
+                    "answer": json.loads(q["answer"]) if q["answer"] is not None else None,
+                    "question_date": q["question_date"], "haystack_dates": h["dates"]}
+            tail = {"haystack_session_ids": h["ids"], "answer_session_ids": q["answer_session_ids"],
+                    "retrieval_results": {"query": q["question"], "ranked_items": items,
+                                          "metrics": {"session": r["metrics"], "turn": {}}}}
+            f.write(json.dumps(head, ensure_ascii=False)[:-1])
+            if sessions:
+                f.write(', "haystack_sessions": [')
+                f.write(", ".join(store.get(k)[0] for k in h["keys"]))
+                f.write("]")
+            f.write(", " + json.dumps(tail, ensure_ascii=False)[1:] + "\n")
     log(f"retrievallog: {len(rows)} questions")
     return {"questions": len(rows)}

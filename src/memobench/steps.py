@@ -343,14 +343,22 @@ def official(job: Job) -> None:
                             "rankings": Path(i.rankings).name, "official": block, "run_trec": run})
 
 
-@stage("retrievallog", inputs=["questions", "haystacks", "events", "rankings"], outputs=["retrievallog"],
-       params=["fmt"])
+@stage("session_json", inputs=["events"], outputs=["sessions"])
+def session_json(job: Job) -> None:
+    """Each session's retrieval-log JSON, once per dataset (every variant's log joins it)."""
+    from .exports import write_session_json
+
+    write_session_json(job.input.events, job.output.sessions, log=job.log)
+
+
+@stage("retrievallog", inputs=["questions", "haystacks", "events", "rankings", "sessions"],
+       outputs=["retrievallog"], params=["fmt"])
 def retrievallog(job: Job) -> None:
     from .exports import write_retrievallog
 
     i = job.input
     write_retrievallog(job.params.fmt, i.questions, i.haystacks, i.events, i.rankings, job.output.retrievallog,
-                       log=job.log)
+                       i.sessions, log=job.log)
 
 
 @stage("qrels", inputs=["questions"], outputs=["qrels"])

@@ -225,6 +225,11 @@ def official_inputs(w):
     }
 
 
+def retrievallog_inputs(w):
+    """The official inputs and the sessions' log JSON, made once per (base) dataset."""
+    return {**official_inputs(w), "sessions": f"{RESULTS}/{base_dataset(w.dataset)}/exports/sessions.parquet"}
+
+
 def official_files():
     """official.json per dataset x variant (the report folds them in)."""
     return [f"{RESULTS}/{ds}/{v}/official.json" for ds, v in run_pairs()]

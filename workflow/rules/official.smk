@@ -25,9 +25,28 @@ rule official:
         STAGE_SCRIPT
 
 
+# Each session's JSON as the retrieval log writes it, once per dataset, so a
+# variant's log (about the raw file's size) only joins strings.
+rule session_json:
+    input:
+        events=lambda w: f"{norm_dir(dataset_of(w))}/events.parquet",
+    output:
+        sessions=f"{RESULTS}/{{dataset}}/exports/sessions.parquet",
+    params:
+        code=code("session_json"),
+    benchmark:
+        f"{RESULTS}/logs/benchmarks/session_json/{{dataset}}.tsv"
+    log:
+        f"{RESULTS}/logs/session_json/{{dataset}}.log",
+    conda:
+        "../../envs/memobench.yaml"
+    script:
+        STAGE_SCRIPT
+
+
 rule retrievallog:
     input:
-        unpack(official_inputs),
+        unpack(retrievallog_inputs),
     output:
         retrievallog=f"{RESULTS}/{{dataset}}/{{variant}}/retrievallog.jsonl",
     params:
