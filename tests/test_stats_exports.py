@@ -112,3 +112,39 @@ def test_qrels_leave_out_questions_without_gold(tmp_path):
     st = exports.write_qrels(tmp_path / "q.parquet", tmp_path / "qrels.trec", log=lambda m: None)
     assert (tmp_path / "qrels.trec").read_text() == "q0 0 a 1\nq0 0 b 1\nq3 0 c 1\n"
     assert st["no_gold"] == 2
+
+
+def _events(path, rows):
+    cols = ["session_key", "seq", "role", "text", "has_answer"]
+    pq.write_table(pa.table({c: [r[i] for r in rows] for i, c in enumerate(cols)},
+                            schema=pa.schema([("session_key", pa.int64()), ("seq", pa.int32()), ("role", pa.string()),
+                                              ("text", pa.string()), ("has_answer", pa.bool_())])), path)
+
+
+def test_session_json_is_each_sessions_turns_as_json(tmp_path):
+    """Turns in seq order with has_answer only where true; user text joined by
+    one space; a session without events reads as no turns; small row groups
+    and a small memory budget (evictions) give the same answers."""
+    rows = [(1, 1, "assistant", "b é", False), (1, 0, "user", "a \"q\"", True), (1, 2, "user", "c", None),
+            (4, 0, "assistant", "x", False)]
+    rows += [(k, 0, "user", f"t{k}", False) for k in range(5, 40)]
+    _events(tmp_path / "events.parquet", rows)
+    exports.write_session_json(tmp_path / "events.parquet", tmp_path / "s.parquet", log=lambda m: None,
+                               group_rows=4)
+    assert pq.ParquetFile(tmp_path / "s.parquet").metadata.num_row_groups == 10
+    store = exports.SessionJson(tmp_path / "s.parquet", budget=1)
+    turns, text = store.get(1)
+    assert json.loads(turns) == [{"role": "user", "content": "a \"q\"", "has_answer": True},
+                                 {"role": "assistant", "content": "b é"}, {"role": "user", "content": "c"}]
+    assert turns == json.dumps(json.loads(turns), ensure_ascii=False) and text == "a \"q\" c"
+    assert store.get(4) == ('[{"role": "assistant", "content": "x"}]', "")
+    for k in (0, 2, 3, 40, -5):
+        assert store.get(k) == ("[]", "")
+    for k in reversed(range(5, 40)):
+        assert store.get(k) == (json.dumps([{"role": "user", "content": f"t{k}"}]), f"t{k}")
+
+
+def test_session_json_refuses_unordered_events(tmp_path):
+    _events(tmp_path / "events.parquet", [(2, 0, "user", "a", False), (1, 0, "user", "b", False)])
+    with pytest.raises(DataError, match="session-key order"):
+        exports.write_session_json(tmp_path / "events.parquet", tmp_path / "s.parquet", log=lambda m: None)

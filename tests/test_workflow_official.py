@@ -107,8 +107,12 @@ def test_retrievallog_matches_official_json(runs):
     norm = results / "gen" / "normalized"
     for variant in ("v0.8.0", "exp-V1"):
         o = json.loads((results / "gen" / variant / "official.json").read_text())["official"]
-        lines = [json.loads(x) for x in (results / "gen" / variant / "retrievallog.jsonl").read_text().splitlines()]
+        text = (results / "gen" / variant / "retrievallog.jsonl").read_text().splitlines()
+        lines = [json.loads(x) for x in text]
         assert len(lines) == 80
+        # each line is the JSON of one object as json.dumps writes it (the sessions are joined ready-made)
+        assert all(x == json.dumps(y, ensure_ascii=False) for x, y in zip(text, lines))
+        raw = {e["question_id"]: e for e in json.loads((runs[0] / "gen.json").read_text())}
         hay = official.read_haystacks(norm / "haystacks.parquet")
         kept = []
         for i, line in enumerate(lines):
@@ -116,7 +120,7 @@ def test_retrievallog_matches_official_json(runs):
             assert rr["query"] == line["question"]
             assert set(rr["metrics"]["session"]) == set(official.metric_names("longmemeval"))
             assert line["haystack_session_ids"] == hay[i]["ids"]
-            assert len(line["haystack_sessions"]) == len(hay[i]["ids"])
+            assert line["haystack_sessions"] == raw[line["question_id"]]["haystack_sessions"]
             for item in rr["ranked_items"]:
                 assert item["corpus_id"].replace("noans", "answer") in hay[i]["ids"]
             has_target = any(t.get("has_answer") and t["role"] == "user" for s in line["haystack_sessions"] for t in s)
