@@ -1,6 +1,7 @@
 """Benchmark: the pipeline against a naive baseline on generated files.
 
-    python -m memobench.benchmark --checkout . [--work bench_work] [--scales s,m,scaling,shared] [--no-naive]
+    python -m memobench.benchmark --checkout . [--work bench_work] [--scales s,m,scaling,shared,all]
+                                  [--baseline OTHER_CHECKOUT] [--no-naive]
 
 For each scale it generates a LongMemEval-format file (cached in ``--work``),
 runs the whole workflow with ``snakemake --cores 2`` (variants v0.8.0 and
@@ -20,6 +21,15 @@ sessions, LoCoMo vocabulary, ~190 MB; after the workflow has built its tables,
 the retrieval of every built-in S variant of segment 1 of 2 run as today's
 workflow runs it, one process per variant, against all of them in one process
 sharing their common work; CPU seconds summed, both measured in the same run).
+
+``all`` (issue 12) runs the 1,986-question file with every variant of the
+eight original S harnesses (33) plus analyze, end to end; then a retrieval
+rerun of one variant after an engine edit (in a scratch copy of the checkout,
+``engine.py`` gains one statement); then one variant cold, end to end, for
+``v0.8.0`` and for ``v0.8.0-index``. With ``--baseline`` (another checkout,
+e.g. ``git worktree add /tmp/base <commit>``) each case also runs there, in
+the same session, and the table gives the ratios. CPU is the summed user and
+system time of Snakemake and all its jobs.
 
 ``--checkout`` is the workflow (the directory holding the Snakefile and src/)
 that is measured; it is an explicit argument, never derived from this file's
@@ -160,6 +170,93 @@ def run_shared(work: Path, vocab) -> str:
     return "\n".join(rows) + "\n"
 
 
+# The variants of the eight original S harnesses (run, exp6, exp, exp2, exp3,
+# exp4, exp5; analyze is the dataset's analyze stage).
+def harness_variants() -> list[str]:
+    from memobench.variants import builtin
+
+    return sorted(n for n in builtin("s") if n not in ("v0.4.0", "v0.5.0") and not n.startswith(("exp4m", "exp5m")))
+
+
+def timed_snakemake(checkout: Path, workdir: Path, cfg: Path, *targets) -> dict:
+    """Elapsed and CPU seconds (Snakemake and every job it waited for) of one run."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t = time.monotonic()
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(checkout / "Snakefile"), "-d", str(workdir),
+           "--configfile", str(cfg), "--cores", "2", "--quiet", *(targets or ["all"])]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    wall = time.monotonic() - t
+    if proc.returncode:
+        raise SystemExit(f"snakemake failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {"wall": wall, "cpu": cpu}
+
+
+def edited_copy(checkout: Path, dest: Path) -> Path:
+    """A scratch copy of the checkout whose engine.py has one more statement:
+    what an engine edit costs (the fingerprint of every stage importing it changes)."""
+    if dest.exists():
+        subprocess.run(["rm", "-rf", str(dest)], check=True)
+    dest.mkdir(parents=True)
+    for name in ("Snakefile", "config.yaml", "workflow", "src", "envs"):
+        if (checkout / name).exists():
+            subprocess.run(["cp", "-r", str(checkout / name), str(dest / name)], check=True)
+    engine = dest / "src" / "memobench" / "engine.py"
+    engine.write_text(engine.read_text() + "\n_BENCHMARK_EDIT = 1\n")
+    return dest
+
+
+def run_all_variants(work: Path, vocab, checkouts: dict[str, Path]) -> str:
+    raw = generate(work, "bench_shared", 1986, 28, 193e6, 12, vocab)
+    name = "bench_all"
+    names = harness_variants()
+    results: dict[str, dict[str, dict]] = {}
+    for label, checkout in checkouts.items():
+        r = results[label] = {}
+        base = work / f"run_{name}_{label}"
+        if base.exists():
+            subprocess.run(["rm", "-rf", str(base)], check=True)
+        base.mkdir(parents=True)
+
+        def config(variants, analyze):
+            cfg = base / f"cfg_{len(variants)}.yaml"
+            ds = {"format": "longmemeval", "family": "s", "file": str(raw), "bytes": raw.stat().st_size,
+                  "segments": 2, "variants": variants, "analyze": analyze}
+            cfg.write_text(yaml.safe_dump({"data_dir": str(work / "data"), "run": [name], "datasets": {name: ds}}))
+            return cfg
+
+        log(f"{label}: all {len(names)} variants plus analyze, end to end")
+        cfg = config(names, True)
+        r["all"] = timed_snakemake(checkout, base / "all", cfg)
+        log(f"{label}: rerun of v0.8.0 after an engine edit")
+        edited = edited_copy(checkout, base / "edited")
+        r["rerun"] = timed_snakemake(edited, base / "all", cfg, f"results/{name}/v0.8.0/metrics.json")
+        for v in ("v0.8.0", "v0.8.0-index"):
+            log(f"{label}: {v} alone, cold")
+            r[v] = timed_snakemake(checkout, base / v, config([v], False))
+    rows = [f"### All S variants: {raw.stat().st_size / 1e6:.0f} MB, 1,986 questions x ~28 sessions, 2 segments, "
+            f"--cores 2", ""]
+    labels = list(checkouts)
+    head = "| case | " + " | ".join(f"{lab} wall s | {lab} CPU s" for lab in labels) + " |"
+    if len(labels) == 2:
+        head += " wall ratio | CPU ratio |"
+    rows += [head, "|" + "---|" * (head.count("|") - 1)]
+    cases = [("all", f"all {len(names)} variants + analyze, end to end"),
+             ("rerun", "v0.8.0 after an engine edit (its retrieve, merge, exports)"),
+             ("v0.8.0", "v0.8.0 alone, cold, end to end"), ("v0.8.0-index", "v0.8.0-index alone, cold, end to end")]
+    for key, label in cases:
+        line = f"| {label} | " + " | ".join(f"{results[lab][key]['wall']:.1f} | {results[lab][key]['cpu']:.1f}"
+                                            for lab in labels) + " |"
+        if len(labels) == 2:
+            a, b = results[labels[0]][key], results[labels[1]][key]
+            line += f" **{a['wall'] / b['wall']:.2f}x** | **{a['cpu'] / b['cpu']:.2f}x** |"
+        rows.append(line)
+    rows += ["", "(ratios: the first checkout's time over the second's; the machine's other load moves wall "
+             "time more than CPU time)"]
+    return "\n".join(rows) + "\n"
+
+
 def run_pipeline(work: Path, name: str, raw: Path, segments: int, family: str) -> dict:
     workdir = work / f"run_{name}"
     if workdir.exists():
@@ -255,6 +352,8 @@ def main(argv=None) -> int:
     parser.add_argument("--scales", default="s,m,scaling", help="comma-separated: s, m, scaling, shared")
     parser.add_argument("--vocab", default=None, help="LoCoMo file whose words the shared case's file uses")
     parser.add_argument("--no-naive", action="store_true", help="skip the naive baseline")
+    parser.add_argument("--baseline", default=None,
+                        help="another checkout measured beside --checkout in the 'all' cases (e.g. today's main)")
     args = parser.parse_args(argv)
     global REPO
     REPO = Path(args.checkout).resolve()
@@ -285,6 +384,13 @@ def main(argv=None) -> int:
         print(sections[-1], flush=True)
     if "shared" in scales:
         sections.append(run_shared(work, args.vocab))
+        print(sections[-1], flush=True)
+    if "all" in scales:
+        checkouts = {}
+        if args.baseline:
+            checkouts["baseline"] = Path(args.baseline).resolve()
+        checkouts["checkout"] = REPO
+        sections.append(run_all_variants(work, args.vocab, checkouts))
         print(sections[-1], flush=True)
     if "scaling" in scales:
         rows = ["### Cost against the number of questions (S-shaped files, end to end, --cores 2)", "",
