@@ -14,7 +14,7 @@ from conftest import snakemake, write_config
 from memobench import normalize, retrieval, tokenize, variants
 from memobench.ftsindex import build_index
 from memobench.generate import write_longmemeval
-from memobench.shared_retrieval import KEY_META, siblings, stored_key, write_segment_shared
+from memobench.shared_retrieval import KEY_META, siblings, read_plan, stored_key, write_plan, write_segment_shared
 
 QUIET = lambda *a, **k: None  # noqa: E731
 KINDS = ("rankings", "outcomes", "deep")
@@ -95,11 +95,19 @@ def test_up_to_date_siblings_are_not_recomputed(tables, tmp_path):
     _run(tables, tmp_path, "v0.8.0", cfg)
     _run(tables, tmp_path, "v0.5.0", cfg)
     before = os.stat(_outputs(tmp_path, "v0.5.0")["outcomes"]).st_mtime_ns
+    both = [("ds", "v0.8.0", 1), ("ds", "v0.5.0", 1)]
+    write_plan(tmp_path, both, complete=True)
     # v0.8.0's job reruns (as after a change to it alone): v0.5.0's outputs carry their current key
     assert _run(tables, tmp_path, "v0.8.0", cfg)["computed"] == ["v0.8.0"]
     assert os.stat(_outputs(tmp_path, "v0.5.0")["outcomes"]).st_mtime_ns == before
-    # a code change changes every key: the stale sibling is ranked again in the same pass
+    # a code change changes every key: the stale sibling, planned, is ranked again in the same pass
     assert _run(tables, tmp_path, "v0.8.0", cfg, code="c2")["computed"] == ["v0.8.0", "v0.5.0"]
+    # not planned (a targeted run of v0.8.0 alone): only v0.8.0
+    write_plan(tmp_path, both[:1], complete=True)
+    assert _run(tables, tmp_path, "v0.8.0", cfg, code="c3")["computed"] == ["v0.8.0"]
+    # no complete plan: existing outputs, stale or not, are left to their own jobs
+    write_plan(tmp_path, both, complete=False)
+    assert _run(tables, tmp_path, "v0.8.0", cfg, code="c4")["computed"] == ["v0.8.0"]
 
 
 def test_an_entry_is_used_only_under_its_key(tables, tmp_path):
@@ -107,6 +115,7 @@ def test_an_entry_is_used_only_under_its_key(tables, tmp_path):
     _run(tables, tmp_path, "v0.8.0", cfg)
     cache = tmp_path / "ds" / "cache" / "seg1"
     [entry] = {p.name.split(".")[0] for p in cache.iterdir()}
+    write_plan(tmp_path, [("ds", "v0.8.0", 1), ("ds", "v0.5.0", 1)], complete=True)
     # another code fingerprint: the entry does not match, the job ranks its own lists (and
     # v0.8.0's, whose outputs carry the old fingerprint's key)
     assert _run(tables, tmp_path, "v0.5.0", cfg, code="c2") == {"reused": False, "computed": ["v0.5.0", "v0.8.0"]}
@@ -136,6 +145,8 @@ def test_workflow_shares_and_reruns_only_the_changed_variant(tmp_path, locomo_pa
                             variants={"mine": {"base": "v0.8.0", "recipe": {"weights": weights}}})
 
     snakemake(tmp_path, "--cores", "2", "results/locomo10/stats.json", configfile=cfg("len"))
+    # a first run's DAG grows after the download checkpoint: the plan says it is incomplete
+    assert read_plan(tmp_path / "results")[1] is False
     logs = {n: (tmp_path / f"results/logs/retrieve/locomo10/{n}/seg1.log").read_text() for n in names}
     assert sum("sibling variant(s) in the same pass" in t for t in logs.values()) == 1
     assert sum("computed by a sibling's job" in t for t in logs.values()) == 2
@@ -146,4 +157,5 @@ def test_workflow_shares_and_reruns_only_the_changed_variant(tmp_path, locomo_pa
     log = (tmp_path / "results/logs/retrieve/locomo10/mine/seg1.log").read_text()
     assert "sibling" not in log
     assert {n for n in names if os.stat(seg[n]).st_mtime_ns != stamps[n]} == {"mine"}
+    assert read_plan(tmp_path / "results") == ({("locomo10", "mine", 1)}, True)
     assert pq.read_schema(seg["mine"]).metadata[KEY_META] != keys["mine"]

@@ -19,9 +19,14 @@ carry its current key is not recomputed. Entries are removed when used; the
 folder can be deleted at any time (the jobs then compute their own lists).
 
 Siblings are the dataset's configured variants whose inputs are a subset of
-this job's (same tokenizer; FTS variants only in a job that has the index).
-Jobs of one segment take a lock, so a sibling's job waits for the job that is
-computing its tables instead of computing them a second time.
+this job's (same tokenizer; FTS variants only in a job that has the index),
+and whose own jobs are going to run: the workflow writes the retrieve jobs of
+each invocation to a plan (``results/cache/retrieve_plan.json``, from
+Snakemake's DAG when it starts), so a targeted run of one variant ranks only
+that variant. Where the plan cannot be complete (a download checkpoint still
+to run, or no plan at all) a sibling is ranked only if its outputs are
+missing. Jobs of one segment take a lock, so a sibling's job waits for the job
+that is computing its tables instead of computing them a second time.
 """
 
 from __future__ import annotations
@@ -80,6 +85,25 @@ def stored_key(outcomes_path) -> str | None:
     return value.decode() if value else None
 
 
+PLAN = Path("cache") / "retrieve_plan.json"
+
+
+def write_plan(results, jobs, complete: bool) -> None:
+    """The retrieve jobs (dataset, variant, segment) this invocation will run;
+    ``complete`` is false when the DAG can still grow (a checkpoint to run)."""
+    from .tables import write_json
+
+    write_json(Path(results) / PLAN, {"complete": bool(complete), "jobs": sorted([list(j) for j in jobs])})
+
+
+def read_plan(results) -> tuple[set, bool]:
+    try:
+        plan = json.loads((Path(results) / PLAN).read_text())
+        return {tuple(j) for j in plan["jobs"]}, bool(plan["complete"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return set(), False
+
+
 def siblings(config: dict, dataset: str, variant: Variant, inputs: dict) -> list[Variant]:
     """The dataset's other configured variants this job can rank: their inputs
     are among this job's, with the same tokenizer."""
@@ -135,6 +159,7 @@ def write_segment_shared(variant: Variant, config: dict, dataset: str, segment: 
                 "deep": seg / f"seg{segment}.deep.parquet"}
 
     key = key_of(variant)
+    planned, complete = read_plan(Path(outputs["rankings"]).parents[3])
     with _locked(cache.parent / f"seg{segment}.lock"):
         entry = _entry(cache, key)
         if all(p.exists() for p in entry.values()):
@@ -150,7 +175,13 @@ def write_segment_shared(variant: Variant, config: dict, dataset: str, segment: 
         metas = {variant.name: key}
         for other in siblings(config, dataset, variant, inputs):
             k = key_of(other)
-            if stored_key(own_outputs(other)["outcomes"]) == k:
+            theirs = own_outputs(other)
+            if complete:
+                if (dataset, other.name, segment) not in planned:
+                    continue  # its job does not run in this invocation
+            elif any(Path(p).exists() for p in theirs.values()):
+                continue  # without a complete plan, only missing outputs are ranked ahead
+            if stored_key(theirs["outcomes"]) == k:
                 continue  # its outputs are up to date
             if all(p.exists() for p in _entry(cache, k).values()):
                 continue  # already waiting for its job

@@ -248,6 +248,30 @@ def export_files():
 
 
 
+# --------------------------------------------------------------------------- shared retrieval
+
+
+def write_retrieve_plan():
+    """The retrieve jobs this invocation runs, for shared_retrieval.py: a job
+    ranks its sibling variants ahead only when their own jobs are planned.
+    Snakemake's DAG is not a public API: without it the plan is marked
+    incomplete and the jobs share only missing outputs (correct either way)."""
+    from memobench.shared_retrieval import write_plan
+
+    try:
+        dag = workflow.dag
+        jobs = [(j.wildcards.dataset, j.wildcards.variant, int(j.wildcards.segment[3:]))
+                for j in dag.needrun_jobs() if j.rule.name == "retrieve"]
+        complete = not any(dag.checkpoint_jobs)
+    except Exception:
+        jobs, complete = [], False
+    write_plan(RESULTS, jobs, complete)
+
+
+onstart:
+    write_retrieve_plan()
+
+
 # a reserved folder name is never a variant or dataset (the wildcard is always followed by "/")
 _NAME = f"(?!(?:{'|'.join(sorted(RESERVED))})/){SAFE_NAME}"
 
