@@ -279,17 +279,26 @@ def retrieve(job: Job) -> None:
                          metadata={PROVENANCE_KEY: json.dumps(provenance(), sort_keys=True)})
 
 
-@stage("merge", inputs=["rankings", "outcomes", "deep", "data_summary"],
-       outputs=["rankings", "questions", "metrics", "deep"], params=["variant"])
+@stage("merge", inputs=["rankings", "outcomes", "deep", "data_summary", "questions", "haystacks", "events"],
+       outputs=["rankings", "questions", "metrics", "deep", "official", "run"], params=["variant", "fmt"])
 def merge(job: Job) -> None:
+    """A variant's segments merged, then the field's yardsticks on the merged
+    deep list: official metrics (official.json) and the TREC run. One job, so a
+    variant's results cost one process start, not two."""
+    from . import exports
+    from . import official as off
     from .metrics import concat_rankings, merge_segments
     from .tables import write_table
 
-    i, o = job.input, job.output
-    merge_segments(job.wildcards.dataset, job.params.variant, i.rankings, i.outcomes, i.data_summary,
+    i, o, w = job.input, job.output, job.wildcards
+    merge_segments(w.dataset, job.params.variant, i.rankings, i.outcomes, i.data_summary,
                    o.rankings, o.questions, o.metrics, log=job.log)
     # the deep lists (depth 50), concatenated in question order like the rankings
     write_table(o.deep, concat_rankings(i.deep))
+    block, _ = off.compute(job.params.fmt, i.questions, i.haystacks, i.events, o.deep, log=job.log)
+    run = exports.write_run(o.deep, w.variant, o.run, log=job.log)
+    write_json(o.official, {"dataset": w.dataset, "variant": w.variant, "format": job.params.fmt,
+                            "rankings": Path(o.deep).name, "official": block, "run_trec": run})
 
 
 @stage("analyze", inputs=["questions", "haystacks", "events", "tokens"], optional=["fts_index"],
@@ -325,22 +334,6 @@ def report(job: Job) -> None:
     i, o = job.input, job.output
     build_report(i.metrics, i.extras, o.md, o.html, o.plot, official_paths=i.official, stats_paths=i.stats,
                  forest_out=o.forest, heatmap_out=o.heatmap, manifest_path=i.manifest, log=job.log)
-
-
-@stage("official", inputs=["questions", "haystacks", "events", "rankings"], outputs=["official", "run"],
-       params=["fmt"])
-def official(job: Job) -> None:
-    """The field's yardsticks for one variant: official metrics (official.json)
-    and the TREC run. ``rankings``: the deep list (depth 50) or any table with
-    the rankings' columns."""
-    from . import exports
-    from . import official as off
-
-    i, o, w = job.input, job.output, job.wildcards
-    block, _ = off.compute(job.params.fmt, i.questions, i.haystacks, i.events, i.rankings, log=job.log)
-    run = exports.write_run(i.rankings, w.variant, o.run, log=job.log)
-    write_json(o.official, {"dataset": w.dataset, "variant": w.variant, "format": job.params.fmt,
-                            "rankings": Path(i.rankings).name, "official": block, "run_trec": run})
 
 
 @stage("session_json", inputs=["events"], outputs=["sessions"])

@@ -193,12 +193,17 @@ def analyze_inputs(w):
 
 
 def merge_inputs(w):
+    """The variant's segments, and the tables its official metrics read."""
     variant_of(w)
+    base = base_dataset(w.dataset)
     return {
         "rankings": segment_files(w.dataset, w.variant),
         "outcomes": segment_files(w.dataset, w.variant, ".questions.parquet"),
         "deep": segment_files(w.dataset, w.variant, ".deep.parquet"),
         "data_summary": f"{norm_dir(w.dataset)}/summary.json",
+        "questions": f"{norm_dir(w.dataset)}/questions.parquet",
+        "haystacks": f"{norm_dir(base)}/haystacks.parquet",
+        "events": f"{norm_dir(base)}/events.parquet",
     }
 
 
@@ -214,7 +219,9 @@ def is_lme(ds):
     return DATASETS[ds]["format"] in LME_FORMATS
 
 
-def official_inputs(w):
+def retrievallog_inputs(w):
+    """The tables the official metrics read, the variant's deep list and the
+    sessions' log JSON (made once per base dataset)."""
     variant_of(w)
     base = base_dataset(w.dataset)
     return {
@@ -222,12 +229,8 @@ def official_inputs(w):
         "haystacks": f"{norm_dir(base)}/haystacks.parquet",
         "events": f"{norm_dir(base)}/events.parquet",
         "rankings": f"{RESULTS}/{w.dataset}/{w.variant}/{OFFICIAL_RANKINGS}",
+        "sessions": f"{RESULTS}/{base}/exports/sessions.parquet",
     }
-
-
-def retrievallog_inputs(w):
-    """The official inputs and the sessions' log JSON, made once per (base) dataset."""
-    return {**official_inputs(w), "sessions": f"{RESULTS}/{base_dataset(w.dataset)}/exports/sessions.parquet"}
 
 
 def official_files():

@@ -1,6 +1,8 @@
 # Merge a variant's segments: rankings concatenated in question order, the
 # per-question outcomes (with each list's length), and the counts and sums
-# recomputed over all questions (never an average of rates).
+# recomputed over all questions (never an average of rates). The same job
+# scores the merged deep list with LongMemEval's official metrics
+# (official.json) and writes the TREC run (PROTOCOL.md section 5).
 
 
 rule merge:
@@ -11,8 +13,11 @@ rule merge:
         questions=f"{RESULTS}/{{dataset}}/{{variant}}/questions.parquet",
         metrics=f"{RESULTS}/{{dataset}}/{{variant}}/metrics.json",
         deep=f"{RESULTS}/{{dataset}}/{{variant}}/deep.parquet",
+        official=f"{RESULTS}/{{dataset}}/{{variant}}/official.json",
+        run=f"{RESULTS}/{{dataset}}/{{variant}}/run.trec",
     params:
         variant=variant_of,
+        fmt=lambda w: DATASETS[w.dataset]["format"],
         code=code("merge"),
     benchmark:
         f"{RESULTS}/logs/benchmarks/merge/{{dataset}}/{{variant}}.tsv"

@@ -1,28 +1,8 @@
 # The field's yardsticks beside the harness's numbers (PROTOCOL.md section 5):
-# LongMemEval's official metrics, TREC run/qrels, LongMemEval retrieval logs
-# and paired statistics between variants. They read the rankings and never
-# change them.
-
-# They read OFFICIAL_RANKINGS (common.smk): the deep list, depth 50.
-
-
-rule official:
-    input:
-        unpack(official_inputs),
-    output:
-        official=f"{RESULTS}/{{dataset}}/{{variant}}/official.json",
-        run=f"{RESULTS}/{{dataset}}/{{variant}}/run.trec",
-    params:
-        fmt=lambda w: DATASETS[w.dataset]["format"],
-        code=code("official"),
-    benchmark:
-        f"{RESULTS}/logs/benchmarks/official/{{dataset}}/{{variant}}.tsv"
-    log:
-        f"{RESULTS}/logs/official/{{dataset}}/{{variant}}.log",
-    conda:
-        "../../envs/memobench.yaml"
-    script:
-        STAGE_SCRIPT
+# TREC qrels, LongMemEval retrieval logs and paired statistics between
+# variants (official.json and run.trec come from the merge job). They read
+# the rankings and never change them: OFFICIAL_RANKINGS (common.smk), the
+# deep list, depth 50.
 
 
 # Each session's JSON as the retrieval log writes it, once per dataset, so a
