@@ -7,9 +7,6 @@ import os
 import re
 from pathlib import Path
 
-import jsonschema
-import yaml
-
 from .errors import ConfigError
 
 # Dataset and variant names become path components under results/.
@@ -32,6 +29,8 @@ def _where(path) -> str:
 
 def _with_defaults(cls):
     """A validator class that fills in each property's ``default`` as it validates."""
+    import jsonschema  # here, not at the top: a job reading dataset_family starts without it
+
     validate_properties = cls.VALIDATORS["properties"]
 
     def set_defaults(validator, properties, instance, schema):
@@ -48,6 +47,9 @@ def _with_defaults(cls):
 def validate(config: dict, schema_path) -> None:
     """Check ``config`` against the schema (filling in its defaults), then the
     rules the schema cannot state; raise one ConfigError line for the first problem."""
+    import jsonschema
+    import yaml
+
     schema = yaml.safe_load(Path(schema_path).read_text(encoding="utf-8"))
     validator = _with_defaults(jsonschema.Draft202012Validator)(schema)
     errors = sorted(validator.iter_errors(config), key=lambda e: (len(e.path), list(map(str, e.path))))

@@ -39,13 +39,13 @@ import shutil
 from contextlib import contextmanager
 from pathlib import Path
 
-import pyarrow.parquet as pq
-
+from .atomic import atomic_path
 from .config import dataset_family
 from .provenance import file_stamp
-from .retrieval import write_segments
-from .tables import atomic_path
-from .variants import Variant, from_spec, resolve
+from .variants import Variant, resolve
+
+# pyarrow and the engine are imported where lists are ranked: a job whose
+# lists a sibling's job left only copies files, and starts without them.
 
 KEY_META = b"memobench.retrieval_key"
 KINDS = ("rankings", "outcomes", "deep")
@@ -77,6 +77,8 @@ def retrieval_key(spec: dict, segment: int, n_segments: int, code: str, inputs: 
 
 
 def stored_key(outcomes_path) -> str | None:
+    import pyarrow.parquet as pq
+
     try:
         meta = pq.read_schema(outcomes_path).metadata or {}
     except (OSError, ValueError):  # missing or unreadable: not up to date
@@ -91,7 +93,7 @@ PLAN = Path("cache") / "retrieve_plan.json"
 def write_plan(results, jobs, complete: bool) -> None:
     """The retrieve jobs (dataset, variant, segment) this invocation will run;
     ``complete`` is false when the DAG can still grow (a checkpoint to run)."""
-    from .tables import write_json
+    from .atomic import write_json
 
     write_json(Path(results) / PLAN, {"complete": bool(complete), "jobs": sorted([list(j) for j in jobs])})
 
@@ -145,11 +147,13 @@ def _copy(src: Path, dest) -> None:
 
 
 def write_segment_shared(variant: Variant, config: dict, dataset: str, segment: int, n_segments: int,
-                         inputs: dict, outputs: dict, code: str, log=print, metadata: dict | None = None) -> dict:
+                         inputs: dict, outputs: dict, code: str, log=print, metadata=None) -> dict:
     """Produce this variant's segment tables (``outputs``: rankings, outcomes,
     deep), from the cache when a sibling's job left them there, else by ranking
-    this variant and its siblings whose outputs are missing or stale. Returns
-    what happened (for the log and the tests)."""
+    this variant and its siblings whose outputs are missing or stale.
+    ``metadata`` (a dict, or a function returning one, called only when lists
+    are ranked) goes into each outcomes table. Returns what happened (for the
+    log and the tests)."""
     inputs = {n: p for n, p in inputs.items() if p is not None}
     cache = Path(outputs["rankings"]).parents[2] / "cache" / f"seg{segment}"
 
@@ -192,13 +196,15 @@ def write_segment_shared(variant: Variant, config: dict, dataset: str, segment: 
             todo.append(other)
             outs[other.name] = {kind: str(p) for kind, p in _entry(cache, k).items()}
             metas[other.name] = k
+        from .retrieval import write_segments
+
         if len(todo) > 1:
             log(f"{variant.name} segment {segment}/{n_segments}: ranking {len(todo) - 1} sibling variant(s) "
                 f"in the same pass: {', '.join(v.name for v in todo[1:])}")
         write_segments(todo, inputs["questions"], inputs["haystacks"], inputs["events"], segment, n_segments,
                        outs, log=log, tokens={variant.recipe.seq: inputs["tokens"]},
                        fts_index_path=inputs.get("fts_index"),
-                       metadata=metadata, variant_metadata={name: {KEY_META.decode(): k} for name, k in metas.items()})
+                       metadata=metadata() if callable(metadata) else metadata, variant_metadata={name: {KEY_META.decode(): k} for name, k in metas.items()})
         _collect(cache, keep={k for k in metas.values()}, older_than=_newest(inputs))
     return {"reused": False, "computed": [v.name for v in todo]}
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Callable
 
 from .errors import USER_ERRORS
-from .tables import write_json
+from .atomic import write_json
 
 # Params every rule may carry for Snakemake's rerun triggers only.
 TRIGGER_PARAMS = frozenset({"code", "stamp"})
@@ -276,7 +276,7 @@ def retrieve(job: Job) -> None:
                          {n: i.get(n) for n in names}, {"rankings": o.rankings, "outcomes": o.outcomes,
                                                         "deep": o.deep}, p.code, log=job.log,
                          # where this segment was computed (SQLite and the rest), for metrics.json
-                         metadata={PROVENANCE_KEY: json.dumps(provenance(), sort_keys=True)})
+                         metadata=lambda: {PROVENANCE_KEY: json.dumps(provenance(), sort_keys=True)})
 
 
 @stage("merge", inputs=["rankings", "outcomes", "deep", "data_summary", "questions", "haystacks", "events"],

@@ -11,13 +11,14 @@ Every normalized dataset is four tables (see docs/tables.md):
 
 from __future__ import annotations
 
-import json
-import os
-from contextlib import contextmanager
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+# The one atomic writer and its text/JSON forms live in atomic.py (no pyarrow),
+# re-exported here for the modules that write tables too.
+from .atomic import atomic_path, commit, tmp_path, write_json, write_text  # noqa: F401
 
 QUESTIONS = pa.schema(
     [
@@ -71,34 +72,6 @@ EVENTS = pa.schema(
 TOKENS = pa.schema([("session_key", pa.int32()), ("joined", pa.string())])
 
 TABLES = {"questions": QUESTIONS, "haystacks": HAYSTACKS, "sessions": SESSIONS, "events": EVENTS}
-
-
-def tmp_path(path: Path) -> Path:
-    return path.with_name(path.name + ".tmp")
-
-
-def commit(tmp: Path, final: Path) -> None:
-    """Move a finished temporary file into place (atomic on one filesystem)."""
-    with open(tmp, "rb") as f:
-        os.fsync(f.fileno())
-    os.replace(tmp, final)
-
-
-@contextmanager
-def atomic_path(path):
-    """The one atomic writer: yields a temporary path beside ``path``; on
-    success the file is moved into place, on any failure it is removed, so a
-    half-written file is never visible under its final name."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = tmp_path(path)
-    tmp.unlink(missing_ok=True)
-    try:
-        yield tmp
-        commit(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
 
 
 class TableWriter:
@@ -164,13 +137,3 @@ def write_table(path, table: pa.Table) -> None:
     """Write a whole table atomically."""
     with atomic_path(path) as tmp:
         pq.write_table(table, tmp, compression="zstd")
-
-
-def write_text(path, text: str) -> None:
-    """Write a text file atomically."""
-    with atomic_path(path) as tmp:
-        tmp.write_text(text, encoding="utf-8")
-
-
-def write_json(path, obj) -> None:
-    write_text(path, json.dumps(obj, indent=2, ensure_ascii=False) + "\n")
