@@ -123,28 +123,30 @@ def _events(path, rows):
 
 def test_session_json_is_each_sessions_turns_as_json(tmp_path):
     """Turns in seq order with has_answer only where true; user text joined by
-    one space; a session without events reads as no turns; small row groups
-    and a small memory budget (evictions) give the same answers."""
+    one space; a session without events reads as no turns; a foreign file is refused."""
     rows = [(1, 1, "assistant", "b é", False), (1, 0, "user", "a \"q\"", True), (1, 2, "user", "c", None),
             (4, 0, "assistant", "x", False)]
-    rows += [(k, 0, "user", f"t{k}", False) for k in range(5, 40)]
+    rows += [(k, 0, "user", f"t{k} ✓", False) for k in range(5, 40)]
     _events(tmp_path / "events.parquet", rows)
-    exports.write_session_json(tmp_path / "events.parquet", tmp_path / "s.parquet", log=lambda m: None,
-                               group_rows=4)
-    assert pq.ParquetFile(tmp_path / "s.parquet").metadata.num_row_groups == 10
-    store = exports.SessionJson(tmp_path / "s.parquet", budget=1)
-    turns, text = store.get(1)
+    exports.write_session_json(tmp_path / "events.parquet", tmp_path / "s.bin", log=lambda m: None)
+    store = exports.SessionJson(tmp_path / "s.bin")
+    turns = store.turns(1)
     assert json.loads(turns) == [{"role": "user", "content": "a \"q\"", "has_answer": True},
                                  {"role": "assistant", "content": "b é"}, {"role": "user", "content": "c"}]
-    assert turns == json.dumps(json.loads(turns), ensure_ascii=False) and text == "a \"q\" c"
-    assert store.get(4) == ('[{"role": "assistant", "content": "x"}]', "")
+    assert turns == json.dumps(json.loads(turns), ensure_ascii=False) and store.user_text(1) == "a \"q\" c"
+    assert (store.turns(4), store.user_text(4)) == ('[{"role": "assistant", "content": "x"}]', "")
     for k in (0, 2, 3, 40, -5):
-        assert store.get(k) == ("[]", "")
+        assert (store.turns(k), store.user_text(k)) == ("[]", "")
     for k in reversed(range(5, 40)):
-        assert store.get(k) == (json.dumps([{"role": "user", "content": f"t{k}"}]), f"t{k}")
+        assert store.turns(k) == json.dumps([{"role": "user", "content": f"t{k} ✓"}], ensure_ascii=False)
+        assert store.user_text(k) == f"t{k} ✓"
+    store.close()
+    (tmp_path / "bad.bin").write_bytes(b"x" * 100)
+    with pytest.raises(DataError, match="not a session JSON file"):
+        exports.SessionJson(tmp_path / "bad.bin")
 
 
 def test_session_json_refuses_unordered_events(tmp_path):
     _events(tmp_path / "events.parquet", [(2, 0, "user", "a", False), (1, 0, "user", "b", False)])
     with pytest.raises(DataError, match="session-key order"):
-        exports.write_session_json(tmp_path / "events.parquet", tmp_path / "s.parquet", log=lambda m: None)
+        exports.write_session_json(tmp_path / "events.parquet", tmp_path / "s.bin", log=lambda m: None)

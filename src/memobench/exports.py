@@ -19,11 +19,11 @@ first rank only, later ranks keeping their numbers.
 from __future__ import annotations
 
 import json
-from bisect import bisect_right
-from collections import OrderedDict
+import os
+import struct
+from array import array
 from pathlib import Path
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 
 from . import official
@@ -116,32 +116,36 @@ def write_qrels(questions_path, out, log=print) -> dict:
     return stats
 
 
-SESSION_JSON = pa.schema([("session_key", pa.int64()), ("turns", pa.string()), ("user_text", pa.string())])
+# sessions.bin: every session's two strings (UTF-8) back to back, then the
+# index: n sorted session keys and 2n + 1 offsets (string 2i is session i's
+# turns JSON, 2i + 1 its user text), then a footer: n, the index's offset, magic.
+SESSION_MAGIC = b"MBSJv1\0\0"
+_FOOTER = struct.Struct("<qq8s")
 
 
-def write_session_json(events_path, out, log=print, group_rows: int = 2048) -> dict:
-    """Each session once, as the retrieval log writes it: ``turns``, the JSON
-    text of its turns (``{"role", "content"}``, plus ``"has_answer": true``
-    where the turn has it, in ``seq`` order) and ``user_text``, its user turns'
-    contents joined by one space (a ranked item's ``text``). Written once per
-    dataset in session-key order, so every variant's log only joins strings."""
+def write_session_json(events_path, out, log=print) -> dict:
+    """Each session once, as the retrieval log writes it: its turns as JSON
+    text (``{"role", "content"}``, plus ``"has_answer": true`` where the turn
+    has it, in ``seq`` order) and its user turns' contents joined by one space
+    (a ranked item's ``text``). Written once per dataset, in session-key order,
+    to a flat file read by offset (:class:`SessionJson`): a variant's log reads
+    only the sessions it writes, whatever the dataset's size, and holds none
+    in memory."""
     columns = ["session_key", "seq", "role", "text", "has_answer"]
-    cols = {n: [] for n in SESSION_JSON.names}
+    keys: list[int] = []
+    offsets = [0]
     pending_key, pending = None, []
-    stats = {"sessions": 0}
-    with atomic_path(out) as tmp, pq.ParquetWriter(tmp, SESSION_JSON, compression="zstd") as writer:
+    with atomic_path(out) as tmp, open(tmp, "wb") as f:
 
         def flush():
             pending.sort(key=lambda t: t[0])
             turns = [{"role": r, "content": c, **({"has_answer": True} if ha else {})} for _, r, c, ha in pending]
-            cols["session_key"].append(pending_key)
-            cols["turns"].append(json.dumps(turns, ensure_ascii=False))
-            cols["user_text"].append(" ".join(t["content"] for t in turns if t["role"] == "user"))
-            stats["sessions"] += 1
-            if len(cols["session_key"]) >= group_rows:
-                writer.write_table(pa.table(cols, schema=SESSION_JSON))
-                for v in cols.values():
-                    v.clear()
+            for text in (json.dumps(turns, ensure_ascii=False),
+                         " ".join(t["content"] for t in turns if t["role"] == "user")):
+                b = text.encode("utf-8")
+                f.write(b)
+                offsets.append(offsets[-1] + len(b))
+            keys.append(pending_key)
 
         for batch in pq.ParquetFile(events_path).iter_batches(batch_size=65536, columns=columns):
             c = batch.to_pydict()
@@ -155,46 +159,49 @@ def write_session_json(events_path, out, log=print, group_rows: int = 2048) -> d
                 pending.append((seq, role, text, ha))
         if pending_key is not None:
             flush()
-        if cols["session_key"] or not stats["sessions"]:
-            writer.write_table(pa.table(cols, schema=SESSION_JSON))
-    log(f"session json: {stats['sessions']} sessions")
-    return stats
+        index_at = offsets[-1]
+        f.write(array("q", keys).tobytes())
+        f.write(array("q", offsets).tobytes())
+        f.write(_FOOTER.pack(len(keys), index_at, SESSION_MAGIC))
+    log(f"session json: {len(keys)} sessions, {offsets[-1]} bytes")
+    return {"sessions": len(keys), "bytes": offsets[-1]}
 
 
 class SessionJson:
-    """Random access by session key to :func:`write_session_json`'s table,
-    row group by row group, holding at most ``budget`` bytes of them."""
+    """Reads :func:`write_session_json`'s file by offset (``os.pread``): the
+    index (16 bytes per session) is held, the strings are read when asked."""
 
-    def __init__(self, path, budget: int = 512 << 20):
-        self.file = pq.ParquetFile(path)
-        md = self.file.metadata
-        self.lows = [md.row_group(i).column(0).statistics.min if md.row_group(i).num_rows else 0
-                     for i in range(md.num_row_groups)]
-        self.sizes = [md.row_group(i).total_byte_size for i in range(md.num_row_groups)]
-        self.budget = budget
-        self.groups: OrderedDict[int, tuple[dict, list, list]] = OrderedDict()
+    def __init__(self, path):
+        self.path = Path(path)
+        self.fd = os.open(self.path, os.O_RDONLY)
+        size = os.fstat(self.fd).st_size
+        bad = DataError(self.path, None, "not a session JSON file of this version; delete it and rerun")
+        if size < _FOOTER.size:
+            raise bad
+        n, index_at, magic = _FOOTER.unpack(os.pread(self.fd, _FOOTER.size, size - _FOOTER.size))
+        if magic != SESSION_MAGIC or index_at + 8 * (3 * n + 1) + _FOOTER.size != size:
+            raise bad
+        index = array("q")
+        index.frombytes(os.pread(self.fd, 8 * (3 * n + 1), index_at))
+        self.keys = index[:n]
+        self.offsets = index[n:]
+        self.rows = {k: i for i, k in enumerate(self.keys)}
 
-    def _group(self, i: int):
-        g = self.groups.get(i)
-        if g is None:
-            t = self.file.read_row_group(i).to_pydict()
-            g = ({k: j for j, k in enumerate(t["session_key"])}, t["turns"], t["user_text"])
-            self.groups[i] = g
-            while len(self.groups) > 1 and sum(self.sizes[j] for j in self.groups) > self.budget:
-                self.groups.popitem(last=False)
-        else:
-            self.groups.move_to_end(i)
-        return g
+    def _read(self, j: int) -> str:
+        lo, hi = self.offsets[j], self.offsets[j + 1]
+        return os.pread(self.fd, hi - lo, lo).decode("utf-8") if hi > lo else ""
 
-    def get(self, key: int) -> tuple[str, str]:
-        """(turns JSON, user text); a session without events is ``("[]", "")``."""
-        i = bisect_right(self.lows, key) - 1
-        if i >= 0:
-            rows, turns, texts = self._group(i)
-            j = rows.get(key)
-            if j is not None:
-                return turns[j], texts[j]
-        return "[]", ""
+    def turns(self, key: int) -> str:
+        """The session's turns as JSON; a session without events is ``[]``."""
+        i = self.rows.get(key)
+        return "[]" if i is None else self._read(2 * i)
+
+    def user_text(self, key: int) -> str:
+        i = self.rows.get(key)
+        return "" if i is None else self._read(2 * i + 1)
+
+    def close(self) -> None:
+        os.close(self.fd)
 
 
 def write_retrievallog(fmt: str, questions_path, haystacks_path, events_path, rankings_path, out,
@@ -217,7 +224,7 @@ def write_retrievallog(fmt: str, questions_path, haystacks_path, events_path, ra
         for r in rows:
             q = qs[r["q_index"]]
             h = hay[q["haystack_id"]]
-            items = [{"corpus_id": sid, "text": store.get(h["keys"][p])[1], "timestamp": h["dates"][p]}
+            items = [{"corpus_id": sid, "text": store.user_text(h["keys"][p]), "timestamp": h["dates"][p]}
                      for p, sid in zip(r["positions"][:DEPTH], r["scoring"][:DEPTH])]
             head = {"question_id": r["question_id"], "question_type": r["question_type"],
                     "question": q["question"],
@@ -229,8 +236,9 @@ def write_retrievallog(fmt: str, questions_path, haystacks_path, events_path, ra
             f.write(json.dumps(head, ensure_ascii=False)[:-1])
             if sessions:
                 f.write(', "haystack_sessions": [')
-                f.write(", ".join(store.get(k)[0] for k in h["keys"]))
+                f.write(", ".join(store.turns(k) for k in h["keys"]))
                 f.write("]")
             f.write(", " + json.dumps(tail, ensure_ascii=False)[1:] + "\n")
+    store.close()
     log(f"retrievallog: {len(rows)} questions")
     return {"questions": len(rows)}

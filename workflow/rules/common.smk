@@ -229,7 +229,7 @@ def retrievallog_inputs(w):
         "haystacks": f"{norm_dir(base)}/haystacks.parquet",
         "events": f"{norm_dir(base)}/events.parquet",
         "rankings": f"{RESULTS}/{w.dataset}/{w.variant}/{OFFICIAL_RANKINGS}",
-        "sessions": f"{RESULTS}/{base}/exports/sessions.parquet",
+        "sessions": f"{RESULTS}/{base}/exports/sessions.bin",
     }
 
 

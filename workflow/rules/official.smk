@@ -11,7 +11,7 @@ rule session_json:
     input:
         events=lambda w: f"{norm_dir(dataset_of(w))}/events.parquet",
     output:
-        sessions=f"{RESULTS}/{{dataset}}/exports/sessions.parquet",
+        sessions=f"{RESULTS}/{{dataset}}/exports/sessions.bin",
     params:
         code=code("session_json"),
     benchmark:
