@@ -257,7 +257,7 @@ def fts_index(job: Job) -> None:
     job.log(f"fts index: {stats}")
 
 
-@stage("retrieve", inputs=["questions", "haystacks", "events", "tokens"], optional=["fts_index"],
+@stage("retrieve", inputs=["questions", "haystacks", "events"], optional=["tokens", "fts_index", "embeddings"],
        outputs=["rankings", "outcomes", "deep"], params=["variant", "segment", "n_segments"])
 def retrieve(job: Job) -> None:
     from .provenance import PROVENANCE_KEY, provenance
@@ -266,10 +266,21 @@ def retrieve(job: Job) -> None:
 
     i, o, p = job.input, job.output, job.params
     write_segment(from_spec(p.variant), i.questions, i.haystacks, i.events, p.segment, p.n_segments,
-                  o.rankings, o.outcomes, log=job.log, tokens_path=i.tokens, fts_index_path=i.get("fts_index"),
-                  deep_out=o.deep,
+                  o.rankings, o.outcomes, log=job.log, tokens_path=i.get("tokens"), fts_index_path=i.get("fts_index"),
+                  deep_out=o.deep, embeddings_path=i.get("embeddings"),
                   # where this segment was computed (SQLite and the rest), for metrics.json
                   metadata={PROVENANCE_KEY: json.dumps(provenance(), sort_keys=True)})
+
+
+@stage("embeddings", inputs=["events"], outputs=["embeddings"], params=["format"])
+def embeddings(job: Job) -> None:
+    """all-MiniLM-L6-v2 vectors of every distinct session of a dataset, once
+    (the ``minilm`` reference retriever); on a CUDA GPU through PyTorch when
+    both are present, else numpy on the CPU."""
+    from .baselines.embeddings import embed_sessions
+
+    stats = embed_sessions(job.input.events, job.params.format, job.output.embeddings, log=job.log)
+    job.log(f"embeddings: {json.dumps(stats, sort_keys=True)}")
 
 
 @stage("merge", inputs=["rankings", "outcomes", "deep", "data_summary"],
