@@ -30,8 +30,10 @@ def run(tmp_path_factory, locomo_path):
     data = root / "data"
     data.mkdir()
     convs = json.loads(locomo_path.read_text(encoding="utf-8"))
-    (data / "locomo1.json").write_text(json.dumps(convs[:1]), encoding="utf-8")
-    write_longmemeval(data / "lme.json", n_questions=14, sessions_per_question=9, seed=11)
+    # the real file's first conversation (19 sessions) with its first 40 questions
+    (data / "locomo1.json").write_text(json.dumps([{**convs[0], "qa": convs[0]["qa"][:40]}]), encoding="utf-8")
+    write_longmemeval(data / "lme.json", n_questions=10, sessions_per_question=6, seed=11, turns=(2, 5),
+                      words_per_turn=(4, 30))
     datasets = {
         "locomo1": {"format": "locomo", "file": "locomo1.json", "bytes": (data / "locomo1.json").stat().st_size,
                     "segments": 1, "variants": VARIANTS},
@@ -70,7 +72,7 @@ def test_bm25_official_equals_rank_bm25_on_longmemeval(run):
         docs = [" ".join(t["content"] for t in s if t["role"] == "user") for s in item["haystack_sessions"]]
         assert got[item["question_id"]] == _official_bm25(item["question"], docs, item["haystack_session_ids"])
         checked += 1
-    assert checked >= 10
+    assert checked >= 7
 
 
 def test_bm25_official_equals_rank_bm25_on_locomo(run):
@@ -84,7 +86,7 @@ def test_bm25_official_equals_rank_bm25_on_locomo(run):
         qid = f"{conv['sample_id']}#{qi}"
         if qid in got:
             assert got[qid] == _official_bm25(qa["question"], docs, keys), qid
-    assert len(got) > 150
+    assert len(got) > 30
 
 
 @pytest.mark.parametrize("ds", ["locomo1", "lme"])
