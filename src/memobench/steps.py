@@ -272,14 +272,15 @@ def retrieve(job: Job) -> None:
                   metadata={PROVENANCE_KEY: json.dumps(provenance(), sort_keys=True)})
 
 
-@stage("embeddings", inputs=["events"], outputs=["embeddings"], params=["format"])
+@stage("embeddings", inputs=["events", "sessions"], outputs=["embeddings"], params=["format"])
 def embeddings(job: Job) -> None:
     """all-MiniLM-L6-v2 vectors of every distinct session of a dataset, once
     (the ``minilm`` reference retriever); on a CUDA GPU through PyTorch when
     both are present, else numpy on the CPU."""
     from .baselines.embeddings import embed_sessions
 
-    stats = embed_sessions(job.input.events, job.params.format, job.output.embeddings, log=job.log)
+    stats = embed_sessions(job.input.events, job.params.format, job.output.embeddings, log=job.log,
+                           sessions_path=job.input.sessions)
     job.log(f"embeddings: {json.dumps(stats, sort_keys=True)}")
 
 

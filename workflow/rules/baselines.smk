@@ -11,6 +11,7 @@
 rule embeddings:
     input:
         events=f"{RESULTS}/{{dataset}}/normalized/events.parquet",
+        sessions=f"{RESULTS}/{{dataset}}/normalized/sessions.parquet",
     output:
         embeddings=f"{RESULTS}/{{dataset}}/embeddings/minilm.parquet",
     params:
