@@ -105,3 +105,17 @@ def test_reference_variants_take_the_familys_skip_rule(family):
         assert v.recipe.backend == name and v.recipe.reference
         assert v.skip == resolve(memo, family).skip
         assert v.recipe.documents == ("user" if family in ("s", "m", "cn") else "all")
+
+
+def test_retrieve_stage_declares_what_every_backend_reads():
+    """recipe.input_names is the one place saying what a recipe reads: the
+    retrieve stage requires what every backend reads and allows the rest."""
+    st = STAGES["retrieve"]
+    reads = {b: recipe.input_names(b) for b in recipe.FIELDS["backend"].metadata["choices"]}
+    assert st.inputs == frozenset.intersection(*reads.values())
+    assert st.inputs | st.optional_inputs == frozenset.union(*reads.values())
+    assert reads["bm25s"] == {"questions", "haystacks", "events"}
+    assert reads["minilm"] == {"questions", "haystacks", "events", "embeddings"}
+    assert reads["fts"] == {"questions", "haystacks", "events", "tokens", "fts_index"}
+    common = (REPO / "workflow/rules/common.smk").read_text(encoding="utf-8")
+    assert 'input_names(recipe["backend"])' in common

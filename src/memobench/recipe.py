@@ -79,6 +79,23 @@ class Recipe:
 FIELDS = {f.name: f for f in fields(Recipe)}
 
 
+def input_names(backend: str) -> frozenset[str]:
+    """The named inputs a job ranking under a recipe with this backend reads
+    (common.smk's ``search_inputs`` gives their paths): the normalized tables;
+    for the Memo backends the tokenizer's tokens, and the FTS index for
+    ``fts``; for a reference retriever nothing more, but ``minilm``'s session
+    embeddings."""
+    names = {"questions", "haystacks", "events"}
+    if backend in REFERENCE_BACKENDS:
+        if backend == "minilm":
+            names.add("embeddings")
+    else:
+        names.add("tokens")
+        if backend == "fts":
+            names.add("fts_index")
+    return frozenset(names)
+
+
 def _type_name(f) -> str:
     return {"str": "string", "bool": "boolean", "int": "integer"}[f.type if isinstance(f.type, str)
                                                                    else f.type.__name__]
