@@ -161,3 +161,31 @@ def test_run_scores_are_the_retrievers_own_unless_tied():
     assert run_scores(np.array([3.5, 2.0, 1.0])) == [3.5, 2.0, 1.0]
     assert run_scores(np.array([3.5, 2.0, 2.0])) == [50.0, 49.0, 48.0]
     assert run_scores(np.array([])) == []
+
+
+def test_same_denominators_and_forced_misses_are_ranked(tmp_path):
+    """On the committed spiced tiny file (a Han-only question is v0.8.0's
+    forced miss `empty_seq`; questions without gold are skipped), a reference
+    retriever skips exactly v0.8.0's questions, evaluates the same ones, and
+    ranks the forced misses."""
+    from conftest import REPO
+    from memobench import normalize, retrieval, variants
+
+    normalize.normalize_longmemeval(REPO / ".test/data/lme_tiny.json", tmp_path, log=lambda m: None)
+    vs = [variants.resolve(n, "s") for n in ("v0.8.0", "bm25s")]
+    outs = {v.name: {k: tmp_path / f"{v.name}.{k}.parquet" for k in ("rankings", "outcomes", "deep")} for v in vs}
+    retrieval.write_segments(vs, tmp_path / "questions.parquet", tmp_path / "haystacks.parquet",
+                             tmp_path / "events.parquet", 1, 1, outs, log=lambda m: None)
+    memo, ref = (pq.read_table(outs[v.name]["outcomes"]).to_pylist() for v in vs)
+    assert [o["q_index"] for o in memo] == [o["q_index"] for o in ref]
+    forced = 0
+    for a, b in zip(memo, ref):
+        assert (a["status"] == "skipped") == (b["status"] == "skipped"), a
+        if a["status"] == "skipped":
+            assert a["reason"] == b["reason"]
+        elif a["reason"] == "empty_seq":
+            forced += 1
+            assert b["reason"] is None and b["in_types"]
+    assert forced >= 1
+    deep = _deep_lists(outs["bm25s"]["deep"])
+    assert {o["question_id"] for o in ref if o["status"] == "evaluated"} <= set(deep)
