@@ -101,3 +101,21 @@ def test_embedding_stage_and_ranking(model, tmp_path):
     out2 = tmp_path / "again.parquet"
     embed_sessions(norm / "events.parquet", "longmemeval", out2, log=lambda m: None, encoder=model, chunk_sessions=7)
     assert pq.read_table(out2).equals(t)
+
+
+def test_sessions_without_events_get_the_empty_documents_vector(model, tmp_path):
+    """The committed spiced tiny file has a session with no turn at all: it has
+    no row in events.parquet, yet its haystacks rank it (as the empty text)."""
+    from conftest import REPO
+    from memobench.baselines.embeddings import SessionVectors, embed_sessions
+
+    normalize_longmemeval(REPO / ".test/data/lme_tiny.json", tmp_path, log=lambda m: None)
+    sessions = pq.read_table(tmp_path / "sessions.parquet").to_pydict()
+    empty = [k for k, n in zip(sessions["session_key"], sessions["n_events"]) if n == 0]
+    assert empty
+    out = tmp_path / "embeddings.parquet"
+    stats = embed_sessions(tmp_path / "events.parquet", "longmemeval", out, log=lambda m: None, encoder=model,
+                           sessions_path=tmp_path / "sessions.parquet")
+    assert stats["sessions"] == pq.read_metadata(out).num_rows == len(sessions["session_key"])
+    vecs = SessionVectors(out).vectors(empty)
+    assert np.abs(vecs - model.encode([""])[0]).max() < 1e-6

@@ -86,3 +86,36 @@ def test_adapter_names_mismatches_in_both_directions():
                       {"variant", "segment", "nsegments"})
     assert bad == ["undeclared input 'extra'", "missing output 'outcomes'", "missing params 'n_segments'",
                    "undeclared params 'nsegments'"]
+
+
+def test_reference_backends_are_the_baselines_retrievers():
+    from memobench import baselines
+
+    assert recipe.REFERENCE_BACKENDS == baselines.NAMES
+    assert set(recipe.REFERENCE_BACKENDS) <= set(recipe.FIELDS["backend"].metadata["choices"])
+
+
+@pytest.mark.parametrize("family", ["s", "m", "locomo", "cn", "zh"])
+def test_reference_variants_take_the_familys_skip_rule(family):
+    """Same questions and gold as the Memo variants: the skip rule of the
+    family's shipped pipeline (v0.8.0, or cn-A / zh-A)."""
+    memo = {"cn": "cn-A", "zh": "zh-A"}.get(family, "v0.8.0")
+    for name in recipe.REFERENCE_BACKENDS:
+        v = resolve(name, family)
+        assert v.recipe.backend == name and v.recipe.reference
+        assert v.skip == resolve(memo, family).skip
+        assert v.recipe.documents == ("user" if family in ("s", "m", "cn") else "all")
+
+
+def test_retrieve_stage_declares_what_every_backend_reads():
+    """recipe.input_names is the one place saying what a recipe reads: the
+    retrieve stage requires what every backend reads and allows the rest."""
+    st = STAGES["retrieve"]
+    reads = {b: recipe.input_names(b) for b in recipe.FIELDS["backend"].metadata["choices"]}
+    assert st.inputs == frozenset.intersection(*reads.values())
+    assert st.inputs | st.optional_inputs == frozenset.union(*reads.values())
+    assert reads["bm25s"] == {"questions", "haystacks", "events"}
+    assert reads["minilm"] == {"questions", "haystacks", "events", "embeddings"}
+    assert reads["fts"] == {"questions", "haystacks", "events", "tokens", "fts_index"}
+    common = (REPO / "workflow/rules/common.smk").read_text(encoding="utf-8")
+    assert 'input_names(recipe["backend"])' in common

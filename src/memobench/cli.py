@@ -7,13 +7,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .variants import FAMILIES, builtin
+from .variants import FAMILIES, builtin, references
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="memobench", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    v = sub.add_parser("variants", help="list the built-in variants")
+    v = sub.add_parser("variants", help="list the built-in variants (the reference retrievers last)")
     v.add_argument("--family", choices=FAMILIES, help="only the variants of one dataset family")
     sub.add_parser("recipe-table", help="the recipe fields, their defaults and allowed values (Markdown)")
     args = parser.parse_args(argv)
@@ -24,7 +24,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "variants":
         seen: dict[str, tuple] = {}
         for family in [args.family] if args.family else FAMILIES:
-            for name, var in builtin(family).items():
+            for name, var in {**builtin(family), **references(family)}.items():
                 entry = seen.setdefault(name, (var, []))
                 entry[1].append(family)
         for name, (var, families) in seen.items():

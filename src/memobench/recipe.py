@@ -16,6 +16,11 @@ from dataclasses import MISSING, dataclass, field, fields
 from .errors import ConfigError
 from .tokenize import STOP_LISTS, WINDOWS
 
+# The reference retrievers (PROTOCOL.md section 5; src/memobench/baselines/): a
+# recipe whose backend is one of these is ranked by that retriever over whole
+# session documents, not by the Memo pipeline (only ``documents`` applies).
+REFERENCE_BACKENDS = ("bm25-official", "bm25s", "fts5-bm25", "minilm")
+
 
 def _field(default, doc: str, choices: tuple | None = None, minimum: int | None = None):
     return field(default=default, metadata={"doc": doc, "choices": choices, "minimum": minimum})
@@ -26,7 +31,9 @@ class Recipe:
     """Everything that decides a question's list (one harness variant)."""
 
     backend: str = _field("fts", "discovery: SQLite FTS5 + JS-token check (run.cjs), or the in-memory "
-                                 "inverted index (exp6.cjs)", ("fts", "index"))
+                                 "inverted index (exp6.cjs); or a reference retriever ranking whole session "
+                                 "documents (README Baselines: bm25-official, bm25s, fts5-bm25, minilm)",
+                          ("fts", "index", *REFERENCE_BACKENDS))
     seq: str = _field("ascii", "JS tokenizer of events and phrases (HARNESSES.md S-ASCII, S-CJKR, S-ZH, exp6, "
                                "the product's)", ("ascii", "cjkr", "zh", "exp6", "prod"))
     question_check: str = _field("seq", "tokens of the whole-question phrase check: the tokenizer, or "
@@ -56,11 +63,37 @@ class Recipe:
     time_filter: str = _field("", "exp3 time filter: none, hard (T2h), dual (T2m: T2h final, then the plain "
                                   "final)", ("", "hard", "dual"))
 
+    documents: str = _field("all", "reference retrievers' session document: all its turns, or its user turns "
+                                   "only (LongMemEval's run_retrieval.py); the Memo backends search every turn",
+                            ("all", "user"))
+
+    @property
+    def reference(self) -> bool:
+        """Ranked by a reference retriever (src/memobench/baselines/)."""
+        return self.backend in REFERENCE_BACKENDS
+
     def window_tokens(self, question: str) -> list[str]:
         return WINDOWS[self.window](question, STOP_LISTS[self.stop])
 
 
 FIELDS = {f.name: f for f in fields(Recipe)}
+
+
+def input_names(backend: str) -> frozenset[str]:
+    """The named inputs a job ranking under a recipe with this backend reads
+    (common.smk's ``search_inputs`` gives their paths): the normalized tables;
+    for the Memo backends the tokenizer's tokens, and the FTS index for
+    ``fts``; for a reference retriever nothing more, but ``minilm``'s session
+    embeddings."""
+    names = {"questions", "haystacks", "events"}
+    if backend in REFERENCE_BACKENDS:
+        if backend == "minilm":
+            names.add("embeddings")
+    else:
+        names.add("tokens")
+        if backend == "fts":
+            names.add("fts_index")
+    return frozenset(names)
 
 
 def _type_name(f) -> str:

@@ -8,7 +8,10 @@ Two families of numbers sit side by side and are labelled everywhere:
   own retrieval scoring (OFFICIAL_METRICS.md), LoCoMo's evidence recall.
 
 Paired statistics (stats.py) give each variant's difference to its baseline
-and to v0.8.0 with a 95% interval, drawn as a forest plot.
+and to v0.8.0 with a 95% interval, drawn as a forest plot. Reference
+retrievers (README "Baselines": bm25-official, bm25s, fts5-bm25, minilm) are
+variants like the others, labelled as such, and sit with the Memo variants in
+one table against v0.8.0.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from pathlib import Path
 from .jsmath import to_fixed
 from .metrics import pct
 from .published import GUIDE_TABLE, published
+from .recipe import REFERENCE_BACKENDS
 from .tables import atomic_path, write_text
 
 METRICS = ("hit@1", "hit@5", "hit@10", "mrr")
@@ -32,6 +36,16 @@ DATA_COUNTS = {
     "truncated_tail": "truncated last element (not read)",
     "unpaired": "CN rows pairing to no question",
 }
+
+
+def is_reference(m: dict) -> bool:
+    """A run of a reference retriever (its recipe's backend), not a Memo variant."""
+    return (m.get("recipe") or {}).get("backend") in REFERENCE_BACKENDS
+
+
+def label(m: dict) -> str:
+    """The variant's name as the report's tables show it."""
+    return f"{m['variant']} (reference retriever)" if is_reference(m) else m["variant"]
 
 
 def printed(m: dict, key: str, digits: int | None = None) -> str | None:
@@ -74,7 +88,7 @@ def markdown(runs: list[dict]) -> str:
         pub = published(m["dataset"], m["variant"])
         rnd = m.get("random", {}).get("hit@1")
         out.append(
-            f"| {m['dataset']} | {m['variant']} | {m['questions']} | "
+            f"| {m['dataset']} | {label(m)} | {m['questions']} | "
             + " | ".join(_cell(m, k, pub) for k in METRICS)
             + f" | {to_fixed(100 * rnd, 1) + '%' if rnd is not None else '-'} |"
         )
@@ -210,6 +224,37 @@ def _md_official(runs: list[dict]) -> str:
     return "\n".join(out) + "\n"
 
 
+def _md_against_reference(runs: list[dict], stats: list[dict]) -> str:
+    """Memo variants and reference retrievers in one table per dataset, each
+    with its paired difference to v0.8.0 (datasets that run a reference
+    retriever)."""
+    from .stats import REFERENCE, fmt_ci
+
+    against = {(s["dataset"], c["variant"]): c for s in stats for c in s["comparisons"]
+               if c["baseline"] == REFERENCE}
+    datasets = list(dict.fromkeys(m["dataset"] for m in runs if is_reference(m)))
+    if not datasets:
+        return ""
+    out = ["", f"## Memo variants and reference retrievers, paired against {REFERENCE}", "",
+           "Harness metrics over the same questions and gold (a reference retriever takes its dataset's harness "
+           f"skip rule); Δ: variant - {REFERENCE} per question, percentage points (MRR x 100), bootstrap 95% "
+           "interval, paired randomization p-value.", "",
+           "| dataset | variant | kind | n | hit@1 | hit@5 | hit@10 | MRR | Δhit@1 [95% CI] | p | Δhit@5 [95% CI] | p "
+           "| ΔMRR×100 [95% CI] | p |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for ds in datasets:
+        for m in (m for m in runs if m["dataset"] == ds):
+            c = against.get((ds, m["variant"]))
+            cells = []
+            for k in ("hit@1", "hit@5", "mrr"):
+                mm = c["metrics"][k] if c else None
+                cells += ([fmt_ci(mm), "-" if mm["p"] is None else f"{mm['p']:.4f}"] if mm
+                          else ["(reference point)" if m["variant"] == REFERENCE else "-", "-"])
+            rates = [(printed(m, k) or "-") + ("%" if k != "mrr" and printed(m, k) else "") for k in METRICS]
+            kind = "reference retriever" if is_reference(m) else "Memo"
+            out.append(f"| {ds} | {m['variant']} | {kind} | {m['questions']} | " + " | ".join(rates + cells) + " |")
+    return "\n".join(out) + "\n"
+
+
 def _md_stats(stats: list[dict]) -> str:
     from .stats import fmt_ci
 
@@ -304,7 +349,7 @@ def _html_main_tables(runs: list[dict]) -> list[str]:
         for m in ms:
             pub = published(m["dataset"], m["variant"])
             rnd = (m.get("random") or {}).get("hit@1")
-            out.append(f"<tr><td class='l'>{_e(m['variant'])}</td><td>{m['questions']}</td>"
+            out.append(f"<tr><td class='l'>{_e(label(m))}</td><td>{m['questions']}</td>"
                        + "".join(_rate_cell(m, k, pub) for k in METRICS)
                        + _official_cells(m.get("official"), names)
                        + f"<td>{_pct(rnd)}</td></tr>")
@@ -423,6 +468,9 @@ def html_report(runs, stats, extra_md, images: dict[str, str]) -> str:
            "n is the number of questions behind each rate.</p>"]
     out.append("<h2>Harness and official metrics</h2>")
     out += _html_main_tables(runs)
+    together = _md_against_reference(runs, stats)
+    if together:
+        out.append(_md_to_html(together))
     if images.get("forest") or stats:
         out.append("<h2>Paired differences to the baseline and to v0.8.0</h2>"
                    "<p class='note'>Per question, variant minus baseline over the questions both evaluated; mean "
@@ -530,7 +578,8 @@ def build_report(metrics_paths, extra_md, md_out, html_out, png_out, official_pa
             m["official"] = official[(m["dataset"], m["variant"])]
     stats = [json.loads(Path(p).read_text(encoding="utf-8")) for p in stats_paths]
     extras = [Path(p).read_text(encoding="utf-8") for p in extra_md] + [provenance_section(manifest_path, runs)]
-    md = markdown(runs) + variant_table(runs) + _md_official(runs) + _md_stats(stats)
+    md = (markdown(runs) + _md_against_reference(runs, stats) + variant_table(runs) + _md_official(runs)
+          + _md_stats(stats))
     for text in extras:
         md += "\n" + text
     write_text(md_out, md)

@@ -58,10 +58,12 @@ def segment_bounds(n: int, segment: int, n_segments: int) -> tuple[int, int]:
 
 
 def load_segment(questions_path, haystacks_path, events_path, segment: int, n_segments: int,
-                 tokens_path=None, seq_name: str | None = None, texts: bool = True, tokens: dict | None = None):
+                 tokens_path=None, seq_name: str | None = None, texts: bool = True, tokens: dict | None = None,
+                 events: bool = True):
     """``tokens`` (tokenizer name -> tokens table) loads several tokenizers'
     tokens at once (one job ranking variants of several tokenizers);
-    ``tokens_path``/``seq_name`` is the one-tokenizer form."""
+    ``tokens_path``/``seq_name`` is the one-tokenizer form. ``events=False``
+    leaves the corpus empty (questions and haystacks only)."""
     tokens = dict(tokens or {})
     if tokens_path is not None:
         tokens[seq_name] = tokens_path
@@ -89,7 +91,7 @@ def load_segment(questions_path, haystacks_path, events_path, segment: int, n_se
     corpus = Corpus()
     for key in needed:
         corpus.add(key, [], [])
-    if needed:
+    if needed and events:
         _load_events(corpus, events_path, needed, tokens, texts or not tokens)
     return questions, haystacks, corpus
 
@@ -284,17 +286,17 @@ def run_segments(variants: list[Variant], questions, haystacks, corpus: Corpus, 
 
 def write_segment(variant: Variant, questions_path, haystacks_path, events_path, segment: int,
                   n_segments: int, rankings_out, outcomes_out, log=print, tokens_path=None,
-                  fts_index_path=None, deep_out=None, metadata: dict | None = None) -> None:
+                  fts_index_path=None, deep_out=None, metadata: dict | None = None, embeddings_path=None) -> None:
     outs = {variant.name: {"rankings": rankings_out, "outcomes": outcomes_out, "deep": deep_out}}
     write_segments([variant], questions_path, haystacks_path, events_path, segment, n_segments, outs, log=log,
                    tokens={variant.recipe.seq: tokens_path} if tokens_path else None, fts_index_path=fts_index_path,
-                   metadata=metadata)
+                   metadata=metadata, embeddings_path=embeddings_path)
 
 
 def write_segments(variants: list[Variant], questions_path, haystacks_path, events_path, segment: int,
                    n_segments: int, outs: dict, log=print, tokens: dict | None = None,
                    fts_index_path=None, metadata: dict | None = None,
-                   variant_metadata: dict[str, dict] | None = None) -> None:
+                   variant_metadata: dict[str, dict] | None = None, embeddings_path=None) -> None:
     """Rank one segment under several variants in one process (``run_segments``)
     and write each variant's tables: ``outs`` maps a variant name to its
     ``rankings``, ``outcomes`` and (optional) ``deep`` paths. ``tokens`` maps
@@ -302,18 +304,29 @@ def write_segments(variants: list[Variant], questions_path, haystacks_path, even
     variant's tokenizer and (for FTS) the dataset's index, no event text is read.
     ``metadata`` goes into each outcomes table's Parquet key-value metadata
     (the retrieve job's provenance), with ``variant_metadata[name]`` added
-    for that variant."""
-    tokens = {v.recipe.seq: tokens[v.recipe.seq] for v in variants if tokens and v.recipe.seq in tokens}
+    for that variant. Reference retrievers (``recipe.reference``) are ranked by
+    ``baselines.segment.rank_segment`` over the same questions;
+    ``embeddings_path`` is the embeddings stage's table (``minilm``)."""
+    memo = [v for v in variants if not v.recipe.reference]
+    reference = [v for v in variants if v.recipe.reference]
+    tokens = {v.recipe.seq: tokens[v.recipe.seq] for v in memo if tokens and v.recipe.seq in tokens}
     texts = any(v.recipe.seq not in tokens or (v.recipe.backend == "fts" and fts_index_path is None)
-                for v in variants)
+                for v in memo)
     questions, haystacks, corpus = load_segment(questions_path, haystacks_path, events_path, segment, n_segments,
-                                                texts=texts, tokens=tokens)
+                                                texts=texts, tokens=tokens, events=bool(memo))
     label = variants[0].name if len(variants) == 1 else f"{len(variants)} variants"
     log(f"{label} segment {segment}/{n_segments}: {len(questions)} questions, {len(corpus)} distinct sessions")
-    fts = [v for v in variants if v.recipe.backend == "fts"]
+    tables = {}
+    if reference:
+        from .baselines.segment import rank_segment
+
+        tables.update(rank_segment(reference, questions, haystacks, events_path, embeddings_path, log,
+                                   label=f"{label} segment {segment}/{n_segments}:"))
+    fts = [v for v in memo if v.recipe.backend == "fts"]
     index = _open_index(fts_index_path, fts[0]) if fts else None
-    tables = run_segments(variants, questions, haystacks, corpus, log,
-                          label=f"{label} segment {segment}/{n_segments}:", release=True, fts_index=index)
+    if memo:
+        tables.update(run_segments(memo, questions, haystacks, corpus, log,
+                                   label=f"{label} segment {segment}/{n_segments}:", release=True, fts_index=index))
     for v in variants:
         out = outs[v.name]
         rankings, outcomes, deep = tables[v.name]

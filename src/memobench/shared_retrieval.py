@@ -42,6 +42,7 @@ from pathlib import Path
 from .atomic import atomic_path
 from .config import dataset_family
 from .provenance import file_stamp
+from .recipe import input_names
 from .variants import Variant, resolve
 
 # pyarrow and the engine are imported where lists are ranked: a job whose
@@ -55,11 +56,8 @@ LIST_FIELDS = ("name", "recipe", "skip")
 
 def needed_inputs(variant: Variant) -> frozenset[str]:
     """The named inputs a retrieve job of this variant reads (the workflow's
-    input function asks the same question)."""
-    names = {"questions", "haystacks", "events", "tokens"}
-    if variant.recipe.backend == "fts":
-        names.add("fts_index")
-    return frozenset(names)
+    input function reads the same registry)."""
+    return input_names(variant.recipe.backend)
 
 
 def list_spec(variant: Variant) -> dict:
@@ -108,7 +106,7 @@ def read_plan(results) -> tuple[set, bool]:
 
 def siblings(config: dict, dataset: str, variant: Variant, inputs: dict) -> list[Variant]:
     """The dataset's other configured variants this job can rank: their inputs
-    are among this job's, with the same tokenizer."""
+    are among this job's (tokens: the same tokenizer's)."""
     ds = config["datasets"][dataset]
     family = dataset_family(ds)
     have = set(inputs)
@@ -117,7 +115,8 @@ def siblings(config: dict, dataset: str, variant: Variant, inputs: dict) -> list
         if name == variant.name:
             continue
         other = resolve(name, family, config.get("variants") or {})
-        if other.recipe.seq == variant.recipe.seq and needed_inputs(other) <= have:
+        need = needed_inputs(other)
+        if need <= have and ("tokens" not in need or other.recipe.seq == variant.recipe.seq):
             out.append(other)
     return out
 
@@ -202,9 +201,10 @@ def write_segment_shared(variant: Variant, config: dict, dataset: str, segment: 
             log(f"{variant.name} segment {segment}/{n_segments}: ranking {len(todo) - 1} sibling variant(s) "
                 f"in the same pass: {', '.join(v.name for v in todo[1:])}")
         write_segments(todo, inputs["questions"], inputs["haystacks"], inputs["events"], segment, n_segments,
-                       outs, log=log, tokens={variant.recipe.seq: inputs["tokens"]},
-                       fts_index_path=inputs.get("fts_index"),
-                       metadata=metadata() if callable(metadata) else metadata, variant_metadata={name: {KEY_META.decode(): k} for name, k in metas.items()})
+                       outs, log=log, tokens={variant.recipe.seq: inputs["tokens"]} if "tokens" in inputs else None,
+                       fts_index_path=inputs.get("fts_index"), embeddings_path=inputs.get("embeddings"),
+                       metadata=metadata() if callable(metadata) else metadata,
+                       variant_metadata={name: {KEY_META.decode(): k} for name, k in metas.items()})
         _collect(cache, keep={k for k in metas.values()}, older_than=_newest(inputs))
     return {"reused": False, "computed": [v.name for v in todo]}
 

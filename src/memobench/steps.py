@@ -261,7 +261,7 @@ def fts_index(job: Job) -> None:
     job.log(f"fts index: {stats}")
 
 
-@stage("retrieve", inputs=["questions", "haystacks", "events", "tokens"], optional=["fts_index"],
+@stage("retrieve", inputs=["questions", "haystacks", "events"], optional=["tokens", "fts_index", "embeddings"],
        outputs=["rankings", "outcomes", "deep"], params=["variant", "segment", "n_segments"])
 def retrieve(job: Job) -> None:
     """One variant's segment; its sibling variants' lists are computed in the
@@ -271,12 +271,24 @@ def retrieve(job: Job) -> None:
     from .variants import from_spec
 
     i, o, p = job.input, job.output, job.params
-    names = ("questions", "haystacks", "events", "tokens", "fts_index")
+    names = ("questions", "haystacks", "events", "tokens", "fts_index", "embeddings")
     write_segment_shared(from_spec(p.variant), job.config, job.wildcards.dataset, p.segment, p.n_segments,
                          {n: i.get(n) for n in names}, {"rankings": o.rankings, "outcomes": o.outcomes,
                                                         "deep": o.deep}, p.code, log=job.log,
                          # where this segment was computed (SQLite and the rest), for metrics.json
                          metadata=lambda: {PROVENANCE_KEY: json.dumps(provenance(), sort_keys=True)})
+
+
+@stage("embeddings", inputs=["events", "sessions"], outputs=["embeddings"], params=["format"])
+def embeddings(job: Job) -> None:
+    """all-MiniLM-L6-v2 vectors of every distinct session of a dataset, once
+    (the ``minilm`` reference retriever); on a CUDA GPU through PyTorch when
+    both are present, else numpy on the CPU."""
+    from .baselines.embeddings import embed_sessions
+
+    stats = embed_sessions(job.input.events, job.params.format, job.output.embeddings, log=job.log,
+                           sessions_path=job.input.sessions)
+    job.log(f"embeddings: {json.dumps(stats, sort_keys=True)}")
 
 
 @stage("merge", inputs=["rankings", "outcomes", "deep", "data_summary", "questions", "haystacks", "events"],

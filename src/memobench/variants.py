@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, replace
 
 from .errors import ConfigError
-from .recipe import Recipe, validate
+from .recipe import REFERENCE_BACKENDS, Recipe, validate
 
 FAMILIES = ("s", "m", "locomo", "cn", "zh")
 LME = frozenset({"s", "m"})
@@ -154,13 +154,42 @@ def _zh() -> dict[str, Variant]:
     }
 
 
+# Session documents of the reference retrievers: LongMemEval-format families
+# (s, m, and cn, which searches LongMemEval-S's haystacks) use the user turns,
+# as LongMemEval's run_retrieval.py; LoCoMo and zh all turns.
+_USER_TURNS = frozenset({"s", "m", "cn"})
+_REFERENCE = {
+    "bm25-official": ("LongMemEval flat-bm25", "LongMemEval's flat BM25 exactly: rank_bm25 BM25Okapi defaults, "
+                                               "split(' ') tokens, numpy argsort order"),
+    "bm25s": ("bm25s 0.3.16", "the bm25s library with its defaults (lucene BM25, k1 1.5, b 0.75) and default "
+                              "tokenizer, one index per haystack"),
+    "fts5-bm25": ("SQLite FTS5 bm25()", "SQLite FTS5's own bm25() (k1 1.2, b 0.75, unicode61), one table per "
+                                        "haystack"),
+    "minilm": ("all-MiniLM-L6-v2", "dense all-MiniLM-L6-v2 embeddings (truncated at 256 word pieces), cosine "
+                                   "similarity"),
+}
+
+
+def references(family: str) -> dict[str, Variant]:
+    """The reference retrievers (PROTOCOL.md section 5) as variants of a family:
+    the family's skip rule, so their questions and gold (the denominators)
+    are the Memo variants'."""
+    if family not in FAMILIES:
+        raise ConfigError(f"unknown family {family!r}; known: {', '.join(FAMILIES)}")
+    docs = "user" if family in _USER_TURNS else "all"
+    return {name: Variant(name, Recipe(backend=name, documents=docs), _SKIP[family], "reference retriever: " + h,
+                          f"{d}; a session's document: its {'user turns' if docs == 'user' else 'turns'}")
+            for name, (h, d) in _REFERENCE.items()}
+
+
 _EXPERIMENTS = _experiments()
 _CN = _cn()
 _ZH = _zh()
 
 
 def builtin(family: str) -> dict[str, Variant]:
-    """Every built-in variant that applies to a family."""
+    """Every built-in Memo variant that applies to a family (the reference
+    retrievers are :func:`references`)."""
     if family in LME:
         return {**_pipelines(family), **_EXPERIMENTS}
     if family == "locomo":
@@ -175,7 +204,7 @@ def builtin(family: str) -> dict[str, Variant]:
 def known_variants() -> list[str]:
     names: set[str] = set()
     for family in FAMILIES:
-        names |= set(builtin(family))
+        names |= set(builtin(family)) | set(references(family))
     return sorted(names)
 
 
@@ -195,7 +224,7 @@ def resolve(name: str, family: str, custom: dict | None = None) -> Variant:
         v = with_recipe(base, **over)
         return replace(v, name=name, baseline=base.name,
                        description=entry.get("description", f"{base.name} with {over}"))
-    variants = builtin(family)
+    variants = {**builtin(family), **references(family)}
     if name not in variants:
         if name in known_variants():
             raise ConfigError(f"variant {name!r} does not apply to a dataset of family {family!r}")

@@ -11,7 +11,7 @@ from memobench.config import RESERVED, SAFE_NAME, dataset_family, validate
 from memobench.errors import ConfigError
 from memobench.fingerprint import stage_fingerprint
 from memobench.provenance import file_stamp
-from memobench.recipe import FIELDS
+from memobench.recipe import FIELDS, input_names
 from memobench.variants import resolve, to_spec
 
 
@@ -169,18 +169,20 @@ def normalize_inputs(w):
 
 
 def search_inputs(ds, recipe):
-    """What a job that ranks a dataset's questions under ``recipe`` reads; the
-    FTS index only for the FTS backend."""
+    """What a job that ranks a dataset's questions under ``recipe`` reads
+    (which inputs: memobench.recipe.input_names; the FTS index only for the FTS
+    backend, no tokens for a reference retriever, the embeddings for minilm)."""
     base = base_dataset(ds)
-    inputs = {
+    paths = {
         "questions": f"{norm_dir(ds)}/questions.parquet",
         "haystacks": f"{norm_dir(base)}/haystacks.parquet",
         "events": f"{norm_dir(base)}/events.parquet",
         "tokens": f"{RESULTS}/{base}/tokens/{recipe['seq']}.parquet",
+        "fts_index": f"{RESULTS}/{base}/fts/index.sqlite",
+        "embeddings": f"{RESULTS}/{base}/embeddings/minilm.parquet",
     }
-    if recipe["backend"] == "fts":
-        inputs["fts_index"] = f"{RESULTS}/{base}/fts/index.sqlite"
-    return inputs
+    names = input_names(recipe["backend"])
+    return {n: p for n, p in paths.items() if n in names}
 
 
 def retrieve_inputs(w):

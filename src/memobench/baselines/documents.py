@@ -26,8 +26,9 @@ USER_TURNS_ONLY = frozenset({"longmemeval", "longmemeval_cn"})
 
 
 def user_turns_only(fmt: str) -> bool:
-    """True when the dataset format's documents keep only user turns."""
-    return fmt in USER_TURNS_ONLY
+    """True when the documents keep only user turns: ``fmt`` is a dataset
+    format, or a recipe's ``documents`` value (``"user"`` or ``"all"``)."""
+    return fmt in USER_TURNS_ONLY or fmt == "user"
 
 
 def session_documents(events_path, fmt: str, keys=None, batch_rows: int = 65536) -> dict[int, str]:

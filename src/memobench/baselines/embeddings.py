@@ -1,9 +1,10 @@
 """The embedding stage of ``minilm``: every distinct session of a dataset
 embedded once, shared by all segments, questions and reruns.
 
-``embeddings.parquet``: one row per session of ``events.parquet``
-(``session_key`` int32, ``vector`` fixed-size list of 384 float32, unit
-length), in session-key order. Its schema metadata records the model files'
+``embeddings.parquet``: one row per session (``session_key`` int32,
+``vector`` fixed-size list of 384 float32, unit length): the sessions of
+``events.parquet`` in session-key order, then (given ``sessions.parquet``)
+each session with no event at all, whose document is the empty text. Its schema metadata records the model files'
 sha256, the truncation, the document rule and the device, so a stale or
 foreign file is refused rather than silently used.
 """
@@ -54,9 +55,11 @@ def iter_session_documents(events_path, fmt: str, batch_rows: int = 65536):
 
 
 def embed_sessions(events_path, fmt: str, out, log=print, device: str = "auto", batch_size: int | None = None,
-                   chunk_sessions: int = 4096, encoder=None) -> dict:
+                   chunk_sessions: int = 4096, encoder=None, sessions_path=None) -> dict:
     """Write ``out`` (embeddings.parquet). Sessions are embedded in chunks of
-    ``chunk_sessions`` in session-key order; within a chunk, by token length."""
+    ``chunk_sessions`` in session-key order; within a chunk, by token length.
+    With ``sessions_path`` (sessions.parquet), the sessions that have no event
+    follow, with the empty document."""
     from .dense import MAX_TOKENS, MiniLM
 
     enc = encoder or MiniLM(device=device)
@@ -79,14 +82,25 @@ def embed_sessions(events_path, fmt: str, out, log=print, device: str = "auto", 
         keys.clear()
         docs.clear()
 
+    seen: set[int] = set()
+
+    def add(key, doc):
+        nonlocal done
+        keys.append(key)
+        docs.append(doc)
+        if len(keys) >= chunk_sessions:
+            done += len(keys)
+            flush()
+            progress(done, " sessions")
+
     try:
         for key, doc in iter_session_documents(events_path, fmt):
-            keys.append(key)
-            docs.append(doc)
-            if len(keys) >= chunk_sessions:
-                done += len(keys)
-                flush()
-                progress(done, " sessions")
+            seen.add(key)
+            add(key, doc)
+        if sessions_path is not None:
+            all_keys = pq.read_table(sessions_path, columns=["session_key"]).column(0).to_pylist()
+            for key in sorted(set(all_keys) - seen):
+                add(key, "")
         done += len(keys)
         if keys:
             flush()

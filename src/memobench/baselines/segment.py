@@ -1,0 +1,121 @@
+"""The reference retrievers inside the retrieve stage: one segment's questions
+ranked by each reference variant, written as the same three tables as the
+Memo variants' (``retrieval.RANKINGS``, ``OUTCOMES``, ``DEEP``).
+
+* Questions and gold: the variant's skip rule is its dataset family's harness
+  rule (``variants.references``), applied by the same function as for the
+  Memo variants, so the skipped questions, the evaluated ones and their gold
+  (every denominator) are the Memo variants'. The harness's forced misses
+  (``empty_seq``: a question with no token of the Memo tokenizer, counted as a
+  miss with no list) stay in the denominators, but a reference retriever ranks
+  them: that limit is the Memo pipeline's, not the question's.
+* Lists: the whole haystack ranked (every copy of a duplicated session is a
+  document, as in LongMemEval's own retrieval), cut to depth 50; the top 10 is
+  ``rankings``. The deep list's score is the retriever's own where it is
+  strictly decreasing with rank over that question's list, else ``51 - rank``
+  (a tie anywhere in the 50), so a TREC tool reads the same order.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pyarrow as pa
+
+from ..errors import ConfigError, DataError
+from ..progress import Progress
+from ..retrieval import DEEP, OUTCOMES, RANKINGS, _skip_reason
+from .documents import session_documents, user_turns_only
+from .ranking import Ranking
+
+DEPTH = 50
+TOP = 10
+
+
+def run_scores(scores: np.ndarray) -> list[float]:
+    """The deep list's scores (PROTOCOL.md section 5): the retriever's own when
+    finite and strictly decreasing with rank, else ``51 - rank``."""
+    s = np.asarray(scores, dtype=np.float64)
+    if np.all(np.isfinite(s)) and np.all(np.diff(s) < 0):
+        return s.tolist()
+    return [float(DEPTH + 1 - r) for r in range(1, len(s) + 1)]
+
+
+def _vectors(variants, embeddings_path, keys):
+    """The embedding stage's table for the segment's sessions, checked against
+    the model files and each dense variant's document rule."""
+    if embeddings_path is None:
+        raise ConfigError(f"{variants[0].name}: no embeddings table (the embeddings stage's output) was given")
+    from .dense import default_encoder
+    from .embeddings import SessionVectors, read_meta
+
+    meta = read_meta(embeddings_path)
+    encoder = default_encoder()
+    if meta.get("sha256") != encoder.sha256:
+        raise DataError(embeddings_path, None, "was made with other model files; delete it and rerun")
+    for v in variants:
+        want = "user turns" if user_turns_only(v.recipe.documents) else "all turns"
+        if meta.get("documents") != want:
+            raise ConfigError(f"variant {v.name!r}: documents {v.recipe.documents!r} ({want}), but "
+                              f"{embeddings_path} embeds {meta.get('documents')} (the dataset format's rule)")
+    return SessionVectors(embeddings_path, keys=keys), encoder
+
+
+def rank_segment(variants, questions, haystacks, events_path, embeddings_path=None, log=print,
+                 label: str = "") -> dict[str, tuple[pa.Table, pa.Table, pa.Table]]:
+    """Rank one segment's ``questions`` (``retrieval.load_segment``'s, with its
+    ``haystacks``: {haystack_id: Haystack}) under each reference variant.
+    Session documents are read from ``events_path``; ``minilm`` reads its
+    session vectors from ``embeddings_path``. Returns {variant name:
+    (rankings, outcomes, deep) tables}."""
+    from . import rank
+
+    keys = sorted({k for h in haystacks.values() for k in h.keys})
+    docs = {mode: session_documents(events_path, mode, keys=keys) if keys else {}
+            for mode in sorted({v.recipe.documents for v in variants})}
+    dense = [v for v in variants if v.recipe.backend == "minilm"]
+    store, encoder = _vectors(dense, embeddings_path, keys) if dense and keys else (None, None)
+    rows = {v.name: ({n: [] for n in RANKINGS.names}, {n: [] for n in OUTCOMES.names},
+                     {n: [] for n in DEEP.names}) for v in variants}
+    progress = Progress(log, f"{label} questions", total=len(questions))
+    started = time.monotonic()
+    for n, q in enumerate(questions):
+        hay = haystacks.get(q["haystack_id"])
+        for v in variants:
+            rank_rows, out_rows, deep_rows = rows[v.name]
+            skip, _ = _skip_reason(v.skip, q, hay, v)  # a forced miss is ranked (module docstring)
+            gold_rank = 0
+            if skip is None:
+                ranking = Ranking.empty()
+                if hay is not None and hay.ids:
+                    texts = [docs[v.recipe.documents][k] for k in hay.keys]
+                    vectors = store.vectors(hay.keys) if v.recipe.backend == "minilm" else None
+                    ranking = rank(v.recipe.backend, q["question"], texts, vectors=vectors,
+                                   encoder=encoder).top(DEPTH)
+                ids = [hay.ids[p] for p in ranking.positions.tolist()]
+                deep_rows["question_id"].extend([q["question_id"]] * len(ids))
+                deep_rows["rank"].extend(range(1, len(ids) + 1))
+                deep_rows["session_id"].extend(ids)
+                deep_rows["q_index"].extend([q["q_index"]] * len(ids))
+                deep_rows["score"].extend(run_scores(ranking.scores))
+                gold = set(q["gold"])
+                for r, sid in enumerate(ids[:TOP], 1):
+                    rank_rows["question_id"].append(q["question_id"])
+                    rank_rows["rank"].append(r)
+                    rank_rows["session_id"].append(sid)
+                    rank_rows["q_index"].append(q["q_index"])
+                    if not gold_rank and sid in gold:
+                        gold_rank = r
+            out_rows["q_index"].append(q["q_index"])
+            out_rows["question_id"].append(q["question_id"])
+            out_rows["question_type"].append(q["question_type"])
+            out_rows["status"].append("skipped" if skip else "evaluated")
+            out_rows["reason"].append(skip)
+            out_rows["in_types"].append(skip is None)
+            out_rows["gold_rank"].append(gold_rank)
+            out_rows["pool_size"].append(len(hay.ids) if hay is not None else 0)
+        progress(n + 1)
+    progress(len(questions), f" done in {time.monotonic() - started:.1f} s", force=True)
+    return {name: (pa.table(r, schema=RANKINGS), pa.table(o, schema=OUTCOMES), pa.table(d, schema=DEEP))
+            for name, (r, o, d) in rows.items()}
