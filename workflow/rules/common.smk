@@ -253,3 +253,83 @@ wildcard_constraints:
     variant=_NAME,
     segment=r"seg[0-9]+",
     seq="|".join(FIELDS["seq"].metadata["choices"]),
+
+
+# --------------------------------------------------------------------------- missing datasets
+# A download that fails is recorded in the dataset's receipt, not a failed job
+# (src/memobench/missing.py): the run finishes every dataset it can, the
+# report lists the missing ones, and the last rule (datasets.smk) fails while
+# any is missing. The input functions below wait for every download
+# checkpoint, then leave out the missing datasets and those that search their
+# haystacks.
+
+import time
+
+from snakemake.exceptions import IncompleteCheckpointException
+
+from memobench.missing import find_missing, read_receipt
+
+# This invocation of Snakemake (a rerun trigger: see download_retry).
+RETRY_TOKEN = f"{os.getpid()}-{time.time_ns()}"
+
+
+def downloaded_datasets():
+    """The datasets the run needs a raw file of, through the download checkpoint."""
+    needed = [ds for ds in RUN if DATASETS[ds]["format"] != "embedded"]
+    needed += [base_dataset(ds) for ds in RUN if base_dataset(ds) != ds]
+    return list(dict.fromkeys(needed))
+
+
+def receipt_files():
+    return [receipt_path(ds) for ds in downloaded_datasets()]
+
+
+# dataset -> the dataset whose haystacks it searches (missing with it)
+NEEDS = {ds: base_dataset(ds) for ds in RUN if base_dataset(ds) != ds}
+
+
+def download_retry(w):
+    """The download checkpoint's `retry` param, which the receipt keeps: once
+    the file is there it is the token the download ran with (unchanged, so
+    nothing reruns); while the receipt records a failed download it is this
+    invocation's token, a changed param, so every run retries the download."""
+    r = read_receipt(receipt_path(w.dataset))
+    if r and not r.get("missing") and r.get("attempt") is not None:
+        return r["attempt"]
+    return RETRY_TOKEN
+
+
+def missing_datasets():
+    """{dataset: why} of the run's datasets that cannot run (memobench.missing).
+    Raises Snakemake's IncompleteCheckpointException until every download
+    checkpoint has run (every receipt is an input of the report, so the
+    downloads still run side by side)."""
+    receipts, pending = {}, None
+    for ds in downloaded_datasets():
+        try:
+            checkpoints.download.get(dataset=ds)
+        except IncompleteCheckpointException as e:
+            pending = pending or e
+            continue
+        receipts[ds] = read_receipt(receipt_path(ds))
+    if pending is not None:
+        raise pending
+    return find_missing(receipts, NEEDS)
+
+
+def present_only(paths):
+    """An input function: ``paths`` less those of missing datasets (results/{dataset}/...)."""
+
+    def inputs(w):
+        prefixes = tuple(f"{RESULTS}/{ds}/" for ds in missing_datasets())
+        return [p for p in paths if not (prefixes and p.startswith(prefixes))]
+
+    return inputs
+
+
+def without_downloads(paths):
+    """``paths`` of the datasets that need no download (the embedded set): an
+    input of the last rule, so that their jobs start beside the downloads
+    instead of waiting for the report's inputs to be known."""
+    keep = tuple(f"{RESULTS}/{ds}/" for ds in RUN if ds not in downloaded_datasets() and ds not in NEEDS)
+    return [p for p in paths if keep and p.startswith(keep)]
