@@ -301,15 +301,18 @@ def download_retry(w):
 
 def missing_datasets():
     """{dataset: why} of the run's datasets that cannot run (memobench.missing).
-    Raises Snakemake's IncompleteCheckpointException until every download
-    checkpoint has run (every receipt is an input of the report, so the
-    downloads still run side by side)."""
+    Raises Snakemake's IncompleteCheckpointException while the download
+    checkpoint of a dataset whose raw file is not there has yet to run (every
+    receipt is an input of the report, so the downloads still run side by
+    side). A raw file that is there cannot go missing (the download stage
+    keeps it), so its dataset's jobs are known, and dry-run, at once."""
     receipts, pending = {}, None
     for ds in downloaded_datasets():
         try:
             checkpoints.download.get(dataset=ds)
         except IncompleteCheckpointException as e:
-            pending = pending or e
+            if not os.path.exists(raw_path(ds)):
+                pending = pending or e
             continue
         receipts[ds] = read_receipt(receipt_path(ds))
     if pending is not None:
