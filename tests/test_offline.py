@@ -72,7 +72,7 @@ def test_offline_first_run_reports_what_it_could_do_then_a_rerun_completes(tmp_p
     assert any(ln.startswith("| cn | - |") and "haystacks of mine" in ln for ln in report.splitlines())
     assert "Missing datasets" in (results / "report.html").read_text()
     receipt = json.loads((results / "mine" / "raw.json").read_text())
-    assert receipt["missing"] and receipt["file"] == str(data / "mine.json")
+    assert receipt["missing"] and receipt["file"] == str(data / "mine.json") and receipt["attempt"] == 1
     zh_before = _mtimes(results / "zh")
 
     # 2. the file is served now: the same command retries the download and runs only what was missing
@@ -84,6 +84,8 @@ def test_offline_first_run_reports_what_it_could_do_then_a_rerun_completes(tmp_p
     report = (results / "report.md").read_text()
     assert "Missing datasets" not in report and "| mine | v0.8.0 |" in report and "| cn | cn-A |" in report
     assert json.loads((results / "datasets.json").read_text())["missing"] == []
+    receipt = json.loads((results / "mine" / "raw.json").read_text())
+    assert "missing" not in receipt and receipt["attempt"] == 2  # the retry got it
 
     # 3. nothing left to do
     assert dry_run_jobs(tmp_path, configfile=cfg) == {}
@@ -120,8 +122,8 @@ def test_a_hand_placed_file_completes_the_run_with_the_default_profile(tmp_path,
 
 def test_missing_datasets_include_those_that_need_them_and_say_how_to_get_them(tmp_path):
     gone = missing.missing_receipt(tmp_path / "s.json", "s.json: could not download (no network?): tried u (x). "
-                                   "Place the file (5 bytes) at /d/s.json and rerun.", 5, "ab" * 32, ["u"], "t")
-    found = missing.find_missing({"s": gone, "m": {"file": "/d/m.json", "attempt": "t"}}, {"cn": "s", "cn2": "m"})
+                                   "Place the file (5 bytes) at /d/s.json and rerun.", 5, "ab" * 32, ["u"], 1)
+    found = missing.find_missing({"s": gone, "m": {"file": "/d/m.json", "attempt": 1}}, {"cn": "s", "cn2": "m"})
     assert list(found) == ["s", "cn"] and found["cn"] == {"needs": "s"}
     md = missing.markdown(found)
     assert f"| s | s.json | {tmp_path / 's.json'} | 5 | {'ab' * 32} | u | could not download (no network?): " \

@@ -4,7 +4,7 @@ A download that fails does not fail the workflow: the download stage records
 it in the dataset's receipt (``results/{dataset}/raw.json``) as
 
     {"file": <where to place it>, "missing": <the one-line reason>,
-     "bytes": N, "sha256": H or null, "urls": [...], "attempt": <token>}
+     "bytes": N, "sha256": H or null, "urls": [...], "attempt": <n>}
 
 and the workflow leaves that dataset (and every dataset that searches its
 haystacks, ``haystacks_from``) out of the report's inputs. The report says

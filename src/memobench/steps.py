@@ -179,13 +179,13 @@ def raise_internal(logf, log_path, e: BaseException) -> None:
 # --------------------------------------------------------------------------- stages
 
 
-@stage("download", outputs=["receipt"], params=["raw", "urls", "bytes", "sha256", "retry"])
+@stage("download", outputs=["receipt"], params=["raw", "urls", "bytes", "sha256", "attempt"])
 def download(job: Job) -> None:
     """Fetch the raw file unless it is already there (the verify stage judges a
     file that is there: a wrong one is reported, never replaced or deleted). A
     download that fails is recorded in the receipt, not a failed job
-    (missing.py): the run goes on with the other datasets. ``retry`` is the
-    workflow's rerun trigger; the receipt keeps it (see common.smk)."""
+    (missing.py): the run goes on with the other datasets. ``attempt`` (the
+    receipt keeps it) is the rerun trigger that retries it (common.smk)."""
     from .download import DownloadError, fetch
     from .missing import missing_receipt
 
@@ -198,9 +198,9 @@ def download(job: Job) -> None:
         except DownloadError as e:
             job.log(f"MISSING: {e}")
             print(f"memobench: {e} (the run goes on without dataset {job.wildcards.dataset})", file=sys.stderr)
-            write_json(job.output.receipt, missing_receipt(dest, str(e), p.bytes, p.sha256, p.urls, p.retry))
+            write_json(job.output.receipt, missing_receipt(dest, str(e), p.bytes, p.sha256, p.urls, p.attempt))
             return
-    write_json(job.output.receipt, {"file": str(dest.resolve()), "attempt": p.retry})
+    write_json(job.output.receipt, {"file": str(dest.resolve()), "attempt": p.attempt})
 
 
 @stage("verify", inputs=["receipt", "raw"], outputs=["verified"], params=["bytes", "sha256"])

@@ -263,14 +263,9 @@ wildcard_constraints:
 # checkpoint, then leave out the missing datasets and those that search their
 # haystacks.
 
-import time
-
 from snakemake.exceptions import IncompleteCheckpointException
 
 from memobench.missing import find_missing, read_receipt
-
-# This invocation of Snakemake (a rerun trigger: see download_retry).
-RETRY_TOKEN = f"{os.getpid()}-{time.time_ns()}"
 
 
 def downloaded_datasets():
@@ -288,15 +283,21 @@ def receipt_files():
 NEEDS = {ds: base_dataset(ds) for ds in RUN if base_dataset(ds) != ds}
 
 
-def download_retry(w):
-    """The download checkpoint's `retry` param, which the receipt keeps: once
-    the file is there it is the token the download ran with (unchanged, so
-    nothing reruns); while the receipt records a failed download it is this
-    invocation's token, a changed param, so every run retries the download."""
-    r = read_receipt(receipt_path(w.dataset))
-    if r and not r.get("missing") and r.get("attempt") is not None:
-        return r["attempt"]
-    return RETRY_TOKEN
+_ATTEMPTS = {}
+
+
+def download_attempt(w):
+    """The download checkpoint's `attempt` param, which its receipt keeps: 1 at
+    first; once the file is there, the attempt that got it (unchanged, so
+    nothing reruns); while the receipt records a failed download, one more (a
+    changed param, so every run retries the download). Computed once per
+    dataset and run: Snakemake deletes the receipt before the job runs and may
+    evaluate the param again then."""
+    ds = dataset_of(w)
+    if ds not in _ATTEMPTS:
+        r = read_receipt(receipt_path(ds))
+        _ATTEMPTS[ds] = 1 if not r else r.get("attempt", 0) + 1 if r.get("missing") else r.get("attempt", 1)
+    return _ATTEMPTS[ds]
 
 
 def missing_datasets():
