@@ -3,10 +3,13 @@ the real Snakemake workflow in a scratch directory."""
 
 from __future__ import annotations
 
+import functools
+import http.server
 import os
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -87,6 +90,23 @@ def pytest_terminal_summary(terminalreporter):
             f"memobench: {len(skipped)} exactness tests skipped ({reason.removeprefix('Skipped: ')})", yellow=True)
     elif terminalreporter.stats.get("passed") and _LOCOMO is not None and _LOCOMO[0] is not None:
         terminalreporter.write_line(f"memobench: exactness tests ran on the real LoCoMo file ({_LOCOMO[1]})")
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def http_dir(tmp_path):
+    """A folder served over real HTTP on 127.0.0.1: yields (folder, base URL)."""
+    root = tmp_path / "www"
+    root.mkdir()
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(root)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield root, f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
 
 
 def data_dir(root: Path, *files: Path) -> Path:

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from .jsmath import to_fixed
 from .metrics import pct
+from .missing import markdown as missing_markdown
 from .published import GUIDE_TABLE, published
 from .recipe import REFERENCE_BACKENDS
 from .tables import atomic_path, write_text
@@ -453,7 +454,7 @@ def _html_details(runs: list[dict]) -> list[str]:
     return out
 
 
-def html_report(runs, stats, extra_md, images: dict[str, str]) -> str:
+def html_report(runs, stats, extra_md, images: dict[str, str], missing_md: str = "") -> str:
     out = ["<!doctype html><html><head><meta charset='utf-8'><title>memobench report</title>"
            f"<style>{CSS}</style></head><body>", "<h1>memobench report</h1>",
            "<p class='note'><b>Two kinds of numbers, never interchangeable.</b> "
@@ -466,6 +467,8 @@ def html_report(runs, stats, extra_md, images: dict[str, str]) -> str:
            "abstention and no-user-target questions excluded. hit@10 is not recall_all@10: quote the one whose "
            "rules match the number you compare against. Cells at 95% or more are shaded (saturated). "
            "n is the number of questions behind each rate.</p>"]
+    if missing_md:
+        out.append(_md_to_html(missing_md))
     out.append("<h2>Harness and official metrics</h2>")
     out += _html_main_tables(runs)
     together = _md_against_reference(runs, stats)
@@ -567,7 +570,9 @@ def heatmap(runs: list[dict], png_out) -> None:
 
 
 def build_report(metrics_paths, extra_md, md_out, html_out, png_out, official_paths=(), stats_paths=(),
-                 forest_out=None, heatmap_out=None, manifest_path=None, log=print) -> None:
+                 forest_out=None, heatmap_out=None, manifest_path=None, log=print, missing=None) -> None:
+    """``missing``: {dataset: why} of the datasets that could not run (missing.py),
+    listed with how to get them at the top of the report."""
     runs = [json.loads(Path(p).read_text(encoding="utf-8")) for p in metrics_paths]
     official = {}
     for p in official_paths:
@@ -580,6 +585,10 @@ def build_report(metrics_paths, extra_md, md_out, html_out, png_out, official_pa
     extras = [Path(p).read_text(encoding="utf-8") for p in extra_md] + [provenance_section(manifest_path, runs)]
     md = (markdown(runs) + _md_against_reference(runs, stats) + variant_table(runs) + _md_official(runs)
           + _md_stats(stats))
+    gone = missing_markdown(missing or {})
+    if gone:  # right under the title, before the tables of what did run
+        title, rest = md.split("\n", 1)
+        md = f"{title}\n\n{gone}{rest}"
     for text in extras:
         md += "\n" + text
     write_text(md_out, md)
@@ -591,6 +600,6 @@ def build_report(metrics_paths, extra_md, md_out, html_out, png_out, official_pa
     if heatmap_out:
         heatmap(runs, heatmap_out)
         images["heatmap"] = Path(heatmap_out).name
-    write_text(html_out, html_report(runs, stats, extras, images))
-    log(f"report: {len(runs)} runs, {sum(1 for m in runs if m.get('official'))} with official metrics, "
+    write_text(html_out, html_report(runs, stats, extras, images, missing_md=gone))
+    log(f"report: {len(runs)} runs, {len(missing or {})} datasets missing, {sum(1 for m in runs if m.get('official'))} with official metrics, "
         f"{sum(len(s['comparisons']) for s in stats)} comparisons")

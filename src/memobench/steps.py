@@ -183,18 +183,28 @@ def raise_internal(logf, log_path, e: BaseException) -> None:
 # --------------------------------------------------------------------------- stages
 
 
-@stage("download", outputs=["receipt"], params=["raw", "urls", "bytes", "sha256"])
+@stage("download", outputs=["receipt"], params=["raw", "urls", "bytes", "sha256", "attempt"])
 def download(job: Job) -> None:
     """Fetch the raw file unless it is already there (the verify stage judges a
-    file that is there: a wrong one is reported, never replaced or deleted)."""
-    from .download import fetch
+    file that is there: a wrong one is reported, never replaced or deleted). A
+    download that fails is recorded in the receipt, not a failed job
+    (missing.py): the run goes on with the other datasets. ``attempt`` (the
+    receipt keeps it) is the rerun trigger that retries it (common.smk)."""
+    from .download import DownloadError, fetch
+    from .missing import missing_receipt
 
     p, dest = job.params, Path(job.params.raw)
     if dest.exists():
         job.log(f"{dest}: present ({dest.stat().st_size} bytes), not downloaded")
     else:
-        fetch(p.urls, dest, p.bytes, sha256=p.sha256, log=job.log)
-    write_json(job.output.receipt, {"file": str(dest.resolve())})
+        try:
+            fetch(p.urls, dest, p.bytes, sha256=p.sha256, log=job.log)
+        except DownloadError as e:
+            job.log(f"MISSING: {e}")
+            print(f"memobench: {e} (the run goes on without dataset {job.wildcards.dataset})", file=sys.stderr)
+            write_json(job.output.receipt, missing_receipt(dest, str(e), p.bytes, p.sha256, p.urls, p.attempt))
+            return
+    write_json(job.output.receipt, {"file": str(dest.resolve()), "attempt": p.attempt})
 
 
 @stage("verify", inputs=["receipt", "raw"], outputs=["verified"], params=["bytes", "sha256"])
@@ -338,14 +348,34 @@ def falsify(job: Job) -> None:
     job.log(f"falsifier {job.wildcards.dataset}: {len(rows)} comparisons")
 
 
-@stage("report", inputs=["metrics", "extras", "manifest", "official", "stats", "exports"],
-       outputs=["md", "html", "plot", "forest", "heatmap"])
+@stage("report", inputs=["metrics", "extras", "manifest", "official", "stats", "exports"], optional=["receipts"],
+       outputs=["md", "html", "plot", "forest", "heatmap"], params=["needs"])
 def report(job: Job) -> None:
+    from .missing import find_missing, receipts_by_dataset
     from .report import build_report
 
     i, o = job.input, job.output
+    missing = find_missing(receipts_by_dataset(i.get("receipts", [])), job.params.needs)
     build_report(i.metrics, i.extras, o.md, o.html, o.plot, official_paths=i.official, stats_paths=i.stats,
-                 forest_out=o.forest, heatmap_out=o.heatmap, manifest_path=i.manifest, log=job.log)
+                 forest_out=o.forest, heatmap_out=o.heatmap, manifest_path=i.manifest, log=job.log,
+                 missing=missing)
+
+
+@stage("datasets", inputs=["report", "manifest"], optional=["receipts", "ready"], outputs=["datasets"], params=["needs"])
+def datasets(job: Job) -> None:
+    """The run's last step: one line per missing dataset and a failure while
+    any is missing (missing.py); the list of datasets once none is."""
+    from .missing import check, find_missing, receipts_by_dataset
+
+    receipts = receipts_by_dataset(job.input.get("receipts", []))
+    missing = find_missing(receipts, job.params.needs)
+
+    def say(line: str) -> None:
+        job.log(line)
+        print(f"memobench: {line}", file=sys.stderr)
+
+    check(missing, log=say)
+    write_json(job.output.datasets, {"downloaded": sorted(receipts), "missing": []})
 
 
 @stage("session_json", inputs=["events"], outputs=["sessions"])

@@ -286,3 +286,87 @@ wildcard_constraints:
     variant=_NAME,
     segment=r"seg[0-9]+",
     seq="|".join(FIELDS["seq"].metadata["choices"]),
+
+
+# --------------------------------------------------------------------------- missing datasets
+# A download that fails is recorded in the dataset's receipt, not a failed job
+# (src/memobench/missing.py): the run finishes every dataset it can, the
+# report lists the missing ones, and the last rule (datasets.smk) fails while
+# any is missing. The input functions below wait for every download
+# checkpoint, then leave out the missing datasets and those that search their
+# haystacks.
+
+from snakemake.exceptions import IncompleteCheckpointException
+
+from memobench.missing import find_missing, read_receipt
+
+
+def downloaded_datasets():
+    """The datasets the run needs a raw file of, through the download checkpoint."""
+    needed = [ds for ds in RUN if DATASETS[ds]["format"] != "embedded"]
+    needed += [base_dataset(ds) for ds in RUN if base_dataset(ds) != ds]
+    return list(dict.fromkeys(needed))
+
+
+def receipt_files():
+    return [receipt_path(ds) for ds in downloaded_datasets()]
+
+
+# dataset -> the dataset whose haystacks it searches (missing with it)
+NEEDS = {ds: base_dataset(ds) for ds in RUN if base_dataset(ds) != ds}
+
+
+_ATTEMPTS = {}
+
+
+def download_attempt(w):
+    """The download checkpoint's `attempt` param, which its receipt keeps: 1 at
+    first; once the file is there, the attempt that got it (unchanged, so
+    nothing reruns); while the receipt records a failed download, one more (a
+    changed param, so every run retries the download). Computed once per
+    dataset and run: Snakemake deletes the receipt before the job runs and may
+    evaluate the param again then."""
+    ds = dataset_of(w)
+    if ds not in _ATTEMPTS:
+        r = read_receipt(receipt_path(ds))
+        _ATTEMPTS[ds] = 1 if not r else r.get("attempt", 0) + 1 if r.get("missing") else r.get("attempt", 1)
+    return _ATTEMPTS[ds]
+
+
+def missing_datasets():
+    """{dataset: why} of the run's datasets that cannot run (memobench.missing).
+    Raises Snakemake's IncompleteCheckpointException while the download
+    checkpoint of a dataset whose raw file is not there has yet to run (every
+    receipt is an input of the report, so the downloads still run side by
+    side). A raw file that is there cannot go missing (the download stage
+    keeps it), so its dataset's jobs are known, and dry-run, at once."""
+    receipts, pending = {}, None
+    for ds in downloaded_datasets():
+        try:
+            checkpoints.download.get(dataset=ds)
+        except IncompleteCheckpointException as e:
+            if not os.path.exists(raw_path(ds)):
+                pending = pending or e
+            continue
+        receipts[ds] = read_receipt(receipt_path(ds))
+    if pending is not None:
+        raise pending
+    return find_missing(receipts, NEEDS)
+
+
+def present_only(paths):
+    """An input function: ``paths`` less those of missing datasets (results/{dataset}/...)."""
+
+    def inputs(w):
+        prefixes = tuple(f"{RESULTS}/{ds}/" for ds in missing_datasets())
+        return [p for p in paths if not (prefixes and p.startswith(prefixes))]
+
+    return inputs
+
+
+def without_downloads(paths):
+    """``paths`` of the datasets that need no download (the embedded set): an
+    input of the last rule, so that their jobs start beside the downloads
+    instead of waiting for the report's inputs to be known."""
+    keep = tuple(f"{RESULTS}/{ds}/" for ds in RUN if ds not in downloaded_datasets() and ds not in NEEDS)
+    return [p for p in paths if keep and p.startswith(keep)]

@@ -5,6 +5,9 @@
 # multi-GB download or a file placed by hand must never be deleted by a rerun,
 # --forceall, or a change to this rule's code. It is a checkpoint so that the
 # verify rule can take the raw file itself as an input once it exists.
+# A download that fails (no network) is recorded in the receipt, not a failed
+# job, and retried by every later run until the file is there (download_attempt
+# in common.smk); the report and the last rule say what is missing.
 
 
 checkpoint download:
@@ -15,6 +18,7 @@ checkpoint download:
         urls=lambda w: DATASETS[w.dataset].get("urls", []),
         bytes=lambda w: DATASETS[w.dataset]["bytes"],
         sha256=lambda w: DATASETS[w.dataset].get("sha256"),
+        attempt=download_attempt,
         code=code("download"),
     log:
         f"{RESULTS}/logs/download/{{dataset}}.log",

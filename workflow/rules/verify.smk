@@ -28,7 +28,7 @@ rule verify:
 
 rule manifest:
     input:
-        verified=verified_files(),
+        verified=present_only(verified_files()),
     output:
         manifest=f"{RESULTS}/manifest.json",
     params:

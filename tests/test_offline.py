@@ -1,0 +1,138 @@
+"""An offline first run (issue 13): a download that fails does not stop the
+datasets that are there; the report covers what ran and says how to get what
+is missing; the exit status stays non-zero until nothing is; the next run
+retries the download and runs only what was missing. Real HTTP on 127.0.0.1,
+real Snakemake, no --keep-going."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, dry_run_jobs, snakemake, write_config
+from memobench import missing
+from memobench.errors import DownloadError
+from memobench.generate import write_cn, write_longmemeval
+
+
+def _mtimes(folder: Path) -> dict[str, int]:
+    return {str(p.relative_to(folder)): p.stat().st_mtime_ns for p in folder.rglob("*") if p.is_file()}
+
+
+@pytest.fixture
+def offline_config(tmp_path, http_dir):
+    """zh (embedded), `mine` (LongMemEval, downloadable from 127.0.0.1 once it
+    is served) and `cn` (a hand-placed CN file searching mine's haystacks)."""
+    www, base = http_dir
+    src = tmp_path / "src"
+    src.mkdir()
+    lme = src / "mine.json"
+    write_longmemeval(lme, n_questions=10, sessions_per_question=5, seed=11)
+    data = tmp_path / "data"
+    data.mkdir()
+    cn = data / "cn.jsonl"
+    write_cn(cn, lme, seed=2)
+    sha = hashlib.sha256(lme.read_bytes()).hexdigest()
+    url = f"{base}/mine.json"
+    cfg = write_config(tmp_path / "cfg.yaml", data_dir=str(data), run=["zh", "mine", "cn"], datasets={
+        "zh": {"variants": ["zh-B"]},
+        "mine": {"format": "longmemeval", "family": "s", "file": "mine.json", "bytes": lme.stat().st_size,
+                 "sha256": sha, "urls": [url], "segments": 1, "variants": ["v0.8.0"]},
+        "cn": {"format": "longmemeval_cn", "family": "cn", "file": "cn.jsonl", "bytes": cn.stat().st_size,
+               "haystacks_from": "mine", "segments": 1, "variants": ["cn-A"]},
+    })
+    return cfg, www, lme, sha, url, data
+
+
+def test_offline_first_run_reports_what_it_could_do_then_a_rerun_completes(tmp_path, offline_config):
+    cfg, www, lme, sha, url, data = offline_config
+    results = tmp_path / "results"
+
+    # 1. the server does not have the file (404): no --keep-going, yet zh runs to the end
+    proc = snakemake(tmp_path, "--cores", "2", configfile=cfg, check=False)
+    err = proc.stdout + proc.stderr
+    assert proc.returncode != 0, err[-3000:]
+    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("memobench: missing dataset ")]
+    assert len(lines) == 2, err[-3000:]  # one line per missing dataset
+    assert lines[0].startswith("memobench: missing dataset mine: mine.json: could not download")
+    assert f"at {data / 'mine.json'} and rerun" in lines[0] and url in lines[0] and sha in lines[0]
+    assert lines[1].startswith("memobench: missing dataset cn: it searches the haystacks of mine")
+    assert "Traceback" not in err
+    assert (results / "zh" / "zh-B" / "metrics.json").exists()
+    assert not (results / "mine" / "v0.8.0").exists() and not (results / "cn" / "cn-A").exists()
+    assert not (data / "mine.json").exists() and not (results / "datasets.json").exists()
+    report = (results / "report.md").read_text()
+    assert "## Missing datasets" in report and "| zh | zh-B |" in report
+    row = next(ln for ln in report.splitlines() if ln.startswith("| mine | mine.json |"))
+    assert f"| {data / 'mine.json'} | {lme.stat().st_size} | {sha} | {url} |" in row and "HTTP 404" in row
+    assert any(ln.startswith("| cn | - |") and "haystacks of mine" in ln for ln in report.splitlines())
+    assert "Missing datasets" in (results / "report.html").read_text()
+    receipt = json.loads((results / "mine" / "raw.json").read_text())
+    assert receipt["missing"] and receipt["file"] == str(data / "mine.json") and receipt["attempt"] == 1
+    zh_before = _mtimes(results / "zh")
+
+    # 2. the file is served now: the same command retries the download and runs only what was missing
+    (www / "mine.json").write_bytes(lme.read_bytes())
+    proc = snakemake(tmp_path, "--cores", "2", configfile=cfg, check=False)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    assert (data / "mine.json").read_bytes() == lme.read_bytes()
+    assert _mtimes(results / "zh") == zh_before  # nothing of zh ran again
+    report = (results / "report.md").read_text()
+    assert "Missing datasets" not in report and "| mine | v0.8.0 |" in report and "| cn | cn-A |" in report
+    assert json.loads((results / "datasets.json").read_text())["missing"] == []
+    receipt = json.loads((results / "mine" / "raw.json").read_text())
+    assert "missing" not in receipt and receipt["attempt"] == 2  # the retry got it
+
+    # 3. nothing left to do
+    assert dry_run_jobs(tmp_path, configfile=cfg) == {}
+
+
+def test_a_hand_placed_file_completes_the_run_with_the_default_profile(tmp_path, http_dir):
+    """Unreachable URL, --workflow-profile default (keep-going): exit 1 with the
+    line; the file placed by hand and the same command: exit 0, nothing more to do."""
+    _, base = http_dir
+    lme = tmp_path / "mine.json"
+    write_longmemeval(lme, n_questions=6, sessions_per_question=4, seed=5)
+    data = tmp_path / "data"
+    cfg = write_config(tmp_path / "cfg.yaml", data_dir=str(data), run=["mine"], datasets={
+        "mine": {"format": "longmemeval", "family": "s", "file": "mine.json", "bytes": lme.stat().st_size,
+                 "urls": [f"{base}/nowhere/mine.json"], "segments": 1, "variants": ["v0.8.0"]}})
+    profile = ["--workflow-profile", str(REPO / "workflow" / "profiles" / "default"), "--cores", "2"]
+    proc = snakemake(tmp_path, *profile, configfile=cfg, check=False)
+    assert proc.returncode != 0
+    assert [ln for ln in proc.stderr.splitlines() if ln.startswith("memobench: missing dataset")] == [
+        f"memobench: missing dataset mine: mine.json: could not download (no network?): tried "
+        f"{base}/nowhere/mine.json (HTTP 404 File not found). Place the file ({lme.stat().st_size} bytes) "
+        f"at {data / 'mine.json'} and rerun."]
+    assert "| mine | mine.json |" in (tmp_path / "results" / "report.md").read_text()
+    # a second offline run retries and still says so
+    assert dry_run_jobs(tmp_path, *profile, configfile=cfg).get("download") == 1
+    os.replace(lme, data / "mine.json")
+    snakemake(tmp_path, *profile, configfile=cfg)
+    assert (tmp_path / "results" / "mine" / "v0.8.0" / "metrics.json").exists()
+    assert dry_run_jobs(tmp_path, *profile, configfile=cfg) == {}
+
+
+# --- the package side (memobench.missing) -----------------------------------
+
+
+def test_missing_datasets_include_those_that_need_them_and_say_how_to_get_them(tmp_path):
+    gone = missing.missing_receipt(tmp_path / "s.json", "s.json: could not download (no network?): tried u (x). "
+                                   "Place the file (5 bytes) at /d/s.json and rerun.", 5, "ab" * 32, ["u"], 1)
+    found = missing.find_missing({"s": gone, "m": {"file": "/d/m.json", "attempt": 1}}, {"cn": "s", "cn2": "m"})
+    assert list(found) == ["s", "cn"] and found["cn"] == {"needs": "s"}
+    md = missing.markdown(found)
+    assert f"| s | s.json | {tmp_path / 's.json'} | 5 | {'ab' * 32} | u | could not download (no network?): " \
+           f"tried u (x). |" in md
+    assert missing.markdown({}) == ""
+    said = []
+    with pytest.raises(DownloadError, match=r"^2 dataset\(s\) missing: s, cn; results/report.md"):
+        missing.check(found, log=said.append)
+    assert said == [f"missing dataset s: {gone['missing']}",
+                    "missing dataset cn: it searches the haystacks of s, which is missing; it runs once s is there"]
+    missing.check({}, log=said.append)  # nothing missing: no line, no error
+    assert len(said) == 2
