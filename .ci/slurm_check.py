@@ -242,7 +242,8 @@ def snakemake_cmd(workdir: Path, cfg: Path, *args) -> list[str]:
 def outputs(root: Path) -> dict[str, Path]:
     res = root / "results"
     return {str(p.relative_to(res)): p for p in res.rglob("*")
-            if p.is_file() and not p.relative_to(res).parts[0] == "logs"}
+            # logs and the shared retrieval's internal cache (its keys hold file stamps) excepted
+            if p.is_file() and not {"logs", "cache"} & set(p.relative_to(res).parts)}
 
 
 def run_both(work: Path, cfg: Path):

@@ -25,11 +25,12 @@ from memobench.generate import write_longmemeval
 
 
 def digest_tree(results: Path) -> dict[str, str]:
-    """sha256 of every output under results/, logs excepted."""
+    """sha256 of every output under results/, logs and the shared retrieval's
+    internal cache (keys hold file stamps) excepted."""
     return {
         str(p.relative_to(results)): hashlib.sha256(p.read_bytes()).hexdigest()
         for p in sorted(results.rglob("*"))
-        if p.is_file() and "logs" not in p.relative_to(results).parts
+        if p.is_file() and not {"logs", "cache"} & set(p.relative_to(results).parts)
     }
 
 

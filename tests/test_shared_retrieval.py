@@ -14,7 +14,7 @@ from conftest import snakemake, write_config
 from memobench import normalize, retrieval, tokenize, variants
 from memobench.ftsindex import build_index
 from memobench.generate import write_longmemeval
-from memobench.shared_retrieval import KEY_META, siblings, read_plan, stored_key, write_plan, write_segment_shared
+from memobench.shared_retrieval import siblings, read_plan, stored_key, write_plan, write_segment_shared
 
 QUIET = lambda *a, **k: None  # noqa: E731
 KINDS = ("rankings", "outcomes", "deep")
@@ -82,12 +82,12 @@ def test_first_job_ranks_siblings_and_their_jobs_copy_them(tables, tmp_path):
     assert first == {"reused": False, "computed": names}
     for name in names[1:]:
         assert _run(tables, tmp_path, name, cfg) == {"reused": True, "computed": []}
-    assert not any((tmp_path / "ds" / "cache" / "seg1").iterdir())  # used entries are removed
+    assert not list((tmp_path / "ds" / "cache" / "seg1").glob("*.parquet"))  # used entries are removed
     for name in names:
         alone = _alone(tables, tmp_path, name)
         for k in KINDS:
             assert pq.read_table(_outputs(tmp_path, name)[k]).equals(alone[k]), (name, k)
-        assert stored_key(_outputs(tmp_path, name)["outcomes"])
+        assert stored_key(tmp_path / "ds" / "cache" / "seg1", name)
 
 
 def test_up_to_date_siblings_are_not_recomputed(tables, tmp_path):
@@ -114,7 +114,7 @@ def test_an_entry_is_used_only_under_its_key(tables, tmp_path):
     cfg = _config(["v0.8.0", "v0.5.0"])
     _run(tables, tmp_path, "v0.8.0", cfg)
     cache = tmp_path / "ds" / "cache" / "seg1"
-    [entry] = {p.name.split(".")[0] for p in cache.iterdir()}
+    [entry] = {p.name.split(".")[0] for p in cache.glob("*.parquet")}
     write_plan(tmp_path, [("ds", "v0.8.0", 1), ("ds", "v0.5.0", 1)], complete=True)
     # another code fingerprint: the entry does not match, the job ranks its own lists (and
     # v0.8.0's, whose outputs carry the old fingerprint's key)
@@ -125,8 +125,8 @@ def test_an_entry_is_used_only_under_its_key(tables, tmp_path):
     try:
         os.utime(tok, ns=(st.st_atime_ns, st.st_mtime_ns + 100 * 10**9))  # newer than every entry
         assert _run(tables, tmp_path, "v0.5.0", cfg)["reused"] is False
-        assert not any(p.name.startswith(entry) for p in cache.iterdir())
-        assert len({p.name.split(".")[0] for p in cache.iterdir()}) == 1  # only the new v0.8.0 entry
+        assert not any(p.name.startswith(entry) for p in cache.glob("*.parquet"))
+        assert len({p.name.split(".")[0] for p in cache.glob("*.parquet")}) == 1  # only the new v0.8.0 entry
     finally:
         os.utime(tok, ns=(st.st_atime_ns, st.st_mtime_ns))
 
@@ -151,11 +151,14 @@ def test_workflow_shares_and_reruns_only_the_changed_variant(tmp_path, locomo_pa
     assert sum("sibling variant(s) in the same pass" in t for t in logs.values()) == 1
     assert sum("computed by a sibling's job" in t for t in logs.values()) == 2
     seg = {n: tmp_path / f"results/locomo10/{n}/segments/seg1.questions.parquet" for n in names}
-    keys = {n: pq.read_schema(p).metadata[KEY_META] for n, p in seg.items()}
+    cache = tmp_path / "results/locomo10/cache/seg1"
+    keys = {n: stored_key(cache, n) for n in names}
+    assert all(keys.values())
     stamps = {n: os.stat(p).st_mtime_ns for n, p in seg.items()}
     snakemake(tmp_path, "--cores", "2", "results/locomo10/stats.json", configfile=cfg("one"))
     log = (tmp_path / "results/logs/retrieve/locomo10/mine/seg1.log").read_text()
     assert "sibling" not in log
     assert {n for n in names if os.stat(seg[n]).st_mtime_ns != stamps[n]} == {"mine"}
     assert read_plan(tmp_path / "results") == ({("locomo10", "mine", 1)}, True)
-    assert pq.read_schema(seg["mine"]).metadata[KEY_META] != keys["mine"]
+    assert stored_key(cache, "mine") != keys["mine"]
+    assert {n for n in names if stored_key(cache, n) != keys[n]} == {"mine"}

@@ -48,7 +48,6 @@ from .variants import Variant, resolve
 # pyarrow and the engine are imported where lists are ranked: a job whose
 # lists a sibling's job left only copies files, and starts without them.
 
-KEY_META = b"memobench.retrieval_key"
 KINDS = ("rankings", "outcomes", "deep")
 # What decides a variant's lists (the retrieve rule's `variant` param).
 LIST_FIELDS = ("name", "recipe", "skip")
@@ -74,15 +73,23 @@ def retrieval_key(spec: dict, segment: int, n_segments: int, code: str, inputs: 
     return hashlib.sha256(blob.encode()).hexdigest()[:32]
 
 
-def stored_key(outcomes_path) -> str | None:
-    import pyarrow.parquet as pq
+def _key_file(cache: Path, name: str) -> Path:
+    return cache / "keys" / name
 
+
+def stored_key(cache: Path, name: str) -> str | None:
+    """The key a variant's segment outputs were made under (recorded beside
+    the cache, not in the outputs: a key holds file stamps, and outputs must
+    be the same bytes whenever the same inputs are given)."""
     try:
-        meta = pq.read_schema(outcomes_path).metadata or {}
-    except (OSError, ValueError):  # missing or unreadable: not up to date
+        return _key_file(cache, name).read_text().strip()
+    except OSError:
         return None
-    value = meta.get(KEY_META)
-    return value.decode() if value else None
+
+
+def _record_key(cache: Path, name: str, key: str) -> None:
+    with atomic_path(_key_file(cache, name)) as tmp:
+        tmp.write_text(key + "\n")
 
 
 PLAN = Path("cache") / "retrieve_plan.json"
@@ -174,6 +181,7 @@ def write_segment_shared(variant: Variant, config: dict, dataset: str, segment: 
                 _copy(entry[kind], outputs[kind])
             for p in entry.values():
                 p.unlink()
+            _record_key(cache, variant.name, key)
             log(f"{variant.name} segment {segment}/{n_segments}: lists computed by a sibling's job "
                 f"(key {key}), copied from {cache}")
             return {"reused": True, "computed": []}
@@ -188,7 +196,7 @@ def write_segment_shared(variant: Variant, config: dict, dataset: str, segment: 
                     continue  # its job does not run in this invocation
             elif any(Path(p).exists() for p in theirs.values()):
                 continue  # without a complete plan, only missing outputs are ranked ahead
-            if stored_key(theirs["outcomes"]) == k:
+            if stored_key(cache, other.name) == k and all(Path(p).exists() for p in theirs.values()):
                 continue  # its outputs are up to date
             if all(p.exists() for p in _entry(cache, k).values()):
                 continue  # already waiting for its job
@@ -203,8 +211,8 @@ def write_segment_shared(variant: Variant, config: dict, dataset: str, segment: 
         write_segments(todo, inputs["questions"], inputs["haystacks"], inputs["events"], segment, n_segments,
                        outs, log=log, tokens={variant.recipe.seq: inputs["tokens"]} if "tokens" in inputs else None,
                        fts_index_path=inputs.get("fts_index"), embeddings_path=inputs.get("embeddings"),
-                       metadata=metadata() if callable(metadata) else metadata,
-                       variant_metadata={name: {KEY_META.decode(): k} for name, k in metas.items()})
+                       metadata=metadata() if callable(metadata) else metadata)
+        _record_key(cache, variant.name, key)
         _collect(cache, keep={k for k in metas.values()}, older_than=_newest(inputs))
     return {"reused": False, "computed": [v.name for v in todo]}
 
@@ -219,6 +227,8 @@ def _collect(cache: Path, keep: set[str], older_than: float) -> None:
     if not cache.is_dir():
         return
     for p in cache.iterdir():
+        if p.is_dir():
+            continue
         key = p.name.split(".", 1)[0]
         if key not in keep and p.stat().st_mtime < older_than:
             p.unlink(missing_ok=True)
