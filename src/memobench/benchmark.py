@@ -52,7 +52,8 @@ import yaml
 
 REPO: Path | None = None  # the measured checkout (--checkout)
 VARIANTS = ["v0.8.0", "v0.8.0-index"]
-STAGES = ["verify", "normalize", "tokens", "fts_index", "retrieve", "merge"]
+STAGES = ["verify", "normalize", "tokens", "fts_index", "retrieve", "merge", "official", "session_json",
+          "retrievallog", "analyze"]
 SCALES = {
     "s": {"questions": 500, "sessions": 50, "target": 280e6, "seed": 1, "segments": 2},
     "m": {"questions": 500, "sessions": 500, "target": 2.7e9, "seed": 2, "segments": 5, "family": "m"},
@@ -75,9 +76,9 @@ def generate(work: Path, name: str, questions: int, sessions: int, target: float
     return path
 
 
-def snakemake(workdir: Path, cfg: Path, *args) -> float:
+def snakemake(workdir: Path, cfg: Path, *args, checkout: Path | None = None) -> float:
     t = time.monotonic()
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(workdir),
+    cmd = [sys.executable, "-m", "snakemake", "-s", str((checkout or REPO) / "Snakefile"), "-d", str(workdir),
            "--configfile", str(cfg), "--cores", "2", *args, "--quiet", "all"]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode:
@@ -257,8 +258,8 @@ def run_all_variants(work: Path, vocab, checkouts: dict[str, Path]) -> str:
     return "\n".join(rows) + "\n"
 
 
-def run_pipeline(work: Path, name: str, raw: Path, segments: int, family: str) -> dict:
-    workdir = work / f"run_{name}"
+def run_pipeline(work: Path, name: str, raw: Path, segments: int, family: str, checkout: Path | None = None) -> dict:
+    workdir = work / f"run_{name}" if checkout is None else work / f"run_{name}_baseline"
     if workdir.exists():
         subprocess.run(["rm", "-rf", str(workdir)], check=True)
     workdir.mkdir(parents=True)
@@ -267,16 +268,19 @@ def run_pipeline(work: Path, name: str, raw: Path, segments: int, family: str) -
           "segments": segments, "variants": VARIANTS}
     cfg.write_text(yaml.safe_dump({"data_dir": str(work / "data"), "run": [name], "datasets": {name: ds}}))
     log(f"{name}: end-to-end run, --cores 2")
-    total = snakemake(workdir, cfg)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    total = snakemake(workdir, cfg, checkout=checkout)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     stages = stage_table(workdir)
     log(f"{name}: retrieval-only rerun of v0.8.0")
-    rerun = snakemake(workdir, cfg, f"results/{name}/v0.8.0/metrics.json", "--forcerun", "retrieve")
+    rerun = snakemake(workdir, cfg, f"results/{name}/v0.8.0/metrics.json", "--forcerun", "retrieve", checkout=checkout)
     metrics = {v: json.loads((workdir / "results" / name / v / "metrics.json").read_text()) for v in VARIANTS}
     seg1 = {}
     for v in VARIANTS:
         with open(workdir / "results" / "logs" / "benchmarks" / "retrieve" / name / v / "seg1.tsv") as f:
             seg1[v] = float(next(csv.DictReader(f, delimiter="\t"))["s"])
-    return {"total": total, "stages": stages, "rerun": rerun, "metrics": metrics, "seg1": seg1}
+    return {"total": total, "cpu": cpu, "stages": stages, "rerun": rerun, "metrics": metrics, "seg1": seg1}
 
 
 NAIVE_CODE = """
@@ -315,6 +319,8 @@ def run_naive(raw: Path, fts_limit: int, start=None, limit=None) -> dict:
 def fmt_stage_rows(result: dict) -> list[str]:
     rows = []
     for stage, s in result["stages"].items():
+        if not s["jobs"]:
+            continue  # a stage this checkout does not have
         rows.append(f"| {stage} ({s['jobs']} jobs) | {s['wall']:.1f} | {s['cpu']:.1f} | {s['rss']:.0f} |")
     return rows
 
@@ -381,6 +387,18 @@ def main(argv=None) -> int:
         sections.append(report_scale(f"{name.upper()} scale: {raw.stat().st_size / 1e6:.0f} MB, "
                                      f"{p['questions']} questions x ~{p['sessions']} sessions", result, naive,
                                      naive_scale))
+        if args.baseline:
+            log(f"{name}: the same run with the baseline checkout")
+            base = run_pipeline(work, f"bench_{name}", raw, p["segments"], p.get("family", "s"),
+                                checkout=Path(args.baseline).resolve())
+            rss = max(s["rss"] for s in result["stages"].values())
+            sections[-1] += "\n".join([
+                "", "| against the baseline checkout | baseline | checkout | ratio |", "|---|---|---|---|",
+                f"| end to end, wall s | {base['total']:.1f} | {result['total']:.1f} | "
+                f"**{base['total'] / result['total']:.2f}x** |",
+                f"| end to end, CPU s | {base['cpu']:.1f} | {result['cpu']:.1f} | **{base['cpu'] / result['cpu']:.2f}x** |",
+                f"| largest job's peak RSS MB | {max(s['rss'] for s in base['stages'].values()):.0f} | {rss:.0f} | |",
+                ""])
         print(sections[-1], flush=True)
     if "shared" in scales:
         sections.append(run_shared(work, args.vocab))
