@@ -144,7 +144,8 @@ def test_workflow_shares_and_reruns_only_the_changed_variant(tmp_path, locomo_pa
                             datasets={"locomo10": {"variants": names}},
                             variants={"mine": {"base": "v0.8.0", "recipe": {"weights": weights}}})
 
-    snakemake(tmp_path, "--cores", "2", "results/locomo10/stats.json", configfile=cfg("len"))
+    targets = [f"results/locomo10/{n}/segments/seg1.parquet" for n in names]
+    snakemake(tmp_path, "--cores", "2", *targets, configfile=cfg("len"))
     # a first run's DAG grows after the download checkpoint: the plan says it is incomplete
     assert read_plan(tmp_path / "results")[1] is False
     logs = {n: (tmp_path / f"results/logs/retrieve/locomo10/{n}/seg1.log").read_text() for n in names}
@@ -155,7 +156,7 @@ def test_workflow_shares_and_reruns_only_the_changed_variant(tmp_path, locomo_pa
     keys = {n: stored_key(cache, n) for n in names}
     assert all(keys.values())
     stamps = {n: os.stat(p).st_mtime_ns for n, p in seg.items()}
-    snakemake(tmp_path, "--cores", "2", "results/locomo10/stats.json", configfile=cfg("one"))
+    snakemake(tmp_path, "--cores", "2", *targets, configfile=cfg("one"))
     log = (tmp_path / "results/logs/retrieve/locomo10/mine/seg1.log").read_text()
     assert "sibling" not in log
     assert {n for n in names if os.stat(seg[n]).st_mtime_ns != stamps[n]} == {"mine"}

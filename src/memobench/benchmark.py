@@ -184,7 +184,7 @@ def timed_snakemake(checkout: Path, workdir: Path, cfg: Path, *targets) -> dict:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.monotonic()
     cmd = [sys.executable, "-m", "snakemake", "-s", str(checkout / "Snakefile"), "-d", str(workdir),
-           "--configfile", str(cfg), "--cores", "2", "--quiet", "all", *targets]
+           "--configfile", str(cfg), "--cores", "2", "--quiet", "all", "--", *targets]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     wall = time.monotonic() - t
     if proc.returncode:
