@@ -177,6 +177,52 @@ def _skip_reason(rule: str, q: dict, hay: Haystack | None, variant: Variant) -> 
     return None, None
 
 
+class SegmentRows:
+    """One variant's segment tables, built question by question; every ranker
+    (the engine, the reference retrievers) writes them through :meth:`add`."""
+
+    def __init__(self):
+        self.rank = {n: [] for n in RANKINGS.names}
+        self.out = {n: [] for n in OUTCOMES.names}
+        self.deep = {n: [] for n in DEEP.names}
+
+    def add(self, q: dict, hay, skip: str | None = None, miss: str | None = None, final=(), deep=(),
+            scores=None) -> None:
+        """A question: skipped (``skip``), evaluated without a list (``miss``),
+        or ranked (``final``: the top 10; ``deep``: to depth 50 with ``scores``,
+        51 - rank when None)."""
+        gold_rank = 0
+        if skip is None and miss is None:
+            n_deep = len(deep)
+            self.deep["question_id"].extend([q["question_id"]] * n_deep)
+            self.deep["rank"].extend(range(1, n_deep + 1))
+            self.deep["session_id"].extend(deep)
+            self.deep["q_index"].extend([q["q_index"]] * n_deep)
+            self.deep["score"].extend(scores if scores is not None else
+                                      [float(51 - r) for r in range(1, n_deep + 1)])
+            gold = set(q["gold"])
+            for r, sid in enumerate(final, 1):
+                self.rank["question_id"].append(q["question_id"])
+                self.rank["rank"].append(r)
+                self.rank["session_id"].append(sid)
+                self.rank["q_index"].append(q["q_index"])
+                if not gold_rank and sid in gold:
+                    gold_rank = r
+        out = self.out
+        out["q_index"].append(q["q_index"])
+        out["question_id"].append(q["question_id"])
+        out["question_type"].append(q["question_type"])
+        out["status"].append("skipped" if skip else "unrecorded" if miss == "unrecorded" else "evaluated")
+        out["reason"].append(skip or miss)
+        out["in_types"].append(skip is None and miss is None)
+        out["gold_rank"].append(gold_rank)
+        out["pool_size"].append(len(hay.ids) if hay is not None else 0)
+
+    def tables(self) -> tuple[pa.Table, pa.Table, pa.Table]:
+        return (pa.table(self.rank, schema=RANKINGS), pa.table(self.out, schema=OUTCOMES),
+                pa.table(self.deep, schema=DEEP))
+
+
 class SharedRows:
     """The dataset's FTS index, remembering the current haystack's rows per
     MATCH expression, so variants ranking the same question ask SQLite once.
@@ -241,47 +287,23 @@ def run_segments(variants: list[Variant], questions, haystacks, corpus: Corpus, 
         if hay is not None:
             for key in hay.keys:
                 last_use[key] = n
-    rows = {v.name: ({name: [] for name in RANKINGS.names}, {name: [] for name in OUTCOMES.names},
-                     {name: [] for name in DEEP.names}) for v in variants}
+    rows = {v.name: SegmentRows() for v in variants}
     progress = Progress(log, f"{label} questions", total=len(questions))
     started = time.monotonic()
     for n, q in enumerate(questions):
         hay = haystacks.get(q["haystack_id"])
         for variant, ranker in zip(variants, rankers):
-            rank_rows, out_rows, deep_rows = rows[variant.name]
             skip, miss = _skip_reason(variant.skip, q, hay, variant)
-            gold_rank = 0
             if skip is None and miss is None:
                 ranked = ranker.rank(hay, q["haystack_id"], q["question"], q["question_date"])
-                final = ranked["final"]
-                n_deep = len(ranked["deep"])
-                deep_rows["question_id"].extend([q["question_id"]] * n_deep)
-                deep_rows["rank"].extend(range(1, n_deep + 1))
-                deep_rows["session_id"].extend(ranked["deep"])
-                deep_rows["q_index"].extend([q["q_index"]] * n_deep)
-                deep_rows["score"].extend(float(51 - r) for r in range(1, n_deep + 1))
-                gold = set(q["gold"])
-                for r, sid in enumerate(final, 1):
-                    rank_rows["question_id"].append(q["question_id"])
-                    rank_rows["rank"].append(r)
-                    rank_rows["session_id"].append(sid)
-                    rank_rows["q_index"].append(q["q_index"])
-                    if not gold_rank and sid in gold:
-                        gold_rank = r
-            out_rows["q_index"].append(q["q_index"])
-            out_rows["question_id"].append(q["question_id"])
-            out_rows["question_type"].append(q["question_type"])
-            out_rows["status"].append("skipped" if skip else "unrecorded" if miss == "unrecorded" else "evaluated")
-            out_rows["reason"].append(skip or miss)
-            out_rows["in_types"].append(skip is None and miss is None)
-            out_rows["gold_rank"].append(gold_rank)
-            out_rows["pool_size"].append(len(hay.ids) if hay is not None else 0)
+                rows[variant.name].add(q, hay, final=ranked["final"], deep=ranked["deep"])
+            else:
+                rows[variant.name].add(q, hay, skip=skip, miss=miss)
         if hay is not None:
             corpus.drop([k for k in hay.keys if last_use.get(k) == n], texts=release)
         progress(n + 1)
     progress(len(questions), f" done in {time.monotonic() - started:.1f} s", force=True)
-    return {name: (pa.table(r, schema=RANKINGS), pa.table(o, schema=OUTCOMES), pa.table(d, schema=DEEP))
-            for name, (r, o, d) in rows.items()}
+    return {name: r.tables() for name, r in rows.items()}
 
 
 def write_segment(variant: Variant, questions_path, haystacks_path, events_path, segment: int,

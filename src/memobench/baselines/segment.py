@@ -25,7 +25,7 @@ import pyarrow as pa
 
 from ..errors import ConfigError, DataError
 from ..progress import Progress
-from ..retrieval import DEEP, OUTCOMES, RANKINGS, _skip_reason
+from ..retrieval import SegmentRows, _skip_reason
 from .documents import session_documents, user_turns_only
 from .ranking import Ranking
 
@@ -76,46 +76,24 @@ def rank_segment(variants, questions, haystacks, events_path, embeddings_path=No
             for mode in sorted({v.recipe.documents for v in variants})}
     dense = [v for v in variants if v.recipe.backend == "minilm"]
     store, encoder = _vectors(dense, embeddings_path, keys) if dense and keys else (None, None)
-    rows = {v.name: ({n: [] for n in RANKINGS.names}, {n: [] for n in OUTCOMES.names},
-                     {n: [] for n in DEEP.names}) for v in variants}
+    rows = {v.name: SegmentRows() for v in variants}
     progress = Progress(log, f"{label} questions", total=len(questions))
     started = time.monotonic()
     for n, q in enumerate(questions):
         hay = haystacks.get(q["haystack_id"])
         for v in variants:
-            rank_rows, out_rows, deep_rows = rows[v.name]
             skip, _ = _skip_reason(v.skip, q, hay, v)  # a forced miss is ranked (module docstring)
-            gold_rank = 0
-            if skip is None:
-                ranking = Ranking.empty()
-                if hay is not None and hay.ids:
-                    texts = [docs[v.recipe.documents][k] for k in hay.keys]
-                    vectors = store.vectors(hay.keys) if v.recipe.backend == "minilm" else None
-                    ranking = rank(v.recipe.backend, q["question"], texts, vectors=vectors,
-                                   encoder=encoder).top(DEPTH)
-                ids = [hay.ids[p] for p in ranking.positions.tolist()]
-                deep_rows["question_id"].extend([q["question_id"]] * len(ids))
-                deep_rows["rank"].extend(range(1, len(ids) + 1))
-                deep_rows["session_id"].extend(ids)
-                deep_rows["q_index"].extend([q["q_index"]] * len(ids))
-                deep_rows["score"].extend(run_scores(ranking.scores))
-                gold = set(q["gold"])
-                for r, sid in enumerate(ids[:TOP], 1):
-                    rank_rows["question_id"].append(q["question_id"])
-                    rank_rows["rank"].append(r)
-                    rank_rows["session_id"].append(sid)
-                    rank_rows["q_index"].append(q["q_index"])
-                    if not gold_rank and sid in gold:
-                        gold_rank = r
-            out_rows["q_index"].append(q["q_index"])
-            out_rows["question_id"].append(q["question_id"])
-            out_rows["question_type"].append(q["question_type"])
-            out_rows["status"].append("skipped" if skip else "evaluated")
-            out_rows["reason"].append(skip)
-            out_rows["in_types"].append(skip is None)
-            out_rows["gold_rank"].append(gold_rank)
-            out_rows["pool_size"].append(len(hay.ids) if hay is not None else 0)
+            if skip is not None:
+                rows[v.name].add(q, hay, skip=skip)
+                continue
+            ranking = Ranking.empty()
+            if hay is not None and hay.ids:
+                texts = [docs[v.recipe.documents][k] for k in hay.keys]
+                vectors = store.vectors(hay.keys) if v.recipe.backend == "minilm" else None
+                ranking = rank(v.recipe.backend, q["question"], texts, vectors=vectors,
+                               encoder=encoder).top(DEPTH)
+            ids = [hay.ids[p] for p in ranking.positions.tolist()]
+            rows[v.name].add(q, hay, final=ids[:TOP], deep=ids, scores=run_scores(ranking.scores))
         progress(n + 1)
     progress(len(questions), f" done in {time.monotonic() - started:.1f} s", force=True)
-    return {name: (pa.table(r, schema=RANKINGS), pa.table(o, schema=OUTCOMES), pa.table(d, schema=DEEP))
-            for name, (r, o, d) in rows.items()}
+    return {name: r.tables() for name, r in rows.items()}
