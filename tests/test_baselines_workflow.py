@@ -154,7 +154,7 @@ def test_a_reference_retriever_needs_no_tokens_or_index(run, tmp_path):
         "lme": {"format": "longmemeval", "file": "lme.json", "bytes": (data / "lme.json").stat().st_size,
                 "segments": 1, "variants": ["bm25s"]}})
     jobs = dry_run_jobs(tmp_path, configfile=cfg)
-    assert jobs["retrieve"] == 1 and "tokens" not in jobs and "fts_index" not in jobs and "embeddings" not in jobs
+    assert jobs["retrieve"] == 1 and "tokens" not in jobs and "embeddings" not in jobs
 
 
 def test_run_scores_are_the_retrievers_own_unless_tied():

@@ -37,7 +37,7 @@ def test_readme_recipe_table_is_the_generated_one():
 
 def test_seq_wildcard_comes_from_the_registry():
     common = (REPO / "workflow/rules/common.smk").read_text(encoding="utf-8")
-    assert 'seq="|".join(FIELDS["seq"].metadata["choices"])' in common
+    assert 'seq="|".join([*FIELDS["seq"].metadata["choices"], FTS5_TOKENS])' in common
     assert "ascii|cjkr" not in common
 
 
@@ -116,6 +116,6 @@ def test_retrieve_stage_declares_what_every_backend_reads():
     assert st.inputs | st.optional_inputs == frozenset.union(*reads.values())
     assert reads["bm25s"] == {"questions", "haystacks", "events"}
     assert reads["minilm"] == {"questions", "haystacks", "events", "embeddings"}
-    assert reads["fts"] == {"questions", "haystacks", "events", "tokens", "fts_index"}
+    assert reads["fts"] == {"questions", "haystacks", "events", "tokens", "fts_tokens"}
     common = (REPO / "workflow/rules/common.smk").read_text(encoding="utf-8")
     assert 'input_names(recipe["backend"])' in common

@@ -12,7 +12,6 @@ import pytest
 
 from conftest import snakemake, write_config
 from memobench import normalize, retrieval, tokenize, variants
-from memobench.ftsindex import build_index
 from memobench.generate import write_longmemeval
 from memobench.shared_retrieval import siblings, read_plan, stored_key, write_plan, write_segment_shared
 
@@ -26,8 +25,7 @@ def tables(tmp_path_factory):
     raw = d / "lme.json"
     write_longmemeval(raw, n_questions=30, sessions_per_question=20, seed=3, spice=True)
     normalize.normalize_longmemeval(raw, d, log=QUIET)
-    build_index(d / "haystacks.parquet", d / "events.parquet", d / "index.sqlite", log=QUIET)
-    for seq in ("ascii", "cjkr"):
+    for seq in ("ascii", "cjkr", "fts5"):
         tokenize.write_tokens(d / "events.parquet", seq, d / f"tokens_{seq}.parquet", log=QUIET)
     return d
 
@@ -40,7 +38,7 @@ def _inputs(d, seq="ascii", fts=True):
     out = {"questions": d / "questions.parquet", "haystacks": d / "haystacks.parquet",
            "events": d / "events.parquet", "tokens": d / f"tokens_{seq}.parquet"}
     if fts:
-        out["fts_index"] = d / "index.sqlite"
+        out["fts_tokens"] = d / "tokens_fts5.parquet"
     return {k: str(v) for k, v in out.items()}
 
 
@@ -57,7 +55,7 @@ def _alone(d, tmp_path, name, seg=1):
     retrieval.write_segment(v, d / "questions.parquet", d / "haystacks.parquet", d / "events.parquet", seg, 2,
                             outs["rankings"], outs["outcomes"], log=QUIET,
                             tokens_path=d / f"tokens_{v.recipe.seq}.parquet",
-                            fts_index_path=d / "index.sqlite", deep_out=outs["deep"])
+                            fts_tokens_path=d / "tokens_fts5.parquet", deep_out=outs["deep"])
     return {k: pq.read_table(p) for k, p in outs.items()}
 
 

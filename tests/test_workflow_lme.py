@@ -49,7 +49,7 @@ def test_one_segment_target_runs_only_what_it_needs(tmp_path, lme_file):
     cfg = write_config(tmp_path / "cfg.yaml", data_dir=str(tmp_path / "data"), run=["five"],
                        datasets={"five": _dataset(lme_file, 5, family="m")})
     target = "results/five/v0.8.0/segments/seg3.parquet"
-    assert dry_run_jobs(tmp_path, target, configfile=cfg) == {"download": 1, "verify": 1, "normalize": 1, "tokens": 1, "fts_index": 1, "retrieve": 1}
+    assert dry_run_jobs(tmp_path, target, configfile=cfg) == {"download": 1, "verify": 1, "normalize": 1, "tokens": 2, "retrieve": 1}
     snakemake(tmp_path, "--cores", "1", target, configfile=cfg)
     seg = pq.read_table(tmp_path / target)
     outcomes = pq.read_table(tmp_path / "results/five/v0.8.0/segments/seg3.questions.parquet")

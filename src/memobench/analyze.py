@@ -10,6 +10,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from .engine import REQUEST_LIMIT, Corpus, Haystack, Ranker, Recipe, Scorer, merge_final
+from .fts5 import FTS5_TOKENS, PhraseMatcher, Unicode61
 from .jsmath import to_fixed
 from . import metrics
 from .progress import Progress
@@ -171,12 +172,13 @@ def markdown(dataset: str, s: dict) -> str:
 
 
 def run_analyze(questions_path, haystacks_path, events_path, rows_out, json_out, md_out, dataset: str,
-                tokens_path=None, fts_index_path=None, log=print):
-    from .ftsindex import FtsIndex
-
+                tokens_path=None, fts_tokens_path=None, log=print):
+    tokens = {RECIPE.seq: tokens_path} if tokens_path else {}
+    if fts_tokens_path:
+        tokens[FTS5_TOKENS] = fts_tokens_path
     questions, haystacks, corpus = load_segment(questions_path, haystacks_path, events_path, 1, 1,
-                                                tokens_path, RECIPE.seq, texts=not fts_index_path)
-    ranker = Ranker(corpus, RECIPE, FtsIndex(fts_index_path) if fts_index_path else None)
+                                                tokens=tokens, texts=len(tokens) < 2)
+    ranker = Ranker(corpus, RECIPE, PhraseMatcher(Unicode61(), RECIPE.fts_limit))
     rows = []
     progress = Progress(log, f"analyze {dataset}: questions", total=len(questions))
     for n, q in enumerate(questions, 1):

@@ -112,11 +112,10 @@ from memobench import retrieval
 from memobench.variants import builtin
 R, names, mode = sys.argv[2], sys.argv[3].split(","), sys.argv[4]
 vs = [builtin("s")[n] for n in names]
-tokens = {s: f"{R}/tokens/{s}.parquet" for s in {v.recipe.seq for v in vs}}
+tokens = {s: f"{R}/tokens/{s}.parquet" for s in {v.recipe.seq for v in vs} | {"fts5"}}
 outs = {v.name: {k: f"{sys.argv[5]}/{v.name}.{k}.parquet" for k in ("rankings", "outcomes", "deep")} for v in vs}
 retrieval.write_segments(vs, f"{R}/normalized/questions.parquet", f"{R}/normalized/haystacks.parquet",
-                         f"{R}/normalized/events.parquet", 1, 2, outs, log=lambda m: None, tokens=tokens,
-                         fts_index_path=f"{R}/fts/index.sqlite")
+                         f"{R}/normalized/events.parquet", 1, 2, outs, log=lambda m: None, tokens=tokens)
 ru = resource.getrusage(resource.RUSAGE_SELF)
 print(json.dumps({"cpu": ru.ru_utime + ru.ru_stime, "rss_mb": ru.ru_maxrss / 1024}))
 """
@@ -136,9 +135,8 @@ def run_shared(work: Path, vocab) -> str:
     ds = {"format": "longmemeval", "family": "s", "file": str(raw), "bytes": raw.stat().st_size, "segments": 2,
           "variants": ["v0.8.0", "v0.8.0-index", "exp4-A0-base"]}
     cfg.write_text(yaml.safe_dump({"data_dir": str(work / "data"), "run": [name], "datasets": {name: ds}}))
-    targets = [f"results/{name}/tokens/{s}.parquet" for s in ("ascii", "cjkr", "exp6")] + [
-        f"results/{name}/fts/index.sqlite"]
-    log(f"{name}: normalize, tokens and FTS index")
+    targets = [f"results/{name}/tokens/{s}.parquet" for s in ("ascii", "cjkr", "exp6", "fts5")]
+    log(f"{name}: normalize and tokens")
     t = time.monotonic()
     cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(workdir), "--configfile",
            str(cfg), "--cores", "2", "--quiet", "all", "--", *targets]

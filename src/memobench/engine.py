@@ -2,9 +2,10 @@
 
 Two discovery backends, as the original harnesses have them:
 
-* ``FtsBackend``: a real SQLite FTS5 table ``docs(id, body)`` with one row per
-  session in haystack order (HARNESSES.md 3.1), whose rows are then checked
-  with the JS tokens (3.2);
+* ``FtsBackend``: SQLite FTS5 discovery over ``docs(id, body)`` with one row
+  per session in haystack order (HARNESSES.md 3.1), computed in memory
+  (fts5.py) or asked of a real FTS5 table; the rows are then checked with the
+  JS tokens (3.2);
 * ``IndexBackend``: the in-memory inverted index of exp6 and the 0.12+ product
   (3.4).
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass
 
+from .fts5 import FTS5_TOKENS, Column, Unicode61, body_column
 from .jsmath import js_log, utf16_key, utf16_len
 from .recipe import Recipe
 from .timewords import date_words, relative_min_time
@@ -94,6 +96,8 @@ class Corpus:
     def __init__(self, events: dict[int, tuple[list[str], list[int]]] | None = None):
         self.sessions: dict[int, tuple[str, list[int], list[int]]] = {}
         self._tok: dict[tuple[str, int], TokenizedSession] = {}
+        self._fts: dict[int, Column] = {}  # FTS5 body columns (fts5.py)
+        self._unicode61: Unicode61 | None = None
         # (tokenizer, key) -> per-event joined tokens, from the tokens stage
         self.pretokenized: dict[tuple[str, int], list[str]] = {}
         for key, (texts, lengths) in (events or {}).items():
@@ -101,7 +105,7 @@ class Corpus:
 
     def add(self, key: int, texts: list[str] | None, lengths: list[int]) -> None:
         """``texts`` may be None when the job needs no text: the tokens come
-        from the tokens stage and the FTS rows from the dataset's index."""
+        from the tokens stage (FTS5 tokens included)."""
         if texts is None:
             self.sessions[key] = (None, None, lengths)
             return
@@ -135,12 +139,27 @@ class Corpus:
     def body(self, key: int) -> str:
         return self.sessions[key][0]
 
+    def fts_body(self, key: int) -> Column:
+        """The session's FTS5 body column: from the tokens stage's ``fts5``
+        table when loaded, else tokenized here."""
+        col = self._fts.get(key)
+        if col is None:
+            joined = self.pretokenized.pop((FTS5_TOKENS, key), None)
+            if joined is None:
+                if self._unicode61 is None:
+                    self._unicode61 = Unicode61()
+                joined = [self._unicode61.joined(t) for t in self.texts(key)]
+            col = self._fts[key] = body_column(joined)
+        return col
+
     def drop(self, keys, texts: bool = False) -> None:
         """Forget the tokenizations (and with ``texts`` the sessions themselves)
         that no later question needs."""
         for k in keys:
             if texts:
                 self.sessions.pop(k, None)
+            self._fts.pop(k, None)
+            self.pretokenized.pop((FTS5_TOKENS, k), None)
             for name in SEQ:
                 self._tok.pop((name, k), None)
                 self.pretokenized.pop((name, k), None)
@@ -172,21 +191,22 @@ def fts_quote(phrase: str) -> str:
 
 class FtsBackend:
     """SQLite FTS5 discovery (HARNESSES.md 3.1): the harnesses' ``fts5(id, body)``
-    with one row per session in haystack order.
+    with one row per session in haystack order, asked ``MATCH '"phrase"'
+    ORDER BY rowid LIMIT n``.
 
-    With ``index`` (an ``ftsindex.FtsIndex``, as the workflow runs it) the rows
-    come from the dataset's prebuilt index, restricted to the haystack's rowid
-    range. Without it, an in-memory table is rebuilt per haystack, as the
-    harnesses do. Both are contentless (matching uses only the index) with
-    rowid = haystack position + 1, so ``ORDER BY rowid`` is haystack order and
-    the id of a row comes from the haystack."""
+    With ``matcher`` (an ``fts5.PhraseMatcher``, as the workflow runs it) the
+    rows are computed in memory from the sessions' unicode61 tokens, and
+    variants sharing the matcher share them. Without it, a real contentless
+    FTS5 table is rebuilt per haystack, as the harnesses do (the tests' oracle).
+    Either way a row is a haystack position, so the id of a row comes from the
+    haystack."""
 
-    def __init__(self, corpus: Corpus, limit: int, index=None):
+    def __init__(self, corpus: Corpus, limit: int, matcher=None):
         self.corpus = corpus
         self.limit = limit
-        self.index = index
+        self.matcher = matcher
         self.db = None
-        if index is None:
+        if matcher is None:
             self.db = sqlite3.connect(":memory:")
             self.db.execute("CREATE VIRTUAL TABLE docs USING fts5(id, body, content='')")
         self.current = None
@@ -201,6 +221,8 @@ class FtsBackend:
                 "INSERT INTO docs(rowid, id, body) VALUES (?, ?, ?)",
                 ((n, sid, self.corpus.body(key)) for n, (sid, key) in enumerate(zip(hay.ids, hay.keys), 1)),
             )
+        else:
+            self.matcher.load(hay_token, hay.ids, [self.corpus.fts_body(k) for k in hay.keys])
         self.current = hay_token
         self._rows = {}
 
@@ -208,10 +230,10 @@ class FtsBackend:
         """Haystack positions of the matching rows, in rowid order, at most LIMIT."""
         rows = self._rows.get(phrase)
         if rows is None:
-            try:
-                if self.index is not None:
-                    rows = self.index.positions(self.current, fts_quote(phrase), self.limit)
-                else:
+            if self.matcher is not None:
+                rows = self.matcher.rows(phrase, self.limit)
+            else:
+                try:
                     rows = [
                         r[0] - 1
                         for r in self.db.execute(
@@ -219,8 +241,8 @@ class FtsBackend:
                             (fts_quote(phrase), self.limit),
                         )
                     ]
-            except sqlite3.Error:
-                rows = []  # the harnesses catch every FTS error as "no rows"
+                except sqlite3.Error:
+                    rows = []  # the harnesses catch every FTS error as "no rows"
             self._rows[phrase] = rows
         return rows
 
@@ -341,11 +363,11 @@ WEIGHTS = {
 class Ranker:
     """Ranks one question's haystack under one recipe."""
 
-    def __init__(self, corpus: Corpus, recipe: Recipe, fts_index=None):
+    def __init__(self, corpus: Corpus, recipe: Recipe, matcher=None):
         self.corpus = corpus
         self.recipe = recipe
         if recipe.backend == "fts":
-            self.backend = FtsBackend(corpus, recipe.fts_limit, fts_index)
+            self.backend = FtsBackend(corpus, recipe.fts_limit, matcher)
         elif recipe.backend == "index":
             self.backend = IndexBackend(corpus)
         else:

@@ -82,9 +82,9 @@ FIELDS = {f.name: f for f in fields(Recipe)}
 def input_names(backend: str) -> frozenset[str]:
     """The named inputs a job ranking under a recipe with this backend reads
     (common.smk's ``search_inputs`` gives their paths): the normalized tables;
-    for the Memo backends the tokenizer's tokens, and the FTS index for
-    ``fts``; for a reference retriever nothing more, but ``minilm``'s session
-    embeddings."""
+    for the Memo backends the tokenizer's tokens, and the FTS5 (unicode61)
+    tokens for ``fts``; for a reference retriever nothing more, but
+    ``minilm``'s session embeddings."""
     names = {"questions", "haystacks", "events"}
     if backend in REFERENCE_BACKENDS:
         if backend == "minilm":
@@ -92,7 +92,7 @@ def input_names(backend: str) -> frozenset[str]:
     else:
         names.add("tokens")
         if backend == "fts":
-            names.add("fts_index")
+            names.add("fts_tokens")
     return frozenset(names)
 
 

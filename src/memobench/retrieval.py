@@ -12,7 +12,6 @@ original M runs (``M_START``/``M_LIMIT``): segment i of S covers items
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from pathlib import Path
 
@@ -22,6 +21,7 @@ import pyarrow.parquet as pq
 
 from .engine import Corpus, Haystack, Ranker
 from .errors import DataError
+from .fts5 import FTS5_TOKENS, PhraseMatcher, Unicode61
 from .progress import Progress
 from .tables import write_table
 from .tokenize import SEQ
@@ -223,64 +223,32 @@ class SegmentRows:
                 pa.table(self.deep, schema=DEEP))
 
 
-class SharedRows:
-    """The dataset's FTS index, remembering the current haystack's rows per
-    MATCH expression, so variants ranking the same question ask SQLite once.
-
-    Rows are fetched at the largest LIMIT any variant uses and cut to each
-    caller's: with ``ORDER BY rowid LIMIT L`` the rows under a smaller L are
-    exactly the first L of them. A MATCH expression FTS5 rejects raises the
-    same error for every caller."""
-
-    def __init__(self, index, limit: int):
-        self.index, self.limit = index, limit
-        self.hid = None
-        self.rows: dict[str, list[int] | Exception] = {}
-
-    def positions(self, haystack_id: int, match: str, limit: int) -> list[int]:
-        if limit > self.limit:
-            raise ValueError(f"LIMIT {limit} above the shared {self.limit}")
-        if haystack_id != self.hid:
-            self.hid, self.rows = haystack_id, {}
-        rows = self.rows.get(match)
-        if rows is None:
-            try:
-                rows = self.index.positions(haystack_id, match, self.limit)
-            except sqlite3.Error as e:
-                rows = e
-            self.rows[match] = rows
-        if isinstance(rows, Exception):
-            raise rows
-        return rows[:limit]
-
-
 def run_segment(variant: Variant, questions, haystacks, corpus: Corpus, log=print, label: str = "",
-                release: bool = False, fts_index=None, deep: bool = False):
+                release: bool = False, deep: bool = False, fts_sqlite: bool = False):
     """Rank every question of the segment; returns (rankings table, outcomes
     table), and with ``deep`` the deep-list table third.
 
     ``release`` frees each session's text after its last question (the corpus
     cannot be reused afterwards), which keeps LongMemEval-M segments small."""
-    tables = run_segments([variant], questions, haystacks, corpus, log, label, release, fts_index)[variant.name]
+    tables = run_segments([variant], questions, haystacks, corpus, log, label, release, fts_sqlite)[variant.name]
     return tables if deep else tables[:2]
 
 
 def run_segments(variants: list[Variant], questions, haystacks, corpus: Corpus, log=print, label: str = "",
-                 release: bool = False, fts_index=None) -> dict[str, tuple]:
+                 release: bool = False, fts_sqlite: bool = False) -> dict[str, tuple]:
     """Rank every question of the segment under each variant, question by
     question, so the variants share the work they have in common: the
     tokenized sessions and representative events (per tokenizer, in the
-    corpus) and the FTS rows (``SharedRows``). Each variant's lists are
-    those it gets alone (the same Ranker, the same inputs). Returns
-    {variant name: (rankings, outcomes, deep) tables}."""
+    corpus) and the FTS rows (one ``fts5.PhraseMatcher``). Each variant's
+    lists are those it gets alone (the same Ranker, the same inputs).
+    ``fts_sqlite`` asks real FTS5 tables instead (the harnesses' way: the
+    tests' oracle). Returns {variant name: (rankings, outcomes, deep) tables}."""
     names = [v.name for v in variants]
     if len(set(names)) != len(names):
         raise ValueError(f"duplicate variant names in {names}")
-    shared = None
-    if fts_index is not None:
-        limits = [v.recipe.fts_limit for v in variants if v.recipe.backend == "fts"]
-        shared = SharedRows(fts_index, max(limits)) if limits else None
-    rankers = [Ranker(corpus, v.recipe, shared) for v in variants]
+    limits = [v.recipe.fts_limit for v in variants if v.recipe.backend == "fts"]
+    matcher = PhraseMatcher(Unicode61(), max(limits)) if limits and not fts_sqlite else None
+    rankers = [Ranker(corpus, v.recipe, matcher) for v in variants]
     last_use: dict[int, int] = {}
     for n, q in enumerate(questions):
         hay = haystacks.get(q["haystack_id"])
@@ -308,22 +276,24 @@ def run_segments(variants: list[Variant], questions, haystacks, corpus: Corpus, 
 
 def write_segment(variant: Variant, questions_path, haystacks_path, events_path, segment: int,
                   n_segments: int, rankings_out, outcomes_out, log=print, tokens_path=None,
-                  fts_index_path=None, deep_out=None, metadata: dict | None = None, embeddings_path=None) -> None:
+                  fts_tokens_path=None, deep_out=None, metadata: dict | None = None, embeddings_path=None) -> None:
     outs = {variant.name: {"rankings": rankings_out, "outcomes": outcomes_out, "deep": deep_out}}
+    tokens = {variant.recipe.seq: tokens_path} if tokens_path else {}
+    if fts_tokens_path:
+        tokens[FTS5_TOKENS] = fts_tokens_path
     write_segments([variant], questions_path, haystacks_path, events_path, segment, n_segments, outs, log=log,
-                   tokens={variant.recipe.seq: tokens_path} if tokens_path else None, fts_index_path=fts_index_path,
-                   metadata=metadata, embeddings_path=embeddings_path)
+                   tokens=tokens, metadata=metadata, embeddings_path=embeddings_path)
 
 
 def write_segments(variants: list[Variant], questions_path, haystacks_path, events_path, segment: int,
                    n_segments: int, outs: dict, log=print, tokens: dict | None = None,
-                   fts_index_path=None, metadata: dict | None = None,
-                   variant_metadata: dict[str, dict] | None = None, embeddings_path=None) -> None:
+                   metadata: dict | None = None, variant_metadata: dict[str, dict] | None = None,
+                   embeddings_path=None) -> None:
     """Rank one segment under several variants in one process (``run_segments``)
     and write each variant's tables: ``outs`` maps a variant name to its
     ``rankings``, ``outcomes`` and (optional) ``deep`` paths. ``tokens`` maps
     tokenizer names to the tokens stage's tables; with the tokens of every
-    variant's tokenizer and (for FTS) the dataset's index, no event text is read.
+    variant's tokenizer and (for FTS) the ``fts5`` tokens, no event text is read.
     ``metadata`` goes into each outcomes table's Parquet key-value metadata
     (the retrieve job's provenance), with ``variant_metadata[name]`` added
     for that variant. Reference retrievers (``recipe.reference``) are ranked by
@@ -331,9 +301,10 @@ def write_segments(variants: list[Variant], questions_path, haystacks_path, even
     ``embeddings_path`` is the embeddings stage's table (``minilm``)."""
     memo = [v for v in variants if not v.recipe.reference]
     reference = [v for v in variants if v.recipe.reference]
-    tokens = {v.recipe.seq: tokens[v.recipe.seq] for v in memo if tokens and v.recipe.seq in tokens}
-    texts = any(v.recipe.seq not in tokens or (v.recipe.backend == "fts" and fts_index_path is None)
-                for v in memo)
+    tokens = tokens or {}
+    wanted = {v.recipe.seq for v in memo} | ({FTS5_TOKENS} if any(v.recipe.backend == "fts" for v in memo) else set())
+    tokens = {name: path for name, path in tokens.items() if name in wanted}
+    texts = not wanted <= set(tokens)
     questions, haystacks, corpus = load_segment(questions_path, haystacks_path, events_path, segment, n_segments,
                                                 texts=texts, tokens=tokens, events=bool(memo))
     label = variants[0].name if len(variants) == 1 else f"{len(variants)} variants"
@@ -344,11 +315,9 @@ def write_segments(variants: list[Variant], questions_path, haystacks_path, even
 
         tables.update(rank_segment(reference, questions, haystacks, events_path, embeddings_path, log,
                                    label=f"{label} segment {segment}/{n_segments}:"))
-    fts = [v for v in memo if v.recipe.backend == "fts"]
-    index = _open_index(fts_index_path, fts[0]) if fts else None
     if memo:
         tables.update(run_segments(memo, questions, haystacks, corpus, log,
-                                   label=f"{label} segment {segment}/{n_segments}:", release=True, fts_index=index))
+                                   label=f"{label} segment {segment}/{n_segments}:", release=True))
     for v in variants:
         out = outs[v.name]
         rankings, outcomes, deep = tables[v.name]
@@ -357,11 +326,3 @@ def write_segments(variants: list[Variant], questions_path, haystacks_path, even
         if out.get("deep") is not None:
             write_table(out["deep"], deep)
         write_table(out["rankings"], rankings)
-
-
-def _open_index(path, variant: Variant):
-    if path is None or variant.recipe.backend != "fts":
-        return None
-    from .ftsindex import FtsIndex
-
-    return FtsIndex(path)

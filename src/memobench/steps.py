@@ -263,15 +263,7 @@ def tokens(job: Job) -> None:
     write_tokens(job.input.events, job.wildcards.seq, job.output.tokens, log=job.log)
 
 
-@stage("fts_index", inputs=["haystacks", "events"], outputs=["index"])
-def fts_index(job: Job) -> None:
-    from .ftsindex import build_index
-
-    stats = build_index(job.input.haystacks, job.input.events, job.output.index, log=job.log)
-    job.log(f"fts index: {stats}")
-
-
-@stage("retrieve", inputs=["questions", "haystacks", "events"], optional=["tokens", "fts_index", "embeddings"],
+@stage("retrieve", inputs=["questions", "haystacks", "events"], optional=["tokens", "fts_tokens", "embeddings"],
        outputs=["rankings", "outcomes", "deep"], params=["variant", "segment", "n_segments"])
 def retrieve(job: Job) -> None:
     """One variant's segment; its sibling variants' lists are computed in the
@@ -281,7 +273,7 @@ def retrieve(job: Job) -> None:
     from .variants import from_spec
 
     i, o, p = job.input, job.output, job.params
-    names = ("questions", "haystacks", "events", "tokens", "fts_index", "embeddings")
+    names = ("questions", "haystacks", "events", "tokens", "fts_tokens", "embeddings")
     write_segment_shared(from_spec(p.variant), job.config, job.wildcards.dataset, p.segment, p.n_segments,
                          {n: i.get(n) for n in names}, {"rankings": o.rankings, "outcomes": o.outcomes,
                                                         "deep": o.deep}, p.code, log=job.log,
@@ -323,14 +315,14 @@ def merge(job: Job) -> None:
                             "rankings": Path(o.deep).name, "official": block, "run_trec": run})
 
 
-@stage("analyze", inputs=["questions", "haystacks", "events", "tokens"], optional=["fts_index"],
+@stage("analyze", inputs=["questions", "haystacks", "events", "tokens"], optional=["fts_tokens"],
        outputs=["rows", "summary", "md"])
 def analyze(job: Job) -> None:
     from .analyze import run_analyze
 
     i, o = job.input, job.output
     run_analyze(i.questions, i.haystacks, i.events, o.rows, o.summary, o.md, job.wildcards.dataset,
-                i.tokens, i.get("fts_index"), log=job.log)
+                i.tokens, i.get("fts_tokens"), log=job.log)
 
 
 @stage("falsify", inputs=["metrics"], outputs=["json", "md"])

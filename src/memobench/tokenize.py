@@ -214,13 +214,23 @@ WINDOWS = {
 def write_tokens(events_path, seq_name: str, out, log=print) -> None:
     """The tokens stage: every event's tokens under one tokenizer, in the
     events table's row order, so retrieval jobs read them instead of each
-    tokenizing the sessions of its segment again."""
+    tokenizing the sessions of its segment again. ``fts5`` is SQLite FTS5's
+    unicode61 (fts5.py), for the FTS backend's discovery."""
     import pyarrow.parquet as pq
+
+    from .fts5 import FTS5_TOKENS, Unicode61
 
     from .progress import Progress
     from .tables import TOKENS, TableWriter
 
-    seq = SEQ[seq_name]
+    if seq_name == FTS5_TOKENS:
+        joined = Unicode61().joined
+    else:
+        seq = SEQ[seq_name]
+
+        def joined(text: str) -> str:
+            return joined_tokens(text, seq)
+
     events = pq.ParquetFile(events_path)
     writer = TableWriter(out, TOKENS)
     progress = Progress(log, f"tokens {seq_name}: events", total=events.metadata.num_rows)
@@ -228,7 +238,7 @@ def write_tokens(events_path, seq_name: str, out, log=print) -> None:
     try:
         for batch in events.iter_batches(batch_size=65536, columns=["session_key", "text"]):
             writer.extend(session_key=batch.column(0).to_pylist(),
-                          joined=[joined_tokens(text, seq) for text in batch.column(1).to_pylist()])
+                          joined=[joined(text) for text in batch.column(1).to_pylist()])
             done += batch.num_rows
             progress(done)
         writer.close()

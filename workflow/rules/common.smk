@@ -10,6 +10,7 @@ from memobench.analyze import RECIPE as ANALYZE_RECIPE
 from memobench.config import RESERVED, SAFE_NAME, dataset_family, validate
 from memobench.errors import ConfigError
 from memobench.fingerprint import stage_fingerprint
+from memobench.fts5 import FTS5_TOKENS
 from memobench.provenance import file_stamp
 from memobench.recipe import FIELDS, input_names
 from memobench.variants import resolve, to_spec
@@ -170,7 +171,7 @@ def normalize_inputs(w):
 
 def search_inputs(ds, recipe):
     """What a job that ranks a dataset's questions under ``recipe`` reads
-    (which inputs: memobench.recipe.input_names; the FTS index only for the FTS
+    (which inputs: memobench.recipe.input_names; the FTS5 tokens only for the FTS
     backend, no tokens for a reference retriever, the embeddings for minilm)."""
     base = base_dataset(ds)
     paths = {
@@ -178,7 +179,7 @@ def search_inputs(ds, recipe):
         "haystacks": f"{norm_dir(base)}/haystacks.parquet",
         "events": f"{norm_dir(base)}/events.parquet",
         "tokens": f"{RESULTS}/{base}/tokens/{recipe['seq']}.parquet",
-        "fts_index": f"{RESULTS}/{base}/fts/index.sqlite",
+        "fts_tokens": f"{RESULTS}/{base}/tokens/{FTS5_TOKENS}.parquet",
         "embeddings": f"{RESULTS}/{base}/embeddings/minilm.parquet",
     }
     names = input_names(recipe["backend"])
@@ -285,7 +286,7 @@ wildcard_constraints:
     dataset=_NAME,
     variant=_NAME,
     segment=r"seg[0-9]+",
-    seq="|".join(FIELDS["seq"].metadata["choices"]),
+    seq="|".join([*FIELDS["seq"].metadata["choices"], FTS5_TOKENS]),
 
 
 # --------------------------------------------------------------------------- missing datasets

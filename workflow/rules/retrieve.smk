@@ -1,4 +1,5 @@
-# Tokenize every event once per tokenizer (for all segments and variants),
+# Tokenize every event once per tokenizer (for all segments and variants; the
+# FTS backend's unicode61 tokens are the tokenizer "fts5", src/memobench/fts5.py),
 # then rank every question of one segment under one variant. Segments of a
 # dataset are independent jobs, so they run in parallel under --cores.
 
@@ -14,28 +15,6 @@ rule tokens:
         f"{RESULTS}/logs/benchmarks/tokens/{{dataset}}/{{seq}}.tsv"
     log:
         f"{RESULTS}/logs/tokens/{{dataset}}/{{seq}}.log",
-    conda:
-        "../../envs/memobench.yaml"
-    script:
-        STAGE_SCRIPT
-
-
-# One FTS5 index per dataset holding every haystack (src/memobench/ftsindex.py):
-# built once, queried read-only by every FTS-backend job.
-rule fts_index:
-    input:
-        haystacks=f"{RESULTS}/{{dataset}}/normalized/haystacks.parquet",
-        events=f"{RESULTS}/{{dataset}}/normalized/events.parquet",
-    output:
-        index=f"{RESULTS}/{{dataset}}/fts/index.sqlite",
-    params:
-        code=code("fts_index"),
-    benchmark:
-        f"{RESULTS}/logs/benchmarks/fts_index/{{dataset}}.tsv"
-    log:
-        f"{RESULTS}/logs/fts_index/{{dataset}}.log",
-    resources:
-        mem_mb=2000,
     conda:
         "../../envs/memobench.yaml"
     script:

@@ -1,0 +1,196 @@
+"""SQLite FTS5's answer to the harnesses' discovery query, computed in memory.
+
+run.cjs asks ``SELECT rowid FROM docs WHERE docs MATCH '"<phrase>"' ORDER BY
+rowid LIMIT n`` of an ``fts5(id, body)`` table holding the haystack's sessions
+in order (HARNESSES.md 3.1). That answer depends only on the unicode61 tokens
+of each row's two columns and of the phrase: a row matches when the phrase's
+tokens occur one after another within one column; no tokens, or a NUL in the
+phrase (FTS5 reads the MATCH text up to it: "unterminated string", which the
+harnesses take as no rows), match nothing. Tests hold both halves against real
+FTS5 tables (tests/test_fts5.py).
+
+The tokenizer is SQLite's unicode61 with its defaults (remove_diacritics 1), a
+machine over single characters: a token starts at a token character, runs on
+through token characters and diacritics, and each character is folded (lower
+case, diacritic removed) on its own; FTS5 cuts every token, indexed or queried,
+to 32,768 UTF-8 bytes. A character's class (token, diacritic, separator) and
+fold are therefore enough to reproduce it, and they are asked of this process's
+own SQLite, once per character, as texts bring new ones. A lone surrogate
+(possible in JSON) is what Node's UTF-8 conversion makes of it, U+FFFD.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+
+FTS5_TOKENS = "fts5"  # the tokens stage's name for these tokens (tokens/fts5.parquet)
+MAX_TOKEN_BYTES = 32768  # FTS5_MAX_TOKEN_SIZE
+_LONG = MAX_TOKEN_BYTES // 4  # tokens up to this many characters are never cut
+
+
+def _char_class(chars: list[str]) -> str:
+    """A regex character class body listing ``chars`` as ranges."""
+    cps = sorted(ord(c) for c in chars)
+    parts, i = [], 0
+    while i < len(cps):
+        j = i
+        while j + 1 < len(cps) and cps[j + 1] == cps[j] + 1:
+            j += 1
+        lo, hi = re.escape(chr(cps[i])), re.escape(chr(cps[j]))
+        parts.append(lo if i == j else f"{lo}-{hi}")
+        i = j + 1
+    return "".join(parts)
+
+
+class Unicode61:
+    """SQLite FTS5's default tokenizer, character classes learned from SQLite."""
+
+    def __init__(self):
+        self._db = sqlite3.connect(":memory:")
+        self._db.execute("CREATE VIRTUAL TABLE t USING fts5(body)")
+        self._db.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
+        self.known: set[str] = set()
+        self.separators: set[str] = set()
+        self.diacritics: set[str] = set()
+        self.fold: dict[int, str] = {}  # str.translate table, where a character's fold differs
+        self._token = None
+        self.learn([chr(c) for c in range(128)])
+
+    def learn(self, chars) -> None:
+        """Ask SQLite how it tokenizes each new character: alone (a token
+        character gives its fold) and between two x's (a diacritic joins
+        them, a separator splits them)."""
+        new = sorted(set(chars) - self.known)
+        if not new:
+            return
+        probe = ["\ufffd" if 0xD800 <= ord(c) < 0xE000 else c for c in new]
+        db = self._db
+        db.execute("DELETE FROM t")
+        db.executemany("INSERT INTO t(rowid, body) VALUES (?, ?)",
+                       [(2 * n + k + 1, text) for n, c in enumerate(probe) for k, text in enumerate((c, f"x{c}x"))])
+        alone: dict[int, list[str]] = {}
+        between: dict[int, list[str]] = {}
+        for term, doc, offset in db.execute("SELECT term, doc, offset FROM v ORDER BY doc, offset"):
+            n, k = divmod(doc - 1, 2)
+            (between if k else alone).setdefault(n, []).append(term)
+        grew = False
+        for n, c in enumerate(new):
+            if n in alone:  # a token character
+                (folded,) = alone[n]
+            elif len(between.get(n, ())) == 1:  # a diacritic: no token alone, joins its neighbours
+                folded = between[n][0][1:-1]
+                self.diacritics.add(c)
+                grew = True
+            else:
+                self.separators.add(c)
+                grew = True
+                folded = c
+            if folded != c:
+                self.fold[ord(c)] = folded
+        self.known.update(new)
+        if grew or self._token is None:
+            stop = _char_class(self.separators)
+            self._token = re.compile(f"[^{stop}{_char_class(self.diacritics)}][^{stop}]*")
+
+    def tokens(self, text: str) -> list[str]:
+        return self.joined(text).split()
+
+    def joined(self, text: str) -> str:
+        """The tokens of ``text`` in ``tokenize.joined_tokens`` form,
+        ``" t1  t2 "`` (tokens never hold whitespace: it separates)."""
+        if text.isascii():
+            toks = self._token.findall(text)
+            if not toks:
+                return "  "
+            joined = (" " + "  ".join(toks) + " ").lower()
+        else:
+            self.learn(set(text))
+            toks = self._token.findall(text)
+            if not toks:
+                return "  "
+            joined = (" " + "  ".join(toks) + " ").translate(self.fold)
+        if max(map(len, toks)) > _LONG:
+            joined = " " + "  ".join(_cut(t) for t in joined.split()) + " "
+        return joined
+
+
+def _cut(token: str) -> str:
+    """FTS5's cut at 32,768 bytes, which can split a character: its leftover
+    bytes become lone surrogates, so tokens equal exactly when their bytes do."""
+    b = token.encode("utf-8")
+    return token if len(b) <= MAX_TOKEN_BYTES else b[:MAX_TOKEN_BYTES].decode("utf-8", "surrogateescape")
+
+
+EMPTY = "  "  # joined form of no tokens
+
+
+class Column:
+    """One FTS5 column value as the matcher needs it: its joined tokens and
+    the set of them (a phrase can only occur where all its tokens do)."""
+
+    __slots__ = ("joined", "tokens")
+
+    def __init__(self, joined: str):
+        self.joined = joined
+        self.tokens = frozenset(joined.split())
+
+
+def body_column(event_joined: list[str]) -> Column:
+    """A session's body column from its events' joined tokens: the harnesses
+    index the event texts joined by "\\n", a separator, so the body's tokens
+    are the events' tokens in order."""
+    return Column("".join(j for j in event_joined if j != EMPTY) or EMPTY)
+
+
+class PhraseMatcher:
+    """``docs MATCH '"phrase"' ORDER BY rowid LIMIT n`` over one haystack's
+    (id, body) rows at a time, remembering the rows of each phrase until the
+    next haystack; rows are found at the largest LIMIT asked and cut to each
+    caller's, so variants sharing a matcher ask once."""
+
+    def __init__(self, tokenizer: Unicode61, limit: int):
+        self.tokenizer = tokenizer
+        self.limit = limit
+        self.current = None
+        self.columns: list[tuple[Column, Column]] = []
+        self._ids: dict[str, Column] = {}
+        self._rows: dict[str, list[int]] = {}
+
+    def load(self, hay_token, ids: list, bodies: list[Column]) -> None:
+        if hay_token == self.current:
+            return
+        self.current = hay_token
+        self.columns = [(self._id_column(sid), body) for sid, body in zip(ids, bodies)]
+        self._rows = {}
+
+    def _id_column(self, sid) -> Column:
+        col = self._ids.get(sid)
+        if col is None:
+            col = self._ids[sid] = Column(EMPTY if sid is None else self.tokenizer.joined(sid))
+        return col
+
+    def rows(self, phrase: str, limit: int) -> list[int]:
+        """Haystack positions of the matching rows, in order, at most ``limit``."""
+        if limit > self.limit:
+            raise ValueError(f"LIMIT {limit} above the matcher's {self.limit}")
+        rows = self._rows.get(phrase)
+        if rows is None:
+            rows = self._rows[phrase] = self._match(phrase)
+        return rows[:limit]
+
+    def _match(self, phrase: str) -> list[int]:
+        if "\x00" in phrase:
+            return []
+        toks = self.tokenizer.tokens(phrase)
+        if not toks:
+            return []
+        if len(toks) == 1:
+            t = toks[0]
+            found = [p for p, (sid, body) in enumerate(self.columns) if t in body.tokens or t in sid.tokens]
+        else:
+            need = set(toks)
+            pat = " " + "  ".join(toks) + " "
+            found = [p for p, (sid, body) in enumerate(self.columns)
+                     if (need <= body.tokens and pat in body.joined) or (need <= sid.tokens and pat in sid.joined)]
+        return found[:self.limit]
