@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memobench.engine import fts_quote
-from memobench.fts5 import MAX_TOKEN_BYTES, Column, PhraseMatcher, Unicode61, body_column
+from memobench.fts5 import EMPTY, MAX_TOKEN_BYTES, PhraseMatcher, Unicode61, body_joined
 from memobench.generate import write_longmemeval
 from memobench.normalize import normalize_locomo, normalize_longmemeval
 from memobench.retrieval import load_segment, run_segment
@@ -48,7 +48,7 @@ def fts5_rows(rows: list[tuple], phrase: str, limit: int) -> list[int]:
 
 def matcher_rows(rows: list[tuple], phrase: str, limit: int, tokenizer=U61) -> list[int]:
     m = PhraseMatcher(tokenizer, max(limit, 1))
-    bodies = [body_column([tokenizer.joined(part) for part in (body or "").split("\n")]) for _, body in rows]
+    bodies = [body_joined([tokenizer.joined(part) for part in (body or "").split("\n")]) for _, body in rows]
     m.load(object(), [sid for sid, _ in rows], bodies)
     return m.rows(phrase, limit)
 
@@ -134,7 +134,7 @@ def test_body_column_spans_events():
     rows = [("s1", "the garden\n\n!!\nplan today")]
     for phrase in ("garden plan", "the garden plan today", "garden  plan"):
         assert matcher_rows(rows, phrase, 10) == fts5_rows(rows, phrase, 10) == [0]
-    assert isinstance(body_column([]), Column) and body_column([]).tokens == frozenset()
+    assert body_joined([]) == body_joined([EMPTY, EMPTY]) == EMPTY
 
 
 def _big_haystack_item():

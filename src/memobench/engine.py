@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass
+from itertools import repeat
 
-from .fts5 import FTS5_TOKENS, Column, Unicode61, body_column
+from .fts5 import FTS5_TOKENS, Unicode61, body_joined
 from .jsmath import js_log, utf16_key, utf16_len
 from .recipe import Recipe
 from .timewords import date_words, relative_min_time
@@ -40,16 +41,19 @@ class TokenizedSession:
     of Python loops over tokens.
     """
 
-    __slots__ = ("lengths", "joined", "_reps")
+    __slots__ = ("lengths", "joined", "_reps", "_whole")
 
     def __init__(self, joined: list[str], lengths: list[int]):
         self.lengths = lengths
         self.joined = joined  # per event, tokenize.joined_tokens form
         self._reps: dict[tuple, tuple | None] = {}
+        self._whole = None
 
     def has_token(self, t: str) -> bool:
-        pat = " " + t + " "
-        return any(pat in j for j in self.joined)
+        # One search over all events, "\n" between them so no match spans two.
+        if self._whole is None:
+            self._whole = "\n".join(self.joined)
+        return " " + t + " " in self._whole
 
     def representative(self, phrase: tuple) -> tuple | None:
         """(occ, len, k) of the representative event for ``phrase``, or None.
@@ -68,19 +72,23 @@ class TokenizedSession:
             # prefix equal to a suffix, e.g. "a a"); str.count would miss them.
             overlapping = any(phrase[:i] == phrase[n - i :] for i in range(1, n))
             lengths = self.lengths
-            for k, s in enumerate(self.joined):
-                if pat not in s:
-                    continue
-                if overlapping:
+            if not overlapping:
+                # every event's count in one C-level pass, then the best among the top counts
+                counts = list(map(str.count, self.joined, repeat(pat)))
+                c = max(counts, default=0)
+                if c:
+                    best = max((c, -lengths[k], k) for k, x in enumerate(counts) if x == c)
+            else:
+                for k, s in enumerate(self.joined):
+                    if pat not in s:
+                        continue
                     c, i = 0, s.find(pat)
                     while i >= 0:
                         c += 1
                         i = s.find(pat, i + 1)
-                else:
-                    c = s.count(pat)
-                cand = (c, -lengths[k], k)
-                if best is None or cand > best:
-                    best = cand
+                    cand = (c, -lengths[k], k)
+                    if best is None or cand > best:
+                        best = cand
         rep = None if best is None else (best[0], -best[1], best[2])
         self._reps[phrase] = rep
         return rep
@@ -96,7 +104,7 @@ class Corpus:
     def __init__(self, events: dict[int, tuple[list[str], list[int]]] | None = None):
         self.sessions: dict[int, tuple[str, list[int], list[int]]] = {}
         self._tok: dict[tuple[str, int], TokenizedSession] = {}
-        self._fts: dict[int, Column] = {}  # FTS5 body columns (fts5.py)
+        self._fts: dict[int, str] = {}  # FTS5 body columns, joined form (fts5.py)
         self._unicode61: Unicode61 | None = None
         # (tokenizer, key) -> per-event joined tokens, from the tokens stage
         self.pretokenized: dict[tuple[str, int], list[str]] = {}
@@ -139,9 +147,9 @@ class Corpus:
     def body(self, key: int) -> str:
         return self.sessions[key][0]
 
-    def fts_body(self, key: int) -> Column:
-        """The session's FTS5 body column: from the tokens stage's ``fts5``
-        table when loaded, else tokenized here."""
+    def fts_body(self, key: int) -> str:
+        """The session's FTS5 body column in joined form: from the tokens
+        stage's ``fts5`` table when loaded, else tokenized here."""
         col = self._fts.get(key)
         if col is None:
             joined = self.pretokenized.pop((FTS5_TOKENS, key), None)
@@ -149,7 +157,7 @@ class Corpus:
                 if self._unicode61 is None:
                     self._unicode61 = Unicode61()
                 joined = [self._unicode61.joined(t) for t in self.texts(key)]
-            col = self._fts[key] = body_column(joined)
+            col = self._fts[key] = body_joined(joined)
         return col
 
     def drop(self, keys, texts: bool = False) -> None:
