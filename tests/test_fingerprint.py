@@ -75,7 +75,10 @@ def scanned_imports(text: str, current: str = "steps") -> set[str]:
 def scanned_stage_modules(stage: str) -> set[str]:
     src = (PKG / "steps.py").read_text(encoding="utf-8")
     top = "\n".join(line for line in src.splitlines() if not line.startswith((" ", "\t")))
-    body = src.split(f'@stage("{stage}"', 1)[1].split("\n@stage(", 1)[0]
+    # the stage's decorator, any stacked under it, then its function up to the next stage's
+    after = src.split(f'@stage("{stage}"', 1)[1]
+    head, _, func = after.partition("\ndef ")
+    body = head + "\ndef " + func.split("\n@stage(", 1)[0]
     todo = scanned_imports(top) | scanned_imports(body)
     seen: set[str] = set()
     while todo:
@@ -172,29 +175,31 @@ def test_every_stage_ran_and_loaded_only_its_closure(scratch):
         assert not extra, f"stage {rule} loaded {sorted(extra)} outside its fingerprint"
 
 
-def _rule_graph(proj, cfg) -> dict[str, set[str]]:
-    """Rule -> the rules that consume its outputs (Snakemake's --rulegraph)."""
-    out = snakemake(proj, "--rulegraph", configfile=cfg, snakefile=proj / "Snakefile").stdout
-    label = dict(re.findall(r'\t(\d+)\[label = "(\w+)"', out))
-    down: dict[str, set[str]] = {name: set() for name in label.values()}
+def _job_graph(proj, cfg) -> tuple[dict[str, str], dict[str, set[str]]]:
+    """Every job's rule, and job -> the jobs that consume its outputs (Snakemake's
+    --dag; jobs, not rules: merge and merge_lme follow retrieve for different datasets)."""
+    out = snakemake(proj, "--dag", "--forceall", configfile=cfg, snakefile=proj / "Snakefile").stdout
+    rule = dict(re.findall(r'\t(\d+)\[label = "(\w+)', out))
+    down: dict[str, set[str]] = {job: set() for job in rule}
     for a, b in re.findall(r"\t(\d+) -> (\d+)", out):
-        down[label[a]].add(label[b])
-    return down
+        down[a].add(b)
+    return rule, down
 
 
 def test_editing_each_module_reruns_exactly_its_importers_and_what_follows(scratch):
     proj, cfg, _ = scratch
     assert dry_run_jobs(proj, configfile=cfg, snakefile=proj / "Snakefile") == {}
-    down = _rule_graph(proj, cfg)
+    rule, down = _job_graph(proj, cfg)
     for module in MODULES:
         importers = {s for s in STAGES if module in scanned_stage_modules(s)}
-        expected = set(importers)
-        todo = list(importers)
+        reached = {job for job, r in rule.items() if r in importers}
+        todo = list(reached)
         while todo:
             for nxt in down.get(todo.pop(), ()):
-                if nxt not in expected:
-                    expected.add(nxt)
+                if nxt not in reached:
+                    reached.add(nxt)
                     todo.append(nxt)
+        expected = {rule[job] for job in reached}
         # the last rule (datasets.smk) takes all but the receipts as ancient
         # inputs (it only has to come last): it reruns after a download only
         if "download" not in expected:

@@ -212,9 +212,6 @@ def merge_inputs(w):
 
 # --------------------------------------------------------------------------- official metrics and exports
 
-# The ranking the official metrics and exports read: the deep list (depth 50),
-# whose ranks 1-10 are the harness's top 10 (rankings.parquet).
-OFFICIAL_RANKINGS = "deep.parquet"
 LME_FORMATS = ("longmemeval", "longmemeval_cn")
 
 
@@ -222,18 +219,14 @@ def is_lme(ds):
     return DATASETS[ds]["format"] in LME_FORMATS
 
 
-def retrievallog_inputs(w):
-    """The tables the official metrics read, the variant's deep list and the
-    sessions' log JSON (made once per base dataset)."""
-    variant_of(w)
-    base = base_dataset(w.dataset)
-    return {
-        "questions": f"{norm_dir(w.dataset)}/questions.parquet",
-        "haystacks": f"{norm_dir(base)}/haystacks.parquet",
-        "events": f"{norm_dir(base)}/events.parquet",
-        "rankings": f"{RESULTS}/{w.dataset}/{w.variant}/{OFFICIAL_RANKINGS}",
-        "sessions": f"{RESULTS}/{base}/exports/sessions.bin",
-    }
+# The datasets whose merge job also writes the retrieval log (merge.smk:
+# merge_lme); "(?!)" matches nothing.
+LME_DATASETS = "|".join(re.escape(ds) for ds in sorted(DATASETS) if is_lme(ds)) or "(?!)"
+
+
+def merge_lme_inputs(w):
+    """merge's inputs and the sessions' log JSON (made once per base dataset)."""
+    return {**merge_inputs(w), "sessions": f"{RESULTS}/{base_dataset(w.dataset)}/exports/sessions.bin"}
 
 
 def official_files():

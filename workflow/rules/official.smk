@@ -1,8 +1,9 @@
 # The field's yardsticks beside the harness's numbers (PROTOCOL.md section 5):
-# TREC qrels, LongMemEval retrieval logs and paired statistics between
-# variants (official.json and run.trec come from the merge job). They read
-# the rankings and never change them: OFFICIAL_RANKINGS (common.smk), the
-# deep list, depth 50.
+# TREC qrels, the sessions of the LongMemEval retrieval logs and paired
+# statistics between variants (official.json, run.trec and retrievallog.jsonl
+# come from the merge job). They read
+# the rankings and never change them: the deep list (depth 50), whose ranks
+# 1-10 are the harness's top 10.
 
 
 # Each session's JSON as the retrieval log writes it, once per dataset, so a
@@ -18,24 +19,6 @@ rule session_json:
         f"{RESULTS}/logs/benchmarks/session_json/{{dataset}}.tsv"
     log:
         f"{RESULTS}/logs/session_json/{{dataset}}.log",
-    conda:
-        "../../envs/memobench.yaml"
-    script:
-        STAGE_SCRIPT
-
-
-rule retrievallog:
-    input:
-        unpack(retrievallog_inputs),
-    output:
-        retrievallog=f"{RESULTS}/{{dataset}}/{{variant}}/retrievallog.jsonl",
-    params:
-        fmt=lambda w: DATASETS[w.dataset]["format"],
-        code=code("retrievallog"),
-    benchmark:
-        f"{RESULTS}/logs/benchmarks/retrievallog/{{dataset}}/{{variant}}.tsv"
-    log:
-        f"{RESULTS}/logs/retrievallog/{{dataset}}/{{variant}}.log",
     conda:
         "../../envs/memobench.yaml"
     script:
