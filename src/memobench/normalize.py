@@ -48,11 +48,13 @@ def _digest(scope: str, session_id: str, texts: list, roles: list, dia_ids: list
     """A session's identity: its parts (None read as ``_NULL``) and flags.
     The code-point length of every part and then all of them joined is one
     unambiguous encoding, hashed with a handful of C-level calls instead of
-    one per part (a session's turns are most of the file)."""
+    one per part (a session's turns are most of the file). SHA-256: every
+    occurrence of a session is hashed, and with the CPUs' SHA instructions it
+    runs at twice blake2b's speed."""
     roles = [_NULL if r is None else r for r in roles] if None in roles else roles
     dia_ids = [_NULL if d is None else d for d in dia_ids] if None in dia_ids else dia_ids
     parts = [scope, session_id, *texts, *roles, *dia_ids]
-    h = hashlib.blake2b(array("q", [len(parts), *map(len, parts)]).tobytes(), digest_size=16)
+    h = hashlib.sha256(array("q", [len(parts), *map(len, parts)]).tobytes())
     h.update("".join(parts).encode("utf-8", "surrogatepass"))
     h.update(flags)
     return h.digest()
