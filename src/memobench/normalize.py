@@ -108,8 +108,9 @@ def _lme_turns(session) -> tuple[list, list, list]:
     ``String(turn.content)`` ('' for a null turn or no content), the role
     (None unless a scalar) and has_answer as the official scorer tests it
     (Python truthiness; a missing key or a non-object turn is false). Column
-    by column with C-level maps when every turn is an object and every value
-    a string, as in real files; turn by turn otherwise."""
+    by column with C-level maps when every turn is an object, every content a
+    string and every role a string or null, as in real files; the coercions
+    value by value otherwise."""
     turns = session if isinstance(session, list) else []
     n = len(turns)
     if not set(map(type, turns)) <= {dict}:
