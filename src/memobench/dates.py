@@ -83,8 +83,7 @@ def parse_lme(s: str) -> int | None:
     m = _LME_RE.match(s)
     if m is None:
         return None
-    y, mo, d, h, mi = (int(g) for g in m.groups())
-    return iso_utc_ms(y, mo, d, h, mi)
+    return iso_utc_ms(*map(int, m.groups()))
 
 
 def parse_locomo(s: str) -> int | None:

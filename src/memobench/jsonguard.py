@@ -9,7 +9,7 @@ Two shapes of valid-looking JSON hurt the parsers we use:
   backend crashes the process (SIGSEGV) and ``json`` raises ValueError.
 
 :class:`Guard` scans the bytes incrementally, at C speed for ordinary data
-(strings are removed with one regular expression per chunk), and reports the
+(strings are dropped with a few bytes operations per chunk), and reports the
 exact byte of the first violation: the bracket that opens level
 ``MAX_DEPTH + 1``, or the first character of a number literal longer than
 ``MAX_NUMBER`` characters. Strings follow JSON's rules (a backslash escapes
@@ -34,8 +34,8 @@ MAX_NUMBER = 4096  # characters of one number literal; Python's int limit is 4,3
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _STRING_REST = re.compile(rb'[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)  # the end of a string begun earlier
 _NUM_CHARS = b"-+.0123456789eE"
-_NUM_LEAD = re.compile(rb"[-+.0-9eE]*")
-_NUM_TAIL = re.compile(rb"[-+.0-9eE]*\Z")
+_NUM_MASK = bytes(b in _NUM_CHARS for b in range(256))  # number characters to 1, the rest to 0
+_NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'"[]{}\\\0')
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 _DELTA = tuple(1 if b in b"[{" else -1 if b in b"]}" else 0 for b in range(256))
 _QUOTE, _BACKSLASH = 0x22, 0x5C
@@ -65,7 +65,8 @@ class Guard:
     def __init__(self, max_depth: int = MAX_DEPTH, max_number: int | None = None, start: int = 0):
         self.max_depth = max_depth
         self.max_number = max_number if max_number is not None else _number_limit()
-        self._long = re.compile(rb"[-+.0-9eE]{%d}" % (self.max_number + 1))
+        self._long = b"\1" * (self.max_number + 1)  # a run too long, in _NUM_MASK's terms
+        self._stride = max(1, (self.max_number + 1) // 2)  # a run that long covers two multiples of it
         self.offset = start  # absolute byte offset of the next chunk
         self.depth = 0
         self.in_string = False
@@ -90,41 +91,65 @@ class Guard:
         (then :meth:`_exact` decides, byte by byte)."""
         if not chunk:
             return True
+        # Number literals are bounded on the raw bytes, strings included: a
+        # run there is at least as long as any literal in it, and a run over
+        # the bound (digits in text, almost never) is left to _exact.
+        lead = len(chunk) - len(chunk.lstrip(_NUM_CHARS))
+        if self.run + lead > self.max_number or self._long_run(chunk):
+            return False
         stripped = self._outside_split(chunk)
         if stripped is None:
             stripped = self._outside_regex(chunk)
-        lead = _NUM_LEAD.match(stripped).end()
-        if self.run and self.run + lead > self.max_number:
-            return False
-        if self._long.search(stripped):
-            return False
         if self.in_string:
             self.run = 0  # a string ends the chunk
-        elif lead == len(stripped):
+        elif lead == len(chunk):
             self.run += lead
-        else:
-            self.run = len(stripped) - _NUM_TAIL.search(stripped).start()
+        else:  # the run that ends the chunk has no quote, so it is outside strings too
+            self.run = len(chunk) - len(chunk.rstrip(_NUM_CHARS))
         brackets = stripped.translate(None, _NOT_BRACKETS)
         if brackets:
-            sums = list(accumulate(map(_DELTA.__getitem__, brackets), initial=self.depth))
-            if max(sums) > self.max_depth or min(sums) < 0:
+            # Empty pairs (most turns: {...}) are dropped first, so few brackets
+            # are summed one by one; such a pair reaches one level above where
+            # it is, a pair emptied by the first drop two.
+            once = brackets.replace(b"{}", b"")
+            rest = once.replace(b"[]", b"")
+            margin = (len(once) < len(brackets)) + (len(rest) < len(once))
+            sums = list(accumulate(map(_DELTA.__getitem__, rest), initial=self.depth))
+            if max(sums) + margin > self.max_depth or min(sums) < 0:
                 return False  # too deep, or stray closers (malformed): decided exactly
             self.depth = sums[-1]
         return True
 
+    def _long_run(self, chunk: bytes) -> bool:
+        """Whether ``chunk`` holds more than ``max_number`` number characters
+        in a row. Such a run covers two neighbouring bytes of the sample
+        ``chunk[::stride]`` and every byte between them, so only where two
+        neighbours are number characters is more than the sample looked at."""
+        stride = self._stride
+        marks = chunk[::stride].translate(_NUM_MASK)
+        i = marks.find(b"\1\1")
+        while i >= 0:
+            if not chunk[i * stride : (i + 1) * stride + 1].lstrip(_NUM_CHARS):
+                return self._long in chunk.translate(_NUM_MASK)
+            i = marks.find(b"\1\1", i + 1)
+        return False
+
     def _outside_split(self, chunk: bytes) -> bytes | None:
-        """The bytes of ``chunk`` outside strings, each string replaced by a
-        space; sets the string state at its end. Escapes are paired off with
-        ``bytes.replace`` and the quotes split on, all at C speed; that pairing
-        is right inside strings only, so a backslash or NUL left outside
-        (never in valid JSON) answers None and the regex does it instead."""
+        """The brackets of ``chunk`` outside strings (with the bytes that
+        reveal a wrong pairing below, and spaces), and the string state at
+        its end. Escapes are paired off with ``bytes.replace``, all but the
+        quotes, brackets, NULs and backslashes dropped, quotes with nothing of
+        those between them dropped too (most strings), and the rest split on
+        quotes, all at C speed; that pairing is right inside strings only, so
+        a backslash or NUL left outside (never in valid JSON) answers None and
+        the regex does it instead."""
         body = chunk
         if self.in_string and self.escape:
             body = chunk[1:]
         neutral = body
         if b"\\" in neutral:
             neutral = neutral.replace(b"\\\\", b"\0\0").replace(b'\\"', b"\0\0")
-        pieces = neutral.split(b'"')
+        pieces = neutral.translate(None, _NOT_STRUCTURE).replace(b'""', b"").split(b'"')
         odd = (len(pieces) - 1) % 2 == 1  # an odd number of string delimiters
         stripped = b" ".join(pieces[1::2] if self.in_string else pieces[0::2])
         if b"\0" in stripped or b"\\" in stripped:

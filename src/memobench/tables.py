@@ -100,14 +100,19 @@ class TableWriter:
             self.flush()
 
     def extend(self, **columns) -> None:
-        """Append whole columns (equal lengths) at once."""
-        n = None
-        for name, col in self.columns.items():
-            col.extend(columns[name])
-            n = len(columns[name])
-        self.pending += n or 0
-        if self.pending >= self.batch_rows:
-            self.flush()
+        """Append whole columns (equal lengths) at once. Row groups are cut
+        where row-by-row :meth:`append` would cut them, so the file is the same."""
+        n = len(columns[self.schema.names[0]])
+        done = 0
+        while done < n:
+            take = min(n - done, self.batch_rows - self.pending)
+            whole = take == n
+            for name, col in self.columns.items():
+                col.extend(columns[name] if whole else columns[name][done : done + take])
+            done += take
+            self.pending += take
+            if self.pending >= self.batch_rows:
+                self.flush()
 
     def flush(self) -> None:
         if not self.pending:
