@@ -10,11 +10,11 @@ from __future__ import annotations
 import pyarrow as pa
 
 from .engine import REQUEST_LIMIT, Corpus, Haystack, Ranker, Recipe, Scorer, merge_final
-from .fts5 import FTS5_TOKENS, PhraseMatcher, Unicode61
+from .fts5 import PhraseMatcher, Unicode61
 from .jsmath import to_fixed
 from . import metrics
 from .progress import Progress
-from .retrieval import load_segment
+from .retrieval import load_segment, token_tables
 from .tables import write_json, write_table, write_text
 from .tokenize import seq_ascii
 
@@ -173,11 +173,10 @@ def markdown(dataset: str, s: dict) -> str:
 
 def run_analyze(questions_path, haystacks_path, events_path, rows_out, json_out, md_out, dataset: str,
                 tokens_path=None, fts_tokens_path=None, log=print):
-    tokens = {RECIPE.seq: tokens_path} if tokens_path else {}
-    if fts_tokens_path:
-        tokens[FTS5_TOKENS] = fts_tokens_path
+    # texts only when a tokens table is missing (a direct call)
     questions, haystacks, corpus = load_segment(questions_path, haystacks_path, events_path, 1, 1,
-                                                tokens=tokens, texts=len(tokens) < 2)
+                                                tokens=token_tables(RECIPE.seq, tokens_path, fts_tokens_path),
+                                                texts=not (tokens_path and fts_tokens_path))
     ranker = Ranker(corpus, RECIPE, PhraseMatcher(Unicode61(), RECIPE.fts_limit))
     rows = []
     progress = Progress(log, f"analyze {dataset}: questions", total=len(questions))

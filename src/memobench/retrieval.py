@@ -278,11 +278,18 @@ def write_segment(variant: Variant, questions_path, haystacks_path, events_path,
                   n_segments: int, rankings_out, outcomes_out, log=print, tokens_path=None,
                   fts_tokens_path=None, deep_out=None, metadata: dict | None = None, embeddings_path=None) -> None:
     outs = {variant.name: {"rankings": rankings_out, "outcomes": outcomes_out, "deep": deep_out}}
-    tokens = {variant.recipe.seq: tokens_path} if tokens_path else {}
+    write_segments([variant], questions_path, haystacks_path, events_path, segment, n_segments, outs, log=log,
+                   tokens=token_tables(variant.recipe.seq, tokens_path, fts_tokens_path), metadata=metadata,
+                   embeddings_path=embeddings_path)
+
+
+def token_tables(seq: str, tokens_path=None, fts_tokens_path=None) -> dict:
+    """The ``tokens`` argument of load_segment/write_segments: tokenizer name
+    -> tokens stage table, for a recipe's tokenizer and the FTS5 tokens."""
+    tokens = {seq: tokens_path} if tokens_path else {}
     if fts_tokens_path:
         tokens[FTS5_TOKENS] = fts_tokens_path
-    write_segments([variant], questions_path, haystacks_path, events_path, segment, n_segments, outs, log=log,
-                   tokens=tokens, metadata=metadata, embeddings_path=embeddings_path)
+    return tokens
 
 
 def write_segments(variants: list[Variant], questions_path, haystacks_path, events_path, segment: int,

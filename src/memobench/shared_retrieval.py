@@ -203,17 +203,15 @@ def write_segment_shared(variant: Variant, config: dict, dataset: str, segment: 
             todo.append(other)
             outs[other.name] = {kind: str(p) for kind, p in _entry(cache, k).items()}
             metas[other.name] = k
-        from .fts5 import FTS5_TOKENS
-        from .retrieval import write_segments
+        from .retrieval import token_tables, write_segments
 
         if len(todo) > 1:
             log(f"{variant.name} segment {segment}/{n_segments}: ranking {len(todo) - 1} sibling variant(s) "
                 f"in the same pass: {', '.join(v.name for v in todo[1:])}")
-        tokens = {variant.recipe.seq: inputs["tokens"]} if "tokens" in inputs else {}
-        if "fts_tokens" in inputs:
-            tokens[FTS5_TOKENS] = inputs["fts_tokens"]
         write_segments(todo, inputs["questions"], inputs["haystacks"], inputs["events"], segment, n_segments,
-                       outs, log=log, tokens=tokens, embeddings_path=inputs.get("embeddings"),
+                       outs, log=log, tokens=token_tables(variant.recipe.seq, inputs.get("tokens"),
+                                                          inputs.get("fts_tokens")),
+                       embeddings_path=inputs.get("embeddings"),
                        metadata=metadata() if callable(metadata) else metadata)
         _record_key(cache, variant.name, key)
         _collect(cache, keep={k for k in metas.values()}, older_than=_newest(inputs))
