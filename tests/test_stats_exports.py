@@ -101,6 +101,21 @@ def test_whitespace_in_an_id_is_an_error(tmp_path, qid, sid):
     assert not (tmp_path / "run.trec").exists() and not (tmp_path / "run.trec.tmp").exists()
 
 
+def test_an_id_is_refused_exactly_when_a_character_of_it_is_whitespace():
+    """Every code point: refused as an id character iff str.isspace() (TREC splits on it)."""
+    bad = []
+    for cp in range(0x110000):
+        c = chr(cp)
+        try:
+            exports.check_id(f"a{c}b", "id", "f", None)
+            refused = False
+        except DataError:
+            refused = True
+        if refused != c.isspace():
+            bad.append(hex(cp))
+    assert not bad
+
+
 def test_qrels_leave_out_questions_without_gold(tmp_path):
     from memobench.tables import QUESTIONS
 
@@ -130,15 +145,15 @@ def test_session_json_is_each_sessions_turns_as_json(tmp_path):
     _events(tmp_path / "events.parquet", rows)
     exports.write_session_json(tmp_path / "events.parquet", tmp_path / "s.bin", log=lambda m: None)
     store = exports.SessionJson(tmp_path / "s.bin")
-    turns = store.turns(1)
+    turns = store.turns(1).decode("utf-8")
     assert json.loads(turns) == [{"role": "user", "content": "a \"q\"", "has_answer": True},
                                  {"role": "assistant", "content": "b é"}, {"role": "user", "content": "c"}]
     assert turns == json.dumps(json.loads(turns), ensure_ascii=False) and store.user_text(1) == "a \"q\" c"
-    assert (store.turns(4), store.user_text(4)) == ('[{"role": "assistant", "content": "x"}]', "")
+    assert (store.turns(4), store.user_text(4)) == (b'[{"role": "assistant", "content": "x"}]', "")
     for k in (0, 2, 3, 40, -5):
-        assert (store.turns(k), store.user_text(k)) == ("[]", "")
+        assert (store.turns(k), store.user_text(k)) == (b"[]", "")
     for k in reversed(range(5, 40)):
-        assert store.turns(k) == json.dumps([{"role": "user", "content": f"t{k} ✓"}], ensure_ascii=False)
+        assert store.turns(k) == json.dumps([{"role": "user", "content": f"t{k} ✓"}], ensure_ascii=False).encode()
         assert store.user_text(k) == f"t{k} ✓"
     store.close()
     (tmp_path / "bad.bin").write_bytes(b"x" * 100)

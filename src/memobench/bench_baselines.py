@@ -30,12 +30,11 @@ def _peak_mb() -> float:
 
 
 def run_lexical(norm: Path, name: str) -> dict:
-    import pyarrow.parquet as pq
-
     from .baselines import haystack_documents, rank
+    from .tables import read_table
 
     t0, c0 = time.monotonic(), time.process_time()
-    questions = pq.read_table(norm / "questions.parquet").to_pylist()
+    questions = read_table(norm / "questions.parquet").to_pylist()
     hays = haystack_documents(norm / "haystacks.parquet", norm / "events.parquet", "longmemeval")
     t_docs = time.monotonic() - t0
     n = 0

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import struct
 from array import array
 from pathlib import Path
@@ -28,27 +29,34 @@ import pyarrow.parquet as pq
 
 from . import official
 from .errors import DataError
-from .tables import atomic_path, commit, tmp_path
+from .tables import atomic_path, commit, read_table, tmp_path
 
 DEPTH = 50
 
 
+# str.isspace's characters: re's \s on str is the same Unicode test
+_SPACE = re.compile(r"\s")
+
+
 def check_id(value: str, kind: str, path, item) -> str:
-    if not value or any(c.isspace() for c in value):
+    if not value or _SPACE.search(value):
         raise DataError(path, item, f"{kind} {value!r} is empty or holds whitespace: it cannot be written as TREC")
     return value
 
 
 class _AtomicText:
-    """A text file written under a temporary name and moved into place on success."""
+    """A text file written under a temporary name and moved into place on
+    success (``binary``: a file of bytes, for text assembled as UTF-8)."""
 
-    def __init__(self, path):
+    def __init__(self, path, binary: bool = False):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.tmp = tmp_path(self.path)
+        self.binary = binary
 
     def __enter__(self):
-        self.f = open(self.tmp, "w", encoding="utf-8", newline="\n")
+        self.f = (open(self.tmp, "wb") if self.binary
+                  else open(self.tmp, "w", encoding="utf-8", newline="\n"))
         return self.f
 
     def __exit__(self, exc_type, exc, tb):
@@ -62,7 +70,7 @@ class _AtomicText:
 def write_run(rankings_path, tag: str, out, log=print) -> dict:
     """``run.trec`` from a rankings table of any depth (first :data:`DEPTH` ranks)."""
     check_id(tag, "run tag (variant name)", rankings_path, None)
-    t = pq.read_table(rankings_path, columns=["question_id", "rank", "session_id", "q_index"])
+    t = read_table(rankings_path, columns=["question_id", "rank", "session_id", "q_index"])
     t = t.sort_by([("q_index", "ascending"), ("rank", "ascending")]).to_pydict()
     seen_q: dict[str, int] = {}
     dropped_q: set[int] = set()
@@ -94,7 +102,7 @@ def write_run(rankings_path, tag: str, out, log=print) -> dict:
 
 def write_qrels(questions_path, out, log=print) -> dict:
     """``qrels.trec``: the harness's gold per question (``questions.gold``)."""
-    rows = pq.read_table(questions_path, columns=["q_index", "question_id", "gold", "haystack_id", "parse_error"])
+    rows = read_table(questions_path, columns=["q_index", "question_id", "gold", "haystack_id", "parse_error"])
     rows = rows.sort_by("q_index").to_pylist()
     seen: set[str] = set()
     stats = {"questions": 0, "lines": 0, "no_gold": 0, "repeated_question_ids": 0}
@@ -188,13 +196,17 @@ class SessionJson:
         self.rows = {k: i for i, k in enumerate(self.keys)}
 
     def _read(self, j: int) -> str:
-        lo, hi = self.offsets[j], self.offsets[j + 1]
-        return os.pread(self.fd, hi - lo, lo).decode("utf-8") if hi > lo else ""
+        return self._bytes(j).decode("utf-8")
 
-    def turns(self, key: int) -> str:
-        """The session's turns as JSON; a session without events is ``[]``."""
+    def _bytes(self, j: int) -> bytes:
+        lo, hi = self.offsets[j], self.offsets[j + 1]
+        return os.pread(self.fd, hi - lo, lo) if hi > lo else b""
+
+    def turns(self, key: int) -> bytes:
+        """The session's turns as JSON text in UTF-8, as the file holds it (the
+        retrieval log copies it as is); a session without events is ``[]``."""
         i = self.rows.get(key)
-        return "[]" if i is None else self._read(2 * i)
+        return b"[]" if i is None else self._bytes(2 * i)
 
     def user_text(self, key: int) -> str:
         i = self.rows.get(key)
@@ -220,10 +232,10 @@ def write_retrievallog(fmt: str, questions_path, haystacks_path, events_path, ra
     if rows is None:
         _, rows = official.compute(fmt, questions_path, haystacks_path, events_path, rankings_path, log=log)
     cols = ["q_index", "question", "question_date", "answer", "answer_session_ids", "haystack_id"]
-    qs = {q["q_index"]: q for q in pq.read_table(questions_path, columns=cols).to_pylist()}
+    qs = {q["q_index"]: q for q in read_table(questions_path, columns=cols).to_pylist()}
     hay = official.read_haystacks(haystacks_path, {qs[r["q_index"]]["haystack_id"] for r in rows})
     store = SessionJson(session_json_path)
-    with _AtomicText(out) as f:
+    with _AtomicText(out, binary=True) as f:
         for r in rows:
             q = qs[r["q_index"]]
             h = hay[q["haystack_id"]]
@@ -236,12 +248,12 @@ def write_retrievallog(fmt: str, questions_path, haystacks_path, events_path, ra
             tail = {"haystack_session_ids": h["ids"], "answer_session_ids": q["answer_session_ids"],
                     "retrieval_results": {"query": q["question"], "ranked_items": items,
                                           "metrics": {"session": r["metrics"], "turn": {}}}}
-            f.write(json.dumps(head, ensure_ascii=False)[:-1])
+            f.write(json.dumps(head, ensure_ascii=False)[:-1].encode("utf-8"))
             if sessions:
-                f.write(', "haystack_sessions": [')
-                f.write(", ".join(store.turns(k) for k in h["keys"]))
-                f.write("]")
-            f.write(", " + json.dumps(tail, ensure_ascii=False)[1:] + "\n")
+                f.write(b', "haystack_sessions": [')
+                f.write(b", ".join([store.turns(k) for k in h["keys"]]))
+                f.write(b"]")
+            f.write((", " + json.dumps(tail, ensure_ascii=False)[1:] + "\n").encode("utf-8"))
     store.close()
     log(f"retrievallog: {len(rows)} questions")
     return {"questions": len(rows)}

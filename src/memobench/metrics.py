@@ -105,9 +105,10 @@ def pct(count: int, n: int, digits: int = 1) -> str:
 def concat_rankings(paths):
     """The segments' ranking tables (top-10 or deep) in question order."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
-    t = pa.concat_tables([pq.read_table(p) for p in paths])
+    from .tables import read_table
+
+    t = pa.concat_tables([read_table(p) for p in paths])
     return t.sort_by([("q_index", "ascending"), ("rank", "ascending")])
 
 
@@ -122,13 +123,12 @@ def merge_segments(dataset: str, variant_spec: dict, rankings_in, outcomes_in, d
 
     import pyarrow as pa
     import pyarrow.compute as pc
-    import pyarrow.parquet as pq
 
     from .provenance import PROVENANCE_KEY
-    from .tables import write_json, write_table
+    from .tables import read_table, write_json, write_table
 
     rankings = concat_rankings(rankings_in)
-    seg_tables = [pq.read_table(p).sort_by("q_index") for p in outcomes_in]
+    seg_tables = [read_table(p).sort_by("q_index") for p in outcomes_in]
     per_segment = [t.to_pylist() for t in seg_tables]
     outcomes = [row for seg in per_segment for row in seg]
     result = compute(outcomes, per_segment)

@@ -24,7 +24,7 @@ from .errors import DataError
 from .jsonguard import GuardedReader, LimitExceeded, check_bytes, parse_error_offset
 from .jsmath import MISSING, js_string
 from .progress import Progress
-from .tables import EVENTS, HAYSTACKS, QUESTIONS, SESSIONS, TableWriter
+from .tables import EVENTS, HAYSTACKS, QUESTIONS, SESSIONS, TableWriter, read_table
 
 DAY_MS = 86_400_000
 SESSION_KEY_RE = re.compile(r"session_([0-9]+)\Z")
@@ -515,7 +515,7 @@ def normalize_cn(path, base_dir, out_dir, log=print) -> dict:
     retrieval stage counts them as skips.
     """
     path, base_dir, out_dir = Path(path), Path(base_dir), Path(out_dir)
-    base = pq.read_table(base_dir / "questions.parquet", columns=["question_id", "haystack_id", "gold", "question_type", "question_date"]).to_pylist()
+    base = read_table(base_dir / "questions.parquet", columns=["question_id", "haystack_id", "gold", "question_type", "question_date"]).to_pylist()
     by_id = {row["question_id"]: row for row in base}  # last entry per id wins
     questions = TableWriter(out_dir / "questions.parquet", QUESTIONS, batch_rows=4096)
     stats = {"rows": 0, "paired": 0, "unpaired": 0}

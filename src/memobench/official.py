@@ -23,9 +23,9 @@ import math
 from collections import defaultdict
 
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from .errors import DataError
+from .tables import read_table
 
 KS = (1, 3, 5, 10, 30, 50)
 LME_FORMATS = ("longmemeval", "longmemeval_cn")
@@ -125,7 +125,7 @@ def average(rows: list[dict], names: list[str]) -> dict[str, float | None]:
 
 def read_rankings(path) -> tuple[dict[int, list[str]], int]:
     """{q_index: session ids in rank order} and the deepest rank present."""
-    t = pq.read_table(path, columns=["q_index", "rank", "session_id"]).sort_by(
+    t = read_table(path, columns=["q_index", "rank", "session_id"]).sort_by(
         [("q_index", "ascending"), ("rank", "ascending")])
     out: dict[int, list[str]] = defaultdict(list)
     for qi, sid in zip(t.column("q_index").to_pylist(), t.column("session_id").to_pylist()):
@@ -135,9 +135,8 @@ def read_rankings(path) -> tuple[dict[int, list[str]], int]:
 
 
 def read_haystacks(path, hids=None) -> dict[int, dict[str, list]]:
-    filters = [("haystack_id", "in", sorted(hids))] if hids else None
-    t = pq.read_table(path, columns=["haystack_id", "position", "session_key", "session_id", "date"],
-                      filters=filters)
+    t = read_table(path, columns=["haystack_id", "position", "session_key", "session_id", "date"],
+                   where={"haystack_id": hids} if hids else None)
     t = t.sort_by([("haystack_id", "ascending"), ("position", "ascending")])
     out: dict[int, dict[str, list]] = {}
     c = t.to_pydict()
@@ -151,14 +150,13 @@ def read_haystacks(path, hids=None) -> dict[int, dict[str, list]]:
 
 def user_target_sessions(events_path) -> set[int]:
     """Session keys with at least one user turn whose ``has_answer`` is true."""
-    t = pq.read_table(events_path, columns=["session_key", "role", "has_answer"],
-                      filters=[("has_answer", "=", True)])
+    t = read_table(events_path, columns=["session_key", "role"], where={"has_answer": [True]})
     return {k for k, r in zip(t.column("session_key").to_pylist(), t.column("role").to_pylist()) if r == "user"}
 
 
 def read_questions(path) -> list[dict]:
     cols = ["q_index", "question_id", "question_type", "haystack_id", "gold", "parse_error"]
-    return pq.read_table(path, columns=cols).sort_by("q_index").to_pylist()
+    return read_table(path, columns=cols).sort_by("q_index").to_pylist()
 
 
 # ---------------------------------------------------------------- per dataset

@@ -23,7 +23,7 @@ from .engine import Corpus, Haystack, Ranker
 from .errors import DataError
 from .fts5 import FTS5_TOKENS, PhraseMatcher, Unicode61
 from .progress import Progress
-from .tables import write_table
+from .tables import read_table, write_table
 from .tokenize import SEQ
 from .variants import Variant
 
@@ -67,12 +67,12 @@ def load_segment(questions_path, haystacks_path, events_path, segment: int, n_se
     tokens = dict(tokens or {})
     if tokens_path is not None:
         tokens[seq_name] = tokens_path
-    qtab = pq.read_table(questions_path)
+    qtab = read_table(questions_path)
     qtab = qtab.sort_by("q_index")
     lo, hi = segment_bounds(qtab.num_rows, segment, n_segments)
     questions = qtab.slice(lo, hi - lo).to_pylist()
     hids = sorted({q["haystack_id"] for q in questions if q["haystack_id"] >= 0})
-    htab = pq.read_table(haystacks_path, filters=[("haystack_id", "in", hids)] if hids else None)
+    htab = read_table(haystacks_path, where={"haystack_id": hids} if hids else None)
     if not hids:
         htab = htab.slice(0, 0)
     htab = htab.sort_by([("haystack_id", "ascending"), ("position", "ascending")])

@@ -15,7 +15,8 @@ from __future__ import annotations
 import hashlib
 
 import numpy as np
-import pyarrow.parquet as pq
+
+from .tables import read_table
 
 SEED = 20240611
 BOOTSTRAP = 10_000
@@ -29,7 +30,7 @@ def per_question(outcome_paths) -> dict[int, dict[str, float]]:
     """{q_index: {hit@1, hit@5, mrr}} of a variant's evaluated questions."""
     out = {}
     for p in outcome_paths:
-        t = pq.read_table(p, columns=["q_index", "status", "gold_rank"]).to_pydict()
+        t = read_table(p, columns=["q_index", "status", "gold_rank"]).to_pydict()
         for qi, status, rank in zip(t["q_index"], t["status"], t["gold_rank"]):
             if status != "evaluated":
                 continue

@@ -38,17 +38,19 @@ class Stage:
     optional_inputs: frozenset[str]
     outputs: frozenset[str]
     params: frozenset[str]
+    # runs third-party model code (sentence-transformers) that may want pandas
+    models: bool = False
 
 
 STAGES: dict[str, Stage] = {}
 
 
-def stage(name: str, *, inputs=(), optional=(), outputs=(), params=()):
+def stage(name: str, *, inputs=(), optional=(), outputs=(), params=(), models=False):
     """Register ``func`` as the stage that rule ``name`` runs."""
 
     def register(func):
         STAGES[name] = Stage(name, func, frozenset(inputs), frozenset(optional), frozenset(outputs),
-                             frozenset(params))
+                             frozenset(params), models)
         return func
 
     return register
@@ -140,7 +142,29 @@ def run(smk) -> None:
     problems = check_names(st, inputs, outputs, params)
     if problems:
         sys.exit(f"memobench: internal error: rule {smk.rule!r} does not match its stage: {'; '.join(problems)}")
+    if not st.models:
+        without_pandas()
     run_logged(smk.log[0], st.func, inputs, outputs, params, dict(smk.wildcards.items()), dict(smk.config))
+
+
+def without_pandas() -> None:
+    """Tell pyarrow that pandas is absent. No stage of ours uses pandas, but
+    pyarrow imports it (about 0.4 s) the first time ``pa.array`` or a dataset
+    read checks whether it was handed a pandas object; with ~100 jobs in a
+    full run that is 40 s of CPU for nothing. A stage running model code
+    (``models=True``) keeps the normal import system."""
+    if "pandas" not in sys.modules and not any(isinstance(f, _NoPandas) for f in sys.meta_path):
+        sys.meta_path.insert(0, _NoPandas())
+
+
+class _NoPandas:
+    """An import finder for which pandas does not exist (pyarrow then treats
+    it as not installed; a ``None`` in sys.modules would crash its check)."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name == "pandas" or name.startswith("pandas."):
+            raise ModuleNotFoundError(f"No module named {name!r} (not imported by memobench's jobs)", name=name)
+        return None
 
 
 def run_logged(log_path, func, inputs: dict, outputs: dict, params: dict, wildcards: dict,
@@ -281,7 +305,7 @@ def retrieve(job: Job) -> None:
                          metadata=lambda: {PROVENANCE_KEY: json.dumps(provenance(), sort_keys=True)})
 
 
-@stage("embeddings", inputs=["events", "sessions"], outputs=["embeddings"], params=["format"])
+@stage("embeddings", inputs=["events", "sessions"], outputs=["embeddings"], params=["format"], models=True)
 def embeddings(job: Job) -> None:
     """all-MiniLM-L6-v2 vectors of every distinct session of a dataset, once
     (the ``minilm`` reference retriever); on a CUDA GPU through PyTorch when

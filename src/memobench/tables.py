@@ -138,6 +138,26 @@ class TableWriter:
         self.tmp.unlink(missing_ok=True)
 
 
+def read_table(path, columns: list[str] | None = None, where: dict | None = None) -> pa.Table:
+    """A table's columns (all when None) and, with ``where`` ({column: allowed
+    values}), only the rows whose values are all allowed (a null is never
+    allowed). Read through ``ParquetFile``, not ``pq.read_table``: that one
+    goes through pyarrow.dataset, which imports pandas (about 0.4 s of every
+    job's start)."""
+    if not where:
+        return pq.ParquetFile(path).read(columns=columns)
+    import pyarrow.compute as pc
+
+    wanted = None if columns is None else list(dict.fromkeys([*columns, *where]))
+    t = pq.ParquetFile(path).read(columns=wanted)
+    mask = None
+    for name, values in where.items():
+        m = pc.fill_null(pc.is_in(t.column(name), value_set=pa.array(list(values), t.schema.field(name).type)), False)
+        mask = m if mask is None else pc.and_(mask, m)
+    t = t.filter(mask)
+    return t if columns is None else t.select(columns)
+
+
 def write_table(path, table: pa.Table) -> None:
     """Write a whole table atomically."""
     with atomic_path(path) as tmp:

@@ -22,6 +22,8 @@ import numpy as np
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from ..tables import read_table
+
 USER_TURNS_ONLY = frozenset({"longmemeval", "longmemeval_cn"})
 
 
@@ -74,9 +76,8 @@ class HaystackDocs:
 def haystack_documents(haystacks_path, events_path, fmt: str, haystack_ids=None) -> dict[int, HaystackDocs]:
     """Each wanted haystack (all when ``haystack_ids`` is None) with its
     documents in haystack order."""
-    filters = None if haystack_ids is None else [("haystack_id", "in", sorted(set(haystack_ids)))]
-    t = pq.read_table(haystacks_path, columns=["haystack_id", "position", "session_key", "session_id"],
-                      filters=filters)
+    where = None if haystack_ids is None else {"haystack_id": sorted(set(haystack_ids))}
+    t = read_table(haystacks_path, columns=["haystack_id", "position", "session_key", "session_id"], where=where)
     t = t.sort_by([("haystack_id", "ascending"), ("position", "ascending")]).to_pydict()
     texts = session_documents(events_path, fmt, keys=set(t["session_key"])) if t["session_key"] else {}
     out: dict[int, HaystackDocs] = {}

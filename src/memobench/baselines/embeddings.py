@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 
 from ..errors import DataError
 from ..progress import Progress
-from ..tables import TableWriter
+from ..tables import TableWriter, read_table
 from .documents import user_turns_only
 
 VECTOR = pa.list_(pa.float32(), 384)
@@ -98,7 +98,7 @@ def embed_sessions(events_path, fmt: str, out, log=print, device: str = "auto", 
             seen.add(key)
             add(key, doc)
         if sessions_path is not None:
-            all_keys = pq.read_table(sessions_path, columns=["session_key"]).column(0).to_pylist()
+            all_keys = read_table(sessions_path, columns=["session_key"]).column(0).to_pylist()
             for key in sorted(set(all_keys) - seen):
                 add(key, "")
         done += len(keys)
@@ -125,7 +125,7 @@ class SessionVectors:
     given session keys in the given order (duplicates repeated)."""
 
     def __init__(self, path, keys=None):
-        t = pq.read_table(path, filters=[("session_key", "in", sorted(set(keys)))] if keys is not None else None)
+        t = read_table(path, where={"session_key": sorted(set(keys))} if keys is not None else None)
         self.path = path
         self.meta = read_meta(path)
         k = t.column("session_key").to_numpy()

@@ -1,0 +1,79 @@
+"""The table reader every stage uses, and the job processes' import of pandas."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from memobench.tables import read_table
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+
+@pytest.fixture
+def table_path(tmp_path):
+    t = pa.table({"k": pa.array([3, 1, None, 2, 1, 7], pa.int32()),
+                  "flag": pa.array([True, None, True, False, True, None]),
+                  "s": ["c", "a", "n", "b", "a2", "g"]})
+    path = tmp_path / "t.parquet"
+    pq.write_table(t, path, row_group_size=2)
+    return path
+
+
+@pytest.mark.parametrize("columns", [None, ["s"], ["s", "k"]])
+@pytest.mark.parametrize("where, filters", [
+    ({"k": [1, 7]}, [("k", "in", [1, 7])]),
+    ({"k": []}, None),
+    ({"flag": [True]}, [("flag", "=", True)]),
+    ({"k": [1, 3], "flag": [True]}, [("k", "in", [1, 3]), ("flag", "=", True)]),
+])
+def test_read_table_keeps_the_rows_pyarrows_filters_keep(table_path, columns, where, filters):
+    """Same rows, order and columns as pyarrow.dataset's filters (nulls never kept)."""
+    got = read_table(table_path, columns=columns, where=where)
+    if filters is None:
+        want = pq.read_table(table_path, columns=columns).slice(0, 0)
+    else:
+        want = pq.read_table(table_path, columns=[*(columns or ["k", "flag", "s"])], filters=filters)
+    assert got.equals(want)
+
+
+def test_read_table_without_where_is_the_whole_table(table_path):
+    assert read_table(table_path).equals(pq.read_table(table_path))
+    assert read_table(table_path, columns=["flag"]).column_names == ["flag"]
+
+
+def _in_fresh_python(code: str) -> str:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                          env={"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin"}).stdout
+
+
+def test_a_stage_process_never_imports_pandas_and_pyarrow_still_works(table_path):
+    """pyarrow checks for pandas on its first pa.array of a list (0.4 s of
+    every job): a job runs without it, and tables still build and read."""
+    out = _in_fresh_python(f"""
+import sys
+from memobench.steps import without_pandas
+without_pandas(); without_pandas()
+import pyarrow as pa
+from memobench.tables import read_table
+t = pa.Table.from_pydict({{"a": pa.array([1, 2], pa.int8()), "b": ["x", None]}})
+n = read_table({str(table_path)!r}, where={{"k": [1]}}).num_rows
+print(t.num_rows, n, "pandas" in sys.modules)
+try:
+    import pandas
+except ImportError:
+    print("refused")
+""")
+    assert out.split() == ["2", "2", "False", "refused"]
+
+
+def test_a_model_stage_keeps_pandas():
+    """The embeddings stage runs third-party model code: its imports are left alone."""
+    from memobench.steps import STAGES
+
+    assert STAGES["embeddings"].models and not any(st.models for n, st in STAGES.items() if n != "embeddings")
