@@ -38,6 +38,7 @@ from memobench.tokenize import (
     WINDOWS,
     ascii_words,
     han_runs,
+    joined_tokens,
     seq_ascii,
     seq_cjkr,
     seq_exp6,
@@ -275,6 +276,18 @@ ascii_text = st.text(alphabet=ASCII_ALNUM + ASCII_SEPS, max_size=80)
 agree_text = st.text(
     alphabet=st.sampled_from(list(ASCII_ALNUM + ASCII_SEPS + AGREE_EXTRA)), max_size=80
 )
+
+
+@HYP
+@given(st.one_of(st.text(alphabet=st.characters(max_codepoint=127)),
+                 st.text(alphabet=st.sampled_from(list(ASCII_ALNUM + ASCII_SEPS + AGREE_EXTRA + "\u0130\u4e2d\u6587"
+                                                       + "\x1c\x1f\x85\xa0"))),
+                 st.text()))
+def test_joined_form_is_the_tokens_each_in_a_pair_of_spaces(text):
+    """The joined form's ASCII fast path (bytes translate and split) gives
+    every tokenizer's own tokens; \x1c-\x1f and \x85 are str whitespace, not bytes'."""
+    for name, seq in SEQ.items():
+        assert joined_tokens(text, seq) == " " + "  ".join(seq(text)) + " ", name
 
 
 @HYP

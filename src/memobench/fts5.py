@@ -56,6 +56,12 @@ class Unicode61:
         self.fold: dict[int, str] = {}  # str.translate table, where a character's fold differs
         self._token = None
         self.learn([chr(c) for c in range(128)])
+        # ASCII text in C: separators made spaces, then split (bytes.split
+        # splits on b" \t\n\r\x0b\x0c" only, all of them separators here)
+        ascii_tokens = {chr(c) for c in range(128)} - self.separators
+        self._ascii = None
+        if not (self.diacritics & ascii_tokens) and not any(c.encode().isspace() for c in ascii_tokens):
+            self._ascii = bytes(32 if chr(c) in self.separators else c for c in range(128)) + bytes(range(128, 256))
 
     def learn(self, chars) -> None:
         """Ask SQLite how it tokenizes each new character: alone (a token
@@ -100,6 +106,8 @@ class Unicode61:
         """The tokens of ``text`` in ``tokenize.joined_tokens`` form,
         ``" t1  t2 "`` (tokens never hold whitespace: it separates)."""
         if text.isascii():
+            if self._ascii is not None and len(text) <= _LONG:
+                return (b" " + b"  ".join(text.encode("ascii").translate(self._ascii).split()) + b" ").decode().lower()
             toks = self._token.findall(text)
             if not toks:
                 return "  "

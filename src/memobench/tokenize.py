@@ -144,7 +144,22 @@ def joined_tokens(text: str, seq) -> str:
     """An event's tokens as one string, each wrapped in its own pair of spaces
     (``" t1  t2 "``); the engine counts phrase occurrences in it by substring
     search. Tokens never contain whitespace."""
+    if seq in _ASCII_RUNS_WHEN_ASCII:
+        lower = text.lower()
+        if lower.isascii():
+            return ascii_joined(lower)
     return " " + "  ".join(seq(text)) + " "
+
+
+# Byte table: [a-z0-9] kept, every other byte a space.
+_NOT_ASCII_TOKEN = bytes(c if 97 <= c <= 122 or 48 <= c <= 57 else 32 for c in range(256))
+
+
+def ascii_joined(lower: str) -> str:
+    """``joined_tokens`` of the ``[a-z0-9]+`` runs of an ASCII, lowercased
+    string: every other byte made a space, then split and joined in C (about
+    twice as fast as findall and join, on the tokens stage's whole corpus)."""
+    return (b" " + b"  ".join(lower.encode("ascii").translate(_NOT_ASCII_TOKEN).split()) + b" ").decode("ascii")
 
 
 SEQ = {
@@ -154,6 +169,8 @@ SEQ = {
     "exp6": seq_exp6,
     "prod": seq_prod,
 }
+# Every tokenizer here gives the [a-z0-9]+ runs of a lowercased text that is ASCII.
+_ASCII_RUNS_WHEN_ASCII = frozenset(SEQ.values())
 
 
 def ascii_words(question: str) -> list[str]:
