@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass
+from functools import lru_cache
 from itertools import repeat
 
-from .fts5 import FTS5_TOKENS, Unicode61, body_joined
+from .fts5 import FTS5_TOKENS, Unicode61
 from .jsmath import js_log, utf16_key, utf16_len
 from .recipe import Recipe
+from .termids import Vocab
 from .timewords import date_words, relative_min_time
 from .tokenize import SEQ, STOP_LISTS, TERM_MAX, WINDOWS, joined_tokens
 
@@ -30,6 +32,15 @@ DEEP = 50  # depth of the deep lists (PROTOCOL.md section 5)
 
 
 # --------------------------------------------------------------------------- sessions
+
+
+@lru_cache(maxsize=1 << 16)
+def _phrase_pattern(phrase: tuple) -> tuple[str, bool]:
+    """A phrase's joined form, and whether two of its occurrences can overlap:
+    only when it has a border (a proper prefix equal to a suffix, e.g. "a a"),
+    which str.count would miss."""
+    n = len(phrase)
+    return " " + "  ".join(phrase) + " ", any(phrase[:i] == phrase[n - i:] for i in range(1, n))
 
 
 class TokenizedSession:
@@ -50,7 +61,8 @@ class TokenizedSession:
         self._whole = None
 
     def has_token(self, t: str) -> bool:
-        # One search over all events, "\n" between them so no match spans two.
+        # One search over all events, "\n" between them so no match spans two
+        # (cheaper than token ids for the index backend: few terms per haystack).
         if self._whole is None:
             self._whole = "\n".join(self.joined)
         return " " + t + " " in self._whole
@@ -65,19 +77,19 @@ class TokenizedSession:
         except KeyError:
             pass
         best = None
-        n = len(phrase)
-        if n:
-            pat = " " + "  ".join(phrase) + " "
-            # Occurrences can overlap only when the phrase has a border (a proper
-            # prefix equal to a suffix, e.g. "a a"); str.count would miss them.
-            overlapping = any(phrase[:i] == phrase[n - i :] for i in range(1, n))
+        if phrase:
+            pat, overlapping = _phrase_pattern(phrase)
             lengths = self.lengths
             if not overlapping:
                 # every event's count in one C-level pass, then the best among the top counts
                 counts = list(map(str.count, self.joined, repeat(pat)))
                 c = max(counts, default=0)
                 if c:
-                    best = max((c, -lengths[k], k) for k, x in enumerate(counts) if x == c)
+                    k = counts.index(c)
+                    if counts.count(c) == 1:
+                        best = (c, -lengths[k], k)
+                    else:
+                        best = max((c, -lengths[k], k) for k, x in enumerate(counts) if x == c)
             else:
                 for k, s in enumerate(self.joined):
                     if pat not in s:
@@ -104,10 +116,13 @@ class Corpus:
     def __init__(self, events: dict[int, tuple[list[str], list[int]]] | None = None):
         self.sessions: dict[int, tuple[str, list[int], list[int]]] = {}
         self._tok: dict[tuple[str, int], TokenizedSession] = {}
-        self._fts: dict[int, str] = {}  # FTS5 body columns, joined form (fts5.py)
+        self._fts_ids: dict[int, object] = {}  # key -> FTS5 body token ids (numpy int32)
         self._unicode61: Unicode61 | None = None
+        self.vocabs: dict[str, Vocab] = {}  # the ids of each tokenizer's tokens (termids.py)
         # (tokenizer, key) -> per-event joined tokens, from the tokens stage
         self.pretokenized: dict[tuple[str, int], list[str]] = {}
+        # key -> the session's FTS5 token ids, from the tokens stage
+        self.preloaded_fts: dict[int, object] = {}
         for key, (texts, lengths) in (events or {}).items():
             self.add(key, texts, lengths)
 
@@ -147,18 +162,27 @@ class Corpus:
     def body(self, key: int) -> str:
         return self.sessions[key][0]
 
-    def fts_body(self, key: int) -> str:
-        """The session's FTS5 body column in joined form: from the tokens
-        stage's ``fts5`` table when loaded, else tokenized here."""
-        col = self._fts.get(key)
-        if col is None:
-            joined = self.pretokenized.pop((FTS5_TOKENS, key), None)
-            if joined is None:
+    def vocab(self, name: str) -> Vocab:
+        v = self.vocabs.get(name)
+        if v is None:
+            v = self.vocabs[name] = Vocab()
+        return v
+
+    def fts_ids(self, key: int):
+        """The session's FTS5 body column as token ids (``vocab("fts5")``): its
+        events' unicode61 tokens in order (the harnesses join the event texts
+        with "\n", a separator). From the tokens stage's ``fts5`` table when
+        loaded, else tokenized here."""
+        ids = self._fts_ids.get(key)
+        if ids is None:
+            ids = self.preloaded_fts.pop(key, None)
+            if ids is None:
                 if self._unicode61 is None:
                     self._unicode61 = Unicode61()
-                joined = [self._unicode61.joined(t) for t in self.texts(key)]
-            col = self._fts[key] = body_joined(joined)
-        return col
+                joined = "".join(self._unicode61.joined(t) for t in self.texts(key))
+                ids = self.vocab(FTS5_TOKENS).encode(joined)
+            self._fts_ids[key] = ids
+        return ids
 
     def drop(self, keys, texts: bool = False) -> None:
         """Forget the tokenizations (and with ``texts`` the sessions themselves)
@@ -166,8 +190,8 @@ class Corpus:
         for k in keys:
             if texts:
                 self.sessions.pop(k, None)
-            self._fts.pop(k, None)
-            self.pretokenized.pop((FTS5_TOKENS, k), None)
+            self._fts_ids.pop(k, None)
+            self.preloaded_fts.pop(k, None)
             for name in SEQ:
                 self._tok.pop((name, k), None)
                 self.pretokenized.pop((name, k), None)
@@ -230,7 +254,7 @@ class FtsBackend:
                 ((n, sid, self.corpus.body(key)) for n, (sid, key) in enumerate(zip(hay.ids, hay.keys), 1)),
             )
         else:
-            self.matcher.load(hay_token, hay.ids, [self.corpus.fts_body(k) for k in hay.keys])
+            self.matcher.load(hay_token, hay.ids, [self.corpus.fts_ids(k) for k in hay.keys])
         self.current = hay_token
         self._rows = {}
 

@@ -24,6 +24,8 @@ from __future__ import annotations
 import re
 import sqlite3
 
+from .termids import Concat, Vocab
+
 FTS5_TOKENS = "fts5"  # the tokens stage's name for these tokens (tokens/fts5.parquet)
 MAX_TOKEN_BYTES = 32768  # FTS5_MAX_TOKEN_SIZE
 _LONG = MAX_TOKEN_BYTES // 4  # tokens up to this many characters are never cut
@@ -133,35 +135,34 @@ def _cut(token: str) -> str:
 EMPTY = "  "  # joined form of no tokens
 
 
-def body_joined(event_joined: list[str]) -> str:
-    """A session's body column (joined form) from its events' joined tokens:
-    the harnesses index the event texts joined by "\n", a separator, so the
-    body's tokens are the events' tokens in order."""
-    return "".join(j for j in event_joined if j != EMPTY) or EMPTY
-
-
 class PhraseMatcher:
     """``docs MATCH '"phrase"' ORDER BY rowid LIMIT n`` over one haystack's
-    (id, body) rows at a time, each column in joined form, where a phrase
-    occurs exactly where its own joined form is a substring (C-speed search;
-    cheaper here than building token sets, as a session meets few phrases).
+    (id, body) rows at a time. A row matches where the phrase's tokens occur
+    one after another in one column: the body column (the session's events'
+    tokens in order, as ids of ``vocab``) is searched for the whole haystack
+    at once (termids.Concat); the short id column in joined form, where the
+    phrase's joined form is a substring exactly where it occurs.
     The rows of each phrase are remembered until the next haystack, found at
     the largest LIMIT asked and cut to each caller's, so variants sharing a
     matcher ask once."""
 
-    def __init__(self, tokenizer: Unicode61, limit: int):
+    def __init__(self, tokenizer: Unicode61, limit: int, vocab: Vocab):
         self.tokenizer = tokenizer
         self.limit = limit
+        self.vocab = vocab
         self.current = None
-        self.columns: list[tuple[str, str]] = []
+        self.id_columns: list[str] = []
+        self.bodies = Concat([])
         self._ids: dict[str, str] = {}
         self._rows: dict[str, list[int]] = {}
 
-    def load(self, hay_token, ids: list, bodies: list[str]) -> None:
+    def load(self, hay_token, ids: list, bodies: list) -> None:
+        """One haystack: its session ids and each session's body token ids."""
         if hay_token == self.current:
             return
         self.current = hay_token
-        self.columns = [(self._id_joined(sid), body) for sid, body in zip(ids, bodies)]
+        self.id_columns = [self._id_joined(sid) for sid in ids]
+        self.bodies = Concat(bodies)
         self._rows = {}
 
     def _id_joined(self, sid) -> str:
@@ -185,4 +186,8 @@ class PhraseMatcher:
         pat = self.tokenizer.joined(phrase)
         if pat == EMPTY:
             return []
-        return [p for p, (sid, body) in enumerate(self.columns) if pat in body or pat in sid][:self.limit]
+        in_id = [p for p, sid in enumerate(self.id_columns) if pat in sid]
+        ids = self.vocab.lookup(pat.split())
+        in_body = self.bodies.rows(ids) if ids else []
+        rows = sorted(set(in_body).union(in_id)) if in_id else in_body
+        return rows[:self.limit]

@@ -102,21 +102,35 @@ def _load_events(corpus: Corpus, events_path, needed: list[int], tokens: dict | 
     batch, keeping the needed sessions: the peak stays near one batch plus the
     corpus instead of the whole table twice (LongMemEval-M segments). Each
     tokens table (``tokens``: tokenizer name -> path) has the same rows in the
-    same order."""
+    same order. The ``fts5`` table holds token ids (the FTS5 body column,
+    ``Corpus.fts_ids``, under the table's vocabulary); the JS tokenizers'
+    tables joined forms (``Corpus.tokenized``)."""
+    from .termids import read_vocab
+
     wanted = np.asarray(needed, dtype=np.int64)
     tokens = tokens or {}
     seqs = list(tokens)
-    pending_key, pending = None, ([], [], [[] for _ in seqs])
+    joined_seqs = [name for name in seqs if name != FTS5_TOKENS]
+    id_seqs = [name for name in seqs if name == FTS5_TOKENS]
     columns = ["session_key", "length", "text"] if texts else ["session_key", "length"]
     batches = pq.ParquetFile(events_path).iter_batches(batch_size=65536, columns=columns)
-    readers = [pq.ParquetFile(tokens[name]).iter_batches(batch_size=65536, columns=["session_key", "joined"])
-               for name in seqs]
+    readers = [pq.ParquetFile(tokens[name]).iter_batches(
+        batch_size=65536, columns=["session_key", "ids" if name == FTS5_TOKENS else "joined"]) for name in seqs]
+    if id_seqs:
+        corpus.vocabs[FTS5_TOKENS] = read_vocab(tokens[FTS5_TOKENS])
+
+    def new_pending():
+        return [], [], {name: [] for name in joined_seqs}, {name: [] for name in id_seqs}
 
     def flush():
-        corpus.add(pending_key, pending[0] if texts else None, pending[1])
-        for name, joined in zip(seqs, pending[2]):
-            corpus.pretokenized[(name, pending_key)] = joined
+        texts_, lengths, joined, id_parts = pending
+        corpus.add(pending_key, texts_ if texts else None, lengths)
+        for name, j in joined.items():
+            corpus.pretokenized[(name, pending_key)] = j
+        for parts in id_parts.values():
+            corpus.preloaded_fts[pending_key] = parts[0] if len(parts) == 1 else np.concatenate(parts)
 
+    pending_key, pending = None, new_pending()
     for batch in batches:
         keys = batch.column(0).to_numpy()
         tok_batches = [next(r, None) for r in readers]
@@ -130,16 +144,24 @@ def _load_events(corpus: Corpus, events_path, needed: list[int], tokens: dict | 
             continue
         lengths = batch.column(1).take(rows).to_pylist()
         text_col = batch.column(2).take(rows).to_pylist() if texts else [None] * len(rows)
-        joined = [tb.column(1).take(rows).to_pylist() for tb in tok_batches]
-        for n, (key, text, length) in enumerate(zip(keys[rows].tolist(), text_col, lengths)):
+        by_name = dict(zip(seqs, tok_batches))
+        joined = {name: by_name[name].column(1).take(rows).to_pylist() for name in joined_seqs}
+        encoded = {name: _id_lists(by_name[name].column(1).take(rows)) for name in id_seqs}
+        # the selected rows, one run per session (rows are in session-key order)
+        sel = keys[rows]
+        cuts = [0, *(np.flatnonzero(sel[1:] != sel[:-1]) + 1).tolist(), len(rows)]
+        for a, b in zip(cuts, cuts[1:]):
+            key = int(sel[a])
             if key != pending_key:
                 if pending_key is not None:
                     flush()
-                pending_key, pending = key, ([], [], [[] for _ in seqs])
-            pending[0].append(text)
-            pending[1].append(length)
-            for j, col in zip(pending[2], joined):
-                j.append(col[n])
+                pending_key, pending = key, new_pending()
+            pending[0].extend(text_col[a:b])
+            pending[1].extend(lengths[a:b])
+            for name, col in joined.items():
+                pending[2][name].extend(col[a:b])
+            for name, (flat, offsets) in encoded.items():
+                pending[3][name].append(flat[offsets[a]:offsets[b]])
     if pending_key is not None:
         flush()
     for name, r in zip(seqs, readers):
@@ -223,6 +245,12 @@ class SegmentRows:
                 pa.table(self.deep, schema=DEEP))
 
 
+def _id_lists(lists: pa.ListArray) -> tuple[np.ndarray, np.ndarray]:
+    """(the rows' ids back to back, row offsets) of a list<int32> column."""
+    offsets = lists.offsets.to_numpy().astype(np.int64)
+    return lists.flatten().to_numpy(), offsets - offsets[0]
+
+
 def run_segment(variant: Variant, questions, haystacks, corpus: Corpus, log=print, label: str = "",
                 release: bool = False, deep: bool = False, fts_sqlite: bool = False):
     """Rank every question of the segment; returns (rankings table, outcomes
@@ -247,7 +275,8 @@ def run_segments(variants: list[Variant], questions, haystacks, corpus: Corpus, 
     if len(set(names)) != len(names):
         raise ValueError(f"duplicate variant names in {names}")
     limits = [v.recipe.fts_limit for v in variants if v.recipe.backend == "fts"]
-    matcher = PhraseMatcher(Unicode61(), max(limits)) if limits and not fts_sqlite else None
+    matcher = (PhraseMatcher(Unicode61(), max(limits), corpus.vocab(FTS5_TOKENS))
+               if limits and not fts_sqlite else None)
     rankers = [Ranker(corpus, v.recipe, matcher) for v in variants]
     last_use: dict[int, int] = {}
     for n, q in enumerate(questions):
