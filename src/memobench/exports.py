@@ -217,7 +217,8 @@ class SessionJson:
 
 
 def write_retrievallog(fmt: str, questions_path, haystacks_path, events_path, rankings_path, out,
-                       session_json_path, sessions: bool = True, log=print, rows: list | None = None) -> dict:
+                       session_json_path, sessions: bool = True, log=print, rows: list | None = None,
+                       haystacks: dict | None = None) -> dict:
     """``retrievallog.jsonl`` (LongMemEval-format datasets): each question's
     fields, then ``retrieval_results`` with the ranked documents (scoring id,
     user-turn text, the haystack's date) to :data:`DEPTH` and the question's
@@ -225,15 +226,18 @@ def write_retrievallog(fmt: str, questions_path, haystacks_path, events_path, ra
     (the bulk of each line). Each line is the JSON of one object, keys in the
     order above; the sessions' JSON comes ready-made from ``session_json_path``
     (:func:`write_session_json`) and is joined as ``json.dumps`` would write it.
-    ``rows``: the per-question rows of ``official.compute`` on the same
-    tables, when the caller has them (the merge job)."""
+    ``rows`` and ``haystacks``: the per-question rows of ``official.compute``
+    on the same tables and the haystacks it read, when the caller has them
+    (the merge job)."""
     if fmt not in official.LME_FORMATS:
         raise DataError(questions_path, None, f"format {fmt!r} has no LongMemEval retrieval log")
     if rows is None:
         _, rows = official.compute(fmt, questions_path, haystacks_path, events_path, rankings_path, log=log)
     cols = ["q_index", "question", "question_date", "answer", "answer_session_ids", "haystack_id"]
     qs = {q["q_index"]: q for q in read_table(questions_path, columns=cols).to_pylist()}
-    hay = official.read_haystacks(haystacks_path, {qs[r["q_index"]]["haystack_id"] for r in rows})
+    needed = {qs[r["q_index"]]["haystack_id"] for r in rows}
+    hay = haystacks if haystacks is not None and needed <= haystacks.keys() else \
+        official.read_haystacks(haystacks_path, needed)
     store = SessionJson(session_json_path)
     with _AtomicText(out, binary=True) as f:
         for r in rows:

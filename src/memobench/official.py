@@ -226,14 +226,18 @@ def locomo_block(rows: list[dict], depth: int) -> dict:
     return block
 
 
-def compute(fmt: str, questions_path, haystacks_path, events_path, rankings_path, log=print):
+def compute(fmt: str, questions_path, haystacks_path, events_path, rankings_path, log=print,
+            haystacks_out: dict | None = None):
     """(official block, per-question rows) of one variant; (None, []) for a
-    format with no official scorer (the embedded zh set)."""
+    format with no official scorer (the embedded zh set). ``haystacks_out``
+    receives the haystacks read (read_haystacks), for a caller that needs them too."""
     questions = read_questions(questions_path)
     rankings, depth = read_rankings(rankings_path)
     if fmt in LME_FORMATS:
         hids = {q["haystack_id"] for q in questions if q["haystack_id"] >= 0}
         haystacks = read_haystacks(haystacks_path, hids)
+        if haystacks_out is not None:
+            haystacks_out.update(haystacks)
         rows = lme_per_question(questions, haystacks, user_target_sessions(events_path), rankings, rankings_path)
         block = lme_block(rows, questions, depth)
     elif fmt == "locomo":

@@ -338,13 +338,15 @@ def merge(job: Job) -> None:
                    o.rankings, o.questions, o.metrics, log=job.log)
     # the deep lists (depth 50), concatenated in question order like the rankings
     write_table(o.deep, concat_rankings(i.deep))
-    block, rows = off.compute(job.params.fmt, i.questions, i.haystacks, i.events, o.deep, log=job.log)
+    haystacks: dict = {}
+    block, rows = off.compute(job.params.fmt, i.questions, i.haystacks, i.events, o.deep, log=job.log,
+                              haystacks_out=haystacks)
     run = exports.write_run(o.deep, w.variant, o.run, log=job.log)
     write_json(o.official, {"dataset": w.dataset, "variant": w.variant, "format": job.params.fmt,
                             "rankings": Path(o.deep).name, "official": block, "run_trec": run})
     if "retrievallog" in o:
         exports.write_retrievallog(job.params.fmt, i.questions, i.haystacks, i.events, o.deep, o.retrievallog,
-                                   i.sessions, log=job.log, rows=rows)
+                                   i.sessions, log=job.log, rows=rows, haystacks=haystacks)
 
 
 @stage("analyze", inputs=["questions", "haystacks", "events", "tokens"], optional=["fts_tokens"],
