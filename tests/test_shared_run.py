@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from memobench import normalize, retrieval, tokenize, variants
-from memobench.fts5 import FTS5_TOKENS, PhraseMatcher, Unicode61
+from memobench.fts5 import PhraseMatcher, Unicode61
 from memobench.generate import write_longmemeval
 
 QUIET = lambda *a, **k: None  # noqa: E731
@@ -63,7 +63,7 @@ def test_matcher_rows_cut_to_each_limit(tmp_path):
     normalize.normalize_longmemeval(raw, tmp_path, log=QUIET)
     qs, hs, corpus = retrieval.load_segment(tmp_path / "questions.parquet", tmp_path / "haystacks.parquet",
                                             tmp_path / "events.parquet", 1, 1)
-    matcher = PhraseMatcher(Unicode61(), 2000, corpus.vocab(FTS5_TOKENS))
+    matcher = PhraseMatcher(Unicode61(), 2000, corpus.fts_vocab)
     seen_cut = False
     for hid, hay in hs.items():
         for limit in (3, 7, 500, 2000):

@@ -51,3 +51,15 @@ def test_fts5_ids_table_round_trips(tmp_path):
         j.split() for _, b in batches for j in b]
     assert t.column("session_key").to_pylist() == [k for keys, _ in batches for k in keys]
     assert pq.ParquetFile(path).metadata.num_row_groups == 3
+
+
+def test_a_tokens_table_of_another_layout_is_refused(tmp_path):
+    """An fts5 table from before ids (a joined column) names itself and the fix."""
+    import pytest
+
+    from memobench.errors import DataError
+
+    path = tmp_path / "fts5.parquet"
+    pq.write_table(pa.table({"session_key": pa.array([1], pa.int32()), "joined": [" a "]}), path)
+    with pytest.raises(DataError, match="fts5.parquet: not an fts5 tokens table of this version; delete it and rerun"):
+        read_vocab(path)

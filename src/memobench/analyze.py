@@ -10,7 +10,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from .engine import REQUEST_LIMIT, Corpus, Haystack, Ranker, Recipe, Scorer, merge_final
-from .fts5 import FTS5_TOKENS, PhraseMatcher, Unicode61
+from .fts5 import PhraseMatcher, Unicode61
 from .jsmath import to_fixed
 from . import metrics
 from .progress import Progress
@@ -177,7 +177,7 @@ def run_analyze(questions_path, haystacks_path, events_path, rows_out, json_out,
     questions, haystacks, corpus = load_segment(questions_path, haystacks_path, events_path, 1, 1,
                                                 tokens=token_tables(RECIPE.seq, tokens_path, fts_tokens_path),
                                                 texts=not (tokens_path and fts_tokens_path))
-    ranker = Ranker(corpus, RECIPE, PhraseMatcher(Unicode61(), RECIPE.fts_limit, corpus.vocab(FTS5_TOKENS)))
+    ranker = Ranker(corpus, RECIPE, PhraseMatcher(Unicode61(), RECIPE.fts_limit, corpus.fts_vocab))
     rows = []
     progress = Progress(log, f"analyze {dataset}: questions", total=len(questions))
     for n, q in enumerate(questions, 1):

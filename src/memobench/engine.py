@@ -118,7 +118,7 @@ class Corpus:
         self._tok: dict[tuple[str, int], TokenizedSession] = {}
         self._fts_ids: dict[int, object] = {}  # key -> FTS5 body token ids (numpy int32)
         self._unicode61: Unicode61 | None = None
-        self.vocabs: dict[str, Vocab] = {}  # the ids of each tokenizer's tokens (termids.py)
+        self.fts_vocab = Vocab()  # the ids of the FTS5 tokens (termids.py)
         # (tokenizer, key) -> per-event joined tokens, from the tokens stage
         self.pretokenized: dict[tuple[str, int], list[str]] = {}
         # key -> the session's FTS5 token ids, from the tokens stage
@@ -162,14 +162,8 @@ class Corpus:
     def body(self, key: int) -> str:
         return self.sessions[key][0]
 
-    def vocab(self, name: str) -> Vocab:
-        v = self.vocabs.get(name)
-        if v is None:
-            v = self.vocabs[name] = Vocab()
-        return v
-
     def fts_ids(self, key: int):
-        """The session's FTS5 body column as token ids (``vocab("fts5")``): its
+        """The session's FTS5 body column as token ids (``fts_vocab``): its
         events' unicode61 tokens in order (the harnesses join the event texts
         with "\n", a separator). From the tokens stage's ``fts5`` table when
         loaded, else tokenized here."""
@@ -180,7 +174,7 @@ class Corpus:
                 if self._unicode61 is None:
                     self._unicode61 = Unicode61()
                 joined = "".join(self._unicode61.joined(t) for t in self.texts(key))
-                ids = self.vocab(FTS5_TOKENS).encode(joined)
+                ids = self.fts_vocab.encode(joined)
             self._fts_ids[key] = ids
         return ids
 

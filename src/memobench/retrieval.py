@@ -111,24 +111,24 @@ def _load_events(corpus: Corpus, events_path, needed: list[int], tokens: dict | 
     tokens = tokens or {}
     seqs = list(tokens)
     joined_seqs = [name for name in seqs if name != FTS5_TOKENS]
-    id_seqs = [name for name in seqs if name == FTS5_TOKENS]
+    fts = FTS5_TOKENS in tokens
     columns = ["session_key", "length", "text"] if texts else ["session_key", "length"]
     batches = pq.ParquetFile(events_path).iter_batches(batch_size=65536, columns=columns)
     readers = [pq.ParquetFile(tokens[name]).iter_batches(
         batch_size=65536, columns=["session_key", "ids" if name == FTS5_TOKENS else "joined"]) for name in seqs]
-    if id_seqs:
-        corpus.vocabs[FTS5_TOKENS] = read_vocab(tokens[FTS5_TOKENS])
+    if fts:
+        corpus.fts_vocab = read_vocab(tokens[FTS5_TOKENS])
 
     def new_pending():
-        return [], [], {name: [] for name in joined_seqs}, {name: [] for name in id_seqs}
+        return [], [], {name: [] for name in joined_seqs}, []
 
     def flush():
-        texts_, lengths, joined, id_parts = pending
+        texts_, lengths, joined, fts_parts = pending
         corpus.add(pending_key, texts_ if texts else None, lengths)
         for name, j in joined.items():
             corpus.pretokenized[(name, pending_key)] = j
-        for parts in id_parts.values():
-            corpus.preloaded_fts[pending_key] = parts[0] if len(parts) == 1 else np.concatenate(parts)
+        if fts:
+            corpus.preloaded_fts[pending_key] = fts_parts[0] if len(fts_parts) == 1 else np.concatenate(fts_parts)
 
     pending_key, pending = None, new_pending()
     for batch in batches:
@@ -146,7 +146,7 @@ def _load_events(corpus: Corpus, events_path, needed: list[int], tokens: dict | 
         text_col = batch.column(2).take(rows).to_pylist() if texts else [None] * len(rows)
         by_name = dict(zip(seqs, tok_batches))
         joined = {name: by_name[name].column(1).take(rows).to_pylist() for name in joined_seqs}
-        encoded = {name: _id_lists(by_name[name].column(1).take(rows)) for name in id_seqs}
+        fts_ids = _id_lists(by_name[FTS5_TOKENS].column(1).take(rows)) if fts else None
         # the selected rows, one run per session (rows are in session-key order)
         sel = keys[rows]
         cuts = [0, *(np.flatnonzero(sel[1:] != sel[:-1]) + 1).tolist(), len(rows)]
@@ -160,8 +160,9 @@ def _load_events(corpus: Corpus, events_path, needed: list[int], tokens: dict | 
             pending[1].extend(lengths[a:b])
             for name, col in joined.items():
                 pending[2][name].extend(col[a:b])
-            for name, (flat, offsets) in encoded.items():
-                pending[3][name].append(flat[offsets[a]:offsets[b]])
+            if fts:
+                flat, offsets = fts_ids
+                pending[3].append(flat[offsets[a]:offsets[b]])
     if pending_key is not None:
         flush()
     for name, r in zip(seqs, readers):
@@ -275,7 +276,7 @@ def run_segments(variants: list[Variant], questions, haystacks, corpus: Corpus, 
     if len(set(names)) != len(names):
         raise ValueError(f"duplicate variant names in {names}")
     limits = [v.recipe.fts_limit for v in variants if v.recipe.backend == "fts"]
-    matcher = (PhraseMatcher(Unicode61(), max(limits), corpus.vocab(FTS5_TOKENS))
+    matcher = (PhraseMatcher(Unicode61(), max(limits), corpus.fts_vocab)
                if limits and not fts_sqlite else None)
     rankers = [Ranker(corpus, v.recipe, matcher) for v in variants]
     last_use: dict[int, int] = {}

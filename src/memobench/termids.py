@@ -104,11 +104,15 @@ def read_vocab(path) -> Vocab:
     """The vocabulary of a ``tables.FTS5_IDS`` table: its ``new_tokens`` in row order."""
     import pyarrow.parquet as pq
 
-    tokens = pq.ParquetFile(path).read(columns=["new_tokens"]).column(0).combine_chunks().flatten().to_pylist()
+    from .errors import DataError
+    from .tables import FTS5_IDS
+
+    f = pq.ParquetFile(path)
+    if not f.schema_arrow.equals(FTS5_IDS):
+        raise DataError(path, None, "not an fts5 tokens table of this version; delete it and rerun")
+    tokens = f.read(columns=["new_tokens"]).column(0).combine_chunks().flatten().to_pylist()
     vocab = Vocab(tokens)
     if len(vocab) != len(tokens):
-        from .errors import DataError
-
         raise DataError(path, None, "its vocabulary lists a token twice; delete it and rerun")
     return vocab
 
