@@ -1,13 +1,16 @@
 """Tokens as integer ids, so the sessions of a haystack are searched at once.
 
-Which sessions of a haystack hold a token sequence (an FTS5 phrase, an exp6
-index term) used to be a substring search of every session's joined tokens:
-on a LongMemEval-M haystack of 500 sessions that is megabytes scanned per
-phrase. Here each token is an id (:class:`Vocab`, one per tokenizer and
-process), a session is the array of its tokens' ids, and a haystack is its
-sessions' arrays back to back with :data:`SEPARATOR` between them
-(:class:`Concat`), where a sequence is found with a few vectorized compares.
-A sequence holding a token no session has matches nothing.
+Which sessions of a haystack hold an FTS5 phrase (fts5.PhraseMatcher) used
+to be a substring search of every session's joined tokens: on a
+LongMemEval-M haystack of 500 sessions that is megabytes scanned per phrase.
+Here each token is an id (:class:`Vocab`, one per corpus), a session is the
+array of its tokens' ids, and a haystack is its sessions' arrays back to back
+with :data:`SEPARATOR` between them (:class:`Concat`), where a sequence is
+found with a few vectorized compares (about 0.8 ms per phrase on such a
+haystack, against 6 ms). A sequence holding a token no session has matches
+nothing. The exp6 index backend keeps the joined forms: it asks few terms per
+haystack, and the JS tokens' ids would cost the retrieve job more to load
+than they save.
 
 The tokens stage writes the ``fts5`` tokens this way (``tables.FTS5_IDS``):
 each event's ids, and the vocabulary as the tokens first seen in each batch,
