@@ -116,13 +116,13 @@ class Corpus:
     def __init__(self, events: dict[int, tuple[list[str], list[int]]] | None = None):
         self.sessions: dict[int, tuple[str, list[int], list[int]]] = {}
         self._tok: dict[tuple[str, int], TokenizedSession] = {}
-        self._fts_ids: dict[int, object] = {}  # key -> FTS5 body token ids (numpy int32)
+        # key -> the session's FTS5 body token ids (numpy int32): loaded from the
+        # tokens stage (retrieval.py), or computed on first use (fts_ids)
+        self.fts: dict[int, object] = {}
         self._unicode61: Unicode61 | None = None
         self.fts_vocab = Vocab()  # the ids of the FTS5 tokens (termids.py)
         # (tokenizer, key) -> per-event joined tokens, from the tokens stage
         self.pretokenized: dict[tuple[str, int], list[str]] = {}
-        # key -> the session's FTS5 token ids, from the tokens stage
-        self.preloaded_fts: dict[int, object] = {}
         for key, (texts, lengths) in (events or {}).items():
             self.add(key, texts, lengths)
 
@@ -167,15 +167,12 @@ class Corpus:
         events' unicode61 tokens in order (the harnesses join the event texts
         with "\n", a separator). From the tokens stage's ``fts5`` table when
         loaded, else tokenized here."""
-        ids = self._fts_ids.get(key)
+        ids = self.fts.get(key)
         if ids is None:
-            ids = self.preloaded_fts.pop(key, None)
-            if ids is None:
-                if self._unicode61 is None:
-                    self._unicode61 = Unicode61()
-                joined = "".join(self._unicode61.joined(t) for t in self.texts(key))
-                ids = self.fts_vocab.encode(joined)
-            self._fts_ids[key] = ids
+            if self._unicode61 is None:
+                self._unicode61 = Unicode61()
+            joined = "".join(self._unicode61.joined(t) for t in self.texts(key))
+            ids = self.fts[key] = self.fts_vocab.encode(joined)
         return ids
 
     def drop(self, keys, texts: bool = False) -> None:
@@ -184,8 +181,7 @@ class Corpus:
         for k in keys:
             if texts:
                 self.sessions.pop(k, None)
-            self._fts_ids.pop(k, None)
-            self.preloaded_fts.pop(k, None)
+            self.fts.pop(k, None)
             for name in SEQ:
                 self._tok.pop((name, k), None)
                 self.pretokenized.pop((name, k), None)

@@ -29,7 +29,7 @@ import pyarrow.parquet as pq
 
 from . import official
 from .errors import DataError
-from .tables import atomic_path, commit, read_table, tmp_path
+from .tables import atomic_path, read_table
 
 DEPTH = 50
 
@@ -44,29 +44,6 @@ def check_id(value: str, kind: str, path, item) -> str:
     return value
 
 
-class _AtomicText:
-    """A text file written under a temporary name and moved into place on
-    success (``binary``: a file of bytes, for text assembled as UTF-8)."""
-
-    def __init__(self, path, binary: bool = False):
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.tmp = tmp_path(self.path)
-        self.binary = binary
-
-    def __enter__(self):
-        self.f = (open(self.tmp, "wb") if self.binary
-                  else open(self.tmp, "w", encoding="utf-8", newline="\n"))
-        return self.f
-
-    def __exit__(self, exc_type, exc, tb):
-        self.f.close()
-        if exc_type is None:
-            commit(self.tmp, self.path)
-        else:
-            self.tmp.unlink(missing_ok=True)
-
-
 def write_run(rankings_path, tag: str, out, log=print) -> dict:
     """``run.trec`` from a rankings table of any depth (first :data:`DEPTH` ranks)."""
     check_id(tag, "run tag (variant name)", rankings_path, None)
@@ -76,7 +53,7 @@ def write_run(rankings_path, tag: str, out, log=print) -> dict:
     dropped_q: set[int] = set()
     listed: set[tuple[int, str]] = set()
     stats = {"questions": 0, "lines": 0, "repeated_question_ids": 0, "repeated_sessions": 0}
-    with _AtomicText(out) as f:
+    with atomic_path(out) as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as f:
         for qid, rank, sid, qi in zip(t["question_id"], t["rank"], t["session_id"], t["q_index"]):
             if rank > DEPTH:
                 continue
@@ -106,7 +83,7 @@ def write_qrels(questions_path, out, log=print) -> dict:
     rows = rows.sort_by("q_index").to_pylist()
     seen: set[str] = set()
     stats = {"questions": 0, "lines": 0, "no_gold": 0, "repeated_question_ids": 0}
-    with _AtomicText(out) as f:
+    with atomic_path(out) as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as f:
         for q in rows:
             if q["parse_error"] or q["haystack_id"] < 0 or not q["gold"]:
                 stats["no_gold"] += 1
@@ -239,7 +216,7 @@ def write_retrievallog(fmt: str, questions_path, haystacks_path, events_path, ra
     hay = haystacks if haystacks is not None and needed <= haystacks.keys() else \
         official.read_haystacks(haystacks_path, needed)
     store = SessionJson(session_json_path)
-    with _AtomicText(out, binary=True) as f:
+    with atomic_path(out) as tmp, open(tmp, "wb") as f:
         for r in rows:
             q = qs[r["q_index"]]
             h = hay[q["haystack_id"]]

@@ -105,7 +105,7 @@ def _load_events(corpus: Corpus, events_path, needed: list[int], tokens: dict | 
     same order. The ``fts5`` table holds token ids (the FTS5 body column,
     ``Corpus.fts_ids``, under the table's vocabulary); the JS tokenizers'
     tables joined forms (``Corpus.tokenized``)."""
-    from .termids import read_vocab
+    from .termids import id_lists, read_vocab
 
     wanted = np.asarray(needed, dtype=np.int64)
     tokens = tokens or {}
@@ -128,7 +128,7 @@ def _load_events(corpus: Corpus, events_path, needed: list[int], tokens: dict | 
         for name, j in joined.items():
             corpus.pretokenized[(name, pending_key)] = j
         if fts:
-            corpus.preloaded_fts[pending_key] = fts_parts[0] if len(fts_parts) == 1 else np.concatenate(fts_parts)
+            corpus.fts[pending_key] = fts_parts[0] if len(fts_parts) == 1 else np.concatenate(fts_parts)
 
     pending_key, pending = None, new_pending()
     for batch in batches:
@@ -146,7 +146,7 @@ def _load_events(corpus: Corpus, events_path, needed: list[int], tokens: dict | 
         text_col = batch.column(2).take(rows).to_pylist() if texts else [None] * len(rows)
         by_name = dict(zip(seqs, tok_batches))
         joined = {name: by_name[name].column(1).take(rows).to_pylist() for name in joined_seqs}
-        fts_ids = _id_lists(by_name[FTS5_TOKENS].column(1).take(rows)) if fts else None
+        fts_ids = id_lists(by_name[FTS5_TOKENS].column(1).take(rows)) if fts else None
         # the selected rows, one run per session (rows are in session-key order)
         sel = keys[rows]
         cuts = [0, *(np.flatnonzero(sel[1:] != sel[:-1]) + 1).tolist(), len(rows)]
@@ -244,12 +244,6 @@ class SegmentRows:
     def tables(self) -> tuple[pa.Table, pa.Table, pa.Table]:
         return (pa.table(self.rank, schema=RANKINGS), pa.table(self.out, schema=OUTCOMES),
                 pa.table(self.deep, schema=DEEP))
-
-
-def _id_lists(lists: pa.ListArray) -> tuple[np.ndarray, np.ndarray]:
-    """(the rows' ids back to back, row offsets) of a list<int32> column."""
-    offsets = lists.offsets.to_numpy().astype(np.int64)
-    return lists.flatten().to_numpy(), offsets - offsets[0]
 
 
 def run_segment(variant: Variant, questions, haystacks, corpus: Corpus, log=print, label: str = "",

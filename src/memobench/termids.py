@@ -84,6 +84,13 @@ class Vocab:
         return all_ids[keep], kept_before[offsets], new
 
 
+def id_lists(lists: pa.ListArray) -> tuple[np.ndarray, np.ndarray]:
+    """(the rows' ids back to back, row offsets: n + 1 values) of a column of
+    id lists, the form :meth:`Vocab.encode_column` gives for joined forms."""
+    offsets = lists.offsets.to_numpy().astype(np.int64)
+    return lists.flatten().to_numpy(), offsets - offsets[0]
+
+
 def write_fts5_ids(batches, out, log_progress=None) -> None:
     """The tokens stage's ``fts5`` table (``tables.FTS5_IDS``) from
     (session keys, joined forms) batches: one row group per batch."""
