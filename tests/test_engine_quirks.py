@@ -143,8 +143,7 @@ def test_overlapping_occurrences_count():
     r = rank(sessions, "go go", weights="len")
     assert r["phrase"] == ["a", "b"]
     corpus, hay = make(sessions)
-    assert corpus.tokenized(0, "ascii").representative(("go", "go")) == (2, 8, 0)
-    assert corpus.tokenized(1, "ascii").representative(("go", "go")) == (2, 13, 0)
+    assert corpus.hay_events(hay, "ascii").reps(("go", "go")) == {0: (2, 8, 0), 1: (2, 13, 0)}
 
 
 def test_idf_uses_fdlibm_log_and_cap():

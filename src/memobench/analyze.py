@@ -58,10 +58,10 @@ def analyze_question(ranker: Ranker, corpus: Corpus, hay: Haystack, hay_token, q
     gold_tokens: set[str] = set()
     gold_events = 0
     for i in gold_pos:
-        session = corpus.tokenized(hay.keys[i], "ascii")
-        gold_events += len(session.joined)
-        for joined in session.joined:
-            gold_tokens.update(joined.split())
+        events = corpus.event_tokens(hay.keys[i], "ascii")
+        gold_events += len(events)
+        for tokens in events:
+            gold_tokens.update(tokens)
     coverage = sum(1 for t in window if t in gold_tokens)
     # Baseline (0.7.x): length weights, page 10, P then ALL of T (uncut) minus P.
     counts, rep_time = ranker.weighted(hay, window)  # RECIPE: length weights, page 10

@@ -17,13 +17,11 @@ from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass
-from functools import lru_cache
-from itertools import repeat
 
 from .fts5 import FTS5_TOKENS, Unicode61
 from .jsmath import js_log, utf16_key, utf16_len
 from .recipe import Recipe
-from .termids import Vocab
+from .termids import SEPARATOR, HayEvents, Vocab
 from .timewords import date_words, relative_min_time
 from .tokenize import SEQ, STOP_LISTS, TERM_MAX, WINDOWS, joined_tokens
 
@@ -34,95 +32,28 @@ DEEP = 50  # depth of the deep lists (PROTOCOL.md section 5)
 # --------------------------------------------------------------------------- sessions
 
 
-@lru_cache(maxsize=1 << 16)
-def _phrase_pattern(phrase: tuple) -> tuple[str, bool]:
-    """A phrase's joined form, and whether two of its occurrences can overlap:
-    only when it has a border (a proper prefix equal to a suffix, e.g. "a a"),
-    which str.count would miss."""
-    n = len(phrase)
-    return " " + "  ".join(phrase) + " ", any(phrase[:i] == phrase[n - i:] for i in range(1, n))
-
-
-class TokenizedSession:
-    """One distinct session under one tokenizer.
-
-    Each event's tokens are kept as one string, ``" t1  t2  t3 "`` (every token
-    wrapped in its own pair of spaces; tokens never contain whitespace), so the
-    occurrences of a phrase are counted with C-speed substring search instead
-    of Python loops over tokens.
-    """
-
-    __slots__ = ("lengths", "joined", "_reps", "_whole")
-
-    def __init__(self, joined: list[str], lengths: list[int]):
-        self.lengths = lengths
-        self.joined = joined  # per event, tokenize.joined_tokens form
-        self._reps: dict[tuple, tuple | None] = {}
-        self._whole = None
-
-    def has_token(self, t: str) -> bool:
-        # One search over all events, "\n" between them so no match spans two
-        # (cheaper than token ids for the index backend: few terms per haystack).
-        if self._whole is None:
-            self._whole = "\n".join(self.joined)
-        return " " + t + " " in self._whole
-
-    def representative(self, phrase: tuple) -> tuple | None:
-        """(occ, len, k) of the representative event for ``phrase``, or None.
-
-        The best event has the highest occ, then the smallest code-point length,
-        then the latest time/seq (within a session both rise with k)."""
-        try:
-            return self._reps[phrase]
-        except KeyError:
-            pass
-        best = None
-        if phrase:
-            pat, overlapping = _phrase_pattern(phrase)
-            lengths = self.lengths
-            if not overlapping:
-                # every event's count in one C-level pass, then the best among the top counts
-                counts = list(map(str.count, self.joined, repeat(pat)))
-                c = max(counts, default=0)
-                if c:
-                    k = counts.index(c)
-                    if counts.count(c) == 1:
-                        best = (c, -lengths[k], k)
-                    else:
-                        best = max((c, -lengths[k], k) for k, x in enumerate(counts) if x == c)
-            else:
-                for k, s in enumerate(self.joined):
-                    if pat not in s:
-                        continue
-                    c, i = 0, s.find(pat)
-                    while i >= 0:
-                        c += 1
-                        i = s.find(pat, i + 1)
-                    cand = (c, -lengths[k], k)
-                    if best is None or cand > best:
-                        best = cand
-        rep = None if best is None else (best[0], -best[1], best[2])
-        self._reps[phrase] = rep
-        return rep
-
-
 class Corpus:
     """Event texts per session key, tokenized lazily once per tokenizer.
 
     A session is stored as its FTS body (the event texts joined by "\n", as the
     harnesses index it) plus each event's start offset and code-point length,
-    so the text is held once and the body is never rebuilt per question."""
+    so the text is held once and the body is never rebuilt per question.
+    Tokens are held as ids (termids.py): under a JS tokenizer, each event's
+    ids followed by a separator (``token_ids``); under FTS5's unicode61, the
+    body column's ids (``fts_ids``)."""
 
     def __init__(self, events: dict[int, tuple[list[str], list[int]]] | None = None):
         self.sessions: dict[int, tuple[str, list[int], list[int]]] = {}
-        self._tok: dict[tuple[str, int], TokenizedSession] = {}
         # key -> the session's FTS5 body token ids (numpy int32): loaded from the
         # tokens stage (retrieval.py), or computed on first use (fts_ids)
         self.fts: dict[int, object] = {}
         self._unicode61: Unicode61 | None = None
         self.fts_vocab = Vocab()  # the ids of the FTS5 tokens (termids.py)
-        # (tokenizer, key) -> per-event joined tokens, from the tokens stage
-        self.pretokenized: dict[tuple[str, int], list[str]] = {}
+        # (tokenizer, key) -> its events' JS token ids, each event followed by a
+        # separator: loaded from the tokens stage, or computed on first use
+        self.ids: dict[tuple[str, int], object] = {}
+        self.vocabs: dict[str, Vocab] = {}  # tokenizer -> the ids of its tokens
+        self._hay: dict[str, tuple[Haystack, HayEvents]] = {}  # tokenizer -> the current haystack's
         for key, (texts, lengths) in (events or {}).items():
             self.add(key, texts, lengths)
 
@@ -149,15 +80,44 @@ class Corpus:
     def n_events(self, key: int) -> int:
         return len(self.sessions[key][2])
 
-    def tokenized(self, key: int, seq_name: str) -> TokenizedSession:
-        ts = self._tok.get((seq_name, key))
-        if ts is None:
-            joined = self.pretokenized.pop((seq_name, key), None)
-            if joined is None:
-                seq = SEQ[seq_name]
-                joined = [joined_tokens(t, seq) for t in self.texts(key)]
-            ts = self._tok[(seq_name, key)] = TokenizedSession(joined, self.sessions[key][2])
-        return ts
+    def vocab(self, seq_name: str) -> Vocab:
+        v = self.vocabs.get(seq_name)
+        if v is None:
+            v = self.vocabs[seq_name] = Vocab()
+        return v
+
+    def token_ids(self, key: int, seq_name: str):
+        """The session's events' token ids under a JS tokenizer, each event
+        followed by a separator (``Vocab.encode_events``)."""
+        ids = self.ids.get((seq_name, key))
+        if ids is None:
+            seq = SEQ[seq_name]
+            ids = self.ids[(seq_name, key)] = self.vocab(seq_name).encode_events(
+                [joined_tokens(t, seq) for t in self.texts(key)])
+        return ids
+
+    def event_tokens(self, key: int, seq_name: str) -> list[list[str]]:
+        """Each event's tokens under a JS tokenizer."""
+        tokens = self.vocab(seq_name).tokens()
+        events, current = [], []
+        for i in self.token_ids(key, seq_name).tolist():
+            if i == SEPARATOR:
+                events.append(current)
+                current = []
+            else:
+                current.append(tokens[i])
+        return events
+
+    def hay_events(self, hay: Haystack, seq_name: str) -> HayEvents:
+        """The haystack's events under a JS tokenizer (termids.HayEvents), kept
+        until another haystack is asked, so the variants ranking a question
+        under one tokenizer share it and its phrases' representatives."""
+        current = self._hay.get(seq_name)
+        if current is None or current[0] is not hay:
+            events = HayEvents([self.token_ids(k, seq_name) for k in hay.keys],
+                               [self.sessions[k][2] for k in hay.keys], self.vocab(seq_name))
+            current = self._hay[seq_name] = (hay, events)
+        return current[1]
 
     def body(self, key: int) -> str:
         return self.sessions[key][0]
@@ -183,8 +143,7 @@ class Corpus:
                 self.sessions.pop(k, None)
             self.fts.pop(k, None)
             for name in SEQ:
-                self._tok.pop((name, k), None)
-                self.pretokenized.pop((name, k), None)
+                self.ids.pop((name, k), None)
 
 
 @dataclass
@@ -293,10 +252,7 @@ class IndexBackend:
     def _holding(self, hay: Haystack, term: str, seq_name: str) -> list[int]:
         found = self._postings.get(term)
         if found is None:
-            tokenized = self.corpus.tokenized
-            found = self._postings[term] = [
-                i for i, key in enumerate(hay.keys) if tokenized(key, seq_name).has_token(term)
-            ]
+            found = self._postings[term] = list(self.corpus.hay_events(hay, seq_name).reps((term,)))
         return found
 
     def positions(self, hay: Haystack, phrase: str, check: tuple, seq_name: str) -> list[int]:
@@ -417,17 +373,20 @@ class Ranker:
         time >= min_time; its representative is still chosen among all events."""
         check = self.check_tokens(phrase, kind)
         seq_name = self.recipe.seq
+        reps = self.corpus.hay_events(hay, seq_name).reps(check)
+        if not reps:
+            return []
         found = []
         for i in self.backend.positions(hay, phrase, check, seq_name):
-            key = hay.keys[i]
+            rep = reps.get(i)
+            if rep is None:
+                continue
             if min_time is not None:
-                n_events = self.corpus.n_events(key)
+                n_events = self.corpus.n_events(hay.keys[i])
                 if not n_events or hay.bases[i] + n_events - 1 < min_time:
                     continue
-            rep = self.corpus.tokenized(key, seq_name).representative(check)
-            if rep is not None:
-                occ, length, k = rep
-                found.append((-occ, length, -(hay.bases[i] + k), hay.id_keys[i], -k, i))
+            occ, length, k = rep
+            found.append((-occ, length, -(hay.bases[i] + k), hay.id_keys[i], -k, i))
         found.sort(key=lambda c: c[:5])
         return [(c[5], -c[2]) for c in found]
 

@@ -102,33 +102,40 @@ def _load_events(corpus: Corpus, events_path, needed: list[int], tokens: dict | 
     batch, keeping the needed sessions: the peak stays near one batch plus the
     corpus instead of the whole table twice (LongMemEval-M segments). Each
     tokens table (``tokens``: tokenizer name -> path) has the same rows in the
-    same order. The ``fts5`` table holds token ids (the FTS5 body column,
-    ``Corpus.fts_ids``, under the table's vocabulary); the JS tokenizers'
-    tables joined forms (``Corpus.tokenized``)."""
-    from .termids import id_lists, read_vocab
+    same order, and holds token ids under its own vocabulary: the ``fts5``
+    table's become each session's FTS5 body column (``Corpus.fts_ids``); a JS
+    tokenizer's its events' ids, each followed by a separator
+    (``Corpus.token_ids``)."""
+    from .termids import id_lists, read_vocab, with_separators
 
     wanted = np.asarray(needed, dtype=np.int64)
     tokens = tokens or {}
     seqs = list(tokens)
-    joined_seqs = [name for name in seqs if name != FTS5_TOKENS]
+    js_seqs = [name for name in seqs if name != FTS5_TOKENS]
     fts = FTS5_TOKENS in tokens
     columns = ["session_key", "length", "text"] if texts else ["session_key", "length"]
     batches = pq.ParquetFile(events_path).iter_batches(batch_size=65536, columns=columns)
-    readers = [pq.ParquetFile(tokens[name]).iter_batches(
-        batch_size=65536, columns=["session_key", "ids" if name == FTS5_TOKENS else "joined"]) for name in seqs]
-    if fts:
-        corpus.fts_vocab = read_vocab(tokens[FTS5_TOKENS])
+    readers = [pq.ParquetFile(tokens[name]).iter_batches(batch_size=65536, columns=["session_key", "ids"])
+               for name in seqs]
+    for name in seqs:
+        if name == FTS5_TOKENS:
+            corpus.fts_vocab = read_vocab(tokens[name])
+        else:
+            corpus.vocabs[name] = read_vocab(tokens[name])
 
     def new_pending():
-        return [], [], {name: [] for name in joined_seqs}, []
+        return [], [], {name: [] for name in js_seqs}, []
+
+    def joined_parts(parts):
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
     def flush():
-        texts_, lengths, joined, fts_parts = pending
+        texts_, lengths, js_parts, fts_parts = pending
         corpus.add(pending_key, texts_ if texts else None, lengths)
-        for name, j in joined.items():
-            corpus.pretokenized[(name, pending_key)] = j
+        for name, parts in js_parts.items():
+            corpus.ids[(name, pending_key)] = joined_parts(parts)
         if fts:
-            corpus.fts[pending_key] = fts_parts[0] if len(fts_parts) == 1 else np.concatenate(fts_parts)
+            corpus.fts[pending_key] = joined_parts(fts_parts)
 
     pending_key, pending = None, new_pending()
     for batch in batches:
@@ -145,8 +152,8 @@ def _load_events(corpus: Corpus, events_path, needed: list[int], tokens: dict | 
         lengths = batch.column(1).take(rows).to_pylist()
         text_col = batch.column(2).take(rows).to_pylist() if texts else [None] * len(rows)
         by_name = dict(zip(seqs, tok_batches))
-        joined = {name: by_name[name].column(1).take(rows).to_pylist() for name in joined_seqs}
-        fts_ids = id_lists(by_name[FTS5_TOKENS].column(1).take(rows)) if fts else None
+        js_ids = {name: with_separators(*id_lists(by_name[name].column(1), rows)) for name in js_seqs}
+        fts_ids = id_lists(by_name[FTS5_TOKENS].column(1), rows) if fts else None
         # the selected rows, one run per session (rows are in session-key order)
         sel = keys[rows]
         cuts = [0, *(np.flatnonzero(sel[1:] != sel[:-1]) + 1).tolist(), len(rows)]
@@ -158,8 +165,8 @@ def _load_events(corpus: Corpus, events_path, needed: list[int], tokens: dict | 
                 pending_key, pending = key, new_pending()
             pending[0].extend(text_col[a:b])
             pending[1].extend(lengths[a:b])
-            for name, col in joined.items():
-                pending[2][name].extend(col[a:b])
+            for name, (flat, offsets) in js_ids.items():
+                pending[2][name].append(flat[offsets[a]:offsets[b]])
             if fts:
                 flat, offsets = fts_ids
                 pending[3].append(flat[offsets[a]:offsets[b]])

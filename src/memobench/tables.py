@@ -68,12 +68,11 @@ EVENTS = pa.schema(
     ]
 )
 
-# The tokens stage's table: every event's JS tokens under one tokenizer, row-aligned with events.
-TOKENS = pa.schema([("session_key", pa.int32()), ("joined", pa.string())])
-# ... and its fts5 table: every event's unicode61 tokens as ids (termids.py), the
-# vocabulary being the tokens first seen in each batch, listed on its first row in id order.
-FTS5_IDS = pa.schema([("session_key", pa.int32()), ("ids", pa.list_(pa.int32())),
-                      ("new_tokens", pa.list_(pa.string()))])
+# The tokens stage's table: every event's tokens under one tokenizer (a JS one, or
+# fts5's unicode61) as ids (termids.py), row-aligned with events, the vocabulary
+# being the tokens first seen in each batch, listed on its first row in id order.
+TOKEN_IDS = pa.schema([("session_key", pa.int32()), ("ids", pa.list_(pa.int32())),
+                       ("new_tokens", pa.list_(pa.string()))])
 
 TABLES = {"questions": QUESTIONS, "haystacks": HAYSTACKS, "sessions": SESSIONS, "events": EVENTS}
 

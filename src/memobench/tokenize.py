@@ -231,46 +231,34 @@ WINDOWS = {
 def write_tokens(events_path, seq_name: str, out, log=print) -> None:
     """The tokens stage: every event's tokens under one tokenizer, in the
     events table's row order, so retrieval jobs read them instead of each
-    tokenizing the sessions of its segment again. ``fts5`` is SQLite FTS5's
-    unicode61 (fts5.py), for the FTS backend's discovery, written as token ids
-    with their vocabulary (termids.py)."""
+    tokenizing the sessions of its segment again: a JS tokenizer's, or
+    ``fts5``, SQLite FTS5's unicode61 (fts5.py) for the FTS backend's
+    discovery; written as token ids with their vocabulary (termids.py)."""
     import pyarrow.parquet as pq
 
     from .fts5 import FTS5_TOKENS, Unicode61
-
     from .progress import Progress
-    from .tables import TOKENS, TableWriter
+    from .termids import write_token_ids
 
     events = pq.ParquetFile(events_path)
     progress = Progress(log, f"tokens {seq_name}: events", total=events.metadata.num_rows)
     done = 0
     if seq_name == FTS5_TOKENS:
-        from .termids import write_fts5_ids
-
         joined = Unicode61().joined
+    else:
+        seq = SEQ[seq_name]
 
-        def batches():
-            for batch in events.iter_batches(batch_size=65536, columns=["session_key", "text"]):
-                yield batch.column(0).to_pylist(), [joined(text) for text in batch.column(1).to_pylist()]
+        def joined(text):
+            return joined_tokens(text, seq)
 
-        def count(n):
-            nonlocal done
-            done += n
-            progress(done)
-
-        write_fts5_ids(batches(), out, count)
-        progress(done, " done", force=True)
-        return
-    seq = SEQ[seq_name]
-    writer = TableWriter(out, TOKENS)
-    try:
+    def batches():
         for batch in events.iter_batches(batch_size=65536, columns=["session_key", "text"]):
-            writer.extend(session_key=batch.column(0).to_pylist(),
-                          joined=[joined_tokens(text, seq) for text in batch.column(1).to_pylist()])
-            done += batch.num_rows
-            progress(done)
-        writer.close()
-    except BaseException:
-        writer.abort()
-        raise
+            yield batch.column(0).to_pylist(), [joined(text) for text in batch.column(1).to_pylist()]
+
+    def count(n):
+        nonlocal done
+        done += n
+        progress(done)
+
+    write_token_ids(batches(), out, count)
     progress(done, " done", force=True)
