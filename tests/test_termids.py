@@ -9,22 +9,70 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memobench.fts5 import Unicode61
-from memobench.termids import (SEPARATOR, Concat, HayEvents, Vocab, id_lists, read_vocab, with_separators,
-                               write_token_ids)
+from memobench.termids import (SEPARATOR, Concat, HayEvents, Vocab, id_lists, read_vocab, token_stream,
+                               with_separators, write_token_ids)
+from memobench.tokenize import ASCII_TOKEN, SEQ, joined_tokens
 
 WORDS = st.sampled_from(["a", "b", "ab", "the", "x1", "漢字", "é"])
-JOINED = st.lists(WORDS, max_size=6).map(lambda ts: " " + "  ".join(ts) + " ")
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(JOINED, max_size=12))
-def test_encode_column_gives_each_rows_tokens(rows):
+@given(st.lists(st.lists(WORDS, max_size=6), max_size=12))
+def test_encode_strings_gives_ids_in_order_of_first_sight(batches):
     vocab = Vocab()
-    flat, offsets, new = vocab.encode_column(pa.array(rows, pa.string()))
-    back = {i: t for t, i in vocab.ids.items()}
-    assert [[back[i] for i in flat[a:b]] for a, b in zip(offsets, offsets[1:])] == [r.split() for r in rows]
-    # ids in order of first sight: the new tokens are the vocabulary, in id order
-    assert new == list(vocab.ids) == list(dict.fromkeys(t for r in rows for t in r.split()))
+    for tokens in (batches[:len(batches) // 2], batches[len(batches) // 2:]):
+        flat_tokens = [t for ts in tokens for t in ts]
+        before = len(vocab)
+        ids, new = vocab.encode_strings(pa.array(flat_tokens, pa.string()))
+        assert [vocab.tokens()[i] for i in ids] == flat_tokens
+        assert new == vocab.tokens()[before:]
+    assert vocab.tokens() == list(dict.fromkeys(t for ts in batches for t in ts))
+
+
+# Texts of ASCII (cases, digits, punctuation, runs of separators), of other
+# characters whose tokenizers differ (accents, Han, the Kelvin sign whose lower
+# case is ASCII, a dotted capital I), and empty ones.
+TEXTS = st.lists(st.text(alphabet=st.sampled_from(list("aZ9 _-.'\t\n") + ["é", "漢", "\u212a", "\u0130", "’"]),
+                         max_size=12), max_size=10)
+
+
+def _stream_tokens(texts, joined, ascii_token, long=None):
+    tokens, counts = token_stream(pa.array(texts, pa.string()), joined, ascii_token, long)
+    flat = tokens.to_pylist()
+    cuts = np.concatenate([[0], np.cumsum(counts)]).tolist()
+    return [flat[a:b] for a, b in zip(cuts, cuts[1:])]
+
+
+@settings(max_examples=300, deadline=None)
+@given(TEXTS, st.sampled_from(sorted(SEQ)))
+def test_token_stream_gives_each_js_tokenizers_tokens(texts, seq_name):
+    """ASCII texts tokenized on bytes at once, the others by the tokenizer:
+    the same tokens as the tokenizer's joined form of each text."""
+    seq = SEQ[seq_name]
+
+    def joined(t):
+        return joined_tokens(t, seq)
+
+    assert _stream_tokens(texts, joined, ASCII_TOKEN) == [joined(t).split() for t in texts]
+    assert _stream_tokens(texts, joined, None) == [joined(t).split() for t in texts]
+
+
+@settings(max_examples=200, deadline=None)
+@given(TEXTS)
+def test_token_stream_gives_unicode61s_tokens(texts):
+    u61 = Unicode61()
+    assert _stream_tokens(texts, u61.joined, u61.ascii_token, 3) == [u61.joined(t).split() for t in texts]
+
+
+def test_token_stream_sends_a_text_with_a_long_ascii_token_to_the_tokenizer():
+    """FTS5 cuts a token at 32,768 bytes: a longer ASCII run is the tokenizer's."""
+    from memobench.fts5 import _LONG, MAX_TOKEN_BYTES
+
+    u61 = Unicode61()
+    texts = ["short words", "a " + "x" * (MAX_TOKEN_BYTES + 5) + " b", "Tail"]
+    got = _stream_tokens(texts, u61.joined, u61.ascii_token, _LONG)
+    assert got == [u61.joined(t).split() for t in texts]
+    assert len(got[1][1]) == MAX_TOKEN_BYTES
 
 
 @settings(max_examples=300, deadline=None)
@@ -43,15 +91,15 @@ def test_token_ids_table_round_trips(tmp_path):
     """Batches share one vocabulary, listed on each batch's first row."""
     u61 = Unicode61()
     texts = [["The garden", "", "gärden PLAN"], ["plan b", "!!"], ["new words here", "the"]]
-    batches = [(list(range(10 * n, 10 * n + len(b))), [u61.joined(t) for t in b]) for n, b in enumerate(texts)]
+    batches = [(pa.array(range(10 * n, 10 * n + len(b)), pa.int32()), pa.array(b, pa.string()))
+               for n, b in enumerate(texts)]
     path = tmp_path / "fts5.parquet"
-    write_token_ids(iter(batches), path)
+    write_token_ids(iter(batches), path, u61.joined, u61.ascii_token)
     t = pq.read_table(path)
     vocab = read_vocab(path)
-    back = {i: tok for tok, i in vocab.ids.items()}
-    assert [[back[i] for i in row] for row in t.column("ids").to_pylist()] == [
-        j.split() for _, b in batches for j in b]
-    assert t.column("session_key").to_pylist() == [k for keys, _ in batches for k in keys]
+    assert [[vocab.tokens()[i] for i in row] for row in t.column("ids").to_pylist()] == [
+        u61.joined(x).split() for b in texts for x in b]
+    assert t.column("session_key").to_pylist() == [k for keys, _ in batches for k in keys.to_pylist()]
     assert pq.ParquetFile(path).metadata.num_row_groups == 3
 
 

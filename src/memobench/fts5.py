@@ -64,6 +64,9 @@ class Unicode61:
         self._ascii = None
         if not (self.diacritics & ascii_tokens) and not any(c.encode().isspace() for c in ascii_tokens):
             self._ascii = bytes(32 if chr(c) in self.separators else c for c in range(128)) + bytes(range(128, 256))
+        # the same, as the 256 flags termids.token_stream tokenizes a batch of ASCII texts with
+        self.ascii_token = None if self._ascii is None else bytes(
+            int(c < 128 and chr(c) not in self.separators) for c in range(256))
 
     def learn(self, chars) -> None:
         """Ask SQLite how it tokenizes each new character: alone (a token

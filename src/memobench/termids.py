@@ -18,9 +18,10 @@ session has matches nothing. Two layouts:
 The tokens stage writes every tokenizer's tokens this way
 (``tables.TOKEN_IDS``): each event's ids, and the vocabulary as the tokens
 first seen in each batch, in id order (:func:`write_token_ids`,
-:func:`read_vocab`). Joined forms are turned into ids by Arrow (split,
-dictionary-encode), Python touching only each batch's distinct tokens
-(:meth:`Vocab.encode_column`).
+:func:`read_vocab`). The ASCII texts of a batch are tokenized all at once on
+their bytes (:func:`token_stream`), the others by their tokenizer, and the
+tokens turned into ids by Arrow's dictionary encoding, Python touching only
+each batch's distinct tokens (:meth:`Vocab.encode_strings`).
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 SEPARATOR = -1  # after each session of a Concat, each event of a HayEvents; never a token's id
-_NO_TOKEN = -2  # the empty pieces of a split joined form, dropped
 _SEP = np.array([SEPARATOR], np.int32)
 EMPTY_IDS = np.empty(0, np.int32)
 
@@ -76,37 +76,109 @@ class Vocab:
             out.append(i)
         return tuple(out)
 
-    def encode_column(self, joined: pa.Array) -> tuple[np.ndarray, np.ndarray, list[str]]:
-        """(every row's token ids back to back, row offsets: n + 1 values, the
-        tokens first seen here in id order) of a column of joined forms. A
-        form's outer spaces are trimmed and the rest split at each pair of
-        spaces (tokens never hold a space; a form of no tokens leaves one
-        empty piece, dropped), so the tokens are exactly ``str.split``'s."""
-        lists = pc.split_pattern(pc.ascii_trim(joined, " "), "  ")
-        offsets = lists.offsets.to_numpy().astype(np.int64)
-        values = lists.values.slice(offsets[0], offsets[-1] - offsets[0])
-        offsets -= offsets[0]
-        if not len(values):
-            return EMPTY_IDS, offsets, []
-        # the dictionary lists each distinct piece once, in order of first occurrence
-        encoded = pc.dictionary_encode(values)
+    def encode_strings(self, tokens: pa.Array) -> tuple[np.ndarray, list[str]]:
+        """(the ids of a string array of tokens, the tokens first seen here in
+        id order). Arrow dictionary-encodes them, Python touching each
+        distinct token once; its dictionary lists them in order of first
+        occurrence, so ids stay in order of first sight."""
+        if not len(tokens):
+            return EMPTY_IDS, []
+        encoded = pc.dictionary_encode(tokens)
         ids, new, remap = self.ids, [], []
         for t in encoded.dictionary.to_pylist():
-            i = ids.get(t, _NO_TOKEN) if t else _NO_TOKEN
-            if i == _NO_TOKEN and t:
+            i = ids.get(t)
+            if i is None:
                 i = ids[t] = len(ids)
                 new.append(t)
             remap.append(i)
-        all_ids = np.array(remap, np.int32)[encoded.indices.to_numpy()]
-        keep = all_ids != _NO_TOKEN
-        kept_before = np.zeros(len(all_ids) + 1, np.int64)
-        np.cumsum(keep, dtype=np.int64, out=kept_before[1:])
-        return all_ids[keep], kept_before[offsets], new
+        return np.array(remap, np.int32)[encoded.indices.to_numpy()], new
+
+
+_SPACE = 32
+
+
+def token_stream(texts: pa.Array, joined, ascii_token: bytes | None = None,
+                 long: int | None = None) -> tuple[pa.Array, np.ndarray]:
+    """(every text's tokens, text after text, as one string array; each
+    text's number of tokens) under a tokenizer: ``joined`` gives a text's
+    joined form (" t1  t2 ", tokens never hold whitespace). A text that is
+    ASCII is tokenized here instead, with the whole batch at once: its tokens
+    are the maximal runs of the bytes ``ascii_token`` marks (256 flags),
+    lowercased, which is what every JS tokenizer and unicode61 make of ASCII
+    text (``ascii_token`` None: no text is). A run longer than ``long``
+    bytes sends its text to ``joined`` (FTS5 cuts long tokens).
+
+    Every text becomes a string whose tokens are separated by spaces (an
+    ASCII text through one ``bytes.translate`` of the batch: token bytes
+    lowercased, the others spaces); then the runs are found with a few
+    vectorized passes, and the tokens are the runs' bytes back to back."""
+    n = len(texts)
+    plain = (np.zeros(n, bool) if ascii_token is None
+             else pc.string_is_ascii(texts).to_numpy(zero_copy_only=False))
+    table = None if ascii_token is None else bytes(
+        (c + 32 if 65 <= c <= 90 else c) if ascii_token[c] else _SPACE for c in range(256))
+    offsets, buf = _string_buffers(texts)
+    translated = buf.tobytes().translate(table) if plain.any() else b""
+    while True:
+        if plain.all():
+            offsets_now, data = offsets, np.frombuffer(translated, np.uint8)
+        else:
+            # the ASCII texts' translated bytes are ASCII: one character per byte
+            whole = translated.decode("ascii") if plain.any() else ""
+            forms = pa.array([whole[offsets[i]:offsets[i + 1]] if p else joined(t)
+                              for i, (t, p) in enumerate(zip(texts.to_pylist(), plain))], pa.string())
+            offsets_now, data = _string_buffers(forms)
+        starts, ends, counts, is_token = _runs(data, offsets_now)
+        if long is not None and plain.any():
+            too_long = np.flatnonzero((ends - starts) > long)
+            text_of = np.searchsorted(offsets_now, starts[too_long], side="right") - 1
+            text_of = text_of[plain[text_of]]
+            if len(text_of):
+                plain = plain.copy()
+                plain[text_of] = False
+                continue
+        break
+    token_offsets = np.zeros(len(starts) + 1, np.int32)
+    np.cumsum(ends - starts, out=token_offsets[1:])
+    tokens = pa.StringArray.from_buffers(len(starts), pa.py_buffer(token_offsets),
+                                         pa.py_buffer(data[is_token]))
+    return tokens, counts
+
+
+def _string_buffers(strings: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """(n + 1 byte offsets from 0, the bytes) of a string array."""
+    n = len(strings)
+    _, offsets_buffer, data_buffer = strings.buffers()
+    if not n:
+        return np.zeros(1, np.int64), np.empty(0, np.uint8)
+    offsets = np.frombuffer(offsets_buffer, np.int32)[strings.offset:strings.offset + n + 1].astype(np.int64)
+    data = (np.frombuffer(data_buffer, np.uint8)[offsets[0]:offsets[-1]] if offsets[-1] > offsets[0]
+            else np.empty(0, np.uint8))
+    return offsets - offsets[0], data
+
+
+def _runs(data: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(starts, ends, each string's count, the token-byte mask) of the runs of
+    non-space bytes of strings given back to back; no run crosses from one
+    string into the next."""
+    is_token = data != _SPACE
+    inner = offsets[(offsets > 0) & (offsets < len(data))]  # where a string begins after another
+    before = np.empty(len(data), bool)
+    before[:1] = False
+    before[1:] = is_token[:-1]
+    before[inner] = False
+    starts = np.flatnonzero(is_token & ~before)
+    after = before  # reused: is_token shifted the other way
+    after[-1:] = False
+    after[:-1] = is_token[1:]
+    after[inner - 1] = False
+    ends = np.flatnonzero(is_token & ~after) + 1
+    return starts, ends, np.diff(np.searchsorted(starts, offsets)), is_token
 
 
 def id_lists(lists: pa.ListArray, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(the rows' ids back to back, row offsets: n + 1 values) of a column of
-    id lists, the form :meth:`Vocab.encode_column` gives for joined forms;
+    id lists (a tokens table's ``ids``);
     with ``rows`` (ascending) only those rows. The ids are selected with a
     mask over the values, not gathered list by list (Arrow's take), which is
     what a retrieve job reading half an M tokens table spent its time on."""
@@ -134,20 +206,25 @@ def with_separators(flat: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, 
     return out, starts
 
 
-def write_token_ids(batches, out, log_progress=None) -> None:
-    """A tokens stage table (``tables.TOKEN_IDS``) from (session keys, joined
-    forms) batches: one row group per batch."""
+def write_token_ids(batches, out, joined, ascii_token: bytes | None = None, long: int | None = None,
+                    log_progress=None) -> None:
+    """A tokens stage table (``tables.TOKEN_IDS``) from (session keys, texts)
+    batches of Arrow arrays, tokenized as :func:`token_stream` does: one row
+    group per batch."""
     import pyarrow.parquet as pq
 
     from .tables import TOKEN_IDS, atomic_path
 
     vocab = Vocab()
     with atomic_path(out) as tmp, pq.ParquetWriter(tmp, TOKEN_IDS, compression="zstd") as writer:
-        for keys, joined in batches:
-            flat, offsets, new = vocab.encode_column(pa.array(joined, pa.string()))
+        for keys, texts in batches:
+            tokens, counts = token_stream(texts, joined, ascii_token, long)
+            flat, new = vocab.encode_strings(tokens)
+            offsets = np.zeros(len(counts) + 1, np.int32)
+            np.cumsum(counts, out=offsets[1:])
             ids = pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(flat, pa.int32()))
             new_tokens = pa.array([new] + [[]] * (len(keys) - 1), pa.list_(pa.string()))
-            writer.write_batch(pa.record_batch([pa.array(keys, pa.int32()), ids, new_tokens], schema=TOKEN_IDS),
+            writer.write_batch(pa.record_batch([keys.cast(pa.int32()), ids, new_tokens], schema=TOKEN_IDS),
                                row_group_size=max(len(keys), 1))
             if log_progress:
                 log_progress(len(keys))

@@ -171,6 +171,8 @@ SEQ = {
 }
 # Every tokenizer here gives the [a-z0-9]+ runs of a lowercased text that is ASCII.
 _ASCII_RUNS_WHEN_ASCII = frozenset(SEQ.values())
+# ... as the 256 flags of termids.token_stream: [0-9A-Za-z] (it lowercases the runs)
+ASCII_TOKEN = bytes(int(chr(c).isascii() and chr(c).isalnum()) for c in range(256))
 
 
 def ascii_words(question: str) -> list[str]:
@@ -233,10 +235,11 @@ def write_tokens(events_path, seq_name: str, out, log=print) -> None:
     events table's row order, so retrieval jobs read them instead of each
     tokenizing the sessions of its segment again: a JS tokenizer's, or
     ``fts5``, SQLite FTS5's unicode61 (fts5.py) for the FTS backend's
-    discovery; written as token ids with their vocabulary (termids.py)."""
+    discovery; written as token ids with their vocabulary (termids.py), the
+    ASCII texts of each batch tokenized at once on their bytes."""
     import pyarrow.parquet as pq
 
-    from .fts5 import FTS5_TOKENS, Unicode61
+    from .fts5 import _LONG, FTS5_TOKENS, Unicode61
     from .progress import Progress
     from .termids import write_token_ids
 
@@ -244,21 +247,25 @@ def write_tokens(events_path, seq_name: str, out, log=print) -> None:
     progress = Progress(log, f"tokens {seq_name}: events", total=events.metadata.num_rows)
     done = 0
     if seq_name == FTS5_TOKENS:
-        joined = Unicode61().joined
+        u61 = Unicode61()
+        # a longer ASCII token may be cut (fts5._cut): its text goes through u61.joined
+        joined, ascii_token, long = u61.joined, u61.ascii_token, _LONG
     else:
         seq = SEQ[seq_name]
 
         def joined(text):
             return joined_tokens(text, seq)
 
+        ascii_token, long = (ASCII_TOKEN if seq in _ASCII_RUNS_WHEN_ASCII else None), None
+
     def batches():
         for batch in events.iter_batches(batch_size=65536, columns=["session_key", "text"]):
-            yield batch.column(0).to_pylist(), [joined(text) for text in batch.column(1).to_pylist()]
+            yield batch.column(0), batch.column(1)
 
     def count(n):
         nonlocal done
         done += n
         progress(done)
 
-    write_token_ids(batches(), out, count)
+    write_token_ids(batches(), out, joined, ascii_token, long, count)
     progress(done, " done", force=True)
