@@ -164,3 +164,24 @@ def test_id_lists_gives_the_selected_rows(rows, data):
     assert [flat[a:b].tolist() for a, b in zip(offsets, offsets[1:])] == [rows[i] for i in picked]
     flat, offsets = id_lists(lists)
     assert [flat[a:b].tolist() for a, b in zip(offsets, offsets[1:])] == rows
+
+
+@settings(max_examples=100, deadline=None)
+@given(TEXTS, st.integers(1, 12))
+def test_a_batch_cut_into_pieces_gives_the_same_table(tmp_path_factory, texts, size):
+    """The pieces a batch is tokenized in (a bound on memory) change no id."""
+    import memobench.termids as termids
+
+    u61 = Unicode61()
+    batch = [(pa.array(range(len(texts)), pa.int32()), pa.array(texts, pa.string()))]
+    pieces = termids._pieces(batch[0][1], size)
+    assert [t for p in pieces for t in p.to_pylist()] == texts
+    whole, cut = (tmp_path_factory.mktemp("t") / name for name in ("whole.parquet", "cut.parquet"))
+    write_token_ids(iter(batch), whole, u61.joined, u61.ascii_token)
+    saved = termids.PIECE_BYTES
+    termids.PIECE_BYTES = size
+    try:
+        write_token_ids(iter(batch), cut, u61.joined, u61.ascii_token)
+    finally:
+        termids.PIECE_BYTES = saved
+    assert pq.read_table(whole).equals(pq.read_table(cut))

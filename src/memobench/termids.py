@@ -206,6 +206,20 @@ def with_separators(flat: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, 
     return out, starts
 
 
+PIECE_BYTES = 32 << 20  # text tokenized at once: token_stream holds about ten times this
+
+
+def _pieces(texts: pa.Array, size: int) -> list[pa.Array]:
+    """``texts`` cut into consecutive slices of about ``size`` bytes each (a
+    longer text alone), so a batch of long texts stays within memory."""
+    offsets, _ = _string_buffers(texts)
+    if offsets[-1] <= size:
+        return [texts]
+    cuts = np.unique(np.searchsorted(offsets, np.arange(size, offsets[-1], size), side="right") - 1)
+    cuts = [0, *cuts[cuts > 0].tolist(), len(texts)]
+    return [texts.slice(a, b - a) for a, b in zip(cuts, cuts[1:]) if b > a]
+
+
 def write_token_ids(batches, out, joined, ascii_token: bytes | None = None, long: int | None = None,
                     log_progress=None) -> None:
     """A tokens stage table (``tables.TOKEN_IDS``) from (session keys, texts)
@@ -218,8 +232,17 @@ def write_token_ids(batches, out, joined, ascii_token: bytes | None = None, long
     vocab = Vocab()
     with atomic_path(out) as tmp, pq.ParquetWriter(tmp, TOKEN_IDS, compression="zstd") as writer:
         for keys, texts in batches:
-            tokens, counts = token_stream(texts, joined, ascii_token, long)
-            flat, new = vocab.encode_strings(tokens)
+            if not len(keys):
+                continue
+            parts, counts, new = [], [], []
+            for piece in _pieces(texts, PIECE_BYTES):
+                tokens, piece_counts = token_stream(piece, joined, ascii_token, long)
+                piece_ids, piece_new = vocab.encode_strings(tokens)
+                parts.append(piece_ids)
+                counts.append(piece_counts)
+                new += piece_new
+            flat = np.concatenate(parts) if len(parts) != 1 else parts[0]
+            counts = np.concatenate(counts) if len(counts) != 1 else counts[0]
             offsets = np.zeros(len(counts) + 1, np.int32)
             np.cumsum(counts, out=offsets[1:])
             ids = pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(flat, pa.int32()))
