@@ -142,8 +142,8 @@ def seq_prod(text: str) -> list[str]:
 
 def joined_tokens(text: str, seq) -> str:
     """An event's tokens as one string, each wrapped in its own pair of spaces
-    (``" t1  t2 "``); the engine counts phrase occurrences in it by substring
-    search. Tokens never contain whitespace."""
+    (``" t1  t2 "``), the form the tokens stage and the engine turn into token
+    ids (termids.py). Tokens never contain whitespace."""
     if seq in _ASCII_RUNS_WHEN_ASCII:
         lower = text.lower()
         if lower.isascii():
