@@ -178,10 +178,10 @@ def _runs(data: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray
 
 def id_lists(lists: pa.ListArray, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(the rows' ids back to back, row offsets: n + 1 values) of a column of
-    id lists (a tokens table's ``ids``);
-    with ``rows`` (ascending) only those rows. The ids are selected with a
-    mask over the values, not gathered list by list (Arrow's take), which is
-    what a retrieve job reading half an M tokens table spent its time on."""
+    id lists (a tokens table's ``ids``); with ``rows`` (ascending) only those
+    rows. The ids are selected with a mask over the values, not gathered list
+    by list (Arrow's take), which is what a retrieve job reading half an M
+    tokens table spent its time on."""
     offsets = lists.offsets.to_numpy().astype(np.int64)
     values = lists.values.to_numpy()[offsets[0]:offsets[-1]]
     if rows is None:
