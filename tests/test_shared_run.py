@@ -75,3 +75,36 @@ def test_matcher_rows_cut_to_each_limit(tmp_path):
                 assert got == real.rows(term), (hid, term, limit)
                 seen_cut |= 0 < len(got) == limit
     assert seen_cut
+
+
+def test_a_variant_returning_to_a_haystack_after_a_skip_reloads_the_shared_matcher():
+    """v0.8.0 skips the Han-only question (no ascii tokens) that cn-A ranks on
+    another haystack; back on the first haystack its FTS rows must be that
+    haystack's, not the one cn-A left in the shared matcher."""
+    from memobench.engine import Corpus, Haystack
+
+    texts = {0: ["apple pie recipe"], 1: ["banana bread"], 2: ["nothing"],
+             10: ["x"], 11: ["y"], 12: ["z"], 13: ["w"], 14: ["cherry tart 苹果"]}
+    hays = {0: Haystack(["a", "b", "c"], [0, 1, 2], [1, 2, 3]),
+            1: Haystack(["d", "e", "f", "g", "h"], [10, 11, 12, 13, 14], [1, 2, 3, 4, 5])}
+    questions = [dict(q_index=i, question_id=f"q{i}", question_type="t", question=text, question_date=None,
+                      haystack_id=h, gold=["a"], parse_error=False)
+                 for i, (h, text) in enumerate([(0, "apple pie"), (1, "苹果"), (0, "banana bread")])]
+    ascii_variant, cn_variant = variants.resolve("v0.8.0", "s"), variants.resolve("cn-A", "cn")
+
+    def rankings(vs):
+        corpus = Corpus({k: (t, [len(x) for x in t]) for k, t in texts.items()})
+        return retrieval.run_segments(vs, questions, hays, corpus, log=QUIET)[ascii_variant.name][0]
+
+    alone = rankings([ascii_variant])
+    assert [s for s, q in zip(alone["session_id"].to_pylist(), alone["q_index"].to_pylist()) if q == 2][0] == "b"
+    assert rankings([ascii_variant, cn_variant]).equals(alone)
+
+
+def test_event_tokens_of_a_session_not_yet_tokenized():
+    """Its tokens may be new to the vocabulary when it is asked."""
+    from memobench.engine import Corpus
+
+    corpus = Corpus({0: (["Hello world", "again"], [11, 5]), 1: (["new words"], [9])})
+    assert corpus.event_tokens(1, "ascii") == [["new", "words"]]
+    assert corpus.event_tokens(0, "ascii") == [["hello", "world"], ["again"]]

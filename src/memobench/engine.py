@@ -98,9 +98,10 @@ class Corpus:
 
     def event_tokens(self, key: int, seq_name: str) -> list[list[str]]:
         """Each event's tokens under a JS tokenizer."""
+        ids = self.token_ids(key, seq_name).tolist()  # first: it may add tokens to the vocabulary
         tokens = self.vocab(seq_name).tokens()
         events, current = [], []
-        for i in self.token_ids(key, seq_name).tolist():
+        for i in ids:
             if i == SEPARATOR:
                 events.append(current)
                 current = []
@@ -194,7 +195,9 @@ class FtsBackend:
         self._rows: dict[str, list[int]] = {}
 
     def load(self, hay: Haystack, hay_token) -> None:
-        if self.current == hay_token:
+        # A shared matcher may hold another variant's haystack since this one
+        # last loaded (a question this variant skipped): then it is loaded again.
+        if self.current == hay_token and (self.matcher is None or self.matcher.current == hay_token):
             return
         if self.db is not None:
             self.db.execute("INSERT INTO docs(docs) VALUES('delete-all')")

@@ -70,9 +70,10 @@ EVENTS = pa.schema(
 
 # The tokens stage's table: every event's tokens under one tokenizer (a JS one, or
 # fts5's unicode61) as ids (termids.py), row-aligned with events, the vocabulary
-# being the tokens first seen in each batch, listed on its first row in id order.
+# being the tokens first seen in each batch, listed on its first row in id order, as
+# UTF-8 bytes (binary: a token FTS5 cut inside a character keeps its lone surrogate).
 TOKEN_IDS = pa.schema([("session_key", pa.int32()), ("ids", pa.list_(pa.int32())),
-                       ("new_tokens", pa.list_(pa.string()))])
+                       ("new_tokens", pa.list_(pa.binary()))])
 
 TABLES = {"questions": QUESTIONS, "haystacks": HAYSTACKS, "sessions": SESSIONS, "events": EVENTS}
 

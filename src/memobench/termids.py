@@ -77,15 +77,18 @@ class Vocab:
         return tuple(out)
 
     def encode_strings(self, tokens: pa.Array) -> tuple[np.ndarray, list[str]]:
-        """(the ids of a string array of tokens, the tokens first seen here in
-        id order). Arrow dictionary-encodes them, Python touching each
-        distinct token once; its dictionary lists them in order of first
-        occurrence, so ids stay in order of first sight."""
+        """(the ids of an array of tokens, the tokens first seen here in id
+        order). Tokens are strings, or bytes as :func:`token_stream` gives
+        them. Arrow dictionary-encodes them, Python touching each distinct
+        token once; its dictionary lists them in order of first occurrence,
+        so ids stay in order of first sight."""
         if not len(tokens):
             return EMPTY_IDS, []
         encoded = pc.dictionary_encode(tokens)
         ids, new, remap = self.ids, [], []
         for t in encoded.dictionary.to_pylist():
+            if isinstance(t, bytes):
+                t = t.decode("utf-8", "surrogatepass")
             i = ids.get(t)
             if i is None:
                 i = ids[t] = len(ids)
@@ -99,14 +102,16 @@ _SPACE = 32
 
 def token_stream(texts: pa.Array, joined, ascii_token: bytes | None = None,
                  long: int | None = None) -> tuple[pa.Array, np.ndarray]:
-    """(every text's tokens, text after text, as one string array; each
-    text's number of tokens) under a tokenizer: ``joined`` gives a text's
+    """(every text's tokens, text after text, as one binary array of their
+    UTF-8; each text's number of tokens) under a tokenizer: ``joined`` gives a text's
     joined form (" t1  t2 ", tokens never hold whitespace). A text that is
     ASCII is tokenized here instead, with the whole batch at once: its tokens
     are the maximal runs of the bytes ``ascii_token`` marks (256 flags),
     lowercased, which is what every JS tokenizer and unicode61 make of ASCII
     text (``ascii_token`` None: no text is). A run longer than ``long``
-    bytes sends its text to ``joined`` (FTS5 cuts long tokens).
+    bytes sends its text to ``joined`` (FTS5 cuts long tokens, and a cut
+    inside a character leaves a lone surrogate: its bytes are as
+    ``surrogatepass`` writes them, which :meth:`Vocab.encode_strings` reads).
 
     Every text becomes a string whose tokens are separated by spaces (an
     ASCII text through one ``bytes.translate`` of the batch: token bytes
@@ -123,10 +128,9 @@ def token_stream(texts: pa.Array, joined, ascii_token: bytes | None = None,
         if plain.all():
             offsets_now, data = offsets, np.frombuffer(translated, np.uint8)
         else:
-            # the ASCII texts' translated bytes are ASCII: one character per byte
-            whole = translated.decode("ascii") if plain.any() else ""
-            forms = pa.array([whole[offsets[i]:offsets[i + 1]] if p else joined(t)
-                              for i, (t, p) in enumerate(zip(texts.to_pylist(), plain))], pa.string())
+            forms = pa.array([translated[offsets[i]:offsets[i + 1]] if p
+                              else joined(t).encode("utf-8", "surrogatepass")
+                              for i, (t, p) in enumerate(zip(texts.to_pylist(), plain))], pa.binary())
             offsets_now, data = _string_buffers(forms)
         starts, ends, counts, is_token = _runs(data, offsets_now)
         if long is not None and plain.any():
@@ -140,13 +144,13 @@ def token_stream(texts: pa.Array, joined, ascii_token: bytes | None = None,
         break
     token_offsets = np.zeros(len(starts) + 1, np.int32)
     np.cumsum(ends - starts, out=token_offsets[1:])
-    tokens = pa.StringArray.from_buffers(len(starts), pa.py_buffer(token_offsets),
-                                         pa.py_buffer(data[is_token]))
+    tokens = pa.Array.from_buffers(pa.binary(), len(starts),
+                                   [None, pa.py_buffer(token_offsets), pa.py_buffer(data[is_token])])
     return tokens, counts
 
 
 def _string_buffers(strings: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """(n + 1 byte offsets from 0, the bytes) of a string array."""
+    """(n + 1 byte offsets from 0, the bytes) of a string or binary array."""
     n = len(strings)
     _, offsets_buffer, data_buffer = strings.buffers()
     if not n:
@@ -246,7 +250,8 @@ def write_token_ids(batches, out, joined, ascii_token: bytes | None = None, long
             offsets = np.zeros(len(counts) + 1, np.int32)
             np.cumsum(counts, out=offsets[1:])
             ids = pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(flat, pa.int32()))
-            new_tokens = pa.array([new] + [[]] * (len(keys) - 1), pa.list_(pa.string()))
+            new_tokens = pa.array([[t.encode("utf-8", "surrogatepass") for t in new]] + [[]] * (len(keys) - 1),
+                                  pa.list_(pa.binary()))
             writer.write_batch(pa.record_batch([keys.cast(pa.int32()), ids, new_tokens], schema=TOKEN_IDS),
                                row_group_size=max(len(keys), 1))
             if log_progress:
@@ -263,7 +268,8 @@ def read_vocab(path) -> Vocab:
     f = pq.ParquetFile(path)
     if not f.schema_arrow.equals(TOKEN_IDS):
         raise DataError(path, None, "not a tokens table of this version; delete it and rerun")
-    tokens = f.read(columns=["new_tokens"]).column(0).combine_chunks().flatten().to_pylist()
+    tokens = [t.decode("utf-8", "surrogatepass")
+              for t in f.read(columns=["new_tokens"]).column(0).combine_chunks().flatten().to_pylist()]
     vocab = Vocab(tokens)
     if len(vocab) != len(tokens):
         raise DataError(path, None, "its vocabulary lists a token twice; delete it and rerun")
