@@ -195,38 +195,38 @@ class FtsBackend:
         self._rows: dict[str, list[int]] = {}
 
     def load(self, hay: Haystack, hay_token) -> None:
-        # A shared matcher may hold another variant's haystack since this one
-        # last loaded (a question this variant skipped): then it is loaded again.
-        if self.current == hay_token and (self.matcher is None or self.matcher.current == hay_token):
+        if self.matcher is not None:
+            # the matcher, shared between variants, knows which haystack it holds
+            # (another variant's may have come in between this one's questions)
+            if self.matcher.current != hay_token:
+                self.matcher.load(hay_token, hay.ids, [self.corpus.fts_ids(k) for k in hay.keys])
             return
-        if self.db is not None:
-            self.db.execute("INSERT INTO docs(docs) VALUES('delete-all')")
-            self.db.executemany(
-                "INSERT INTO docs(rowid, id, body) VALUES (?, ?, ?)",
-                ((n, sid, self.corpus.body(key)) for n, (sid, key) in enumerate(zip(hay.ids, hay.keys), 1)),
-            )
-        else:
-            self.matcher.load(hay_token, hay.ids, [self.corpus.fts_ids(k) for k in hay.keys])
+        if self.current == hay_token:
+            return
+        self.db.execute("INSERT INTO docs(docs) VALUES('delete-all')")
+        self.db.executemany(
+            "INSERT INTO docs(rowid, id, body) VALUES (?, ?, ?)",
+            ((n, sid, self.corpus.body(key)) for n, (sid, key) in enumerate(zip(hay.ids, hay.keys), 1)),
+        )
         self.current = hay_token
         self._rows = {}
 
     def rows(self, phrase: str) -> list[int]:
         """Haystack positions of the matching rows, in rowid order, at most LIMIT."""
+        if self.matcher is not None:
+            return self.matcher.rows(phrase, self.limit)  # remembered there per haystack
         rows = self._rows.get(phrase)
         if rows is None:
-            if self.matcher is not None:
-                rows = self.matcher.rows(phrase, self.limit)
-            else:
-                try:
-                    rows = [
-                        r[0] - 1
-                        for r in self.db.execute(
-                            "SELECT rowid FROM docs WHERE docs MATCH ? ORDER BY rowid LIMIT ?",
-                            (fts_quote(phrase), self.limit),
-                        )
-                    ]
-                except sqlite3.Error:
-                    rows = []  # the harnesses catch every FTS error as "no rows"
+            try:
+                rows = [
+                    r[0] - 1
+                    for r in self.db.execute(
+                        "SELECT rowid FROM docs WHERE docs MATCH ? ORDER BY rowid LIMIT ?",
+                        (fts_quote(phrase), self.limit),
+                    )
+                ]
+            except sqlite3.Error:
+                rows = []  # the harnesses catch every FTS error as "no rows"
             self._rows[phrase] = rows
         return rows
 

@@ -126,16 +126,16 @@ def _load_events(corpus: Corpus, events_path, needed: list[int], tokens: dict | 
     def new_pending():
         return [], [], {name: [] for name in js_seqs}, []
 
-    def joined_parts(parts):
+    def one_array(parts):
         return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
     def flush():
         texts_, lengths, js_parts, fts_parts = pending
         corpus.add(pending_key, texts_ if texts else None, lengths)
         for name, parts in js_parts.items():
-            corpus.ids[(name, pending_key)] = joined_parts(parts)
+            corpus.ids[(name, pending_key)] = one_array(parts)
         if fts:
-            corpus.fts[pending_key] = joined_parts(fts_parts)
+            corpus.fts[pending_key] = one_array(fts_parts)
 
     pending_key, pending = None, new_pending()
     for batch in batches:

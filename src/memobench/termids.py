@@ -42,6 +42,7 @@ class Vocab:
 
     def __init__(self, tokens=()):
         self.ids: dict[str, int] = {t: i for i, t in enumerate(tokens)}
+        self._tokens: list[str] = []  # tokens(), rebuilt only when ids has grown
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -53,17 +54,14 @@ class Vocab:
 
     def tokens(self) -> list[str]:
         """Every token, at its id (ids are given in order, and dicts keep it)."""
-        return list(self.ids)
+        if len(self._tokens) != len(self.ids):
+            self._tokens = list(self.ids)
+        return self._tokens
 
     def encode_events(self, joined: list[str]) -> np.ndarray:
         """The ids of several events' joined forms, each followed by :data:`SEPARATOR`
         (a :class:`HayEvents` session)."""
-        ids = self.ids
-        out = []
-        for j in joined:
-            out += [ids.setdefault(t, len(ids)) for t in j.split()]
-            out.append(SEPARATOR)
-        return np.array(out, np.int32)
+        return np.concatenate([part for j in joined for part in (self.encode(j), _SEP)] or [EMPTY_IDS])
 
     def lookup(self, tokens) -> tuple[int, ...] | None:
         """The ids of ``tokens``, or None when one of them was never seen (the
@@ -245,8 +243,7 @@ def write_token_ids(batches, out, joined, ascii_token: bytes | None = None, long
                 parts.append(piece_ids)
                 counts.append(piece_counts)
                 new += piece_new
-            flat = np.concatenate(parts) if len(parts) != 1 else parts[0]
-            counts = np.concatenate(counts) if len(counts) != 1 else counts[0]
+            flat, counts = np.concatenate(parts), np.concatenate(counts)
             offsets = np.zeros(len(counts) + 1, np.int32)
             np.cumsum(counts, out=offsets[1:])
             ids = pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(flat, pa.int32()))
@@ -276,6 +273,20 @@ def read_vocab(path) -> Vocab:
     return vocab
 
 
+def _starts(cat: np.ndarray, ids) -> np.ndarray:
+    """Every position of ``cat`` where the token ids ``ids`` (None or empty:
+    nothing) start, one after another; ``cat`` ends with a separator."""
+    if not ids:
+        return EMPTY_IDS
+    pos = np.flatnonzero(cat == ids[0])
+    for j in range(1, len(ids)):
+        if not len(pos):
+            break
+        # in range: cat[pos + j - 1] matched a token, and a separator comes last
+        pos = pos[cat[pos + j] == ids[j]]
+    return pos
+
+
 class Concat:
     """A haystack's sessions' token ids back to back, :data:`SEPARATOR` after
     each, so no match spans two sessions."""
@@ -294,16 +305,7 @@ class Concat:
 
     def rows(self, ids: tuple[int, ...]) -> list[int]:
         """The sessions (positions, ascending) holding ``ids`` as consecutive tokens."""
-        if not ids:
-            return []
-        cat = self.cat
-        pos = np.flatnonzero(cat == ids[0])
-        for j in range(1, len(ids)):
-            if not len(pos):
-                return []
-            # pos + j is in range: cat[pos + j - 1] matched a token, and the
-            # array ends with a separator
-            pos = pos[cat[pos + j] == ids[j]]
+        pos = _starts(self.cat, ids)
         if not len(pos):
             return []
         return np.unique(np.searchsorted(self.starts, pos, side="right") - 1).tolist()
@@ -344,16 +346,7 @@ class HayEvents:
         return found
 
     def _find(self, phrase: tuple) -> dict:
-        ids = self.vocab.lookup(phrase) if phrase else None
-        if not ids:
-            return {}
-        cat = self.cat
-        pos = np.flatnonzero(cat == ids[0])
-        for j in range(1, len(ids)):
-            if not len(pos):
-                return {}
-            # in range: cat[pos + j - 1] is a token, and every event ends with a separator
-            pos = pos[cat[pos + j] == ids[j]]
+        pos = _starts(self.cat, self.vocab.lookup(phrase) if phrase else None)
         if not len(pos):
             return {}
         events, occ = np.unique(np.searchsorted(self.ends, pos), return_counts=True)
