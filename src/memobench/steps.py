@@ -419,16 +419,13 @@ def qrels(job: Job) -> None:
     write_qrels(job.input.questions, job.output.qrels, log=job.log)
 
 
-@stage("stats", inputs=["metrics", "outcomes"], outputs=["stats"])
+@stage("stats", inputs=["outcomes"], outputs=["stats"], params=["baselines"])
 def stats(job: Job) -> None:
     """Paired statistics of a dataset's variants; outcome files are grouped by
     their variant directory (results/{dataset}/{variant}/segments/...)."""
     from .stats import dataset_stats
 
-    variants = {}
-    for p in job.input.metrics:
-        m = json.loads(Path(p).read_text(encoding="utf-8"))
-        variants[m["variant"]] = m.get("baseline", "")
+    variants = dict(job.params.baselines)
     outcomes: dict[str, list] = {v: [] for v in variants}
     for p in job.input.outcomes:
         outcomes[Path(p).parent.parent.name].append(p)

@@ -42,12 +42,14 @@ rule qrels:
 
 rule stats:
     input:
-        metrics=lambda w: [f"{RESULTS}/{w.dataset}/{v}/metrics.json" for v in DATASETS[dataset_of(w)]["variants"]],
+        # the segments' outcomes, not the merged metrics: stats runs beside the merge jobs
         outcomes=lambda w: [f for v in DATASETS[dataset_of(w)]["variants"]
                             for f in segment_files(w.dataset, v, ".questions.parquet")],
     output:
         stats=f"{RESULTS}/{{dataset}}/stats.json",
     params:
+        # each variant's harness baseline (the pairs compared), in configured order
+        baselines=lambda w: {v: s["baseline"] for v, s in VARIANT_SPECS[dataset_of(w)].items()},
         code=code("stats"),
     log:
         f"{RESULTS}/logs/stats/{{dataset}}.log",

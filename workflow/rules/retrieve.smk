@@ -11,6 +11,9 @@ rule tokens:
         tokens=f"{RESULTS}/{{dataset}}/tokens/{{seq}}.parquet",
     params:
         code=code("tokens"),
+    # tokens and retrieve lie on the path to every result: a free core takes
+    # them before side jobs (manifest, qrels, session_json, stats, analyze)
+    priority: 1
     benchmark:
         f"{RESULTS}/logs/benchmarks/tokens/{{dataset}}/{{seq}}.tsv"
     log:
@@ -34,6 +37,7 @@ rule retrieve:
         segment=segment_of,
         n_segments=lambda w: len(segments(w.dataset)),
         code=code("retrieve"),
+    priority: 1
     benchmark:
         f"{RESULTS}/logs/benchmarks/retrieve/{{dataset}}/{{variant}}/{{segment}}.tsv"
     log:
