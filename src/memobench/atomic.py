@@ -9,8 +9,15 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from contextlib import contextmanager
 from pathlib import Path
+
+# A large output is synced to disk while it is being written (SyncBehind), so
+# the fsync before its rename waits for the last few MB, not the whole file:
+# a 233 MB retrieval log's fsync alone took 0.9 s.
+SYNC_STEP = 16 << 20
+SYNC_POLL_S = 0.05
 
 
 def tmp_path(path: Path) -> Path:
@@ -24,16 +31,61 @@ def commit(tmp: Path, final: Path) -> None:
     os.replace(tmp, final)
 
 
+class SyncBehind(threading.Thread):
+    """Syncs a file to disk while another writer (any library, through its own
+    file handle) grows it: whenever :data:`SYNC_STEP` more bytes are there, an
+    ``fdatasync`` (the kernel writes the inode's dirty pages, whoever wrote
+    them) runs here, with the GIL released, while the writer goes on."""
+
+    def __init__(self, path: Path):
+        super().__init__(daemon=True)
+        self.path = path
+        self.done = threading.Event()
+        self.error: OSError | None = None
+
+    def run(self) -> None:
+        sync = getattr(os, "fdatasync", os.fsync)
+        fd, synced = None, 0
+        try:
+            while not self.done.wait(SYNC_POLL_S):
+                try:
+                    size = os.stat(self.path).st_size
+                except FileNotFoundError:
+                    continue
+                if size - synced >= SYNC_STEP:
+                    if fd is None:
+                        fd = os.open(self.path, os.O_RDONLY)
+                    sync(fd)
+                    synced = size
+        except OSError as e:  # raised by the writer's thread (finish)
+            self.error = e
+        finally:
+            if fd is not None:
+                os.close(fd)
+
+    def finish(self) -> None:
+        self.done.set()
+        self.join()
+        if self.error is not None:
+            raise self.error
+
+
 @contextmanager
 def atomic_path(path):
     """Yields a temporary path beside ``path``; on success the file is moved
-    into place, on any failure it is removed."""
+    into place, on any failure it is removed. What is written there is synced
+    to disk as it grows (:class:`SyncBehind`), the rest before the move."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = tmp_path(path)
     tmp.unlink(missing_ok=True)
+    behind = SyncBehind(tmp)
+    behind.start()
     try:
-        yield tmp
+        try:
+            yield tmp
+        finally:
+            behind.finish()
         commit(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
