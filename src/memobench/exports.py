@@ -33,6 +33,9 @@ from .tables import atomic_path, read_table
 
 DEPTH = 50
 
+# what json.dumps(ensure_ascii=False) writes for a str (the C encoder where built)
+_json_string = json.encoder.encode_basestring
+
 
 # str.isspace's characters: re's \s on str is the same Unicode test
 _SPACE = re.compile(r"\s")
@@ -103,8 +106,9 @@ def write_qrels(questions_path, out, log=print) -> dict:
 
 # sessions.bin: every session's two strings (UTF-8) back to back, then the
 # index: n sorted session keys and 2n + 1 offsets (string 2i is session i's
-# turns JSON, 2i + 1 its user text), then a footer: n, the index's offset, magic.
-SESSION_MAGIC = b"MBSJv1\0\0"
+# turns JSON, 2i + 1 its user text as a JSON string), then a footer: n, the
+# index's offset, magic.
+SESSION_MAGIC = b"MBSJv2\0\0"
 _FOOTER = struct.Struct("<qq8s")
 
 
@@ -112,7 +116,7 @@ def write_session_json(events_path, out, log=print) -> dict:
     """Each session once, as the retrieval log writes it: its turns as JSON
     text (``{"role", "content"}``, plus ``"has_answer": true`` where the turn
     has it, in ``seq`` order) and its user turns' contents joined by one space
-    (a ranked item's ``text``). Written once per dataset, in session-key order,
+    (a ranked item's ``text``), as a JSON string. Written once per dataset, in session-key order,
     to a flat file read by offset (:class:`SessionJson`): a variant's log reads
     only the sessions it writes, whatever the dataset's size, and holds none
     in memory."""
@@ -126,7 +130,7 @@ def write_session_json(events_path, out, log=print) -> dict:
             pending.sort(key=lambda t: t[0])
             turns = [{"role": r, "content": c, **({"has_answer": True} if ha else {})} for _, r, c, ha in pending]
             for text in (json.dumps(turns, ensure_ascii=False),
-                         " ".join(t["content"] for t in turns if t["role"] == "user")):
+                         json.dumps(" ".join(t["content"] for t in turns if t["role"] == "user"), ensure_ascii=False)):
                 b = text.encode("utf-8")
                 f.write(b)
                 offsets.append(offsets[-1] + len(b))
@@ -172,9 +176,6 @@ class SessionJson:
         self.offsets = index[n:]
         self.rows = {k: i for i, k in enumerate(self.keys)}
 
-    def _read(self, j: int) -> str:
-        return self._bytes(j).decode("utf-8")
-
     def _bytes(self, j: int) -> bytes:
         lo, hi = self.offsets[j], self.offsets[j + 1]
         return os.pread(self.fd, hi - lo, lo) if hi > lo else b""
@@ -185,9 +186,14 @@ class SessionJson:
         i = self.rows.get(key)
         return b"[]" if i is None else self._bytes(2 * i)
 
-    def user_text(self, key: int) -> str:
+    def user_text_json(self, key: int) -> bytes:
+        """The session's user text as a JSON string in UTF-8, as ``json.dumps``
+        (``ensure_ascii=False``) writes it: the log copies it as is."""
         i = self.rows.get(key)
-        return "" if i is None else self._read(2 * i + 1)
+        return b'""' if i is None else self._bytes(2 * i + 1)
+
+    def user_text(self, key: int) -> str:
+        return json.loads(self.user_text_json(key))
 
     def close(self) -> None:
         os.close(self.fd)
@@ -202,7 +208,9 @@ def write_retrievallog(fmt: str, questions_path, haystacks_path, events_path, ra
     official session metrics. ``sessions=False`` leaves out ``haystack_sessions``
     (the bulk of each line). Each line is the JSON of one object, keys in the
     order above; the sessions' JSON comes ready-made from ``session_json_path``
-    (:func:`write_session_json`) and is joined as ``json.dumps`` would write it.
+    and the ranked items' texts (as JSON strings) come ready-made from
+    ``session_json_path`` (:func:`write_session_json`) and are joined as
+    ``json.dumps`` would write them.
     ``rows`` and ``haystacks``: the per-question rows of ``official.compute``
     on the same tables and the haystacks it read, when the caller has them
     (the merge job)."""
@@ -216,25 +224,36 @@ def write_retrievallog(fmt: str, questions_path, haystacks_path, events_path, ra
     hay = haystacks if haystacks is not None and needed <= haystacks.keys() else \
         official.read_haystacks(haystacks_path, needed)
     store = SessionJson(session_json_path)
+
+    def dumps(value) -> bytes:
+        # a str as json.dumps(ensure_ascii=False) writes it, without its per-call setup
+        if type(value) is str:
+            return _json_string(value).encode("utf-8")
+        return json.dumps(value, ensure_ascii=False).encode("utf-8")
+
     with atomic_path(out) as tmp, open(tmp, "wb") as f:
         for r in rows:
             q = qs[r["q_index"]]
             h = hay[q["haystack_id"]]
-            items = [{"corpus_id": sid, "text": store.user_text(h["keys"][p]), "timestamp": h["dates"][p]}
-                     for p, sid in zip(r["positions"][:DEPTH], r["scoring"][:DEPTH])]
             head = {"question_id": r["question_id"], "question_type": r["question_type"],
                     "question": q["question"],
                     "answer": json.loads(q["answer"]) if q["answer"] is not None else None,
                     "question_date": q["question_date"], "haystack_dates": h["dates"]}
-            tail = {"haystack_session_ids": h["ids"], "answer_session_ids": q["answer_session_ids"],
-                    "retrieval_results": {"query": q["question"], "ranked_items": items,
-                                          "metrics": {"session": r["metrics"], "turn": {}}}}
-            f.write(json.dumps(head, ensure_ascii=False)[:-1].encode("utf-8"))
+            # json.dumps of the whole line, written piece by piece: each ranked
+            # item {"corpus_id", "text", "timestamp"} with its text ready-made
+            items = b", ".join([b'{"corpus_id": ' + dumps(sid) + b', "text": ' + store.user_text_json(h["keys"][p])
+                                + b', "timestamp": ' + dumps(h["dates"][p]) + b"}"
+                                for p, sid in zip(r["positions"][:DEPTH], r["scoring"][:DEPTH])])
+            f.write(dumps(head)[:-1])
             if sessions:
                 f.write(b', "haystack_sessions": [')
                 f.write(b", ".join([store.turns(k) for k in h["keys"]]))
                 f.write(b"]")
-            f.write((", " + json.dumps(tail, ensure_ascii=False)[1:] + "\n").encode("utf-8"))
+            f.write(b', "haystack_session_ids": ' + dumps(h["ids"])
+                    + b', "answer_session_ids": ' + dumps(q["answer_session_ids"])
+                    + b', "retrieval_results": {"query": ' + dumps(q["question"])
+                    + b', "ranked_items": [' + items
+                    + b'], "metrics": ' + dumps({"session": r["metrics"], "turn": {}}) + b"}}\n")
     store.close()
     log(f"retrievallog: {len(rows)} questions")
     return {"questions": len(rows)}
