@@ -9,6 +9,7 @@ Three independent views must agree:
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import json
 import re
@@ -101,6 +102,39 @@ def test_scan_sees_the_subpackage():
 @pytest.mark.parametrize("stage", sorted(STAGES))
 def test_closure_matches_a_plain_text_scan(stage):
     assert stage_modules(stage) == scanned_stage_modules(stage)
+
+
+def _walked_imports(name: str) -> set[str]:
+    """The package modules every import node of the whole module's AST names."""
+    from memobench import fingerprint
+
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(module_file(name).read_text(encoding="utf-8"))):
+        found |= fingerprint._resolve(node, name)
+    return found
+
+
+@pytest.mark.parametrize("name", [m for m in MODULES if m != "__init__"])
+def test_statement_scan_misses_no_import_of_the_whole_module_walk(name):
+    """fingerprint reads imports from the statements a line scan finds; the
+    whole module's AST is the oracle: the scan may see more (a string line that
+    reads as an import), never less (an import after ``;`` or ``:`` on one line
+    would be missed: write it on its own line)."""
+    from memobench import fingerprint
+
+    scanned = set()
+    for node in fingerprint.import_statements(module_file(name).read_text(encoding="utf-8")):
+        scanned |= fingerprint._resolve(node, name)
+    assert _walked_imports(name) <= scanned
+
+
+def test_statement_scan_reads_continued_and_indented_imports():
+    from memobench import fingerprint
+
+    text = ('"""doc\nimport nothing here at all\n"""\nif x:\n    from .a import (\n        b,\n'
+            '        c as d,\n    )\nfrom .e import f, \\\n    g\nx = 1; import h\n')
+    got = [ast.dump(n) for n in fingerprint.import_statements(text)]
+    assert got == [ast.dump(n) for n in ast.parse("from .a import b, c as d\nfrom .e import f, g").body]
 
 
 def test_retrieval_code_is_not_in_download_or_normalize():

@@ -9,13 +9,19 @@ imports (the CLI, the generator, the benchmark) reruns nothing.
 
 Imports are read from the source (``ast``), so the closure cannot drift from
 the code. Only intra-package imports count: third-party versions are recorded
-as provenance instead of rerunning everything after an upgrade.
+as provenance instead of rerunning everything after an upgrade. Every
+Snakemake start computes the fingerprints, so a module's imports are found by
+parsing only its import statements (located by a line scan), not the whole
+module: 0.03 s for the package instead of 0.4 s. A test checks the two agree
+on every module.
 """
 
 from __future__ import annotations
 
 import ast
 import hashlib
+import re
+import textwrap
 from functools import lru_cache
 from pathlib import Path
 
@@ -66,11 +72,40 @@ def _tree(name: str) -> ast.Module:
     return ast.parse(module_path(name).read_text(encoding="utf-8"))
 
 
+# a line that starts an import statement (at any indentation)
+_IMPORT_LINE = re.compile(r"^[ \t]*(?:from[ \t]+[.\w]+[ \t]+import\b|import[ \t]+\w)", re.M)
+
+
+def import_statements(text: str):
+    """The import statements of a module's source, each parsed alone: a line
+    that starts one, with its parenthesized or backslash-continued rest. A
+    line of a string that happens to read like an import either fails to
+    parse (skipped) or names a module it could import (at worst an extra
+    rerun); an import after ``;`` or ``:`` on one line is not seen (the test
+    against the whole-module walk, tests/test_fingerprint.py, forbids it)."""
+    for m in _IMPORT_LINE.finditer(text):
+        end = text.find("\n", m.start())
+        end = len(text) if end < 0 else end
+        line = text[m.start():end]
+        if "(" in line and ")" not in line:
+            close = text.find(")", end)
+            end = len(text) if close < 0 else close + 1
+        else:
+            while line.endswith("\\") and end < len(text):
+                nxt = text.find("\n", end + 1)
+                end = len(text) if nxt < 0 else nxt
+                line = text[m.start():end]
+        try:
+            yield from ast.parse(textwrap.dedent(text[m.start():end])).body
+        except SyntaxError:
+            continue
+
+
 @lru_cache(maxsize=None)
 def imports_of(name: str) -> frozenset[str]:
     """Every package module that module ``name`` imports, anywhere in its source."""
     out: set[str] = set()
-    for node in ast.walk(_tree(name)):
+    for node in import_statements(module_path(name).read_text(encoding="utf-8")):
         out |= _resolve(node, name)
     # a submodule's package __init__ runs first
     parts = name.split(".")
