@@ -267,8 +267,23 @@ def write_retrieve_plan():
     write_plan(RESULTS, jobs, complete)
 
 
+def drop_local_rate_limit():
+    """Snakemake's submission limit (--max-jobs-per-timespan, default 100/1s)
+    paces cluster submissions; on a local run it only arms a (non-daemon)
+    one-second timer after each scheduling pass, and the last one keeps the
+    finished run alive for up to a second. A local run at the default drops it;
+    a limit the user set is kept. Not a public API: without it, nothing changes."""
+    try:
+        limit = workflow.scheduling_settings.max_jobs_per_timespan
+        if workflow.local_exec and (limit.max_jobs, limit.timespan) == (100, 1):
+            workflow.scheduler.job_rate_limiter = None
+    except Exception:
+        pass
+
+
 onstart:
     write_retrieve_plan()
+    drop_local_rate_limit()
 
 
 # a reserved folder name is never a variant or dataset (the wildcard is always followed by "/")
