@@ -194,13 +194,16 @@ def timed_snakemake(checkout: Path, workdir: Path, cfg: Path, *targets) -> dict:
 
 def edited_copy(checkout: Path, dest: Path) -> Path:
     """A scratch copy of the checkout whose engine.py has one more statement:
-    what an engine edit costs (the fingerprint of every stage importing it changes)."""
+    what an engine edit costs (the fingerprint of every stage importing it changes).
+    The copy keeps the files' times (``cp -a``): Snakemake reruns every job
+    whose script is newer than its outputs, so a plain copy would measure a
+    rerun of everything instead of the edit's."""
     if dest.exists():
         subprocess.run(["rm", "-rf", str(dest)], check=True)
     dest.mkdir(parents=True)
     for name in ("Snakefile", "config.yaml", "workflow", "src", "envs"):
         if (checkout / name).exists():
-            subprocess.run(["cp", "-r", str(checkout / name), str(dest / name)], check=True)
+            subprocess.run(["cp", "-a", str(checkout / name), str(dest / name)], check=True)
     engine = dest / "src" / "memobench" / "engine.py"
     engine.write_text(engine.read_text() + "\n_BENCHMARK_EDIT = 1\n")
     return dest
