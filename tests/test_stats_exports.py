@@ -161,6 +161,26 @@ def test_session_json_is_each_sessions_turns_as_json(tmp_path):
         exports.SessionJson(tmp_path / "bad.bin")
 
 
+def test_session_json_equals_json_dumps_across_batches(tmp_path):
+    """Against json.dumps of the turns written out: a session running over the
+    reader's batch of 65,536 events, turns out of seq order, a null role,
+    characters JSON escapes (quotes, backslashes, controls, a line separator)."""
+    texts = ['a "b" \\ c', "tab\tnl\n\x01", "\u2028 é ✓", ""]
+    rows = [(0, 1, "user", texts[0], True), (0, 0, None, texts[1], False)]
+    rows += [(1, i, "user" if i % 3 else "assistant", texts[i % 4] + str(i), i % 7 == 0) for i in range(65540)]
+    rows += [(2, 1, "assistant", texts[2], None), (2, 0, "user", texts[3], False)]
+    _events(tmp_path / "events.parquet", rows)
+    exports.write_session_json(tmp_path / "events.parquet", tmp_path / "s.bin", log=lambda m: None)
+    store = exports.SessionJson(tmp_path / "s.bin")
+    for key in (0, 1, 2):
+        turns = sorted((r for r in rows if r[0] == key), key=lambda r: r[1])
+        want = [{"role": r, "content": t, **({"has_answer": True} if ha else {})} for _, _, r, t, ha in turns]
+        assert store.turns(key) == json.dumps(want, ensure_ascii=False).encode("utf-8")
+        user = " ".join(t for _, _, r, t, _ in turns if r == "user")
+        assert store.user_text_json(key) == json.dumps(user, ensure_ascii=False).encode("utf-8")
+    store.close()
+
+
 def test_session_json_refuses_unordered_events(tmp_path):
     _events(tmp_path / "events.parquet", [(2, 0, "user", "a", False), (1, 0, "user", "b", False)])
     with pytest.raises(DataError, match="session-key order"):

@@ -25,6 +25,7 @@ import struct
 from array import array
 from pathlib import Path
 
+import numpy as np
 import pyarrow.parquet as pq
 
 from . import official
@@ -116,38 +117,51 @@ def write_session_json(events_path, out, log=print) -> dict:
     """Each session once, as the retrieval log writes it: its turns as JSON
     text (``{"role", "content"}``, plus ``"has_answer": true`` where the turn
     has it, in ``seq`` order) and its user turns' contents joined by one space
-    (a ranked item's ``text``), as a JSON string. Written once per dataset, in session-key order,
-    to a flat file read by offset (:class:`SessionJson`): a variant's log reads
-    only the sessions it writes, whatever the dataset's size, and holds none
-    in memory."""
+    (a ranked item's ``text``), as a JSON string. Written once per dataset, in
+    session-key order, to a flat file read by offset (:class:`SessionJson`): a
+    variant's log reads only the sessions it writes, whatever the dataset's
+    size, and holds none in memory. Each string is json.dumps's own
+    (``ensure_ascii=False``), built a batch of events at a time."""
     columns = ["session_key", "seq", "role", "text", "has_answer"]
     keys: list[int] = []
     offsets = [0]
+    # the session being gathered (its last batch may go on in the next): its
+    # turns as (seq, role, JSON object, escaped content)
     pending_key, pending = None, []
     with atomic_path(out) as tmp, open(tmp, "wb") as f:
 
-        def flush():
-            pending.sort(key=lambda t: t[0])
-            turns = [{"role": r, "content": c, **({"has_answer": True} if ha else {})} for _, r, c, ha in pending]
-            for text in (json.dumps(turns, ensure_ascii=False),
-                         json.dumps(" ".join(t["content"] for t in turns if t["role"] == "user"), ensure_ascii=False)):
-                b = text.encode("utf-8")
+        def flush(turns: list) -> None:
+            if any(turns[i][0] > turns[i + 1][0] for i in range(len(turns) - 1)):
+                turns = sorted(turns, key=lambda t: t[0])
+            # JSON escapes character by character: the joined contents' string
+            # is the escaped contents joined
+            user = '"' + " ".join([t[3] for t in turns if t[1] == "user"]) + '"'
+            for b in (("[" + ", ".join([t[2] for t in turns]) + "]").encode("utf-8"), user.encode("utf-8")):
                 f.write(b)
                 offsets.append(offsets[-1] + len(b))
             keys.append(pending_key)
 
         for batch in pq.ParquetFile(events_path).iter_batches(batch_size=65536, columns=columns):
             c = batch.to_pydict()
-            for key, seq, role, text, ha in zip(c["session_key"], c["seq"], c["role"], c["text"], c["has_answer"]):
+            roles = {r: "null" if r is None else _json_string(r) for r in set(c["role"])}
+            texts = [_json_string(t) for t in c["text"]]
+            objs = [f'{{"role": {roles[r]}, "content": {t}, "has_answer": true}}' if ha else
+                    f'{{"role": {roles[r]}, "content": {t}}}'
+                    for r, t, ha in zip(c["role"], texts, c["has_answer"])]
+            k = batch.column("session_key").to_numpy()
+            bounds = [0, *(np.flatnonzero(k[1:] != k[:-1]) + 1).tolist(), len(k)]
+            seqs, batch_roles = c["seq"], c["role"]
+            for a, b in zip(bounds[:-1], bounds[1:]):
+                key = c["session_key"][a]
                 if key != pending_key:
                     if pending_key is not None:
                         if key < pending_key:
                             raise DataError(events_path, f"session {key}", "events are not in session-key order")
-                        flush()
+                        flush(pending)
                     pending_key, pending = key, []
-                pending.append((seq, role, text, ha))
+                pending.extend(zip(seqs[a:b], batch_roles[a:b], objs[a:b], [t[1:-1] for t in texts[a:b]]))
         if pending_key is not None:
-            flush()
+            flush(pending)
         index_at = offsets[-1]
         f.write(array("q", keys).tobytes())
         f.write(array("q", offsets).tobytes())
