@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import errno
+import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pyarrow as pa
@@ -77,3 +80,83 @@ def test_a_model_stage_keeps_pandas():
     from memobench.steps import STAGES
 
     assert STAGES["embeddings"].models and not any(st.models for n, st in STAGES.items() if n != "embeddings")
+
+
+# --------------------------------------------------------------------------- atomic writes synced as they grow
+
+
+@pytest.fixture
+def small_sync_step(monkeypatch):
+    from memobench import atomic
+
+    monkeypatch.setattr(atomic, "SYNC_STEP", 1 << 20)
+    monkeypatch.setattr(atomic, "SYNC_POLL_S", 0.005)
+    synced: list[int] = []
+    real = getattr(os, "fdatasync", os.fsync)
+
+    def record(fd):
+        synced.append(os.fstat(fd).st_size)
+        real(fd)
+
+    monkeypatch.setattr(os, "fdatasync", record)
+    return synced
+
+
+def _write_slowly(path, chunks: int = 8) -> bytes:
+    data = b""
+    with open(path, "wb") as f:
+        for i in range(chunks):
+            piece = bytes([i]) * (512 << 10)
+            f.write(piece)
+            f.flush()
+            data += piece
+            time.sleep(0.03)  # the poller's turn
+    return data
+
+
+def test_atomic_path_syncs_a_growing_file_before_it_is_complete(tmp_path, small_sync_step):
+    """A file written through atomic_path (by any writer) is synced while it
+    grows, each sync covering a larger part, and lands whole."""
+    from memobench.atomic import atomic_path
+
+    out = tmp_path / "big.bin"
+    with atomic_path(out) as tmp:
+        data = _write_slowly(tmp)
+        assert not out.exists()
+    assert out.read_bytes() == data and not (tmp_path / "big.bin.tmp").exists()
+    assert small_sync_step and small_sync_step == sorted(small_sync_step)
+    assert small_sync_step[0] >= 1 << 20 and small_sync_step[0] < len(data)
+
+
+def test_a_failed_background_sync_fails_the_write_and_leaves_nothing(tmp_path, monkeypatch, small_sync_step):
+    from memobench.atomic import atomic_path
+
+    def broken(fd):
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(os, "fdatasync", broken)
+    out = tmp_path / "big.bin"
+    with pytest.raises(OSError, match="Input/output error"):
+        with atomic_path(out) as tmp:
+            _write_slowly(tmp)
+    assert not out.exists() and not (tmp_path / "big.bin.tmp").exists()
+
+
+def test_table_writer_syncs_as_it_grows_and_aborts_cleanly(tmp_path, small_sync_step):
+    from memobench.tables import TableWriter
+
+    schema = pa.schema([("k", pa.int64()), ("s", pa.string())])
+    w = TableWriter(tmp_path / "t.parquet", schema, batch_rows=4096)
+    rows = 0
+    for i in range(12):
+        w.extend(k=list(range(rows, rows + 4096)), s=[os.urandom(96).hex() for _ in range(4096)])
+        rows += 4096
+        time.sleep(0.02)
+    w.close()
+    assert pq.ParquetFile(tmp_path / "t.parquet").read().column("k").to_pylist() == list(range(rows))
+    assert small_sync_step
+    w = TableWriter(tmp_path / "u.parquet", schema)
+    w.extend(k=[1], s=["x"])
+    w.abort()
+    assert not (tmp_path / "u.parquet").exists() and not (tmp_path / "u.parquet.tmp").exists()
+    assert not w.behind.is_alive()

@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 
 # The one atomic writer and its text/JSON forms live in atomic.py (no pyarrow),
 # re-exported here for the modules that write tables too.
-from .atomic import atomic_path, commit, tmp_path, write_json, write_text  # noqa: F401
+from .atomic import SyncBehind, atomic_path, commit, tmp_path, write_json, write_text  # noqa: F401
 
 QUESTIONS = pa.schema(
     [
@@ -92,6 +92,8 @@ class TableWriter:
         self.tmp = tmp_path(self.path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.writer = pq.ParquetWriter(self.tmp, schema, compression="zstd")
+        self.behind = SyncBehind(self.tmp)  # on disk as it grows (atomic.py)
+        self.behind.start()
         self.columns = {name: [] for name in schema.names}
         self.pending = 0
         self.rows = 0
@@ -132,12 +134,17 @@ class TableWriter:
     def close(self) -> None:
         self.flush()
         self.writer.close()
+        self.behind.finish()
         commit(self.tmp, self.path)
 
     def abort(self) -> None:
         try:
             self.writer.close()
         except Exception:
+            pass
+        try:
+            self.behind.finish()
+        except OSError:
             pass
         self.tmp.unlink(missing_ok=True)
 
