@@ -21,7 +21,6 @@ from __future__ import annotations
 import ast
 import hashlib
 import re
-import textwrap
 from functools import lru_cache
 from pathlib import Path
 
@@ -73,16 +72,23 @@ def _tree(name: str) -> ast.Module:
 
 
 # a line that starts an import statement (at any indentation)
-_IMPORT_LINE = re.compile(r"^[ \t]*(?:from[ \t]+[.\w]+[ \t]+import\b|import[ \t]+\w)", re.M)
+_IMPORT_LINE = re.compile(r"^[ \t\f]*(?:from(?:[ \t]+|(?=\.))[.\w]+[ \t]*import\b|import[ \t]+\w)", re.M)
+# an import this line scan would not see: after ";" or ":" on one line
+_INLINE_IMPORT = re.compile(r"[;:][ \t]*(?:from|import)\b")
 
 
-def import_statements(text: str):
-    """The import statements of a module's source, each parsed alone: a line
-    that starts one, with its parenthesized or backslash-continued rest. A
-    line of a string that happens to read like an import either fails to
-    parse (skipped) or names a module it could import (at worst an extra
-    rerun); an import after ``;`` or ``:`` on one line is not seen (the test
-    against the whole-module walk, tests/test_fingerprint.py, forbids it)."""
+def import_statements(text: str) -> list:
+    """The import statements of a module's source. Each line that starts one
+    is parsed alone, with its parenthesized or backslash-continued rest. A
+    line of a string that reads like an import names at worst a module it
+    could import (an extra rerun). Where the scan cannot be sure, the whole
+    module is parsed and walked instead: a statement that does not parse
+    alone (a comment holding a parenthesis inside an import list, say), or
+    an import that may follow ``;`` or ``:`` on its line. A missed import
+    would leave a stage's cache stale, an extra one only reruns it."""
+    if _INLINE_IMPORT.search(text):
+        return _walked(text)
+    found = []
     for m in _IMPORT_LINE.finditer(text):
         end = text.find("\n", m.start())
         end = len(text) if end < 0 else end
@@ -96,9 +102,14 @@ def import_statements(text: str):
                 end = len(text) if nxt < 0 else nxt
                 line = text[m.start():end]
         try:
-            yield from ast.parse(textwrap.dedent(text[m.start():end])).body
+            found += ast.parse(text[m.start():end].lstrip(" \t\f")).body
         except SyntaxError:
-            continue
+            return _walked(text)
+    return found
+
+
+def _walked(text: str) -> list:
+    return [n for n in ast.walk(ast.parse(text)) if isinstance(n, (ast.Import, ast.ImportFrom))]
 
 
 @lru_cache(maxsize=None)
