@@ -160,3 +160,20 @@ def test_table_writer_syncs_as_it_grows_and_aborts_cleanly(tmp_path, small_sync_
     w.abort()
     assert not (tmp_path / "u.parquet").exists() and not (tmp_path / "u.parquet.tmp").exists()
     assert not w.behind.is_alive()
+
+
+def test_a_failed_write_reports_its_own_error_not_the_sync_s(tmp_path, monkeypatch, small_sync_step):
+    """The body's error (a one-line DataError, say) is what the user sees,
+    even when the background sync failed too; nothing is left behind."""
+    from memobench.atomic import atomic_path
+
+    def broken(fd):
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(os, "fdatasync", broken)
+    out = tmp_path / "big.bin"
+    with pytest.raises(ValueError, match="the body's own error"):
+        with atomic_path(out) as tmp:
+            _write_slowly(tmp)
+            raise ValueError("the body's own error")
+    assert not out.exists() and not (tmp_path / "big.bin.tmp").exists()

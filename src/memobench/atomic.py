@@ -50,11 +50,11 @@ class SyncBehind(threading.Thread):
             while not self.done.wait(SYNC_POLL_S):
                 try:
                     size = os.stat(self.path).st_size
-                except FileNotFoundError:
+                    if size - synced >= SYNC_STEP and fd is None:
+                        fd = os.open(self.path, os.O_RDONLY)
+                except FileNotFoundError:  # not written yet
                     continue
                 if size - synced >= SYNC_STEP:
-                    if fd is None:
-                        fd = os.open(self.path, os.O_RDONLY)
                     sync(fd)
                     synced = size
         except OSError as e:  # raised by the writer's thread (finish)
@@ -63,10 +63,12 @@ class SyncBehind(threading.Thread):
             if fd is not None:
                 os.close(fd)
 
-    def finish(self) -> None:
+    def finish(self, quiet: bool = False) -> None:
+        """Stop and wait; raise the sync's error unless ``quiet`` (the write
+        failed already: its own error is the one to report)."""
         self.done.set()
         self.join()
-        if self.error is not None:
+        if self.error is not None and not quiet:
             raise self.error
 
 
@@ -84,8 +86,10 @@ def atomic_path(path):
     try:
         try:
             yield tmp
-        finally:
-            behind.finish()
+        except BaseException:
+            behind.finish(quiet=True)
+            raise
+        behind.finish()
         commit(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)

@@ -132,8 +132,12 @@ class TableWriter:
         self.pending = 0
 
     def close(self) -> None:
-        self.flush()
-        self.writer.close()
+        try:
+            self.flush()
+            self.writer.close()
+        except BaseException:
+            self.behind.finish(quiet=True)
+            raise
         self.behind.finish()
         commit(self.tmp, self.path)
 
@@ -142,10 +146,7 @@ class TableWriter:
             self.writer.close()
         except Exception:
             pass
-        try:
-            self.behind.finish()
-        except OSError:
-            pass
+        self.behind.finish(quiet=True)
         self.tmp.unlink(missing_ok=True)
 
 
