@@ -102,6 +102,16 @@ def small_sync_step(monkeypatch):
     return synced
 
 
+@pytest.fixture
+def failing_sync(monkeypatch, small_sync_step):
+    """Every background sync fails as a dying disk would."""
+
+    def broken(fd):
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(os, "fdatasync", broken)
+
+
 def _write_slowly(path, chunks: int = 8) -> bytes:
     data = b""
     with open(path, "wb") as f:
@@ -128,13 +138,9 @@ def test_atomic_path_syncs_a_growing_file_before_it_is_complete(tmp_path, small_
     assert small_sync_step[0] >= 1 << 20 and small_sync_step[0] < len(data)
 
 
-def test_a_failed_background_sync_fails_the_write_and_leaves_nothing(tmp_path, monkeypatch, small_sync_step):
+def test_a_failed_background_sync_fails_the_write_and_leaves_nothing(tmp_path, failing_sync):
     from memobench.atomic import atomic_path
 
-    def broken(fd):
-        raise OSError(errno.EIO, "Input/output error")
-
-    monkeypatch.setattr(os, "fdatasync", broken)
     out = tmp_path / "big.bin"
     with pytest.raises(OSError, match="Input/output error"):
         with atomic_path(out) as tmp:
@@ -162,15 +168,11 @@ def test_table_writer_syncs_as_it_grows_and_aborts_cleanly(tmp_path, small_sync_
     assert not w.behind.is_alive()
 
 
-def test_a_failed_write_reports_its_own_error_not_the_sync_s(tmp_path, monkeypatch, small_sync_step):
+def test_a_failed_write_reports_its_own_error_not_the_sync_s(tmp_path, failing_sync):
     """The body's error (a one-line DataError, say) is what the user sees,
     even when the background sync failed too; nothing is left behind."""
     from memobench.atomic import atomic_path
 
-    def broken(fd):
-        raise OSError(errno.EIO, "Input/output error")
-
-    monkeypatch.setattr(os, "fdatasync", broken)
     out = tmp_path / "big.bin"
     with pytest.raises(ValueError, match="the body's own error"):
         with atomic_path(out) as tmp:

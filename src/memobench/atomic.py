@@ -50,13 +50,14 @@ class SyncBehind(threading.Thread):
             while not self.done.wait(SYNC_POLL_S):
                 try:
                     size = os.stat(self.path).st_size
-                    if size - synced >= SYNC_STEP and fd is None:
+                    if size - synced < SYNC_STEP:
+                        continue
+                    if fd is None:
                         fd = os.open(self.path, os.O_RDONLY)
                 except FileNotFoundError:  # not written yet
                     continue
-                if size - synced >= SYNC_STEP:
-                    sync(fd)
-                    synced = size
+                sync(fd)
+                synced = size
         except OSError as e:  # raised by the writer's thread (finish)
             self.error = e
         finally:

@@ -38,6 +38,13 @@ DEPTH = 50
 _json_string = json.encoder.encode_basestring
 
 
+def _json_bytes(value) -> bytes:
+    """json.dumps(value, ensure_ascii=False) in UTF-8; a str without json.dumps's per-call setup."""
+    if type(value) is str:
+        return _json_string(value).encode("utf-8")
+    return json.dumps(value, ensure_ascii=False).encode("utf-8")
+
+
 # str.isspace's characters: re's \s on str is the same Unicode test
 _SPACE = re.compile(r"\s")
 
@@ -221,10 +228,10 @@ def write_retrievallog(fmt: str, questions_path, haystacks_path, events_path, ra
     user-turn text, the haystack's date) to :data:`DEPTH` and the question's
     official session metrics. ``sessions=False`` leaves out ``haystack_sessions``
     (the bulk of each line). Each line is the JSON of one object, keys in the
-    order above; the sessions' JSON comes ready-made from ``session_json_path``
-    and the ranked items' texts (as JSON strings) come ready-made from
-    ``session_json_path`` (:func:`write_session_json`) and are joined as
-    ``json.dumps`` would write them.
+    order above; the sessions' JSON and the ranked items' texts (as JSON
+    strings) come ready-made from ``session_json_path``
+    (:func:`write_session_json`) and are joined as ``json.dumps`` would write
+    them.
     ``rows`` and ``haystacks``: the per-question rows of ``official.compute``
     on the same tables and the haystacks it read, when the caller has them
     (the merge job)."""
@@ -238,13 +245,6 @@ def write_retrievallog(fmt: str, questions_path, haystacks_path, events_path, ra
     hay = haystacks if haystacks is not None and needed <= haystacks.keys() else \
         official.read_haystacks(haystacks_path, needed)
     store = SessionJson(session_json_path)
-
-    def dumps(value) -> bytes:
-        # a str as json.dumps(ensure_ascii=False) writes it, without its per-call setup
-        if type(value) is str:
-            return _json_string(value).encode("utf-8")
-        return json.dumps(value, ensure_ascii=False).encode("utf-8")
-
     with atomic_path(out) as tmp, open(tmp, "wb") as f:
         for r in rows:
             q = qs[r["q_index"]]
@@ -255,19 +255,20 @@ def write_retrievallog(fmt: str, questions_path, haystacks_path, events_path, ra
                     "question_date": q["question_date"], "haystack_dates": h["dates"]}
             # json.dumps of the whole line, written piece by piece: each ranked
             # item {"corpus_id", "text", "timestamp"} with its text ready-made
-            items = b", ".join([b'{"corpus_id": ' + dumps(sid) + b', "text": ' + store.user_text_json(h["keys"][p])
-                                + b', "timestamp": ' + dumps(h["dates"][p]) + b"}"
+            items = b", ".join([b'{"corpus_id": ' + _json_bytes(sid)
+                                + b', "text": ' + store.user_text_json(h["keys"][p])
+                                + b', "timestamp": ' + _json_bytes(h["dates"][p]) + b"}"
                                 for p, sid in zip(r["positions"][:DEPTH], r["scoring"][:DEPTH])])
-            f.write(dumps(head)[:-1])
+            f.write(_json_bytes(head)[:-1])
             if sessions:
                 f.write(b', "haystack_sessions": [')
                 f.write(b", ".join([store.turns(k) for k in h["keys"]]))
                 f.write(b"]")
-            f.write(b', "haystack_session_ids": ' + dumps(h["ids"])
-                    + b', "answer_session_ids": ' + dumps(q["answer_session_ids"])
-                    + b', "retrieval_results": {"query": ' + dumps(q["question"])
+            f.write(b', "haystack_session_ids": ' + _json_bytes(h["ids"])
+                    + b', "answer_session_ids": ' + _json_bytes(q["answer_session_ids"])
+                    + b', "retrieval_results": {"query": ' + _json_bytes(q["question"])
                     + b', "ranked_items": [' + items
-                    + b'], "metrics": ' + dumps({"session": r["metrics"], "turn": {}}) + b"}}\n")
+                    + b'], "metrics": ' + _json_bytes({"session": r["metrics"], "turn": {}}) + b"}}\n")
     store.close()
     log(f"retrievallog: {len(rows)} questions")
     return {"questions": len(rows)}
