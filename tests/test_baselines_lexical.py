@@ -5,6 +5,7 @@ library, fts5-bm25's per-haystack statistics, and the session documents."""
 from __future__ import annotations
 
 import json
+import math
 import random
 import sqlite3
 from fractions import Fraction
@@ -213,21 +214,22 @@ def test_fts5_repeated_tokens_equal_sqlite_on_seeded_random_inputs():
     assert repeats > 30 and ties > 10 and unmatched > 10, (repeats, ties, unmatched)
 
 
+_shared = []
+
+
+def rank_fts5() -> Fts5Bm25:
+    """One instance for all of hypothesis's examples."""
+    if not _shared:
+        _shared.append(Fts5Bm25())
+    assert _shared[0].by_token
+    return _shared[0]
+
+
 @settings(max_examples=80, deadline=None)
 @given(st.lists(st.lists(st.sampled_from(WORDS[:8]), max_size=12).map(" ".join), min_size=1, max_size=12),
        st.lists(st.sampled_from(WORDS[:10]), max_size=30).map(" ".join))
 def test_fts5_repeated_tokens_equal_sqlite_property(docs, question):
     assert_same_as_sqlite(rank_fts5(), question, docs)
-
-
-_shared = []
-
-
-def rank_fts5() -> Fts5Bm25:
-    if not _shared:
-        _shared.append(Fts5Bm25())
-    assert _shared[0].by_token
-    return _shared[0]
 
 
 def test_fts5_long_question_equals_sqlite():
@@ -261,8 +263,8 @@ def c_bm25_terms(question_terms: list[str], docs_terms: list[list[str]]):
         row = []
         for t in question_terms:
             hit = sum(t in x for x in docs_terms)
-            idf = np.log((n - hit + 0.5) / (hit + 0.5))
-            idf = 1e-6 if idf <= 0.0 else float(idf)
+            idf = math.log((n - hit + 0.5) / (hit + 0.5))
+            idf = 1e-6 if idf <= 0.0 else idf
             f = float(d.count(t))
             row.append((idf, (f * (1.2 + 1.0)) / (f + 1.2 * (1 - 0.75 + 0.75 * len(d) / avgdl))))
         out.append(row)
