@@ -5,14 +5,20 @@ library, fts5-bm25's per-haystack statistics, and the session documents."""
 from __future__ import annotations
 
 import json
+import math
+import random
 import sqlite3
+from fractions import Fraction
 
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memobench import generate
 from memobench.baselines import haystack_documents, rank, session_documents
+from memobench.baselines import lexical
 from memobench.baselines.lexical import Fts5Bm25, bm25s_tokenize
 from memobench.normalize import normalize_locomo, normalize_longmemeval
 
@@ -142,6 +148,164 @@ def test_fts5_matches_bm25_formula():
     for i, e in enumerate(expected):
         assert by_pos[i] == pytest.approx(e, rel=1e-9, abs=1e-12)
     assert got.positions.tolist()[:3] == sorted(range(3), key=lambda i: -expected[i])
+
+
+def sqlite_or_bm25(question: str, docs: list[str]):
+    """Real SQLite, asked in the test: the question's unicode61 tokens (read
+    back through fts5vocab) as an OR of quoted phrases in question order, over
+    a fresh table of the documents; (position, -bm25) by bm25 then rowid, the
+    documents matching nothing after them in order with 0.0."""
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE VIRTUAL TABLE qt USING fts5(body)")
+    db.execute("CREATE VIRTUAL TABLE qv USING fts5vocab(qt, 'instance')")
+    db.execute("INSERT INTO qt(rowid, body) VALUES (1, ?)", (question,))
+    terms = [r[0] for r in db.execute("SELECT term FROM qv ORDER BY offset")]
+    db.execute("CREATE VIRTUAL TABLE t USING fts5(body)")
+    db.executemany("INSERT INTO t(rowid, body) VALUES (?, ?)", enumerate(docs, 1))
+    rows = []
+    if terms:
+        rows = [(r - 1, -s) for r, s in db.execute(
+            "SELECT rowid, bm25(t) FROM t WHERE t MATCH ? ORDER BY bm25(t), rowid",
+            (" OR ".join('"' + x.replace('"', '""') + '"' for x in terms),))]
+    seen = {p for p, _ in rows}
+    rows += [(p, 0.0) for p in range(len(docs)) if p not in seen]
+    return terms, rows
+
+
+def assert_same_as_sqlite(fts: Fts5Bm25, question: str, docs: list[str], direct: bool = True):
+    """Positions equal, scores bit for bit (float.hex); the direct OR path too."""
+    terms, expected = sqlite_or_bm25(question, docs)
+    for got in (fts(question, docs), *([fts.rank_or(question, docs)] if direct else [])):
+        assert list(zip(got.positions.tolist(), map(float.hex, got.scores.tolist()))) == \
+            [(p, s.hex()) for p, s in expected], question
+    return terms, expected
+
+
+WORDS = ["Apple", "apple", "BANANA", "café", "cafe", "naïve", "x", "o'neil", 'say"hi', "near", "OR", "and",
+         "ünïcode", "42", "2023-05-01", "a.b", "straße"]
+
+
+def random_case(rng: random.Random, vocab: int, n_docs: int, q_words: int):
+    words = rng.sample(WORDS, min(vocab, len(WORDS))) + [f"w{i}" for i in range(max(0, vocab - len(WORDS)))]
+    weights = [1 / (r + 1) for r in range(len(words))]
+    docs = [" ".join(rng.choices(words, weights, k=rng.randint(0, 40))) for _ in range(n_docs)]
+    docs += rng.sample(docs, k=n_docs // 5)  # identical documents: exact ties
+    rng.shuffle(docs)
+    question = " ".join(rng.choices(words + ["absent", "?", "*", ":"], k=q_words))
+    return question, docs
+
+
+def test_fts5_repeated_tokens_equal_sqlite_on_seeded_random_inputs():
+    """Random haystacks (with exact ties: duplicated documents) and questions
+    with many repeated tokens, case and diacritic variants, FTS5 syntax words
+    and quotes: the same list and bit-identical scores as real SQLite's OR
+    query. The inputs must exercise repeats, ties and unmatched documents."""
+    fts = Fts5Bm25()
+    assert fts.by_token
+    rng = random.Random(20240611)
+    repeats = ties = unmatched = 0
+    for _ in range(60):
+        question, docs = random_case(rng, rng.randint(2, 30), rng.randint(1, 40), rng.randint(0, 60))
+        terms, expected = assert_same_as_sqlite(fts, question, docs)
+        repeats += len(terms) > len(set(terms))
+        matched = [s for _, s in expected if s > 0]
+        ties += len(set(matched)) < len(matched)
+        unmatched += len(matched) < len(docs)
+    assert repeats > 30 and ties > 10 and unmatched > 10, (repeats, ties, unmatched)
+
+
+_shared = []
+
+
+def rank_fts5() -> Fts5Bm25:
+    """One instance for all of hypothesis's examples."""
+    if not _shared:
+        _shared.append(Fts5Bm25())
+    assert _shared[0].by_token
+    return _shared[0]
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(WORDS[:8]), max_size=12).map(" ".join), min_size=1, max_size=12),
+       st.lists(st.sampled_from(WORDS[:10]), max_size=30).map(" ".join))
+def test_fts5_repeated_tokens_equal_sqlite_property(docs, question):
+    assert_same_as_sqlite(rank_fts5(), question, docs)
+
+
+def test_fts5_long_question_equals_sqlite():
+    """A 1,200-word question (a few dozen distinct tokens, each repeated many
+    times) over 250 documents: the same list and scores as SQLite's OR query
+    of its 1,200-odd phrases; adding each distinct token's term times its count would
+    not give these scores (the order of FTS5's additions matters)."""
+    rng = random.Random(7)
+    question, docs = random_case(rng, 60, 250, 1200)
+    fts = Fts5Bm25()
+    assert fts.by_token
+    terms, expected = assert_same_as_sqlite(fts, question, docs, direct=False)
+    assert len(terms) >= 1200 and len(set(terms)) < 100
+    singles = {}
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE VIRTUAL TABLE t USING fts5(body)")
+    db.executemany("INSERT INTO t(rowid, body) VALUES (?, ?)", enumerate(docs, 1))
+    for x in set(terms):
+        for r, s in db.execute("SELECT rowid, bm25(t) FROM t WHERE t MATCH ?", ('"' + x.replace('"', '""') + '"',)):
+            singles[r - 1] = singles.get(r - 1, 0.0) - s * terms.count(x)
+    assert sum(singles[p] != s for p, s in expected if s > 0) > 0
+
+
+def c_bm25_terms(question_terms: list[str], docs_terms: list[list[str]]):
+    """FTS5's bm25 per phrase as its C source computes it, in Python doubles:
+    (idf, the frequency factor) for every document and phrase."""
+    n = len(docs_terms)
+    avgdl = float(sum(map(len, docs_terms))) / float(n)
+    out = []
+    for d in docs_terms:
+        row = []
+        for t in question_terms:
+            hit = sum(t in x for x in docs_terms)
+            idf = math.log((n - hit + 0.5) / (hit + 0.5))
+            idf = 1e-6 if idf <= 0.0 else idf
+            f = float(d.count(t))
+            row.append((idf, (f * (1.2 + 1.0)) / (f + 1.2 * (1 - 0.75 + 0.75 * len(d) / avgdl))))
+        out.append(row)
+    return out
+
+
+def test_fts5_sum_is_of_rounded_terms_and_the_probe_tells_a_fused_sum():
+    """FTS5's score is ``score += idf * factor`` over the phrases in query
+    order. Computed in Python doubles, that equals real SQLite bit for bit on
+    the built-in probe haystack; the same sum with each step a fused
+    multiply-add (what a build with FMA contraction computes) differs on it,
+    so the check each Fts5Bm25 makes at start would see such a build."""
+    question, docs = lexical._probe()
+    terms, expected = sqlite_or_bm25(question, docs)
+    tokens = [d.lower().split() for d in docs]
+    plain, fused = [], []
+    for row in c_bm25_terms(terms, tokens):
+        a = b = 0.0
+        for idf, factor in row:
+            a += idf * factor
+            b = float(Fraction(idf) * Fraction(factor) + Fraction(b))
+        plain.append(a)
+        fused.append(b)
+    by_pos = dict(expected)
+    assert [by_pos[p] for p in range(len(docs))] == plain
+    assert plain != fused
+
+
+def test_fts5_falls_back_to_sqlite_where_the_sum_is_not_reproduced(monkeypatch):
+    """Where the token-by-token sum does not reproduce SQLite on the probe,
+    every ranking is SQLite's OR query."""
+    def off_by_one_ulp(self, terms, n):
+        positions, scores = by_token(self, terms, n)
+        return positions, np.nextafter(scores, np.inf)
+
+    by_token = Fts5Bm25._by_token
+    monkeypatch.setattr(Fts5Bm25, "_by_token", off_by_one_ulp)
+    fts = Fts5Bm25()
+    assert not fts.by_token
+    question, docs = random_case(random.Random(3), 12, 30, 50)
+    assert_same_as_sqlite(fts, question, docs)
 
 
 def test_fts5_question_with_quotes_and_keywords():

@@ -10,11 +10,22 @@ included) and embeds a sample of distinct sessions with minilm on the CPU
 (sessions per second, peak RSS), from which it projects the embedding stage
 for the distinct sessions of the generated file and for upper bounds of the
 real S and M files (every haystack entry distinct: 500 x 50, 500 x 500).
+
+    python -m memobench.bench_baselines --long-question [--docs 5000] [--words 100,400,1600,50000]
+
+instead ranks one haystack of ``--docs`` generated documents (~100 words each)
+with ``fts5-bm25`` for one generated question of each length in ``--words``
+(the generator's Zipf vocabulary: the longer the question, the more of its
+tokens are repeats), each in its own process (wall and CPU time, peak RSS,
+building the documents included), and times FTS5's own OR query over the same
+input (``--or-up-to`` words at most, default 1600: its cost grows with the
+square of the question's length), checking that both give the same list.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import resource
 import subprocess
@@ -80,13 +91,73 @@ def run_minilm(norm: Path, sample: int) -> dict:
             "projected_real_m_upper_h": round(500 * 500 / rate / 3600, 1)}
 
 
+def long_question_input(n_docs: int, words: int) -> tuple[str, list[str]]:
+    """A generated haystack of ``n_docs`` documents (~100 words each) and a
+    question of about ``words`` words, both from the generator's vocabulary;
+    the documents depend only on ``n_docs``."""
+    import random
+
+    from .generate import _vocab
+
+    vocab = _vocab(0, None)
+    rng = random.Random(f"docs {n_docs}")
+    docs = [vocab.text(rng, rng.randint(20, 180)) for _ in range(n_docs)]
+    return vocab.text(random.Random(f"question {words}"), words), docs
+
+
+def run_long_question(n_docs: int, words: int, path: str) -> dict:
+    from .baselines import rank
+    from .baselines.lexical import Fts5Bm25
+
+    t0, c0 = time.monotonic(), time.process_time()
+    question, docs = long_question_input(n_docs, words)
+    fts = Fts5Bm25()
+    terms = fts.query_terms(question)
+    r = fts.rank_or(question, docs) if path == "fts5-or" else rank("fts5-bm25", question, docs)
+    return {"path": path, "docs": n_docs, "question_words": words, "tokens": len(terms),
+            "distinct_tokens": len(set(terms)), "by_token": fts.by_token, "wall_s": round(time.monotonic() - t0, 2),
+            "cpu_s": round(time.process_time() - c0, 2), "peak_rss_mb": round(_peak_mb()),
+            "list": hashlib.sha256(r.positions.tobytes() + r.scores.tobytes()).hexdigest()[:16]}
+
+
+def long_question(a) -> int:
+    lists = {}
+    for words in (int(w) for w in a.words.split(",")):
+        for path in ("fts5-bm25", "fts5-or"):
+            if path == "fts5-or" and words > a.or_up_to:
+                continue
+            p = subprocess.run([sys.executable, "-m", "memobench.bench_baselines", "--only", "long-question",
+                                "--docs", str(a.docs), "--words", str(words), "--path", path],
+                               capture_output=True, text=True)
+            if p.returncode:
+                print(f"{path} {words} words: failed\n{p.stderr[-2000:]}", file=sys.stderr)
+                return 1
+            row = json.loads(p.stdout.strip().splitlines()[-1])
+            if lists.setdefault(words, row["list"]) != row["list"]:
+                print(f"{words} words: fts5-bm25 and FTS5's OR query give different lists", file=sys.stderr)
+                return 1
+            print(json.dumps(row), flush=True)
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--work", type=Path, default=Path("bench_work"))
     ap.add_argument("--minilm-sessions", type=int, default=256)
+    ap.add_argument("--long-question", action="store_true",
+                    help="fts5-bm25 on one haystack for questions of growing length, against FTS5's OR query")
+    ap.add_argument("--docs", type=int, default=5000)
+    ap.add_argument("--words", default="100,400,1600,50000")
+    ap.add_argument("--or-up-to", type=int, default=1600)
     ap.add_argument("--only", help=argparse.SUPPRESS)
     ap.add_argument("--norm", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--path", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
+    if a.only == "long-question":
+        print(json.dumps(run_long_question(a.docs, int(a.words), a.path)))
+        return 0
+    if a.long_question:
+        return long_question(a)
     if a.only:
         out = run_minilm(a.norm, a.minilm_sessions) if a.only == "minilm" else run_lexical(a.norm, a.only)
         print(json.dumps(out))
