@@ -385,7 +385,8 @@ class Ranker:
         (``Haystack.id_pos``). Under FTS a row already resolves to that session
         (3.2); under the index each entry of a repeated id is a candidate with
         its own representative (3.4), so one id can fill two places of a list,
-        and the merge adds its weight once per place (HARNESSES.md 1.2)."""
+        and the merge adds its weight once per place (docs/edge-cases.md,
+        "Repeated session ids")."""
         check = self.check_tokens(phrase, kind)
         seq_name = self.recipe.seq
         reps = self.corpus.hay_events(hay, seq_name).reps(check)
