@@ -165,7 +165,9 @@ def fts_candidates(fts, by_id, phrase, js_tokens):
 
 def index_candidates(sessions, phrase_tokens):
     """3.4: walk sessions in haystack order; a session is considered only if one of its events
-    has the phrase's first token; representative over its events."""
+    has the phrase's first token; representative over its events. A repeated id
+    (docs/edge-cases.md): every entry is matched on its own events and is a candidate of its
+    own, named by the id."""
     if not phrase_tokens:
         return []
     cands = []
@@ -215,7 +217,8 @@ def rank_one(question, sessions, window_tokens, weights, backend, fts=None, toke
             return index_candidates(sessions, js_tokens)
 
         def df(term):
-            return sum(1 for s in sessions if any(term in ev["tokens"] for ev in s["events"]))
+            # distinct ids whose events hold the term (a repeated id counts once)
+            return len({s["id"] for s in sessions if any(term in ev["tokens"] for ev in s["events"])})
 
         question_tokens = seq_exp6(question)
         phrase_tokens = seq_exp6
@@ -334,7 +337,6 @@ def _lme(path, backend, fts_limit, weights, window, start=None, limit=None):
         rec = {
             "question_id": js_string(e.get("question_id", MISSING)),
             "question_type": "unknown" if qtype is None else js_string(qtype),
-            "dup_ids": False,
             "q_index": q_index,
             "status": "skipped",
             "reason": None,
@@ -345,7 +347,6 @@ def _lme(path, backend, fts_limit, weights, window, start=None, limit=None):
         sessions = lme_sessions(e, seq_fn)
         rec["pool_size"] = len(sessions)  # N counts every session (1.2)
         hay_ids = {s["id"] for s in sessions}
-        rec["dup_ids"] = len(hay_ids) != len(sessions)  # exp6 is undefined there (1.2)
         gold = {js_string(a) for a in (e.get("answer_session_ids") or [])} & hay_ids
         if not gold:
             rec["reason"] = "no_gold"

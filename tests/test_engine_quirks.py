@@ -137,6 +137,43 @@ def test_duplicate_ids_resolve_to_last_session_and_count_twice():
     assert [i for i, _ in ranker.candidates(hay, "mango", "token")] == [1, 1]
 
 
+INDEX = dict(backend="index", seq="exp6", window="exp6")  # v0.8.0-index (exp6.cjs)
+
+
+def test_index_repeated_id_entries_are_candidates_with_their_own_events():
+    # exp6: each entry of x is matched on its own events (docs/edge-cases.md); under
+    # FTS both rows of x resolve to the last x.
+    sessions = [("x", ["fig", "fig fig"]), ("y", ["fig"]), ("x", ["fig"])]
+    corpus, hay = make(sessions)
+    ranker = Ranker(corpus, Recipe(**INDEX))
+    ranker.backend.load(hay, 0)
+    # first x: occ 2 ("fig fig", k=1); last x beats y on time; positions name the id
+    assert ranker.candidates(hay, "fig", "token") == [(2, DAY + 1), (2, 3 * DAY), (1, 2 * DAY)]
+    fts = Ranker(corpus, Recipe())
+    fts.backend.load(hay, 0)
+    assert fts.candidates(hay, "fig", "token") == [(2, 3 * DAY), (2, 3 * DAY), (1, 2 * DAY)]
+
+
+def test_index_repeated_id_df_counts_distinct_ids_and_n_every_entry():
+    sessions = [("x", ["kiwi"]), ("x", ["kiwi"]), ("y", ["kiwi"])]
+    corpus, hay = make(sessions)
+    ranker = Ranker(corpus, Recipe(**INDEX))
+    ranker.backend.load(hay, 0)
+    from memobench.engine import Scorer
+
+    assert Scorer(ranker.backend, hay, ranker.recipe).idf("kiwi") == js_log(4 / 3)  # N 3, df 2
+
+
+def test_index_repeated_id_adds_its_weight_once_per_place():
+    # kiwi: z (newer), x; lime: w (newest), x. Keyed by id, x scores two token
+    # weights and comes first; counted per entry it would tie with w and z and
+    # sort by time: [w, x, z].
+    sessions = [("x", ["kiwi"]), ("z", ["kiwi"]), ("x", ["lime"]), ("w", ["lime"])]
+    r = rank(sessions, "kiwi lime", **INDEX)
+    assert r["phrase"] == [] and r["window"] == ["kiwi", "lime"]
+    assert r["final"] == ["x", "w", "z"]
+
+
 def test_overlapping_occurrences_count():
     sessions = [("a", ["go go go"]), ("b", ["go go x go go"])]
     # "go go": 2 in a (overlapping), 2 in b; a is shorter -> first.

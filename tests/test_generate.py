@@ -287,6 +287,58 @@ def test_lme_spice_cases(spicy, spicy_items):
     assert sorted({c for cs in plan.values() for c in cs}) == sorted(g.LME_SPICE_CASES)
 
 
+def _repeats(item):
+    """{id: [positions]} of the ids a haystack holds more than once."""
+    ids = item["haystack_session_ids"][: len(item["haystack_sessions"])]
+    pos = defaultdict(list)
+    for i, sid in enumerate(ids):
+        if sid is not None:
+            pos[json.dumps(sid)].append(i)
+    return {k: v for k, v in pos.items() if len(v) > 1}
+
+
+def test_lme_repeat_ids(tmp_path, lme_items):
+    p = tmp_path / "r.json"
+    info = g.write_longmemeval(p, 120, 16, seed=7, repeat_ids=0.3)
+    items = json.loads(p.read_text(encoding="utf-8"))
+    again = tmp_path / "r2.json"
+    g.main(["longmemeval", "--out", str(again), "--questions", "120", "--sessions", "16", "--seed", "7",
+            "--repeat-ids", "0.3", "--quiet"])
+    assert sha(again) == sha(p)
+    repeated = [i for i, it in enumerate(items) if _repeats(it)]
+    assert len(repeated) == info["repeated_id_haystacks"]
+    assert 0.15 * 120 <= len(repeated) <= 0.45 * 120
+    kinds = Counter()
+    for it, base in zip(items, lme_items):
+        groups = _repeats(it)
+        if not groups:
+            assert it == base  # a haystack left alone is the plain file's
+            continue
+        # the answer sessions are untouched, so the gold is still in the haystack
+        for a in base["answer_session_ids"]:
+            j = base["haystack_session_ids"].index(a)
+            assert it["haystack_session_ids"][j] == a and it["haystack_sessions"][j] == base["haystack_sessions"][j]
+        for key, pos in groups.items():
+            sessions = [it["haystack_sessions"][i] for i in pos]
+            assert len({len(s) for s in sessions}) == 1  # as many turns: exp6.cjs can run
+            kinds["twice" if len(pos) == 2 else "three or more"] += 1
+            kinds["gold"] += json.loads(key) in base["answer_session_ids"]
+            kinds["same turns"] += any(s == sessions[0] for s in sessions[1:])
+            kinds["other turns"] += any(s != sessions[0] for s in sessions[1:])
+            gaps = [b - a for a, b in zip(pos, pos[1:])]
+            kinds["neighbouring"] += 1 in gaps
+            kinds["distant"] += max(gaps) >= 16 // 3
+            # dates stay per slot
+            assert [it["haystack_dates"][i] for i in pos] == [base["haystack_dates"][i] for i in pos]
+    assert all(kinds[k] for k in ("twice", "three or more", "gold", "same turns", "other turns",
+                                  "neighbouring", "distant")), kinds
+    q = tmp_path / "any.json"
+    g.write_longmemeval(q, 60, 16, seed=7, repeat_ids=1.0, repeat_ids_any_length=True)
+    lengths = [{len(it["haystack_sessions"][i] or []) for i in pos}
+               for it in json.loads(q.read_text(encoding="utf-8")) for pos in _repeats(it).values()]
+    assert any(len(n) > 1 for n in lengths)
+
+
 def test_lme_spice_plan_covers_small_files():
     for n in (len(g.LME_SPICE_CASES), 100, 450):
         plan = g._spice_plan(n, 0, g.LME_SPICE_CASES)

@@ -23,7 +23,10 @@ retrieval or variants code). Here the project's public entry points
   id tie-break, UTF-16 id order, the dates fallback against a 1970 date, the
   n >= 2 gate, null ids/contents, duplicate ids in P and T, UTF-16 pair
   lengths in exp6), under families ``s`` and ``m``;
-* files from ``memobench.generate.write_longmemeval`` when that module exists;
+* files from ``memobench.generate.write_longmemeval`` when that module exists,
+  two of them with session ids repeated inside haystacks (``repeat_ids``; one
+  where the entries of an id may differ in length, which exp6.cjs rejects and
+  exp6-m.cjs ranks, docs/edge-cases.md);
 
 and every question's status, rank and final top-10 list must equal the
 reference's. Segmenting (3 segments vs 1) must not change any list.
@@ -391,7 +394,7 @@ def project_lists(rankings):
     return lists
 
 
-def compare(ref, rankings, outcomes, label, skip_dup_ids=False):
+def compare(ref, rankings, outcomes, label):
     lists = project_lists(rankings)
     oc = {int(r.q_index): r for r in outcomes.itertuples(index=False)}
     assert set(oc) == {r["q_index"] for r in ref}, f"{label}: question sets differ"
@@ -401,8 +404,6 @@ def compare(ref, rankings, outcomes, label, skip_dup_ids=False):
         o = oc[q]
         ctx = f"{label}: question q_index={q} id={r['question_id']!r}"
         assert str(o.question_id) == r["question_id"], f"{ctx}: question_id {o.question_id!r}"
-        if skip_dup_ids and r.get("dup_ids"):
-            continue  # exp6 with duplicate ids is undefined (HARNESSES.md 1.2)
         reason = o.reason if isinstance(o.reason, str) else None
         assert (o.status, reason) == (r["status"], r["reason"]), (
             f"{ctx}: status project={o.status!r} ({reason!r}) reference={r['status']!r} ({r['reason']!r})"
@@ -434,6 +435,10 @@ LME_FILES = {
 if write_longmemeval is not None:
     LME_FILES["gen-spiced"] = dict(seed=21, spice=True, generator=True)
     LME_FILES["gen-clean"] = dict(seed=22, spice=False, generator=True)
+    # session ids repeated inside haystacks, as in real LongMemEval files
+    LME_FILES["gen-repeats"] = dict(seed=23, spice=True, generator=True, repeat_ids=0.5)
+    LME_FILES["gen-repeats-any-length"] = dict(seed=24, spice=False, generator=True, repeat_ids=1.0,
+                                               repeat_ids_any_length=True)
 
 
 @pytest.fixture(scope="module")
@@ -446,7 +451,9 @@ def lme_dataset(tmp_path_factory):
             d = tmp_path_factory.mktemp(f"lme_{name}")
             raw = d / "raw.json"
             if spec.get("generator"):
-                write_longmemeval(raw, n_questions=40, sessions_per_question=30, seed=spec["seed"], spice=spec["spice"])
+                write_longmemeval(raw, n_questions=40, sessions_per_question=30, seed=spec["seed"], spice=spec["spice"],
+                                  repeat_ids=spec.get("repeat_ids", 0.0),
+                                  repeat_ids_any_length=spec.get("repeat_ids_any_length", False))
             else:
                 make_lme(raw, spec["seed"], spice=spec["spice"])
             normalize.normalize_longmemeval(str(raw), str(d / "norm"), log=lambda *a, **k: None)
@@ -522,7 +529,7 @@ def test_longmemeval_equals_reference(dataset, variant_name, family, lme_dataset
     raw, norm, d = lme_dataset(dataset)
     ref = lme_reference(raw, variant_name, family)
     rankings, outcomes = run_project(norm, variant_name, family, d / "out")
-    checked = compare(ref, rankings, outcomes, f"{dataset} {variant_name}/{family}", skip_dup_ids=variant_name == "v0.8.0-index")
+    checked = compare(ref, rankings, outcomes, f"{dataset} {variant_name}/{family}")
     assert checked > 0
 
 

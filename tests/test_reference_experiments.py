@@ -1,7 +1,8 @@
 """The project's experiment variants (exp, exp2, exp3, exp4, exp5, cn) against an
 independent literal reading of HARNESSES.md (``tests/reference_experiments.py``).
 
-Inputs: two generated LongMemEval files (spiced and clean), a generated CN jsonl, and a
+Inputs: three generated LongMemEval files (spiced, clean, and one whose haystacks repeat
+session ids), generated CN jsonl files paired to the spiced and the repeating one, and a
 hand-made file whose items make the experiment quirks observable (exp's raw-split phrase
 step firing and being dropped, exp3's relative windows / date words, exp4's S-CJKR mixed
 tokens, exp5's stems). Per question: status, final top-10 list and rank must agree.
@@ -194,6 +195,8 @@ def datasets(tmp_path_factory):
     write_longmemeval(files["spiced"], n_questions=40, sessions_per_question=25, seed=11, spice=True)
     files["plain"] = root / "plain.json"
     write_longmemeval(files["plain"], n_questions=30, sessions_per_question=20, seed=5, spice=False)
+    files["repeats"] = root / "repeats.json"  # session ids repeated inside haystacks (docs/edge-cases.md)
+    write_longmemeval(files["repeats"], n_questions=40, sessions_per_question=25, seed=12, spice=True, repeat_ids=0.5)
     files["crafted"] = root / "crafted.json"
     files["crafted"].write_text(json.dumps(crafted_items(), ensure_ascii=False), encoding="utf-8")
     out = {}
@@ -202,13 +205,17 @@ def datasets(tmp_path_factory):
         d.mkdir()
         normalize_longmemeval(path, d, log=QUIET)
         out[name] = (path, d)
-    # CN rows paired to the spiced file, plus a few hand-made rows on the crafted file
-    cn_path = root / "cn.jsonl"
-    write_cn(cn_path, files["spiced"], seed=3)
-    cn_dir = root / "norm_cn"
-    cn_dir.mkdir()
-    normalize_cn(cn_path, out["spiced"][1], cn_dir, log=QUIET)
-    out["cn"] = (cn_path, cn_dir)
+
+    def cn(name, path, lme):
+        d = root / ("norm_" + name)
+        d.mkdir()
+        normalize_cn(path, out[lme][1], d, log=QUIET)
+        out[name] = (path, d)
+
+    # CN rows paired to the spiced and the repeating files, plus a few hand-made rows on the crafted file
+    for name, lme, seed in (("cn", "spiced", 3), ("cn3", "repeats", 4)):
+        write_cn(root / f"{name}.jsonl", files[lme], seed=seed)
+        cn(name, root / f"{name}.jsonl", lme)
     cn2 = root / "cn2.jsonl"
     rows = [
         {"questionId": "craft_phrase_1_cn", "question": "我的 kayak 是在哪里买的"},
@@ -221,10 +228,7 @@ def datasets(tmp_path_factory):
     ]
     cn2.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows[:3]) + "\n\n"
                    + "\n".join(json.dumps(r, ensure_ascii=False) for r in rows[3:]) + "\n", encoding="utf-8")
-    cn2_dir = root / "norm_cn2"
-    cn2_dir.mkdir()
-    normalize_cn(cn2, out["crafted"][1], cn2_dir, log=QUIET)
-    out["cn2"] = (cn2, cn2_dir)
+    cn("cn2", cn2, "crafted")
     return out
 
 
@@ -276,7 +280,7 @@ LME_HARNESSES = [
 ]
 
 
-@pytest.mark.parametrize("dataset", ["crafted", "spiced", "plain"])
+@pytest.mark.parametrize("dataset", ["crafted", "spiced", "plain", "repeats"])
 @pytest.mark.parametrize("harness,fn,variants", LME_HARNESSES, ids=[h[0] for h in LME_HARNESSES])
 def test_lme_experiments(datasets, dataset, harness, fn, variants):
     path, d = datasets[dataset]
@@ -289,7 +293,7 @@ def test_lme_experiments(datasets, dataset, harness, fn, variants):
     assert not all_diffs, json.dumps(all_diffs, ensure_ascii=False, indent=1, default=str)[:20000]
 
 
-@pytest.mark.parametrize("which,lme", [("cn", "spiced"), ("cn2", "crafted")])
+@pytest.mark.parametrize("which,lme", [("cn", "spiced"), ("cn2", "crafted"), ("cn3", "repeats")])
 def test_cn(datasets, which, lme):
     cn_path, cn_dir = datasets[which]
     lme_path, lme_dir = datasets[lme]

@@ -159,6 +159,10 @@ class Haystack:
         # Duplicate ids resolve to the last session, as the harnesses' id map does.
         self.by_id = {sid: i for i, sid in enumerate(self.ids)}
         self.id_keys = [utf16_key(s) for s in self.ids]
+        # Where an id repeats, the position that stands for every entry with that
+        # id once a list is keyed by id (the last one, as ``by_id``); None when
+        # every id is unique.
+        self.id_pos = None if len(self.by_id) == len(self.ids) else [self.by_id[s] for s in self.ids]
 
     def n_sessions(self, mode: str) -> int:
         return len(set(self.ids)) if mode == "distinct" else len(self.ids)
@@ -232,7 +236,8 @@ class FtsBackend:
 
     def positions(self, hay: Haystack, phrase: str, check: tuple, seq_name: str) -> list[int]:
         # A row resolves through its id to the last session with that id.
-        return [hay.by_id[hay.ids[p]] for p in self.rows(phrase)]
+        rows = self.rows(phrase)
+        return rows if hay.id_pos is None else [hay.id_pos[p] for p in rows]
 
     def df(self, hay: Haystack, token: str, seq_name: str) -> int:
         return len(self.rows(token))
@@ -373,7 +378,15 @@ class Ranker:
         """The phrase's candidates in backend order: (session position, rep time).
 
         ``min_time`` (exp3 T2h): a session is dropped unless some event has
-        time >= min_time; its representative is still chosen among all events."""
+        time >= min_time; its representative is still chosen among all events.
+
+        Every list is keyed by session id, as the harnesses' maps are: a
+        candidate's position is that of the last session with its id
+        (``Haystack.id_pos``). Under FTS a row already resolves to that session
+        (3.2); under the index each entry of a repeated id is a candidate with
+        its own representative (3.4), so one id can fill two places of a list,
+        and the merge adds its weight once per place (docs/edge-cases.md,
+        "Repeated session ids")."""
         check = self.check_tokens(phrase, kind)
         seq_name = self.recipe.seq
         reps = self.corpus.hay_events(hay, seq_name).reps(check)
@@ -391,6 +404,8 @@ class Ranker:
             occ, length, k = rep
             found.append((-occ, length, -(hay.bases[i] + k), hay.id_keys[i], -k, i))
         found.sort(key=lambda c: c[:5])
+        if hay.id_pos is not None:
+            return [(hay.id_pos[c[5]], -c[2]) for c in found]
         return [(c[5], -c[2]) for c in found]
 
     def window(self, question: str) -> list[str]:

@@ -64,6 +64,7 @@ __all__ = [
     "write_cn",
     "LME_SPICE_CASES",
     "LOCOMO_SPICE_CASES",
+    "REPEAT_ID_KINDS",
     "QUESTION_TYPES",
     "main",
 ]
@@ -635,6 +636,13 @@ class _LME:
     def fresh_session(self, rng):
         return [{"role": r, "content": t} for r, t, _ in self.make_turns(rng, min_turns=2)]
 
+    def fresh_turns(self, rng, n_turns):
+        """``n_turns`` new filler turns (a repeated id's other content)."""
+        text = self.vocab.text
+        return [{"role": "user" if k % 2 == 0 else "assistant",
+                 "content": text(rng, self._n_words(rng, "user" if k % 2 == 0 else "assistant"))}
+                for k in range(n_turns)]
+
     def spice(self, item, q, cases, prev_qid):
         rng = _rng(self.seed, "spice-item", q["head"]["question_id"], ",".join(cases))
         ans_pos = set(q["ans_pos"])
@@ -760,10 +768,89 @@ def _spice_plan(n, seed, cases):
     return plan
 
 
+#: The ways :func:`repeat_session_ids` repeats a session id inside a haystack
+#: (real LongMemEval files hold some ids twice or more in one haystack).
+REPEAT_ID_KINDS = (
+    "neighbour_same",      # the next or previous slot: same id, same turns
+    "neighbour_other",     # the next or previous slot: same id, other turns
+    "distant_same",        # a slot far away: same id, same turns
+    "distant_other",       # a slot far away: same id, other turns
+    "three_times",         # the id in two more slots (same turns, then other turns)
+    "gold_same",           # an answer session's id and turns in a filler slot too
+    "gold_other",          # an answer session's id on a filler slot, other turns holding
+                           # one of the answer's turns
+)
+
+
+def repeat_session_ids(item, answer_positions, rng, fresh, any_length=False):
+    """Repeat session ids inside one haystack (``item`` is changed in place).
+
+    One or two of :data:`REPEAT_ID_KINDS`: a slot's id (and, for ``*_same``,
+    its turns) is copied over another slot, which keeps its own date; an
+    answer slot is never overwritten, so the gold stays in the haystack.
+    ``fresh(rng, n_turns)`` makes the other turns, as many as the copied
+    slot has unless ``any_length`` (exp6.cjs reads a repeated
+    id's event indices from every session with that id, and stops with a
+    TypeError when one session holds the phrase's first token at an index the
+    other has not: only ``any_length`` files can reach that).
+    Returns the kinds applied."""
+    ids, sessions = item["haystack_session_ids"], item["haystack_sessions"]
+    n = min(len(ids), len(sessions))
+    answers = [p for p in answer_positions if p < n and ids[p] is not None]
+    fillers = [p for p in range(n) if p not in set(answer_positions)]
+    if n < 2 or not fillers:
+        return []
+    applied = []
+
+    def copy(src, dst, same, mix=False):
+        ids[dst] = ids[src]
+        if same:
+            sessions[dst] = json.loads(json.dumps(sessions[src]))
+            return
+        turns = fresh(rng, rng.randint(1, 6) if any_length else len(sessions[src] or []))
+        words = [t for t in sessions[src] or [] if isinstance(t, dict) and isinstance(t.get("content"), str)]
+        if mix and turns and words:
+            # other turns that still hold some of the answer's words
+            k = rng.randrange(len(turns))
+            turns[k]["content"] += " " + rng.choice(words)["content"]
+        sessions[dst] = turns
+
+    kinds = rng.sample(REPEAT_ID_KINDS, 1 + (rng.random() < 0.3))
+    for kind in kinds:
+        if kind.startswith("gold"):
+            if not answers:
+                continue
+            src = rng.choice(answers)
+            targets = [p for p in fillers if p != src]
+        else:
+            sources = [p for p in fillers if ids[p] is not None]
+            if not sources:
+                continue
+            src = rng.choice(sources)
+            targets = [p for p in fillers if p != src]
+            if kind.startswith("neighbour"):
+                targets = [p for p in targets if abs(p - src) == 1]
+            elif kind.startswith("distant"):
+                targets = [p for p in targets if abs(p - src) >= max(2, n // 3)]
+        if not targets:
+            continue
+        if kind == "three_times":
+            if len(targets) < 2:
+                continue
+            a, b = rng.sample(targets, 2)
+            copy(src, a, True)
+            copy(src, b, False)
+        else:
+            copy(src, rng.choice(targets), kind.endswith("same"), mix=kind == "gold_other")
+        applied.append(kind)
+    return applied
+
+
 def write_longmemeval(path, n_questions, sessions_per_question, seed=0, turns=(4, 16),
                       words_per_turn=(8, 120), shared_pool=None, spice=False,
                       target_bytes=None, vocab_source=None, ensure_ascii=False,
-                      cache_bytes=128 << 20, progress=None):
+                      cache_bytes=128 << 20, progress=None, repeat_ids=0.0,
+                      repeat_ids_any_length=False):
     """Write a LongMemEval-shaped JSON array to ``path``; return a summary dict.
 
     * ``n_questions`` items, each with ``sessions_per_question`` haystack
@@ -782,6 +869,10 @@ def write_longmemeval(path, n_questions, sessions_per_question, seed=0, turns=(4
     * ``spice``: add the cases of :data:`LME_SPICE_CASES`.
     * ``ensure_ascii``: escape non-ASCII as ``\\uXXXX`` (default: raw UTF-8).
     * ``progress``: optional callable ``(done, total, bytes_written)``.
+    * ``repeat_ids``: the fraction of haystacks that hold a session id twice
+      or more (:func:`repeat_session_ids`, :data:`REPEAT_ID_KINDS`);
+      ``repeat_ids_any_length``: a repeat with other turns may have another
+      number of turns.
     """
     n = int(n_questions)
     if n < 0:
@@ -796,6 +887,7 @@ def write_longmemeval(path, n_questions, sessions_per_question, seed=0, turns=(4
     written = 0
     prev_qid = None
     used: set[str] = set()
+    repeated = 0
     with _atomic_open(path, binary=True) as f:
         f.write(b"[")
         written += 1
@@ -807,7 +899,14 @@ def write_longmemeval(path, n_questions, sessions_per_question, seed=0, turns=(4
             q["head"]["question_id"] = qid
             used.add(qid)
             cases = plan.get(qi)
-            if cases:
+            rrng = _rng(seed, "repeat-ids", qi) if repeat_ids else None
+            if rrng is not None and rrng.random() < repeat_ids:
+                item = lme.spice(lme.item_obj(q), q, cases, prev_qid) if cases else lme.item_obj(q)
+                repeated += bool(repeat_session_ids(item, q["ans_pos"], rrng, lme.fresh_turns,
+                                                    repeat_ids_any_length))
+                s = json.dumps(item, ensure_ascii=lme.ea)
+                prev_qid = item["question_id"]
+            elif cases:
                 item = lme.spice(lme.item_obj(q), q, cases, prev_qid)
                 s = json.dumps(item, ensure_ascii=lme.ea)
                 prev_qid = item["question_id"]
@@ -824,7 +923,8 @@ def write_longmemeval(path, n_questions, sessions_per_question, seed=0, turns=(4
     return {"path": os.fspath(path), "questions": n, "bytes": written,
             "sessions_per_question": lme.K, "pool_size": lme.pool_size,
             "words_per_turn": lme.words, "turns": lme.turns,
-            "spice_cases": sorted({c for cs in plan.values() for c in cs})}
+            "spice_cases": sorted({c for cs in plan.values() for c in cs}),
+            "repeated_id_haystacks": repeated}
 
 
 def _calibrate(lme, target, n, K, seed, turns, words, pool, ea, vocab, cache_bytes):
@@ -1374,6 +1474,10 @@ def main(argv=None) -> int:
     a.add_argument("--pool", type=int, default=None, help="distinct filler sessions")
     a.add_argument("--vocab-source", default=None)
     a.add_argument("--ensure-ascii", action="store_true")
+    a.add_argument("--repeat-ids", type=float, default=0.0, metavar="FRACTION",
+                   help="fraction of haystacks that hold a session id twice or more")
+    a.add_argument("--repeat-ids-any-length", action="store_true",
+                   help="a repeated id's other content may have another number of turns")
     a.add_argument("--quiet", action="store_true")
 
     b = sub.add_parser("locomo", help="LoCoMo10 shaped JSON")
@@ -1409,7 +1513,9 @@ def main(argv=None) -> int:
                                  shared_pool=args.pool, spice=args.spice,
                                  target_bytes=args.target_bytes,
                                  vocab_source=args.vocab_source,
-                                 ensure_ascii=args.ensure_ascii, progress=progress)
+                                 ensure_ascii=args.ensure_ascii, progress=progress,
+                                 repeat_ids=args.repeat_ids,
+                                 repeat_ids_any_length=args.repeat_ids_any_length)
     elif args.kind == "locomo":
         info = write_locomo(args.out, args.conversations, seed=args.seed,
                             sessions=tuple(args.sessions), turns=tuple(args.turns),
