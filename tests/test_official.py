@@ -247,7 +247,7 @@ def test_a_rankers_own_positions_score_the_copy_it_ranked(tmp_path):
                      ("noans_d", "2023/05/20 (Sat) 10:00")]
     row, _ = deep("harness.parquet", [None] * 3)
     assert row["positions"] == [0, 1, 2] and row["metrics"]["recall_any@1"] == 0.0
-    with pytest.raises(DataError, match=r"bad.parquet: question 'q0': rank 2: position 3 does not hold"):
+    with pytest.raises(DataError, match=r"bad.parquet: question q0: rank 2: position 3 does not hold"):
         deep("bad.parquet", [2, 3, 0])
 
 
@@ -255,7 +255,7 @@ def test_official_rejects_a_ranked_session_outside_the_haystack(tmp_path):
     out = tmp_path / "norm"
     normalize_longmemeval(lme_file(tmp_path / "lme.json"), out, log=lambda m: None)
     rk = _rankings(tmp_path / "bad.parquet", {0: ["nope"]})
-    with pytest.raises(DataError, match=r"bad.parquet: question 'q0': ranked session 'nope'"):
+    with pytest.raises(DataError, match=r"bad.parquet: question q0: ranked session 'nope'"):
         official.compute("longmemeval", out / "questions.parquet", out / "haystacks.parquet",
                          out / "events.parquet", rk)
 

@@ -296,3 +296,4 @@ def test_session_json_refuses_unordered_events(tmp_path):
     _events(tmp_path / "events.parquet", [(2, 0, "user", "a", False), (1, 0, "user", "b", False)])
     with pytest.raises(DataError, match="session-key order"):
         exports.write_session_json(tmp_path / "events.parquet", tmp_path / "s.bin", log=lambda m: None)
+

@@ -195,7 +195,7 @@ def lme_per_question(questions, haystacks, targets: set[int], rankings: dict[int
         hay = haystacks.get(q["haystack_id"], {"ids": [], "keys": [], "dates": []})
         scoring = [scoring_id(s, k in targets) for s, k in zip(hay["ids"], hay["keys"])]
         ranked = rankings.get(q["q_index"], [])
-        item = f"question {q['question_id']!r}"
+        item = f"question {q['question_id']}"
         positions = (given_positions(ranked, known[q["q_index"]], hay["ids"], path, item)
                      if known and q["q_index"] in known else ranked_positions(ranked, hay["ids"], path, item))
         if is_abstention(q["question_id"]):
