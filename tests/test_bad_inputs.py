@@ -238,3 +238,9 @@ def test_errors_leave_nothing_behind(tmp_path):
     with pytest.raises(DataError):
         normalize_longmemeval(raw, tmp_path / "n2", log=lambda m: None, lenient=True)
     assert not any((tmp_path / "n2").iterdir())
+
+
+def test_an_error_names_an_item_with_control_characters_on_one_line():
+    e = DataError("lme.json", "s\x00a\nqa 0", "what")
+    assert str(e) == "lme.json: 's\\x00a\\nqa 0': what" and len(str(e).splitlines()) == 1
+    assert str(DataError("f.json", "question é 1", "x")) == "f.json: question é 1: x"

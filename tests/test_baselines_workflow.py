@@ -107,7 +107,10 @@ def test_reference_outputs_have_the_memo_contract(run, ds):
         assert m["recipe"]["backend"] == v
         top = pq.read_table(d / "rankings.parquet")
         deep = pq.read_table(d / "deep.parquet")
-        assert deep.filter(pc.less_equal(deep.column("rank"), 10)).drop_columns(["score"]).equals(top), v
+        assert deep.filter(pc.less_equal(deep.column("rank"), 10)).drop_columns(["score", "position"]).equals(top), v
+        # a reference retriever ranks documents: each row keeps its haystack position (a harness list has none)
+        assert deep.column("position").null_count == 0 and pc.all(pc.is_null(
+            pq.read_table(memo / "deep.parquet").column("position"))).as_py(), v
         by_q: dict[str, list[float]] = {}
         for r in deep.to_pylist():
             by_q.setdefault(r["question_id"], []).append(r["score"])

@@ -213,6 +213,44 @@ def test_official_block_by_hand(tmp_path):
     assert by["q0"]["metrics"]["ndcg_any@50"] == pytest.approx(0.5)
 
 
+def test_a_rankers_own_positions_score_the_copy_it_ranked(tmp_path):
+    """A repeated session id whose copies differ (only the second carries the
+    user target): the deep list of a ranker of documents holds each copy's
+    position, and the official scorer and the retrieval log read that copy;
+    a harness list (no positions) places the n-th occurrence at the n-th copy."""
+    from memobench import exports
+    from memobench.retrieval import DEEP
+
+    target, plain = _turns(("u", True), ("a", False)), _turns(("u", None))
+    (tmp_path / "lme.json").write_text(json.dumps([
+        _item("q0", ["answer_d", "f1", "answer_d", "f2"], [plain, plain, target, plain], ["answer_d"])]))
+    out = tmp_path / "norm"
+    normalize_longmemeval(tmp_path / "lme.json", out, log=lambda m: None)
+    exports.write_session_json(out / "events.parquet", tmp_path / "s.bin", log=lambda m: None)
+
+    def deep(name, positions):
+        ids = ["answer_d", "f1", "answer_d"]
+        pq.write_table(pa.table({"question_id": ["q0"] * 3, "rank": [1, 2, 3], "session_id": ids,
+                                 "q_index": [0] * 3, "score": [3.0, 2.0, 1.0], "position": positions},
+                                schema=DEEP), tmp_path / name)
+        tables = [out / "questions.parquet", out / "haystacks.parquet", out / "events.parquet", tmp_path / name]
+        _, (row,) = official.compute("longmemeval", *tables, log=lambda m: None)
+        exports.write_retrievallog("longmemeval", *tables, tmp_path / "log.jsonl", tmp_path / "s.bin",
+                                   log=lambda m: None)
+        items = json.loads((tmp_path / "log.jsonl").read_text())["retrieval_results"]["ranked_items"]
+        return row, [(i["corpus_id"], i["timestamp"]) for i in items]
+
+    row, items = deep("ranker.parquet", [2, 1, 0])  # the target's copy first
+    assert row["positions"] == [2, 1, 0] and row["scoring"] == ["answer_d", "f1", "noans_d"]
+    assert row["metrics"]["recall_any@1"] == 1.0
+    assert items == [("answer_d", "2023/05/22 (Sat) 10:00"), ("f1", "2023/05/21 (Sat) 10:00"),
+                     ("noans_d", "2023/05/20 (Sat) 10:00")]
+    row, _ = deep("harness.parquet", [None] * 3)
+    assert row["positions"] == [0, 1, 2] and row["metrics"]["recall_any@1"] == 0.0
+    with pytest.raises(DataError, match=r"bad.parquet: question q0: rank 2: position 3 does not hold"):
+        deep("bad.parquet", [2, 3, 0])
+
+
 def test_official_rejects_a_ranked_session_outside_the_haystack(tmp_path):
     out = tmp_path / "norm"
     normalize_longmemeval(lme_file(tmp_path / "lme.json"), out, log=lambda m: None)

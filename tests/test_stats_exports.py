@@ -8,6 +8,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memobench import exports, stats
 from memobench.errors import DataError
@@ -86,34 +88,143 @@ def _rankings(path, rows):
     return path
 
 
-def test_run_trec_lines_and_repeats(tmp_path):
-    rk = _rankings(tmp_path / "r.parquet", [(0, "q0", ["b", "a", "b"]), (1, "q1", ["c"]), (2, "q0", ["z"])])
-    st = exports.write_run(rk, "v1", tmp_path / "run.trec", log=lambda m: None)
-    assert (tmp_path / "run.trec").read_text() == "q0 Q0 b 1 50 v1\nq0 Q0 a 2 49 v1\nq1 Q0 c 1 50 v1\n"
-    assert st["repeated_sessions"] == 1 and st["repeated_question_ids"] == 1
+def _questions(path, rows):
+    """A questions table: (question_id, gold) per question, haystack 0, in q_index order."""
+    from memobench.tables import QUESTIONS
+
+    pq.write_table(pa.Table.from_pylist(
+        [dict(q_index=i, question_id=qid, question="?", question_type="t", question_date=None, haystack_id=0,
+              gold=gold, paired_question_id=None, parse_error=False, answer=None, answer_session_ids=[])
+         for i, (qid, gold) in enumerate(rows)], schema=QUESTIONS), path)
+    return path
 
 
-@pytest.mark.parametrize("qid,sid", [("q 0", "a"), ("q0", "a\tb"), ("q0", "")])
-def test_whitespace_in_an_id_is_an_error(tmp_path, qid, sid):
+def test_run_trec_writes_every_position_and_every_question(tmp_path):
+    """A session id's later positions and a question id's later questions are
+    lines of their own, under the marked ids; the first occurrence keeps its id."""
+    qs = _questions(tmp_path / "q.parquet", [("q0", ["a"]), ("q1", ["c"]), ("q0", ["z"])])
+    rk = _rankings(tmp_path / "r.parquet", [(0, "q0", ["b", "a", "b", "b"]), (1, "q1", ["c"]), (2, "q0", ["z"])])
+    counts = exports.write_run(rk, qs, "v1", tmp_path / "run.trec", log=lambda m: None)
+    assert (tmp_path / "run.trec").read_text() == (
+        "q0 Q0 b 1 50 v1\nq0 Q0 a 2 49 v1\nq0 Q0 b%#2 3 48 v1\nq0 Q0 b%#3 4 47 v1\n"
+        "q1 Q0 c 1 50 v1\nq0%#2 Q0 z 1 50 v1\n")
+    assert (counts["lines"], counts["questions"], counts["repeated_sessions"], counts["repeated_question_ids"]) == (6, 3, 2, 1)
+    exports.write_qrels(qs, tmp_path / "qrels.trec", log=lambda m: None)
+    assert (tmp_path / "qrels.trec").read_text() == "q0 0 a 1\nq1 0 c 1\nq0%#2 0 z 1\n"
+
+
+def test_run_and_qrels_number_a_question_id_over_the_whole_file(tmp_path):
+    """The first question of an id may have no list (a skip) and no gold: the
+    second is still the id's second occurrence in both files."""
+    qs = _questions(tmp_path / "q.parquet", [("q", []), ("q", ["a"])])
+    rk = _rankings(tmp_path / "r.parquet", [(1, "q", ["a"])])
+    exports.write_run(rk, qs, "v1", tmp_path / "run.trec", log=lambda m: None)
+    exports.write_qrels(qs, tmp_path / "qrels.trec", log=lambda m: None)
+    assert (tmp_path / "run.trec").read_text() == "q%#2 Q0 a 1 50 v1\n"
+    assert (tmp_path / "qrels.trec").read_text() == "q%#2 0 a 1\n"
+
+
+@pytest.mark.parametrize("qid,sid,line", [
+    ("q 0", "a", "q%200 Q0 a 1 50 v1\n"), ("q0", "a\tb", "q0 Q0 a%09b 1 50 v1\n"), ("q0", "", "q0 Q0 % 1 50 v1\n"),
+    ("q\x00", "e\x00f", "q%00 Q0 e%00f 1 50 v1\n"), ("", "50%", "% Q0 50%25 1 50 v1\n"),
+    ("q0", "filler session", "q0 Q0 filler%20session 1 50 v1\n"), ("q0", "é\u2028", "q0 Q0 é%E2%80%A8 1 50 v1\n")])
+def test_an_id_trec_cannot_hold_is_percent_encoded(tmp_path, qid, sid, line):
+    qs = _questions(tmp_path / "q.parquet", [(qid, [sid])])
     rk = _rankings(tmp_path / "r.parquet", [(0, qid, [sid])])
-    with pytest.raises(DataError, match="r.parquet: question .*holds whitespace"):
-        exports.write_run(rk, "v1", tmp_path / "run.trec", log=lambda m: None)
-    assert not (tmp_path / "run.trec").exists() and not (tmp_path / "run.trec.tmp").exists()
+    counts = exports.write_run(rk, qs, "v1", tmp_path / "run.trec", log=lambda m: None)
+    assert (tmp_path / "run.trec").read_text(encoding="utf-8") == line
+    assert (counts["encoded_question_ids"], counts["encoded_session_ids"]) == (qid != "q0", sid != "a")
+    exports.write_qrels(qs, tmp_path / "qrels.trec", log=lambda m: None)
+    qid_tok, _, sid_tok = line.split()[:3]
+    assert (tmp_path / "qrels.trec").read_text(encoding="utf-8") == f"{qid_tok} 0 {sid_tok} 1\n"
+    assert exports.decode_trec_id(qid_tok) == (qid, 1) and exports.decode_trec_id(sid_tok) == (sid, 1)
 
 
-def test_an_id_is_refused_exactly_when_a_character_of_it_is_whitespace():
-    """Every code point: refused as an id character iff str.isspace() (TREC splits on it)."""
+def _must_encode(c: str) -> bool:
+    cp = ord(c)
+    return c == "%" or c.isspace() or cp < 0x20 or 0x7F <= cp <= 0x9F or 0xD800 <= cp <= 0xDFFF
+
+
+def test_a_character_is_encoded_exactly_when_trec_cannot_hold_it():
+    """Every code point: written as is unless it is '%', whitespace to
+    str.isspace() (what str.split, and so ir_measures, splits on), a C0/C1
+    control or DEL, or a lone surrogate; written, a token is one field of one
+    line to str.split and str.splitlines."""
     bad = []
     for cp in range(0x110000):
         c = chr(cp)
-        try:
-            exports.check_id(f"a{c}b", "id", "f", None)
-            refused = False
-        except DataError:
-            refused = True
-        if refused != c.isspace():
+        tok = exports.trec_id(f"a{c}b")
+        if (tok != f"a{c}b") != _must_encode(c) or tok.split() != [tok] or tok.splitlines() != [tok]:
             bad.append(hex(cp))
     assert not bad
+
+
+ids = st.text(st.characters(min_codepoint=0, max_codepoint=0x10FFFF, exclude_categories=()), max_size=12)
+
+
+@given(ids, st.integers(1, 10_000))
+@settings(max_examples=500, deadline=None)
+def test_trec_ids_round_trip(value, n):
+    tok = exports.trec_id(value, n)
+    assert exports.decode_trec_id(tok) == (value, n)
+    assert tok and tok.split() == [tok] and tok.encode("utf-8")  # one field; valid UTF-8
+    assert not any(_must_encode(c) for c in tok.replace("%", ""))
+    assert (exports.REPEAT_MARK in tok) == (n > 1)
+
+
+@given(st.text(st.sampled_from("%#0123456789ABCDEFaef x\x00"), max_size=10))
+@settings(max_examples=500, deadline=None)
+def test_a_token_has_one_spelling(tok):
+    """decode_trec_id takes what trec_id writes and nothing else (a token is
+    the image of exactly one (id, occurrence))."""
+    try:
+        value, n = exports.decode_trec_id(tok)
+    except ValueError:
+        return
+    assert exports.trec_id(value, n) == tok
+
+
+def test_distinct_ids_and_occurrences_never_share_a_token():
+    values = ["", "%", "%#2", "a", "a%#2", "a%232", "a%", "%%", " ", "%20", "\x00", "%00"]
+    toks = [exports.trec_id(v, n) for v in values for n in (1, 2, 12)]
+    assert len(set(toks)) == len(toks)
+
+
+def test_trec_eval_reads_the_positions_the_harness_counts(tmp_path):
+    """pytrec_eval (Success@k) and ir_measures (RR@10) on the written files
+    give, question by question, the harness's hit@k and 1/gold_rank counted
+    over positions: ten repeats before the gold, a repeated gold, hostile
+    ids, two NUL question ids and a repeated question id."""
+    ir_measures = pytest.importorskip("ir_measures")
+    from ir_measures import RR, Success
+
+    rows = [("rep10", ["g"], ["r"] * 10 + ["g", "x"]),
+            ("q\x00one", ["g\tg"], ["", "g\tg", "g\tg", "filler session"]),
+            ("q\x00two", ["\x00"], ["e\x00f", "", "", "\x00"]),
+            ("", ["g"], ["a b"] * 4 + ["g"]),
+            ("rep10", ["y"], ["x"] * 3 + ["y"])]
+    qs = _questions(tmp_path / "q.parquet", [(qid, gold) for qid, gold, _ in rows])
+    rk = _rankings(tmp_path / "r.parquet", [(i, qid, lst) for i, (qid, _, lst) in enumerate(rows)])
+    exports.write_run(rk, qs, "v1", tmp_path / "run.trec", log=lambda m: None)
+    exports.write_qrels(qs, tmp_path / "qrels.trec", log=lambda m: None)
+    for f in ("run.trec", "qrels.trec"):  # raw NUL would abort pytrec_eval: none is written
+        assert not any(_must_encode(c) for c in (tmp_path / f).read_text(encoding="utf-8").replace(" ", "")
+                       .replace("\n", "").replace("%", ""))
+    qrels = list(ir_measures.read_trec_qrels(str(tmp_path / "qrels.trec")))
+    run = list(ir_measures.read_trec_run(str(tmp_path / "run.trec")))
+    got: dict = {}
+    for m in ir_measures.pytrec_eval.iter_calc([Success @ 1, Success @ 5, Success @ 10], qrels, run):
+        got.setdefault(m.query_id, {})[str(m.measure)] = m.value
+    for m in ir_measures.iter_calc([RR @ 10], qrels, run):
+        got[m.query_id][str(m.measure)] = m.value
+    assert len(got) == len(rows)
+    toks = exports.question_tokens([{"q_index": i, "question_id": r[0]} for i, r in enumerate(rows)])
+    for i, (qid, gold, lst) in enumerate(rows):
+        rank = next((r for r, sid in enumerate(lst[:10], 1) if sid in gold), 0)
+        want = {f"Success@{k}": float(0 < rank <= k) for k in (1, 5, 10)}
+        want["RR@10"] = 1 / rank if rank else 0.0
+        assert got[toks[i]] == want, (qid, lst)
+    assert got["rep10"]["Success@10"] == 0.0 and got["rep10%#2"]["RR@10"] == 0.25
 
 
 def test_qrels_leave_out_questions_without_gold(tmp_path):
@@ -124,9 +235,9 @@ def test_qrels_leave_out_questions_without_gold(tmp_path):
                  answer_session_ids=[])
             for i, (h, g) in enumerate([(0, ["a", "b"]), (1, []), (-1, ["x"]), (3, ["c"])])]
     pq.write_table(pa.Table.from_pylist(rows, schema=QUESTIONS), tmp_path / "q.parquet")
-    st = exports.write_qrels(tmp_path / "q.parquet", tmp_path / "qrels.trec", log=lambda m: None)
+    counts = exports.write_qrels(tmp_path / "q.parquet", tmp_path / "qrels.trec", log=lambda m: None)
     assert (tmp_path / "qrels.trec").read_text() == "q0 0 a 1\nq0 0 b 1\nq3 0 c 1\n"
-    assert st["no_gold"] == 2
+    assert counts["no_gold"] == 2
 
 
 def _events(path, rows):
@@ -185,3 +296,4 @@ def test_session_json_refuses_unordered_events(tmp_path):
     _events(tmp_path / "events.parquet", [(2, 0, "user", "a", False), (1, 0, "user", "b", False)])
     with pytest.raises(DataError, match="session-key order"):
         exports.write_session_json(tmp_path / "events.parquet", tmp_path / "s.bin", log=lambda m: None)
+

@@ -69,16 +69,18 @@ def test_rankings_contract(locomo_run):
 
 
 def test_deep_lists_extend_the_rankings(locomo_run):
-    """deep.parquet: the rankings' columns plus score, ranks 1-10 equal to
-    rankings.parquet, lists to depth 50 (PROTOCOL.md section 5)."""
+    """deep.parquet: the rankings' columns plus score and position (null: a
+    harness list names ids), ranks 1-10 equal to rankings.parquet, lists to
+    depth 50 (PROTOCOL.md section 5)."""
     work, _, _ = locomo_run
     for variant in ("v0.8.0", "v0.8.0-index", "v0.5.0", "v0.4.0"):
         d = work / "results" / "locomo10" / variant
         top = pq.read_table(d / "rankings.parquet")
         deep = pq.read_table(d / "deep.parquet")
-        assert deep.column_names == top.column_names + ["score"]
+        assert deep.column_names == top.column_names + ["score", "position"]
+        assert deep.column("position").null_count == deep.num_rows
         assert deep.equals(pq.read_table(d / "segments" / "seg1.deep.parquet"))
-        cut = deep.filter(pc.less_equal(deep.column("rank"), 10)).drop_columns(["score"])
+        cut = deep.filter(pc.less_equal(deep.column("rank"), 10)).drop_columns(["score", "position"])
         assert cut.equals(top), variant
         assert 10 < max(deep.column("rank").to_pylist()) <= 32  # a conversation has at most 32 sessions
 

@@ -8,8 +8,15 @@ class DataError(Exception):
         self.path = str(path)
         self.item = item
         self.what = what
-        where = f"{self.path}: {item}: " if item is not None else f"{self.path}: "
+        where = f"{self.path}: {one_line(item)}: " if item is not None else f"{self.path}: "
         super().__init__(where + what)
+
+
+def one_line(item) -> str:
+    """An item as the message names it: itself, or its repr where it holds a
+    character that would break the line or hide (a newline, NUL, a control)."""
+    text = str(item)
+    return text if text.isprintable() else repr(text)
 
 
 class ConfigError(Exception):

@@ -1,19 +1,27 @@
 """Exports for the field's own tools (PROTOCOL.md section 5).
 
-* ``run.trec``: TREC run lines ``qid Q0 docid rank score tag`` (depth as the
-  ranking given, at most :data:`DEPTH`), score strictly decreasing with rank;
-* ``qrels.trec``: ``qid 0 docid 1`` for the gold the harness scores against
+* ``run.trec``: TREC run lines ``qid Q0 docno rank score tag``, one per
+  position of the ranking given (at most :data:`DEPTH`), score ``51 - rank``;
+* ``qrels.trec``: ``qid 0 docno 1`` for the gold the harness scores against
   (LongMemEval ``answer_session_ids`` found in the haystack, LoCoMo evidence
   sessions), questions with no gold (the harness skips them) left out;
 * ``retrievallog.jsonl``: LongMemEval's retrieval-log format, one line per
   question, ``metrics.session`` holding that question's official metrics.
 
-A question id or session id holding whitespace cannot be written as TREC and
-is an error. TREC has one list per qid: when a question id repeats in the
-file, the first question with it is written and the others are left out (and
-counted in the log); a session id ranked twice in one list (a ranker of the
-whole corpus ranking both copies of a duplicated session) is written at its
-first rank only, later ranks keeping their numbers.
+The run and the qrels are scored by trec_eval (pytrec_eval, ir_measures) to
+the harness's numbers: Success@k is hit@k and RR@10 the reciprocal of the
+gold rank, question by question. Two rules make that hold for any input
+(docs/tables.md, "TREC ids"):
+
+* every position is a line. The first time an id occurs in its scope (a
+  session id in its question's list, a question id in the file) it is written
+  as itself; its n-th occurrence (n >= 2) as ``{id}%#{n}``, a docno no qrels
+  line names, so a repeated session at rank 3 stays a non-relevant document at
+  rank 3, as the harness counts it, and a repeated question id is a query of
+  its own, as the harness evaluates it;
+* an id TREC cannot hold (whitespace, control characters such as NUL, a lone
+  surrogate, or empty) is percent-encoded: :func:`trec_id` and its inverse
+  :func:`decode_trec_id`.
 """
 
 from __future__ import annotations
@@ -45,68 +53,110 @@ def _json_bytes(value) -> bytes:
     return json.dumps(value, ensure_ascii=False).encode("utf-8")
 
 
-# str.isspace's characters: re's \s on str is the same Unicode test
-_SPACE = re.compile(r"\s")
+# ---------------------------------------------------------------- TREC ids
+
+# What a TREC id cannot hold as is: "%" (the escape itself), every character
+# str.isspace() accepts (Python's str.split, which ir_measures reads the
+# files with, splits on them; trec_eval on the ASCII ones; re's \s on str is
+# the same test), the C0 and C1 control characters and DEL (NUL ends a C
+# string inside pytrec_eval), and the lone surrogates (no UTF-8 form).
+_UNSAFE = re.compile(r"[%\s\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+# the encoded forms: "%" + two upper-case hex digits per UTF-8 byte
+# (surrogatepass for a lone surrogate); the empty id is "%" alone; an
+# occurrence after the first adds "%#" and its number. An encoded id never
+# holds "%" without two hex digits after it, so all three read back unambiguously.
+EMPTY_ID = "%"
+REPEAT_MARK = "%#"
+_TOKEN = re.compile(r"(?P<id>%|(?:[^%]|%[0-9A-F]{2})+)(?:%#(?P<n>[2-9]|[1-9][0-9]+))?")
+_ESCAPED = re.compile(r"(?:%[0-9A-F]{2})+")
 
 
-def check_id(value: str, kind: str, path, item) -> str:
-    if not value or _SPACE.search(value):
-        raise DataError(path, item, f"{kind} {value!r} is empty or holds whitespace: it cannot be written as TREC")
-    return value
+def _escape(m: re.Match) -> str:
+    return "".join(f"%{b:02X}" for b in m.group().encode("utf-8", "surrogatepass"))
 
 
-def write_run(rankings_path, tag: str, out, log=print) -> dict:
-    """``run.trec`` from a rankings table of any depth (first :data:`DEPTH` ranks)."""
-    check_id(tag, "run tag (variant name)", rankings_path, None)
-    t = read_table(rankings_path, columns=["question_id", "rank", "session_id", "q_index"])
+def trec_id(value: str, occurrence: int = 1) -> str:
+    """``value`` as a TREC qid or docno: itself when TREC can hold it, else
+    percent-encoded (module docstring); ``occurrence`` n >= 2 appends ``%#n``."""
+    token = _UNSAFE.sub(_escape, value) if value else EMPTY_ID
+    return token if occurrence == 1 else f"{token}{REPEAT_MARK}{occurrence}"
+
+
+def decode_trec_id(token: str) -> tuple[str, int]:
+    """(id, occurrence) of a token :func:`trec_id` writes; ValueError for any
+    other string (a token has exactly one spelling)."""
+    m = _TOKEN.fullmatch(token)
+    if m is None:
+        raise ValueError(f"{token!r} is not a memobench TREC id")
+    body = m.group("id")
+    value = "" if body == EMPTY_ID else _ESCAPED.sub(
+        lambda e: bytes.fromhex(e.group().replace("%", "")).decode("utf-8", "surrogatepass"), body)
+    n = int(m.group("n") or 1)
+    if trec_id(value, n) != token:
+        raise ValueError(f"{token!r} is not a memobench TREC id (not its canonical spelling)")
+    return value, n
+
+
+def question_tokens(questions: list[dict]) -> dict[int, str]:
+    """{q_index: qid token} over the file's questions (q_index order): a
+    question id's n-th question is its n-th occurrence (run and qrels agree,
+    whichever questions each writes)."""
+    seen: dict[str, int] = {}
+    out = {}
+    for q in sorted(questions, key=lambda q: q["q_index"]):
+        n = seen[q["question_id"]] = seen.get(q["question_id"], 0) + 1
+        out[q["q_index"]] = trec_id(q["question_id"], n)
+    return out
+
+
+def write_run(rankings_path, questions_path, tag: str, out, log=print) -> dict:
+    """``run.trec`` from a rankings table of any depth (first :data:`DEPTH`
+    ranks): one line per position, ids as :func:`trec_id` writes them."""
+    tag = trec_id(tag)
+    qtok = question_tokens(read_table(questions_path, columns=["q_index", "question_id"]).to_pylist())
+    t = read_table(rankings_path, columns=["rank", "session_id", "q_index"])
     t = t.sort_by([("q_index", "ascending"), ("rank", "ascending")]).to_pydict()
-    seen_q: dict[str, int] = {}
-    dropped_q: set[int] = set()
-    listed: set[tuple[int, str]] = set()
-    stats = {"questions": 0, "lines": 0, "repeated_question_ids": 0, "repeated_sessions": 0}
+    stats = {"questions": 0, "lines": 0, "repeated_question_ids": 0, "repeated_sessions": 0,
+             "encoded_question_ids": 0, "encoded_session_ids": 0}
     with atomic_path(out) as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as f:
-        for qid, rank, sid, qi in zip(t["question_id"], t["rank"], t["session_id"], t["q_index"]):
+        current, occurrences = None, {}
+        for rank, sid, qi in zip(t["rank"], t["session_id"], t["q_index"]):
             if rank > DEPTH:
                 continue
-            item = f"question {qid}"
-            check_id(qid, "question id", rankings_path, item)
-            check_id(sid, "session id", rankings_path, item)
-            first = seen_q.setdefault(qid, qi)
-            if first != qi:
-                if qi not in dropped_q:
-                    dropped_q.add(qi)
-                    stats["repeated_question_ids"] += 1
-                continue
-            if (qi, sid) in listed:
-                stats["repeated_sessions"] += 1
-                continue
-            listed.add((qi, sid))
-            f.write(f"{qid} Q0 {sid} {rank} {DEPTH + 1 - rank} {tag}\n")
+            if qi != current:
+                if qi not in qtok:
+                    raise DataError(rankings_path, f"q_index {qi}", f"is not a question of {questions_path}")
+                current, occurrences, qid = qi, {}, qtok[qi]
+                stats["questions"] += 1
+                stats["repeated_question_ids"] += REPEAT_MARK in qid
+                stats["encoded_question_ids"] += "%" in qid.split(REPEAT_MARK)[0]
+            n = occurrences[sid] = occurrences.get(sid, 0) + 1
+            docno = trec_id(sid, n)
+            stats["repeated_sessions"] += n > 1
+            stats["encoded_session_ids"] += "%" in docno.split(REPEAT_MARK)[0]
+            f.write(f"{qid} Q0 {docno} {rank} {DEPTH + 1 - rank} {tag}\n")
             stats["lines"] += 1
-        stats["questions"] = len(seen_q)
     log(f"run.trec {tag}: {stats}")
     return stats
 
 
 def write_qrels(questions_path, out, log=print) -> dict:
-    """``qrels.trec``: the harness's gold per question (``questions.gold``)."""
+    """``qrels.trec``: the harness's gold per question (``questions.gold``),
+    ids as :func:`trec_id` writes them (a gold id's first occurrence)."""
     rows = read_table(questions_path, columns=["q_index", "question_id", "gold", "haystack_id", "parse_error"])
     rows = rows.sort_by("q_index").to_pylist()
-    seen: set[str] = set()
+    qtok = question_tokens(rows)
     stats = {"questions": 0, "lines": 0, "no_gold": 0, "repeated_question_ids": 0}
     with atomic_path(out) as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as f:
         for q in rows:
             if q["parse_error"] or q["haystack_id"] < 0 or not q["gold"]:
                 stats["no_gold"] += 1
                 continue
-            qid = check_id(q["question_id"], "question id", questions_path, f"question {q['question_id']}")
-            if qid in seen:
-                stats["repeated_question_ids"] += 1
-                continue
-            seen.add(qid)
+            qid = qtok[q["q_index"]]
             stats["questions"] += 1
-            for sid in q["gold"]:
-                f.write(f"{qid} 0 {check_id(sid, 'session id', questions_path, f'question {qid}')} 1\n")
+            stats["repeated_question_ids"] += REPEAT_MARK in qid
+            for sid in dict.fromkeys(q["gold"]):
+                f.write(f"{qid} 0 {trec_id(sid)} 1\n")
                 stats["lines"] += 1
     log(f"qrels.trec: {stats}")
     return stats

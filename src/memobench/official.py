@@ -23,6 +23,7 @@ import math
 from collections import defaultdict
 
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from .errors import DataError
 from .tables import read_table
@@ -62,10 +63,11 @@ def dcg(rels: list[float]) -> float:
 
 
 def ranked_positions(ranked: list[str], haystack: list[str], path="rankings", item=None) -> list[int]:
-    """Corpus positions of a ranked list of session ids. The n-th time an id is
-    ranked it stands for the n-th haystack position holding that id (a harness
-    list names each id once: its first position; a ranker of the whole corpus
-    may rank a duplicated session once per copy)."""
+    """Corpus positions of a ranked list of session ids (a harness list names
+    ids, not positions). The n-th time an id is ranked it stands for the n-th
+    haystack position holding that id: a list that ranks a repeated id k times
+    is scored as k documents at their ranks, as the harness counts them. A
+    ranker of documents gives its own positions instead (:func:`given_positions`)."""
     slots: dict[str, list[int]] = defaultdict(list)
     for p, sid in enumerate(haystack):
         slots[sid].append(p)
@@ -123,15 +125,34 @@ def average(rows: list[dict], names: list[str]) -> dict[str, float | None]:
 # ---------------------------------------------------------------- the tables
 
 
-def read_rankings(path) -> tuple[dict[int, list[str]], int]:
-    """{q_index: session ids in rank order} and the deepest rank present."""
-    t = read_table(path, columns=["q_index", "rank", "session_id"]).sort_by(
+def read_rankings(path) -> tuple[dict[int, list[str]], int, dict[int, list[int]]]:
+    """{q_index: session ids in rank order}, the deepest rank present, and
+    {q_index: haystack positions in rank order} for the questions whose every
+    row has one (a deep list of a ranker of documents: ``retrieval.DEEP``)."""
+    cols = ["q_index", "rank", "session_id"]
+    has_positions = "position" in pq.read_schema(path).names
+    t = read_table(path, columns=cols + ["position"] * has_positions).sort_by(
         [("q_index", "ascending"), ("rank", "ascending")])
     out: dict[int, list[str]] = defaultdict(list)
     for qi, sid in zip(t.column("q_index").to_pylist(), t.column("session_id").to_pylist()):
         out[qi].append(sid)
+    known: dict[int, list] = defaultdict(list)
+    if has_positions:
+        for qi, p in zip(t.column("q_index").to_pylist(), t.column("position").to_pylist()):
+            known[qi].append(p)
     depth = pc.max(t.column("rank")).as_py() if t.num_rows else 0
-    return dict(out), depth or 0
+    return dict(out), depth or 0, {qi: ps for qi, ps in known.items() if None not in ps}
+
+
+def given_positions(ranked: list[str], positions: list[int], haystack: list[str], path="rankings",
+                    item=None) -> list[int]:
+    """A ranker's own positions, checked against its session ids and the haystack."""
+    for r, (sid, p) in enumerate(zip(ranked, positions), 1):
+        if not 0 <= p < len(haystack) or haystack[p] != sid:
+            raise DataError(path, item, f"rank {r}: position {p} does not hold session {sid!r} in its haystack")
+    if len(set(positions)) != len(positions):
+        raise DataError(path, item, "a haystack position is ranked twice")
+    return list(positions)
 
 
 def read_haystacks(path, hids=None) -> dict[int, dict[str, list]]:
@@ -162,8 +183,11 @@ def read_questions(path) -> list[dict]:
 # ---------------------------------------------------------------- per dataset
 
 
-def lme_per_question(questions, haystacks, targets: set[int], rankings: dict[int, list[str]], path="rankings"):
-    """One row per question with a haystack: its exclusion (or None) and metrics."""
+def lme_per_question(questions, haystacks, targets: set[int], rankings: dict[int, list[str]], path="rankings",
+                     known: dict[int, list[int]] | None = None):
+    """One row per question with a haystack: its exclusion (or None) and
+    metrics. ``known``: the ranker's own haystack positions (read_rankings);
+    other lists are placed by :func:`ranked_positions`."""
     rows = []
     for q in questions:
         if q["parse_error"] or q["haystack_id"] < 0:
@@ -171,7 +195,9 @@ def lme_per_question(questions, haystacks, targets: set[int], rankings: dict[int
         hay = haystacks.get(q["haystack_id"], {"ids": [], "keys": [], "dates": []})
         scoring = [scoring_id(s, k in targets) for s, k in zip(hay["ids"], hay["keys"])]
         ranked = rankings.get(q["q_index"], [])
-        positions = ranked_positions(ranked, hay["ids"], path, f"question {q['question_id']}")
+        item = f"question {q['question_id']}"
+        positions = (given_positions(ranked, known[q["q_index"]], hay["ids"], path, item)
+                     if known and q["q_index"] in known else ranked_positions(ranked, hay["ids"], path, item))
         if is_abstention(q["question_id"]):
             excluded = "abstention"
         elif not any(k in targets for k in hay["keys"]):
@@ -232,13 +258,14 @@ def compute(fmt: str, questions_path, haystacks_path, events_path, rankings_path
     format with no official scorer (the embedded zh set). ``haystacks_out``
     receives the haystacks read (read_haystacks), for a caller that needs them too."""
     questions = read_questions(questions_path)
-    rankings, depth = read_rankings(rankings_path)
+    rankings, depth, known = read_rankings(rankings_path)
     if fmt in LME_FORMATS:
         hids = {q["haystack_id"] for q in questions if q["haystack_id"] >= 0}
         haystacks = read_haystacks(haystacks_path, hids)
         if haystacks_out is not None:
             haystacks_out.update(haystacks)
-        rows = lme_per_question(questions, haystacks, user_target_sessions(events_path), rankings, rankings_path)
+        rows = lme_per_question(questions, haystacks, user_target_sessions(events_path), rankings, rankings_path,
+                                known)
         block = lme_block(rows, questions, depth)
     elif fmt == "locomo":
         rows = locomo_per_question(questions, rankings)

@@ -33,9 +33,13 @@ RANKINGS = pa.schema(
 # The deep list (to depth 50, engine.deep_list): the rankings' columns plus a
 # score strictly decreasing with rank. Most harness lists have no score of their
 # own (P entries have none, T's ties are broken by time), so it is 51 - rank.
+# ``position``: the ranked document's haystack position where the ranker ranks
+# documents (the reference retrievers: each copy of a repeated session id is
+# one); null where a list names session ids (the harnesses), whose n-th
+# occurrence of an id then stands for its n-th position (official.ranked_positions).
 DEEP = pa.schema(
     [("question_id", pa.string()), ("rank", pa.int8()), ("session_id", pa.string()), ("q_index", pa.int32()),
-     ("score", pa.float64())]
+     ("score", pa.float64()), ("position", pa.int32())]
 )
 OUTCOMES = pa.schema(
     [
@@ -217,10 +221,10 @@ class SegmentRows:
         self.deep = {n: [] for n in DEEP.names}
 
     def add(self, q: dict, hay, skip: str | None = None, miss: str | None = None, final=(), deep=(),
-            scores=None) -> None:
+            scores=None, positions=None) -> None:
         """A question: skipped (``skip``), evaluated without a list (``miss``),
         or ranked (``final``: the top 10; ``deep``: to depth 50 with ``scores``,
-        51 - rank when None)."""
+        51 - rank when None, and the haystack ``positions`` when the ranker has them)."""
         gold_rank = 0
         if skip is None and miss is None:
             n_deep = len(deep)
@@ -230,6 +234,7 @@ class SegmentRows:
             self.deep["q_index"].extend([q["q_index"]] * n_deep)
             self.deep["score"].extend(scores if scores is not None else
                                       [float(51 - r) for r in range(1, n_deep + 1)])
+            self.deep["position"].extend(positions if positions is not None else [None] * n_deep)
             gold = set(q["gold"])
             for r, sid in enumerate(final, 1):
                 self.rank["question_id"].append(q["question_id"])

@@ -341,7 +341,7 @@ def merge(job: Job) -> None:
     haystacks: dict = {}
     block, rows = off.compute(job.params.fmt, i.questions, i.haystacks, i.events, o.deep, log=job.log,
                               haystacks_out=haystacks)
-    run = exports.write_run(o.deep, w.variant, o.run, log=job.log)
+    run = exports.write_run(o.deep, i.questions, w.variant, o.run, log=job.log)
     write_json(o.official, {"dataset": w.dataset, "variant": w.variant, "format": job.params.fmt,
                             "rankings": Path(o.deep).name, "official": block, "run_trec": run})
     if "retrievallog" in o:

@@ -9,9 +9,13 @@ Memo variants' (``retrieval.RANKINGS``, ``OUTCOMES``, ``DEEP``).
   (``empty_seq``: a question with no token of the Memo tokenizer, counted as a
   miss with no list) stay in the denominators, but a reference retriever ranks
   them: that limit is the Memo pipeline's, not the question's.
-* Lists: the whole haystack ranked (every copy of a duplicated session is a
-  document, as in LongMemEval's own retrieval), cut to depth 50; the top 10 is
-  ``rankings``. The deep list's score is the retriever's own where it is
+* Lists: the whole haystack ranked (every copy of a repeated session id is a
+  document, as in LongMemEval's own retrieval and its official scorer), cut to
+  depth 50; the top 10 is ``rankings``. A list is of positions: hit@k and the
+  reciprocal rank count a copy ranked before the gold as a miss at its rank,
+  as the official recall does, and the deep list keeps each document's
+  haystack position (so the official metrics and the retrieval log read the
+  copy that was ranked). The deep list's score is the retriever's own where it is
   strictly decreasing with rank over that question's list, else ``51 - rank``
   (a tie anywhere in the 50), so a TREC tool reads the same order.
 """
@@ -92,8 +96,10 @@ def rank_segment(variants, questions, haystacks, events_path, embeddings_path=No
                 vectors = store.vectors(hay.keys) if v.recipe.backend == "minilm" else None
                 ranking = rank(v.recipe.backend, q["question"], texts, vectors=vectors,
                                encoder=encoder).top(DEPTH)
-            ids = [hay.ids[p] for p in ranking.positions.tolist()]
-            rows[v.name].add(q, hay, final=ids[:TOP], deep=ids, scores=run_scores(ranking.scores))
+            positions = ranking.positions.tolist()
+            ids = [hay.ids[p] for p in positions]
+            rows[v.name].add(q, hay, final=ids[:TOP], deep=ids, scores=run_scores(ranking.scores),
+                             positions=positions)
         progress(n + 1)
     progress(len(questions), f" done in {time.monotonic() - started:.1f} s", force=True)
     return {name: r.tables() for name, r in rows.items()}
