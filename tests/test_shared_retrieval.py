@@ -165,20 +165,17 @@ def test_workflow_shares_and_reruns_only_the_changed_variant(tmp_path, locomo_pa
     assert {n for n in names if stored_key(cache, n) != keys[n]} == {"mine"}
 
 
-def _reversed_lists(path):
-    """The same table, valid, with each question's list in reverse order."""
+def reverse_lists(path) -> None:
+    """Rewrite a rankings table as a valid one with each question's list reversed."""
     import pyarrow as pa
 
     t = pq.read_table(path)
     rows = t.to_pylist()
-    by_q = {}
+    lists: dict = {}
     for r in rows:
-        by_q.setdefault(r["q_index"], []).append(r["session_id"])
-    seen = {}
+        lists.setdefault(r["q_index"], []).append(r["session_id"])
     for r in rows:
-        i = seen.get(r["q_index"], 0)
-        seen[r["q_index"]] = i + 1
-        r["session_id"] = by_q[r["q_index"]][-1 - i]
+        r["session_id"] = lists[r["q_index"]][-r["rank"]]
     out = pa.Table.from_pylist(rows, schema=t.schema)
     assert not out.equals(t)
     pq.write_table(out, path)
@@ -189,7 +186,7 @@ def _damage(entry: dict, seal, how: str) -> None:
         data = entry["rankings"].read_bytes()
         entry["rankings"].write_bytes(data[: len(data) // 2])
     elif how == "reversed":
-        _reversed_lists(entry["rankings"])
+        reverse_lists(entry["rankings"])
     elif how == "unsealed":
         seal.unlink()
     elif how == "table missing":
@@ -237,7 +234,7 @@ def test_an_unsealed_entry_is_ranked_again_by_the_next_pass(tables, tmp_path):
     cache = tmp_path / "ds" / "cache" / "seg1"
     [key] = {p.name.split(".")[0] for p in cache.glob("*.parquet")}
     _seal_path(cache, key).unlink()
-    _reversed_lists(_entry(cache, key)["rankings"])
+    reverse_lists(_entry(cache, key)["rankings"])
     write_plan(tmp_path, [("ds", "v0.8.0", 1), ("ds", "v0.5.0", 1)], complete=True)
     assert _run(tables, tmp_path, "v0.8.0", cfg)["computed"] == ["v0.8.0", "v0.5.0"]
     assert _seal_path(cache, key).exists()
