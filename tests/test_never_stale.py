@@ -2,10 +2,11 @@
 
 * A run killed (SIGKILL, its whole process group) after the first retrieve job
   of a segment has left its sibling's tables in the cache, and before the
-  sibling's job copies them; the entry is then damaged (truncated, rewritten as
-  a valid table with every list reversed, or left without its sha256 seal).
-  The documented recovery (`--unlock`, then `--rerun-incomplete`) ends
-  byte-identical to an uninterrupted run: the entry is never copied.
+  siblings' jobs copy them; the two entries are then damaged (one truncated,
+  one rewritten as a valid table with every list reversed). The documented
+  recovery (`--unlock`, then `--rerun-incomplete`) ends byte-identical to an
+  uninterrupted run: neither entry is copied. (An entry without its seal, and
+  the other damages, are tested on the function in test_shared_retrieval.py.)
 * Every result users rely on, deleted, is made again by the default command,
   byte-identical; so is a variant's whole folder, and the report is remade.
 """

@@ -194,7 +194,7 @@ def _verified(cache: Path, key: str) -> tuple[dict[str, bytes] | None, str]:
         seal = json.loads(_seal_path(cache, key).read_text())
         want = seal["sha256"] if seal.get("key") == key else None
     except FileNotFoundError:
-        return None, "it has no sha256 seal (its writer was stopped before sealing it)"
+        return None, "it has no sha256 seal (a job stopped before sealing it, or it was removed)"
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None, "its sha256 seal is unreadable"
     if not isinstance(want, dict):
