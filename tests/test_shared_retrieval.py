@@ -77,10 +77,11 @@ def test_first_job_ranks_siblings_and_their_jobs_copy_them(tables, tmp_path):
     names = ["v0.8.0", "v0.5.0", "exp-V1", "exp3-T2m"]
     cfg = _config(names)
     first = _run(tables, tmp_path, "v0.8.0", cfg)
-    assert first == {"reused": False, "computed": names}
+    assert first == {"reused": False, "computed": names, "rejected": None}
     for name in names[1:]:
-        assert _run(tables, tmp_path, name, cfg) == {"reused": True, "computed": []}
+        assert _run(tables, tmp_path, name, cfg) == {"reused": True, "computed": [], "rejected": None}
     assert not list((tmp_path / "ds" / "cache" / "seg1").glob("*.parquet"))  # used entries are removed
+    assert not list((tmp_path / "ds" / "cache" / "seg1").glob("*.sha256.json"))  # with their seals
     for name in names:
         alone = _alone(tables, tmp_path, name)
         for k in KINDS:
@@ -116,7 +117,8 @@ def test_an_entry_is_used_only_under_its_key(tables, tmp_path):
     write_plan(tmp_path, [("ds", "v0.8.0", 1), ("ds", "v0.5.0", 1)], complete=True)
     # another code fingerprint: the entry does not match, the job ranks its own lists (and
     # v0.8.0's, whose outputs carry the old fingerprint's key)
-    assert _run(tables, tmp_path, "v0.5.0", cfg, code="c2") == {"reused": False, "computed": ["v0.5.0", "v0.8.0"]}
+    assert _run(tables, tmp_path, "v0.5.0", cfg, code="c2") == {"reused": False, "computed": ["v0.5.0", "v0.8.0"],
+                                                                  "rejected": None}
     # a replaced input (new stamp): no match either, and the stale entry is collected
     tok = tables / "tokens_ascii.parquet"
     st = os.stat(tok)
@@ -161,3 +163,82 @@ def test_workflow_shares_and_reruns_only_the_changed_variant(tmp_path, locomo_pa
     assert read_plan(tmp_path / "results") == ({("locomo10", "mine", 1)}, True)
     assert stored_key(cache, "mine") != keys["mine"]
     assert {n for n in names if stored_key(cache, n) != keys[n]} == {"mine"}
+
+
+def reverse_lists(path) -> None:
+    """Rewrite a rankings table as a valid one with each question's list reversed."""
+    import pyarrow as pa
+
+    t = pq.read_table(path)
+    rows = t.to_pylist()
+    lists: dict = {}
+    for r in rows:
+        lists.setdefault(r["q_index"], []).append(r["session_id"])
+    for r in rows:
+        r["session_id"] = lists[r["q_index"]][-r["rank"]]
+    out = pa.Table.from_pylist(rows, schema=t.schema)
+    assert not out.equals(t)
+    pq.write_table(out, path)
+
+
+def _damage(entry: dict, seal, how: str) -> None:
+    if how == "truncated":
+        data = entry["rankings"].read_bytes()
+        entry["rankings"].write_bytes(data[: len(data) // 2])
+    elif how == "reversed":
+        reverse_lists(entry["rankings"])
+    elif how == "unsealed":
+        seal.unlink()
+    elif how == "table missing":
+        entry["deep"].unlink()
+    elif how == "seal garbage":
+        seal.write_text("{not json")
+    elif how == "seal of another key":
+        seal.write_text(seal.read_text().replace('"key": "', '"key": "x'))
+
+
+@pytest.mark.parametrize("how", ["truncated", "reversed", "unsealed", "table missing", "seal garbage",
+                                 "seal of another key"])
+def test_a_damaged_entry_is_never_copied(tables, tmp_path, how, capsys):
+    """A sibling's entry whose bytes are not what was sealed, or that has no
+    seal, is removed and the job ranks its own lists (which equal the true ones)."""
+    from memobench.shared_retrieval import _entry, _seal_path
+
+    cfg = _config(["v0.8.0", "v0.5.0"])
+    assert _run(tables, tmp_path, "v0.8.0", cfg)["computed"] == ["v0.8.0", "v0.5.0"]
+    cache = tmp_path / "ds" / "cache" / "seg1"
+    [key] = {p.name.split(".")[0] for p in cache.glob("*.parquet")}
+    _damage(_entry(cache, key), _seal_path(cache, key), how)
+    lines = []
+    v = variants.resolve("v0.5.0", "s")
+    got = write_segment_shared(v, cfg, "ds", 1, 2, _inputs(tables), _outputs(tmp_path, "v0.5.0"), "c1",
+                               log=lines.append)
+    assert got["reused"] is False and got["computed"] == ["v0.5.0"] and got["rejected"]
+    assert any(f"cached entry {key}" in line and "ranking this variant's segment itself" in line for line in lines)
+    assert f"memobench: v0.5.0 segment 1/2: the cached entry {key}" in capsys.readouterr().err
+    assert not list(cache.glob(f"{key}.*"))
+    alone = _alone(tables, tmp_path, "v0.5.0")
+    for k in KINDS:
+        assert pq.read_table(_outputs(tmp_path, "v0.5.0")[k]).equals(alone[k]), k
+    # and the job after it finds nothing to copy: the lists it wrote stay
+    assert _run(tables, tmp_path, "v0.5.0", cfg)["reused"] is False
+
+
+def test_an_unsealed_entry_is_ranked_again_by_the_next_pass(tables, tmp_path):
+    """Tables left without their seal (a kill between the two) are not taken
+    as waiting for their job: the next sibling pass ranks and seals them."""
+    from memobench.shared_retrieval import _entry, _seal_path
+
+    cfg = _config(["v0.8.0", "v0.5.0"])
+    _run(tables, tmp_path, "v0.8.0", cfg)
+    cache = tmp_path / "ds" / "cache" / "seg1"
+    [key] = {p.name.split(".")[0] for p in cache.glob("*.parquet")}
+    _seal_path(cache, key).unlink()
+    reverse_lists(_entry(cache, key)["rankings"])
+    write_plan(tmp_path, [("ds", "v0.8.0", 1), ("ds", "v0.5.0", 1)], complete=True)
+    assert _run(tables, tmp_path, "v0.8.0", cfg)["computed"] == ["v0.8.0", "v0.5.0"]
+    assert _seal_path(cache, key).exists()
+    assert _run(tables, tmp_path, "v0.5.0", cfg)["reused"] is True
+    alone = _alone(tables, tmp_path, "v0.5.0")
+    for k in KINDS:
+        assert pq.read_table(_outputs(tmp_path, "v0.5.0")[k]).equals(alone[k]), k

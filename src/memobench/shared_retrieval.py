@@ -18,6 +18,14 @@ also written into the outcomes table, and a sibling whose existing outputs
 carry its current key is not recomputed. Entries are removed when used; the
 folder can be deleted at any time (the jobs then compute their own lists).
 
+An entry is also sealed: once its tables are written, the sha256 of each is
+recorded with its key (``{key}.sha256.json``, written atomically). A job
+copies an entry only when every table's bytes hash to what the seal records,
+and copies exactly the bytes it hashed. An entry that is damaged (truncated,
+rewritten, even as a valid table), incomplete or unsealed (a kill between the
+tables and the seal) is never copied: the job logs why, removes it and ranks
+its own lists, as with no entry at all.
+
 Siblings are the dataset's configured variants whose inputs are a subset of
 this job's (same tokenizer; FTS variants only in a job that has the index),
 and whose own jobs are going to run: the workflow writes the retrieve jobs of
@@ -35,7 +43,7 @@ import fcntl
 import hashlib
 import json
 import os
-import shutil
+import sys
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -147,20 +155,80 @@ def _entry(cache: Path, key: str) -> dict[str, Path]:
     return {kind: cache / f"{key}.{kind}.parquet" for kind in KINDS}
 
 
-def _copy(src: Path, dest) -> None:
+def _seal_path(cache: Path, key: str) -> Path:
+    return cache / f"{key}.sha256.json"
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _drop(cache: Path, key: str) -> None:
+    """Remove an entry: its seal first, so what is left is never sealed."""
+    _seal_path(cache, key).unlink(missing_ok=True)
+    for p in _entry(cache, key).values():
+        p.unlink(missing_ok=True)
+
+
+def _seal(cache: Path, key: str) -> None:
+    """Record the sha256 of the entry's tables as written, with its key."""
+    from .atomic import write_json
+
+    write_json(_seal_path(cache, key),
+               {"key": key, "sha256": {kind: _sha256(p.read_bytes()) for kind, p in _entry(cache, key).items()}})
+
+
+def _sealed(cache: Path, key: str) -> bool:
+    return _seal_path(cache, key).exists() and all(p.exists() for p in _entry(cache, key).values())
+
+
+def _present(cache: Path, key: str) -> bool:
+    """Any part of an entry (a table or its seal) is there."""
+    return _seal_path(cache, key).exists() or any(p.exists() for p in _entry(cache, key).values())
+
+
+def _verified(cache: Path, key: str) -> tuple[dict[str, bytes] | None, str]:
+    """The entry's tables (their bytes) when each hashes to its seal, else
+    (None, what is wrong)."""
+    try:
+        seal = json.loads(_seal_path(cache, key).read_text())
+        want = seal["sha256"] if seal.get("key") == key else None
+    except FileNotFoundError:
+        return None, "it has no sha256 seal (a job stopped before sealing it, or it was removed)"
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None, "its sha256 seal is unreadable"
+    if not isinstance(want, dict):
+        return None, "its sha256 seal is for another key"
+    data = {}
+    for kind, p in _entry(cache, key).items():
+        try:
+            data[kind] = p.read_bytes()
+        except OSError:
+            return None, f"its {kind} table is missing"
+        if _sha256(data[kind]) != want.get(kind):
+            return None, f"its {kind} table does not match its sha256 ({len(data[kind])} bytes)"
+    return data, ""
+
+
+def _write_bytes(data: bytes, dest) -> None:
     with atomic_path(dest) as tmp:
-        shutil.copyfile(src, tmp)
+        tmp.write_bytes(data)
 
 
 def write_segment_shared(variant: Variant, config: dict, dataset: str, segment: int, n_segments: int,
-                         inputs: dict, outputs: dict, code: str, log=print, metadata=None) -> dict:
+                         inputs: dict, outputs: dict, code: str, log=print, metadata=None, warn=None) -> dict:
     """Produce this variant's segment tables (``outputs``: rankings, outcomes,
     deep), from the cache when a sibling's job left them there, else by ranking
     this variant and its siblings whose outputs are missing or stale.
     ``metadata`` (a dict, or a function returning one, called only when lists
-    are ranked) goes into each outcomes table. Returns what happened (for the
-    log and the tests)."""
+    are ranked) goes into each outcomes table. ``warn`` (default: ``log``, and
+    a ``memobench:`` line on stderr) says why a cached entry was not used.
+    Returns what happened (for the log and the tests)."""
     inputs = {n: p for n, p in inputs.items() if p is not None}
+    if warn is None:
+        def warn(msg):
+            log(msg)
+            print(f"memobench: {msg}", file=sys.stderr)
     cache = Path(outputs["rankings"]).parents[2] / "cache" / f"seg{segment}"
 
     def key_of(v: Variant) -> str:
@@ -175,16 +243,21 @@ def write_segment_shared(variant: Variant, config: dict, dataset: str, segment: 
     key = key_of(variant)
     planned, complete = read_plan(Path(outputs["rankings"]).parents[3])
     with _locked(cache.parent / f"seg{segment}.lock"):
-        entry = _entry(cache, key)
-        if all(p.exists() for p in entry.values()):
-            for kind in KINDS:
-                _copy(entry[kind], outputs[kind])
-            for p in entry.values():
-                p.unlink()
-            _record_key(cache, variant.name, key)
-            log(f"{variant.name} segment {segment}/{n_segments}: lists computed by a sibling's job "
-                f"(key {key}), copied from {cache}")
-            return {"reused": True, "computed": []}
+        rejected = None
+        if _present(cache, key):
+            tables, why = _verified(cache, key)
+            if tables is not None:
+                for kind in KINDS:
+                    _write_bytes(tables[kind], outputs[kind])
+                _drop(cache, key)
+                _record_key(cache, variant.name, key)
+                log(f"{variant.name} segment {segment}/{n_segments}: lists computed by a sibling's job "
+                    f"(key {key}, sha256 verified), copied from {cache}")
+                return {"reused": True, "computed": [], "rejected": None}
+            rejected = why
+            _drop(cache, key)
+            warn(f"{variant.name} segment {segment}/{n_segments}: the cached entry {key} in {cache} is not "
+                 f"used: {why}; ranking this variant's segment itself")
         todo = [variant]
         outs = {variant.name: dict(outputs)}
         metas = {variant.name: key}
@@ -198,8 +271,9 @@ def write_segment_shared(variant: Variant, config: dict, dataset: str, segment: 
                 continue  # without a complete plan, only missing outputs are ranked ahead
             if stored_key(cache, other.name) == k and all(Path(p).exists() for p in theirs.values()):
                 continue  # its outputs are up to date
-            if all(p.exists() for p in _entry(cache, k).values()):
-                continue  # already waiting for its job
+            if _sealed(cache, k):
+                continue  # already waiting for its job (which verifies it)
+            _drop(cache, k)  # a part left unsealed: ranked again, and sealed once written
             todo.append(other)
             outs[other.name] = {kind: str(p) for kind, p in _entry(cache, k).items()}
             metas[other.name] = k
@@ -213,9 +287,11 @@ def write_segment_shared(variant: Variant, config: dict, dataset: str, segment: 
                                                           inputs.get("fts_tokens")),
                        embeddings_path=inputs.get("embeddings"),
                        metadata=metadata() if callable(metadata) else metadata)
+        for other in todo[1:]:
+            _seal(cache, metas[other.name])
         _record_key(cache, variant.name, key)
         _collect(cache, keep={k for k in metas.values()}, older_than=_newest(inputs))
-    return {"reused": False, "computed": [v.name for v in todo]}
+    return {"reused": False, "computed": [v.name for v in todo], "rejected": rejected}
 
 
 def _newest(inputs: dict) -> float:

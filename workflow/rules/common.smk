@@ -246,6 +246,35 @@ def export_files():
     return out
 
 
+def result_files():
+    """Every result users rely on (README "Results users rely on"), each an
+    input of rule all. Snakemake makes a missing file again only when a job
+    that reads it has to run: a deleted run.trec, qrels.trec or variant folder
+    whose report is up to date would stay deleted, and the report go on listing
+    it. As a target of rule all, a deleted result is made again (and what reads
+    it, the report included). The list is every output of the rules that make
+    results, read from the rules themselves, so a new output is covered too;
+    called once every rule is defined (the Snakefile's rule all)."""
+    out = []
+    for ds, v in run_pairs():
+        for s in segments(ds):
+            out += _outputs_of(rules.retrieve, dataset=ds, variant=v, segment=s)
+        out += _outputs_of(rules.merge_lme if is_lme(ds) else rules.merge, dataset=ds, variant=v)
+    for ds in RUN:
+        if DATASETS[ds]["variants"]:
+            out += _outputs_of(rules.qrels, dataset=ds) + _outputs_of(rules.stats, dataset=ds)
+        if DATASETS[ds]["analyze"]:
+            out += _outputs_of(rules.analyze, dataset=ds)
+    for ds in falsified_datasets():
+        out += _outputs_of(rules.falsify, dataset=ds)
+    out += _outputs_of(rules.report) + _outputs_of(rules.manifest)
+    return list(dict.fromkeys(out))
+
+
+def _outputs_of(rule, **wildcards):
+    return [expand(str(p), **wildcards)[0] for p in rule.output]
+
+
 
 # --------------------------------------------------------------------------- shared retrieval
 
