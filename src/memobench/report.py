@@ -377,7 +377,7 @@ def extra_blocks(path) -> list:
     """An analyze summary (analyze/summary.json) or a falsifier result (falsifier.json) as report blocks."""
     d = json.loads(Path(path).read_text(encoding="utf-8"))
     if isinstance(d, dict) and "ceilings" in d:
-        from .analyze import blocks
+        from .analyze_section import blocks
 
         return blocks(d["dataset"], d)
     if isinstance(d, dict) and "comparisons" in d:
