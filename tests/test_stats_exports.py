@@ -70,6 +70,30 @@ def test_dataset_stats_pairs_rates_saturation_and_reruns(tmp_path):
     assert json.dumps(again) == json.dumps(s)
 
 
+def test_comparisons_on_a_dataset_draw_the_same_resamples(tmp_path):
+    """Seeded per dataset, not per comparison: two variants with the same
+    per-question outcomes get the same interval and p-value against v0.8.0,
+    whatever their names; another dataset draws other resamples."""
+    ranks = [1, 0, 2, 1, 7, 0, 1, 3, 0, 1, 1, 12, 4, 1, 0, 2, 1, 1, 9, 0]
+    base = _outcomes(tmp_path / "b.parquet", [1] * 10 + [0] * 10)
+    a = _outcomes(tmp_path / "a.parquet", ranks)
+    b = _outcomes(tmp_path / "twin.parquet", ranks)
+    variants = {"v0.8.0": "", "a": "", "zz-twin": ""}
+    s = stats.dataset_stats("d", variants, {"v0.8.0": [base], "a": [a], "zz-twin": [b]}, log=lambda m: None)
+    ca, cb = s["comparisons"]
+    assert (ca["variant"], cb["variant"]) == ("a", "zz-twin")
+    h1 = ca["metrics"]["hit@1"]
+    assert h1["ci95"][0] < h1["diff"] < h1["ci95"][1] and 0.001 < h1["p"] < 1  # a real interval, not a degenerate one
+    assert ca["metrics"] == cb["metrics"]
+    other = stats.dataset_stats("e", variants, {"v0.8.0": [base], "a": [a], "zz-twin": [b]}, log=lambda m: None)
+    assert other["comparisons"][0]["metrics"] != ca["metrics"]
+
+
+def test_p_at_the_permutation_floor_reads_as_a_bound():
+    assert stats.fmt_p(1 / 10_001) == "< 0.0001" and stats.fmt_p(2 / 10_001) == "0.0002"
+    assert stats.fmt_p(1 / 2001, 2000) == "< 0.0005" and stats.fmt_p(None) == "-" and stats.fmt_p(1.0) == "1.0000"
+
+
 def test_comparisons_against_baseline_and_reference():
     got = stats.comparisons({"v0.8.0": "", "a": "b", "b": "", "c": "missing"})
     assert got == [("a", "b", "harness baseline"), ("a", "v0.8.0", "v0.8.0"), ("b", "v0.8.0", "v0.8.0"),

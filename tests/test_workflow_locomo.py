@@ -8,6 +8,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
+import browser
 from conftest import data_dir, dry_run_jobs, snakemake, write_config
 
 
@@ -95,6 +96,25 @@ def test_report_and_manifest(locomo_run, locomo_path):
     (entry,) = manifest["files"]
     assert entry["bytes"] == 2805274
     assert entry["sha256"] == "79fa87e90f04081343b8c8debecb80a9a6842b76a7aa537dc9fdf651ea698ff4"
+
+
+def test_report_as_a_reader_sees_it(locomo_run, tmp_path):
+    """report.html of the real run in headless chromium at 1400 pixels: every
+    table and plot fits the page, no Markdown leaks into it (a backtick, a row
+    split on a data character), the plots load, the screenshot is not blank."""
+    work, _, _ = locomo_run
+    html = work / "results" / "report.html"
+    r = browser.measure(html, tmp_path)
+    assert r["scrollWidth"] <= browser.WIDTH, r["scrollWidth"]
+    assert max(r["tables"]) <= browser.WIDTH and all(right <= browser.WIDTH for _, right in r["images"])
+    assert len(r["images"]) == 3 and all(w > 0 for w, _ in r["images"])  # hitk, forest, heatmap loaded
+    assert r["rows"] and [x for x in r["rows"] if x[0] != x[1]] == []
+    assert not r["backtickCells"] and not r["backtickText"] and r["scripts"] == 1
+    text = html.read_text()
+    assert "4 (single-hop)" in text and "5 (adversarial)" in text and "v0.8.0 (v0.8.0)" not in text
+    assert "&lt; 0.0001" in text  # v0.4.0 against v0.8.0: at the floor of the sign flips
+    ink = browser.screenshot(html, tmp_path / "report.png", tmp_path)
+    assert 0.03 < ink < 0.9, ink
 
 
 def test_second_run_has_nothing_to_do(locomo_run):

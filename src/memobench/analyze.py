@@ -150,25 +150,10 @@ def summarize(rows: list[dict]) -> dict:
 
 
 def markdown(dataset: str, s: dict) -> str:
-    b, c = s["baseline"]["printed"], s["ceilings"]["printed"]
-    out = [f"## Miss analysis: {dataset}", "",
-           f"analyze.cjs on {s['questions']} questions (W-070 window, length weights, FTS LIMIT 2000).", "",
-           f"Baseline hit@1 {b['hit@1']}% · hit@5 {b['hit@5']}% · hit@10 {b['hit@10']}%.", "",
-           "| ceiling | % |", "|---|---|",
-           f"| gold in the union of all phrase lists | {c['union']} |",
-           f"| gold in the union of the per-phrase top-10 lists | {c['top10']} |",
-           f"| IDF oracle rerank (printed as hit@1 by the original; it is a hit@10) | {c['idf_rerank']} |", "",
-           f"Misses (rank 0): {s['misses']}.", "", "| cause | n | % of misses | % of all |", "|---|---|---|---|"]
-    for cause, v in s["causes"].items():
-        out.append(f"| {cause} | {v['count']} | {v['share_of_misses']} | {v['share_of_all']} |")
-    out += ["", "merge-cut is structurally 0: every session of a top-10 list is in P or T, both inside the "
-            "merged list.", "",
-            f"Mean coverage (window tokens found in gold sessions / window size) over covered questions: "
-            f"{s['mean_coverage']}; coverage 0: {s['coverage_zero']}.", "",
-            "| type | " + " | ".join(c[:5] for c in CAUSES) + " |", "|---|" + "---|" * len(CAUSES)]
-    for t, v in s["by_type"].items():
-        out.append(f"| {t} | " + " | ".join(str(v[c[:5]]) for c in CAUSES) + " |")
-    return "\n".join(out) + "\n"
+    from .analyze_section import blocks
+    from .doc import to_markdown
+
+    return to_markdown(blocks(dataset, s))
 
 
 def run_analyze(questions_path, haystacks_path, events_path, rows_out, json_out, md_out, dataset: str,

@@ -10,6 +10,19 @@ import sys
 from .variants import FAMILIES, builtin, references
 
 
+def harness_text(harnesses: dict[str, str]) -> str:
+    """The original harness of a variant, per family where they differ
+    (v0.8.0: run.cjs on S, run-m.cjs on M, locomo.cjs on LoCoMo)."""
+    if len(set(harnesses.values())) == 1:
+        return next(iter(harnesses.values()))
+    heads = {f: h.split(" ", 1) for f, h in harnesses.items()}
+    tails = {tuple(p[1:]) for p in heads.values()}
+    if len(tails) == 1:  # the same words after the script's name: "run.cjs with length weights"
+        (tail,) = tails
+        return ", ".join(f"{p[0]} ({f})" for f, p in heads.items()) + "".join(f" {t}" for t in tail)
+    return "; ".join(f"{h} ({family})" for family, h in harnesses.items())
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="memobench", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -25,10 +38,10 @@ def main(argv: list[str] | None = None) -> int:
         seen: dict[str, tuple] = {}
         for family in [args.family] if args.family else FAMILIES:
             for name, var in {**builtin(family), **references(family)}.items():
-                entry = seen.setdefault(name, (var, []))
-                entry[1].append(family)
-        for name, (var, families) in seen.items():
-            print(f"{name:20s} {','.join(families):12s} {var.harness:28s} {var.description}")
+                entry = seen.setdefault(name, (var, {}))
+                entry[1][family] = var.harness
+        for name, (var, harnesses) in seen.items():
+            print(f"{name:20s} {','.join(harnesses):12s} {harness_text(harnesses):28s} {var.description}")
     return 0
 
 

@@ -36,14 +36,24 @@ def compare(metrics: dict[str, dict]) -> list[dict]:
     return rows
 
 
-def markdown(dataset: str, rows: list[dict]) -> str:
-    out = [f"## Falsifier: {dataset}", "",
-           "Per segment, the experiment's hit@1 count and MRR minus its baseline's; an S-scale gain "
-           "counts only if its direction holds in every segment.", "",
-           "| variant | baseline | Δhit@1 per segment | ΔMRR per segment | verdict |", "|---|---|---|---|---|"]
+def blocks(dataset: str, rows: list[dict]) -> list:
+    """The report's falsifier section (doc.py blocks)."""
+    from .doc import Heading, Para, Table
+
+    table = []
     for r in rows:
         dh = " / ".join(f"{s['delta_hit@1']:+d}" for s in r["segments"])
         dm = " / ".join(("+" if not s["delta_mrr_printed"].startswith("-") else "") + s["delta_mrr_printed"]
                         for s in r["segments"])
-        out.append(f"| {r['variant']} | {r['baseline']} | {dh} | {dm} | {r['verdict']} |")
-    return "\n".join(out) + "\n"
+        table.append([r["variant"], r["baseline"], dh, dm, r["verdict"]])
+    return [Heading(2, f"Falsifier: {dataset}"),
+            Para("Per segment, the experiment's hit@1 count and MRR minus its baseline's; an S-scale gain "
+                 "counts only if its direction holds in every segment."),
+            Table(["variant", "baseline", "Δhit@1 per segment (questions)", "ΔMRR per segment", "verdict"], table,
+                  left=(0, 1, 4))]
+
+
+def markdown(dataset: str, rows: list[dict]) -> str:
+    from .doc import to_markdown
+
+    return to_markdown(blocks(dataset, rows))

@@ -68,28 +68,38 @@ def how_to_get(ds: str, why: dict) -> str:
     return f"missing dataset {ds}: {why['missing']}"
 
 
-def markdown(missing: dict[str, dict]) -> str:
-    """The report's "Missing datasets" section ("" when nothing is missing)."""
+def blocks(missing: dict[str, dict]) -> list:
+    """The report's "Missing datasets" section (doc.py blocks; none when nothing is missing)."""
+    from .doc import Cell, Code, Heading, Para, Table
+
     if not missing:
-        return ""
-    out = ["## Missing datasets", "",
-           f"{len(missing)} dataset(s) did not run: their raw file is not there and could not be downloaded. "
-           "Place each file (exactly that many bytes; the sha256 when given) where the table says, or give the "
-           "machine network, and rerun the same command: the failed downloads are retried and only what is "
-           "missing runs. Until then the run ends with one `memobench:` line per missing dataset and a "
-           "non-zero exit status.", "",
-           "| dataset | file | place it at | bytes | sha256 | download from | why |",
-           "|---|---|---|---|---|---|---|"]
+        return []
+    rows = []
     for ds, why in missing.items():
         if "needs" in why:
-            out.append(f"| {ds} | - | - | - | - | - | searches the haystacks of {why['needs']}, which is missing |")
+            rows.append([ds, "-", "-", "-", "-", "-", f"searches the haystacks of {why['needs']}, which is missing"])
             continue
         path = Path(why["file"])
         # the table says where to place the file: the reason without that advice
         reason = re.sub(r"\s*Place the file .*$", "", why["missing"].removeprefix(f"{path.name}: "))
-        out.append(f"| {ds} | {path.name} | {path} | {why.get('bytes', '-')} | {why.get('sha256') or '-'} | "
-                   f"{' '.join(why.get('urls') or []) or '-'} | {reason.replace('|', '/')} |")
-    return "\n".join(out) + "\n"
+        # long paths, hashes and URLs break anywhere in HTML, so the table fits the page
+        rows.append([ds, path.name, Cell(str(path), cls="wrap"), why.get("bytes", "-"),
+                     Cell(why.get("sha256") or "-", cls="wrap"), Cell(" ".join(why.get("urls") or []) or "-", cls="wrap"),
+                     reason])
+    return [Heading(2, "Missing datasets", anchor="missing"),
+            Para([f"{len(missing)} dataset(s) did not run: their raw file is not there and could not be downloaded. "
+                  "Place each file (exactly that many bytes; the sha256 when given) where the table says, or give "
+                  "the machine network, and rerun the same command: the failed downloads are retried and only what "
+                  "is missing runs. Until then the run ends with one ", Code("memobench:"),
+                  " line per missing dataset and a non-zero exit status."]),
+            Table(["dataset", "file", "place it at", "bytes", "sha256", "download from", "why"], rows, left=7)]
+
+
+def markdown(missing: dict[str, dict]) -> str:
+    """The report's "Missing datasets" section ("" when nothing is missing)."""
+    from .doc import to_markdown
+
+    return to_markdown(blocks(missing)) if missing else ""
 
 
 def check(missing: dict[str, dict], log=print) -> None:

@@ -7,11 +7,19 @@ Two families of numbers sit side by side and are labelled everywhere:
 * **official metrics** (recall_any@k, recall_all@k, ndcg_any@k): LongMemEval's
   own retrieval scoring (OFFICIAL_METRICS.md), LoCoMo's evidence recall.
 
+One unit per metric everywhere, tables and plots alike: hit@k and recall in
+percent of the questions (their differences in percentage points), MRR as the
+harness prints it, a fraction from 0 to 1 (its differences in MRR units).
+
 Paired statistics (stats.py) give each variant's difference to its baseline
-and to v0.8.0 with a 95% interval, drawn as a forest plot. Reference
+and to v0.8.0 with a 95% interval, in one table per dataset and a forest plot
+with one row of panels per dataset (each on its own scale). Reference
 retrievers (README "Baselines": bm25-official, bm25s, fts5-bm25, minilm) are
-variants like the others, labelled as such, and sit with the Memo variants in
-one table against v0.8.0.
+variants like the others, labelled as such.
+
+Both files are written from the same structured blocks (doc.py): every value
+from data or configuration is escaped for Markdown and for HTML, and the HTML
+is never made by parsing the Markdown.
 """
 
 from __future__ import annotations
@@ -21,14 +29,20 @@ import json
 from decimal import Decimal
 from pathlib import Path
 
+from .doc import Bullets, Cell, Code, Group, Heading, Html, Para, Strong, Table, to_html, to_markdown
+from .errors import DataError
 from .jsmath import to_fixed
 from .metrics import pct
-from .missing import markdown as missing_markdown
+from .missing import blocks as missing_blocks
+from .official import LOCOMO_CATEGORIES
 from .published import GUIDE_TABLE, published
 from .recipe import REFERENCE_BACKENDS
+from .stats import BOOTSTRAP, PERMUTATIONS, REFERENCE, fmt_ci, fmt_p
 from .tables import atomic_path, write_text
 
 METRICS = ("hit@1", "hit@5", "hit@10", "mrr")
+HITS = ("hit@1", "hit@5", "hit@10")
+PAIRED = ("hit@1", "hit@5", "mrr")  # what stats.json compares
 DATA_COUNTS = {
     "date_fallbacks": "unparseable dates (harness fallback used)",
     "evidence_unmatched": "evidence strings matching no dia_id",
@@ -49,6 +63,20 @@ def label(m: dict) -> str:
     return f"{m['variant']} (reference retriever)" if is_reference(m) else m["variant"]
 
 
+def metric_name(key: str) -> str:
+    return "MRR" if key == "mrr" else key
+
+
+def is_locomo(m: dict) -> bool:
+    return (m.get("data") or {}).get("format") == "locomo" or m.get("skip_rule") == "locomo"
+
+
+def type_label(m: dict, t: str) -> str:
+    """A question type as the report names it: LoCoMo's categories with their names."""
+    name = LOCOMO_CATEGORIES.get(t) if is_locomo(m) else None
+    return f"{t} ({name})" if name else t
+
+
 def printed(m: dict, key: str, digits: int | None = None) -> str | None:
     """The value as the harness prints it: ``(100 * count / n).toFixed(1)`` for
     a hit rate (in that order: 100 * (count / n) rounds some ties differently),
@@ -60,6 +88,18 @@ def printed(m: dict, key: str, digits: int | None = None) -> str | None:
     return pct(m[key], m["hit_denominator"], 1 if digits is None else digits)
 
 
+def level(m: dict, key: str, mrr_digits: int = 4) -> str:
+    """A rate in its unit: ``60.2%``, MRR ``0.7183``; ``-`` when there is none."""
+    text = printed(m, key, mrr_digits if key == "mrr" else None)
+    return "-" if text is None else text + ("%" if key != "mrr" else "")
+
+
+def diff_text(mm: dict, key: str) -> str:
+    """A paired difference with its interval in the metric's unit: percentage
+    points for a hit rate, MRR units for MRR."""
+    return fmt_ci(mm, 100, 1) if key != "mrr" else fmt_ci(mm, 1, 4)
+
+
 def _diff(m: dict, key: str, theirs: str) -> str:
     """Difference at the published value's own precision (0.651 is 3 decimals)."""
     digits = len(theirs.split(".")[1]) if "." in theirs else 0
@@ -67,7 +107,54 @@ def _diff(m: dict, key: str, theirs: str) -> str:
     return "=" if d == 0 else f"{d:+}"
 
 
-def _cell(m: dict, key: str, pub: dict) -> str:
+def _pct(x) -> str:
+    """A rate in %, rounded as the harness rounds (JS toFixed: ties away from zero), so a
+    rate printed from a fraction reads as the harness's count-based one (77/80: 96.3%)."""
+    return "-" if x is None else to_fixed(100 * x, 1) + "%"
+
+
+def _e(x) -> str:
+    return html.escape(str(x))
+
+
+def _by_dataset(runs: list[dict]) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = {}
+    for m in runs:
+        out.setdefault(m["dataset"], []).append(m)
+    return out
+
+
+# ---------------------------------------------------------------- sections (both formats)
+
+
+def reading_guide(html_colours: bool = False) -> list:
+    """How to read the report, at its top (the HTML names its colours)."""
+    harness, official, shaded, colours = (
+        (" (blue headers: ", " (orange headers: ", " Cells at 95% or more are shaded: saturated, a difference is hard "
+         "to see there.", " Green: the interval lies above 0; red: below.") if html_colours else (" (", " (", "", ""))
+    return [Bullets([
+        [Strong("Harness metrics"), f"{harness}hit@1, hit@5, hit@10, MRR) follow the Memo harness's rules: "
+         "the first rank of a gold session in the top 10, over the questions the harness evaluates. They "
+         "reproduce the published numbers, shown with the difference (", Code("="), " when equal at the "
+         "printed digit)."],
+        [Strong("Official metrics"), f"{official}recall_any@k, recall_all@k, ndcg_any@k) follow "
+         "LongMemEval's own retrieval scoring (gold: the haystack sessions whose id contains ", Code("answer"),
+         " and whose user turns carry the answer; abstention and no-user-target questions excluded), or LoCoMo's "
+         "evidence sessions. hit@10 is not recall_all@10: quote the one whose rules match the number you "
+         "compare against."],
+        [Strong("Units"), ": hit@k and recall are percentages of the questions, their differences percentage "
+         "points; MRR is a fraction from 0 to 1 as the harness prints it, its differences in MRR units. n is "
+         f"the number of questions behind a rate.{shaded}"],
+        [Strong("Paired differences"), f": per question, the variant minus what it is compared against, over the "
+         f"questions both evaluated; the mean with a bootstrap 95% interval ({BOOTSTRAP:,} resamples) and a "
+         f"two-sided paired randomization p-value ({PERMUTATIONS:,} sign flips; ", Code(f"p < {1 / PERMUTATIONS:g}"),
+         " when no flip was as extreme, the most the test can say). Every comparison on a dataset uses the same "
+         f"resamples, so identical outcomes give identical intervals.{colours}"],
+    ], cls="note")]
+
+
+def _published_cell(m: dict, key: str, pub: dict) -> str:
+    """Markdown main table: ``60.2% (1190) / 60.2 =``."""
     ours = printed(m, key)
     if ours is None:
         return "-"
@@ -79,222 +166,253 @@ def _cell(m: dict, key: str, pub: dict) -> str:
     return text
 
 
-def markdown(runs: list[dict]) -> str:
-    out = ["# memobench report", "",
-           "Each cell: our value (count) / the published value and the difference "
-           "(`=` when equal to the printed digit). Rates are over the evaluated questions.", ""]
-    out += ["| dataset | variant | questions | hit@1 | hit@5 | hit@10 | MRR | random hit@1 |",
-            "|---|---|---|---|---|---|---|---|"]
+def md_main(runs: list[dict]) -> list:
+    rows = []
     for m in runs:
         pub = published(m["dataset"], m["variant"])
-        rnd = m.get("random", {}).get("hit@1")
-        out.append(
-            f"| {m['dataset']} | {label(m)} | {m['questions']} | "
-            + " | ".join(_cell(m, k, pub) for k in METRICS)
-            + f" | {to_fixed(100 * rnd, 1) + '%' if rnd is not None else '-'} |"
-        )
+        rnd = (m.get("random") or {}).get("hit@1")
+        rows.append([m["dataset"], label(m), m["questions"], *(_published_cell(m, k, pub) for k in METRICS),
+                     _pct(rnd)])
+    return [Heading(2, "Harness metrics"),
+            Para(["Each cell: our value (count) / the published value and the difference (", Code("="),
+                  " when equal to the printed digit). Rates are over the evaluated questions."]),
+            Table(["dataset", "variant", "questions", "hit@1", "hit@5", "hit@10", "MRR", "random hit@1"], rows,
+                  left=2)]
+
+
+def md_official(runs: list[dict]) -> list:
+    rows = []
     for m in runs:
-        out += ["", f"## {m['dataset']} / {m['variant']}", "", f"{m['description']} ({m['harness']}).", ""]
-        if m.get("mean_pool_size"):
-            rnd = m["random"]
-            out.append(
-                f"Mean pool {m['mean_pool_size']:.1f} sessions; random ranking: hit@1 "
-                f"{to_fixed(100 * rnd['hit@1'], 1)}%, hit@5 {to_fixed(100 * rnd['hit@5'], 1)}%, "
-                f"hit@10 {to_fixed(100 * rnd['hit@10'], 1)}%."
-            )
-        skipped = ", ".join(f"{k} {v}" for k, v in m["skipped"].items()) or "none"
-        forced = ", ".join(f"{k} {v}" for k, v in m["counted_as_miss"].items()) or "none"
-        out += [f"Items {m['items']}; evaluated {m['questions']}; skipped: {skipped}; "
-                f"counted as misses: {forced}.", ""]
-        data = {k: v for k, v in (m.get("data") or {}).items()
-                if k in DATA_COUNTS and v}
-        if data:
-            out += ["Data: " + ", ".join(f"{DATA_COUNTS[k]} {v}" for k, v in data.items()) + ".", ""]
-        out += ["| type | n | hit@1 | hit@5 | MRR |", "|---|---|---|---|---|"]
-        for t, b in m["by_type"].items():
-            out.append(f"| {t} | {b['questions']} | {printed(b, 'hit@1')}% | {printed(b, 'hit@5')}% | "
-                       f"{to_fixed(b['mrr'], 3)} |")
-        segs = m.get("segments") or []
-        if len(segs) > 1:
-            out += ["", "| segment | n | hit@1 | hit@5 | hit@10 | MRR |", "|---|---|---|---|---|---|"]
-            for s in segs:
-                out.append(f"| {s['segment']} | {s['questions']} | " + " | ".join(
-                    (printed(s, k) or "-") + ("%" if k != "mrr" and printed(s, k) else "") for k in METRICS) + " |")
-            mm = m.get("mrr_mean_of_printed_segments")
-            if mm is not None:
-                out += ["", f"Mean of the printed segment MRRs (how the published M total was formed): "
-                            f"{to_fixed(mm, 4)}; exact merged MRR: {printed(m, 'mrr')}."]
-    return "\n".join(out) + "\n"
+        o = m.get("official")
+        if not o:
+            continue
+        exc = ", ".join(f"{k} {v}" for k, v in o["excluded"].items())
+        rows.append([m["dataset"], label(m), o["questions"], exc, o["depth"]]
+                    + [_pct(o.get(f"{n}@{k}")) for k in (5, 10) for n in ("recall_any", "recall_all", "ndcg_any")])
+    if not rows:
+        return []
+    return [Heading(2, "Official metrics (LongMemEval's own scoring, LoCoMo's evidence sessions; not the harness's "
+                       "hit@k)"),
+            Para("recall_all@k: every gold session in the top k; recall_any@k: at least one; ndcg_any@k with "
+                 "LongMemEval's discount. Averaged over the file's questions less abstention and no-user-target "
+                 "questions (LongMemEval); LoCoMo over questions with evidence sessions."),
+            Table(["dataset", "variant", "n", "excluded", "depth", "recall_any@5", "recall_all@5", "ndcg_any@5",
+                   "recall_any@10", "recall_all@10", "ndcg_any@10"], rows, left=2)]
 
 
-def variant_table(runs: list[dict]) -> str:
+def _against(c: dict) -> str:
+    """What a comparison is against: the baseline's name, and why when it is the
+    variant's own harness baseline."""
+    return f"{c['baseline']} (harness baseline)" if c.get("against") == "harness baseline" else c["baseline"]
+
+
+def _delta_cell(c: dict, key: str) -> Cell:
+    mm = c["metrics"][key]
+    if mm["diff"] is None:
+        return Cell("-")
+    lo, hi = mm["ci95"]
+    cls = "up" if lo > 0 else "down" if hi < 0 else ""
+    if mm.get("saturated"):
+        cls += " sat"
+    lv = (lambda x: "-" if x is None else f"{x:.4f}") if key == "mrr" else _pct
+    title = (f"{c['variant']} {lv(mm['variant'])}, {c['baseline']} {lv(mm['baseline'])} over the {c['n']} "
+             f"paired questions" + (" (saturated: 95% or more)" if mm.get("saturated") else ""))
+    return Cell(diff_text(mm, key), cls=cls.strip(), title=title)
+
+
+def paired_blocks(runs: list[dict], stats: list[dict]) -> list:
+    """One table per dataset: every comparison once, against its harness
+    baseline and against v0.8.0."""
+    by_key = {(m["dataset"], m["variant"]): m for m in runs}
+    out = []
+    for s in stats:
+        comps = s["comparisons"]
+        if not comps:
+            continue
+        n_perm = s.get("permutations", PERMUTATIONS)
+        rows = []
+        for c in comps:
+            m = by_key.get((s["dataset"], c["variant"]), {})
+            only = [f"{c[k]} only in the {w}" for k, w in (("only_variant", "variant"), ("only_baseline", "baseline"))
+                    if c.get(k)]
+            row = [c["variant"], "reference retriever" if is_reference(m) else "Memo", _against(c),
+                   Cell(c["n"], note="; ".join(only) or None)]
+            for k in PAIRED:
+                row += [_delta_cell(c, k), fmt_p(c["metrics"][k]["p"], n_perm)]
+            rows.append(row)
+        header = ["variant", "kind", "against", "n (paired)"]
+        for k in PAIRED:
+            unit = "points" if k != "mrr" else "MRR units"
+            header += [f"Δ{metric_name(k)} ({unit}) [95% CI]", "p"]
+        out += [Heading(3, s["dataset"]), Table(header, rows, left=3, cls="paired")]
+    if not out:
+        return []
+    return [Heading(2, f"Paired differences (harness metrics): against the harness baseline and {REFERENCE}",
+                    anchor="paired"),
+            Para(["Variant minus the variant in ", Strong("against"), ", per question over the questions both "
+                  "evaluated: the mean difference with its bootstrap 95% interval, and the paired randomization "
+                  "p-value. hit@k in percentage points, MRR in MRR units. Each pair appears once."], cls="note"),
+            Html("<p class='note'>Green: the interval lies above 0; red: below. A shaded difference: one of its "
+                 "two rates is 95% or more (saturated). Hover a difference for both rates.</p>"),
+            *out]
+
+
+def variant_table(runs: list[dict]) -> list:
     """The guide's variant table (LongMemEval-S), rebuilt from the runs present."""
     by_key = {(m["dataset"], m["variant"]): m for m in runs}
-    rows = [(label, v, verdict) for label, v, verdict in GUIDE_TABLE if ("longmemeval_s", v) in by_key]
-    if not rows:
-        return ""
-    out = ["", "## Variant table (LongMemEval-S, benchmark guide)", "",
-           "| variant | ours: hit@1 / hit@5 / hit@10 / MRR | published | guide's verdict |", "|---|---|---|---|"]
-    for label, v, verdict in rows:
-        m = by_key[("longmemeval_s", v)]
+    rows = []
+    for name, v, verdict in GUIDE_TABLE:
+        m = by_key.get(("longmemeval_s", v))
+        if m is None:
+            continue
         pub = published("longmemeval_s", v)
-        ours = " / ".join((printed(m, k) or "-") + ("%" if k != "mrr" else "") for k in METRICS)
-        theirs = " / ".join(pub.get(k, "-") for k in METRICS)
-        out.append(f"| {label} (`{v}`) | {ours} | {theirs} | {verdict} |")
-    return "\n".join(out) + "\n"
+        rows.append([[name, " (", Code(v), ")"], " / ".join(level(m, k) for k in METRICS),
+                     " / ".join(pub.get(k, "-") for k in METRICS), verdict])
+    if not rows:
+        return []
+    return [Heading(2, "Variant table (LongMemEval-S, benchmark guide)"),
+            Table(["variant", "ours: hit@1 / hit@5 / hit@10 / MRR", "published", "guide's verdict"], rows)]
 
 
-def plot(runs: list[dict], png_out) -> None:
-    """Horizontal bars, one group per dataset and variant (a full run has ~50)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(8, 0.42 * len(runs) + 1.6))
-    height = 0.27
-    labels = [f"{m['dataset']} / {m['variant']}" for m in runs]
-    for j, k in enumerate(("hit@1", "hit@5", "hit@10")):
-        vals = [100 * (m.get(k + "_rate") or 0) for m in runs]
-        ax.barh([i + (j - 1) * height for i in range(len(runs))], vals, height, label=k)
-    ax.set_yticks(range(len(runs)), labels, fontsize=8)
-    ax.invert_yaxis()
-    ax.set_xlabel("% of evaluated questions")
-    ax.set_xlim(0, 100)
-    ax.set_title("hit@k per dataset and variant")
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.6 / (0.42 * len(runs) + 1.6)), ncol=3, frameon=False)
-    fig.tight_layout()
-    _save(fig, png_out)
+def _type_table(m: dict) -> Table:
+    rows = [[type_label(m, t), b["questions"], *(level(b, k) for k in HITS),
+             "-" if b.get("mrr") is None else to_fixed(b["mrr"], 3)] for t, b in m["by_type"].items()]
+    first = "category" if is_locomo(m) else "type"
+    return Table([first, "n", "hit@1", "hit@5", "hit@10", "MRR"], rows)
 
 
-def provenance_section(manifest_path, runs) -> str:
+def _run_facts(m: dict) -> str:
+    """Pool, counts and data notes of a run: the same for every variant of a dataset, as a rule."""
+    facts = []
+    if m.get("mean_pool_size"):
+        rnd = m["random"]
+        facts.append(f"Mean pool {m['mean_pool_size']:.1f} sessions; random ranking: hit@1 {_pct(rnd['hit@1'])}, "
+                     f"hit@5 {_pct(rnd['hit@5'])}, hit@10 {_pct(rnd['hit@10'])}.")
+    skipped = ", ".join(f"{k} {v}" for k, v in m["skipped"].items()) or "none"
+    forced = ", ".join(f"{k} {v}" for k, v in m["counted_as_miss"].items()) or "none"
+    facts.append(f"Items {m['items']}; evaluated {m['questions']}; skipped: {skipped}; counted as misses: {forced}.")
+    data = {k: v for k, v in (m.get("data") or {}).items() if k in DATA_COUNTS and v}
+    if data:
+        facts.append("Data: " + ", ".join(f"{DATA_COUNTS[k]} {v}" for k, v in data.items()) + ".")
+    return " ".join(facts)
+
+
+def _run_card(m: dict, facts: bool) -> list:
+    out = [Heading(4, label(m)), Para(f"{m['description']} ({m['harness']}).", cls="note")]
+    if facts:
+        out.append(Para(_run_facts(m), cls="note"))
+    if m.get("by_type"):
+        out.append(_type_table(m))
+    segs = m.get("segments") or []
+    if len(segs) > 1:
+        out.append(Table(["segment", "n", "hit@1", "hit@5", "hit@10", "MRR"],
+                         [[s["segment"], s["questions"], *(level(s, k) for k in METRICS)] for s in segs]))
+        mm = m.get("mrr_mean_of_printed_segments")
+        if mm is not None:
+            out.append(Para(f"Mean of the printed segment MRRs (how the published M total was formed): "
+                            f"{to_fixed(mm, 4)}; exact merged MRR: {printed(m, 'mrr')}.", cls="note"))
+    return out
+
+
+def per_type_blocks(runs: list[dict], heatmap: str | None = None) -> list:
+    out = [Heading(2, "Per question type (LongMemEval) or category (LoCoMo), per variant", anchor="types"),
+           Para("Harness metrics over each type's evaluated questions; LoCoMo's categories carry the names of the "
+                "LoCoMo paper's question types. The harness prints MRR per type with 3 decimals.", cls="note")]
+    if heatmap:
+        out.append(Html(f"<img src='{_e(heatmap)}' alt='harness hit@1 per question type'>"))
+    for ds, ms in _by_dataset(runs).items():
+        facts = {_run_facts(m) for m in ms}
+        shared = len(facts) == 1
+        out.append(Heading(3, ds))
+        if shared:
+            text = facts.pop()
+            out.append(Para(f"Every variant: {text[:1].lower()}{text[1:]}", cls="note"))
+        out.append(Group([_run_card(m, not shared) for m in ms]))
+    return out
+
+
+def provenance_blocks(manifest_path, runs) -> list:
     """What produced the results, once: the environment of the runs (a run
     computed with another SQLite, Python or library version is named), and the
-    package source fingerprints with how many runs used each."""
+    package source fingerprints with how many runs used each, in words."""
     envs: dict[str, list[str]] = {}
-    sources: dict[str, int] = {}
+    sources: dict[str, list[str]] = {}
     for r in runs:
         provs = r.get("provenance")
         for prov in (provs if isinstance(provs, list) else [provs]):
             prov = dict(prov or {})
             src = prov.pop("source", "unknown")
-            sources[src] = sources.get(src, 0) + 1
+            sources.setdefault(src, []).append(f"{r['dataset']}/{r['variant']}")
             envs.setdefault(json.dumps(prov, sort_keys=True), []).append(f"{r['dataset']}/{r['variant']}")
     if not envs and manifest_path is not None:
         prov = dict(json.loads(Path(manifest_path).read_text(encoding="utf-8")).get("provenance", {}))
-        sources[prov.pop("source", "unknown")] = 0
+        sources[prov.pop("source", "unknown")] = []
         envs[json.dumps(prov, sort_keys=True)] = []
     if not envs:
-        return ""
-    lines = ["\n## Provenance\n"]
+        return []
+    out = [Heading(2, "Provenance", anchor="provenance")]
     ordered = sorted(envs.items(), key=lambda kv: -len(kv[1]))
     for n, (env, names) in enumerate(ordered):
         if n:
-            lines.append(f"\nAlso computed with other versions: {', '.join(names)}\n")
-        lines += ["| what | version |", "|---|---|"]
-        lines += [f"| {k} | {v} |" for k, v in json.loads(env).items()]
-    lines.append("\nPackage source fingerprint(s): "
-                 + ", ".join(f"`{src}` ({k} runs)" for src, k in sorted(sources.items())))
-    return "\n".join(lines) + "\n"
+            out.append(Para(f"Also computed with other versions: {', '.join(names)}"))
+        out.append(Table(["what", "version"], [[k, v] for k, v in json.loads(env).items()], left=2))
+    explain = ("The source fingerprint is a hash (sha256, first 16 hex digits) of the memobench package's own "
+               "source files (its .py, .txt and .json files) as they were when a run was computed: the same "
+               "fingerprint means the same code. ")
+    if len(sources) == 1:
+        ((src, names),) = sources.items()
+        count = f"all {len(names)} runs" if names else "the run"
+        out.append(Para([explain, f"One fingerprint for {count} of this report: ", Code(src),
+                         ", so one version of the code computed every number here."]))
+    else:
+        parts: list = [explain, f"The runs of this report were computed by {len(sources)} versions of the code: "]
+        for i, (src, names) in enumerate(sorted(sources.items(), key=lambda kv: -len(kv[1]))):
+            parts += ["; " if i else "", Code(src), f" ({len(names)} runs: {', '.join(names)})"]
+        parts.append(". Numbers from different fingerprints may not be comparable: rerun the older runs.")
+        out.append(Para(parts))
+    return out
 
 
-OFFICIAL_KS = (1, 5, 10, 30, 50)
+def extra_blocks(path) -> list:
+    """An analyze summary (analyze/summary.json) or a falsifier result (falsifier.json) as report blocks."""
+    d = json.loads(Path(path).read_text(encoding="utf-8"))
+    if isinstance(d, dict) and "ceilings" in d:
+        from .analyze_section import blocks
+
+        return blocks(d["dataset"], d)
+    if isinstance(d, dict) and "comparisons" in d:
+        from .falsifier import blocks
+
+        return blocks(d["dataset"], d["comparisons"])
+    raise DataError(path, None, "neither an analyze summary nor a falsifier result")
 
 
-def _pct(x) -> str:
-    return "-" if x is None else f"{100 * x:.1f}%"
-
-
-def _md_official(runs: list[dict]) -> str:
-    rows = [m for m in runs if m.get("official")]
-    if not rows:
-        return ""
-    out = ["", "## Official metrics (LongMemEval's own scoring; not the harness's hit@k)", "",
-           "recall_all@k: every gold session in the top k; recall_any@k: at least one; ndcg_any@k with "
-           "LongMemEval's discount. Averaged over the file's questions less abstention and no-user-target "
-           "questions (LongMemEval); LoCoMo over questions with evidence sessions.", "",
-           "| dataset | variant | n | excluded | depth | recall_any@5 | recall_all@5 | ndcg_any@5 | recall_any@10 "
-           "| recall_all@10 | ndcg_any@10 |", "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for m in rows:
-        o = m["official"]
-        exc = ", ".join(f"{k} {v}" for k, v in o["excluded"].items())
-        cells = [_pct(o.get(f"{n}@{k}")) if f"{n}@{k}" in o else "-"
-                 for k in (5, 10) for n in ("recall_any", "recall_all", "ndcg_any")]
-        out.append(f"| {m['dataset']} | {m['variant']} | {o['questions']} | {exc} | {o['depth']} | "
-                   + " | ".join(cells) + " |")
-    return "\n".join(out) + "\n"
-
-
-def _md_against_reference(runs: list[dict], stats: list[dict]) -> str:
-    """Memo variants and reference retrievers in one table per dataset, each
-    with its paired difference to v0.8.0 (datasets that run a reference
-    retriever)."""
-    from .stats import REFERENCE, fmt_ci
-
-    against = {(s["dataset"], c["variant"]): c for s in stats for c in s["comparisons"]
-               if c["baseline"] == REFERENCE}
-    datasets = list(dict.fromkeys(m["dataset"] for m in runs if is_reference(m)))
-    if not datasets:
-        return ""
-    out = ["", f"## Memo variants and reference retrievers, paired against {REFERENCE}", "",
-           "Harness metrics over the same questions and gold (a reference retriever takes its dataset's harness "
-           f"skip rule); Δ: variant - {REFERENCE} per question, percentage points (MRR x 100), bootstrap 95% "
-           "interval, paired randomization p-value.", "",
-           "| dataset | variant | kind | n | hit@1 | hit@5 | hit@10 | MRR | Δhit@1 [95% CI] | p | Δhit@5 [95% CI] | p "
-           "| ΔMRR×100 [95% CI] | p |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for ds in datasets:
-        for m in (m for m in runs if m["dataset"] == ds):
-            c = against.get((ds, m["variant"]))
-            cells = []
-            for k in ("hit@1", "hit@5", "mrr"):
-                mm = c["metrics"][k] if c else None
-                cells += ([fmt_ci(mm), "-" if mm["p"] is None else f"{mm['p']:.4f}"] if mm
-                          else ["(reference point)" if m["variant"] == REFERENCE else "-", "-"])
-            rates = [(printed(m, k) or "-") + ("%" if k != "mrr" and printed(m, k) else "") for k in METRICS]
-            kind = "reference retriever" if is_reference(m) else "Memo"
-            out.append(f"| {ds} | {m['variant']} | {kind} | {m['questions']} | " + " | ".join(rates + cells) + " |")
-    return "\n".join(out) + "\n"
-
-
-def _md_stats(stats: list[dict]) -> str:
-    from .stats import fmt_ci
-
-    rows = [(s["dataset"], c) for s in stats for c in s["comparisons"]]
-    if not rows:
-        return ""
-    out = ["", "## Paired differences (harness metrics, per question)", "",
-           "Difference variant - baseline in percentage points (MRR x 100) over the questions both "
-           "evaluated, bootstrap 95% interval, paired randomization p-value.", "",
-           "| dataset | variant | against | n | Δhit@1 [95% CI] | p | Δhit@5 [95% CI] | p | ΔMRR×100 [95% CI] | p |",
-           "|---|---|---|---|---|---|---|---|---|---|"]
-    for ds, c in rows:
-        cells = []
-        for k in ("hit@1", "hit@5", "mrr"):
-            mm = c["metrics"][k]
-            cells += [fmt_ci(mm), "-" if mm["p"] is None else f"{mm['p']:.4f}"]
-        out.append(f"| {ds} | {c['variant']} | {c['baseline']} | {c['n']} | " + " | ".join(cells) + " |")
-    return "\n".join(out) + "\n"
-
-
-# ---------------------------------------------------------------- HTML
+# ---------------------------------------------------------------- HTML only
 
 CSS = """
-body{font-family:system-ui,sans-serif;margin:2em;max-width:1400px;color:#222}
-table{border-collapse:collapse;margin:0.5em 0 1.5em;font-size:0.86em}
+body{font-family:system-ui,sans-serif;margin:1.5em 2em;max-width:1336px;color:#222;line-height:1.35}
+h2{margin-top:1.6em;border-bottom:1px solid #ddd;padding-bottom:0.15em}
+table{border-collapse:collapse;margin:0.4em 0 1.4em;font-size:0.86em;max-width:100%}
 th,td{border:1px solid #ccc;padding:3px 7px;text-align:right;vertical-align:top}
 th{background:#f2f2f2}
 td.l,th.l{text-align:left}
+td.wrap{overflow-wrap:anywhere}
+table.paired td:not(.l),table.paired th:not(.l),table.paired td:first-child{white-space:nowrap}
 th.harness{background:#dde8f6} th.official{background:#f6e7d6}
 td.sat{background:#fff3c4}
-.pub{color:#666;font-size:0.85em;display:block}
+td.up{color:#1a7f37;font-weight:600} td.down{color:#b42318;font-weight:600}
+.pub,.sub{color:#666;font-size:0.85em;display:block;white-space:nowrap}
 .eq{color:#1a7f37}.ne{color:#b42318}
-.note{color:#555;font-size:0.9em;max-width:70em}
+.note{color:#444;font-size:0.92em;max-width:78em}
+ul.note li{margin:0.2em 0}
+nav{font-size:0.92em;margin:0.5em 0 1em}
+nav a{margin-right:1.2em}
+code{background:#f3f3f3;padding:0 3px;border-radius:3px;font-size:0.92em}
+.group{display:flex;flex-wrap:wrap;gap:0 2.2em;align-items:flex-start}
+.card{flex:0 0 26em}
+.card h4{margin:0.6em 0 0.2em}
 img{max-width:100%}
 """
-
-
-def _e(x) -> str:
-    return html.escape(str(x))
 
 
 def _rate_cell(m: dict, key: str, pub: dict) -> str:
@@ -307,7 +425,8 @@ def _rate_cell(m: dict, key: str, pub: dict) -> str:
         text += f" <small>({m[key]}/{m['hit_denominator']})</small>"
     if key in pub:
         d = _diff(m, key, pub[key])
-        text += f"<span class='pub'>published {_e(pub[key])} <span class='{'eq' if d == '=' else 'ne'}'>{_e(d)}</span></span>"
+        text += (f"<span class='pub'>published {_e(pub[key])} "
+                 f"<span class='{'eq' if d == '=' else 'ne'}'>{_e(d)}</span></span>")
     title = " title='95% or more: saturated, differences are hard to see'" if sat else ""
     return f"<td class='{'sat' if sat else ''}'{title}>{text}</td>"
 
@@ -315,7 +434,7 @@ def _rate_cell(m: dict, key: str, pub: dict) -> str:
 def _official_cells(o: dict | None, names: list[str]) -> str:
     if not o:
         return "".join("<td>-</td>" for _ in names) + "<td>-</td>"
-    cells = [f"<td>{o['questions']}</td>"]
+    cells = [f"<td>{_e(o['questions'])}</td>"]
     for n in names:
         k = int(n.split("@")[1])
         v = o.get(n)
@@ -324,178 +443,102 @@ def _official_cells(o: dict | None, names: list[str]) -> str:
             continue
         mark = "<sup title='k beyond the list depth: the list is shorter than k'>†</sup>" if k > o["depth"] else ""
         sat = n.startswith("recall") and v >= 0.95
-        cells.append(f"<td class='{'sat' if sat else ''}'>{100 * v:.1f}%{mark}</td>")
+        cells.append(f"<td class='{'sat' if sat else ''}'>{_pct(v)}{mark}</td>")
     return "".join(cells)
 
 
-def _html_main_tables(runs: list[dict]) -> list[str]:
+def html_main_tables(runs: list[dict]) -> list[str]:
     out = []
-    by_ds: dict[str, list[dict]] = {}
-    for m in runs:
-        by_ds.setdefault(m["dataset"], []).append(m)
-    for ds, ms in by_ds.items():
+    for ds, ms in _by_dataset(runs).items():
         offs = [m.get("official") for m in ms if m.get("official")]
         lme = any("ndcg_any@5" in o for o in offs)
         names = ([f"{n}@{k}" for k in (5, 10) for n in ("recall_any", "recall_all", "ndcg_any")] if lme
                  else [f"{n}@{k}" for k in (5, 10) for n in ("recall_any", "recall_all")])
         rules = ("LongMemEval official rules" if lme else "LoCoMo evidence sessions") if offs else "none for this format"
         out.append(f"<h3>{_e(ds)}</h3><table>")
-        out.append(f"<tr><th class='l' rowspan='2'>variant</th>"
-                   f"<th class='harness' colspan='5'>HARNESS metrics (Memo harness rules, what we reproduce)</th>"
+        out.append("<tr><th class='l' rowspan='2'>variant</th>"
+                   "<th class='harness' colspan='5'>HARNESS metrics (Memo harness rules, what we reproduce)</th>"
                    f"<th class='official' colspan='{len(names) + 1}'>OFFICIAL metrics ({_e(rules)})</th>"
-                   f"<th rowspan='2'>random hit@1</th></tr>")
+                   "<th rowspan='2'>random hit@1</th></tr>")
         out.append("<tr><th class='harness'>n</th>" + "".join(
             f"<th class='harness'>{k}</th>" for k in ("hit@1", "hit@5", "hit@10", "MRR"))
             + "<th class='official'>n</th>" + "".join(f"<th class='official'>{n}</th>" for n in names) + "</tr>")
         for m in ms:
             pub = published(m["dataset"], m["variant"])
             rnd = (m.get("random") or {}).get("hit@1")
-            out.append(f"<tr><td class='l'>{_e(label(m))}</td><td>{m['questions']}</td>"
+            out.append(f"<tr><td class='l'>{_e(label(m))}</td><td>{_e(m['questions'])}</td>"
                        + "".join(_rate_cell(m, k, pub) for k in METRICS)
                        + _official_cells(m.get("official"), names)
                        + f"<td>{_pct(rnd)}</td></tr>")
         out.append("</table>")
-        excl = [(m["variant"], m["official"]) for m in ms if m.get("official")]
+        excl = [(label(m), m["official"]) for m in ms if m.get("official")]
         if excl:
             o0 = excl[0][1]
             parts = ", ".join(f"{k} {v}" for k, v in o0["excluded"].items())
             extra = ""
             if "categories_1_4" in o0:
-                c = o0["categories_1_4"]
-                extra = (" Categories 1-4 only (mem0's convention, category 5 adversarial): "
+                names14 = ", ".join(f"{c} {LOCOMO_CATEGORIES[c]}" for c in ("1", "2", "3", "4"))
+                extra = (f" Categories 1-4 only ({names14}; mem0's convention leaves out 5, adversarial): "
                          + "; ".join(f"{_e(v)} recall_all@10 {_pct(o['categories_1_4'].get('recall_all@10'))} "
-                                     f"(n {o['categories_1_4']['questions']})" for v, o in excl) + ".")
-            out.append(f"<p class='note'>Official: averaged over {o0['questions']} questions; excluded: "
-                       f"{_e(parts)}; lists to depth {o0['depth']} († marks k beyond it). Questions a variant "
+                                     f"(n {_e(o['categories_1_4']['questions'])})" for v, o in excl) + ".")
+            out.append(f"<p class='note'>Official: averaged over {_e(o0['questions'])} questions; excluded: "
+                       f"{_e(parts)}; lists to depth {_e(o0['depth'])} († marks k beyond it). Questions a variant "
                        f"gave no list count with an empty list.{extra}</p>")
     return out
 
 
-def _html_stats(stats: list[dict]) -> list[str]:
-    from .stats import fmt_ci
-
-    out = []
-    for s in stats:
-        if not s["comparisons"]:
-            continue
-        out.append(f"<h3>{_e(s['dataset'])}</h3><table><tr><th class='l' rowspan='2'>variant</th>"
-                   "<th class='l' rowspan='2'>against</th><th rowspan='2'>n (paired)</th>"
-                   + "".join(f"<th colspan='4' class='harness'>{k} (harness)</th>" for k in ("hit@1", "hit@5", "MRR"))
-                   + "</tr><tr>" + "<th>variant</th><th>baseline</th><th>Δ [95% CI]</th><th>p</th>" * 3 + "</tr>")
-        for c in s["comparisons"]:
-            cells = []
-            for k in ("hit@1", "hit@5", "mrr"):
-                mm = c["metrics"][k]
-                fmt = (lambda x: "-" if x is None else f"{x:.4f}") if k == "mrr" else _pct
-                sat = "sat" if mm["saturated"] else ""
-                p_text = "-" if mm["p"] is None else f"{mm['p']:.4f}"
-                ci = fmt_ci(mm, 100, 1) if k != "mrr" else fmt_ci(mm, 1, 4)
-                cells += [f"<td class='{sat}'>{fmt(mm['variant'])}</td>", f"<td class='{sat}'>{fmt(mm['baseline'])}</td>",
-                          f"<td>{ci}</td>", f"<td>{p_text}</td>"]
-            out.append(f"<tr><td class='l'>{_e(c['variant'])}</td><td class='l'>{_e(c['baseline'])} "
-                       f"<small>({_e(c['against'])})</small></td><td>{c['n']}</td>" + "".join(cells) + "</tr>")
-        out.append("</table>")
-    return out
-
-
-def _md_to_html(md: str) -> str:
-    """The small Markdown subset this project writes (headings, tables,
-    paragraphs) as HTML, for the analyze and falsifier sections."""
-    out, table, para = [], [], []
-
-    def flush_table():
-        if table:
-            rows = [r for r in table if not set(r.replace("|", "").strip()) <= set("-: ")]
-            out.append("<table>")
-            for i, r in enumerate(rows):
-                cells = [c.strip() for c in r.strip().strip("|").split("|")]
-                tag = "th" if i == 0 else "td"
-                out.append("<tr>" + "".join(f"<{tag} class='l'>{_e(c)}</{tag}>" for c in cells) + "</tr>")
-            out.append("</table>")
-            table.clear()
-
-    def flush_para():
-        if para:
-            out.append(f"<p>{_e(' '.join(para))}</p>")
-            para.clear()
-
-    for line in md.splitlines():
-        if line.startswith("|"):
-            flush_para()
-            table.append(line)
-            continue
-        flush_table()
-        if line.startswith("#"):
-            flush_para()
-            level = min(len(line) - len(line.lstrip("#")) + 1, 6)
-            out.append(f"<h{level}>{_e(line.lstrip('#').strip())}</h{level}>")
-        elif not line.strip():
-            flush_para()
-        else:
-            para.append(line.strip())
-    flush_table()
-    flush_para()
-    return "\n".join(out)
-
-
-def _html_details(runs: list[dict]) -> list[str]:
-    out = []
-    for m in runs:
-        out.append(f"<h3>{_e(m['dataset'])} / {_e(m['variant'])}</h3>"
-                   f"<p class='note'>{_e(m['description'])} ({_e(m['harness'])}). Items {m['items']}; evaluated "
-                   f"{m['questions']}; skipped: {_e(', '.join(f'{k} {v}' for k, v in m['skipped'].items()) or 'none')}; "
-                   f"counted as misses: {_e(', '.join(f'{k} {v}' for k, v in m['counted_as_miss'].items()) or 'none')}.</p>")
-        out.append("<table><tr><th class='l'>type</th><th>n</th><th class='harness'>hit@1</th>"
-                   "<th class='harness'>hit@5</th><th class='harness'>MRR</th></tr>")
-        for t, b in m["by_type"].items():
-            out.append(f"<tr><td class='l'>{_e(t)}</td><td>{b['questions']}</td><td>{printed(b, 'hit@1')}%</td>"
-                       f"<td>{printed(b, 'hit@5')}%</td><td>{to_fixed(b['mrr'], 3)}</td></tr>")
-        out.append("</table>")
-    return out
-
-
-def html_report(runs, stats, extra_md, images: dict[str, str], missing_md: str = "") -> str:
+def html_report(runs, stats, extras: list, images: dict[str, str], missing: list | None = None) -> str:
+    """``extras``: blocks (analyze, falsifier, provenance); ``missing``: the missing-datasets blocks."""
+    paired = paired_blocks(runs, stats)
+    nav = ([("missing", "Missing datasets")] * bool(missing) + [("results", "Results")]
+           + [("paired", "Paired differences")] * bool(paired) + [("types", "Per question type")]
+           + [("hitk", "hit@k plot")] * bool(images.get("hitk"))
+           + [("provenance", "Provenance")] * any(b and b[0].text == "Provenance" for b in extras))
     out = ["<!doctype html><html><head><meta charset='utf-8'><title>memobench report</title>"
            f"<style>{CSS}</style></head><body>", "<h1>memobench report</h1>",
-           "<p class='note'><b>Two kinds of numbers, never interchangeable.</b> "
-           "<b>Harness metrics</b> (blue: hit@1, hit@5, hit@10, MRR) follow the Memo harness's rules: the "
-           "first rank of an <code>answer_session_ids</code> session in the top 10, over the questions the harness "
-           "evaluates; they reproduce the published numbers, shown under each cell with the difference "
-           "(<span class='eq'>=</span> when equal to the printed digit). <b>Official metrics</b> (orange: "
-           "recall_any@k, recall_all@k, ndcg_any@k) follow LongMemEval's own retrieval scoring: gold = the "
-           "haystack sessions whose id contains <code>answer</code> and whose user turns carry the answer, "
-           "abstention and no-user-target questions excluded. hit@10 is not recall_all@10: quote the one whose "
-           "rules match the number you compare against. Cells at 95% or more are shaded (saturated). "
-           "n is the number of questions behind each rate.</p>"]
-    if missing_md:
-        out.append(_md_to_html(missing_md))
-    out.append("<h2>Harness and official metrics</h2>")
-    out += _html_main_tables(runs)
-    together = _md_against_reference(runs, stats)
-    if together:
-        out.append(_md_to_html(together))
-    if images.get("forest") or stats:
-        out.append("<h2>Paired differences to the baseline and to v0.8.0</h2>"
-                   "<p class='note'>Per question, variant minus baseline over the questions both evaluated; mean "
-                   "difference with a bootstrap 95% interval (10,000 resamples) and a paired randomization "
-                   "p-value (10,000 sign flips), seeded so reruns are identical.</p>")
+           "<nav>" + "".join(f"<a href='#{a}'>{_e(t)}</a>" for a, t in nav) + "</nav>",
+           to_html(reading_guide(html_colours=True))]
+    if missing:
+        out.append(to_html(missing))
+    out.append("<h2 id='results'>Harness and official metrics</h2>")
+    out += html_main_tables(runs)
+    if paired:
+        out.append(to_html(paired[:3]))
         if images.get("forest"):
-            out.append(f"<img src='{_e(images['forest'])}' alt='forest plot of paired differences'>")
-        out += _html_stats(stats)
-    if images.get("heatmap"):
-        out.append("<h2>Per question type (harness hit@1)</h2>"
-                   f"<img src='{_e(images['heatmap'])}' alt='hit@1 per question type'>")
+            out.append(f"<img src='{_e(images['forest'])}' alt='forest plot of the paired differences'>")
+        out.append(to_html(paired[3:]))
+    out.append(to_html(per_type_blocks(runs, images.get("heatmap"))))
     if images.get("hitk"):
-        out.append(f"<h2>hit@k per run</h2><img src='{_e(images['hitk'])}' alt='hit@k plot'>")
-    vt = variant_table(runs)
-    if vt:
-        out.append(_md_to_html(vt))
-    out.append("<h2>Per variant</h2>")
-    out += _html_details(runs)
-    for text in extra_md:
-        out.append(_md_to_html(text))
+        out.append(f"<h2 id='hitk'>hit@k per dataset and variant</h2><img src='{_e(images['hitk'])}' alt='hit@k plot'>")
+    out.append(to_html(variant_table(runs)))
+    for blocks in extras:
+        out.append(to_html(blocks))
     out.append("</body></html>")
     return "\n".join(out) + "\n"
+
+
+def markdown_report(runs, stats, extras: list, missing: list | None = None) -> str:
+    blocks = [Heading(1, "memobench report"), *reading_guide(), *(missing or []), *md_main(runs),
+              *md_official(runs), *paired_blocks(runs, stats), *variant_table(runs), *per_type_blocks(runs)]
+    for b in extras:
+        blocks += b
+    return to_markdown(blocks).rstrip("\n") + "\n"
+
+
+# ---------------------------------------------------------------- plots
+
+STYLE = {"font.size": 11, "axes.titlesize": 12, "axes.labelsize": 11, "xtick.labelsize": 10,
+         "ytick.labelsize": 10, "legend.fontsize": 10}
+UP, DOWN, FLAT = "#1a7f37", "#b42318", "#555555"
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
 
 
 def _save(fig, png_out) -> None:
@@ -506,73 +549,119 @@ def _save(fig, png_out) -> None:
     plt.close(fig)
 
 
+def plot(runs: list[dict], png_out) -> None:
+    """Harness hit@1/5/10 as horizontal bars with their values, one panel per dataset."""
+    plt = _pyplot()
+    by_ds = _by_dataset(runs)
+    heights = [0.62 * len(ms) + 1.2 for ms in by_ds.values()] or [2.0]
+    colors = {"hit@1": "#1f4e8c", "hit@5": "#4f8fd6", "hit@10": "#a8c8ee"}
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(len(heights), 1, figsize=(12, sum(heights) + 0.5),
+                                 gridspec_kw={"height_ratios": heights}, squeeze=False)
+        bar = 0.27
+        for ax, (ds, ms) in zip(axes[:, 0], by_ds.items()):
+            for j, k in enumerate(HITS):
+                ys = [i + (j - 1) * bar for i in range(len(ms))]
+                vals = [m.get(k + "_rate") for m in ms]
+                ax.barh(ys, [100 * (v or 0) for v in vals], bar, label=k, color=colors[k])
+                for y, v, m in zip(ys, vals, ms):
+                    if v is not None:  # the value the tables print
+                        ax.text(100 * v + 0.8, y, printed(m, k), va="center", fontsize=10)
+            ax.set_yticks(range(len(ms)), [label(m) for m in ms])
+            ax.set_ylim(len(ms) - 0.5, -0.5)
+            ax.set_xlim(0, 109)
+            ax.set_xticks(range(0, 101, 20))
+            n = max(m["questions"] for m in ms)
+            ax.set_title(f"{ds}: harness hit@k, % of the evaluated questions (n = {n})", loc="left")
+            ax.set_xlabel("% of evaluated questions")
+        if not by_ds:
+            axes[0, 0].text(0.5, 0.5, "no runs", ha="center", transform=axes[0, 0].transAxes)
+        handles, names = axes[0, 0].get_legend_handles_labels()
+        if handles:
+            fig.legend(handles, names, loc="upper right", ncol=3, frameon=False)
+        fig.tight_layout(rect=(0, 0, 1, 1 - 0.45 / (sum(heights) + 0.5)))
+    _save(fig, png_out)
+
+
 def forest_plot(stats: list[dict], png_out) -> None:
-    """Each comparison's mean difference with its 95% interval, one panel per metric."""
-    import matplotlib
+    """Each comparison's mean difference with its 95% interval: one row of
+    panels per dataset (hit@1, hit@5 in points; MRR in MRR units), each panel
+    on its own scale, so a dataset of 11 questions does not flatten another's."""
+    plt = _pyplot()
+    from matplotlib.ticker import MaxNLocator
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    rows = [(s["dataset"], c) for s in stats for c in s["comparisons"] if c["n"]]
-    fig, axes = plt.subplots(1, 3, figsize=(12, 0.32 * max(len(rows), 1) + 1.6), sharey=True)
-    labels = [f"{ds}: {c['variant']} − {c['baseline']}" for ds, c in rows]
-    for ax, key in zip(axes, ("hit@1", "hit@5", "mrr")):
-        for i, (_, c) in enumerate(rows):
-            mm = c["metrics"][key]
-            lo, hi = mm["ci95"]
-            color = "#b42318" if hi < 0 else "#1a7f37" if lo > 0 else "#555"
-            ax.errorbar([100 * mm["diff"]], [i], xerr=[[100 * (mm["diff"] - lo)], [100 * (hi - mm["diff"])]],
-                        fmt="o", color=color, ms=4, capsize=2)
-        ax.axvline(0, color="#999", lw=0.8)
-        ax.set_xlabel(("Δ " + key + " (points)") if key != "mrr" else "Δ MRR × 100")
-        ax.set_yticks(range(len(rows)), labels, fontsize=7)
-        ax.invert_yaxis() if key == "hit@1" else None
-    axes[0].set_title("paired difference, 95% bootstrap CI", loc="left", fontsize=9)
-    if not rows:
-        axes[0].text(0.5, 0.5, "no comparisons", transform=axes[0].transAxes, ha="center")
-    fig.tight_layout()
+    groups = [(s["dataset"], [c for c in s["comparisons"] if c["n"]]) for s in stats]
+    groups = [(ds, cs) for ds, cs in groups if cs]
+    heights = [0.42 * len(cs) + 1.3 for _, cs in groups] or [2.0]
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(len(heights), 3, figsize=(13, sum(heights)),
+                                 gridspec_kw={"height_ratios": heights}, squeeze=False)
+        for row, (ds, cs) in zip(axes, groups):
+            names = [f"{c['variant']} − {c['baseline']}" for c in cs]
+            for ax, key in zip(row, PAIRED):
+                scale = 1 if key == "mrr" else 100
+                ends = [0.0]
+                for i, c in enumerate(cs):
+                    mm = c["metrics"][key]
+                    lo, hi = mm["ci95"]
+                    d = mm["diff"]
+                    color = DOWN if hi < 0 else UP if lo > 0 else FLAT
+                    ax.errorbar([scale * d], [i], xerr=[[scale * (d - lo)], [scale * (hi - d)]], fmt="o",
+                                color=color, ms=5, capsize=3)
+                    ends += [scale * lo, scale * hi]
+                span = (max(ends) - min(ends)) or (1.0 if scale == 100 else 0.01)
+                ax.set_xlim(min(ends) - 0.08 * span, max(ends) + 0.08 * span)
+                ax.axvline(0, color="#999", lw=0.8)
+                ax.set_ylim(len(cs) - 0.5, -0.5)
+                ax.set_yticks(range(len(cs)), names if key == "hit@1" else [""] * len(cs))
+                ax.set_xlabel(f"Δ {metric_name(key)} " + ("(MRR units)" if key == "mrr" else "(percentage points)"))
+                ax.grid(axis="x", color="#eee")
+                ax.xaxis.set_major_locator(MaxNLocator(nbins=6))
+            n = max(c["n"] for c in cs)
+            row[0].set_title(f"{ds} (n = {n} paired questions)", loc="left", fontweight="bold")
+        if not groups:
+            axes[0, 0].text(0.5, 0.5, "no comparisons", transform=axes[0, 0].transAxes, ha="center")
+        fig.tight_layout()
     _save(fig, png_out)
 
 
 def heatmap(runs: list[dict], png_out) -> None:
-    """Harness hit@1 per question type, one panel per dataset."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    by_ds: dict[str, list[dict]] = {}
-    for m in runs:
-        if m.get("by_type"):
-            by_ds.setdefault(m["dataset"], []).append(m)
-    heights = [0.3 * len(ms) + 1.4 for ms in by_ds.values()] or [2]
-    fig, axes = plt.subplots(len(heights), 1, figsize=(10, sum(heights)), gridspec_kw={"height_ratios": heights},
-                             squeeze=False)
-    for ax, (ds, ms) in zip(axes[:, 0], by_ds.items()):
-        types = list(dict.fromkeys(t for m in ms for t in m["by_type"]))
-        grid = [[(m["by_type"][t]["hit@1_rate"] if t in m["by_type"] and m["by_type"][t]["hit@1_rate"] is not None
-                  else float("nan")) for t in types] for m in ms]
-        im = ax.imshow(grid, aspect="auto", vmin=0, vmax=1, cmap="viridis")
-        for i, row in enumerate(grid):
-            for j, v in enumerate(row):
-                if v == v:
-                    ax.text(j, i, f"{100 * v:.0f}", ha="center", va="center", fontsize=6,
-                            color="white" if v < 0.6 else "black")
-        n = {t: max(m["by_type"].get(t, {}).get("questions", 0) for m in ms) for t in types}
-        ax.set_xticks(range(len(types)), [f"{t}\n(n {n[t]})" for t in types], fontsize=7)
-        ax.set_yticks(range(len(ms)), [m["variant"] for m in ms], fontsize=7)
-        ax.set_title(f"{ds}: harness hit@1 % per question type", fontsize=9, loc="left")
-        fig.colorbar(im, ax=ax, fraction=0.02)
-    if not by_ds:
-        axes[0, 0].text(0.5, 0.5, "no runs", ha="center")
-    fig.tight_layout()
+    """Harness hit@1 (%) per question type, one panel per dataset, the colour bar in %."""
+    plt = _pyplot()
+    by_ds = {ds: [m for m in ms if m.get("by_type")] for ds, ms in _by_dataset(runs).items()}
+    by_ds = {ds: ms for ds, ms in by_ds.items() if ms}
+    heights = [0.42 * len(ms) + 1.9 for ms in by_ds.values()] or [2.0]
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(len(heights), 1, figsize=(12, sum(heights)),
+                                 gridspec_kw={"height_ratios": heights}, squeeze=False)
+        for ax, (ds, ms) in zip(axes[:, 0], by_ds.items()):
+            types = list(dict.fromkeys(t for m in ms for t in m["by_type"]))
+            grid = [[(100 * m["by_type"][t]["hit@1_rate"]
+                      if t in m["by_type"] and m["by_type"][t].get("hit@1_rate") is not None else float("nan"))
+                     for t in types] for m in ms]
+            im = ax.imshow(grid, aspect="auto", vmin=0, vmax=100, cmap="viridis")
+            for i, (m, row) in enumerate(zip(ms, grid)):
+                for j, (t, v) in enumerate(zip(types, row)):
+                    if v == v:  # the value the per-type tables print
+                        ax.text(j, i, printed(m["by_type"][t], "hit@1"), ha="center", va="center", fontsize=10,
+                                color="white" if v < 60 else "black")
+            n = {t: max(m["by_type"].get(t, {}).get("questions", 0) for m in ms) for t in types}
+            ax.set_xticks(range(len(types)), [f"{type_label(ms[0], t)}\n(n {n[t]})" for t in types])
+            ax.set_yticks(range(len(ms)), [label(m) for m in ms])
+            kind = "category" if is_locomo(ms[0]) else "question type"
+            ax.set_title(f"{ds}: harness hit@1 (%) per {kind}", loc="left")
+            fig.colorbar(im, ax=ax, fraction=0.025, pad=0.01).set_label("hit@1 (%)")
+        if not by_ds:
+            axes[0, 0].text(0.5, 0.5, "no runs", ha="center", transform=axes[0, 0].transAxes)
+        fig.tight_layout()
     _save(fig, png_out)
 
 
-def build_report(metrics_paths, extra_md, md_out, html_out, png_out, official_paths=(), stats_paths=(),
+def build_report(metrics_paths, extra_paths, md_out, html_out, png_out, official_paths=(), stats_paths=(),
                  forest_out=None, heatmap_out=None, manifest_path=None, log=print, missing=None) -> None:
-    """``missing``: {dataset: why} of the datasets that could not run (missing.py),
-    listed with how to get them at the top of the report."""
+    """``extra_paths``: analyze summaries (analyze/summary.json) and falsifier
+    results (falsifier.json); ``missing``: {dataset: why} of the datasets that
+    could not run (missing.py), listed with how to get them at the top."""
     runs = [json.loads(Path(p).read_text(encoding="utf-8")) for p in metrics_paths]
     official = {}
     for p in official_paths:
@@ -582,16 +671,9 @@ def build_report(metrics_paths, extra_md, md_out, html_out, png_out, official_pa
         if (m["dataset"], m["variant"]) in official:
             m["official"] = official[(m["dataset"], m["variant"])]
     stats = [json.loads(Path(p).read_text(encoding="utf-8")) for p in stats_paths]
-    extras = [Path(p).read_text(encoding="utf-8") for p in extra_md] + [provenance_section(manifest_path, runs)]
-    md = (markdown(runs) + _md_against_reference(runs, stats) + variant_table(runs) + _md_official(runs)
-          + _md_stats(stats))
-    gone = missing_markdown(missing or {})
-    if gone:  # right under the title, before the tables of what did run
-        title, rest = md.split("\n", 1)
-        md = f"{title}\n\n{gone}{rest}"
-    for text in extras:
-        md += "\n" + text
-    write_text(md_out, md)
+    extras = [extra_blocks(p) for p in extra_paths] + [provenance_blocks(manifest_path, runs)]
+    gone = missing_blocks(missing or {})
+    write_text(md_out, markdown_report(runs, stats, extras, gone))
     plot(runs, png_out)
     images = {"hitk": Path(png_out).name}
     if forest_out:
@@ -600,6 +682,7 @@ def build_report(metrics_paths, extra_md, md_out, html_out, png_out, official_pa
     if heatmap_out:
         heatmap(runs, heatmap_out)
         images["heatmap"] = Path(heatmap_out).name
-    write_text(html_out, html_report(runs, stats, extras, images, missing_md=gone))
-    log(f"report: {len(runs)} runs, {len(missing or {})} datasets missing, {sum(1 for m in runs if m.get('official'))} with official metrics, "
+    write_text(html_out, html_report(runs, stats, extras, images, missing=gone))
+    log(f"report: {len(runs)} runs, {len(missing or {})} datasets missing, "
+        f"{sum(1 for m in runs if m.get('official'))} with official metrics, "
         f"{sum(len(s['comparisons']) for s in stats)} comparisons")

@@ -6,8 +6,11 @@ For each variant against its baseline (the harness's own pairs) and against
 questions both evaluated. Each mean difference gets a percentile bootstrap
 95% confidence interval (questions resampled with replacement) and a paired
 randomization test p-value (signs of the differences flipped at random,
-two-sided, ``(1 + #extreme) / (1 + R)``). The random streams are seeded from
-:data:`SEED` and the names compared, so a rerun writes the same bytes.
+two-sided, ``(1 + #extreme) / (1 + R)``, so its floor is ``1 / (1 + R)``: "p <
+1/R"). The random stream is seeded from :data:`SEED` and the dataset's name
+only: every comparison on a dataset over the same questions draws the same
+resamples and the same sign flips, so two variants with the same per-question
+outcomes get the same interval and p-value, and a rerun writes the same bytes.
 """
 
 from __future__ import annotations
@@ -73,7 +76,7 @@ def paired(a: np.ndarray, b: np.ndarray, rng: np.random.Generator, n_boot: int =
 
 def compare(name: str, base: str, a: dict[int, dict], b: dict[int, dict], dataset: str = "") -> dict:
     common = sorted(set(a) & set(b))
-    rng = _rng(dataset, name, base)
+    rng = _rng(dataset)  # the dataset's draws, whatever the names compared
     A = np.array([[a[q][m] for m in METRICS] for q in common], dtype=np.float64).reshape(len(common), len(METRICS))
     B = np.array([[b[q][m] for m in METRICS] for q in common], dtype=np.float64).reshape(len(common), len(METRICS))
     tests = paired(A, B, rng)
@@ -115,6 +118,20 @@ def dataset_stats(dataset: str, variants: dict[str, str], outcomes: dict[str, li
             for m in METRICS if row["metrics"][m]["diff"] is not None))
     return {"dataset": dataset, "seed": SEED, "bootstrap": BOOTSTRAP, "permutations": PERMUTATIONS,
             "saturated_at": SATURATED, "metrics": list(METRICS), "comparisons": rows}
+
+
+def at_floor(p: float | None, n_perm: int = PERMUTATIONS) -> bool:
+    """No sign flip was as extreme as the observed difference: p is only bounded."""
+    return p is not None and p * (1 + n_perm) < 1.5
+
+
+def fmt_p(p: float | None, n_perm: int = PERMUTATIONS) -> str:
+    """``0.0061``; ``< 0.0001`` at the floor of ``n_perm`` flips (p = 1 / (1 + n_perm))."""
+    if p is None:
+        return "-"
+    if at_floor(p, n_perm):
+        return f"< {1 / n_perm:.4g}"
+    return f"{p:.4f}"
 
 
 def fmt_ci(m: dict, scale: float = 100.0, digits: int = 1) -> str:

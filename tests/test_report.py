@@ -1,0 +1,215 @@
+"""The report (report.md, report.html) from hand-made runs: hostile values from
+data and configuration stay inside their cells in both formats, LoCoMo's
+categories carry their names, each paired comparison appears once, p-values
+at the permutation floor read as bounds; the HTML in a real headless browser.
+The per-question outcomes go through the real metrics and stats code."""
+
+from __future__ import annotations
+
+import json
+import re
+from html.parser import HTMLParser
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import browser
+from memobench import analyze, cli, doc, falsifier, metrics, missing, stats
+from memobench.report import build_report
+from memobench.retrieval import OUTCOMES
+
+# a question type, a LoCoMo category, a variant's description or a reason holding
+# a cell separator, a line break, markup, a code span and a script
+HOSTILE = "a|b\nc `d` <script>window.__memobenchInjected = true</script> *e* [f](javascript:g) & h"
+FOLDED = HOSTILE.replace("\n", " ")
+
+
+def _outcomes(ranks, types):
+    return [{"q_index": i, "question_id": f"q{i}", "question_type": t, "status": "evaluated", "reason": None,
+             "in_types": True, "gold_rank": r, "pool_size": 20} for i, (r, t) in enumerate(zip(ranks, types))]
+
+
+def _run(tmp, dataset, variant, ranks, types, fmt="longmemeval", description="a variant", baseline="",
+         skip_rule="run"):
+    rows = _outcomes(ranks, types)
+    d = tmp / dataset / variant
+    d.mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist(rows, schema=OUTCOMES), d / "outcomes.parquet")
+    m = metrics.compute(rows)
+    m.update(dataset=dataset, variant=variant, harness="run.cjs", description=description, baseline=baseline,
+             recipe={"backend": "fts"}, skip_rule=skip_rule, data={"format": fmt},
+             provenance={"source": "0123456789abcdef", "python": "3"})
+    (d / "metrics.json").write_text(json.dumps(m))
+    return d / "metrics.json", d / "outcomes.parquet"
+
+
+def _stats(tmp, dataset, variants, outcome_files):
+    s = stats.dataset_stats(dataset, variants, {v: [outcome_files[v]] for v in variants}, log=lambda m: None)
+    p = tmp / dataset / "stats.json"
+    p.write_text(json.dumps(s))
+    return p
+
+
+def _md_rows(md: str):
+    """Each Markdown table as (header cells, [row cells]), split on unescaped pipes."""
+    tables, cur = [], None
+    for line in md.splitlines():
+        if line.startswith("|"):
+            cells = re.split(r"(?<!\\)\|", line.strip())[1:-1]
+            if cur is None:
+                cur = (cells, [])
+                tables.append(cur)
+            elif not set(line) <= set("|-: "):
+                cur[1].append(cells)
+        else:
+            cur = None
+    return tables
+
+
+class _Tables(HTMLParser):
+    """Tables as rows of (tag, colspan, text); script tags counted."""
+
+    def __init__(self):
+        super().__init__()
+        self.tables, self.scripts, self._cell = [], 0, None
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "script":
+            self.scripts += 1
+        elif tag == "table":
+            self.tables.append([])
+        elif tag == "tr":
+            self.tables[-1].append([])
+        elif tag in ("td", "th"):
+            self._cell = [tag, int(dict(attrs).get("colspan", 1)), ""]
+            self.tables[-1][-1].append(self._cell)
+
+    def handle_endtag(self, tag):
+        if tag in ("td", "th"):
+            self._cell = None
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell[2] += data
+
+
+@pytest.fixture(scope="module")
+def hostile_report(tmp_path_factory):
+    tmp_path = tmp_path_factory.mktemp("hostile")
+    res = tmp_path / "results"
+    ds = "lme"
+    n = 40
+    types = [HOSTILE if i % 2 else "plain" for i in range(n)]
+    m0, o0 = _run(res, ds, "v0.8.0", [1] * 30 + [3] * 10, types)
+    m1, o1 = _run(res, ds, "mine", [0] * 35 + [1] * 5, types, description=HOSTILE, baseline="v0.8.0")
+    m2, o2 = _run(res, ds, "twin", [0] * 35 + [1] * 5, types, baseline="mine")
+    lm, lo = _run(res, "loco", "v0.8.0", [1, 2, 0, 1, 5, 1], ["4", "5", "2", "1", "3", "9"], fmt="locomo",
+                  skip_rule="locomo")
+    st = [_stats(res, ds, {"v0.8.0": "", "mine": "v0.8.0", "twin": "mine"}, {"v0.8.0": o0, "mine": o1, "twin": o2})]
+    rows = [{"rank": 0 if i % 3 else 1, "cause": analyze.CAUSES[i % 4], "coverage": 1, "window_size": 4,
+             "question_type": HOSTILE if i % 2 else "plain", "ceiling_union": True, "ceiling_top10": False,
+             "idf_rerank_hit": False, "question": HOSTILE, "gold_events": 1, "gold_sessions": 1, "merged_rank": 3}
+            for i in range(8)]
+    (res / ds / "summary.json").write_text(json.dumps({"dataset": ds, **analyze.summarize(rows)}))
+    (res / ds / "falsifier.json").write_text(json.dumps({"dataset": ds, "comparisons": [
+        {"variant": HOSTILE, "baseline": "v0.8.0", "segments": [], "verdict": HOSTILE}]}))
+    gone = {"far": missing.missing_receipt(tmp_path / "far.json", f"far.json: {HOSTILE}", 5, None,
+                                           [f"http://x/{HOSTILE}"], 1)}
+    out = {k: res / f"report.{k}" for k in ("md", "html")}
+    build_report([m0, m1, m2, lm], [res / ds / "summary.json", res / ds / "falsifier.json"], out["md"], out["html"],
+                 res / "hitk.png", stats_paths=st, forest_out=res / "forest.png", heatmap_out=res / "heatmap.png",
+                 log=lambda m: None, missing=gone)
+    return out["md"].read_text(), out["html"], res
+
+
+def test_hostile_values_stay_in_their_markdown_cells(hostile_report):
+    md, _, _ = hostile_report
+    assert "<script" not in md and "&lt;script>" in md and "&lt;/script>" in md
+    tables = _md_rows(md)
+    assert len(tables) >= 8
+    for header, rows in tables:
+        for r in rows:
+            assert len(r) == len(header), (header, r)
+    cells = [c.strip() for _, rows in tables for r in rows for c in r]
+    escaped = doc.md_text(HOSTILE)
+    assert "\n" not in escaped and "a\\|b" in escaped and "\\`d\\`" in escaped and "[f\\](" in escaped
+    # the per-type table, the analyze and falsifier tables and the missing-datasets table hold it whole
+    assert cells.count(escaped) >= 4
+    assert f"http://x/{escaped}" in cells  # the missing dataset's URL
+    assert escaped + " (run.cjs)." in md  # the description, escaped, as a paragraph
+
+
+def test_hostile_values_stay_in_their_html_cells(hostile_report):
+    _, html_path, _ = hostile_report
+    p = _Tables()
+    p.feed(html_path.read_text())
+    assert p.scripts == 0  # none of the values became a script
+    texts = []
+    for t in p.tables:
+        width = sum(c[1] for c in t[0])
+        for row in t[1:]:
+            if any(c[0] == "td" for c in row):
+                assert sum(c[1] for c in row) == width, row
+        texts += [c[2] for row in t for c in row]
+    assert texts.count(HOSTILE) >= 4  # whole, unsplit, as text
+    assert "`" not in "".join(x for x in texts if HOSTILE not in x)  # no Markdown code span leaks into HTML
+
+
+def test_locomo_categories_pairs_and_p_values(hostile_report):
+    md, html_path, _ = hostile_report
+    html = html_path.read_text()
+    for cat, name in (("4", "single-hop"), ("5", "adversarial"), ("2", "temporal"), ("1", "multi-hop"),
+                      ("3", "open-domain")):
+        assert f"| {cat} ({name}) |" in md and f"{cat} ({name})" in html
+    assert "| 9 |" in md  # an unknown category keeps its bare number
+    paired = md.split("## Paired differences")[1].split("\n## ")[0]
+    rows = [r for _, rs in _md_rows(paired) for r in rs]
+    pairs = [(r[0].strip(), r[2].strip()) for r in rows]
+    assert sorted(pairs) == [("mine", "v0.8.0 (harness baseline)"), ("twin", "mine (harness baseline)"),
+                             ("twin", "v0.8.0")]
+    assert "v0.8.0 (v0.8.0)" not in md + html
+    # mine vs v0.8.0: 35 hits lost of 40, no sign flip gets there: a bound, not a value
+    mine = next(r for r in rows if r[0].strip() == "mine")
+    assert mine[5].strip() == "< 0.0001" and mine[4].strip().startswith("-")
+    assert "p < 0.0001" in md and "| 0.0001 |" not in paired
+    # the MRR difference in MRR units: -0.7083 = 5/40 - (30 + 10/3)/40
+    assert mine[8].strip().startswith("-0.7083 [")
+
+
+def test_report_in_a_browser_keeps_hostile_values_inert(hostile_report, tmp_path):
+    _, html_path, _ = hostile_report
+    r = browser.measure(html_path, tmp_path)
+    assert r["scripts"] == 1 and not r["injected"]  # only the measuring script; the data's did not run
+    assert r["scrollWidth"] <= browser.WIDTH, r
+    assert [x for x in r["rows"] if x[0] != x[1]] == []
+    assert len(r["images"]) == 3 and all(w > 0 for w, _ in r["images"])
+
+
+def test_missing_dataset_cells_wrap(tmp_path):
+    gone = {"far": missing.missing_receipt(tmp_path / ("deep" * 40) / "far.json", "far.json: could not download",
+                                           5, "ab" * 32, ["http://example.invalid/" + "x" * 200], 1)}
+    html = doc.to_html(missing.blocks(gone))
+    assert html.count("class='l wrap'") == 3 and "`" not in html and "<code>memobench:</code>" in html
+
+
+def test_markdown_code_spans_and_line_starts():
+    assert doc.md_code("a`b|c") == "``a`b\\|c``"
+    assert doc.md_inline("# not a heading").startswith("\\#")
+    assert doc.md_inline("1. not a list").startswith("1\\.")
+    assert doc.to_html([doc.Para(["x ", doc.Code("<y>")])]) == "<p>x <code>&lt;y&gt;</code></p>"
+
+
+def test_falsifier_and_analyze_markdown_escape_their_rows():
+    md = falsifier.markdown("d", [{"variant": HOSTILE, "baseline": "b", "segments": [], "verdict": "v"}])
+    (header, rows), = _md_rows(md)
+    assert len(rows[0]) == len(header) and rows[0][0].strip() == doc.md_text(HOSTILE)
+
+
+def test_variants_cli_names_each_familys_harness(capsys):
+    cli.main(["variants", "--family", "locomo"])
+    line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("v0.8.0 "))
+    assert "locomo.cjs" in line and "run.cjs" not in line
+    cli.main(["variants"])
+    line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("v0.8.0 "))
+    assert "run.cjs (s), run-m.cjs (m), locomo.cjs (locomo)" in line
