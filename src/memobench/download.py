@@ -389,6 +389,7 @@ def fetch(urls: Iterable[str] | str, dest: str | Path, expected_bytes: int,
 
     # 3. download
     failures: list[str] = []
+    reasons: list[str] = []  # why each URL failed, without the URL
     for i, url in enumerate(urls):
         more = i + 1 < len(urls)
         tries = 0
@@ -401,6 +402,7 @@ def fetch(urls: Iterable[str] | str, dest: str | Path, expected_bytes: int,
                     log(f"{name}: {e}; giving up on {url} after {retries} retries"
                         + ("; trying the next URL" if more else ""))
                     failures.append(f"{url} ({e})")
+                    reasons.append(str(e))
                     break
                 log(f"{name}: {e}; retrying {url} ({tries}/{retries})")
                 time.sleep(RETRY_DELAY * tries)
@@ -408,13 +410,15 @@ def fetch(urls: Iterable[str] | str, dest: str | Path, expected_bytes: int,
             except _UrlFailed as e:
                 log(f"{name}: {url} failed: {e}" + ("; trying the next URL" if more else ""))
                 failures.append(f"{url} ({e})")
+                reasons.append(str(e))
                 break
             return complete(actual, url)
 
     sha_note = f", sha256 {want}" if want else ""
     raise DownloadError(
         f"{name}: could not download (no network?): tried {', '.join(failures)}. "
-        f"Place the file ({expected_bytes} bytes{sha_note}) at {dest} and rerun."
+        f"Place the file ({expected_bytes} bytes{sha_note}) at {dest} and rerun.",
+        brief=f"could not download (no network?): {'; '.join(dict.fromkeys(reasons))}",
     )
 
 
