@@ -15,8 +15,7 @@ import pytest
 
 from conftest import REPO, dry_run_jobs, snakemake, write_config
 from memobench import missing
-from memobench.errors import DownloadError
-from memobench.generate import write_cn, write_longmemeval
+from memobench.generate import write_cn, write_locomo, write_longmemeval
 
 
 def _ends_with_our_lines(proc, n_missing: int) -> None:
@@ -136,6 +135,79 @@ def test_a_hand_placed_file_completes_the_run_with_the_default_profile(tmp_path,
     snakemake(tmp_path, *profile, configfile=cfg)
     assert (tmp_path / "results" / "mine" / "v0.8.0" / "metrics.json").exists()
     assert dry_run_jobs(tmp_path, *profile, configfile=cfg) == {}
+
+
+def test_the_exit_status_tells_the_truth_whatever_ran_before(tmp_path, http_dir):
+    """Offline, only LoCoMo placed by hand: the default run fails with the
+    lines; a run of `run: [locomo10]` (the README's tip) succeeds; the default
+    run after it fails again, and every time, with the lines, and
+    results/datasets.json says so each time."""
+    _, base = http_dir
+    data = tmp_path / "data"
+    data.mkdir()
+    locomo = data / "locomo10.json"
+    write_locomo(locomo, n_conversations=2, seed=4, sessions=(3, 4), turns=(4, 6), qa_per_conversation=(5, 8))
+    cfg = write_config(tmp_path / "cfg.yaml", data_dir=str(data), run=["longmemeval_s", "locomo10", "longmemeval_cn"],
+                       datasets={
+        "locomo10": {"bytes": locomo.stat().st_size, "sha256": hashlib.sha256(locomo.read_bytes()).hexdigest(),
+                     "urls": [], "variants": ["v0.8.0"]},
+        "longmemeval_s": {"urls": [f"{base}/nowhere/longmemeval_s"], "segments": 1, "variants": ["v0.8.0"]},
+        "longmemeval_cn": {"urls": [f"{base}/nowhere/results.jsonl"], "variants": ["cn-A"]}})
+    only_locomo = write_config(tmp_path / "mine.yaml", run=["locomo10"])
+    results = tmp_path / "results"
+
+    def default_run(expect):
+        proc = snakemake(tmp_path, "--cores", "2", configfile=cfg, check=False)
+        assert proc.returncode == 1, (proc.stdout + proc.stderr)[-3000:]
+        _ends_with_our_lines(proc, 2)
+        lines = proc.stderr.splitlines()[-3:]
+        assert lines[0].startswith("memobench: missing dataset longmemeval_s: longmemeval_s.json: could not "
+                                   f"download (no network?): tried {base}/nowhere/longmemeval_s (HTTP 404")
+        assert f"at {data / 'longmemeval_s.json'} and rerun." in lines[0]
+        assert lines[1].startswith("memobench: missing dataset longmemeval_cn: lmcn_results.jsonl: could not")
+        record = json.loads((results / "datasets.json").read_text())
+        assert record["missing"] == ["longmemeval_s", "longmemeval_cn"] and record["present"] == ["locomo10"]
+        assert record["run"] == ["longmemeval_s", "locomo10", "longmemeval_cn"]
+        assert record["lines"] == [ln.removeprefix("memobench: ") for ln in lines]
+        assert "## Missing datasets" in (results / "report.md").read_text()
+        assert json.loads((results / "longmemeval_s" / "raw.json").read_text())["attempt"] == expect
+
+    default_run(expect=1)
+    proc = snakemake(tmp_path, "--cores", "2", "--configfile", str(cfg), str(only_locomo), check=False)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    assert "memobench: missing" not in proc.stderr
+    assert json.loads((results / "datasets.json").read_text()) == {"run": ["locomo10"], "present": ["locomo10"],
+                                                                   "missing": [], "lines": []}
+    assert "Missing datasets" not in (results / "report.md").read_text()
+    default_run(expect=2)  # it used to exit 0 here, and on every later run
+    default_run(expect=3)
+
+
+def test_a_target_of_a_missing_dataset_fails_in_one_line(tmp_path, http_dir):
+    """README "Running one segment" for a dataset that is not there: one line
+    with what to place where, no MissingInputException; placed, it runs."""
+    www, base = http_dir
+    lme = tmp_path / "mine.json"
+    write_longmemeval(lme, n_questions=4, sessions_per_question=3, seed=8)
+    sha = hashlib.sha256(lme.read_bytes()).hexdigest()
+    data = tmp_path / "data"
+    url = f"{base}/mine.json"
+    cfg = write_config(tmp_path / "cfg.yaml", data_dir=str(data), run=["mine"], datasets={
+        "mine": {"format": "longmemeval", "family": "s", "file": "mine.json", "bytes": lme.stat().st_size,
+                 "sha256": sha, "urls": [url], "segments": 2, "variants": ["v0.8.0"]}})
+    target = "results/mine/v0.8.0/segments/seg2.parquet"
+    for _ in range(2):  # a first try and a retry
+        proc = snakemake(tmp_path, "--cores", "1", target, configfile=cfg, check=False)
+        out = proc.stdout + proc.stderr
+        assert proc.returncode == 1, out[-3000:]
+        assert [ln for ln in proc.stderr.splitlines() if ln.startswith("memobench: missing dataset")] == [
+            f"memobench: missing dataset mine: mine.json: could not download (no network?): tried {url} "
+            f"(HTTP 404 File not found). Place the file ({lme.stat().st_size} bytes, sha256 {sha}) at "
+            f"{data / 'mine.json'} and rerun."], out[-3000:]
+        assert "MissingInputException" not in out and "goes on" not in out and "Traceback" not in out
+    os.replace(lme, data / "mine.json")
+    snakemake(tmp_path, "--cores", "1", target, configfile=cfg)
+    assert (tmp_path / target).exists()
 
 
 # --- the package side (memobench.missing) -----------------------------------
