@@ -179,6 +179,26 @@ def test_find_locomo_rejects_a_wrong_file_and_falls_back(tmp_path, fake_locomo):
     assert conftest.find_locomo(cfg, shared=shared) == (shared, str(shared))
 
 
+def test_find_locomo_finds_the_file_placed_in_data_dir(tmp_path, fake_locomo):
+    """Where the README tells users to place it: the config's data_dir, here
+    relative to the config's folder; the server and the cache have nothing."""
+    cfg, root, body = fake_locomo
+    (root / "locomo10.json").unlink()
+    config = yaml.safe_load(cfg.read_text())
+    cfg.write_text(yaml.safe_dump({**config, "data_dir": "mydata"}))
+    nowhere = tmp_path / "nowhere.json"
+    path, how = conftest.find_locomo(cfg, shared=nowhere)
+    assert path is None and f"place it at {tmp_path / 'mydata' / 'locomo10.json'}" in how
+    (tmp_path / "mydata").mkdir()
+    placed = tmp_path / "mydata" / "locomo10.json"
+    placed.write_bytes(body.upper())  # the wrong file is not used
+    path, how = conftest.find_locomo(cfg, shared=nowhere)
+    assert path is None and "data_dir: locomo10.json: sha256 mismatch" in how
+    placed.write_bytes(body)
+    assert conftest.find_locomo(cfg, shared=nowhere) == (placed, f"data_dir {placed}")
+    assert not (tmp_path / "cache" / "locomo10.json").exists()
+
+
 def test_find_locomo_honours_the_environment(tmp_path, fake_locomo, monkeypatch):
     cfg, _, _ = fake_locomo
     monkeypatch.setenv("MEMOBENCH_LOCOMO", str(tmp_path / "absent.json"))
