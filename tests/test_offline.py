@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,10 @@ import pytest
 from conftest import REPO, dry_run_jobs, snakemake, write_config
 from memobench import missing
 from memobench.generate import write_cn, write_locomo, write_longmemeval
+
+
+# a progress line (memobench.progress): done[ / total] unit (share%, rate)
+PROGRESS = re.compile(r": \d+(?: / \d+)? \w+ \((?:\d+%, )?[\d,.]+ (?:\w+|[KMG]iB|B)/s\)")
 
 
 def _ends_with_our_lines(proc, n_missing: int) -> None:
@@ -106,6 +111,13 @@ def test_offline_first_run_reports_what_it_could_do_then_a_rerun_completes(tmp_p
     assert record["missing"] == [] and record["present"] == ["cn", "mine"] and record["lines"] == []
     receipt = json.loads((results / "mine" / "raw.json").read_text())
     assert "missing" not in receipt and receipt["attempt"] == 2  # the retry got it
+
+    # every long stage logged how far it was, with a rate
+    logs = results / "logs"
+    for log in [logs / "verify" / "mine.log", logs / "normalize" / "mine.log", logs / "normalize" / "cn.log",
+                *sorted((logs / "tokens" / "mine").glob("*.log")), logs / "retrieve" / "mine" / "v0.8.0" / "seg1.log",
+                logs / "merge" / "mine" / "v0.8.0.log", logs / "session_json" / "mine.log"]:
+        assert any(PROGRESS.search(line) for line in log.read_text().splitlines()), log
 
     # 3. nothing left to do
     assert dry_run_jobs(tmp_path, configfile=cfg) == {}

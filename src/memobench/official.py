@@ -25,6 +25,7 @@ from collections import defaultdict
 import pyarrow.compute as pc
 
 from .errors import DataError
+from .progress import Progress
 from .tables import read_table
 
 KS = (1, 3, 5, 10, 30, 50)
@@ -162,10 +163,13 @@ def read_questions(path) -> list[dict]:
 # ---------------------------------------------------------------- per dataset
 
 
-def lme_per_question(questions, haystacks, targets: set[int], rankings: dict[int, list[str]], path="rankings"):
+def lme_per_question(questions, haystacks, targets: set[int], rankings: dict[int, list[str]], path="rankings",
+                     progress=None):
     """One row per question with a haystack: its exclusion (or None) and metrics."""
     rows = []
-    for q in questions:
+    for n, q in enumerate(questions):
+        if progress is not None:
+            progress(n)
         if q["parse_error"] or q["haystack_id"] < 0:
             continue
         hay = haystacks.get(q["haystack_id"], {"ids": [], "keys": [], "dates": []})
@@ -201,9 +205,11 @@ def lme_block(rows: list[dict], questions: list[dict], depth: int) -> dict:
     return block
 
 
-def locomo_per_question(questions, rankings: dict[int, list[str]]):
+def locomo_per_question(questions, rankings: dict[int, list[str]], progress=None):
     rows = []
-    for q in questions:
+    for n, q in enumerate(questions):
+        if progress is not None:
+            progress(n)
         ranked = rankings.get(q["q_index"], [])
         rows.append({"q_index": q["q_index"], "question_id": q["question_id"],
                      "question_type": q["question_type"], "excluded": None if q["gold"] else "no_evidence",
@@ -233,17 +239,19 @@ def compute(fmt: str, questions_path, haystacks_path, events_path, rankings_path
     receives the haystacks read (read_haystacks), for a caller that needs them too."""
     questions = read_questions(questions_path)
     rankings, depth = read_rankings(rankings_path)
+    progress = Progress(log, f"official ({fmt})", total=len(questions), unit="questions")
     if fmt in LME_FORMATS:
         hids = {q["haystack_id"] for q in questions if q["haystack_id"] >= 0}
         haystacks = read_haystacks(haystacks_path, hids)
         if haystacks_out is not None:
             haystacks_out.update(haystacks)
-        rows = lme_per_question(questions, haystacks, user_target_sessions(events_path), rankings, rankings_path)
+        rows = lme_per_question(questions, haystacks, user_target_sessions(events_path), rankings, rankings_path,
+                                progress)
         block = lme_block(rows, questions, depth)
     elif fmt == "locomo":
-        rows = locomo_per_question(questions, rankings)
+        rows = locomo_per_question(questions, rankings, progress)
         block = locomo_block(rows, depth)
     else:
         return None, []
-    log(f"official ({fmt}): {block['questions']} questions averaged at depth {depth}")
+    progress(len(questions), f", done: {block['questions']} averaged at depth {depth}", force=True)
     return block, rows

@@ -144,7 +144,9 @@ def run(smk) -> None:
         sys.exit(f"memobench: internal error: rule {smk.rule!r} does not match its stage: {'; '.join(problems)}")
     if not st.models:
         without_pandas()
-    run_logged(smk.log[0], st.func, inputs, outputs, params, dict(smk.wildcards.items()), dict(smk.config))
+    wildcards = dict(smk.wildcards.items())
+    run_logged(smk.log[0], st.func, inputs, outputs, params, wildcards, dict(smk.config),
+               console=f"{smk.rule} {'/'.join(map(str, wildcards.values()))}".rstrip())
 
 
 def without_pandas() -> None:
@@ -168,8 +170,13 @@ class _NoPandas:
 
 
 def run_logged(log_path, func, inputs: dict, outputs: dict, params: dict, wildcards: dict,
-               config: dict | None = None) -> None:
-    """Run one stage with its log; exit 1 with one line on a user-facing or environment error."""
+               config: dict | None = None, console: str | None = None) -> None:
+    """Run one stage with its log; exit 1 with one line on a user-facing or
+    environment error. ``console``: the job's name, e.g. ``retrieve
+    locomo10/v0.8.0/seg1``; a long job's progress lines also go to the
+    console under it (progress.py)."""
+    from .progress import set_console
+
     Path(log_path).parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "w", encoding="utf-8") as logf:
 
@@ -184,6 +191,8 @@ def run_logged(log_path, func, inputs: dict, outputs: dict, params: dict, wildca
 
         job = Job(Names("input", inputs), Names("output", outputs), Names("params", params),
                   Names("wildcard", wildcards), log, config or {})
+        if console is not None:
+            set_console(lambda line: print(f"memobench: {console}: {line}", file=sys.stderr, flush=True))
         try:
             func(job)
         except USER_ERRORS as e:
@@ -195,6 +204,8 @@ def run_logged(log_path, func, inputs: dict, outputs: dict, params: dict, wildca
             fail(msg)
         except Exception as e:  # a bug: keep the traceback in the log
             raise_internal(logf, log_path, e)
+        finally:
+            set_console(None)
 
 
 def raise_internal(logf, log_path, e: BaseException) -> None:
@@ -253,7 +264,7 @@ def verify(job: Job) -> None:
 
         raise DownloadError(how_to_get(job.wildcards.dataset, read_receipt(job.input.receipt)))
     job.log(f"verifying {raw}: expecting {p.bytes} bytes" + (f" and sha256 {p.sha256}" if p.sha256 else ""))
-    digest = verify_file(raw, p.bytes, p.sha256)
+    digest = verify_file(raw, p.bytes, p.sha256, log=job.log)
     size = Path(raw).stat().st_size
     job.log(f"ok: {size} bytes, sha256 {digest}")
     write_json(job.output.verified, {"dataset": job.wildcards.dataset, "file": str(raw), "bytes": size,
