@@ -44,20 +44,22 @@ def find_locomo(config: Path = REPO / "config.yaml", shared: Path = SHARED_LOCOM
         p = Path(os.environ["MEMOBENCH_LOCOMO"])
         return (p, f"MEMOBENCH_LOCOMO={p}") if p.exists() else (None, f"MEMOBENCH_LOCOMO={p} does not exist")
     tried = []
-    placed = Path(config).resolve().parent / cfg.get("data_dir", "data") / ds["file"]
-    if placed.exists():
+
+    def verified(path: Path, where: str) -> bool:
         try:
-            verify(placed, ds["bytes"], ds["sha256"])
-            return placed, f"data_dir {placed}"
+            verify(path, ds["bytes"], ds["sha256"])
+            return True
         except DownloadError as e:
-            tried.append(f"data_dir: {e}")
+            tried.append(f"{where}: {e}")
+            return False
+
+    placed = Path(config).resolve().parent / cfg.get("data_dir", "data") / ds["file"]
+    if placed.exists() and verified(placed, "data_dir"):
+        return placed, f"data_dir {placed}"
     cached = locomo_cache() / ds["file"]
     if cached.exists():
-        try:
-            verify(cached, ds["bytes"], ds["sha256"])
+        if verified(cached, "cache"):
             return cached, f"cache {cached}"
-        except DownloadError as e:
-            tried.append(f"cache: {e}")
     else:
         try:
             fetch(ds["urls"], cached, ds["bytes"], sha256=ds["sha256"], log=lambda msg: None)
