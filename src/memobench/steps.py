@@ -25,6 +25,7 @@ from typing import Callable
 
 from .errors import USER_ERRORS
 from .atomic import write_json
+from .progress import set_console
 
 # Params every rule may carry for Snakemake's rerun triggers only.
 TRIGGER_PARAMS = frozenset({"code", "stamp"})
@@ -175,8 +176,6 @@ def run_logged(log_path, func, inputs: dict, outputs: dict, params: dict, wildca
     environment error. ``console``: the job's name, e.g. ``retrieve
     locomo10/v0.8.0/seg1``; a long job's progress lines also go to the
     console under it (progress.py)."""
-    from .progress import set_console
-
     Path(log_path).parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "w", encoding="utf-8") as logf:
 
