@@ -29,24 +29,37 @@ def locomo_cache() -> Path:
 
 
 def find_locomo(config: Path = REPO / "config.yaml", shared: Path = SHARED_LOCOMO) -> tuple[Path | None, str]:
-    """The real locomo10.json the way a user gets it, and how it was found:
-    MEMOBENCH_LOCOMO when set; else the pipeline's own download (config.yaml's
-    URLs, byte count and sha256) into the cache, once; else ../shared/data.
-    Returns (None, why) when none of them has it."""
+    """The real locomo10.json the way a user gets it, and how it was found, in
+    this order: MEMOBENCH_LOCOMO when set; else where the README tells users
+    to place it, the config's ``data_dir`` (relative to the config's folder,
+    the repository root for config.yaml), when it has the published bytes and
+    sha256; else the pipeline's own download (config.yaml's URLs, byte count
+    and sha256) into the cache, once; else ../shared/data. Returns (None, why)
+    when none of them has it."""
     from memobench.download import DownloadError, fetch, verify
 
-    ds = yaml.safe_load(Path(config).read_text(encoding="utf-8"))["datasets"]["locomo10"]
+    cfg = yaml.safe_load(Path(config).read_text(encoding="utf-8"))
+    ds = cfg["datasets"]["locomo10"]
     if os.environ.get("MEMOBENCH_LOCOMO"):
         p = Path(os.environ["MEMOBENCH_LOCOMO"])
         return (p, f"MEMOBENCH_LOCOMO={p}") if p.exists() else (None, f"MEMOBENCH_LOCOMO={p} does not exist")
-    cached = locomo_cache() / ds["file"]
     tried = []
-    if cached.exists():
+
+    def verified(path: Path, where: str) -> bool:
         try:
-            verify(cached, ds["bytes"], ds["sha256"])
-            return cached, f"cache {cached}"
+            verify(path, ds["bytes"], ds["sha256"])
+            return True
         except DownloadError as e:
-            tried.append(f"cache: {e}")
+            tried.append(f"{where}: {e}")
+            return False
+
+    placed = Path(config).resolve().parent / cfg.get("data_dir", "data") / ds["file"]
+    if placed.exists() and verified(placed, "data_dir"):
+        return placed, f"data_dir {placed}"
+    cached = locomo_cache() / ds["file"]
+    if cached.exists():
+        if verified(cached, "cache"):
+            return cached, f"cache {cached}"
     else:
         try:
             fetch(ds["urls"], cached, ds["bytes"], sha256=ds["sha256"], log=lambda msg: None)
@@ -55,8 +68,8 @@ def find_locomo(config: Path = REPO / "config.yaml", shared: Path = SHARED_LOCOM
             tried.append(f"download: {e}")
     if shared.exists():
         return shared, f"{shared}"
-    tried.append(f"not at {shared}")
-    return None, "; ".join(tried) + "; set MEMOBENCH_LOCOMO=/path/to/locomo10.json"
+    tried.append(f"not in data_dir ({placed}) nor at {shared}")
+    return None, "; ".join(tried) + f"; place it at {placed} or set MEMOBENCH_LOCOMO=/path/to/locomo10.json"
 
 
 _LOCOMO: tuple[Path | None, str] | None = None

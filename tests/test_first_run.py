@@ -1,6 +1,7 @@
 """A newcomer's first hour: the
 default profile, the .test/ configuration, the Slurm profile's site overlays,
-the Slurm check's refusal line, and how the tests find the real LoCoMo file."""
+the Slurm check's refusal line, `snakemake --report` on the plain install, and
+how the tests find the real LoCoMo file."""
 
 from __future__ import annotations
 
@@ -14,10 +15,14 @@ import shutil
 import subprocess
 import sys
 import threading
+import tomllib
+from importlib import metadata
 from pathlib import Path
 
 import pytest
 import yaml
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 import conftest
 from conftest import REPO, dry_run_jobs, snakemake, write_config
@@ -86,6 +91,51 @@ def test_dot_test_config_matches_its_committed_file():
     assert set(cfg["run"]) == {"zh", "lme_tiny"} and not ds.get("urls")  # offline
 
 
+# --- `snakemake --report` on the plain install (no test extra) -------------
+
+
+def _closure(requirements) -> set[str]:
+    """The distributions these requirement strings pull in, extras followed,
+    as far as they are installed here (names canonicalized)."""
+    seen: set[tuple[str, str]] = set()
+    todo = [Requirement(r) for r in requirements]
+    while todo:
+        req = todo.pop()
+        name = canonicalize_name(req.name)
+        for extra in [""] + sorted(req.extras):
+            if (name, extra) in seen:
+                continue
+            seen.add((name, extra))
+            try:
+                requires = metadata.requires(req.name) or []
+            except metadata.PackageNotFoundError:
+                continue
+            for r in map(Requirement, requires):
+                if r.marker is None or r.marker.evaluate({"extra": extra}):
+                    todo.append(r)
+    return {name for name, _ in seen}
+
+
+def test_the_report_needs_nothing_beyond_the_main_dependencies(tmp_path):
+    """What Snakemake's HTML report needs (its own `reports` extra) comes with
+    memobench's main dependencies, not only with the test extra (pytest pulls
+    pygments in, which hid the gap); and the report of a small finished run
+    is made."""
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    main = _closure(project["dependencies"])
+    wanted = {canonicalize_name(r.name) for r in map(Requirement, metadata.requires("snakemake") or [])
+              if r.marker is not None and r.marker.evaluate({"extra": "reports"})
+              and not r.marker.evaluate({"extra": ""})}
+    assert "pygments" in wanted  # what `--report` stopped on
+    assert wanted | {"jinja2"} <= main, f"not in the main dependencies: {sorted(wanted | {'jinja2'} - main)}"
+    cfg = write_config(tmp_path / "cfg.yaml", run=["zh"], datasets={"zh": {"variants": ["zh-B"]}})
+    snakemake(tmp_path, "--cores", "2", configfile=cfg)
+    proc = snakemake(tmp_path, "--report", str(tmp_path / "report.html"), configfile=cfg, check=False)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    html = (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert "hitk.png" in html and "report.md" in html
+
+
 # --- how the tests find the real LoCoMo file (conftest.find_locomo) ---------
 
 @pytest.fixture
@@ -127,6 +177,26 @@ def test_find_locomo_rejects_a_wrong_file_and_falls_back(tmp_path, fake_locomo):
     assert not (tmp_path / "cache" / "locomo10.json").exists()
     shared.write_bytes(body)
     assert conftest.find_locomo(cfg, shared=shared) == (shared, str(shared))
+
+
+def test_find_locomo_finds_the_file_placed_in_data_dir(tmp_path, fake_locomo):
+    """Where the README tells users to place it: the config's data_dir, here
+    relative to the config's folder; the server and the cache have nothing."""
+    cfg, root, body = fake_locomo
+    (root / "locomo10.json").unlink()
+    config = yaml.safe_load(cfg.read_text())
+    cfg.write_text(yaml.safe_dump({**config, "data_dir": "mydata"}))
+    nowhere = tmp_path / "nowhere.json"
+    path, how = conftest.find_locomo(cfg, shared=nowhere)
+    assert path is None and f"place it at {tmp_path / 'mydata' / 'locomo10.json'}" in how
+    (tmp_path / "mydata").mkdir()
+    placed = tmp_path / "mydata" / "locomo10.json"
+    placed.write_bytes(body.upper())  # the wrong file is not used
+    path, how = conftest.find_locomo(cfg, shared=nowhere)
+    assert path is None and "data_dir: locomo10.json: sha256 mismatch" in how
+    placed.write_bytes(body)
+    assert conftest.find_locomo(cfg, shared=nowhere) == (placed, f"data_dir {placed}")
+    assert not (tmp_path / "cache" / "locomo10.json").exists()
 
 
 def test_find_locomo_honours_the_environment(tmp_path, fake_locomo, monkeypatch):

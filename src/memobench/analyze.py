@@ -164,7 +164,7 @@ def run_analyze(questions_path, haystacks_path, events_path, rows_out, json_out,
                                                 texts=not (tokens_path and fts_tokens_path))
     ranker = Ranker(corpus, RECIPE, PhraseMatcher(Unicode61(), RECIPE.fts_limit, corpus.fts_vocab))
     rows = []
-    progress = Progress(log, f"analyze {dataset}: questions", total=len(questions))
+    progress = Progress(log, f"analyze {dataset}", total=len(questions), unit="questions")
     for n, q in enumerate(questions, 1):
         hay = haystacks.get(q["haystack_id"])
         if hay is not None:
@@ -176,4 +176,4 @@ def run_analyze(questions_path, haystacks_path, events_path, rows_out, json_out,
     write_table(rows_out, pa.Table.from_pylist(rows, schema=ROWS))
     write_json(json_out, {"dataset": dataset, **summary})
     write_text(md_out, markdown(dataset, summary))
-    progress(len(questions), f" done: baseline {summary['baseline']['printed']}", force=True)
+    progress(len(questions), f", done: baseline {summary['baseline']['printed']}", force=True)

@@ -86,9 +86,10 @@ def _size_of(path: Path) -> int | None:
         return None
 
 
-def _sha256_file(path: Path, limit: int | None = None) -> "hashlib._Hash":
+def _sha256_file(path: Path, limit: int | None = None, progress: Progress | None = None) -> "hashlib._Hash":
     h = hashlib.sha256()
     remaining = limit
+    done = 0
     with open(path, "rb") as f:
         while remaining is None or remaining > 0:
             n = CHUNK_SIZE if remaining is None else min(CHUNK_SIZE, remaining)
@@ -96,8 +97,13 @@ def _sha256_file(path: Path, limit: int | None = None) -> "hashlib._Hash":
             if not chunk:
                 break
             h.update(chunk)
+            done += len(chunk)
+            if progress is not None:
+                progress(done)
             if remaining is not None:
                 remaining -= len(chunk)
+    if progress is not None:
+        progress(done, ", done", force=True)
     return h
 
 
@@ -110,11 +116,13 @@ def _check_sha_arg(sha256: str | None) -> str | None:
     return sha
 
 
-def verify(path: str | Path, expected_bytes: int, sha256: str | None = None) -> str:
+def verify(path: str | Path, expected_bytes: int, sha256: str | None = None,
+           log: Callable[[str], object] | None = None) -> str:
     """Check ``path`` has ``expected_bytes`` bytes (and ``sha256``); return its sha256.
 
     Raises ``DownloadError`` (one line naming the file, the expected and the
     actual byte count or hash) when the file is missing or does not match.
+    With ``log``, the hashing logs its progress.
     """
     path = Path(path)
     want = _check_sha_arg(sha256)
@@ -125,7 +133,9 @@ def verify(path: str | Path, expected_bytes: int, sha256: str | None = None) -> 
         raise DownloadError(
             f"{path.name}: expected {expected_bytes} bytes, got {size} ({path.absolute()})"
         )
-    digest = _sha256_file(path).hexdigest()
+    progress = (Progress(log, f"sha256 {path.name}", size, every_s=PROGRESS_INTERVAL, unit="bytes")
+                if log is not None else None)
+    digest = _sha256_file(path, progress=progress).hexdigest()
     if want is not None and digest != want:
         raise DownloadError(
             f"{path.name}: sha256 mismatch: expected {want}, got {digest} ({path.absolute()})"
@@ -357,8 +367,7 @@ def fetch(urls: Iterable[str] | str, dest: str | Path, expected_bytes: int,
 
     dest.parent.mkdir(parents=True, exist_ok=True)
     ph = _PartHash()
-    progress = Progress(log, name, expected_bytes, every_s=PROGRESS_INTERVAL, every_pct=PROGRESS_STEP,
-                        unit="bytes")
+    progress = Progress(log, name, expected_bytes, every_s=PROGRESS_INTERVAL, every_pct=PROGRESS_STEP, unit="bytes")
 
     def complete(actual: int | None, source: str) -> Path:
         size = _size_of(part)
@@ -389,6 +398,7 @@ def fetch(urls: Iterable[str] | str, dest: str | Path, expected_bytes: int,
 
     # 3. download
     failures: list[str] = []
+    reasons: list[str] = []  # why each URL failed, without the URL
     for i, url in enumerate(urls):
         more = i + 1 < len(urls)
         tries = 0
@@ -401,6 +411,7 @@ def fetch(urls: Iterable[str] | str, dest: str | Path, expected_bytes: int,
                     log(f"{name}: {e}; giving up on {url} after {retries} retries"
                         + ("; trying the next URL" if more else ""))
                     failures.append(f"{url} ({e})")
+                    reasons.append(str(e))
                     break
                 log(f"{name}: {e}; retrying {url} ({tries}/{retries})")
                 time.sleep(RETRY_DELAY * tries)
@@ -408,13 +419,15 @@ def fetch(urls: Iterable[str] | str, dest: str | Path, expected_bytes: int,
             except _UrlFailed as e:
                 log(f"{name}: {url} failed: {e}" + ("; trying the next URL" if more else ""))
                 failures.append(f"{url} ({e})")
+                reasons.append(str(e))
                 break
             return complete(actual, url)
 
     sha_note = f", sha256 {want}" if want else ""
     raise DownloadError(
         f"{name}: could not download (no network?): tried {', '.join(failures)}. "
-        f"Place the file ({expected_bytes} bytes{sha_note}) at {dest} and rerun."
+        f"Place the file ({expected_bytes} bytes{sha_note}) at {dest} and rerun.",
+        brief=f"could not download (no network?): {'; '.join(dict.fromkeys(reasons))}",
     )
 
 

@@ -24,10 +24,13 @@ class ConfigError(Exception):
 
 
 class DownloadError(Exception):
-    """A download or verification failure; ``str()`` is always one line."""
+    """A download or verification failure; ``str()`` is always one line.
+    ``brief``: the reason alone, without URLs or advice (the message when not
+    given), for a line that repeats it, e.g. the next attempt's."""
 
-    def __init__(self, message: str):
+    def __init__(self, message: str, brief: str | None = None):
         super().__init__(" ".join(str(message).splitlines()))
+        self.brief = " ".join(str(brief).splitlines()) if brief is not None else str(self)
 
 
 # What the workflow reports as one ``memobench:`` line instead of a traceback.

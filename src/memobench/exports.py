@@ -38,6 +38,7 @@ import pyarrow.parquet as pq
 
 from . import official
 from .errors import DataError
+from .progress import Progress
 from .tables import atomic_path, read_table
 
 DEPTH = 50
@@ -198,7 +199,12 @@ def write_session_json(events_path, out, log=print) -> dict:
                 offsets.append(offsets[-1] + len(b))
             keys.append(pending_key)
 
-        for batch in pq.ParquetFile(events_path).iter_batches(batch_size=65536, columns=columns):
+        events = pq.ParquetFile(events_path)
+        progress = Progress(log, "session json", total=events.metadata.num_rows, unit="events")
+        done = 0
+        for batch in events.iter_batches(batch_size=65536, columns=columns):
+            progress(done)
+            done += batch.num_rows
             c = batch.to_pydict()
             roles = {r: "null" if r is None else _json_string(r) for r in set(c["role"])}
             texts = [_json_string(t) for t in c["text"]]
@@ -223,7 +229,7 @@ def write_session_json(events_path, out, log=print) -> dict:
         f.write(array("q", keys).tobytes())
         f.write(array("q", offsets).tobytes())
         f.write(_FOOTER.pack(len(keys), index_at, SESSION_MAGIC))
-    log(f"session json: {len(keys)} sessions, {offsets[-1]} bytes")
+    progress(done, f", done: {len(keys)} sessions, {offsets[-1]} bytes", force=True)
     return {"sessions": len(keys), "bytes": offsets[-1]}
 
 
@@ -295,8 +301,10 @@ def write_retrievallog(fmt: str, questions_path, haystacks_path, events_path, ra
     hay = haystacks if haystacks is not None and needed <= haystacks.keys() else \
         official.read_haystacks(haystacks_path, needed)
     store = SessionJson(session_json_path)
+    progress = Progress(log, "retrievallog", total=len(rows), unit="questions")
     with atomic_path(out) as tmp, open(tmp, "wb") as f:
-        for r in rows:
+        for n, r in enumerate(rows):
+            progress(n)
             q = qs[r["q_index"]]
             h = hay[q["haystack_id"]]
             head = {"question_id": r["question_id"], "question_type": r["question_type"],
@@ -320,5 +328,5 @@ def write_retrievallog(fmt: str, questions_path, haystacks_path, events_path, ra
                     + b', "ranked_items": [' + items
                     + b'], "metrics": ' + _json_bytes({"session": r["metrics"], "turn": {}}) + b"}}\n")
     store.close()
-    log(f"retrievallog: {len(rows)} questions")
+    progress(len(rows), f", done ({os.path.getsize(out)} bytes)", force=True)
     return {"questions": len(rows)}

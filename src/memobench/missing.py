@@ -4,13 +4,23 @@ A download that fails does not fail the workflow: the download stage records
 it in the dataset's receipt (``results/{dataset}/raw.json``) as
 
     {"file": <where to place it>, "missing": <the one-line reason>,
-     "bytes": N, "sha256": H or null, "urls": [...], "attempt": <n>}
+     "why": <the reason without URLs or advice>, "bytes": N,
+     "sha256": H or null, "urls": [...], "attempt": <n>}
 
 and the workflow leaves that dataset (and every dataset that searches its
 haystacks, ``haystacks_from``) out of the report's inputs. The report says
 which datasets are missing and how to get each; the last rule of the run
-prints one ``memobench:`` line per missing dataset and fails, so the exit
-status stays non-zero until nothing is missing.
+writes ``results/datasets.json`` (which of the run's datasets are there and
+which are missing), and the end of the run prints one ``memobench:`` line
+per missing dataset and a summary line, and exits non-zero: every run, as
+long as one of its config's datasets is missing.
+
+The download checkpoint's ``attempt`` param (:func:`attempt_param`) counts
+the attempts and says, on a retry, why the last one failed: it changes while
+the receipt records a failure, so every run retries the download, and
+Snakemake's rerun reason reads e.g. ``before: {'download attempt': 1} now:
+{'download attempt': 2, 'retrying after': 'attempt 1: could not download
+(no network?): ...'}``.
 
 Stdlib only: the workflow's input functions import it too.
 """
@@ -21,13 +31,51 @@ import json
 import re
 from pathlib import Path
 
-from .errors import DownloadError
+
+ATTEMPT = "download attempt"
+RETRYING = "retrying after"
 
 
-def missing_receipt(dest, reason: str, nbytes: int, sha256: str | None, urls, attempt) -> dict:
-    """The receipt of a download that failed (see the module docstring)."""
-    return {"file": str(Path(dest).absolute()), "missing": reason, "bytes": nbytes, "sha256": sha256,
-            "urls": list(urls or []), "attempt": attempt}
+def missing_receipt(dest, reason: str, nbytes: int, sha256: str | None, urls, attempt: dict,
+                    brief: str | None = None) -> dict:
+    """The receipt of a download that failed (see the module docstring);
+    ``attempt``: the download's ``attempt`` param."""
+    return {"file": str(Path(dest).absolute()), "missing": reason, "why": brief or reason, "bytes": nbytes,
+            "sha256": sha256, "urls": list(urls or []), "attempt": attempt[ATTEMPT]}
+
+
+def present_receipt(dest, attempt: dict) -> dict:
+    """The receipt of a raw file that is there (downloaded now or before, or
+    placed by hand); it keeps the attempt that got it, so nothing reruns."""
+    out = {"file": str(Path(dest).resolve()), "attempt": attempt[ATTEMPT]}
+    if RETRYING in attempt:
+        out["retrying_after"] = attempt[RETRYING]
+    return out
+
+
+def attempt_param(receipt: dict | None) -> dict:
+    """The download's ``attempt`` param, from the dataset's receipt of the
+    last run (None before the first): attempt 1 at first; while the receipt
+    records a failure, the next attempt and why the last one failed (a
+    changed param, so every run retries the download); once the file is
+    there, the attempt that got it, unchanged."""
+    if not receipt:
+        return {ATTEMPT: 1}
+    n = receipt.get("attempt") if isinstance(receipt.get("attempt"), int) else 0
+    if receipt.get("missing"):
+        return {ATTEMPT: n + 1, RETRYING: f"attempt {n}: {receipt.get('why') or receipt['missing']}"}
+    out = {ATTEMPT: n or 1}
+    if receipt.get("retrying_after"):
+        out[RETRYING] = receipt["retrying_after"]
+    return out
+
+
+def retry_line(name: str, attempt: dict) -> str | None:
+    """What a retried download says before it starts (None for a first try)."""
+    if RETRYING not in attempt:
+        return None
+    last = attempt[RETRYING].split(": ", 1)[-1]
+    return f"retrying the download of {name} (attempt {attempt[ATTEMPT]}; last time: {last})"
 
 
 def read_receipt(path) -> dict | None:
@@ -102,12 +150,25 @@ def markdown(missing: dict[str, dict]) -> str:
     return to_markdown(blocks(missing)) if missing else ""
 
 
-def check(missing: dict[str, dict], log=print) -> None:
-    """Nothing missing: return. Otherwise one line per missing dataset through
-    ``log``, then a ``DownloadError`` naming them all."""
+def summary(missing: dict[str, dict]) -> str:
+    """The run's last line while datasets are missing."""
+    return (f"{len(missing)} dataset(s) missing: {', '.join(missing)}; results/report.md covers the others and "
+            f"says how to get these; rerun the same command once they are there")
+
+
+def end_lines(missing: dict[str, dict]) -> list[str]:
+    """What the end of the run says: one line per missing dataset and the
+    summary; nothing when none is missing."""
     if not missing:
-        return
-    for ds, why in missing.items():
-        log(how_to_get(ds, why))
-    raise DownloadError(f"{len(missing)} dataset(s) missing: {', '.join(missing)}; results/report.md covers the "
-                        f"others and says how to get these; rerun the same command once they are there")
+        return []
+    return [how_to_get(ds, why) for ds, why in missing.items()] + [summary(missing)]
+
+
+def datasets_record(run, receipts: dict, needs: dict) -> dict:
+    """results/datasets.json: the run's datasets (``run``: the config's list),
+    those whose raw file is there (``present``: every receipt that records no
+    failure), those that are missing and what the end of the run says about
+    them (``lines``). ``receipts``: dataset -> receipt path."""
+    missing = find_missing(receipts, needs)
+    return {"run": list(run), "present": sorted(ds for ds in receipts if ds not in missing),
+            "missing": list(missing), "lines": end_lines(missing)}

@@ -267,7 +267,7 @@ def normalize_longmemeval(path, out_dir, log=print, lenient: bool = False) -> di
     a number literal longer than ``MAX_NUMBER`` characters is an error."""
     path, out_dir = Path(path), Path(out_dir)
     size = path.stat().st_size
-    progress = Progress(log, f"normalize {path.name}: items")
+    progress = Progress(log, f"normalize {path.name}", unit="items")
     tables = _LmeTables(path, out_dir)
     index = -1
     try:
@@ -276,7 +276,7 @@ def normalize_longmemeval(path, out_dir, log=print, lenient: bool = False) -> di
             try:
                 for index, item in enumerate(ijson.items(f, "item")):
                     tables.add(index, item)
-                    progress(index + 1, f" items, {f.tell() * 100 // max(size, 1)}% of bytes")
+                    progress(index + 1, f", {f.tell() * 100 // max(size, 1)}% of bytes")
             except ijson.JSONError as e:
                 where = parse_error_offset(raw, f.handed, hint=f.handed - f.last)
                 if f.error is not None and (where is None or where >= f.handed):
@@ -301,7 +301,7 @@ def normalize_longmemeval(path, out_dir, log=print, lenient: bool = False) -> di
     except BaseException:
         tables.abort()
         raise
-    progress(stats["items"], " items, done", force=True)
+    progress(stats["items"], ", done", force=True)
     return stats
 
 
@@ -334,7 +334,7 @@ def _normalize_scanned(f: GuardedReader, tables: _LmeTables, progress, size: int
             tables.add_unparseable(index)
             continue
         tables.add(index, item)
-        progress(index + 1, f" items (scanner), {f.tell() * 100 // max(size, 1)}% of bytes")
+        progress(index + 1, f", {f.tell() * 100 // max(size, 1)}% of bytes (scanner)")
     if f.error is not None:
         raise _limit_error(tables.path, f"item {index + 1}", f.error)
     return index
@@ -444,7 +444,7 @@ def normalize_locomo(path, out_dir, log=print) -> dict:
     store, questions, haystacks = tables.store, tables.questions, tables.haystacks
     stats = {"conversations": len(data), "questions": 0, "date_fallbacks": 0, "evidence_unmatched": 0}
     q_index = 0
-    progress = Progress(log, f"normalize {path.name}: conversations", total=len(data))
+    progress = Progress(log, f"normalize {path.name}", total=len(data), unit="conversations")
     with tables:
         for ci, conv in enumerate(data):
             if not isinstance(conv, dict) or not isinstance(conv.get("conversation"), dict):
@@ -503,7 +503,7 @@ def normalize_locomo(path, out_dir, log=print) -> dict:
         stats["questions"] = q_index
         tables.close()
     stats.update(sessions=len(store.keys), events=store.n_events, haystacks=len(data))
-    progress(len(data), " done", force=True)
+    progress(len(data), ", done", force=True)
     return stats
 
 
@@ -519,10 +519,13 @@ def normalize_cn(path, base_dir, out_dir, log=print) -> dict:
     by_id = {row["question_id"]: row for row in base}  # last entry per id wins
     questions = TableWriter(out_dir / "questions.parquet", QUESTIONS, batch_rows=4096)
     stats = {"rows": 0, "paired": 0, "unpaired": 0}
+    size = path.stat().st_size
+    progress = Progress(log, f"normalize {path.name}", unit="rows")
     try:
         with open(path, "rb") as f:
             offset = 0
             for lineno, raw in enumerate(f, 1):
+                progress(stats["rows"], f", {offset * 100 // max(size, 1)}% of bytes")
                 start, offset = offset, offset + len(raw)
                 if not raw.decode("utf-8", "replace").strip():
                     continue
@@ -553,7 +556,7 @@ def normalize_cn(path, base_dir, out_dir, log=print) -> dict:
     except BaseException:
         questions.abort()
         raise
-    log(f"normalize {path.name}: {stats['rows']} rows, {stats['paired']} paired, {stats['unpaired']} unpaired")
+    progress(stats["rows"], f", done: {stats['paired']} paired, {stats['unpaired']} unpaired", force=True)
     return stats
 
 

@@ -26,6 +26,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .errors import DataError
+from .progress import Progress
 from .tables import read_table
 
 KS = (1, 3, 5, 10, 30, 50)
@@ -192,12 +193,14 @@ def read_questions(path) -> list[dict]:
 
 
 def lme_per_question(questions, haystacks, targets: set[int], rankings: dict[int, list[str]], path="rankings",
-                     known: dict[int, list[int]] | None = None):
+                     known: dict[int, list[int]] | None = None, progress=None):
     """One row per question with a haystack: its exclusion (or None) and
     metrics. ``known``: the ranker's own haystack positions (read_rankings);
     other lists are placed by :func:`ranked_positions`."""
     rows = []
-    for q in questions:
+    for n, q in enumerate(questions):
+        if progress is not None:
+            progress(n)
         if q["parse_error"] or q["haystack_id"] < 0:
             continue
         hay = haystacks.get(q["haystack_id"], {"ids": [], "keys": [], "dates": []})
@@ -235,9 +238,11 @@ def lme_block(rows: list[dict], questions: list[dict], depth: int) -> dict:
     return block
 
 
-def locomo_per_question(questions, rankings: dict[int, list[str]]):
+def locomo_per_question(questions, rankings: dict[int, list[str]], progress=None):
     rows = []
-    for q in questions:
+    for n, q in enumerate(questions):
+        if progress is not None:
+            progress(n)
         ranked = rankings.get(q["q_index"], [])
         rows.append({"q_index": q["q_index"], "question_id": q["question_id"],
                      "question_type": q["question_type"], "excluded": None if q["gold"] else "no_evidence",
@@ -267,18 +272,19 @@ def compute(fmt: str, questions_path, haystacks_path, events_path, rankings_path
     receives the haystacks read (read_haystacks), for a caller that needs them too."""
     questions = read_questions(questions_path)
     rankings, depth, known = read_rankings(rankings_path)
+    progress = Progress(log, f"official ({fmt})", total=len(questions), unit="questions")
     if fmt in LME_FORMATS:
         hids = {q["haystack_id"] for q in questions if q["haystack_id"] >= 0}
         haystacks = read_haystacks(haystacks_path, hids)
         if haystacks_out is not None:
             haystacks_out.update(haystacks)
         rows = lme_per_question(questions, haystacks, user_target_sessions(events_path), rankings, rankings_path,
-                                known)
+                                known, progress)
         block = lme_block(rows, questions, depth)
     elif fmt == "locomo":
-        rows = locomo_per_question(questions, rankings)
+        rows = locomo_per_question(questions, rankings, progress)
         block = locomo_block(rows, depth)
     else:
         return None, []
-    log(f"official ({fmt}): {block['questions']} questions averaged at depth {depth}")
+    progress(len(questions), f", done: {block['questions']} averaged at depth {depth}", force=True)
     return block, rows

@@ -1,8 +1,30 @@
-"""Progress lines for long stages (items done / total), rate-limited for logs."""
+"""Progress lines for long stages: what, done / total, the percentage and the
+rate, rate-limited for logs; a job that runs long also says so on the console.
+
+Every long stage (download, verify, normalize, tokens, retrieve and the
+reference retrievers, embeddings, merge with its official metrics and
+retrieval log, analyze) makes a :class:`Progress` and calls it as it goes.
+Lines go to the job's log at most every ``every_s`` seconds; when the
+workflow's stage runner has set a console (:func:`set_console`), a job that
+has run for ``CONSOLE_EVERY_S`` seconds also prints its latest line there,
+every ``CONSOLE_EVERY_S`` seconds, and its last line when it ends, so a long
+job is never silent and a short one adds nothing to the console.
+"""
 
 from __future__ import annotations
 
 import time
+from typing import Callable
+
+CONSOLE_EVERY_S = 30.0
+
+_console: Callable[[str], None] | None = None
+
+
+def set_console(write: Callable[[str], None] | None) -> None:
+    """Where a long job's progress also goes (None: the log only)."""
+    global _console
+    _console = write
 
 
 def human_bytes(n: float) -> str:
@@ -13,16 +35,25 @@ def human_bytes(n: float) -> str:
     return f"{n:.1f} GiB"
 
 
+def _rate(per_s: float, unit: str) -> str:
+    if unit == "bytes":
+        return f"{human_bytes(per_s)}/s"
+    per = f" {unit}/s" if unit else "/s"
+    return f"{per_s:,.0f}{per}" if per_s >= 100 else f"{per_s:.1f}{per}"
+
+
 class Progress:
-    """Logs 'what: done / total' at most every ``every_s`` seconds, or when
-    another ``every_pct`` percent of ``total`` is done. With ``unit="bytes"``
-    the line also gives the percentage and the transfer rate since
-    :meth:`begin` (a resumed download counts only what this run fetched)."""
+    """Logs 'what: done / total unit (pct%, rate)' at most every ``every_s``
+    seconds, or when another ``every_pct`` percent of ``total`` is done. The
+    rate counts from :meth:`begin` (a resumed download counts only what this
+    run fetched). ``extra`` is appended to the line."""
 
     def __init__(self, log, what: str, total: int | None = None, every_s: float = 5.0,
                  every_pct: float | None = None, unit: str = ""):
         self.log, self.what, self.total, self.every_s = log, what, total, every_s
         self.every_pct, self.unit = every_pct, unit
+        self.console_last = self.created = time.monotonic()
+        self.console_shown = False
         self.begin(0)
 
     def begin(self, done: int) -> None:
@@ -41,10 +72,13 @@ class Progress:
         if not (force or due):
             return
         self.last, self.last_pct = now, pct
+        elapsed = now - self.t0
+        rate = _rate((done - self.start) / elapsed if elapsed > 0 else 0.0, self.unit)
         total = f" / {self.total}" if self.total is not None else ""
         unit = f" {self.unit}" if self.unit else ""
-        if self.unit == "bytes":
-            elapsed = now - self.t0
-            rate = (done - self.start) / elapsed if elapsed > 0 else 0.0
-            extra = f" ({pct:.0f}%, {human_bytes(rate)}/s)" + extra
-        self.log(f"{self.what}: {done}{total}{unit}{extra}")
+        share = f"{pct:.0f}%, " if self.total else ""
+        line = f"{self.what}: {done}{total}{unit} ({share}{rate}){extra}"
+        self.log(line)
+        if _console is not None and (now - self.console_last >= CONSOLE_EVERY_S or (force and self.console_shown)):
+            self.console_last, self.console_shown = now, True
+            _console(line)

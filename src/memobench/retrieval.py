@@ -292,7 +292,7 @@ def run_segments(variants: list[Variant], questions, haystacks, corpus: Corpus, 
             for key in hay.keys:
                 last_use[key] = n
     rows = {v.name: SegmentRows() for v in variants}
-    progress = Progress(log, f"{label} questions", total=len(questions))
+    progress = Progress(log, label, total=len(questions), unit="questions")
     started = time.monotonic()
     for n, q in enumerate(questions):
         hay = haystacks.get(q["haystack_id"])
@@ -306,7 +306,7 @@ def run_segments(variants: list[Variant], questions, haystacks, corpus: Corpus, 
         if hay is not None:
             corpus.drop([k for k in hay.keys if last_use.get(k) == n], texts=release)
         progress(n + 1)
-    progress(len(questions), f" done in {time.monotonic() - started:.1f} s", force=True)
+    progress(len(questions), f", done in {time.monotonic() - started:.1f} s", force=True)
     return {name: r.tables() for name, r in rows.items()}
 
 

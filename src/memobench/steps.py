@@ -25,6 +25,7 @@ from typing import Callable
 
 from .errors import USER_ERRORS
 from .atomic import write_json
+from .progress import set_console
 
 # Params every rule may carry for Snakemake's rerun triggers only.
 TRIGGER_PARAMS = frozenset({"code", "stamp"})
@@ -144,7 +145,9 @@ def run(smk) -> None:
         sys.exit(f"memobench: internal error: rule {smk.rule!r} does not match its stage: {'; '.join(problems)}")
     if not st.models:
         without_pandas()
-    run_logged(smk.log[0], st.func, inputs, outputs, params, dict(smk.wildcards.items()), dict(smk.config))
+    wildcards = dict(smk.wildcards.items())
+    run_logged(smk.log[0], st.func, inputs, outputs, params, wildcards, dict(smk.config),
+               console=f"{smk.rule} {'/'.join(map(str, wildcards.values()))}".rstrip())
 
 
 def without_pandas() -> None:
@@ -168,8 +171,11 @@ class _NoPandas:
 
 
 def run_logged(log_path, func, inputs: dict, outputs: dict, params: dict, wildcards: dict,
-               config: dict | None = None) -> None:
-    """Run one stage with its log; exit 1 with one line on a user-facing or environment error."""
+               config: dict | None = None, console: str | None = None) -> None:
+    """Run one stage with its log; exit 1 with one line on a user-facing or
+    environment error. ``console``: the job's name, e.g. ``retrieve
+    locomo10/v0.8.0/seg1``; a long job's progress lines also go to the
+    console under it (progress.py)."""
     Path(log_path).parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "w", encoding="utf-8") as logf:
 
@@ -184,6 +190,8 @@ def run_logged(log_path, func, inputs: dict, outputs: dict, params: dict, wildca
 
         job = Job(Names("input", inputs), Names("output", outputs), Names("params", params),
                   Names("wildcard", wildcards), log, config or {})
+        if console is not None:
+            set_console(lambda line: print(f"memobench: {console}: {line}", file=sys.stderr, flush=True))
         try:
             func(job)
         except USER_ERRORS as e:
@@ -195,6 +203,8 @@ def run_logged(log_path, func, inputs: dict, outputs: dict, params: dict, wildca
             fail(msg)
         except Exception as e:  # a bug: keep the traceback in the log
             raise_internal(logf, log_path, e)
+        finally:
+            set_console(None)
 
 
 def raise_internal(logf, log_path, e: BaseException) -> None:
@@ -212,33 +222,48 @@ def download(job: Job) -> None:
     """Fetch the raw file unless it is already there (the verify stage judges a
     file that is there: a wrong one is reported, never replaced or deleted). A
     download that fails is recorded in the receipt, not a failed job
-    (missing.py): the run goes on with the other datasets. ``attempt`` (the
-    receipt keeps it) is the rerun trigger that retries it (common.smk)."""
+    (missing.py): a run of every dataset goes on with the others and says at
+    its end what to place where; a target of this dataset stops at its verify
+    job with that line. ``attempt`` (missing.attempt_param; the receipt keeps
+    it) is the rerun trigger that retries it."""
     from .download import DownloadError, fetch
-    from .missing import missing_receipt
+    from .missing import missing_receipt, present_receipt, retry_line
 
     p, dest = job.params, Path(job.params.raw)
     if dest.exists():
         job.log(f"{dest}: present ({dest.stat().st_size} bytes), not downloaded")
     else:
+        retry = retry_line(dest.name, p.attempt)
+        if retry:
+            job.log(retry)
+            print(f"memobench: {retry}", file=sys.stderr)
         try:
             fetch(p.urls, dest, p.bytes, sha256=p.sha256, log=job.log)
         except DownloadError as e:
             job.log(f"MISSING: {e}")
-            print(f"memobench: {e} (the run goes on without dataset {job.wildcards.dataset})", file=sys.stderr)
-            write_json(job.output.receipt, missing_receipt(dest, str(e), p.bytes, p.sha256, p.urls, p.attempt))
+            print(f"memobench: {dest.name}: {e.brief}; dataset {job.wildcards.dataset} is missing "
+                  f"(the run says at its end where to place the file)", file=sys.stderr)
+            write_json(job.output.receipt,
+                       missing_receipt(dest, str(e), p.bytes, p.sha256, p.urls, p.attempt, brief=e.brief))
             return
-    write_json(job.output.receipt, {"file": str(dest.resolve()), "attempt": p.attempt})
+    write_json(job.output.receipt, present_receipt(dest, p.attempt))
 
 
 @stage("verify", inputs=["receipt", "raw"], outputs=["verified"], params=["bytes", "sha256"])
 def verify(job: Job) -> None:
+    """Check the raw file; a dataset whose download failed has none (raw_file
+    in common.smk) and fails here, the one job a target of it reaches."""
+    from .download import DownloadError
     from .download import verify as verify_file
     from .provenance import file_stamp
 
     raw, p = job.input.raw, job.params
+    if not raw:  # the download failed (missing.py): what to place where
+        from .missing import how_to_get, read_receipt
+
+        raise DownloadError(how_to_get(job.wildcards.dataset, read_receipt(job.input.receipt)))
     job.log(f"verifying {raw}: expecting {p.bytes} bytes" + (f" and sha256 {p.sha256}" if p.sha256 else ""))
-    digest = verify_file(raw, p.bytes, p.sha256)
+    digest = verify_file(raw, p.bytes, p.sha256, log=job.log)
     size = Path(raw).stat().st_size
     job.log(f"ok: {size} bytes, sha256 {digest}")
     write_json(job.output.verified, {"dataset": job.wildcards.dataset, "file": str(raw), "bytes": size,
@@ -387,21 +412,19 @@ def report(job: Job) -> None:
                  missing=missing)
 
 
-@stage("datasets", inputs=["report", "manifest"], optional=["receipts", "ready"], outputs=["datasets"], params=["needs"])
+@stage("datasets", optional=["receipts"], outputs=["datasets"],
+       params=["run", "needs"])
 def datasets(job: Job) -> None:
-    """The run's last step: one line per missing dataset and a failure while
-    any is missing (missing.py); the list of datasets once none is."""
-    from .missing import check, find_missing, receipts_by_dataset
+    """The run's last step: results/datasets.json, which of the config's
+    datasets (``run``) are there and which are missing (missing.py); the end
+    of the run (datasets.smk) prints its lines and exits non-zero while one
+    is missing."""
+    from .missing import datasets_record, receipts_by_dataset
 
-    receipts = receipts_by_dataset(job.input.get("receipts", []))
-    missing = find_missing(receipts, job.params.needs)
-
-    def say(line: str) -> None:
+    record = datasets_record(job.params.run, receipts_by_dataset(job.input.get("receipts", [])), job.params.needs)
+    for line in record["lines"]:
         job.log(line)
-        print(f"memobench: {line}", file=sys.stderr)
-
-    check(missing, log=say)
-    write_json(job.output.datasets, {"downloaded": sorted(receipts), "missing": []})
+    write_json(job.output.datasets, record)
 
 
 @stage("session_json", inputs=["events"], outputs=["sessions"])

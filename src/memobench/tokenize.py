@@ -244,7 +244,7 @@ def write_tokens(events_path, seq_name: str, out, log=print) -> None:
     from .termids import write_token_ids
 
     events = pq.ParquetFile(events_path)
-    progress = Progress(log, f"tokens {seq_name}: events", total=events.metadata.num_rows)
+    progress = Progress(log, f"tokens {seq_name}", total=events.metadata.num_rows, unit="events")
     done = 0
     if seq_name == FTS5_TOKENS:
         u61 = Unicode61()
@@ -268,4 +268,4 @@ def write_tokens(events_path, seq_name: str, out, log=print) -> None:
         progress(done)
 
     write_token_ids(batches(), out, joined, ascii_token, long, count)
-    progress(done, " done", force=True)
+    progress(done, ", done", force=True)

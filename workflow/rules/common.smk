@@ -156,10 +156,15 @@ TABLE_NAMES = ["questions", "haystacks", "sessions", "events"]
 def raw_file(w):
     """The raw file, known only once the download checkpoint has run: verify
     takes it as an input (never an output, so no rerun can delete it), and a
-    replaced file reruns verify and everything that follows."""
+    replaced file reruns verify and everything that follows. None when the
+    download failed: the verify job of a target of a missing dataset then
+    fails in one line that says what to place where."""
     ds = dataset_of(w)
     checkpoints.download.get(dataset=ds)
-    return raw_path(ds)
+    path = raw_path(ds)
+    if not os.path.exists(path) and (read_receipt(receipt_path(ds)) or {}).get("missing"):
+        return []
+    return path
 
 
 def normalize_inputs(w):
@@ -338,7 +343,7 @@ wildcard_constraints:
 
 from snakemake.exceptions import IncompleteCheckpointException
 
-from memobench.missing import find_missing, read_receipt
+from memobench.missing import attempt_param, end_lines, find_missing, read_receipt
 
 
 def downloaded_datasets():
@@ -360,16 +365,14 @@ _ATTEMPTS = {}
 
 
 def download_attempt(w):
-    """The download checkpoint's `attempt` param, which its receipt keeps: 1 at
-    first; once the file is there, the attempt that got it (unchanged, so
-    nothing reruns); while the receipt records a failed download, one more (a
-    changed param, so every run retries the download). Computed once per
+    """The download checkpoint's `attempt` param (memobench.missing.attempt_param):
+    it changes while the receipt records a failed download, so every run
+    retries it, and says so in Snakemake's rerun reason. Computed once per
     dataset and run: Snakemake deletes the receipt before the job runs and may
     evaluate the param again then."""
     ds = dataset_of(w)
     if ds not in _ATTEMPTS:
-        r = read_receipt(receipt_path(ds))
-        _ATTEMPTS[ds] = 1 if not r else r.get("attempt", 0) + 1 if r.get("missing") else r.get("attempt", 1)
+        _ATTEMPTS[ds] = attempt_param(read_receipt(receipt_path(ds)))
     return _ATTEMPTS[ds]
 
 
@@ -410,3 +413,39 @@ def without_downloads(paths):
     instead of waiting for the report's inputs to be known."""
     keep = tuple(f"{RESULTS}/{ds}/" for ds in RUN if ds not in downloaded_datasets() and ds not in NEEDS)
     return [p for p in paths if keep and p.startswith(keep)]
+
+
+def datasets_receipts(w):
+    """The last rule's receipts, once the download checkpoints have run (so
+    the job is looked at again with the receipts they wrote)."""
+    missing_datasets()
+    return receipt_files()
+
+
+def end_of_run(success):
+    """The onsuccess/onerror handler (datasets.smk): while a dataset of this
+    run is missing, one `memobench:` line per missing dataset and a summary,
+    and on an otherwise successful run exit status 1. "Of this run": those
+    whose download job is in this invocation's DAG, so a target of one
+    dataset (a segment) is judged by its own datasets; the lines are printed
+    after a failed run only when the DAG holds the last rule (a target of a
+    missing dataset failed in its verify job with the same line). Read from
+    the receipts themselves, whatever ran before. Snakemake's DAG is not a
+    public API: without it every dataset of the config counts."""
+    try:
+        jobs = list(workflow.dag.jobs)
+        planned = {j.wildcards["dataset"] for j in jobs if j.rule.name == "download"}
+        last = any(j.rule.name == "datasets" for j in jobs)
+    except Exception:
+        planned, last = set(downloaded_datasets()), True
+    receipts = {ds: read_receipt(receipt_path(ds)) for ds in downloaded_datasets()
+                if ds in planned and not os.path.exists(raw_path(ds))}
+    lines = end_lines(find_missing(receipts, {ds: b for ds, b in NEEDS.items() if b in planned}))
+    if not lines or not (success or last):
+        return
+    sys.stdout.flush()
+    for line in lines:
+        print(f"memobench: {line}", file=sys.stderr)
+    sys.stderr.flush()
+    if success:
+        sys.exit(1)

@@ -153,10 +153,11 @@ class MiniLM:
         """Word-piece ids with [CLS] and [SEP], at most 256 of them."""
         return [e.ids for e in self.tokenizer.encode_batch(list(texts))]
 
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
+    def encode(self, texts: Sequence[str], on_batch=None) -> np.ndarray:
         """Unit-length float32 embeddings, one row per text, in input order.
         Texts are batched by token length (longest first), which keeps padding
-        small and makes the batches the same whatever the caller's order."""
+        small and makes the batches the same whatever the caller's order.
+        ``on_batch(n)``: called after each batch with the texts done so far."""
         ids = self.token_ids(texts)
         out = np.zeros((len(ids), DIM), dtype=np.float32)
         order = sorted(range(len(ids)), key=lambda i: (-len(ids[i]), i))
@@ -169,6 +170,8 @@ class MiniLM:
                 batch[r, :len(ids[i])] = ids[i]
                 mask[r, :len(ids[i])] = 1.0
             out[rows] = self._forward_torch(batch, mask) if self.device == "cuda" else self._forward(batch, mask)
+            if on_batch is not None:
+                on_batch(lo + len(rows))
         return out
 
     def _forward(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:

@@ -70,28 +70,31 @@ def embed_sessions(events_path, fmt: str, out, log=print, device: str = "auto", 
             "device": enc.device}
     schema = EMBEDDINGS.with_metadata({"memobench": json.dumps(meta, sort_keys=True)})
     n_rows = pq.ParquetFile(events_path).metadata.num_rows
+    # every session has a row in sessions.parquet; without it, the total is unknown
+    total = pq.ParquetFile(sessions_path).metadata.num_rows if sessions_path is not None else None
+    log(f"minilm embeddings ({enc.device}, batches of {enc.batch_size}): {total if total is not None else 'all'} "
+        f"sessions of {events_path}")
     writer = TableWriter(out, schema, batch_rows=chunk_sessions)
-    progress = Progress(log, f"minilm embeddings ({enc.device})")
+    progress = Progress(log, f"minilm embeddings ({enc.device})", total=total, unit="sessions")
     done = 0
     keys: list[int] = []
     docs: list[str] = []
 
     def flush():
-        vecs = enc.encode(docs)
+        nonlocal done
+        vecs = enc.encode(docs, on_batch=lambda n: progress(done + n))
         writer.extend(session_key=keys, vector=list(vecs))
+        done += len(keys)
         keys.clear()
         docs.clear()
 
     seen: set[int] = set()
 
     def add(key, doc):
-        nonlocal done
         keys.append(key)
         docs.append(doc)
         if len(keys) >= chunk_sessions:
-            done += len(keys)
             flush()
-            progress(done, " sessions")
 
     try:
         for key, doc in iter_session_documents(events_path, fmt):
@@ -101,14 +104,13 @@ def embed_sessions(events_path, fmt: str, out, log=print, device: str = "auto", 
             all_keys = read_table(sessions_path, columns=["session_key"]).column(0).to_pylist()
             for key in sorted(set(all_keys) - seen):
                 add(key, "")
-        done += len(keys)
         if keys:
             flush()
         writer.close()
     except BaseException:
         writer.abort()
         raise
-    progress(done, f" sessions, done ({n_rows} events)", force=True)
+    progress(done, f", done ({n_rows} events)", force=True)
     return {"sessions": done, **meta}
 
 

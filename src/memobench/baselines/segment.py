@@ -81,7 +81,7 @@ def rank_segment(variants, questions, haystacks, events_path, embeddings_path=No
     dense = [v for v in variants if v.recipe.backend == "minilm"]
     store, encoder = _vectors(dense, embeddings_path, keys) if dense and keys else (None, None)
     rows = {v.name: SegmentRows() for v in variants}
-    progress = Progress(log, f"{label} questions", total=len(questions))
+    progress = Progress(log, label, total=len(questions), unit="questions")
     started = time.monotonic()
     for n, q in enumerate(questions):
         hay = haystacks.get(q["haystack_id"])
@@ -101,5 +101,5 @@ def rank_segment(variants, questions, haystacks, events_path, embeddings_path=No
             rows[v.name].add(q, hay, final=ids[:TOP], deep=ids, scores=run_scores(ranking.scores),
                              positions=positions)
         progress(n + 1)
-    progress(len(questions), f" done in {time.monotonic() - started:.1f} s", force=True)
+    progress(len(questions), f", done in {time.monotonic() - started:.1f} s", force=True)
     return {name: r.tables() for name, r in rows.items()}
