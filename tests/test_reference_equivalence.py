@@ -546,7 +546,7 @@ def test_fixture_exercises_the_limit_and_the_skips(lme_dataset):
     r2000 = reference_run(raw, fts_limit=2000)
     assert any(a["final"] != b["final"] for a, b in zip(r500, r2000))
     reasons = {r["reason"] for r in r500}
-    # "no sessions" is unreachable for LongMemEval: the gold must be a haystack (session) id
+    # "no sessions" needs answer ids listed in haystack_session_ids with no sessions at all (test_bad_inputs)
     assert {"no_gold", "empty_seq"} <= reasons
     assert any(r["rank"] == 0 for r in r500 if r["status"] == "evaluated")
     assert any(r["rank"] == 1 for r in r500 if r["status"] == "evaluated")
