@@ -307,6 +307,18 @@ def lme_sessions(entry, seq_fn):
     return sessions
 
 
+def lme_gold(entry):
+    """1.2 gold: ``String(a)`` for each element of ``answer_session_ids`` that
+    also occurs among ``String(x)`` of the elements of the raw
+    ``haystack_session_ids`` array (``|| []`` for both). The raw array, not the
+    session ids: an element past the last session still counts, the ``"s" + i``
+    of a missing or null element does not, and a null element is ``"null"``.
+    ``for ... of`` a string goes through its characters, as iterating a Python
+    str does."""
+    hay = {js_string(x) for x in (entry.get("haystack_session_ids") or [])}
+    return {js_string(a) for a in (entry.get("answer_session_ids") or [])} & hay
+
+
 def _entries(path, start, limit):
     """run.cjs parses the whole file; with ``start``/``limit`` the entries are
     streamed (like run-m's M_START/M_LIMIT) so a multi-GB file fits in memory."""
@@ -346,8 +358,7 @@ def _lme(path, backend, fts_limit, weights, window, start=None, limit=None):
         out.append(rec)
         sessions = lme_sessions(e, seq_fn)
         rec["pool_size"] = len(sessions)  # N counts every session (1.2)
-        hay_ids = {s["id"] for s in sessions}
-        gold = {js_string(a) for a in (e.get("answer_session_ids") or [])} & hay_ids
+        gold = lme_gold(e)
         if not gold:
             rec["reason"] = "no_gold"
             continue

@@ -19,7 +19,7 @@ import re
 
 from memobench.dates import parse_lme
 from memobench.jsmath import MISSING, js_log, js_string, utf16_len
-from naive import Fts, gold_rank, lme_sessions, representative, session_order
+from naive import Fts, gold_rank, lme_gold, lme_sessions, representative, session_order
 from memobench.stemmer import stem
 from memobench.tokenize import (
     STOP_LISTS,
@@ -106,8 +106,7 @@ def _load(path):
 
 def _prepare(e, seq_fn):
     sessions = lme_sessions(e, seq_fn)
-    hay_ids = {s["id"] for s in sessions}
-    gold = {js_string(a) for a in (e.get("answer_session_ids") or [])} & hay_ids
+    gold = lme_gold(e)
     by_id = {}
     for s in sessions:
         by_id[s["id"]] = s  # last wins

@@ -133,7 +133,9 @@ def test_missing_or_wrong_fields(tmp_path):
     raw.write_bytes(lme_bytes([item("q0"), odd, item("q3", gold="not a list")]))
     normalize_longmemeval(raw, tmp_path / "n2", log=lambda m: None)
     _, m = run(tmp_path / "n2")
-    assert m["questions"] == 1 and m["skipped"] == {"no_gold": 2}
+    # q2 keeps its gold (the raw id list) but has no sessions; q3's answers, a
+    # string, are its characters, none of them an id
+    assert m["questions"] == 1 and m["skipped"] == {"no_gold": 1, "no_sessions": 1}
 
 
 def test_unequal_haystack_lists_and_unparseable_dates(tmp_path):
@@ -149,6 +151,54 @@ def test_unequal_haystack_lists_and_unparseable_dates(tmp_path):
     assert hay[0]["base_time"] == 2 * 86_400_000 and hay[2]["base_time"] == 0
     assert hay[1]["base_time"] == 1677758400000  # 2023-03-02T12:00Z
     assert stats["date_fallbacks"] == 2
+
+
+def test_gold_comes_from_the_raw_id_list_not_the_sessions(tmp_path):
+    """Every harness takes the gold from String() of the raw haystack_session_ids,
+    while a session's id falls back to "s<i>" past the list's end or on null: an
+    answer id with no session is gold (evaluated, a miss), a fallback id is not
+    (skipped as no_gold), whatever the ranking would give it."""
+    hit = [{"role": "user", "content": "we went hiking in the alps last spring"}]
+    other = [{"role": "user", "content": "dinner plans"}]
+    items = [
+        item("longer", sessions=[other, hit], ids=["a", "b", "c"], gold=["c"]),  # "c" has no session
+        item("shorter", sessions=[other, hit], ids=["a"], gold=["s1"]),  # session 1 is "s1", not gold
+        item("null_gold", sessions=[other, hit], ids=["a", None], gold=[None]),  # gold "null", no session
+        item("null_fallback", sessions=[other, hit], ids=["a", None], gold=["s1"]),
+        item("shadow", sessions=[hit, other], ids=[None, "b", "s0"], gold=["s0"]),  # raw "s0" names session 0
+        item("chars", sessions=[other, hit], ids=["x", "b"], gold="ab"),  # for-of a string: "a", "b"
+        item("both", sessions=[other, hit], ids=["a", "b", "c"], gold=["c", "b", "c"]),
+    ]
+    items[0]["dates"] = items[0]["haystack_dates"] = ["2023/05/20 (Sat) 02:21"] * 3
+    raw = tmp_path / "g.json"
+    raw.write_bytes(lme_bytes(items))
+    normalize_longmemeval(raw, tmp_path / "n", log=lambda m: None)
+    gold = {q["question_id"]: q["gold"] for q in pq.read_table(tmp_path / "n" / "questions.parquet").to_pylist()}
+    assert gold == {"longer": ["c"], "shorter": [], "null_gold": ["null"], "null_fallback": [],
+                    "shadow": ["s0"], "chars": ["b"], "both": ["c", "b"]}
+    for variant, family in [("v0.8.0", "s"), ("v0.8.0", "m"), ("v0.8.0-index", "s"), ("exp3-V6", "s"),
+                            ("exp4m-base", "m")]:
+        rankings, m = run(tmp_path / "n", variant, family)
+        ctx = f"{variant}/{family}"
+        assert m["skipped"] == {"no_gold": 2}, ctx
+        # longer and null_gold: misses; shadow, chars, both: hits at 1
+        assert (m["questions"], m["hit@1"], m["hit@10"]) == (5, 3, 3), ctx
+        first = {r["question_id"]: r["session_id"] for r in rankings if r["rank"] == 1}
+        assert first["shadow"] == "s0" and first["chars"] == "b" and first["longer"] == "b", ctx
+
+    from memobench.analyze import RECIPE, analyze_question
+    from memobench.engine import Ranker
+
+    qs, hs, corpus = load_segment(tmp_path / "n" / "questions.parquet", tmp_path / "n" / "haystacks.parquet",
+                                  tmp_path / "n" / "events.parquet", 1, 1)
+    ranker = Ranker(corpus, RECIPE)
+    rows = {q["question_id"]: analyze_question(ranker, corpus, hs[q["haystack_id"]], q["haystack_id"], q)
+            for q in qs}
+    assert rows["shorter"] is None and rows["null_fallback"] is None
+    # analyze.cjs counts a gold id with no session among the gold sessions, with no events
+    assert (rows["longer"]["gold_sessions"], rows["longer"]["gold_events"], rows["longer"]["cause"]) == \
+        (1, 0, "no-anchor")
+    assert (rows["both"]["gold_sessions"], rows["both"]["gold_events"], rows["both"]["rank"]) == (2, 1, 1)
 
 
 def test_malformed_evidence_is_a_counted_skip(tmp_path, locomo_path):

@@ -339,6 +339,34 @@ def test_lme_repeat_ids(tmp_path, lme_items):
     assert any(len(n) > 1 for n in lengths)
 
 
+def test_lme_uneven_ids(tmp_path, lme_items):
+    p = tmp_path / "u.json"
+    info = g.write_longmemeval(p, 120, 16, seed=7, uneven_ids=0.5)
+    again = tmp_path / "u2.json"
+    g.main(["longmemeval", "--out", str(again), "--questions", "120", "--sessions", "16", "--seed", "7",
+            "--uneven-ids", "0.5", "--quiet"])
+    assert sha(again) == sha(p)
+    kinds = Counter()
+    changed = 0
+    for it, base in zip(json.loads(p.read_text(encoding="utf-8")), lme_items):
+        if it == base:
+            continue
+        changed += 1
+        # only the id list and the answers change
+        assert {k for k in it if it[k] != base[k]} <= {"haystack_session_ids", "answer_session_ids"}
+        ids, n, answers = it["haystack_session_ids"], len(it["haystack_sessions"]), it["answer_session_ids"]
+        raw = {str(x) for x in ids if x is not None} | ({"null"} if None in ids else set())
+        kinds["shorter"] += len(ids) < n
+        kinds["longer"] += len(ids) > n
+        kinds["null"] += None in ids
+        # an answer id with no session, or a fallback id that is not in the raw list
+        kinds["gold without a session"] += any(str(a) in raw and a not in ids[:n] for a in answers if a is not None) \
+            or (None in answers and None in ids)
+        kinds["fallback id not gold"] += any(isinstance(a, str) and a not in raw for a in answers)
+    assert changed == info["uneven_id_haystacks"] and 0.3 * 120 <= changed <= 0.7 * 120
+    assert all(kinds[k] for k in ("shorter", "longer", "null", "gold without a session", "fallback id not gold")), kinds
+
+
 def test_lme_spice_plan_covers_small_files():
     for n in (len(g.LME_SPICE_CASES), 100, 450):
         plan = g._spice_plan(n, 0, g.LME_SPICE_CASES)

@@ -26,7 +26,10 @@ retrieval or variants code). Here the project's public entry points
 * files from ``memobench.generate.write_longmemeval`` when that module exists,
   two of them with session ids repeated inside haystacks (``repeat_ids``; one
   where the entries of an id may differ in length, which exp6.cjs rejects and
-  exp6-m.cjs ranks, docs/edge-cases.md);
+  exp6-m.cjs ranks, docs/edge-cases.md), and one whose ``haystack_session_ids``
+  lists are shorter or longer than the sessions (``uneven_ids``: the gold
+  comes from the raw list, so an answer id with no session is gold and a
+  session's ``s<i>`` fallback id is not);
 
 and every question's status, rank and final top-10 list must equal the
 reference's. Segmenting (3 segments vs 1) must not change any list.
@@ -439,6 +442,8 @@ if write_longmemeval is not None:
     LME_FILES["gen-repeats"] = dict(seed=23, spice=True, generator=True, repeat_ids=0.5)
     LME_FILES["gen-repeats-any-length"] = dict(seed=24, spice=False, generator=True, repeat_ids=1.0,
                                                repeat_ids_any_length=True)
+    # haystack_session_ids lists that do not match the sessions (the gold is read from the raw list)
+    LME_FILES["gen-uneven"] = dict(seed=25, spice=True, generator=True, uneven_ids=0.6)
 
 
 @pytest.fixture(scope="module")
@@ -453,7 +458,8 @@ def lme_dataset(tmp_path_factory):
             if spec.get("generator"):
                 write_longmemeval(raw, n_questions=40, sessions_per_question=30, seed=spec["seed"], spice=spec["spice"],
                                   repeat_ids=spec.get("repeat_ids", 0.0),
-                                  repeat_ids_any_length=spec.get("repeat_ids_any_length", False))
+                                  repeat_ids_any_length=spec.get("repeat_ids_any_length", False),
+                                  uneven_ids=spec.get("uneven_ids", 0.0))
             else:
                 make_lme(raw, spec["seed"], spice=spec["spice"])
             normalize.normalize_longmemeval(str(raw), str(d / "norm"), log=lambda *a, **k: None)
@@ -540,10 +546,48 @@ def test_fixture_exercises_the_limit_and_the_skips(lme_dataset):
     r2000 = reference_run(raw, fts_limit=2000)
     assert any(a["final"] != b["final"] for a, b in zip(r500, r2000))
     reasons = {r["reason"] for r in r500}
-    # "no sessions" is unreachable for LongMemEval: the gold must be a haystack (session) id
+    # "no sessions" needs answer ids listed in haystack_session_ids with no sessions at all (test_bad_inputs)
     assert {"no_gold", "empty_seq"} <= reasons
     assert any(r["rank"] == 0 for r in r500 if r["status"] == "evaluated")
     assert any(r["rank"] == 1 for r in r500 if r["status"] == "evaluated")
+
+
+@pytest.mark.skipif(write_longmemeval is None, reason="memobench.generate absent")
+def test_uneven_id_lists_move_counts_not_lists(lme_dataset):
+    """On the uneven file the harness gold (raw id list) and a gold read from the
+    session ids really disagree, both ways, and the project's skips, denominator,
+    hit counts and MRR are the reference's."""
+    from naive import lme_gold, lme_sessions
+
+    from memobench.jsmath import js_string
+    from memobench.metrics import compute
+    from memobench.tokenize import seq_ascii
+
+    raw, norm, d = lme_dataset("gen-uneven")
+    items = json.loads(raw.read_text(encoding="utf-8"))
+    sessionless = gold_lost = 0
+    for e in items:
+        ids = {s["id"] for s in lme_sessions(e, seq_ascii)}
+        gold = lme_gold(e)
+        by_sessions = {js_string(a) for a in (e.get("answer_session_ids") or [])} & ids
+        sessionless += bool(gold) and not gold & ids  # evaluated, a certain miss
+        gold_lost += bool(by_sessions) and not gold  # skipped although a session id is an answer
+    assert sessionless >= 3 and gold_lost >= 2
+    for variant in ("v0.8.0", "v0.8.0-index"):
+        ref = lme_reference(raw, variant, "s")
+        _, outcomes = run_project(norm, variant, "s", d / "metrics")
+        m = compute([dict(r, reason=r["reason"] if isinstance(r["reason"], str) else None)  # NaN from pandas
+                     for r in outcomes.to_dict("records")])
+        evaluated = [r for r in ref if r["status"] == "evaluated"]
+        skipped = {}
+        for r in ref:
+            if r["status"] == "skipped":
+                skipped[r["reason"]] = skipped.get(r["reason"], 0) + 1
+        assert m["skipped"] == skipped and skipped["no_gold"] >= gold_lost
+        assert m["questions"] == len(evaluated)
+        assert [m["hit@1"], m["hit@5"], m["hit@10"]] == [
+            sum(1 <= r["rank"] <= k for r in evaluated) for k in (1, 5, 10)]
+        assert m["mrr_sum"] == sum(1 / r["rank"] for r in evaluated if r["rank"])  # same order, same sum
 
 
 @pytest.mark.parametrize("variant_name", ["v0.8.0", "v0.8.0-index"])

@@ -1,11 +1,13 @@
 """The project's experiment variants (exp, exp2, exp3, exp4, exp5, cn) against an
 independent literal reading of HARNESSES.md (``tests/reference_experiments.py``).
 
-Inputs: three generated LongMemEval files (spiced, clean, and one whose haystacks repeat
-session ids), generated CN jsonl files paired to the spiced and the repeating one, and a
+Inputs: four generated LongMemEval files (spiced, clean, one whose haystacks repeat
+session ids, one whose id lists are shorter or longer than the sessions), generated CN
+jsonl files paired to the spiced, the repeating and the uneven one, and a
 hand-made file whose items make the experiment quirks observable (exp's raw-split phrase
 step firing and being dropped, exp3's relative windows / date words, exp4's S-CJKR mixed
-tokens, exp5's stems). Per question: status, final top-10 list and rank must agree.
+tokens, exp5's stems). Per question: status, final top-10 list and rank must agree; on the
+uneven file the skips and ranks also sum to the reference's counts.
 """
 
 from __future__ import annotations
@@ -197,6 +199,8 @@ def datasets(tmp_path_factory):
     write_longmemeval(files["plain"], n_questions=30, sessions_per_question=20, seed=5, spice=False)
     files["repeats"] = root / "repeats.json"  # session ids repeated inside haystacks (docs/edge-cases.md)
     write_longmemeval(files["repeats"], n_questions=40, sessions_per_question=25, seed=12, spice=True, repeat_ids=0.5)
+    files["uneven"] = root / "uneven.json"  # id lists shorter/longer than the sessions: gold from the raw list
+    write_longmemeval(files["uneven"], n_questions=40, sessions_per_question=25, seed=14, spice=True, uneven_ids=0.6)
     files["crafted"] = root / "crafted.json"
     files["crafted"].write_text(json.dumps(crafted_items(), ensure_ascii=False), encoding="utf-8")
     out = {}
@@ -213,7 +217,7 @@ def datasets(tmp_path_factory):
         out[name] = (path, d)
 
     # CN rows paired to the spiced and the repeating files, plus a few hand-made rows on the crafted file
-    for name, lme, seed in (("cn", "spiced", 3), ("cn3", "repeats", 4)):
+    for name, lme, seed in (("cn", "spiced", 3), ("cn3", "repeats", 4), ("cn4", "uneven", 6)):
         write_cn(root / f"{name}.jsonl", files[lme], seed=seed)
         cn(name, root / f"{name}.jsonl", lme)
     cn2 = root / "cn2.jsonl"
@@ -280,7 +284,7 @@ LME_HARNESSES = [
 ]
 
 
-@pytest.mark.parametrize("dataset", ["crafted", "spiced", "plain", "repeats"])
+@pytest.mark.parametrize("dataset", ["crafted", "spiced", "plain", "repeats", "uneven"])
 @pytest.mark.parametrize("harness,fn,variants", LME_HARNESSES, ids=[h[0] for h in LME_HARNESSES])
 def test_lme_experiments(datasets, dataset, harness, fn, variants):
     path, d = datasets[dataset]
@@ -293,7 +297,7 @@ def test_lme_experiments(datasets, dataset, harness, fn, variants):
     assert not all_diffs, json.dumps(all_diffs, ensure_ascii=False, indent=1, default=str)[:20000]
 
 
-@pytest.mark.parametrize("which,lme", [("cn", "spiced"), ("cn2", "crafted"), ("cn3", "repeats")])
+@pytest.mark.parametrize("which,lme", [("cn", "spiced"), ("cn2", "crafted"), ("cn3", "repeats"), ("cn4", "uneven")])
 def test_cn(datasets, which, lme):
     cn_path, cn_dir = datasets[which]
     lme_path, lme_dir = datasets[lme]
@@ -304,6 +308,37 @@ def test_cn(datasets, which, lme):
         if diffs:
             all_diffs[f"cn-{v}"] = diffs
     assert not all_diffs, json.dumps(all_diffs, ensure_ascii=False, indent=1, default=str)[:20000]
+
+
+@pytest.mark.parametrize("variant,family,which,lme", [("exp3-V6", "s", "uneven", "uneven"),
+                                                      ("exp5-base", "s", "uneven", "uneven"),
+                                                      ("cn-A2", "cn", "cn4", "uneven")])
+def test_uneven_id_lists_counts(datasets, variant, family, which, lme):
+    """Where the id list and the sessions differ in length: the denominator, the
+    skips, the hit counts and the MRR sum equal the reference's."""
+    from memobench.metrics import compute
+
+    path, d = datasets[which]
+    lme_path, lme_dir = datasets[lme]
+    harness, v = variant.split("-", 1)
+    refs = (ref.reference_cn(lme_path, path) if family == "cn" else
+            {"exp3": ref.reference_exp3, "exp5": ref.reference_exp5}[harness](path))[v]
+    qs, hs, corpus = load_segment(d / "questions.parquet", lme_dir / "haystacks.parquet",
+                                  lme_dir / "events.parquet", 1, 1)
+    _, outcomes = run_segment(resolve(variant, family), qs, hs, corpus, log=QUIET)
+    m = compute(outcomes.to_pylist())
+    ev = [r for r in refs if r["status"] == "evaluated"]
+    assert m["questions"] == len(ev) and sum(m["skipped"].values()) == len(refs) - len(ev)
+    assert [m["hit@1"], m["hit@5"], m["hit@10"]] == [sum(1 <= r["rank"] <= k for r in ev) for k in (1, 5, 10)]
+    assert m["mrr_sum"] == sum(1 / r["rank"] for r in ev if r["rank"])
+    # the file makes the rule matter: some questions skipped for no gold have an
+    # answer that names a session (its "s<i>" fallback id)
+    if family != "cn":
+        items = json.loads(Path(path).read_text(encoding="utf-8"))
+        fallback_only = [e for e in items if e["answer_session_ids"]
+                         and all(isinstance(a, str) and a.startswith("s") and a[1:].isdigit()
+                                 and int(a[1:]) >= len(e["haystack_session_ids"]) for a in e["answer_session_ids"])]
+        assert fallback_only and m["skipped"].get("no_gold", 0) >= len(fallback_only)
 
 
 def test_quirks_are_observable(datasets):

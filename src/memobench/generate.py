@@ -846,11 +846,64 @@ def repeat_session_ids(item, answer_positions, rng, fresh, any_length=False):
     return applied
 
 
+#: The ways :func:`uneven_session_ids` makes ``haystack_session_ids`` and the
+#: sessions disagree (the harnesses take the gold from the raw ids list, the
+#: session ids from the sessions: HARNESSES.md 1.2).
+UNEVEN_ID_KINDS = (
+    "short_extra",     # ids shorter; a lost slot's "s<i>" fallback id added to the answers
+    "short_only",      # ids shorter, past an answer slot; the answers are only its "s<i>"
+    "long_extra",      # ids longer (ids with no session); one of them added to the answers
+    "long_only",       # ids longer; the answers are only an id with no session
+    "null_only",       # a filler id null; the answers are only null
+    "long_fallback",   # a filler id null, its "s<i>" appended to the ids and the answers
+)
+
+
+def uneven_session_ids(item, answer_positions, rng):
+    """Give one haystack a ``haystack_session_ids`` list that does not match its
+    sessions (``item`` is changed in place): one of :data:`UNEVEN_ID_KINDS`.
+    Returns the kind applied, or None when the haystack has no room for it."""
+    ids, sessions, answers = item["haystack_session_ids"], item["haystack_sessions"], item["answer_session_ids"]
+    n = min(len(ids), len(sessions))
+    fillers = [p for p in range(n) if p not in set(answer_positions) and ids[p] is not None]
+    kind = rng.choice(UNEVEN_ID_KINDS)
+    if kind.startswith("short"):
+        last = max((p for p in answer_positions if p < n), default=None)
+        if kind == "short_only" and last is not None:
+            cut = rng.randint(max(0, last - 2), last)
+            answers[:] = [f"s{last}"]
+        elif kind == "short_extra" and n >= 2:
+            cut = n - rng.randint(1, min(3, n - 1))
+            answers.append(f"s{rng.randrange(cut, n)}")
+        else:
+            return None
+        del ids[cut:]
+    elif kind.startswith("long_") and kind != "long_fallback":
+        extra = [f"extra_{_randstr(rng, _HEX, 6)}_{k}" for k in range(rng.randint(1, 3))]
+        del ids[len(sessions):]
+        ids.extend([None] * (len(sessions) - len(ids)) + extra)
+        if kind == "long_extra":
+            answers.append(rng.choice(extra))
+        else:
+            answers[:] = [extra[-1]]
+    else:
+        if not fillers:
+            return None
+        p = rng.choice(fillers)
+        ids[p] = None
+        if kind == "null_only":
+            answers[:] = [None]
+        else:
+            ids.append(f"s{p}")
+            answers[:] = [f"s{p}"]
+    return kind
+
+
 def write_longmemeval(path, n_questions, sessions_per_question, seed=0, turns=(4, 16),
                       words_per_turn=(8, 120), shared_pool=None, spice=False,
                       target_bytes=None, vocab_source=None, ensure_ascii=False,
                       cache_bytes=128 << 20, progress=None, repeat_ids=0.0,
-                      repeat_ids_any_length=False):
+                      repeat_ids_any_length=False, uneven_ids=0.0):
     """Write a LongMemEval-shaped JSON array to ``path``; return a summary dict.
 
     * ``n_questions`` items, each with ``sessions_per_question`` haystack
@@ -873,6 +926,9 @@ def write_longmemeval(path, n_questions, sessions_per_question, seed=0, turns=(4
       or more (:func:`repeat_session_ids`, :data:`REPEAT_ID_KINDS`);
       ``repeat_ids_any_length``: a repeat with other turns may have another
       number of turns.
+    * ``uneven_ids``: the fraction of haystacks whose ``haystack_session_ids``
+      list does not match the sessions (:func:`uneven_session_ids`,
+      :data:`UNEVEN_ID_KINDS`).
     """
     n = int(n_questions)
     if n < 0:
@@ -887,7 +943,7 @@ def write_longmemeval(path, n_questions, sessions_per_question, seed=0, turns=(4
     written = 0
     prev_qid = None
     used: set[str] = set()
-    repeated = 0
+    repeated = uneven = 0
     with _atomic_open(path, binary=True) as f:
         f.write(b"[")
         written += 1
@@ -900,14 +956,16 @@ def write_longmemeval(path, n_questions, sessions_per_question, seed=0, turns=(4
             used.add(qid)
             cases = plan.get(qi)
             rrng = _rng(seed, "repeat-ids", qi) if repeat_ids else None
-            if rrng is not None and rrng.random() < repeat_ids:
+            urng = _rng(seed, "uneven-ids", qi) if uneven_ids else None
+            rep = rrng is not None and rrng.random() < repeat_ids
+            unev = urng is not None and urng.random() < uneven_ids
+            if rep or unev or cases:
                 item = lme.spice(lme.item_obj(q), q, cases, prev_qid) if cases else lme.item_obj(q)
-                repeated += bool(repeat_session_ids(item, q["ans_pos"], rrng, lme.fresh_turns,
-                                                    repeat_ids_any_length))
-                s = json.dumps(item, ensure_ascii=lme.ea)
-                prev_qid = item["question_id"]
-            elif cases:
-                item = lme.spice(lme.item_obj(q), q, cases, prev_qid)
+                if rep:
+                    repeated += bool(repeat_session_ids(item, q["ans_pos"], rrng, lme.fresh_turns,
+                                                        repeat_ids_any_length))
+                if unev:
+                    uneven += uneven_session_ids(item, q["ans_pos"], urng) is not None
                 s = json.dumps(item, ensure_ascii=lme.ea)
                 prev_qid = item["question_id"]
             else:
@@ -924,7 +982,7 @@ def write_longmemeval(path, n_questions, sessions_per_question, seed=0, turns=(4
             "sessions_per_question": lme.K, "pool_size": lme.pool_size,
             "words_per_turn": lme.words, "turns": lme.turns,
             "spice_cases": sorted({c for cs in plan.values() for c in cs}),
-            "repeated_id_haystacks": repeated}
+            "repeated_id_haystacks": repeated, "uneven_id_haystacks": uneven}
 
 
 def _calibrate(lme, target, n, K, seed, turns, words, pool, ea, vocab, cache_bytes):
@@ -1478,6 +1536,8 @@ def main(argv=None) -> int:
                    help="fraction of haystacks that hold a session id twice or more")
     a.add_argument("--repeat-ids-any-length", action="store_true",
                    help="a repeated id's other content may have another number of turns")
+    a.add_argument("--uneven-ids", type=float, default=0.0, metavar="FRACTION",
+                   help="fraction of haystacks whose haystack_session_ids list does not match the sessions")
     a.add_argument("--quiet", action="store_true")
 
     b = sub.add_parser("locomo", help="LoCoMo10 shaped JSON")
@@ -1515,7 +1575,8 @@ def main(argv=None) -> int:
                                  vocab_source=args.vocab_source,
                                  ensure_ascii=args.ensure_ascii, progress=progress,
                                  repeat_ids=args.repeat_ids,
-                                 repeat_ids_any_length=args.repeat_ids_any_length)
+                                 repeat_ids_any_length=args.repeat_ids_any_length,
+                                 uneven_ids=args.uneven_ids)
     elif args.kind == "locomo":
         info = write_locomo(args.out, args.conversations, seed=args.seed,
                             sessions=tuple(args.sessions), turns=tuple(args.turns),

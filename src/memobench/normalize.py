@@ -157,6 +157,22 @@ def _lme_haystack(item: dict, hid: int, store: SessionStore, haystacks: TableWri
     return out_ids, sum(fallbacks)
 
 
+def _lme_gold(raw_ids, answers) -> list[str]:
+    """The harnesses' gold (HARNESSES.md 1.2): each ``String(answer)`` found among
+    ``String()`` of the raw ``haystack_session_ids``, first occurrences in answer
+    order. The raw list, not the session ids: an id past the last session is
+    gold (and never ranked), a session's ``"s<i>"`` fallback id is not, and a
+    null id is the string ``"null"``. A string of answers is iterated by code
+    point, as ``for (const id of ...)`` does; any other non-list gives none."""
+    id_set = {js_string(x) for x in raw_ids} if isinstance(raw_ids, list) else set()
+    gold: list[str] = []
+    for a in answers if isinstance(answers, (list, str)) else ():
+        a = js_string(a)
+        if a in id_set and a not in gold:
+            gold.append(a)
+    return gold
+
+
 def _question_type(value) -> str:
     if value is MISSING or value is None or value == "":
         return "unknown"
@@ -215,15 +231,10 @@ class _LmeTables(_Tables):
             self.stats["duplicate_question_ids"] += 1
         self.seen_ids.add(qid)
         question = _question_text(self.path, index, item)
-        ids, fallbacks = _lme_haystack(item, index, self.store, self.haystacks)
+        _, fallbacks = _lme_haystack(item, index, self.store, self.haystacks)
         self.stats["date_fallbacks"] += fallbacks
-        id_set = set(ids)
         answers = item.get("answer_session_ids")
-        gold = []
-        for a in answers if isinstance(answers, list) else []:
-            a = js_string(a)
-            if a in id_set and a not in gold:
-                gold.append(a)
+        gold = _lme_gold(item.get("haystack_session_ids"), answers)
         self.questions.append(
             q_index=index, question_id=qid, question=question,
             question_type=_question_type(item.get("question_type", MISSING)),

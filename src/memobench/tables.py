@@ -28,7 +28,7 @@ QUESTIONS = pa.schema(
         ("question_type", pa.string()),  # LongMemEval type, LoCoMo category
         ("question_date", pa.string()),
         ("haystack_id", pa.int32()),  # -1: no haystack (CN row with no paired question)
-        ("gold", pa.list_(pa.string())),  # gold session ids present in the haystack
+        ("gold", pa.list_(pa.string())),  # the harness gold: answer ids among the raw haystack ids
         ("paired_question_id", pa.string()),  # CN: the English question it pairs to
         ("parse_error", pa.bool_()),  # an M-stream element that did not parse (skipped)
         ("answer", pa.string()),  # LongMemEval: the raw `answer` as JSON text (null elsewhere)
