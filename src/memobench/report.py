@@ -44,9 +44,18 @@ def is_reference(m: dict) -> bool:
     return (m.get("recipe") or {}).get("backend") in REFERENCE_BACKENDS
 
 
+def is_imported(m: dict) -> bool:
+    """An imported run: another system's lists read from a file (imported.py)."""
+    return bool(m.get("run"))
+
+
+def kind(m: dict) -> str:
+    return "reference retriever" if is_reference(m) else "imported run" if is_imported(m) else "Memo"
+
+
 def label(m: dict) -> str:
     """The variant's name as the report's tables show it."""
-    return f"{m['variant']} (reference retriever)" if is_reference(m) else m["variant"]
+    return m["variant"] if kind(m) == "Memo" else f"{m['variant']} ({kind(m)})"
 
 
 def printed(m: dict, key: str, digits: int | None = None) -> str | None:
@@ -106,6 +115,13 @@ def markdown(runs: list[dict]) -> str:
         forced = ", ".join(f"{k} {v}" for k, v in m["counted_as_miss"].items()) or "none"
         out += [f"Items {m['items']}; evaluated {m['questions']}; skipped: {skipped}; "
                 f"counted as misses: {forced}.", ""]
+        if is_imported(m):
+            r = m["run"]
+            ignored = ", ".join(f"{k} {v}" for k, v in r["ignored"].items()) or "none"
+            out += [f"Imported run: `{r['file']}` ({r['format']}, sha256 {r['sha256'][:16]}); lists for "
+                    f"{r['questions_listed']} questions; absent from the run (counted as misses): {r['absent']}; "
+                    f"lists ignored for questions the harness rules skip: {ignored}; cut at depth 50: "
+                    f"{r['truncated']}.", ""]
         data = {k: v for k, v in (m.get("data") or {}).items()
                 if k in DATA_COUNTS and v}
         if data:
@@ -226,19 +242,19 @@ def _md_official(runs: list[dict]) -> str:
 
 
 def _md_against_reference(runs: list[dict], stats: list[dict]) -> str:
-    """Memo variants and reference retrievers in one table per dataset, each
-    with its paired difference to v0.8.0 (datasets that run a reference
-    retriever)."""
+    """Memo variants, reference retrievers and imported runs in one table per
+    dataset, each with its paired difference to v0.8.0 (datasets that run a
+    reference retriever or an imported run)."""
     from .stats import REFERENCE, fmt_ci
 
     against = {(s["dataset"], c["variant"]): c for s in stats for c in s["comparisons"]
                if c["baseline"] == REFERENCE}
-    datasets = list(dict.fromkeys(m["dataset"] for m in runs if is_reference(m)))
+    datasets = list(dict.fromkeys(m["dataset"] for m in runs if kind(m) != "Memo"))
     if not datasets:
         return ""
     out = ["", f"## Memo variants and reference retrievers, paired against {REFERENCE}", "",
-           "Harness metrics over the same questions and gold (a reference retriever takes its dataset's harness "
-           f"skip rule); Δ: variant - {REFERENCE} per question, percentage points (MRR x 100), bootstrap 95% "
+           "Harness metrics over the same questions and gold (a reference retriever or an imported run takes its "
+           f"dataset's harness skip rule); Δ: variant - {REFERENCE} per question, percentage points (MRR x 100), bootstrap 95% "
            "interval, paired randomization p-value.", "",
            "| dataset | variant | kind | n | hit@1 | hit@5 | hit@10 | MRR | Δhit@1 [95% CI] | p | Δhit@5 [95% CI] | p "
            "| ΔMRR×100 [95% CI] | p |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -251,8 +267,7 @@ def _md_against_reference(runs: list[dict], stats: list[dict]) -> str:
                 cells += ([fmt_ci(mm), "-" if mm["p"] is None else f"{mm['p']:.4f}"] if mm
                           else ["(reference point)" if m["variant"] == REFERENCE else "-", "-"])
             rates = [(printed(m, k) or "-") + ("%" if k != "mrr" and printed(m, k) else "") for k in METRICS]
-            kind = "reference retriever" if is_reference(m) else "Memo"
-            out.append(f"| {ds} | {m['variant']} | {kind} | {m['questions']} | " + " | ".join(rates + cells) + " |")
+            out.append(f"| {ds} | {m['variant']} | {kind(m)} | {m['questions']} | " + " | ".join(rates + cells) + " |")
     return "\n".join(out) + "\n"
 
 
