@@ -15,7 +15,7 @@ import pytest
 
 from memobench import exports, metrics
 from memobench.errors import ConfigError, DataError
-from memobench.imported import ABSENT, decode_trec_id, import_segment
+from memobench.imported import ABSENT, _read_trec_columns, _read_trec_lines, decode_trec_id, import_segment
 from memobench.normalize import normalize_longmemeval
 from memobench.official import scoring_id, user_target_sessions
 from memobench.tables import read_table
@@ -282,6 +282,29 @@ def test_segments_split_the_questions_and_check_the_whole_file(lme, tmp_path):
     parts = [imported(lme, path, "json", s, 2) for s in (1, 2)]
     assert sum(p[0][1].num_rows for p in parts) == len(lme["questions"])
     assert sum(p[1]["listed"] for p in parts) == len(qs)
+
+
+def test_trec_by_columns_reads_what_the_line_reader_reads(lme):
+    """The columnar TREC reader (single spaces, no blank line) gives the line
+    reader's lists, queries interleaved and out of rank order; any other
+    spacing, or a line the rules refuse, goes to the line reader."""
+    rows = []
+    for q in evaluated(lme)[:6]:
+        for r, s in enumerate(dict.fromkeys(lme["ids"][q["haystack_id"]]), 1):
+            rows.append(f"{q['question_id']} Q0 {s} {r} {10.5 - r} run-1")
+    rows = rows[1::2] + rows[::2]
+    text = "\n".join(rows) + "\n"
+
+    def no_error(line, what):
+        raise AssertionError(f"line {line}: {what}")
+
+    by_lines = _read_trec_lines(text, no_error)
+    assert _read_trec_columns(text.encode(), text) == by_lines
+    assert [len(e[2]) for e in by_lines] == [len(set(lme["ids"][q["haystack_id"]])) for q in evaluated(lme)[:6]]
+    for other in (text.replace(" Q0 ", "\tQ0 "), text.replace(" Q0 ", "  Q0 "), text + "\n", "\n" + text,
+                  text.replace(" 3 7.5 ", " 3 nan "), rows[0] + "\n" + rows[0] + "\n"):
+        assert _read_trec_columns(other.encode(), other) is None
+    assert _read_trec_lines(text.replace(" Q0 ", "\tQ0 "), no_error) == by_lines
 
 
 def test_the_trec_decode_hook(tmp_path):

@@ -77,6 +77,16 @@ def assert_same_numbers(work, ds, source, imported, absent=0):
     assert again == {k: v for k, v in theirs.items() if k != "against"}
 
 
+def first_run(root: Path, data: Path, ds: str, entry: dict, variants: list[str]):
+    """The source variants' results in a fresh working directory: (config, work, folder for run files)."""
+    cfg = write_config(root / "cfg.yaml", data_dir=str(data), run=[ds], datasets={ds: {**entry, "variants": variants}})
+    work, runs = root / "work", root / "runs"
+    work.mkdir()
+    runs.mkdir()
+    snakemake(work, "--cores", "2", *[f"results/{ds}/{v}/metrics.json" for v in variants], configfile=cfg)
+    return cfg, work, runs
+
+
 # --------------------------------------------------------------------------- LoCoMo
 
 
@@ -86,15 +96,8 @@ def locomo(tmp_path_factory, locomo_path):
     JSON of its lists imported back (and a third copy for the rerun test)."""
     root = tmp_path_factory.mktemp("imported_locomo")
     data = data_dir(root, locomo_path)
-    cfg = write_config(root / "cfg.yaml", data_dir=str(data), run=["locomo10"],
-                       datasets={"locomo10": {"variants": ["v0.8.0", "v0.5.0"]}})
-    work = root / "work"
-    work.mkdir()
-    snakemake(work, "--cores", "2", "results/locomo10/v0.8.0/metrics.json", "results/locomo10/v0.5.0/metrics.json",
-              configfile=cfg)
+    cfg, work, runs = first_run(root, data, "locomo10", {}, ["v0.8.0", "v0.5.0"])
     src = work / "results" / "locomo10" / "v0.5.0"
-    runs = root / "runs"
-    runs.mkdir()
     shutil.copy(src / "run.trec", runs / "v05.trec")
     json_run(src, runs / "v05.json")
     shutil.copy(runs / "v05.json", runs / "again.json")
@@ -202,15 +205,8 @@ def lme(tmp_path_factory):
                     "30", "--sessions", "8", "--seed", "7", "--spice", "--words", "4", "20", "--turns", "2", "6",
                     "--quiet"], check=True, capture_output=True)
     ds = {"format": "longmemeval", "family": "s", "file": "lme.json", "bytes": raw.stat().st_size, "segments": 2}
-    cfg = write_config(root / "cfg.yaml", data_dir=str(data), run=["lme"],
-                       datasets={"lme": {**ds, "variants": ["v0.8.0", "v0.8.0-index"]}})
-    work = root / "work"
-    work.mkdir()
-    snakemake(work, "--cores", "2", "results/lme/v0.8.0/metrics.json", "results/lme/v0.8.0-index/metrics.json",
-              configfile=cfg)
+    _, work, runs = first_run(root, data, "lme", ds, ["v0.8.0", "v0.8.0-index"])
     src = work / "results" / "lme" / "v0.8.0-index"
-    runs = root / "runs"
-    runs.mkdir()
     shutil.copy(src / "run.trec", runs / "idx.trec")
     shutil.copy(src / "retrievallog.jsonl", runs / "idx.jsonl")
     json_run(src, runs / "idx.json")

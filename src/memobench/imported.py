@@ -50,6 +50,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from .errors import DataError
 
@@ -87,9 +88,9 @@ class Listed:
     order (a TREC docno, a corpus id, a session id) and the line of each."""
 
     qid: str
-    line: int
+    line: int | None  # None until a reader that skips line numbers is asked for them (Run.line)
     tokens: list[str] = field(default_factory=list)
-    lines: list[int] = field(default_factory=list)
+    lines: list[int] | None = field(default_factory=list)
 
 
 @dataclass
@@ -101,15 +102,26 @@ class Run:
     dataset: str
     lists: dict[int, Listed]  # q_index -> its list
     summary: dict
+    locate: Callable[[], None] | None = None  # fills in the lines a fast reader left out
 
     def fail(self, line, what: str):
         return DataError(self.path, f"line {line}" if line else None, what)
+
+    def line(self, listed: Listed, i: int) -> int:
+        """The line of the i-th session of a list."""
+        if listed.lines is None and self.locate is not None:
+            self.locate()
+        return listed.lines[i]
 
     def sessions(self, listed: Listed, hay_ids: list[str], scoring: list[str] | None = None) -> list[str]:
         """The haystack session ids of a question's list, checked: each token
         names a session of the haystack (``hay_ids``; a retrieval log's scoring
         ids are ``scoring``, position by position), listed at most as often as
         the haystack holds it."""
+        toks = listed.tokens
+        if (self.fmt == "json" or self.fmt == "trec" and not any("%" in t for t in toks)) \
+                and len(set(toks)) == len(toks) and set(hay_ids).issuperset(toks):
+            return list(toks)  # the common case: each a distinct session id of the haystack
         copies = Counter(hay_ids)
         by_scoring = {}
         if scoring is not None:
@@ -118,16 +130,17 @@ class Run:
         used: Counter = Counter()
         first: dict[str, int] = {}
         out = []
-        for tok, line in zip(listed.tokens, listed.lines):
+        for i, tok in enumerate(toks):
             sid = self._session(tok, copies, by_scoring)
             if sid is None:
-                raise self.fail(line, self._outside(tok, listed.qid, copies))
+                raise self.fail(self.line(listed, i), self._outside(tok, listed.qid, copies))
             used[sid] += 1
             if used[sid] > copies[sid]:
                 held = f" (its haystack holds it {copies[sid]} times)" if copies[sid] > 1 else ""
-                raise self.fail(line, f"session {sid!r} is listed again for question {listed.qid!r} (first at "
-                                      f"line {first[sid]}){held}; list each session of the haystack once")
-            first.setdefault(sid, line)
+                raise self.fail(self.line(listed, i),
+                                f"session {sid!r} is listed again for question {listed.qid!r} (first at line "
+                                f"{self.line(listed, first[sid])}){held}; list each session of the haystack once")
+            first.setdefault(sid, i)
             out.append(sid)
         return out
 
@@ -165,6 +178,12 @@ def _decode(path: str, data: bytes) -> str:
 def _read_trec(path: str, data: bytes, err) -> list[tuple[str, int, list[str], list[int]]]:
     """[(qid token, first line, docnos, lines)] in the order queries first appear."""
     text = _decode(path, data)
+    fast = _read_trec_columns(data, text)
+    return fast if fast is not None else _read_trec_lines(text, err)
+
+
+def _read_trec_lines(text: str, err) -> list[tuple[str, int, list[str], list[int]]]:
+    """:func:`_read_trec` line by line, naming the first line that breaks a rule."""
     rows = []
     for n, line in enumerate(text.split("\n"), 1):
         parts = line.split()
@@ -176,12 +195,12 @@ def _read_trec(path: str, data: bytes, err) -> list[tuple[str, int, list[str], l
     try:
         ranks = list(map(int, [r[3] for r in rows]))
     except ValueError:
-        bad = next(r for r in rows if not _is_int(r[3]))
+        bad = next(r for r in rows if not _parses(int, r[3]))
         raise err(bad[6], f"rank {bad[3]!r} is not an integer; {FIX_TREC}") from None
     try:
         scores = list(map(float, [r[4] for r in rows]))
     except ValueError:
-        scores = [float(r[4]) if _is_float(r[4]) else math.nan for r in rows]
+        scores = [float(r[4]) if _parses(float, r[4]) else math.nan for r in rows]
     if not all(map(math.isfinite, scores)):
         bad = next(r for r, x in zip(rows, scores) if not math.isfinite(x))
         raise err(bad[6], f"score {bad[4]!r} is not a finite number; {FIX_TREC}")
@@ -219,17 +238,67 @@ def _read_trec(path: str, data: bytes, err) -> list[tuple[str, int, list[str], l
     return out
 
 
-def _is_int(text: str) -> bool:
-    try:
-        int(text)
-        return True
-    except ValueError:
-        return False
+# whitespace other than " " and "\n", which str.split() splits on and the CSV reader does not
+_OTHER_SPACE = re.compile(r"[^\S \n]")
 
 
-def _is_float(text: str) -> bool:
+def _read_trec_columns(data: bytes, text: str):
+    """:func:`_read_trec`'s result by column (pyarrow's CSV reader, numpy),
+    for a file of single-space-separated lines with no blank line that breaks
+    no rule; None for any other file, which the line-by-line reader then reads
+    (and names the first bad line of)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    from pyarrow import csv
+
+    body = data[:-1] if data.endswith(b"\n") else data
+    if not body or b"\n\n" in body or body.startswith(b"\n") or _OTHER_SPACE.search(text):
+        return None
+    names = ["qid", "q0", "docno", "rank", "score", "tag"]
+    types = {"qid": pa.string(), "q0": pa.string(), "docno": pa.string(), "rank": pa.int64(),
+             "score": pa.float64(), "tag": pa.string()}
     try:
-        float(text)
+        t = csv.read_csv(pa.py_buffer(data), read_options=csv.ReadOptions(column_names=names),
+                         parse_options=csv.ParseOptions(delimiter=" ", quote_char=False, double_quote=False,
+                                                        escape_char=False, newlines_in_values=False,
+                                                        ignore_empty_lines=False),
+                         convert_options=csv.ConvertOptions(column_types=types, strings_can_be_null=False,
+                                                            quoted_strings_can_be_null=False, null_values=[]))
+    except (pa.ArrowInvalid, pa.ArrowTypeError, ValueError):
+        return None
+    if t.num_rows != body.count(b"\n") + 1 or any(t.column(n).null_count for n in names):
+        return None
+    if any(pc.min(pc.utf8_length(t.column(n))).as_py() == 0 for n in ("qid", "q0", "docno", "tag")):
+        return None  # an empty field: two spaces in a row
+    score = t.column("score").to_numpy()
+    if not np.all(np.isfinite(score)) or len(t.column("tag").unique()) > 1:
+        return None
+    q = t.column("qid").dictionary_encode().combine_chunks()
+    d = t.column("docno").dictionary_encode().combine_chunks()
+    qc, dc = q.indices.to_numpy().astype(np.int64), d.indices.to_numpy().astype(np.int64)
+    rank = t.column("rank").to_numpy()
+    order = np.lexsort((np.arange(len(rank)), rank, qc))
+    sq, sr, ss = qc[order], rank[order], score[order]
+    same = sq[1:] == sq[:-1]
+    if np.any(same & (sr[1:] == sr[:-1])) or np.any(same & (ss[1:] > ss[:-1])):
+        return None
+    if len(np.unique(qc * max(len(d.dictionary), 1) + dc)) != len(qc):
+        return None
+    qids, docnos = q.dictionary.to_pylist(), d.dictionary.to_pylist()
+    cuts = [0, *(np.flatnonzero(~same) + 1).tolist(), len(order)]
+    first = np.minimum.reduceat(order, cuts[:-1]) if len(order) else np.array([], dtype=np.int64)
+    lines = (order + 1).tolist()
+    dcs = dc[order].tolist()
+    groups = [(int(first[g]), qids[int(sq[a])], [docnos[i] for i in dcs[a:b]], lines[a:b])
+              for g, (a, b) in enumerate(zip(cuts, cuts[1:]))]
+    groups.sort(key=lambda g: g[0])  # in the order queries first appear, as the line reader gives them
+    return [(qid, first_row + 1, ds, ls) for first_row, qid, ds, ls in groups]
+
+
+def _parses(kind, text: str) -> bool:
+    try:
+        kind(text)
         return True
     except ValueError:
         return False
@@ -295,7 +364,23 @@ def _read_log(path: str, data: bytes, err) -> list[tuple[str, int, list[str], li
 _WS = re.compile(r"[ \t\n\r]*")
 
 
-def _read_json(path: str, data: bytes, err) -> list[tuple[str, int, list[str], list[int]]]:
+def _read_json(path: str, data: bytes, err) -> list[tuple[str, int | None, list[str], list[int] | None]]:
+    """The object's lists in file order, by Python's JSON parser, without
+    their lines (None: :func:`_scan_json` finds them when an error needs
+    one); a file of any other shape is scanned at once, and its first
+    problem named."""
+    text = _decode(path, data)
+    try:
+        pairs = json.loads(text, object_pairs_hook=lambda kv: kv)
+    except ValueError:
+        pairs = None
+    if isinstance(pairs, list) and all(type(p) is tuple and type(p[1]) is list and all(type(x) is str for x in p[1])
+                                       for p in pairs):
+        return [(k, None, v, None) for k, v in pairs]
+    return _scan_json(path, data, err)
+
+
+def _scan_json(path: str, data: bytes, err) -> list[tuple[str, int, list[str], list[int]]]:
     """The object's lists in file order, each key and session with its line
     (a scan of the one shape a JSON run has, so that every error names a line)."""
     text = _decode(path, data)
@@ -368,6 +453,14 @@ def read_run(path, fmt: str, questions: list[dict], dataset: str, log=print) -> 
         return DataError(path, f"line {line}" if line else None, what)
 
     entries = READERS[fmt](path, data, err)
+    made: list[Listed | None] = []  # per entry, its Listed (None: not matched)
+
+    def locate() -> None:
+        """The lines of every entry, for an error message (the JSON reader leaves them out)."""
+        for i, (e, (_, line, _, lines)) in enumerate(zip(list(entries), _scan_json(path, data, err))):
+            entries[i] = (e[0], line, e[2], lines)
+            if i < len(made) and made[i] is not None:
+                made[i].line, made[i].lines = line, lines
     by_id: dict[str, list[int]] = {}
     for q in sorted(questions, key=lambda q: q["q_index"]):
         by_id.setdefault(q["question_id"], []).append(q["q_index"])
@@ -375,6 +468,7 @@ def read_run(path, fmt: str, questions: list[dict], dataset: str, log=print) -> 
     taken: dict[str, list[int]] = {}  # question id -> the lines of its lists so far
     unknown = []
     for token, line, tokens, lines in entries:
+        made.append(None)
         if fmt == "trec":
             qid, n = decode_trec_id(token)
             if qid not in by_id and token in by_id:
@@ -383,12 +477,15 @@ def read_run(path, fmt: str, questions: list[dict], dataset: str, log=print) -> 
             qid = token
             n = len(taken.get(qid, ())) + 1
         if qid not in by_id or n > len(by_id[qid]):
-            unknown.append((line, token))
+            unknown.append((len(made) - 1, token))
             continue
-        taken.setdefault(qid, []).append(line)
-        lists[by_id[qid][n - 1]] = Listed(qid, line, tokens, lines)
+        taken.setdefault(qid, []).append(len(made) - 1)
+        made[-1] = lists[by_id[qid][n - 1]] = Listed(qid, line, tokens, lines)
     if not entries:
         raise err(None, f"holds no ranked lists; give the run of dataset {dataset!r} in format {fmt}")
+    if unknown and any(e[1] is None for e in entries):
+        locate()
+    unknown = [(entries[i][1], token) for i, token in unknown]
     if not lists:
         line, token = min(unknown)
         raise err(line, f"names none of dataset {dataset!r}'s questions (this line names {token!r}); is it a "
@@ -397,14 +494,14 @@ def read_run(path, fmt: str, questions: list[dict], dataset: str, log=print) -> 
         line, token = min(unknown)
         repeated = token in taken and fmt != "trec"
         if repeated:
-            raise err(line, f"question {token!r} is listed again (first at line {taken[token][0]}); give each "
-                            f"question one list")
+            raise err(line, f"question {token!r} is listed again (first at line {entries[taken[token][0]][1]}); "
+                            f"give each question one list")
         raise err(line, f"question {token!r} is not a question of dataset {dataset!r}; list only its questions "
                         f"(their question_id)")
     summary = {"format": fmt, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest(),
                "questions_listed": len(lists), "entries": sum(len(x.tokens) for x in lists.values())}
     log(f"run {path}: {summary}")
-    return Run(path, fmt, dataset, lists, summary)
+    return Run(path, fmt, dataset, lists, summary, locate)
 
 
 # --------------------------------------------------------------------------- a segment's tables
