@@ -100,6 +100,8 @@ def test_lists_counts_and_absent_questions_are_misses_in_the_denominator(lme, tm
     m = metrics.compute(outcomes.to_pylist())
     assert m["counted_as_miss"] == {ABSENT: len(missing)}
     assert m["questions"] == len(listed) + len(missing) and m["hit@1"] == len(listed)
+    # an empty list of its type, as a variant's empty list
+    assert sum(b["questions"] for b in m["by_type"].values()) == m["questions"]
     assert summary["absent"] == len(missing) and summary["listed"] == len(listed)
     # the top 10 is the first 10 of the deep list, ranks from 1
     assert deep.num_rows == sum(len(v) for v in run.values()) == rankings.num_rows

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, data_dir, dry_run_jobs, snakemake, write_config
+from memobench import exports
 from memobench.imported import ABSENT, decode_trec_id
 from memobench.report import markdown
 from memobench.stats import compare, per_question
@@ -248,5 +249,8 @@ def test_lme_trec_imported_back(lme):
         else:
             assert (b["status"], b["reason"], b["gold_rank"]) == ("evaluated", ABSENT, 0)
             absent += 1
-    if absent == results(work, "lme", "v0.8.0-index")["empty_lists"]:
+    empty = results(work, "lme", "v0.8.0-index")["empty_lists"]
+    if hasattr(exports, "decode_trec_id"):  # the exports write a repeated id's n-th question as qid%#n
+        assert absent == empty
+    if absent == empty:
         assert_same_numbers(work, "lme", "v0.8.0-index", "imp-trec", absent=absent)

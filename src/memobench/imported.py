@@ -515,6 +515,8 @@ def import_segment(variant, run_path, questions_path, haystacks_path, events_pat
     ``truncated``: lists cut at :data:`DEPTH`)."""
     from types import SimpleNamespace
 
+    import pyarrow as pa
+
     from .official import read_haystacks, scoring_id, user_target_sessions
     from .retrieval import SegmentRows, segment_bounds, skip_reason
     from .tables import read_table
@@ -531,7 +533,8 @@ def import_segment(variant, run_path, questions_path, haystacks_path, events_pat
     targets = user_target_sessions(events_path) if run.fmt == "retrievallog" else None
     rows = SegmentRows()
     ignored: Counter = Counter()
-    counts = {"listed": 0, "absent": 0, "truncated": 0}
+    counts = {"listed": 0, "truncated": 0}
+    absent: set[int] = set()
     for q in questions:
         hay = haystacks.get(q["haystack_id"])
         listed = run.lists.get(q["q_index"])
@@ -548,13 +551,20 @@ def import_segment(variant, run_path, questions_path, haystacks_path, events_pat
             if listed is not None:
                 ignored[skip] += 1
         elif ranked is None:
-            rows.add(q, hay, miss=ABSENT)
-            counts["absent"] += 1
+            rows.add(q, hay)  # an empty list (its reason is set below)
+            absent.add(q["q_index"])
         else:
             deep = ranked[:DEPTH]
             counts["listed"] += 1
             counts["truncated"] += len(ranked) > DEPTH
             rows.add(q, hay, final=deep[:TOP], deep=deep)
-    seg = {**run.summary, **counts, "ignored": dict(sorted(ignored.items()))}
+    rankings, outcomes, deep = rows.tables()
+    if absent:
+        # evaluated with an empty list, as a variant's empty list is (in the per-type table too), and named
+        col = outcomes.schema.get_field_index("reason")
+        reasons = [ABSENT if qi in absent else r for qi, r in zip(outcomes.column("q_index").to_pylist(),
+                                                                 outcomes.column("reason").to_pylist())]
+        outcomes = outcomes.set_column(col, outcomes.schema.field(col), pa.array(reasons, pa.string()))
+    seg = {**run.summary, **counts, "absent": len(absent), "ignored": dict(sorted(ignored.items()))}
     log(f"{variant.name} segment {segment}/{n_segments}: {len(questions)} questions, {seg}")
-    return rows.tables(), seg
+    return (rankings, outcomes, deep), seg
