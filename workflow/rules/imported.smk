@@ -6,19 +6,13 @@
 # (size, mtime, inode) a param: replacing it reruns its own scoring only.
 
 
-def is_imported(spec):
-    return bool(spec.get("run"))
-
-
-# variant names that are imported runs under some dataset; "(?!)" matches nothing
-IMPORTED_VARIANTS = "|".join(sorted({re.escape(v) for ds in DATASETS for v, s in VARIANT_SPECS[ds].items()
-                                     if is_imported(s)})) or "(?!)"
+# IMPORTED_VARIANTS (common.smk): the variant names that are imported runs.
 
 
 def run_file(w):
     """The imported run's file, which must be there (one line naming the fix if not)."""
     spec = variant_of(w)
-    if not is_imported(spec):
+    if not spec.get("run"):
         fail(f"{RESULTS}/{w.dataset}/{w.variant}/...: variant {w.variant!r} is not an imported run under "
              f"dataset {w.dataset!r}")
     path = spec["run"]["file"]
@@ -63,5 +57,3 @@ rule import_run:
     script:
         STAGE_SCRIPT
 
-
-ruleorder: import_run > retrieve
