@@ -328,3 +328,14 @@ def test_config_errors_are_one_line():
         resolve("x", "s", {"x": {"description": "?"}})
     v = resolve("x", "s", {"x": {"run": {"file": "f", "format": "trec"}, "against": "v0.5.0"}})
     assert (v.baseline, v.skip, v.run) == ("v0.5.0", "run", {"file": "f", "format": "trec"})
+
+
+def test_the_score_command_reads_the_format_from_the_file(tmp_path):
+    from memobench.score import sniff
+
+    cases = {"run.txt": "q Q0 s 1 1 t\n", "run.json": '\n{\n "q": ["s"]\n}\n', "flat.json": '{"q": ["s"]}',
+             "log.jsonl": json.dumps({"question_id": "q", "retrieval_results": {"ranked_items": []}}) + "\n{}\n"}
+    for name, text in cases.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    assert {n: sniff(tmp_path / n) for n in cases} == {"run.txt": "trec", "run.json": "json", "flat.json": "json",
+                                                       "log.jsonl": "retrievallog"}

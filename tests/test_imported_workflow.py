@@ -190,6 +190,19 @@ def test_replacing_a_run_file_reruns_only_its_scoring(locomo):
     assert m["questions"] == results(work, "locomo10", "v0.5.0")["questions"]  # the denominator keeps it
 
 
+def test_a_missing_run_file_is_one_line_before_any_job(locomo):
+    root, work = locomo["root"], locomo["work"]
+    cfg = write_config(root / "missing.yaml", datasets={"locomo10": {"variants": ["v0.8.0", "gone"]}},
+                       variants={"gone": {"run": {"file": "no/such.trec", "format": "trec"}}})
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "results/locomo10/gone/metrics.json", "-n", "-s",
+                           str(REPO / "Snakefile"), "-d", str(work), "--configfile", str(locomo["cfg"]), str(cfg)],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 1
+    said = [line for line in (proc.stdout + proc.stderr).splitlines() if line.startswith("memobench:")]
+    assert said == [f"memobench: config: variants.gone.run.file: no/such.trec: no such file (relative paths start "
+                    f"from the working directory, {work}); give the run file's path"]
+
+
 # --------------------------------------------------------------------------- a generated LongMemEval file
 
 
