@@ -199,13 +199,18 @@ def scratch(tmp_path_factory):
     data.mkdir()
     raw = data / "lme.json"
     write_longmemeval(raw, n_questions=12, sessions_per_question=6, seed=7)
+    # an imported run (the import_run stage): each question's first session
+    run = root / "run.json"
+    run.write_text(json.dumps({q["question_id"]: q["haystack_session_ids"][:1]
+                               for q in json.loads(raw.read_text(encoding="utf-8"))}), encoding="utf-8")
     cfg = write_config(
         root / "cfg.yaml", data_dir=str(data), run=["lme", "zh"],
         datasets={"lme": {"format": "longmemeval", "family": "s", "file": "lme.json",
                           "bytes": raw.stat().st_size, "segments": 2, "analyze": True,
-                          "variants": ["v0.8.0", "v0.8.0-index", "exp3-V6", "exp3-T1"]
+                          "variants": ["v0.8.0", "v0.8.0-index", "exp3-V6", "exp3-T1", "imported"]
                           # a reference retriever; minilm also runs the embeddings stage
                           + (["minilm"] if HAVE_DENSE else ["bm25s"])}},
+        variants={"imported": {"run": {"file": str(run), "format": "json"}}},
     )
     dump = root / "imports"
     dump.mkdir()

@@ -1,6 +1,7 @@
 """Command line: `memobench variants` lists the named variants and the
 original harness each reproduces; `memobench recipe-table` prints the recipe
-fields with their allowed values (the README's table)."""
+fields with their allowed values (the README's table); `memobench score RUN
+--dataset NAME` scores another system's run file beside a variant (score.py)."""
 
 from __future__ import annotations
 
@@ -29,7 +30,15 @@ def main(argv: list[str] | None = None) -> int:
     v = sub.add_parser("variants", help="list the built-in variants (the reference retrievers last)")
     v.add_argument("--family", choices=FAMILIES, help="only the variants of one dataset family")
     sub.add_parser("recipe-table", help="the recipe fields, their defaults and allowed values (Markdown)")
+    from .score import add_arguments
+
+    add_arguments(sub.add_parser("score", help="score another system's run file under the harness rules, beside "
+                                               "a variant (docs/imported-runs.md)"))
     args = parser.parse_args(argv)
+    if args.command == "score":
+        from .score import main as score
+
+        return score(args)
     if args.command == "recipe-table":
         from .recipe import markdown_table
 

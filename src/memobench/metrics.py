@@ -102,6 +102,28 @@ def pct(count: int, n: int, digits: int = 1) -> str:
 
 # --------------------------------------------------------------------------- merge stage
 
+# Parquet key-value metadata of an imported run's outcomes tables: what the
+# import read and counted (imported.import_segment), metrics.json's ``run``.
+IMPORTED_KEY = b"memobench.imported"
+
+
+def imported_summary(seg_tables) -> dict | None:
+    """The segments' import records as one: the file's fields once, the counts summed."""
+    import json
+
+    parts = [json.loads(t.schema.metadata[IMPORTED_KEY]) for t in seg_tables
+             if IMPORTED_KEY in (t.schema.metadata or {})]
+    if not parts:
+        return None
+    out = dict(parts[0])
+    for k in ("listed", "absent", "truncated"):
+        out[k] = sum(p[k] for p in parts)
+    ignored: Counter = Counter()
+    for p in parts:
+        ignored.update(p["ignored"])
+    out["ignored"] = dict(sorted(ignored.items()))
+    return out
+
 def concat_rankings(paths):
     """The segments' ranking tables (top-10 or deep) in question order."""
     import pyarrow as pa
@@ -153,6 +175,7 @@ def merge_segments(dataset: str, variant_spec: dict, rankings_in, outcomes_in, d
             "description": variant_spec["description"], "recipe": variant_spec["recipe"],
             "skip_rule": variant_spec["skip"], "baseline": variant_spec.get("baseline", ""),
             "provenance": seen[0] if len(seen) == 1 else seen,
+            **({"run": {**variant_spec["run"], **(imported_summary(seg_tables) or {})}} if variant_spec.get("run") else {}),
             # what normalization counted (date fallbacks, unmatched evidence, ...)
             "data": {k: v for k, v in json.loads(Path(data_summary).read_text(encoding="utf-8")).items()
                      if k != "source"}}

@@ -58,9 +58,18 @@ def is_reference(m: dict) -> bool:
     return (m.get("recipe") or {}).get("backend") in REFERENCE_BACKENDS
 
 
+def is_imported(m: dict) -> bool:
+    """An imported run: another system's lists read from a file (imported.py)."""
+    return bool(m.get("run"))
+
+
+def kind(m: dict) -> str:
+    return "reference retriever" if is_reference(m) else "imported run" if is_imported(m) else "Memo"
+
+
 def label(m: dict) -> str:
     """The variant's name as the report's tables show it."""
-    return f"{m['variant']} (reference retriever)" if is_reference(m) else m["variant"]
+    return m["variant"] if kind(m) == "Memo" else f"{m['variant']} ({kind(m)})"
 
 
 def metric_name(key: str) -> str:
@@ -301,6 +310,13 @@ def _run_card(m: dict, facts: bool) -> list:
     out = [Heading(4, label(m)), Para(f"{m['description']} ({m['harness']}).", cls="note")]
     if facts:
         out.append(Para(_run_facts(m), cls="note"))
+    if is_imported(m):
+        r = m["run"]
+        ignored = ", ".join(f"{k} {v}" for k, v in r["ignored"].items()) or "none"
+        out.append(Para(["Imported run: ", Code(r["file"]),
+                         f" ({r['format']}, sha256 {r['sha256'][:16]}); lists for {r['questions_listed']} questions; "
+                         f"absent from the run (counted as misses): {r['absent']}; lists ignored for questions the "
+                         f"harness rules skip: {ignored}; cut at depth 50: {r['truncated']}."], cls="note"))
     if m.get("by_type"):
         out.append(_type_table(m))
     segs = m.get("segments") or []

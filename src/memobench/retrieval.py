@@ -211,6 +211,10 @@ def _skip_reason(rule: str, q: dict, hay: Haystack | None, variant: Variant) -> 
     return None, None
 
 
+# Its public name: every kind of variant (imported runs too) counts its questions by it.
+skip_reason = _skip_reason
+
+
 class SegmentRows:
     """One variant's segment tables, built question by question; every ranker
     (the engine, the reference retrievers) writes them through :meth:`add`."""

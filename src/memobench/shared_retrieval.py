@@ -130,6 +130,8 @@ def siblings(config: dict, dataset: str, variant: Variant, inputs: dict) -> list
         if name == variant.name:
             continue
         other = resolve(name, family, config.get("variants") or {})
+        if other.run is not None:
+            continue  # an imported run is read from its file (imported.py), never ranked
         need = needed_inputs(other)
         if need <= have and ("tokens" not in need or other.recipe.seq == variant.recipe.seq):
             out.append(other)

@@ -9,13 +9,18 @@ its published number, the variant keeps it and its description says so.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 
 from .errors import ConfigError
 from .recipe import REFERENCE_BACKENDS, Recipe, validate
 
 FAMILIES = ("s", "m", "locomo", "cn", "zh")
 LME = frozenset({"s", "m"})
+# An imported run (config ``variants.<name>.run``; src/memobench/imported.py):
+# another system's lists read from a file. Its recipe's backend; not a recipe
+# choice: a user variant states it by ``run``.
+IMPORTED_BACKEND = "imported"
+RUN_FORMATS = ("trec", "retrievallog", "json")
 
 
 @dataclass(frozen=True)
@@ -26,6 +31,8 @@ class Variant:
     harness: str  # the original harness this reproduces, for the docs and report
     description: str
     baseline: str = ""  # the variant it is an experiment against (falsifier)
+    # an imported run: {"file", "format"}; None for the others
+    run: dict | None = field(default=None, hash=False)
 
 
 _SKIP = {"s": "run", "m": "run", "locomo": "locomo", "cn": "cn", "zh": "zh"}
@@ -218,6 +225,11 @@ def resolve(name: str, family: str, custom: dict | None = None) -> Variant:
             raise ConfigError(f"variant {name!r}: a user variant cannot take the name of a built-in one; "
                               f"choose another name")
         entry = custom[name]
+        if "run" in entry:
+            return imported_variant(name, family, entry)
+        if "base" not in entry:
+            raise ConfigError(f"variant {name!r}: give base (the built-in variant it changes) or run "
+                              f"(another system's output file)")
         base = resolve(entry["base"], family, {k: v for k, v in custom.items() if k != name})
         over = entry.get("recipe") or {}
         validate(over, f"variant {name!r}")
@@ -233,15 +245,45 @@ def resolve(name: str, family: str, custom: dict | None = None) -> Variant:
     return variants[name]
 
 
+def imported_variant(name: str, family: str, entry: dict) -> Variant:
+    """An imported run (config ``variants.<name>.run``) as a variant of a
+    family: the family's skip rule on the default recipe (as the reference
+    retrievers), so its questions, gold and denominators are the Memo
+    variants'; ``against`` is the variant its paired statistics compare it
+    with (besides v0.8.0)."""
+    if family not in FAMILIES:
+        raise ConfigError(f"unknown family {family!r}; known: {', '.join(FAMILIES)}")
+    extra = sorted(set(entry) - {"run", "against", "description"})
+    if extra:
+        raise ConfigError(f"variant {name!r}: an imported run takes no {', '.join(extra)} "
+                          f"(only run, against and description)")
+    run = entry["run"]
+    fmt = run.get("format")
+    if fmt not in RUN_FORMATS or not run.get("file"):
+        raise ConfigError(f"variant {name!r}: run needs file (a path) and format ({', '.join(RUN_FORMATS)})")
+    if fmt == "retrievallog" and family not in (*LME, "cn"):
+        raise ConfigError(f"variant {name!r}: a retrieval log is LongMemEval's format; a dataset of family "
+                          f"{family!r} takes format trec or json")
+    against = entry.get("against") or ""
+    if against == name:
+        raise ConfigError(f"variant {name!r}: against names the variant itself; name another variant")
+    spec = {"file": str(run["file"]), "format": fmt}
+    return Variant(name, Recipe(backend=IMPORTED_BACKEND), _SKIP[family], f"imported {fmt} run",
+                   entry.get("description", f"ranked lists read from {spec['file']}"), against, run=spec)
+
+
 def to_spec(v: Variant) -> dict:
     """A plain dict (the rule's params): every setting that decides the lists."""
-    return {"name": v.name, "recipe": asdict(v.recipe), "skip": v.skip, "harness": v.harness,
+    spec = {"name": v.name, "recipe": asdict(v.recipe), "skip": v.skip, "harness": v.harness,
             "description": v.description, "baseline": v.baseline}
+    if v.run is not None:
+        spec["run"] = dict(v.run)
+    return spec
 
 
 def from_spec(spec: dict) -> Variant:
     return Variant(spec["name"], Recipe(**spec["recipe"]), spec["skip"], spec.get("harness", ""),
-                   spec.get("description", ""), spec.get("baseline", ""))
+                   spec.get("description", ""), spec.get("baseline", ""), run=spec.get("run"))
 
 
 def with_recipe(variant: Variant, **over) -> Variant:

@@ -326,6 +326,13 @@ onstart:
 _NAME = f"(?!(?:{'|'.join(sorted(RESERVED))})/){SAFE_NAME}"
 
 
+# Imported runs (imported.smk: the import_run rule) are read, never ranked: the
+# retrieve rule does not match them ("(?!)" matches nothing).
+IMPORTED_VARIANTS = "|".join(sorted({re.escape(v) for ds in DATASETS for v, s in VARIANT_SPECS[ds].items()
+                                     if s.get("run")})) or "(?!)"
+RANKED_VARIANTS = f"(?!(?:{IMPORTED_VARIANTS})/){_NAME}"
+
+
 wildcard_constraints:
     dataset=_NAME,
     variant=_NAME,

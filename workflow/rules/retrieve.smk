@@ -37,6 +37,8 @@ rule retrieve:
         segment=segment_of,
         n_segments=lambda w: len(segments(w.dataset)),
         code=code("retrieve"),
+    wildcard_constraints:
+        variant=RANKED_VARIANTS,  # not an imported run (import_run reads those)
     priority: 1
     benchmark:
         f"{RESULTS}/logs/benchmarks/retrieve/{{dataset}}/{{variant}}/{{segment}}.tsv"

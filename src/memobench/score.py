@@ -1,0 +1,241 @@
+"""``memobench score RUN --dataset NAME``: another system's run file scored
+under the harness rules beside a variant of the project (docs/imported-runs.md).
+
+The file becomes an imported variant in a generated config overlay
+(``results/.score/{dataset}/{variant}.yaml``, over config.yaml and the
+``--configfile`` files given), and Snakemake itself makes that variant's and
+the compared variant's metrics.json and official.json: the pipeline's cached
+stages (normalized tables, the compared variant's lists) are reused, nothing
+needs a config edit, and a rerun with the same file does nothing. Then the
+harness metrics, the official metrics and the paired comparison (stats.py,
+the same test the stats stage runs) are printed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from .config import RESERVED, SAFE_NAME, dataset_family, validate
+from .errors import ConfigError
+from .variants import RUN_FORMATS, known_variants, resolve
+
+REPO = Path(__file__).resolve().parents[2]
+REFERENCE = "v0.8.0"
+OFFICIAL_SHOWN = {"lme": ("recall_all@5", "ndcg_any@5", "recall_all@10", "ndcg_any@10"),
+                  "locomo": ("recall_any@5", "recall_all@5", "recall_any@10", "recall_all@10")}
+
+
+class ScoreError(Exception):
+    """One ``memobench:`` line."""
+
+
+def add_arguments(p) -> None:
+    p.add_argument("run", help="the run file (TREC run, LongMemEval retrieval log, or JSON {question_id: [session_id, ...]})")
+    p.add_argument("--dataset", required=True, help="the configured dataset the run ranks (e.g. locomo10)")
+    p.add_argument("--against", help=f"the variant to compare with (default {REFERENCE} where the dataset's family has it)")
+    p.add_argument("--format", choices=RUN_FORMATS, help="the run's format (default: read from the file)")
+    p.add_argument("--name", help="the imported variant's name (default: the file's name without its suffix)")
+    p.add_argument("--configfile", nargs="+", default=[], help="config overlays, as given to snakemake")
+    p.add_argument("--directory", "-d", default=".", help="the working directory holding results/ (default: .)")
+    p.add_argument("--cores", default="1", help="snakemake --cores (default 1)")
+    p.add_argument("--snakefile", default=str(REPO / "Snakefile"), help="the workflow (default: this checkout's)")
+
+
+def sniff(path: Path) -> str:
+    """A file's run format: a first line that is a JSON object with
+    ``retrieval_results`` is a retrieval log, other text starting with "{" a
+    JSON run, anything else TREC."""
+    with open(path, "rb") as f:
+        first = f.readline()
+        while first and not first.strip():
+            first = f.readline()
+    if not first.lstrip().startswith(b"{"):
+        return "trec"
+    try:
+        obj = json.loads(first)
+    except ValueError:
+        return "json"
+    return "retrievallog" if isinstance(obj, dict) and "retrieval_results" in obj else "json"
+
+
+def _merged(base: dict, over: dict) -> dict:
+    """Snakemake's merge of config files: mappings merged key by key, anything else replaced."""
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = _merged(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def load_config(snakefile: Path, overlays: list[str]) -> dict:
+    import yaml
+
+    config: dict = {}
+    for path in [snakefile.parent / "config.yaml", *overlays]:
+        try:
+            config = _merged(config, yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {})
+        except OSError as e:
+            raise ScoreError(f"{path}: cannot read the config file ({e.strerror})") from None
+    validate(config, snakefile.parent / "workflow" / "schemas" / "config.schema.yaml")
+    return config
+
+
+def variant_name(path: Path, given: str | None, config: dict) -> str:
+    name = given or re.sub(r"[^A-Za-z0-9._+-]", "-", path.name.split(".")[0] or path.name)
+    if not given and not re.fullmatch(SAFE_NAME, name):
+        name = "run-" + name.lstrip("._+-")
+    if not re.fullmatch(SAFE_NAME, name) or name in RESERVED:
+        raise ScoreError(f"--name {name!r}: a variant name holds only letters, digits and ._+- (not starting "
+                         f"with a symbol) and is not one of {', '.join(sorted(RESERVED))}")
+    theirs = (config.get("variants") or {}).get(name)
+    if name in known_variants() or (theirs is not None and "run" not in theirs):
+        raise ScoreError(f"{path}: the variant name {name!r} is taken (a built-in or configured variant); "
+                         f"give another with --name")
+    return name
+
+
+def targets(dataset: str, variants: list[str]) -> list[str]:
+    return [f"results/{dataset}/{v}/{f}" for v in variants for f in ("metrics.json", "official.json")]
+
+
+def run_snakemake(cmd: list[str]) -> None:
+    """Snakemake with its progress lines and memobench's own lines passed on (stderr)."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    tail: list[str] = []
+    said = False
+    for line in proc.stdout:
+        tail = (tail + [line.rstrip("\n")])[-30:]
+        if line.startswith("memobench:") or re.match(r"\d+ of \d+ steps", line):
+            print(line.rstrip("\n"), file=sys.stderr)
+            said = said or line.startswith("memobench:")
+    if proc.wait() != 0:
+        if not said:
+            print("\n".join(tail), file=sys.stderr)
+        raise ScoreError(f"the pipeline failed (snakemake exit status {proc.returncode}); the line above says why")
+
+
+def _rate(m: dict, key: str) -> str:
+    from .jsmath import to_fixed
+    from .metrics import pct
+
+    if key == "mrr":
+        return to_fixed(m["mrr"], 4) if m.get("mrr") is not None else "-"
+    return pct(m[key], m["hit_denominator"]) + "%" if m.get("hit_denominator") else "-"
+
+
+def harness_line(label: str, m: dict, published: dict | None = None) -> str:
+    line = f"  {label:24s} n {m['questions']:5d}  " + "  ".join(
+        f"{k} {_rate(m, k)}" for k in ("hit@1", "hit@5", "hit@10", "mrr"))
+    if published:
+        line += "  (published: " + ", ".join(f"{k} {v}" for k, v in published.items()) + ")"
+    return line
+
+
+def official_line(label: str, block: dict | None, fmt: str) -> str:
+    if not block:
+        return f"  {label:24s} (no official scorer for this dataset)"
+    names = OFFICIAL_SHOWN["locomo" if fmt == "locomo" else "lme"]
+    cells = "  ".join(f"{k} {block[k]:.4f}" if block.get(k) is not None else f"{k} -" for k in names)
+    return f"  {label:24s} n {block['questions']:5d}  {cells}"
+
+
+def main(args) -> int:
+    try:
+        print(score(args))
+        return 0
+    except (ScoreError, ConfigError) as e:
+        print(f"memobench: {e}", file=sys.stderr)
+        return 1
+
+
+def score(args) -> str:
+    from .published import published
+    from .stats import METRICS, compare, fmt_ci, per_question
+
+    run = Path(args.run).resolve()
+    if not run.is_file():
+        raise ScoreError(f"{args.run}: no such file; give the run file's path")
+    snakefile = Path(args.snakefile).resolve()
+    if not snakefile.is_file():
+        raise ScoreError(f"{snakefile}: no Snakefile there; give the workflow with --snakefile")
+    workdir = Path(args.directory).resolve()
+    config = load_config(snakefile, args.configfile)
+    ds = args.dataset
+    if ds not in config["datasets"]:
+        raise ScoreError(f"--dataset {ds!r} is not configured (configured: {', '.join(config['datasets'])}); "
+                         f"add it under datasets, or give the --configfile that has it")
+    entry = config["datasets"][ds]
+    family = dataset_family(entry)
+    custom = config.get("variants") or {}
+    fmt = args.format or sniff(run)
+    name = variant_name(run, args.name, config)
+    against = args.against
+    if against is None:
+        try:
+            resolve(REFERENCE, family, custom)
+            against = REFERENCE
+        except ConfigError:
+            against = next((v for v in entry["variants"] if v != name), None)
+    if against is not None:
+        if against == name:
+            raise ScoreError(f"--against {against!r} is the run itself; name another variant")
+        try:
+            resolve(against, family, custom)
+        except ConfigError as e:
+            raise ScoreError(f"--against: {e}") from None
+    variant = {"run": {"file": str(run), "format": fmt},
+               "description": f"{run.name}, scored by memobench score"}
+    if against:
+        variant["against"] = against
+    resolve(name, family, {**custom, name: variant})  # a bad format for the dataset fails here, in one line
+    overlay = workdir / "results" / ".score" / ds / f"{name}.yaml"
+    overlay.parent.mkdir(parents=True, exist_ok=True)
+    listed = [v for v in (against, name) if v]
+    overlay.write_text(json.dumps({"run": [ds], "datasets": {ds: {"variants": listed}},
+                                   "variants": {name: variant}}, indent=1) + "\n", encoding="utf-8")
+    cmd = [sys.executable, "-m", "snakemake", *targets(ds, listed), "-s", str(snakefile), "-d", str(workdir),
+           "--configfile", *[str(Path(c).resolve()) for c in args.configfile], str(overlay), "--cores",
+           str(args.cores)]
+    print(f"memobench score: {run.name} ({fmt}) as variant {name!r} of {ds}"
+          + (f", against {against}" if against else "") + f"; overlay {overlay.relative_to(workdir)}",
+          file=sys.stderr)
+    run_snakemake(cmd)
+
+    def read(v: str, f: str) -> dict:
+        return json.loads((workdir / "results" / ds / v / f).read_text(encoding="utf-8"))
+
+    m, off = read(name, "metrics.json"), read(name, "official.json")
+    out = [f"{run} scored as {name!r} on {ds} (results/{ds}/{name}/)", "",
+           "harness metrics (the Memo harness's rules: first gold rank in the top 10):",
+           harness_line(name, m)]
+    if against:
+        am, aoff = read(against, "metrics.json"), read(against, "official.json")
+        out.append(harness_line(against, am, published(ds, against)))
+    miss = dict(m["counted_as_miss"])
+    out.append(f"  {name}: items {m['items']}; skipped: "
+               + (", ".join(f"{k} {v}" for k, v in m["skipped"].items()) or "none")
+               + f"; absent from the run (counted as misses): {miss.pop('absent_from_run', 0)}"
+               + (f"; other misses: {', '.join(f'{k} {v}' for k, v in miss.items())}" if miss else "")
+               + (f"; lists ignored (questions the rules skip): "
+                  f"{', '.join(f'{k} {v}' for k, v in m['run']['ignored'].items())}" if m["run"]["ignored"] else ""))
+    fmt_ds = entry["format"]
+    rules = (off["official"] or {}).get("rules", "none")
+    out += ["", f"official metrics ({rules}):", official_line(name, off["official"], fmt_ds)]
+    if against:
+        out.append(official_line(against, aoff["official"], fmt_ds))
+        n_seg = entry["segments"]
+        outcomes = [workdir / "results" / ds / v / "segments" for v in (name, against)]
+        a = per_question([p / f"seg{i}.questions.parquet" for p in outcomes[:1] for i in range(1, n_seg + 1)])
+        b = per_question([p / f"seg{i}.questions.parquet" for p in outcomes[1:] for i in range(1, n_seg + 1)])
+        c = compare(name, against, a, b, ds)
+        out += ["", f"paired against {against} (per question, {name} - {against}; percentage points, "
+                    f"bootstrap 95% interval, randomization p), n {c['n']}:"]
+        for k in METRICS:
+            mm = c["metrics"][k]
+            label = "MRR x 100" if k == "mrr" else k
+            p = "-" if mm["p"] is None else f"{mm['p']:.4f}"
+            out.append(f"  {label:10s} {fmt_ci(mm)}  p {p}")
+    return "\n".join(out)
