@@ -115,7 +115,7 @@ def hostile_report(tmp_path_factory):
     (res / ds / "falsifier.json").write_text(json.dumps({"dataset": ds, "comparisons": [
         {"variant": HOSTILE, "baseline": "v0.8.0", "segments": [], "verdict": HOSTILE}]}))
     gone = {"far": missing.missing_receipt(tmp_path / "far.json", f"far.json: {HOSTILE}", 5, None,
-                                           [f"http://x/{HOSTILE}"], 1)}
+                                           [f"http://x/{HOSTILE}"], {missing.ATTEMPT: 1})}
     out = {k: res / f"report.{k}" for k in ("md", "html")}
     build_report([m0, m1, m2, lm], [res / ds / "summary.json", res / ds / "falsifier.json"], out["md"], out["html"],
                  res / "hitk.png", stats_paths=st, forest_out=res / "forest.png", heatmap_out=res / "heatmap.png",
@@ -188,7 +188,7 @@ def test_report_in_a_browser_keeps_hostile_values_inert(hostile_report, tmp_path
 
 def test_missing_dataset_cells_wrap(tmp_path):
     gone = {"far": missing.missing_receipt(tmp_path / ("deep" * 40) / "far.json", "far.json: could not download",
-                                           5, "ab" * 32, ["http://example.invalid/" + "x" * 200], 1)}
+                                           5, "ab" * 32, ["http://example.invalid/" + "x" * 200], {missing.ATTEMPT: 1})}
     html = doc.to_html(missing.blocks(gone))
     assert html.count("class='l wrap'") == 3 and "`" not in html and "<code>memobench:</code>" in html
 
