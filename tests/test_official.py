@@ -297,7 +297,8 @@ def _by_the_rules(items, lists, k):
     OFFICIAL_METRICS.md on the raw items (not the normalized tables)."""
     out = {}
     for qi, it in enumerate(items):
-        user_ans = [any(t["role"] == "user" and t.get("has_answer") is True for t in s) for s in it["haystack_sessions"]]
+        user_ans = [any(t["role"] == "user" and t.get("has_answer") is True for t in s)
+                    for s in it["haystack_sessions"]]
         scoring = [sid.replace("answer", "noans") if "answer" in sid and not ua else sid
                    for sid, ua in zip(it["haystack_session_ids"], user_ans)]
         gold = {s for s in scoring if "answer" in s}
