@@ -121,3 +121,16 @@ def test_retrieve_stage_declares_what_every_backend_reads():
     assert reads["fts"] == {"questions", "haystacks", "events", "tokens", "fts_tokens"}
     common = (REPO / "workflow/rules/common.smk").read_text(encoding="utf-8")
     assert 'input_names(recipe["backend"])' in common
+
+
+def test_all_turns_counterpart_of_bm25_official():
+    """bm25-official-all: the same BM25 over every turn, paired with
+    bm25-official on the LongMemEval-format families only (LoCoMo and zh
+    documents are all turns already)."""
+    for family in ("s", "m", "cn"):
+        v, base = resolve("bm25-official-all", family), resolve("bm25-official", family)
+        assert (v.recipe.backend, v.recipe.documents, v.baseline) == ("bm25-official", "all", "bm25-official")
+        assert base.recipe.documents == "user" and v.skip == base.skip
+    for family in ("locomo", "zh"):
+        with pytest.raises(ConfigError, match="does not apply"):
+            resolve("bm25-official-all", family)

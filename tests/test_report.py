@@ -15,7 +15,8 @@ import pyarrow.parquet as pq
 import pytest
 
 import browser
-from memobench import analyze, cli, doc, falsifier, metrics, missing, stats
+from memobench import analyze, cli, doc, falsifier, metrics, missing, official, stats
+from memobench import report
 from memobench.report import build_report
 from memobench.retrieval import OUTCOMES
 
@@ -213,3 +214,68 @@ def test_variants_cli_names_each_familys_harness(capsys):
     cli.main(["variants"])
     line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("v0.8.0 "))
     assert "run.cjs (s), run-m.cjs (m), locomo.cjs (locomo)" in line
+
+
+def _conventions(n_rr, n_prm, v):
+    metrics = {f"{name}@{k}": v for name in ("recall_any", "recall_all", "ndcg_any") for k in official.KS}
+    conv = {"run_retrieval": {"convention": official.CONVENTIONS["run_retrieval"], "questions": n_rr,
+                              "excluded": {"abstention": 30, "no_user_target": n_prm - n_rr}, **metrics},
+            "print_retrieval_metrics": {"convention": official.CONVENTIONS["print_retrieval_metrics"],
+                                        "questions": n_prm, "excluded": {"abstention": 30}, **metrics}}
+    return {"rules": "LongMemEval official", "depth": 50, "questions": n_rr,
+            "excluded": conv["run_retrieval"]["excluded"], **metrics, "conventions": conv}
+
+
+def test_conventions_table_marks_comparable_only_where_the_protocol_matches(tmp_path):
+    """bm25-official (user turns) on longmemeval_m under print_retrieval_metrics
+    over 470 questions is comparable to LongMemEval's Table 9; the same run's
+    run_retrieval row, an all-turns BM25, a Memo variant, another dataset and
+    a subset of M are not; an imported run is never."""
+    res = tmp_path / "results"
+    runs = [("longmemeval_m", "bm25-official", {"backend": "bm25-official", "documents": "user"}, 419, 470),
+            ("longmemeval_m", "bm25-official-all", {"backend": "bm25-official", "documents": "all"}, 419, 470),
+            ("longmemeval_m", "v0.8.0", {"backend": "fts"}, 419, 470),
+            ("longmemeval_s", "bm25-official", {"backend": "bm25-official", "documents": "user"}, 419, 470),
+            ("m_sample", "bm25-official", {"backend": "bm25-official", "documents": "user"}, 40, 45)]
+    metrics_paths, official_paths = [], []
+    for i, (ds, variant, recipe, n_rr, n_prm) in enumerate(runs):
+        mp, _ = _run(res, ds, variant, [1] * 10, ["t"] * 10)
+        m = json.loads(mp.read_text())
+        m["recipe"] = recipe
+        mp.write_text(json.dumps(m))
+        op = mp.parent / "official.json"
+        op.write_text(json.dumps({"dataset": ds, "variant": variant,
+                                  "official": _conventions(n_rr, n_prm, 0.5 + i / 100)}))
+        metrics_paths.append(mp)
+        official_paths.append(op)
+    out = {k: res / f"report.{k}" for k in ("md", "html")}
+    build_report(metrics_paths, [], out["md"], out["html"], res / "hitk.png", official_paths=official_paths,
+                 log=lambda m: None)
+    md = out["md"].read_text()
+    assert "## Official metrics by convention" in md and "### Published figures" in md
+    tables = _md_rows(md)
+    conv = next(rows for header, rows in tables if "convention" in header[2] and "published figure" in header[-1])
+    assert len(conv) == 2 * len(runs)
+    marked = [(r[0].strip(), r[1].strip(), r[2].strip().strip("`"), r[3].strip()) for r in conv
+              if r[-1].strip().startswith("**comparable")]
+    assert marked == [("longmemeval_m", "bm25-official (reference retriever)", "print_retrieval_metrics", "470")]
+    assert "Table 9" in conv[1][-1] and conv[0][-1].strip() == "-"  # run_retrieval row: no marker
+    pub = next(rows for header, rows in tables if header[0].strip() == "source")
+    t9 = next(r for r in pub if "Table 9" in r[0])
+    assert "recall_all@5 63.4%" in t9[6] and "ndcg_any@10 54.0%" in t9[6]
+    assert t9[-1].strip() == "**comparable: bm25-official (reference retriever)**"
+    memo = [r for r in pub if r[0].strip().startswith("Memo")]
+    assert {r[2].strip() for r in memo} == {"longmemeval_m", "longmemeval_s"}  # the datasets with published hit@k
+    assert all("comparable" not in r[-1] or "not an official" in r[-1] for r in memo)
+    assert "hit@1 54.6%" in next(r[6] for r in memo if r[2].strip() == "longmemeval_m")
+    # a subset of M under M's name: same system and convention, another n
+    bm25 = {"recipe": runs[0][2]}
+    assert report.comparable_to(bm25, "longmemeval_m", "print_retrieval_metrics", 470).startswith("comparable")
+    assert report.comparable_to(bm25, "longmemeval_m", "print_retrieval_metrics", 45).startswith("not comparable")
+    assert report.comparable_to({**bm25, "run": {"file": "x"}}, "longmemeval_m", "print_retrieval_metrics", 470) == ""
+    # the HTML from the same rows
+    p = _Tables()
+    p.feed(out["html"].read_text())
+    html_marked = [[c[2] for c in r] for t in p.tables for r in t if r and r[-1][2].startswith("comparable:")]
+    assert len(html_marked) == 2  # the convention row and the Table 9 row
+    assert html_marked[0][:3] == ["longmemeval_m", "bm25-official (reference retriever)", "print_retrieval_metrics"]
