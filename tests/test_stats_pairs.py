@@ -256,3 +256,19 @@ def test_per_type_intervals(five):
 def test_stats_rerun_is_byte_identical(five):
     s, variants, files = five
     assert json.dumps(stats.dataset_stats("five", variants, files, log=lambda m: None)) == json.dumps(s)
+
+
+def test_a_variant_that_evaluated_nothing(tmp_path):
+    """Its pairs have n = 0 and no figures; they stay out of the Holm family and the MDEs."""
+    rng = np.random.default_rng(3)
+    files = {"v0.8.0": _write(tmp_path / "a.parquet", _ranks(rng, 30, 0.4)),
+             "b": _write(tmp_path / "b.parquet", _ranks(rng, 30, 0.6)),
+             "none": _write(tmp_path / "n.parquet", _ranks(rng, 30, 0.6), skip=set(range(30)))}
+    s = stats.dataset_stats("z", {"v0.8.0": "", "b": "", "none": "b"}, files, log=lambda m: None)
+    empty = [p for p in s["pairs"] + s["comparisons"] if "none" in (p["variant"], p["baseline"])]
+    assert len(empty) == 4 and all(p["n"] == 0 for p in empty)
+    for p in empty:
+        assert p.get("by_type", {}) == {}
+        for mm in p["metrics"].values():
+            assert (mm["diff"], mm["ci95"], mm["p"], mm["p_analytic"], mm["p_holm"], mm["mde"]) == (None,) * 6
+    assert s["holm"]["pairs"] == {m: 1 for m in stats.METRICS} and s["power"]["metrics"]["mrr"]["pairs"] == 1

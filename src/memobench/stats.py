@@ -255,7 +255,7 @@ def _aligned(a: dict[int, dict], b: dict[int, dict], common: list[int]) -> tuple
 def _row(name: str, base: str, a: dict, b: dict, common: list[int], A: np.ndarray, B: np.ndarray,
          tests: list[dict]) -> dict:
     n = len(common)
-    obs = (A - B).mean(axis=0)  # as paired() computes it, whichever path gave the interval
+    obs = (A - B).mean(axis=0) if n else None  # as paired() computes it, whichever path gave the interval
     metrics = {}
     for j, m in enumerate(METRICS):
         ra = float(A[:, j].mean()) if n else None
