@@ -30,19 +30,35 @@ import pyarrow.parquet as pq
 
 from . import official
 from .errors import DataError
-from .tables import atomic_path, read_table
+from .tables import LONE_SURROGATE, atomic_path, exact_text, read_table
 
 DEPTH = 50
 
 # what json.dumps(ensure_ascii=False) writes for a str (the C encoder where built)
-_json_string = json.encoder.encode_basestring
+_encode_basestring = json.encoder.encode_basestring
+
+
+def _escape_unit(m) -> str:
+    return "\\u%04x" % ord(m.group())
+
+
+def _json_string(value: str) -> str:
+    """A str as json.dumps(ensure_ascii=False) writes it, except that a lone
+    surrogate (a text's, kept exact) is written as its escape, lower-case
+    ``\\udXXX``, as JSON.stringify and ensure_ascii write it: the JSON text
+    stays UTF-8 and reads back to the same string."""
+    text = _encode_basestring(value)
+    return text if text.isascii() or not LONE_SURROGATE.search(text) else LONE_SURROGATE.sub(_escape_unit, text)
 
 
 def _json_bytes(value) -> bytes:
-    """json.dumps(value, ensure_ascii=False) in UTF-8; a str without json.dumps's per-call setup."""
-    if type(value) is str:
-        return _json_string(value).encode("utf-8")
-    return json.dumps(value, ensure_ascii=False).encode("utf-8")
+    """json.dumps(value, ensure_ascii=False) in UTF-8 (lone surrogates
+    escaped, as :func:`_json_string`); a str without json.dumps's per-call setup."""
+    text = _json_string(value) if type(value) is str else json.dumps(value, ensure_ascii=False)
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate inside a list or object
+        return LONE_SURROGATE.sub(_escape_unit, text).encode("utf-8")
 
 
 # str.isspace's characters: re's \s on str is the same Unicode test
@@ -129,7 +145,7 @@ def write_session_json(events_path, out, log=print) -> dict:
     variant's log reads only the sessions it writes, whatever the dataset's
     size, and holds none in memory. Each string is json.dumps's own
     (``ensure_ascii=False``), built a batch of events at a time."""
-    columns = ["session_key", "seq", "role", "text", "has_answer"]
+    columns = ["session_key", "seq", "role", "text", "has_answer", "text_exact"]
     keys: list[int] = []
     offsets = [0]
     # the session being gathered (its last batch may go on in the next): its
@@ -151,7 +167,10 @@ def write_session_json(events_path, out, log=print) -> dict:
         for batch in pq.ParquetFile(events_path).iter_batches(batch_size=65536, columns=columns):
             c = batch.to_pydict()
             roles = {r: "null" if r is None else _json_string(r) for r in set(c["role"])}
-            texts = [_json_string(t) for t in c["text"]]
+            if c["text_exact"].count(None) == len(c["text_exact"]):
+                texts = [_encode_basestring(t) for t in c["text"]]
+            else:  # a text with a lone surrogate: its exact form (tables.utf8_text)
+                texts = [_json_string(exact_text(t, x)) for t, x in zip(c["text"], c["text_exact"])]
             objs = [f'{{"role": {roles[r]}, "content": {t}, "has_answer": true}}' if ha else
                     f'{{"role": {roles[r]}, "content": {t}}}'
                     for r, t, ha in zip(c["role"], texts, c["has_answer"])]
@@ -239,8 +258,10 @@ def write_retrievallog(fmt: str, questions_path, haystacks_path, events_path, ra
         raise DataError(questions_path, None, f"format {fmt!r} has no LongMemEval retrieval log")
     if rows is None:
         _, rows = official.compute(fmt, questions_path, haystacks_path, events_path, rankings_path, log=log)
-    cols = ["q_index", "question", "question_date", "answer", "answer_session_ids", "haystack_id"]
+    cols = ["q_index", "question", "question_date", "answer", "answer_session_ids", "haystack_id", "question_exact"]
     qs = {q["q_index"]: q for q in read_table(questions_path, columns=cols).to_pylist()}
+    for q in qs.values():
+        q["question"] = exact_text(q["question"], q.pop("question_exact"))
     needed = {qs[r["q_index"]]["haystack_id"] for r in rows}
     hay = haystacks if haystacks is not None and needed <= haystacks.keys() else \
         official.read_haystacks(haystacks_path, needed)
