@@ -144,8 +144,10 @@ def write_session_json(events_path, out, log=print) -> dict:
     session-key order, to a flat file read by offset (:class:`SessionJson`): a
     variant's log reads only the sessions it writes, whatever the dataset's
     size, and holds none in memory. Each string is json.dumps's own
-    (``ensure_ascii=False``), built a batch of events at a time."""
-    columns = ["session_key", "seq", "role", "text", "has_answer", "text_exact"]
+    (``ensure_ascii=False``; an exact text's lone surrogate as its ``\\udXXX``
+    escape, :func:`_json_string`), built a batch of events at a time."""
+    columns = ["session_key", "seq", "role", "text", "has_answer"]
+    exact = "text_exact" in pq.ParquetFile(events_path).schema_arrow.names  # (tables.utf8_text)
     keys: list[int] = []
     offsets = [0]
     # the session being gathered (its last batch may go on in the next): its
@@ -164,10 +166,11 @@ def write_session_json(events_path, out, log=print) -> dict:
                 offsets.append(offsets[-1] + len(b))
             keys.append(pending_key)
 
-        for batch in pq.ParquetFile(events_path).iter_batches(batch_size=65536, columns=columns):
+        for batch in pq.ParquetFile(events_path).iter_batches(batch_size=65536,
+                                                              columns=columns + ["text_exact"] * exact):
             c = batch.to_pydict()
             roles = {r: "null" if r is None else _json_string(r) for r in set(c["role"])}
-            if c["text_exact"].count(None) == len(c["text_exact"]):
+            if not exact or c["text_exact"].count(None) == len(c["text_exact"]):
                 texts = [_encode_basestring(t) for t in c["text"]]
             else:  # a text with a lone surrogate: its exact form (tables.utf8_text)
                 texts = [_json_string(exact_text(t, x)) for t, x in zip(c["text"], c["text_exact"])]
