@@ -107,9 +107,10 @@ _LONE = re.compile("[\ud800-\udfff]")
 
 
 def v8_utf8(text):
-    """What SQLite receives for a JS string: V8 writes it as UTF-8, a lone
-    surrogate (a JSON escape that is not half of a pair, kept by JSON.parse
-    as one UTF-16 unit) as U+FFFD."""
+    """A JS string as UTF-8 for SQLite: a lone surrogate (a JSON escape that
+    is not half of a pair, kept by JSON.parse as one UTF-16 unit) as U+FFFD.
+    The harnesses' binding may hand SQLite the surrogate's own three bytes
+    instead; unicode61 splits at both, and Python's sqlite3 takes only UTF-8."""
     return _LONE.sub("\ufffd", text)
 
 

@@ -71,13 +71,6 @@ EVENTS = pa.schema(
     ]
 )
 
-# Strings that hold a lone surrogate (a JSON \ud800-\udfff escape that is not half
-# of a pair) are not UTF-8; Arrow's strings must be. `text` and `question` hold such
-# a string with U+FFFD for each lone surrogate (what V8 writes to SQLite, and the
-# same tokens and code-point length under every JS tokenizer), and `text_exact` /
-# `question_exact` the exact string as UTF-8 with 'surrogatepass' (a lone surrogate
-# as its 3 bytes ED A0 80 to ED BF BF): see exact_text.
-
 # The tokens stage's table: every event's tokens under one tokenizer (a JS one, or
 # fts5's unicode61) as ids (termids.py), row-aligned with events, the vocabulary
 # being the tokens first seen in each batch, listed on its first row in id order, as
@@ -85,6 +78,12 @@ EVENTS = pa.schema(
 TOKEN_IDS = pa.schema([("session_key", pa.int32()), ("ids", pa.list_(pa.int32())),
                        ("new_tokens", pa.list_(pa.binary()))])
 
+# Strings that hold a lone surrogate (a JSON \ud800-\udfff escape that is not half
+# of a pair) are not UTF-8; Arrow's strings must be. `text` and `question` hold such
+# a string with U+FFFD for each lone surrogate (the same tokens and code-point length
+# under every JS tokenizer, and the same FTS5 tokens as the surrogate's own bytes),
+# and `text_exact` / `question_exact` the exact string as UTF-8 with 'surrogatepass'
+# (a lone surrogate as its 3 bytes ED A0 80 to ED BF BF): see docs/tables.md.
 LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
