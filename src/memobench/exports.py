@@ -30,7 +30,7 @@ import pyarrow.parquet as pq
 
 from . import official
 from .errors import DataError
-from .tables import LONE_SURROGATE, atomic_path, exact_text, read_table
+from .tables import atomic_path, escape_lone, exact_text, read_table
 
 DEPTH = 50
 
@@ -38,17 +38,10 @@ DEPTH = 50
 _encode_basestring = json.encoder.encode_basestring
 
 
-def _escape_unit(m) -> str:
-    return "\\u%04x" % ord(m.group())
-
-
 def _json_string(value: str) -> str:
-    """A str as json.dumps(ensure_ascii=False) writes it, except that a lone
-    surrogate (a text's, kept exact) is written as its escape, lower-case
-    ``\\udXXX``, as JSON.stringify and ensure_ascii write it: the JSON text
-    stays UTF-8 and reads back to the same string."""
-    text = _encode_basestring(value)
-    return text if text.isascii() or not LONE_SURROGATE.search(text) else LONE_SURROGATE.sub(_escape_unit, text)
+    """A str as json.dumps(ensure_ascii=False) writes it, a lone surrogate (an
+    exact text's) as its ``\\udXXX`` escape (tables.escape_lone)."""
+    return escape_lone(_encode_basestring(value))
 
 
 def _json_bytes(value) -> bytes:
@@ -58,7 +51,7 @@ def _json_bytes(value) -> bytes:
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate inside a list or object
-        return LONE_SURROGATE.sub(_escape_unit, text).encode("utf-8")
+        return escape_lone(text).encode("utf-8")
 
 
 # str.isspace's characters: re's \s on str is the same Unicode test

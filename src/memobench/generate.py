@@ -56,7 +56,7 @@ from json.encoder import encode_basestring as _enc_u
 from json.encoder import encode_basestring_ascii as _enc_a
 from contextlib import contextmanager
 
-from .tables import atomic_path
+from .tables import atomic_path, escape_lone
 
 __all__ = [
     "write_longmemeval",
@@ -933,20 +933,12 @@ def _surrogate_body(body: str, rng) -> str:
     return "".join(parts)
 
 
-_LONE = re.compile("[\ud800-\udfff]")
-
-
 def _surrogate_rates(surrogates) -> tuple[float, float]:
     """(turn rate, question rate) of a ``surrogates`` argument: True for the
     defaults, a number for that rate in both."""
     if surrogates is True:
         return SURROGATE_RATE, SURROGATE_QUESTION_RATE
     return float(surrogates), float(surrogates)
-
-
-def _escape_lone(m) -> str:
-    """A lone surrogate in json.dumps(ensure_ascii=False)'s output as its escape (the text stays UTF-8)."""
-    return "\\u%04x" % ord(m.group())
 
 
 def with_surrogates(json_text: str, key: str, rate: float, seed) -> tuple[str, int]:
@@ -1454,7 +1446,7 @@ def write_cn(path, longmemeval_path_or_items, seed=0, fraction=1.0, surrogates=F
     n_surrogates, rates = 0, _surrogate_rates(surrogates)
     with _atomic_open(path) as f:
         for e in entries:
-            line = "" if e is None else _LONE.sub(_escape_lone, json.dumps(e, ensure_ascii=False))
+            line = "" if e is None else escape_lone(json.dumps(e, ensure_ascii=False))
             if surrogates and e is not None:
                 line, k = with_surrogates(line, "question", rates[1], seed)
                 n_surrogates += k

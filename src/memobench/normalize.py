@@ -24,7 +24,8 @@ from .errors import DataError
 from .jsonguard import GuardedReader, LimitExceeded, check_bytes, lone_escape_byte, may_hold_lone, parse_error_offset, restore
 from .jsmath import MISSING, js_string
 from .progress import Progress
-from .tables import EVENTS, HAYSTACKS, LONE_SURROGATE, QUESTIONS, SESSIONS, TableWriter, read_table, utf8_text
+from .tables import (EVENTS, HAYSTACKS, LONE_SURROGATE, QUESTIONS, SESSIONS, TableWriter, escape_lone, read_table,
+                     utf8_text)
 
 DAY_MS = 86_400_000
 SESSION_KEY_RE = re.compile(r"session_([0-9]+)\Z")
@@ -67,17 +68,12 @@ class _Lone:
             self(field, v)
 
 
-def _answer_json(item: dict, lone) -> str | None:
+def _answer_json(item: dict) -> str | None:
     """The raw ``answer`` as JSON text (a lone surrogate written as its
     ``\\udXXX`` escape, as JSON.stringify writes it: the text stays UTF-8)."""
     if "answer" not in item:
         return None
-    text = json.dumps(item["answer"], ensure_ascii=False, default=float)
-    return LONE_SURROGATE.sub(_escape_unit, text) if lone else text
-
-
-def _escape_unit(m) -> str:
-    return "\\u%04x" % ord(m.group())
+    return escape_lone(json.dumps(item["answer"], ensure_ascii=False, default=float))
 
 
 _NULL = "\x00null"  # how the first version of the session hash wrote a None part; kept so equality stays the same
@@ -286,7 +282,7 @@ class _LmeTables(_Tables):
         self.questions.append(
             q_index=index, question_id=qid, question=question, question_type=question_type,
             question_date=question_date, haystack_id=index, gold=gold,
-            paired_question_id=None, parse_error=False, answer=_answer_json(item, lone),
+            paired_question_id=None, parse_error=False, answer=_answer_json(item),
             answer_session_ids=answer_ids, question_exact=question_exact,
         )
         self.stats["questions"] += 1

@@ -100,6 +100,19 @@ def exact_text(text: str, exact: bytes | None) -> str:
     return text if exact is None else exact.decode("utf-8", "surrogatepass")
 
 
+def escape_lone(json_text: str) -> str:
+    """JSON text (json.dumps with ensure_ascii=False) with each lone surrogate
+    written as its lower-case ``\\udXXX`` escape, as JSON.stringify and
+    ensure_ascii write it: valid UTF-8 that reads back to the same value."""
+    if json_text.isascii() or not LONE_SURROGATE.search(json_text):
+        return json_text
+    return LONE_SURROGATE.sub(_escape_unit, json_text)
+
+
+def _escape_unit(m) -> str:
+    return "\\u%04x" % ord(m.group())
+
+
 TABLES = {"questions": QUESTIONS, "haystacks": HAYSTACKS, "sessions": SESSIONS, "events": EVENTS}
 
 
