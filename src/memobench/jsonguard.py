@@ -345,18 +345,19 @@ def may_hold_lone(data: bytes) -> bool:
 
 
 def lone_escape_byte(path, start: int, value: str, chunk_size: int = 1 << 20) -> int | None:
-    """The byte of the first lone surrogate escape at or after ``start`` in
-    JSON file ``path`` whose string literal holds a piece of ``value`` with
-    its first lone surrogate (the literal's decoded value, as ``json.loads``
-    gives it, is in ``value`` and holds it): where an error about ``value``
-    points. None if there is none (a literal over 64 KiB is not read)."""
+    """Where an error about string ``value`` (which holds a lone surrogate)
+    points: the byte of the first lone surrogate escape at or after ``start``
+    in JSON file ``path`` whose string literal reads (as ``json.loads`` reads
+    it) as ``value``, else as a piece of ``value`` holding its first lone
+    surrogate (``String()`` of a list joins its strings). None if there is
+    none (a literal over 64 KiB is not read)."""
     import json
 
     unit = next((c for c in value if 0xD800 <= ord(c) < 0xE000), None)
     if unit is None:
         return None
     escapes = LoneEscapes()
-    seen = 0
+    seen, piece_at = 0, None
     with open(path, "rb") as f:
         f.seek(start)
         while True:
@@ -372,11 +373,13 @@ def lone_escape_byte(path, start: int, value: str, chunk_size: int = 1 << 20) ->
                 m = None if q is None else _STRING.match(window, q)
                 if m is not None:
                     piece = json.loads(m.group().decode("utf-8", "replace"))
-                    if unit in piece and piece in value:
+                    if piece == value:
                         return at
+                    if piece_at is None and unit in piece and piece in value:
+                        piece_at = at
             seen = len(escapes.where)
             if not data:
-                return None
+                return piece_at
 
 
 def _opening_quote(data: bytes, pos: int) -> int | None:
