@@ -25,7 +25,9 @@ Formats written (see ``/work/shared/spec/HARNESSES.md`` section 1):
   suffix-less ids, duplicates and blank lines.
 
 ``spice=True`` adds the edge cases of the harness verification list (see
-:data:`LME_SPICE_CASES` and :data:`LOCOMO_SPICE_CASES`).
+:data:`LME_SPICE_CASES` and :data:`LOCOMO_SPICE_CASES`); ``surrogates=True``
+puts JSON surrogate escapes, paired and lone, into about 2% of the turn texts
+(:data:`SURROGATE_CASES`).
 
 Only the standard library is used, except :mod:`ijson` in :func:`write_cn`
 when it reads a LongMemEval file (it falls back to :mod:`json` if ijson is
@@ -34,7 +36,7 @@ missing).
 CLI::
 
     python -m memobench.generate longmemeval --out S.json --questions 500 \\
-        --sessions 50 --seed 0 [--spice] [--target-bytes 280e6]
+        --sessions 50 --seed 0 [--spice] [--surrogates [SHARE]] [--target-bytes 280e6]
     python -m memobench.generate locomo --out locomo10.json --conversations 10
     python -m memobench.generate cn --out results.jsonl --lme S.json
 """
