@@ -31,6 +31,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+from array import array
 from bisect import bisect_right
 from itertools import accumulate
 
@@ -247,15 +248,16 @@ class LoneEscapes:
     of characters that :func:`restore` turns back (NUL NUL is a NUL, NUL and
     U+E000 + v the surrogate). Valid pairs and every other byte pass as they
     are; a stream without such escapes passes unchanged. Each rewrite adds 6
-    bytes; ``where`` keeps (raw offset, code unit) of each, in order, and
-    :meth:`to_raw` maps an offset of the rewritten stream back."""
+    bytes; ``offsets`` and ``units`` keep the raw offset and the code unit
+    (0 for NUL) of each, in order, in 10 bytes, and :meth:`to_raw` maps an
+    offset of the rewritten stream back."""
 
     def __init__(self):
         self.held = b""  # raw bytes kept back: they may begin an escape that the next read completes
         self.odd = False  # the bytes before ``held`` end in an odd run of backslashes
         self.at = 0  # raw offset of ``held``
-        self.where: list[tuple[int, int]] = []
-        self._starts: list[int] = []  # rewritten-stream offset of each rewrite
+        self.offsets = array("q")
+        self.units = array("H")
 
     def feed(self, data: bytes, final: bool = False) -> bytes:
         """The rewritten bytes of the stream so far (``final``: the end of
@@ -301,9 +303,8 @@ class LoneEscapes:
             unit = 0 if lone is None else int(lone, 16)
             pieces += (buf[done:start], b"\\u0000\\u%04x" % (unit - 0xD800 + 0xE000 if unit else 0))
             done = pos
-            raw = self.at + start
-            self._starts.append(raw + 6 * len(self.where))
-            self.where.append((raw, unit))
+            self.offsets.append(self.at + start)
+            self.units.append(unit)
         if not pieces:
             return buf[:cut], cut
         pieces.append(buf[done:cut])
@@ -312,11 +313,12 @@ class LoneEscapes:
     def to_raw(self, offset: int) -> int:
         """The raw offset of rewritten-stream offset ``offset`` (inside a
         rewrite: that escape's backslash, or the byte after it)."""
-        k = bisect_right(self._starts, offset)
+        raws = self.offsets  # rewrite k starts at raws[k] + 6 * k in the rewritten stream
+        k = bisect_right(range(len(raws)), offset, key=lambda i: raws[i] + 6 * i)
         if not k:
             return offset
-        start = self._starts[k - 1]
-        raw = self.where[k - 1][0]
+        raw = raws[k - 1]
+        start = raw + 6 * (k - 1)
         return raw + (offset - start - 6 if offset >= start + 12 else min(offset - start, 6))
 
 
@@ -357,13 +359,13 @@ def lone_escape_byte(path, start: int, value: str, chunk_size: int = 1 << 20) ->
     if unit is None:
         return None
     escapes = LoneEscapes()
-    seen, piece_at = 0, None
+    piece_at = None
     with open(path, "rb") as f:
         f.seek(start)
         while True:
             data = f.read(chunk_size)
             escapes.feed(data, final=not data)
-            for raw, u in escapes.where[seen:]:
+            for raw, u in zip(escapes.offsets, escapes.units):
                 if chr(u) != unit:
                     continue
                 at = start + raw
@@ -377,7 +379,7 @@ def lone_escape_byte(path, start: int, value: str, chunk_size: int = 1 << 20) ->
                         return at
                     if piece_at is None and unit in piece and piece in value:
                         piece_at = at
-            seen = len(escapes.where)
+            del escapes.offsets[:], escapes.units[:]
             if not data:
                 return piece_at
 

@@ -326,7 +326,7 @@ def normalize_longmemeval(path, out_dir, log=print, lenient: bool = False) -> di
     try:
         with open(path, "rb") as raw:
             f = GuardedReader(raw, escapes=True)
-            escapes = f.escapes.where
+            escapes = f.escapes.offsets  # grows in place: true from the first rewrite on
             start = 0  # a byte at or before the next item's first
             try:
                 for index, item in enumerate(ijson.items(f, "item")):
