@@ -268,7 +268,7 @@ class LoneEscapes:
             back = buf.find(b"\\", max(0, cut - _HOLD))
             if back >= 0:
                 cut = back
-        if _MAY_ESCAPE.search(buf):
+        if b"\\" in buf and _MAY_ESCAPE.search(buf):  # memchr first: most reads of most files have no backslash
             out, cut = self._rewrite(buf, cut)
         else:
             out = buf if cut == len(buf) else buf[:cut]
