@@ -474,3 +474,21 @@ def test_generator_writes_every_case_deterministically(tmp_path):
             by_id.setdefault(sid, []).append(s)
     recurring = [v for v in by_id.values() if len(v) > 1]
     assert recurring and all(all(s == v[0] for s in v) for v in recurring)
+
+
+def test_workflow_runs_a_file_with_surrogates(tmp_path):
+    """The real workflow on a small file with lone surrogates in turns and
+    questions: normalize, a Memo variant, LongMemEval's BM25 and the
+    retrieval log all finish; the log carries the escapes."""
+    from conftest import snakemake, write_config
+
+    raw = tmp_path / "mine.json"
+    write_longmemeval(raw, 12, 8, seed=17, surrogates=0.3)
+    ds = {"format": "longmemeval", "family": "s", "file": str(raw), "bytes": raw.stat().st_size, "segments": 1,
+          "variants": ["v0.8.0", "bm25-official"]}
+    cfg = write_config(tmp_path / "cfg.yaml", data_dir=str(tmp_path / "data"), run=["mine"], datasets={"mine": ds})
+    snakemake(tmp_path, "--cores", "2", "results/mine/v0.8.0/retrievallog.jsonl",
+              "results/mine/bm25-official/rankings.parquet", configfile=cfg)
+    log = (tmp_path / "results/mine/v0.8.0/retrievallog.jsonl").read_bytes().decode("utf-8")
+    assert re.search(r"\\ud[89ab][0-9a-f]{2}(?!\\ud[c-f])", log)
+    assert pq.read_table(tmp_path / "results/mine/bm25-official/rankings.parquet").num_rows > 0
