@@ -103,6 +103,17 @@ def fts_quote(phrase):
     return '"' + phrase.replace('"', '""') + '"'
 
 
+_LONE = re.compile("[\ud800-\udfff]")
+
+
+def v8_utf8(text):
+    """A JS string as UTF-8 for SQLite: a lone surrogate (a JSON escape that
+    is not half of a pair, kept by JSON.parse as one UTF-16 unit) as U+FFFD.
+    The harnesses' binding may hand SQLite the surrogate's own three bytes
+    instead; unicode61 splits at both, and Python's sqlite3 takes only UTF-8."""
+    return _LONE.sub("\ufffd", text)
+
+
 class Fts:
     """The in-memory ``docs USING fts5(id, body)`` table of 3.1."""
 
@@ -115,12 +126,12 @@ class Fts:
         self.db.execute("DELETE FROM docs")
         for s in sessions:  # haystack order
             body = "\n".join(ev["text"] for ev in s["events"])
-            self.db.execute("INSERT INTO docs(id, body) VALUES (?, ?)", (s["id"], body))
+            self.db.execute("INSERT INTO docs(id, body) VALUES (?, ?)", (v8_utf8(s["id"]), v8_utf8(body)))
 
     def query(self, phrase):
         try:
             rows = self.db.execute(
-                "SELECT id FROM docs WHERE docs MATCH ? LIMIT ?", (fts_quote(phrase), self.limit)
+                "SELECT id FROM docs WHERE docs MATCH ? LIMIT ?", (fts_quote(v8_utf8(phrase)), self.limit)
             ).fetchall()
         except sqlite3.Error:
             return []

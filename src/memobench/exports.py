@@ -39,19 +39,28 @@ import pyarrow.parquet as pq
 from . import official
 from .errors import DataError
 from .progress import Progress
-from .tables import atomic_path, read_table
+from .tables import atomic_path, escape_lone, exact_text, read_table
 
 DEPTH = 50
 
 # what json.dumps(ensure_ascii=False) writes for a str (the C encoder where built)
-_json_string = json.encoder.encode_basestring
+_encode_basestring = json.encoder.encode_basestring
+
+
+def _json_string(value: str) -> str:
+    """A str as json.dumps(ensure_ascii=False) writes it, a lone surrogate (an
+    exact text's) as its ``\\udXXX`` escape (tables.escape_lone)."""
+    return escape_lone(_encode_basestring(value))
 
 
 def _json_bytes(value) -> bytes:
-    """json.dumps(value, ensure_ascii=False) in UTF-8; a str without json.dumps's per-call setup."""
-    if type(value) is str:
-        return _json_string(value).encode("utf-8")
-    return json.dumps(value, ensure_ascii=False).encode("utf-8")
+    """json.dumps(value, ensure_ascii=False) in UTF-8 (lone surrogates
+    escaped, as :func:`_json_string`); a str without json.dumps's per-call setup."""
+    text = _json_string(value) if type(value) is str else json.dumps(value, ensure_ascii=False)
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate inside a list or object
+        return escape_lone(text).encode("utf-8")
 
 
 # ---------------------------------------------------------------- TREC ids
@@ -179,8 +188,10 @@ def write_session_json(events_path, out, log=print) -> dict:
     session-key order, to a flat file read by offset (:class:`SessionJson`): a
     variant's log reads only the sessions it writes, whatever the dataset's
     size, and holds none in memory. Each string is json.dumps's own
-    (``ensure_ascii=False``), built a batch of events at a time."""
+    (``ensure_ascii=False``; an exact text's lone surrogate as its ``\\udXXX``
+    escape, :func:`_json_string`), built a batch of events at a time."""
     columns = ["session_key", "seq", "role", "text", "has_answer"]
+    exact = "text_exact" in pq.ParquetFile(events_path).schema_arrow.names  # (tables.utf8_text)
     keys: list[int] = []
     offsets = [0]
     # the session being gathered (its last batch may go on in the next): its
@@ -202,12 +213,15 @@ def write_session_json(events_path, out, log=print) -> dict:
         events = pq.ParquetFile(events_path)
         progress = Progress(log, "session json", total=events.metadata.num_rows, unit="events")
         done = 0
-        for batch in events.iter_batches(batch_size=65536, columns=columns):
+        for batch in events.iter_batches(batch_size=65536, columns=columns + ["text_exact"] * exact):
             progress(done)
             done += batch.num_rows
             c = batch.to_pydict()
             roles = {r: "null" if r is None else _json_string(r) for r in set(c["role"])}
-            texts = [_json_string(t) for t in c["text"]]
+            if not exact or c["text_exact"].count(None) == len(c["text_exact"]):
+                texts = [_encode_basestring(t) for t in c["text"]]
+            else:  # a text with a lone surrogate: its exact form (tables.utf8_text)
+                texts = [_json_string(exact_text(t, x)) for t, x in zip(c["text"], c["text_exact"])]
             objs = [f'{{"role": {roles[r]}, "content": {t}, "has_answer": true}}' if ha else
                     f'{{"role": {roles[r]}, "content": {t}}}'
                     for r, t, ha in zip(c["role"], texts, c["has_answer"])]
@@ -295,8 +309,10 @@ def write_retrievallog(fmt: str, questions_path, haystacks_path, events_path, ra
         raise DataError(questions_path, None, f"format {fmt!r} has no LongMemEval retrieval log")
     if rows is None:
         _, rows = official.compute(fmt, questions_path, haystacks_path, events_path, rankings_path, log=log)
-    cols = ["q_index", "question", "question_date", "answer", "answer_session_ids", "haystack_id"]
+    cols = ["q_index", "question", "question_date", "answer", "answer_session_ids", "haystack_id", "question_exact"]
     qs = {q["q_index"]: q for q in read_table(questions_path, columns=cols).to_pylist()}
+    for q in qs.values():
+        q["question"] = exact_text(q["question"], q.pop("question_exact"))
     needed = {qs[r["q_index"]]["haystack_id"] for r in rows}
     hay = haystacks if haystacks is not None and needed <= haystacks.keys() else \
         official.read_haystacks(haystacks_path, needed)

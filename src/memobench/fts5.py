@@ -16,7 +16,8 @@ case, diacritic removed) on its own; FTS5 cuts every token, indexed or queried,
 to 32,768 UTF-8 bytes. A character's class (token, diacritic, separator) and
 fold are therefore enough to reproduce it, and they are asked of this process's
 own SQLite, once per character, as texts bring new ones. A lone surrogate
-(possible in JSON) is what Node's UTF-8 conversion makes of it, U+FFFD.
+(possible in JSON) is read as U+FFFD: unicode61 splits at it as at the
+surrogate's own bytes, which the harnesses' binding hands over.
 """
 
 from __future__ import annotations

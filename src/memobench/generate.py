@@ -25,7 +25,9 @@ Formats written (see ``/work/shared/spec/HARNESSES.md`` section 1):
   suffix-less ids, duplicates and blank lines.
 
 ``spice=True`` adds the edge cases of the harness verification list (see
-:data:`LME_SPICE_CASES` and :data:`LOCOMO_SPICE_CASES`).
+:data:`LME_SPICE_CASES` and :data:`LOCOMO_SPICE_CASES`); ``surrogates=True``
+puts JSON surrogate escapes, paired and lone, into about 2% of the turn texts
+(:data:`SURROGATE_CASES`).
 
 Only the standard library is used, except :mod:`ijson` in :func:`write_cn`
 when it reads a LongMemEval file (it falls back to :mod:`json` if ijson is
@@ -34,7 +36,7 @@ missing).
 CLI::
 
     python -m memobench.generate longmemeval --out S.json --questions 500 \\
-        --sessions 50 --seed 0 [--spice] [--target-bytes 280e6]
+        --sessions 50 --seed 0 [--spice] [--surrogates [SHARE]] [--target-bytes 280e6]
     python -m memobench.generate locomo --out locomo10.json --conversations 10
     python -m memobench.generate cn --out results.jsonl --lme S.json
 """
@@ -56,7 +58,7 @@ from json.encoder import encode_basestring as _enc_u
 from json.encoder import encode_basestring_ascii as _enc_a
 from contextlib import contextmanager
 
-from .tables import atomic_path
+from .tables import atomic_path, escape_lone
 
 __all__ = [
     "write_longmemeval",
@@ -66,6 +68,8 @@ __all__ = [
     "LOCOMO_SPICE_CASES",
     "REPEAT_ID_KINDS",
     "QUESTION_TYPES",
+    "SURROGATE_CASES",
+    "with_surrogates",
     "main",
 ]
 
@@ -903,7 +907,7 @@ def write_longmemeval(path, n_questions, sessions_per_question, seed=0, turns=(4
                       words_per_turn=(8, 120), shared_pool=None, spice=False,
                       target_bytes=None, vocab_source=None, ensure_ascii=False,
                       cache_bytes=128 << 20, progress=None, repeat_ids=0.0,
-                      repeat_ids_any_length=False, uneven_ids=0.0):
+                      repeat_ids_any_length=False, uneven_ids=0.0, surrogates=False):
     """Write a LongMemEval-shaped JSON array to ``path``; return a summary dict.
 
     * ``n_questions`` items, each with ``sessions_per_question`` haystack
@@ -929,6 +933,9 @@ def write_longmemeval(path, n_questions, sessions_per_question, seed=0, turns=(4
     * ``uneven_ids``: the fraction of haystacks whose ``haystack_session_ids``
       list does not match the sessions (:func:`uneven_session_ids`,
       :data:`UNEVEN_ID_KINDS`).
+    * ``surrogates``: put :data:`SURROGATE_CASES` into about 2% of the turn
+      contents and 5% of the questions (:func:`with_surrogates`); a number
+      instead of True: that share of both.
     """
     n = int(n_questions)
     if n < 0:
@@ -944,6 +951,7 @@ def write_longmemeval(path, n_questions, sessions_per_question, seed=0, turns=(4
     prev_qid = None
     used: set[str] = set()
     repeated = uneven = 0
+    n_surrogates, rates = 0, _surrogate_rates(surrogates)
     with _atomic_open(path, binary=True) as f:
         f.write(b"[")
         written += 1
@@ -971,6 +979,10 @@ def write_longmemeval(path, n_questions, sessions_per_question, seed=0, turns=(4
             else:
                 s = lme.item_json(q)
                 prev_qid = qid
+            if surrogates:
+                s, k = with_surrogates(s, "content", rates[0], seed)
+                s, k2 = with_surrogates(s, "question", rates[1], seed)
+                n_surrogates += k + k2
             b = (", " + s if qi else s).encode("utf-8")
             f.write(b)
             written += len(b)
@@ -982,7 +994,8 @@ def write_longmemeval(path, n_questions, sessions_per_question, seed=0, turns=(4
             "sessions_per_question": lme.K, "pool_size": lme.pool_size,
             "words_per_turn": lme.words, "turns": lme.turns,
             "spice_cases": sorted({c for cs in plan.values() for c in cs}),
-            "repeated_id_haystacks": repeated, "uneven_id_haystacks": uneven}
+            "repeated_id_haystacks": repeated, "uneven_id_haystacks": uneven,
+            **({"surrogate_strings": n_surrogates} if surrogates else {})}
 
 
 def _calibrate(lme, target, n, K, seed, turns, words, pool, ea, vocab, cache_bytes):
@@ -1012,6 +1025,100 @@ def _calibrate(lme, target, n, K, seed, turns, words, pool, ea, vocab, cache_byt
             break
         f0, e0, f1, e1 = f1, e1, f, e
     return best
+
+
+# ---------------------------------------------------------------------------
+# Surrogate escapes
+# ---------------------------------------------------------------------------
+
+#: What ``surrogates=True`` puts into about :data:`SURROGATE_RATE` of the turn
+#: texts (and :data:`SURROGATE_QUESTION_RATE` of the questions): JSON
+#: fragments inserted into the string literal, one or two per chosen string.
+#: JavaScript's ``JSON.parse`` keeps a lone surrogate as a lone UTF-16 code
+#: unit; a high one followed by an escaped ASCII letter stays two units.
+SURROGATE_CASES = (
+    "lone_high",         # \ud83d before the text that was there
+    "lone_low",          # \udc00
+    "high_then_ascii",   # \ud83d\u0061: a high surrogate, then an escaped ASCII letter
+    "pair_escaped",      # a valid pair as two escapes (an emoji, or Han Extension B)
+    "astral_raw",        # an astral character as raw UTF-8 (an emoji, or Han Extension B)
+    "low_then_high",     # \udc00\ud83d: two lone surrogates in the wrong order
+    "high_before_pair",  # \ud83d\ud83d\ude00: a lone high, then a pair
+    "high_at_end",       # a lone high surrogate closing the string
+)
+SURROGATE_RATE = 0.02
+SURROGATE_QUESTION_RATE = 0.05
+_ASTRAL = ("\U0001F600", "\U0001F44D", "\U00020000", "\U0002A700", "\U00010400")
+_LITERAL_PART = re.compile(r'\\u[0-9a-fA-F]{4}|\\.|[^\\]', re.S)  # one character of a literal's body
+
+
+def _esc(rng, unit: int) -> str:
+    """``unit`` as a JSON escape, its hex digits in either case (JSON allows both)."""
+    h = f"{unit:04x}"
+    return "\\u" + (h.upper() if rng.random() < 0.25 else h)
+
+
+def _pair(rng, ch: str) -> str:
+    u = ch.encode("utf-16-be")
+    return _esc(rng, int.from_bytes(u[:2], "big")) + _esc(rng, int.from_bytes(u[2:], "big"))
+
+
+def _surrogate_fragment(rng, case: str) -> str:
+    high, low = rng.randrange(0xD800, 0xDC00), rng.randrange(0xDC00, 0xE000)
+    if case in ("lone_high", "high_at_end"):
+        return _esc(rng, high)
+    if case == "lone_low":
+        return _esc(rng, low)
+    if case == "high_then_ascii":
+        return _esc(rng, high) + _esc(rng, ord(rng.choice("abcdefghijklmnopqrstuvwxyz0123456789")))
+    if case == "pair_escaped":
+        return _pair(rng, rng.choice(_ASTRAL))
+    if case == "astral_raw":
+        return rng.choice(_ASTRAL)
+    if case == "low_then_high":
+        return _esc(rng, low) + _esc(rng, high)
+    if case == "high_before_pair":
+        return _esc(rng, high) + _pair(rng, rng.choice(_ASTRAL))
+    raise ValueError(f"unknown surrogate case {case!r}")  # pragma: no cover
+
+
+def _surrogate_body(body: str, rng) -> str:
+    """A string literal's body (JSON text between the quotes) with one or two
+    fragments inserted between its characters (never inside an escape)."""
+    parts = _LITERAL_PART.findall(body)
+    cases = rng.sample(SURROGATE_CASES, rng.choice((1, 1, 2)))
+    for case in sorted(cases, key=lambda c: c == "high_at_end"):
+        pos = len(parts) if case == "high_at_end" else rng.randrange(len(parts) + 1)
+        parts.insert(pos, _surrogate_fragment(rng, case))
+    return "".join(parts)
+
+
+def _surrogate_rates(surrogates) -> tuple[float, float]:
+    """(turn rate, question rate) of a ``surrogates`` argument: True for the
+    defaults, a number for that rate in both."""
+    if surrogates is True:
+        return SURROGATE_RATE, SURROGATE_QUESTION_RATE
+    return float(surrogates), float(surrogates)
+
+
+def with_surrogates(json_text: str, key: str, rate: float, seed) -> tuple[str, int]:
+    """``json_text`` with :func:`_surrogate_body`'s fragments in about ``rate``
+    of the string values of ``key`` (``"key": "..."``, as json.dumps writes
+    them), and how many were changed. Whether and how a string changes
+    depends only on the seed, the key and the string, so a session that
+    recurs in many haystacks carries the same text in each."""
+    n = 0
+
+    def sub(m):
+        nonlocal n
+        rng = _rng(seed, "surrogates", key, m.group(2))
+        if rng.random() >= rate:
+            return m.group(0)
+        n += 1
+        return m.group(1) + _surrogate_body(m.group(2), rng) + '"'
+
+    pattern = re.compile('("' + re.escape(key) + r'": ")((?:[^"\\]|\\.)*)"')
+    return pattern.sub(sub, json_text), n
 
 
 # ---------------------------------------------------------------------------
@@ -1282,7 +1389,7 @@ def _locomo_spice(conv, rng, cases, nums, all_turns, vocab):
 
 
 def write_locomo(path, n_conversations, seed=0, sessions=(15, 32), turns=(10, 30),
-                 qa_per_conversation=(100, 250), spice=False, vocab_source=None):
+                 qa_per_conversation=(100, 250), spice=False, vocab_source=None, surrogates=False):
     """Write a LoCoMo-shaped JSON file (``json.dumps(convs, indent=2)``); return a summary.
 
     The key structure is that of the real ``locomo10.json``: each conversation
@@ -1295,7 +1402,9 @@ def write_locomo(path, n_conversations, seed=0, sessions=(15, 32), turns=(10, 30
     session.  QA evidence is mostly valid ``dia_id`` strings; the real messy
     strings (:data:`LOCOMO_MESSY_ALONE`, :data:`LOCOMO_MESSY_WITH`) are spread
     over the conversations, and about 4% of category-3 items (and one item of
-    the first conversation) have no evidence.  ``spice`` adds :data:`LOCOMO_SPICE_CASES`.
+    the first conversation) have no evidence.  ``spice`` adds :data:`LOCOMO_SPICE_CASES`;
+    ``surrogates``, :data:`SURROGATE_CASES` in about 2% of the turn texts and 5%
+    of the questions (:func:`with_surrogates`; a number: that share of both).
     """
     n = int(n_conversations)
     vocab = _vocab(seed, os.fspath(vocab_source) if vocab_source is not None else None)
@@ -1311,6 +1420,7 @@ def write_locomo(path, n_conversations, seed=0, sessions=(15, 32), turns=(10, 30
                 spice_plan.setdefault((k + 1) % n, []).append(case)
     sample_num = 26
     n_items = 0
+    n_surrogates, rates = 0, _surrogate_rates(surrogates)
     with _atomic_open(path) as f:
         if n == 0:
             f.write("[]")
@@ -1324,10 +1434,15 @@ def write_locomo(path, n_conversations, seed=0, sessions=(15, 32), turns=(10, 30
                                             spice_plan.get(ci, []))
                 n_items += len(conv["qa"])
                 s = json.dumps(conv, indent=2)
+                if surrogates:
+                    s, k = with_surrogates(s, "text", rates[0], seed)
+                    s, k2 = with_surrogates(s, "question", rates[1], seed)
+                    n_surrogates += k + k2
                 f.write(("" if ci == 0 else ",\n") + "  " + s.replace("\n", "\n  "))
             f.write("\n]")
     return {"path": os.fspath(path), "conversations": n, "qa": n_items,
-            "spice_cases": sorted({c for cs in spice_plan.values() for c in cs})}
+            "spice_cases": sorted({c for cs in spice_plan.values() for c in cs}),
+            **({"surrogate_strings": n_surrogates} if surrogates else {})}
 
 
 # ---------------------------------------------------------------------------
@@ -1370,9 +1485,12 @@ def _iter_lme_questions(src):
     wanted = {"item.question_id": "question_id", "item.question": "question",
               "item.question_type": "question_type", "item.answer": "answer"}
     scalar = ("string", "number", "null", "boolean")
+    from .jsonguard import GuardedReader, restore
+
     with open(src, "rb") as fh:
         cur: dict = {}
-        for prefix, event, value in ijson.parse(fh):
+        # the reader that keeps lone surrogate escapes as json.loads does
+        for prefix, event, value in ijson.parse(GuardedReader(fh, escapes=True)):
             if prefix == "item":
                 if event == "start_map":
                     cur = {}
@@ -1383,7 +1501,7 @@ def _iter_lme_questions(src):
                 if key is not None:
                     if not isinstance(value, (str, int, bool, type(None))):
                         value = float(value)       # ijson's Decimal
-                    cur[key] = value
+                    cur[key] = restore(value)
 
 
 def _zh_word(w: str) -> str:
@@ -1422,7 +1540,7 @@ def _cn_question(en, qtype, rng) -> str:
     return re.sub(r" +", " ", "".join(out)).strip()
 
 
-def write_cn(path, longmemeval_path_or_items, seed=0, fraction=1.0):
+def write_cn(path, longmemeval_path_or_items, seed=0, fraction=1.0, surrogates=False):
     """Write a ``results.jsonl`` of Chinese questions paired to a LongMemEval file.
 
     ``longmemeval_path_or_items`` is a path (read with ijson, streamed) or an
@@ -1433,7 +1551,8 @@ def write_cn(path, longmemeval_path_or_items, seed=0, fraction=1.0):
     have no ``_cn`` suffix, about 2% are duplicated, about 2% of extra rows
     have ids that pair with nothing (including an ``_cn_cn`` id), and about
     2% of the lines are blank; each kind occurs at least once when there is
-    at least one row.  Returns a summary dict.
+    at least one row.  ``surrogates``: :data:`SURROGATE_CASES` in about 5% of
+    the questions (:func:`with_surrogates`; a number: that share).  Returns a summary dict.
     """
     rng = _rng(seed, "cn")
     entries: list = []          # dict rows, or None for a blank line
@@ -1484,11 +1603,17 @@ def write_cn(path, longmemeval_path_or_items, seed=0, fraction=1.0):
         if not kinds["blank"]:
             entries.insert(rng.randint(1, len(entries)), None)
             kinds["blank"] += 1
+    n_surrogates, rates = 0, _surrogate_rates(surrogates)
     with _atomic_open(path) as f:
         for e in entries:
-            f.write("\n" if e is None else json.dumps(e, ensure_ascii=False) + "\n")
+            line = "" if e is None else escape_lone(json.dumps(e, ensure_ascii=False))
+            if surrogates and e is not None:
+                line, k = with_surrogates(line, "question", rates[1], seed)
+                n_surrogates += k
+            f.write(line + "\n")
     return {"path": os.fspath(path), "rows": sum(e is not None for e in entries),
-            "paired_rows": paired, "lines": len(entries), **kinds}
+            "paired_rows": paired, "lines": len(entries), **kinds,
+            **({"surrogate_strings": n_surrogates} if surrogates else {})}
 
 
 def _cn_unmatched(rng):
@@ -1538,6 +1663,9 @@ def main(argv=None) -> int:
                    help="a repeated id's other content may have another number of turns")
     a.add_argument("--uneven-ids", type=float, default=0.0, metavar="FRACTION",
                    help="fraction of haystacks whose haystack_session_ids list does not match the sessions")
+    a.add_argument("--surrogates", nargs="?", const=True, default=False, type=float, metavar="SHARE",
+                   help="JSON surrogate escapes (lone, paired, before escaped ASCII) in ~2%% of the turns "
+                        "and 5%% of the questions, or in SHARE of both")
     a.add_argument("--quiet", action="store_true")
 
     b = sub.add_parser("locomo", help="LoCoMo10 shaped JSON")
@@ -1549,12 +1677,18 @@ def main(argv=None) -> int:
     b.add_argument("--turns", type=int, nargs=2, default=(10, 30), metavar=("LO", "HI"))
     b.add_argument("--qa", type=int, nargs=2, default=(100, 250), metavar=("LO", "HI"))
     b.add_argument("--vocab-source", default=None)
+    b.add_argument("--surrogates", nargs="?", const=True, default=False, type=float, metavar="SHARE",
+                   help="JSON surrogate escapes (lone, paired, before escaped ASCII) in ~2%% of the turns "
+                        "and 5%% of the questions, or in SHARE of both")
 
     c = sub.add_parser("cn", help="LongMemEval-CN results.jsonl paired to an LME file")
     c.add_argument("--out", required=True)
     c.add_argument("--lme", required=True, help="LongMemEval file to pair with")
     c.add_argument("--seed", type=int, default=0)
     c.add_argument("--fraction", type=float, default=1.0)
+    c.add_argument("--surrogates", nargs="?", const=True, default=False, type=float, metavar="SHARE",
+                   help="JSON surrogate escapes (lone, paired, before escaped ASCII) in ~5%% of the questions, "
+                        "or in SHARE of them")
 
     args = p.parse_args(argv)
     t0 = time.perf_counter()
@@ -1576,14 +1710,15 @@ def main(argv=None) -> int:
                                  ensure_ascii=args.ensure_ascii, progress=progress,
                                  repeat_ids=args.repeat_ids,
                                  repeat_ids_any_length=args.repeat_ids_any_length,
-                                 uneven_ids=args.uneven_ids)
+                                 uneven_ids=args.uneven_ids, surrogates=args.surrogates)
     elif args.kind == "locomo":
         info = write_locomo(args.out, args.conversations, seed=args.seed,
                             sessions=tuple(args.sessions), turns=tuple(args.turns),
                             qa_per_conversation=tuple(args.qa), spice=args.spice,
-                            vocab_source=args.vocab_source)
+                            vocab_source=args.vocab_source, surrogates=args.surrogates)
     else:
-        info = write_cn(args.out, args.lme, seed=args.seed, fraction=args.fraction)
+        info = write_cn(args.out, args.lme, seed=args.seed, fraction=args.fraction,
+                        surrogates=args.surrogates)
     dt = time.perf_counter() - t0
     size = os.path.getsize(args.out)
     info["seconds"] = round(dt, 3)

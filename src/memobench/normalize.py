@@ -21,10 +21,11 @@ import pyarrow.parquet as pq
 
 from .dates import parse_lme, parse_locomo
 from .errors import DataError
-from .jsonguard import GuardedReader, LimitExceeded, check_bytes, parse_error_offset
+from .jsonguard import GuardedReader, LimitExceeded, check_bytes, lone_escape_byte, may_hold_lone, parse_error_offset, restore
 from .jsmath import MISSING, js_string
 from .progress import Progress
-from .tables import EVENTS, HAYSTACKS, QUESTIONS, SESSIONS, TableWriter, read_table
+from .tables import (EVENTS, HAYSTACKS, LONE_SURROGATE, QUESTIONS, SESSIONS, TableWriter, escape_lone, read_table,
+                     utf8_text)
 
 DAY_MS = 86_400_000
 SESSION_KEY_RE = re.compile(r"session_([0-9]+)\Z")
@@ -39,6 +40,40 @@ def _turn_text(turn, field: str) -> str:
 
 def _opt_str(value):
     return None if value is None or isinstance(value, (dict, list)) else js_string(value)
+
+
+class _Lone:
+    """The checks of one item whose bytes may hold lone surrogates (a JSON
+    escape of U+D800 to U+DFFF that is not half of a pair). Turn texts,
+    questions and answers keep them (tables.utf8_text); every other string
+    that the tables keep (ids, dates, types, roles) must hold none: those are
+    written to outputs that must be valid UTF-8 (rankings, TREC runs, reports),
+    and replacing one would merge or reorder ids. ``start``: a byte at or
+    before the item's first, where the error's byte is looked for."""
+
+    def __init__(self, path, item, start: int = 0):
+        self.path, self.item, self.start = path, item, start
+
+    def __call__(self, field: str, value):
+        if type(value) is str and not value.isascii() and LONE_SURROGATE.search(value):
+            unit = ord(LONE_SURROGATE.search(value).group())
+            at = lone_escape_byte(self.path, self.start, value)
+            where = "" if at is None else f" at byte {at}"
+            raise DataError(self.path, self.item, f"field {field!r} holds a lone surrogate (\\u{unit:04x}){where}; "
+                            "memobench keeps those only in turn texts, questions and answers")
+        return value
+
+    def all(self, field: str, values) -> None:
+        for v in values:
+            self(field, v)
+
+
+def _answer_json(item: dict) -> str | None:
+    """The raw ``answer`` as JSON text (a lone surrogate written as its
+    ``\\udXXX`` escape, as JSON.stringify writes it: the text stays UTF-8)."""
+    if "answer" not in item:
+        return None
+    return escape_lone(json.dumps(item["answer"], ensure_ascii=False, default=float))
 
 
 _NULL = "\x00null"  # how the first version of the session hash wrote a None part; kept so equality stays the same
@@ -69,7 +104,7 @@ class SessionStore:
         self.keys: dict[bytes, int] = {}
         self.n_events = 0
 
-    def key(self, session_id: str, turns: list[tuple], scope: str = "") -> int:
+    def key(self, session_id: str, turns: list[tuple], scope: str = "", lone: bool = False) -> int:
         """``turns``: (text, role, dia_id[, has_answer]) per event, in order.
         Sessions are equal when id and turns are (has_answer included, so the
         official scoring sees each copy's own flags); ``scope`` keeps apart
@@ -77,20 +112,24 @@ class SessionStore:
         texts, roles, dia_ids = [t[0] for t in turns], [t[1] for t in turns], [t[2] for t in turns]
         has = [t[3] if len(t) == 4 else None for t in turns]
         return self.columns(session_id, texts, roles, dia_ids, has, scope,
-                            flags=bytes(0 if h is None else 1 + bool(h) for h in has))
+                            flags=bytes(0 if h is None else 1 + bool(h) for h in has), lone=lone)
 
     def columns(self, session_id: str, texts: list, roles: list, dia_ids: list, has: list, scope: str = "",
-                flags: bytes = b"") -> int:
+                flags: bytes = b"", lone: bool = False) -> int:
         """:meth:`key` of a session given column-wise; ``flags``: its has_answer
-        per turn as 0 (None), 1 (false) or 2 (true)."""
+        per turn as 0 (None), 1 (false) or 2 (true); ``lone``: the texts may
+        hold lone surrogates (stored as tables.utf8_text says)."""
         digest = _digest(scope, session_id, texts, roles, dia_ids, flags)
         key = self.keys.get(digest)
         if key is None:
             key = self.keys[digest] = len(self.keys)
             n = len(texts)
+            exact = [None] * n
+            if lone and n:  # U+FFFD for a lone surrogate: the code-point length stays
+                texts, exact = map(list, zip(*map(utf8_text, texts)))
             self.sessions.append(session_key=key, session_id=session_id, n_events=n)
             self.events.extend(session_key=[key] * n, seq=range(n), text=texts, length=list(map(len, texts)),
-                               role=roles, dia_id=dia_ids, has_answer=has)
+                               role=roles, dia_id=dia_ids, has_answer=has, text_exact=exact)
             self.n_events += n
         return key
 
@@ -129,8 +168,10 @@ def _lme_turns(session) -> tuple[list, list, list]:
 _ONE_PLUS = (1).__add__  # has_answer False/True -> flag 1/2
 
 
-def _lme_haystack(item: dict, hid: int, store: SessionStore, haystacks: TableWriter) -> tuple[list[str], int]:
-    """Write one LongMemEval item's haystack; returns (session ids, date fallbacks)."""
+def _lme_haystack(item: dict, hid: int, store: SessionStore, haystacks: TableWriter,
+                  lone: _Lone | None = None) -> tuple[list[str], int]:
+    """Write one LongMemEval item's haystack; returns (session ids, date
+    fallbacks). ``lone``: the item may hold lone surrogates (their checks)."""
     sessions = item.get("haystack_sessions")
     sessions = sessions if isinstance(sessions, list) else []
     ids = item.get("haystack_session_ids")
@@ -148,7 +189,12 @@ def _lme_haystack(item: dict, hid: int, store: SessionStore, haystacks: TableWri
         if base is None:
             base = (len(dates) - i) * DAY_MS
         texts, roles, has = _lme_turns(session)
-        keys.append(store.columns(sid, texts, roles, [None] * len(texts), has, flags=bytes(map(_ONE_PLUS, has))))
+        if lone is not None:
+            lone("haystack_session_ids", sid)
+            lone("haystack_dates", date)
+            lone.all("role", roles)
+        keys.append(store.columns(sid, texts, roles, [None] * len(texts), has, flags=bytes(map(_ONE_PLUS, has)),
+                                  lone=lone is not None))
         raw_dates.append(None if i >= len(dates) or dates[i] is None else date)
         bases.append(base)
         out_ids.append(sid)
@@ -223,7 +269,8 @@ class _LmeTables(_Tables):
         self.stats = {"questions": 0, "date_fallbacks": 0, "duplicate_question_ids": 0, "unparseable_items": 0}
         self.seen_ids: set[str] = set()
 
-    def add(self, index: int, item) -> None:
+    def add(self, index: int, item, lone: _Lone | None = None) -> None:
+        """``lone``: the item may hold lone surrogates (their checks)."""
         if not isinstance(item, dict):
             raise DataError(self.path, f"item {index}", f"expected an object, got {type(item).__name__}")
         qid = js_string(item.get("question_id", MISSING))
@@ -231,17 +278,24 @@ class _LmeTables(_Tables):
             self.stats["duplicate_question_ids"] += 1
         self.seen_ids.add(qid)
         question = _question_text(self.path, index, item)
-        _, fallbacks = _lme_haystack(item, index, self.store, self.haystacks)
-        self.stats["date_fallbacks"] += fallbacks
+        question_type = _question_type(item.get("question_type", MISSING))
+        question_date = _opt_str(item.get("question_date"))
         answers = item.get("answer_session_ids")
+        answer_ids = [js_string(a) for a in answers] if isinstance(answers, list) else []
+        if lone is not None:
+            lone("question_id", qid)
+            lone("question_type", question_type)
+            lone("question_date", question_date)
+            lone.all("answer_session_ids", answer_ids)
+        _, fallbacks = _lme_haystack(item, index, self.store, self.haystacks, lone)
+        self.stats["date_fallbacks"] += fallbacks
         gold = _lme_gold(item.get("haystack_session_ids"), answers)
+        question, question_exact = utf8_text(question) if lone is not None else (question, None)
         self.questions.append(
-            q_index=index, question_id=qid, question=question,
-            question_type=_question_type(item.get("question_type", MISSING)),
-            question_date=_opt_str(item.get("question_date")), haystack_id=index, gold=gold,
-            paired_question_id=None, parse_error=False,
-            answer=json.dumps(item["answer"], ensure_ascii=False, default=float) if "answer" in item else None,
-            answer_session_ids=[js_string(a) for a in answers] if isinstance(answers, list) else [],
+            q_index=index, question_id=qid, question=question, question_type=question_type,
+            question_date=question_date, haystack_id=index, gold=gold,
+            paired_question_id=None, parse_error=False, answer=_answer_json(item),
+            answer_session_ids=answer_ids, question_exact=question_exact,
         )
         self.stats["questions"] += 1
 
@@ -251,7 +305,7 @@ class _LmeTables(_Tables):
         self.questions.append(
             q_index=index, question_id=f"#unparseable-{index}", question="", question_type="unknown",
             question_date=None, haystack_id=-1, gold=[], paired_question_id=None, parse_error=True,
-            answer=None, answer_session_ids=[],
+            answer=None, answer_session_ids=[], question_exact=None,
         )
         self.stats["unparseable_items"] += 1
 
@@ -283,16 +337,22 @@ def normalize_longmemeval(path, out_dir, log=print, lenient: bool = False) -> di
     index = -1
     try:
         with open(path, "rb") as raw:
-            f = GuardedReader(raw)
+            f = GuardedReader(raw, escapes=True)
+            escapes = f.escapes.offsets  # grows in place: true from the first rewrite on
+            start = 0  # a byte at or before the next item's first
             try:
                 for index, item in enumerate(ijson.items(f, "item")):
-                    tables.add(index, item)
+                    if escapes:  # from the first lone surrogate on (rare): ijson's strings turned back
+                        tables.add(index, restore(item), _Lone(path, f"item {index}", start))
+                    else:
+                        tables.add(index, item)
+                    start = f.escapes.to_raw(f.handed - f.last)
                     progress(index + 1, f", {f.tell() * 100 // max(size, 1)}% of bytes")
             except ijson.JSONError as e:
-                where = parse_error_offset(raw, f.handed, hint=f.handed - f.last)
+                where = parse_error_offset(GuardedReader(raw, escapes=True), f.handed, hint=f.handed - f.last)
                 if f.error is not None and (where is None or where >= f.handed):
                     raise _limit_error(path, f"item {index + 1}", f.error) from None
-                where = f.handed if where is None else where
+                where = f.escapes.to_raw(f.handed if where is None else where)
                 if not lenient:
                     what = "invalid UTF-8" if "UTF8" in _first_line(e) else "invalid or truncated JSON"
                     raise DataError(path, f"item {index + 1}", f"{what} at byte {_at(where, size)}: "
@@ -332,6 +392,7 @@ def _normalize_scanned(f: GuardedReader, tables: _LmeTables, progress, size: int
     emitted once in file order and parsed on its own; a failure skips it. The
     guard ends the bytes at a violation of its bounds, which is then an error."""
     index = -1
+    start = 0  # a byte at or before the next element's first
     for element in scan_elements(f):
         if element is None and f.error is not None:
             break
@@ -344,14 +405,18 @@ def _normalize_scanned(f: GuardedReader, tables: _LmeTables, progress, size: int
         except ValueError:
             tables.add_unparseable(index)
             continue
-        tables.add(index, item)
+        tables.add(index, item, _Lone(tables.path, f"item {index}", start) if may_hold_lone(element) else None)
+        start = max(0, f.tell() - SCAN_CHUNK)
         progress(index + 1, f", {f.tell() * 100 // max(size, 1)}% of bytes (scanner)")
     if f.error is not None:
         raise _limit_error(tables.path, f"item {index + 1}", f.error)
     return index
 
 
-def scan_elements(f, chunk_size: int = 1 << 20):
+SCAN_CHUNK = 1 << 20
+
+
+def scan_elements(f, chunk_size: int = SCAN_CHUNK):
     """Yield the bytes of each top-level ``{...}`` element of ``f`` (opened in
     binary mode, read from the start), then None if the file ends inside one.
     Structure characters are ASCII, so scanning UTF-8 bytes equals scanning
@@ -423,8 +488,10 @@ def _loads(path, data: bytes, item=None, start: int = 0):
 
 
 def _load_json(path):
+    """The file's JSON value, and whether it may hold lone surrogates."""
     with open(path, "rb") as f:
-        return _loads(path, f.read())
+        data = f.read()
+    return _loads(path, data), may_hold_lone(data)
 
 
 def _sample_id(conv: dict, ci: int) -> str:
@@ -447,7 +514,7 @@ def _check_sample_ids(path, data: list) -> None:
 
 def normalize_locomo(path, out_dir, log=print) -> dict:
     path, out_dir = Path(path), Path(out_dir)
-    data = _load_json(path)
+    data, lone = _load_json(path)
     if not isinstance(data, list):
         raise DataError(path, None, "expected a JSON array of conversations")
     _check_sample_ids(path, data)
@@ -462,6 +529,9 @@ def normalize_locomo(path, out_dir, log=print) -> dict:
                 raise DataError(path, f"conversation {ci}", "expected an object with a 'conversation' object")
             c = conv["conversation"]
             sample_id = _sample_id(conv, ci)
+            check = _Lone(path, f"conversation {ci}") if lone else None
+            if check is not None:
+                check("sample_id", sample_id)
             keys = sorted(
                 (k for k in c if SESSION_KEY_RE.match(k) and isinstance(c[k], list)),
                 key=lambda k: int(SESSION_KEY_RE.match(k).group(1)),
@@ -483,7 +553,12 @@ def normalize_locomo(path, out_dir, log=print) -> dict:
                     events.append((_turn_text(turn, "text"), speaker, dia_id))
                     if dia_id is not None:
                         dia[dia_id] = key
-                skey = store.key(key, events, scope=f"conversation {ci}")
+                    if check is not None:
+                        check("speaker", speaker)
+                        check("dia_id", dia_id)
+                if check is not None:
+                    check(key + "_date_time", date)
+                skey = store.key(key, events, scope=f"conversation {ci}", lone=check is not None)
                 haystacks.append(
                     haystack_id=ci, position=i, session_key=skey, session_id=key,
                     date=None if date_raw is MISSING or date_raw is None else date,
@@ -502,12 +577,16 @@ def normalize_locomo(path, out_dir, log=print) -> dict:
                     elif s not in gold:
                         gold.append(s)
                 cat = item.get("category", MISSING)
+                question = _question_text(path, f"{sample_id} qa {qi}", item)
+                question_type = "unknown" if cat is MISSING else js_string(cat)
+                question, question_exact = (question, None) if check is None else utf8_text(question)
+                if check is not None:
+                    check("category", question_type)
                 questions.append(
-                    q_index=q_index, question_id=f"{sample_id}#{qi}",
-                    question=_question_text(path, f"{sample_id} qa {qi}", item),
-                    question_type="unknown" if cat is MISSING else js_string(cat),
-                    question_date=None, haystack_id=ci, gold=gold, paired_question_id=None, parse_error=False,
-                    answer=None, answer_session_ids=[],
+                    q_index=q_index, question_id=f"{sample_id}#{qi}", question=question,
+                    question_type=question_type, question_date=None, haystack_id=ci, gold=gold,
+                    paired_question_id=None, parse_error=False, answer=None, answer_session_ids=[],
+                    question_exact=question_exact,
                 )
                 q_index += 1
             progress(ci + 1)
@@ -544,19 +623,23 @@ def normalize_cn(path, base_dir, out_dir, log=print) -> dict:
                 if not isinstance(row, dict):
                     raise DataError(path, f"line {lineno}", "expected a JSON object")
                 qid = js_string(row.get("questionId", MISSING))
+                lone = may_hold_lone(raw)
+                if lone:
+                    _Lone(path, f"line {lineno}", start)("questionId", qid)
                 orig = qid[:-3] if qid.endswith("_cn") else qid
                 pair = by_id.get(orig)
                 stats["paired" if pair else "unpaired"] += 1
+                # cn.cjs skips an unpaired row before reading its question
+                question = _question_text(path, f"line {lineno}", row) if pair else ""
+                question, question_exact = utf8_text(question) if lone else (question, None)
                 questions.append(
-                    q_index=stats["rows"], question_id=qid,
-                    # cn.cjs skips an unpaired row before reading its question
-                    question=_question_text(path, f"line {lineno}", row) if pair else "",
+                    q_index=stats["rows"], question_id=qid, question=question,
                     question_type=pair["question_type"] if pair else "unknown",
                     question_date=pair["question_date"] if pair else None,
                     haystack_id=pair["haystack_id"] if pair else -1,
                     gold=pair["gold"] if pair else [],
                     paired_question_id=orig if pair else None, parse_error=False,
-                    answer=None, answer_session_ids=[],
+                    answer=None, answer_session_ids=[], question_exact=question_exact,
                 )
                 stats["rows"] += 1
         if stats["rows"] and not stats["paired"]:
@@ -587,7 +670,7 @@ def normalize_zh(out_dir, log=print) -> dict:
         for qi, (query, gold) in enumerate(QUERIES):
             questions.append(q_index=qi, question_id=f"zh#{qi}", question=query, question_type="zh",
                              question_date=None, haystack_id=0, gold=[gold], paired_question_id=None,
-                             parse_error=False, answer=None, answer_session_ids=[])
+                             parse_error=False, answer=None, answer_session_ids=[], question_exact=None)
         tables.close()
     stats = {"questions": len(QUERIES), "sessions": len(store.keys), "events": store.n_events, "haystacks": 1}
     log(f"normalize zh: {stats}")

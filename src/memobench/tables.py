@@ -11,6 +11,7 @@ Every normalized dataset is four tables (see docs/tables.md):
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pyarrow as pa
@@ -33,6 +34,7 @@ QUESTIONS = pa.schema(
         ("parse_error", pa.bool_()),  # an M-stream element that did not parse (skipped)
         ("answer", pa.string()),  # LongMemEval: the raw `answer` as JSON text (null elsewhere)
         ("answer_session_ids", pa.list_(pa.string())),  # LongMemEval: String() of each raw id, as listed
+        ("question_exact", pa.binary()),  # null, or the exact question where `question` has a U+FFFD for a lone surrogate
     ]
 )
 
@@ -65,6 +67,7 @@ EVENTS = pa.schema(
         ("role", pa.string()),  # LongMemEval role, LoCoMo speaker
         ("dia_id", pa.string()),  # LoCoMo turn id
         ("has_answer", pa.bool_()),  # LongMemEval turn's has_answer (Python truthiness); null elsewhere
+        ("text_exact", pa.binary()),  # null, or the exact text where `text` has a U+FFFD for a lone surrogate
     ]
 )
 
@@ -74,6 +77,41 @@ EVENTS = pa.schema(
 # UTF-8 bytes (binary: a token FTS5 cut inside a character keeps its lone surrogate).
 TOKEN_IDS = pa.schema([("session_key", pa.int32()), ("ids", pa.list_(pa.int32())),
                        ("new_tokens", pa.list_(pa.binary()))])
+
+# Strings that hold a lone surrogate (a JSON \ud800-\udfff escape that is not half
+# of a pair) are not UTF-8; Arrow's strings must be. `text` and `question` hold such
+# a string with U+FFFD for each lone surrogate (the same tokens and code-point length
+# under every JS tokenizer, and the same FTS5 tokens as the surrogate's own bytes),
+# and `text_exact` / `question_exact` the exact string as UTF-8 with 'surrogatepass'
+# (a lone surrogate as its 3 bytes ED A0 80 to ED BF BF): see docs/tables.md.
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def utf8_text(text: str) -> tuple[str, bytes | None]:
+    """``text`` as stored: (the string with U+FFFD for each lone surrogate,
+    None) when it has none, else (that string, its exact 'surrogatepass' bytes)."""
+    if text.isascii() or not LONE_SURROGATE.search(text):
+        return text, None
+    return LONE_SURROGATE.sub("\ufffd", text), text.encode("utf-8", "surrogatepass")
+
+
+def exact_text(text: str, exact: bytes | None) -> str:
+    """The string a `text` / `*_exact` pair holds (utf8_text reversed)."""
+    return text if exact is None else exact.decode("utf-8", "surrogatepass")
+
+
+def escape_lone(json_text: str) -> str:
+    """JSON text (json.dumps with ensure_ascii=False) with each lone surrogate
+    written as its lower-case ``\\udXXX`` escape, as JSON.stringify and
+    ensure_ascii write it: valid UTF-8 that reads back to the same value."""
+    if json_text.isascii() or not LONE_SURROGATE.search(json_text):
+        return json_text
+    return LONE_SURROGATE.sub(_escape_unit, json_text)
+
+
+def _escape_unit(m) -> str:
+    return "\\u%04x" % ord(m.group())
+
 
 TABLES = {"questions": QUESTIONS, "haystacks": HAYSTACKS, "sessions": SESSIONS, "events": EVENTS}
 

@@ -9,6 +9,9 @@ Memo variants' (``retrieval.RANKINGS``, ``OUTCOMES``, ``DEEP``).
   (``empty_seq``: a question with no token of the Memo tokenizer, counted as a
   miss with no list) stay in the denominators, but a reference retriever ranks
   them: that limit is the Memo pipeline's, not the question's.
+* Texts: ``bm25-official`` reads the exact turn texts and question (a lone
+  surrogate kept, as LongMemEval's own code reads the file), the others the
+  stored UTF-8 ones (documents.py).
 * Lists: the whole haystack ranked (every copy of a repeated session id is a
   document, as in LongMemEval's own retrieval and its official scorer), cut to
   depth 50; the top 10 is ``rankings``. A list is of positions: hit@k and the
@@ -30,11 +33,13 @@ import pyarrow as pa
 from ..errors import ConfigError, DataError
 from ..progress import Progress
 from ..retrieval import SegmentRows, _skip_reason
+from ..tables import exact_text
 from .documents import session_documents, user_turns_only
 from .ranking import Ranking
 
 DEPTH = 50
 TOP = 10
+EXACT_TEXT = frozenset({"bm25-official"})  # the retrievers that read the exact texts (documents.py)
 
 
 def run_scores(scores: np.ndarray) -> list[float]:
@@ -76,8 +81,8 @@ def rank_segment(variants, questions, haystacks, events_path, embeddings_path=No
     from . import rank
 
     keys = sorted({k for h in haystacks.values() for k in h.keys})
-    docs = {mode: session_documents(events_path, mode, keys=keys) if keys else {}
-            for mode in sorted({v.recipe.documents for v in variants})}
+    docs = {(mode, exact): session_documents(events_path, mode, keys=keys, exact=exact) if keys else {}
+            for mode, exact in sorted({(v.recipe.documents, v.recipe.backend in EXACT_TEXT) for v in variants})}
     dense = [v for v in variants if v.recipe.backend == "minilm"]
     store, encoder = _vectors(dense, embeddings_path, keys) if dense and keys else (None, None)
     rows = {v.name: SegmentRows() for v in variants}
@@ -92,9 +97,11 @@ def rank_segment(variants, questions, haystacks, events_path, embeddings_path=No
                 continue
             ranking = Ranking.empty()
             if hay is not None and hay.ids:
-                texts = [docs[v.recipe.documents][k] for k in hay.keys]
+                exact = v.recipe.backend in EXACT_TEXT
+                texts = [docs[v.recipe.documents, exact][k] for k in hay.keys]
+                question = exact_text(q["question"], q.get("question_exact")) if exact else q["question"]
                 vectors = store.vectors(hay.keys) if v.recipe.backend == "minilm" else None
-                ranking = rank(v.recipe.backend, q["question"], texts, vectors=vectors,
+                ranking = rank(v.recipe.backend, question, texts, vectors=vectors,
                                encoder=encoder).top(DEPTH)
             positions = ranking.positions.tolist()
             ids = [hay.ids[p] for p in positions]
