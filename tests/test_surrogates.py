@@ -304,8 +304,7 @@ def test_lme_lists_equal_the_reference(files, kind, family, variant_name, tmp_pa
         outcomes = outcomes[outcomes.q_index != bad].copy()
         outcomes.loc[outcomes.q_index > bad, "q_index"] -= 1
         rankings.loc[rankings.q_index > bad, "q_index"] -= 1
-    assert compare(ref, rankings, outcomes, f"{kind} {variant_name}/{family}",
-                   skip_dup_ids=variant_name == "v0.8.0-index") > 20
+    assert compare(ref, rankings, outcomes, f"{kind} {variant_name}/{family}") > 20
 
 
 def test_lists_see_the_lone_surrogates(files):
