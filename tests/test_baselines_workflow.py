@@ -40,7 +40,8 @@ def run(tmp_path_factory, locomo_path):
         "lme": {"format": "longmemeval", "family": "s", "file": "lme.json",
                 "bytes": (data / "lme.json").stat().st_size, "segments": 2, "variants": VARIANTS},
     }
-    cfg = write_config(root / "cfg.yaml", data_dir=str(data), run=["locomo1", "lme"], datasets=datasets)
+    cfg = write_config(root / "cfg.yaml", data_dir=str(data), run=["locomo1", "lme"], datasets=datasets,
+                       exports={"retrieval_log": ["lme/*"]})
     work = root / "work"
     work.mkdir()
     snakemake(work, "--cores", "2", configfile=cfg)

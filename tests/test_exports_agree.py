@@ -126,7 +126,8 @@ def run(tmp_path_factory):
     }
     for ds, vs in VARIANTS.items():
         datasets[ds]["variants"] = vs
-    cfg = write_config(root / "cfg.yaml", data_dir=str(data), run=list(VARIANTS), datasets=datasets)
+    cfg = write_config(root / "cfg.yaml", data_dir=str(data), run=list(VARIANTS), datasets=datasets,
+                       exports={"retrieval_log": ["*/*"]})
     work = root / "work"
     proc = snakemake(work, "--workflow-profile", str(REPO / "workflow" / "profiles" / "default"), "--cores", "2",
                      configfile=cfg)

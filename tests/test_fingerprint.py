@@ -211,6 +211,7 @@ def scratch(tmp_path_factory):
                           # a reference retriever; minilm also runs the embeddings stage
                           + (["minilm"] if HAVE_DENSE else ["bm25s"])}},
         variants={"imported": {"run": {"file": str(run), "format": "json"}}},
+        exports={"retrieval_log": ["lme/v0.8.0"]},  # so that session_json and retrievallog run
     )
     dump = root / "imports"
     dump.mkdir()
@@ -245,7 +246,7 @@ def test_every_stage_ran_and_loaded_only_its_closure(scratch):
 
 def _job_graph(proj, cfg) -> tuple[dict[str, str], dict[str, set[str]]]:
     """Every job's rule, and job -> the jobs that consume its outputs (Snakemake's
-    --dag; jobs, not rules: merge and merge_lme follow retrieve for different datasets)."""
+    --dag; jobs, not rules: a rule's jobs of different datasets follow different jobs)."""
     out = snakemake(proj, "--dag", "--forceall", configfile=cfg, snakefile=proj / "Snakefile").stdout
     rule = dict(re.findall(r'\t(\d+)\[label = "(\w+)', out))
     down: dict[str, set[str]] = {job: set() for job in rule}

@@ -45,7 +45,8 @@ def _config(root: Path, raw: Path) -> Path:
     ds = {"format": "longmemeval", "family": "s", "file": raw.name, "bytes": raw.stat().st_size, "urls": [],
           "segments": 2, "analyze": True, "variants": VARIANTS}
     return write_config(root / "cfg.yaml", data_dir=str(data), run=["g"], datasets={"g": ds},
-                        variants={"mine": {"base": "v0.8.0", "recipe": {"weights": "len"}}})
+                        variants={"mine": {"base": "v0.8.0", "recipe": {"weights": "len"}}},
+                        exports={"retrieval_log": ["g/v0.5.0", "g/mine"]})
 
 
 def _same(ours: dict, reference: dict) -> None:
@@ -141,8 +142,8 @@ def _group(rel: str) -> int | None:
     again only because it is itself a target, not because a job reading it runs."""
     parts = rel.split("/")
     name = parts[-1]
-    if name in ("report.md", "report.html", "hitk.png", "forest.png", "heatmap.png"):
-        return 3  # the report reads nearly everything
+    if name in ("report.md", "report.html", "hitk.png", "forest.png", "heatmap.png", "retrievallog.jsonl"):
+        return 3  # the report reads nearly everything; a retrieval log, the merged deep list
     if ("segments" in parts or "analyze" in parts
             or name in ("qrels.trec", "manifest.json", "falsifier.json", "falsifier.md")):
         return 1  # made from the normalized tables, verified.json, or (falsify) the merged metrics

@@ -73,7 +73,7 @@ def test_every_rule_runs_a_registered_stage_and_every_stage_has_a_rule():
         found = re.findall(r"^(?:rule|checkpoint) (\w+):", text, re.M)
         rules |= set(found)
         assert text.count("script:\n        STAGE_SCRIPT") == len(found), f
-        # a rule made with `use rule X as Y` runs X's script (merge_lme)
+        # a rule made with `use rule X as Y` runs X's script
         rules |= set(re.findall(r"^use rule \w+ as (\w+) with:", text, re.M))
     assert rules == set(STAGES)
     assert sorted(p.name for p in (REPO / "workflow/scripts").iterdir() if p.suffix == ".py") == ["stage.py"]

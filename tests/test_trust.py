@@ -117,7 +117,7 @@ def test_replacing_a_raw_file_reruns_verify_and_what_follows(tmp_path):
     os.replace(replacement, raw)
     os.utime(raw, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     jobs = dry_run_jobs(tmp_path, configfile=cfg)
-    assert {"verify", "normalize", "retrieve", "merge_lme", "report"} <= set(jobs), jobs
+    assert {"verify", "normalize", "retrieve", "merge", "report"} <= set(jobs), jobs
     assert "download" not in jobs
 
     snakemake(tmp_path, "--cores", "2", configfile=cfg)

@@ -34,7 +34,7 @@ def runs(tmp_path_factory, locomo_path):
         "locomo10": {"variants": LOCOMO_VARIANTS},
         "gen": {"format": "longmemeval", "family": "s", "file": str(lme), "bytes": lme.stat().st_size,
                 "segments": 2, "variants": LME_VARIANTS},
-    })
+    }, exports={"retrieval_log": ["gen/v0.8.0", "gen/exp-V1"]})
     snakemake(root, "--cores", "2", configfile=cfg)
     return root, cfg
 

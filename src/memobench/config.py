@@ -115,3 +115,33 @@ def check_file(data_dir: str, file: str, where: str) -> None:
     full = os.path.normpath(os.path.abspath(os.path.join(data_dir, file)))
     if os.path.commonpath([root, full]) != root or full == root:
         raise ConfigError(f"{where}: file {file!r} leaves data_dir; give a path inside it, or an absolute path")
+
+
+# Formats whose variants have a LongMemEval retrieval log (the CN rows search a LongMemEval dataset's haystacks).
+RETRIEVAL_LOG_FORMATS = frozenset({"longmemeval", "longmemeval_cn"})
+
+
+def retrieval_log_pairs(config: dict) -> list[tuple[str, str]]:
+    """The (dataset, variant) pairs whose ``retrievallog.jsonl`` the default
+    target makes: the configured variants of LongMemEval-format datasets that
+    match a ``dataset/variant`` glob of ``exports.retrieval_log`` (fnmatch,
+    each side on its own), in configured order. A glob that matches none of
+    them stops the run: it is a typo, or names a format with no retrieval log."""
+    from fnmatch import fnmatchcase
+
+    datasets = config["datasets"]
+    wanted: set[tuple[str, str]] = set()
+    for pattern in (config.get("exports") or {}).get("retrieval_log") or []:
+        pds, _, pv = pattern.partition("/")
+        hits = [(ds, v) for ds, entry in datasets.items() if fnmatchcase(ds, pds)
+                for v in entry.get("variants") or [] if fnmatchcase(v, pv)]
+        logs = [(ds, v) for ds, v in hits if datasets[ds]["format"] in RETRIEVAL_LOG_FORMATS]
+        if not logs:
+            why = (f"matches only variants of datasets of format "
+                   f"{', '.join(sorted({datasets[ds]['format'] for ds, _ in hits}))}, which have no retrieval log"
+                   if hits else "matches no configured variant of a dataset")
+            raise ConfigError(f"config: exports.retrieval_log: {pattern!r} {why} (the retrieval log is made "
+                              f"for {', '.join(sorted(RETRIEVAL_LOG_FORMATS))} datasets; write dataset/variant)")
+        wanted.update(logs)
+    pairs = [(ds, v) for ds, entry in datasets.items() for v in entry.get("variants") or []]
+    return [p for p in dict.fromkeys(pairs) if p in wanted]

@@ -303,12 +303,14 @@ def write_retrievallog(fmt: str, questions_path, haystacks_path, events_path, ra
     (:func:`write_session_json`) and are joined as ``json.dumps`` would write
     them.
     ``rows`` and ``haystacks``: the per-question rows of ``official.compute``
-    on the same tables and the haystacks it read, when the caller has them
-    (the merge job)."""
+    on the same tables and the haystacks it read, when the caller has them;
+    else they are computed here (the retrievallog job)."""
     if fmt not in official.LME_FORMATS:
         raise DataError(questions_path, None, f"format {fmt!r} has no LongMemEval retrieval log")
     if rows is None:
-        _, rows = official.compute(fmt, questions_path, haystacks_path, events_path, rankings_path, log=log)
+        haystacks = {}
+        _, rows = official.compute(fmt, questions_path, haystacks_path, events_path, rankings_path, log=log,
+                                   haystacks_out=haystacks)
     cols = ["q_index", "question", "question_date", "answer", "answer_session_ids", "haystack_id", "question_exact"]
     qs = {q["q_index"]: q for q in read_table(questions_path, columns=cols).to_pylist()}
     for q in qs.values():

@@ -364,17 +364,12 @@ def embeddings(job: Job) -> None:
     job.log(f"embeddings: {json.dumps(stats, sort_keys=True)}")
 
 
-@stage("merge_lme", inputs=["rankings", "outcomes", "deep", "data_summary", "questions", "haystacks", "events",
-                            "sessions"],
-       outputs=["rankings", "questions", "metrics", "deep", "official", "run", "retrievallog"],
-       params=["variant", "fmt"])
 @stage("merge", inputs=["rankings", "outcomes", "deep", "data_summary", "questions", "haystacks", "events"],
        outputs=["rankings", "questions", "metrics", "deep", "official", "run"], params=["variant", "fmt"])
 def merge(job: Job) -> None:
     """A variant's segments merged, then the field's yardsticks on the merged
-    deep list: official metrics (official.json), the TREC run and, for
-    LongMemEval-format datasets (rule merge_lme), the retrieval log from the
-    same metrics. One job, so a variant's results cost one process start."""
+    deep list: official metrics (official.json) and the TREC run. One job, so
+    a variant's results cost one process start."""
     from . import exports
     from . import official as off
     from .metrics import concat_rankings, merge_segments
@@ -385,15 +380,22 @@ def merge(job: Job) -> None:
                    o.rankings, o.questions, o.metrics, log=job.log)
     # the deep lists (depth 50), concatenated in question order like the rankings
     write_table(o.deep, concat_rankings(i.deep))
-    haystacks: dict = {}
-    block, rows = off.compute(job.params.fmt, i.questions, i.haystacks, i.events, o.deep, log=job.log,
-                              haystacks_out=haystacks)
+    block, _ = off.compute(job.params.fmt, i.questions, i.haystacks, i.events, o.deep, log=job.log)
     run = exports.write_run(o.deep, i.questions, w.variant, o.run, log=job.log)
     write_json(o.official, {"dataset": w.dataset, "variant": w.variant, "format": job.params.fmt,
                             "rankings": Path(o.deep).name, "official": block, "run_trec": run})
-    if "retrievallog" in o:
-        exports.write_retrievallog(job.params.fmt, i.questions, i.haystacks, i.events, o.deep, o.retrievallog,
-                                   i.sessions, log=job.log, rows=rows, haystacks=haystacks)
+
+
+@stage("retrievallog", inputs=["deep", "questions", "haystacks", "events", "sessions"], outputs=["retrievallog"],
+       params=["fmt"])
+def retrievallog(job: Job) -> None:
+    """A variant's retrieval log (LongMemEval formats), from its merged deep
+    list, the official metrics of each question and the sessions' JSON."""
+    from .exports import write_retrievallog
+
+    i = job.input
+    write_retrievallog(job.params.fmt, i.questions, i.haystacks, i.events, i.deep, job.output.retrievallog,
+                       i.sessions, log=job.log)
 
 
 @stage("analyze", inputs=["questions", "haystacks", "events", "tokens"], optional=["fts_tokens"],

@@ -1,13 +1,12 @@
 # Config validation, input functions and helpers shared by all rules.
 
 import os
-import re
 import sys
 
 sys.path.insert(0, os.path.join(workflow.basedir, "src"))  # the package, installed or not
 
 from memobench.analyze import RECIPE as ANALYZE_RECIPE
-from memobench.config import RESERVED, SAFE_NAME, dataset_family, validate
+from memobench.config import RESERVED, SAFE_NAME, dataset_family, retrieval_log_pairs, validate
 from memobench.errors import ConfigError
 from memobench.fingerprint import stage_fingerprint
 from memobench.fts5 import FTS5_TOKENS
@@ -24,6 +23,8 @@ def fail(msg):
 
 try:
     validate(config, os.path.join(workflow.basedir, "workflow", "schemas", "config.schema.yaml"))
+    # (dataset, variant) pairs whose retrieval log the default target makes (exports.retrieval_log)
+    RETRIEVAL_LOGS = retrieval_log_pairs(config)
 except ConfigError as e:
     fail(str(e))
 
@@ -232,14 +233,33 @@ def is_lme(ds):
     return DATASETS[ds]["format"] in LME_FORMATS
 
 
-# The datasets whose merge job also writes the retrieval log (merge.smk:
-# merge_lme); "(?!)" matches nothing.
-LME_DATASETS = "|".join(re.escape(ds) for ds in sorted(DATASETS) if is_lme(ds)) or "(?!)"
+def retrievallog_inputs(w):
+    """The merged deep list, the tables its official metrics read, and the
+    sessions' log JSON (made once per base dataset). A retrieval log is
+    LongMemEval's format: asking for one of another format's dataset fails here."""
+    variant_of(w)
+    ds = w.dataset
+    if not is_lme(ds):
+        fail(f"{RESULTS}/{ds}/{w.variant}/retrievallog.jsonl: dataset {ds!r} has format "
+             f"{DATASETS[ds]['format']!r}; a retrieval log is made for {', '.join(LME_FORMATS)} datasets only")
+    base = base_dataset(ds)
+    return {
+        "deep": f"{RESULTS}/{ds}/{w.variant}/deep.parquet",
+        "questions": f"{norm_dir(ds)}/questions.parquet",
+        "haystacks": f"{norm_dir(base)}/haystacks.parquet",
+        "events": f"{norm_dir(base)}/events.parquet",
+        "sessions": f"{RESULTS}/{base}/exports/sessions.bin",
+    }
 
 
-def merge_lme_inputs(w):
-    """merge's inputs and the sessions' log JSON (made once per base dataset)."""
-    return {**merge_inputs(w), "sessions": f"{RESULTS}/{base_dataset(w.dataset)}/exports/sessions.bin"}
+def retrievallog_pairs():
+    """The run's (dataset, variant) pairs whose retrieval log rule all keeps up
+    to date: those exports.retrieval_log lists, and those whose log is there
+    (asked for by its path once: remade when its variant reruns, never left
+    stale; deleting it is how one stops it)."""
+    listed = set(RETRIEVAL_LOGS)
+    return [(ds, v) for ds, v in run_pairs() if is_lme(ds) and (
+        (ds, v) in listed or os.path.exists(f"{RESULTS}/{ds}/{v}/retrievallog.jsonl"))]
 
 
 def official_files():
@@ -252,9 +272,12 @@ def stats_files():
 
 
 def export_files():
-    """Everything PROTOCOL section 5 promises, so rule all (through the report) makes it."""
+    """The TREC exports (PROTOCOL section 5), so rule all (through the report)
+    makes them. Not the retrieval logs: each is about the raw file's size, made
+    only where exports.retrieval_log lists it or when its path is asked for (a
+    target of rule all alone, retrievallog_pairs, so one more reruns nothing
+    but its job)."""
     out = [f"{RESULTS}/{ds}/{v}/run.trec" for ds, v in run_pairs()]
-    out += [f"{RESULTS}/{ds}/{v}/retrievallog.jsonl" for ds, v in run_pairs() if is_lme(ds)]
     out += [f"{RESULTS}/{ds}/qrels.trec" for ds in RUN if DATASETS[ds]["variants"]]
     return out
 
@@ -266,13 +289,16 @@ def result_files():
     whose report is up to date would stay deleted, and the report go on listing
     it. As a target of rule all, a deleted result is made again (and what reads
     it, the report included). The list is every output of the rules that make
-    results, read from the rules themselves, so a new output is covered too;
-    called once every rule is defined (the Snakefile's rule all)."""
+    results, read from the rules themselves, so a new output is covered too
+    (the retrieval logs: those listed or already made, retrievallog_pairs); called once
+    every rule is defined (the Snakefile's rule all)."""
     out = []
     for ds, v in run_pairs():
         for s in segments(ds):
             out += _outputs_of(rules.retrieve, dataset=ds, variant=v, segment=s)
-        out += _outputs_of(rules.merge_lme if is_lme(ds) else rules.merge, dataset=ds, variant=v)
+        out += _outputs_of(rules.merge, dataset=ds, variant=v)
+    for ds, v in retrievallog_pairs():
+        out += _outputs_of(rules.retrievallog, dataset=ds, variant=v)
     for ds in RUN:
         if DATASETS[ds]["variants"]:
             out += _outputs_of(rules.qrels, dataset=ds) + _outputs_of(rules.stats, dataset=ds)

@@ -1,13 +1,13 @@
 # The field's yardsticks beside the harness's numbers (PROTOCOL.md section 5):
-# TREC qrels, the sessions of the LongMemEval retrieval logs and paired
-# statistics between variants (official.json, run.trec and retrievallog.jsonl
-# come from the merge job). They read
+# TREC qrels, LongMemEval retrieval logs and paired statistics between
+# variants (official.json and run.trec come from the merge job). They read
 # the rankings and never change them: the deep list (depth 50), whose ranks
 # 1-10 are the harness's top 10.
 
 
 # Each session's JSON as the retrieval log writes it, once per dataset, so a
-# variant's log (about the raw file's size) only joins strings.
+# variant's log (about the raw file's size) only joins strings. Made only
+# when some retrieval log is asked for.
 rule session_json:
     input:
         events=lambda w: f"{norm_dir(dataset_of(w))}/events.parquet",
@@ -19,6 +19,29 @@ rule session_json:
         f"{RESULTS}/logs/benchmarks/session_json/{{dataset}}.tsv"
     log:
         f"{RESULTS}/logs/session_json/{{dataset}}.log",
+    conda:
+        "../../envs/memobench.yaml"
+    script:
+        STAGE_SCRIPT
+
+
+# A variant's retrieval log (LongMemEval's format, about the raw file's size):
+# made by the default target only for the variants exports.retrieval_log
+# lists, and for any other when its path is asked for
+# (`snakemake results/{dataset}/{variant}/retrievallog.jsonl`). It reads the
+# merged deep list, so adding a variant to the list runs this job alone.
+rule retrievallog:
+    input:
+        unpack(retrievallog_inputs),
+    output:
+        retrievallog=f"{RESULTS}/{{dataset}}/{{variant}}/retrievallog.jsonl",
+    params:
+        fmt=lambda w: DATASETS[w.dataset]["format"],
+        code=code("retrievallog"),
+    benchmark:
+        f"{RESULTS}/logs/benchmarks/retrievallog/{{dataset}}/{{variant}}.tsv"
+    log:
+        f"{RESULTS}/logs/retrievallog/{{dataset}}/{{variant}}.log",
     conda:
         "../../envs/memobench.yaml"
     script:

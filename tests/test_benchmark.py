@@ -1,0 +1,97 @@
+"""The benchmark's own parts, with stand-ins for what it measures: the
+original harnesses run through a run-harness script found next to the bench
+folder (or given), on a folder holding the generated file under the name the
+harness reads, their CPU counted from the waited-for children; the naive
+reference loaded from a path, never imported from the tests."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO
+from memobench import benchmark
+
+# A stand-in run-harness: records its arguments and what it finds in DATA_DIR,
+# then burns CPU in a child process (counted only if the benchmark waits for it).
+FAKE_HARNESS = """#!/usr/bin/env bash
+set -eu
+bench=$1; h=$2; data=$3; shift 3
+echo "bench=$bench harness=$h env=$*"
+ls "$data"
+test -f "$bench/$h.cjs"
+python3 -c 'sum(i * i for i in range(3_000_000))'
+"""
+
+
+@pytest.fixture
+def bench(tmp_path):
+    folder = tmp_path / "orig" / "bench"
+    folder.mkdir(parents=True)
+    for h in benchmark.S_HARNESSES + benchmark.M_HARNESSES:
+        (folder / f"{h}.cjs").write_text("// stand-in\n")
+    return folder
+
+
+def test_the_run_harness_script_is_found_next_to_the_bench_folder_or_required(bench, tmp_path):
+    with pytest.raises(SystemExit, match="no run-harness script next to it .*give its path with --run-harness"):
+        benchmark.Original.find(str(bench), None, tmp_path, benchmark.S_HARNESSES)
+    with pytest.raises(SystemExit, match="--run-harness .*: no such file"):
+        benchmark.Original.find(str(bench), str(tmp_path / "nope"), tmp_path, benchmark.S_HARNESSES)
+    (bench.parent / "run-harness").write_text(FAKE_HARNESS)
+    assert benchmark.Original.find(str(bench), None, tmp_path, ["run"]).script == bench.parent / "run-harness"
+    (bench / "exp5.cjs").unlink()
+    with pytest.raises(SystemExit, match=r"no exp5\.cjs there"):
+        benchmark.Original.find(str(bench), None, tmp_path, benchmark.S_HARNESSES)
+    assert benchmark.Original.find(str(bench), None, tmp_path, benchmark.M_HARNESSES)  # exp5 not needed
+
+
+def test_a_harness_runs_on_the_file_under_its_name_and_its_cpu_is_counted(bench, tmp_path):
+    script = tmp_path / "elsewhere" / "run-harness"
+    script.parent.mkdir()
+    script.write_text(FAKE_HARNESS)
+    original = benchmark.Original.find(str(bench), str(script), tmp_path / "work", ["run-m"])
+    raw = tmp_path / "gen.json"
+    raw.write_text("[]")
+    data = original.data_dir(raw, "longmemeval_m.json")
+    assert (data / "longmemeval_m.json").resolve() == raw
+    assert original.data_dir(raw, "longmemeval_m.json") == data  # a second run replaces the link
+    r = original.run("run-m", data, "gen.run-m.seg2", M_START=4, M_LIMIT=4)
+    out = (tmp_path / "work" / "original" / "gen.run-m.seg2.out").read_text()
+    assert f"bench={bench} harness=run-m env=M_START=4 M_LIMIT=4" in out and "longmemeval_m.json" in out
+    assert r["cpu"] > 0.05 and r["wall"] >= r["cpu"] * 0.5
+    (bench / "exp6-m.cjs").unlink()
+    with pytest.raises(SystemExit, match=r"exp6-m\.cjs failed"):
+        original.run("exp6-m", data, "gen.exp6-m")
+
+
+def test_the_naive_reference_is_loaded_from_its_path(tmp_path):
+    ref = tmp_path / "my_reference.py"
+    ref.write_text(
+        "def reference_run(path, fts_limit=500, start=None, limit=None):\n"
+        "    return [{'rank': 1}, {'rank': 2}] if fts_limit == 500 else []\n"
+        "def reference_exp6(path, start=None, limit=None):\n"
+        "    return [{'rank': 1}] * (limit or 3)\n")
+    proc = subprocess.run([sys.executable, "-c", benchmark.NAIVE_CODE, str(tmp_path / "x.json"), "500", "-", "2",
+                           str(ref), str(REPO / "src")], capture_output=True, text=True, check=True)
+    assert json.loads(proc.stdout)["hit@1"] == [1, 2]
+
+
+def test_the_package_does_not_import_its_tests():
+    text = (REPO / "src" / "memobench" / "benchmark.py").read_text(encoding="utf-8")
+    assert "from naive" not in text and "import naive" not in text and '"tests"' not in text
+
+
+def test_the_stage_table_reads_every_rule_with_benchmark_files(tmp_path):
+    root = tmp_path / "results" / "logs" / "benchmarks"
+    for stage, job in (("merge", "d/v.tsv"), ("retrievallog", "d/v.tsv"), ("some_rule", "d.tsv")):
+        (root / stage / job).parent.mkdir(parents=True, exist_ok=True)
+        (root / stage / job).write_text("s\th:m:s\tmax_rss\tcpu_time\n1.5\t0:00:01\t100\t1.25\n")
+    table = benchmark.stage_table(tmp_path)
+    assert table["merge"] == table["retrievallog"] == table["some_rule"] == {"jobs": 1, "wall": 1.5, "cpu": 1.25,
+                                                                              "rss": 100.0}
+    assert table["retrieve"]["jobs"] == 0
+    assert not {"fts_index", "official"} & set(benchmark.STAGES)
