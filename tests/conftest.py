@@ -139,7 +139,11 @@ def snakemake(workdir: Path, *args, configfile: Path | None = None, snakefile: P
 def dry_run_jobs(workdir: Path, *args, **kw) -> dict[str, int]:
     """Job counts per rule of a dry run (empty when there is nothing to do)."""
     proc = snakemake(workdir, "-n", *args, **kw)
-    out = proc.stdout + proc.stderr
+    return job_counts(proc.stdout + proc.stderr)
+
+
+def job_counts(out: str) -> dict[str, int]:
+    """Job counts per rule from a dry run's output (its "Job stats" table)."""
     jobs: dict[str, int] = {}
     if "Job stats:" not in out:
         return jobs

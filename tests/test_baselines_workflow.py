@@ -169,13 +169,13 @@ def test_same_denominators_and_forced_misses_are_ranked(tmp_path):
     retriever skips exactly v0.8.0's questions, evaluates the same ones, and
     ranks the forced misses."""
     from conftest import REPO
-    from memobench import normalize, retrieval, variants
+    from memobench import normalize, retrievers, variants
 
     normalize.normalize_longmemeval(REPO / ".test/data/lme_tiny.json", tmp_path, log=lambda m: None)
     vs = [variants.resolve(n, "s") for n in ("v0.8.0", "bm25s")]
     outs = {v.name: {k: tmp_path / f"{v.name}.{k}.parquet" for k in ("rankings", "outcomes", "deep")} for v in vs}
-    retrieval.write_segments(vs, tmp_path / "questions.parquet", tmp_path / "haystacks.parquet",
-                             tmp_path / "events.parquet", 1, 1, outs, log=lambda m: None)
+    retrievers.write_segments(vs, tmp_path / "questions.parquet", tmp_path / "haystacks.parquet",
+                              tmp_path / "events.parquet", 1, 1, outs, log=lambda m: None)
     memo, ref = (pq.read_table(outs[v.name]["outcomes"]).to_pylist() for v in vs)
     assert [o["q_index"] for o in memo] == [o["q_index"] for o in ref]
     forced = 0

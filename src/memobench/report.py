@@ -26,6 +26,7 @@ from .metrics import pct
 from .missing import markdown as missing_markdown
 from .published import GUIDE_TABLE, published
 from .recipe import REFERENCE_BACKENDS
+from .variants import PYTHON_BACKEND
 from .tables import atomic_path, write_text
 
 METRICS = ("hit@1", "hit@5", "hit@10", "mrr")
@@ -39,14 +40,21 @@ DATA_COUNTS = {
 }
 
 
+def kind(m: dict) -> str:
+    """What ranked a run (its recipe's backend): Memo, a reference retriever, or your retriever."""
+    backend = (m.get("recipe") or {}).get("backend")
+    return ("reference retriever" if backend in REFERENCE_BACKENDS else
+            "your retriever" if backend == PYTHON_BACKEND else "Memo")
+
+
 def is_reference(m: dict) -> bool:
-    """A run of a reference retriever (its recipe's backend), not a Memo variant."""
-    return (m.get("recipe") or {}).get("backend") in REFERENCE_BACKENDS
+    """A run of a retriever other than the Memo engine (a reference retriever or your own)."""
+    return kind(m) != "Memo"
 
 
 def label(m: dict) -> str:
     """The variant's name as the report's tables show it."""
-    return f"{m['variant']} (reference retriever)" if is_reference(m) else m["variant"]
+    return f"{m['variant']} ({kind(m)})" if is_reference(m) else m["variant"]
 
 
 def printed(m: dict, key: str, digits: int | None = None) -> str | None:
@@ -251,8 +259,7 @@ def _md_against_reference(runs: list[dict], stats: list[dict]) -> str:
                 cells += ([fmt_ci(mm), "-" if mm["p"] is None else f"{mm['p']:.4f}"] if mm
                           else ["(reference point)" if m["variant"] == REFERENCE else "-", "-"])
             rates = [(printed(m, k) or "-") + ("%" if k != "mrr" and printed(m, k) else "") for k in METRICS]
-            kind = "reference retriever" if is_reference(m) else "Memo"
-            out.append(f"| {ds} | {m['variant']} | {kind} | {m['questions']} | " + " | ".join(rates + cells) + " |")
+            out.append(f"| {ds} | {m['variant']} | {kind(m)} | {m['questions']} | " + " | ".join(rates + cells) + " |")
     return "\n".join(out) + "\n"
 
 

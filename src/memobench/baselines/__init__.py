@@ -22,7 +22,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .documents import HaystackDocs, haystack_documents, session_documents, user_turns_only
+from ..documents import HaystackDocs, haystack_documents, session_documents, user_turns_only
 from .lexical import rank_bm25_official, rank_bm25s, rank_fts5_bm25
 from .ranking import Ranking
 
