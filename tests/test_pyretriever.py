@@ -440,6 +440,8 @@ def test_the_workflow_reports_a_bad_return_in_one_memobench_line(tmp_path):
     ({"retriever": {"callable": "nocolon"}}, "is not 'module:function' or 'path/to/file.py:function'"),
     ({"retriever": {"callable": "x.py:rank"}, "base": "v0.8.0"}, "takes no base or recipe"),
     ({"description": "x"}, "give base"),
+    ({"retriever": {"callable": "missing.py:rank"}}, "no file missing.py"),
+    ({"retriever": {"callable": "x.py:rank", "documents": "some"}}, "'some' is not one of"),
 ])
 def test_config_errors_name_the_variant(tmp_path, entry, why):
     raw = REPO / ".test/data/lme_tiny.json"
