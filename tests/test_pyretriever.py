@@ -19,8 +19,7 @@ import textwrap
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import REPO, dry_run_jobs, job_counts, snakemake, write_config
-from memobench.generate import write_longmemeval
+from conftest import REPO, dry_run_jobs, job_counts, small_datasets, snakemake, write_config
 
 HELPER = '''\
 import re
@@ -78,13 +77,7 @@ def _variants(date_weight=0.001):
     }
 
 
-def _config(path, data, **variants):
-    datasets = {
-        "locomo1": {"format": "locomo", "file": "locomo1.json", "bytes": (data / "locomo1.json").stat().st_size,
-                    "segments": 1, "variants": VARIANTS},
-        "lme": {"format": "longmemeval", "family": "s", "file": "lme.json",
-                "bytes": (data / "lme.json").stat().st_size, "segments": 2, "variants": VARIANTS},
-    }
+def _config(path, data, datasets, **variants):
     return write_config(path, data_dir=str(data), run=list(DATASETS), datasets=datasets,
                         variants=_variants(**variants))
 
@@ -93,20 +86,16 @@ def _config(path, data, **variants):
 def run(tmp_path_factory, locomo_path):
     root = tmp_path_factory.mktemp("pyretriever")
     data = root / "data"
-    data.mkdir()
-    convs = json.loads(locomo_path.read_text(encoding="utf-8"))
-    (data / "locomo1.json").write_text(json.dumps([{**convs[0], "qa": convs[0]["qa"][:40]}]), encoding="utf-8")
-    write_longmemeval(data / "lme.json", n_questions=10, sessions_per_question=6, seed=5, turns=(2, 5),
-                      words_per_turn=(4, 30))
+    datasets = small_datasets(data, locomo_path, VARIANTS, seed=5)
     work = root / "work"
     retr = work / "retr"
     retr.mkdir(parents=True)
     (retr / "helper.py").write_text(HELPER, encoding="utf-8")
     (retr / "my_retrievers.py").write_text(RETRIEVER, encoding="utf-8")
     (retr / "my_index.py").write_text(INDEX, encoding="utf-8")
-    cfg = _config(root / "cfg.yaml", data)
+    cfg = _config(root / "cfg.yaml", data, datasets)
     snakemake(work, "--cores", "2", configfile=cfg)
-    return work, data, cfg
+    return work, data, cfg, datasets
 
 
 def _user_module(path, name):
@@ -168,7 +157,7 @@ def _deep_lists(path) -> dict[str, list[str]]:
 @pytest.mark.parametrize("variant", ["mine", "mine-prep"])
 @pytest.mark.parametrize("ds", DATASETS)
 def test_lists_and_metrics_equal_the_functions_called_directly(run, ds, variant):
-    work, data, _ = run
+    work, data, _, _ = run
     res = work / "results" / ds
     direct = _direct(work, data, ds, variant)
     got = _deep_lists(res / variant / "deep.parquet")
@@ -203,7 +192,7 @@ def test_prepare_runs_once_per_distinct_document(run):
     each value prepare's own for that document."""
     from memobench.pyretriever import text_hash
 
-    work, data, _ = run
+    work, data, _, _ = run
     index = _user_module(work / "retr" / "my_index.py", "direct_my_index2")
     for ds in DATASETS:
         docs = {t for _, hay, _ in _raw_questions(data, ds).values() for t in hay.texts}
@@ -222,7 +211,7 @@ def test_prepare_runs_once_per_distinct_document(run):
 
 
 def test_report_labels_your_retriever(run):
-    work, _, _ = run
+    work, _, _, _ = run
     report = (work / "results" / "report.md").read_text()
     for ds in DATASETS:
         assert f"| {ds} | mine (your retriever) |" in report
@@ -244,14 +233,14 @@ ONE_VARIANT = {"retrieve": 3, "merge": 1, "merge_lme": 1, "stats": 2, "report": 
 
 @pytest.mark.parametrize("edit", ["retriever", "helper", "params", "index", "touch", "unrelated file"])
 def test_an_edit_reruns_only_its_variant(run, edit, tmp_path):
-    work, data, cfg = run
+    work, data, cfg, datasets = run
     retr = work / "retr"
     target = {"retriever": retr / "my_retrievers.py", "helper": retr / "helper.py", "index": retr / "my_index.py",
               "touch": retr / "my_retrievers.py"}.get(edit)
     original = target.read_text(encoding="utf-8") if target else None
     try:
         if edit == "params":
-            cfg = _config(tmp_path / "cfg.yaml", data, date_weight=0.002)
+            cfg = _config(tmp_path / "cfg.yaml", data, datasets, date_weight=0.002)
         elif edit == "touch":
             target.write_text(original, encoding="utf-8")  # a newer file, the same source
         elif edit == "unrelated file":
