@@ -72,9 +72,8 @@ def list_spec(variant: Variant) -> dict:
 def retrieval_key(spec: dict, segment: int, n_segments: int, code: str, inputs: dict) -> str:
     """Everything a variant's segment lists depend on, hashed."""
     blob = json.dumps({"spec": {k: spec[k] for k in LIST_FIELDS if k in spec}, "segment": segment,
-                       "n_segments": n_segments,
-                       "code": code, "inputs": {n: file_stamp(p) for n, p in sorted(inputs.items())}},
-                      sort_keys=True)
+                       "n_segments": n_segments, "code": code,
+                       "inputs": {n: file_stamp(p) for n, p in sorted(inputs.items())}}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:32]
 
 

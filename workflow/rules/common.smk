@@ -34,8 +34,6 @@ CUSTOM_VARIANTS = config["variants"]
 RUN = config["run"]
 RESULTS = "results"
 STAGE_SCRIPT = "../scripts/stage.py"  # every rule runs it (relative to this folder)
-
-
 STAGE_SCRIPT_PATH = os.path.join(workflow.basedir, "workflow", "scripts", "stage.py")
 
 
