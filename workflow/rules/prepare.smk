@@ -6,31 +6,6 @@
 # or the document rule change, not when only the rank callable does.
 
 
-def prepare_spec(w):
-    """The settings that decide a prepared table: the variant resolved for
-    the dataset (the base dataset of those that search its haystacks)."""
-    ds = dataset_of(w)
-    try:
-        v = resolve(w.variant, family(ds), CUSTOM_VARIANTS)
-    except ConfigError as e:
-        fail(f"{RESULTS}/{ds}/prepared/{w.variant}.parquet: {e}")
-    if not (v.retriever or {}).get("prepare"):
-        fail(f"{RESULTS}/{ds}/prepared/{w.variant}.parquet: variant {w.variant!r} is not a retriever with a "
-             f"prepare step")
-    spec = to_spec(v)
-    return {"name": spec["name"], "recipe": spec["recipe"], "skip": "",
-            "retriever": {"prepare": v.retriever["prepare"], "params": v.retriever["params"]}}
-
-
-def prepare_code(w):
-    from memobench.pyretriever import prepare_fingerprint
-
-    try:
-        return prepare_fingerprint(from_spec(prepare_spec(w)), STAGE_SCRIPT_PATH)
-    except (ConfigError, OSError) as e:
-        fail(f"config: variant {w.variant!r}: {e}")
-
-
 rule prepare:
     input:
         events=f"{RESULTS}/{{dataset}}/normalized/events.parquet",
