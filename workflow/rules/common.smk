@@ -241,6 +241,32 @@ def merge_inputs(w):
     }
 
 
+# --------------------------------------------------------------------------- imported runs (imported.smk)
+
+
+def run_file(w):
+    """The imported run's file, which must be there (one line naming the fix if not)."""
+    spec = variant_of(w)
+    if not spec.get("run"):
+        fail(f"{RESULTS}/{w.dataset}/{w.variant}/...: variant {w.variant!r} is not an imported run under "
+             f"dataset {w.dataset!r}")
+    path = spec["run"]["file"]
+    if not os.path.isfile(path):
+        fail(f"config: variants.{w.variant}.run.file: {path}: no such file (relative paths start from the "
+             f"working directory, {os.getcwd()}); give the run file's path")
+    return path
+
+
+def import_inputs(w):
+    segment_of(w)
+    ds, base = w.dataset, base_dataset(w.dataset)
+    inputs = {"run": run_file(w), "questions": f"{norm_dir(ds)}/questions.parquet",
+              "haystacks": f"{norm_dir(base)}/haystacks.parquet"}
+    if variant_of(w)["run"]["format"] == "retrievallog":  # scoring ids: which sessions hold a user target
+        inputs["events"] = f"{norm_dir(base)}/events.parquet"
+    return inputs
+
+
 # --------------------------------------------------------------------------- your retriever's prepare step (prepare.smk)
 
 
