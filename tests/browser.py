@@ -4,7 +4,7 @@
 images load) with a measuring script appended, in a 1400-pixel-wide window,
 and returns what the script found after the page loaded: the page's scroll
 width, the right edge of every table and image, the cell count of every table
-row against its header (colspans counted), the cells and text holding a
+row against its header (colspans counted), each table's class, the cells and text holding a
 backtick, the scripts on the page and whether an injected one ran.
 :func:`screenshot` takes a PNG of the page and returns the share of pixels
 that are not white.
@@ -31,11 +31,12 @@ MEASURE = """
 window.addEventListener('load', () => {
   const right = el => Math.ceil(el.getBoundingClientRect().right);
   const width = row => [...row.cells].reduce((n, c) => n + (c.colSpan || 1), 0);
-  const r = {scrollWidth: document.documentElement.scrollWidth, tables: [], images: [], rows: [],
+  const r = {scrollWidth: document.documentElement.scrollWidth, tables: [], tableClasses: [], images: [], rows: [],
              backtickCells: [], scripts: document.scripts.length, injected: !!window.__memobenchInjected,
              text: document.body.innerText.length, backtickText: document.body.innerText.includes('`')};
   for (const t of document.querySelectorAll('table')) {
     r.tables.push(right(t));
+    r.tableClasses.push(t.className);
     const rows = [...t.rows];
     // the first row spans every column (a grouped header's rowspans and colspans included)
     for (const row of rows.slice(1)) if ([...row.cells].some(c => c.tagName === 'TD'))

@@ -287,3 +287,89 @@ def test_locomo_block_and_categories_1_4(tmp_path):
     c = block["categories_1_4"]
     assert c["questions"] == 2
     assert c["recall_any@1"] == 0.5 and c["recall_all@1"] == 0.0 and c["recall_all@3"] == 1.0
+
+
+# ------------------------------------------------------------ averaging conventions
+
+
+def _by_the_rules(items, lists, k):
+    """recall_any@k, recall_all@k, ndcg_any@k per question, straight from
+    OFFICIAL_METRICS.md on the raw items (not the normalized tables)."""
+    out = {}
+    for qi, it in enumerate(items):
+        user_ans = [any(t["role"] == "user" and t.get("has_answer") is True for t in s)
+                    for s in it["haystack_sessions"]]
+        scoring = [sid.replace("answer", "noans") if "answer" in sid and not ua else sid
+                   for sid, ua in zip(it["haystack_session_ids"], user_ans)]
+        gold = {s for s in scoring if "answer" in s}
+        used, ranked = set(), []
+        for sid in lists.get(qi, []):  # the n-th time an id is ranked: its n-th copy
+            p = next(p for p, h in enumerate(it["haystack_session_ids"]) if h == sid and p not in used)
+            used.add(p)
+            ranked.append(scoring[p])
+        top = set(ranked[:k])
+
+        def dcg(r):
+            return sum(x if i < 2 else x / math.log2(i + 1) for i, x in enumerate(r))
+
+        ideal = dcg(sorted((s in gold for s in scoring), reverse=True)[:k])
+        out[it["question_id"]] = {
+            "abs": "_abs" in it["question_id"], "nut": not any(user_ans),
+            "recall_any": float(bool(gold & top)), "recall_all": float(gold <= top),
+            "ndcg_any": dcg([s in gold for s in ranked[:k]]) / ideal if ideal else 0.0}
+    return out
+
+
+def test_both_lme_conventions_by_hand(tmp_path):
+    """run_retrieval leaves out the abstention and the no-user-target question;
+    print_retrieval_metrics only the abstention, the no-user-target question
+    (q2) averaged in with its empty gold; the top level stays run_retrieval's."""
+    lists = {0: ["f1", "answer_x"], 1: ["answer_y"], 2: ["answer_z", "f1"], 3: ["answer_b_2", "answer_b_1", "f1"],
+             4: ["notes_1", "f1"]}
+    src = lme_file(tmp_path / "lme.json")
+    out = tmp_path / "norm"
+    normalize_longmemeval(src, out, log=lambda m: None)
+    rk = _rankings(tmp_path / "rankings.parquet", lists)
+    block, _ = official.compute("longmemeval", out / "questions.parquet", out / "haystacks.parquet",
+                                out / "events.parquet", rk, log=lambda m: None)
+    conv = block["conventions"]
+    rr, prm = conv["run_retrieval"], conv["print_retrieval_metrics"]
+    assert rr["questions"] == 4 and rr["excluded"] == {"abstention": 1, "no_user_target": 1}
+    assert prm["questions"] == 5 and prm["excluded"] == {"abstention": 1}
+    assert prm["no_user_target_included"] == 1 and rr["no_user_target_included"] == 0
+    assert prm["empty_gold"] == 2 and prm["not_ranked"] == 1  # q2 and q4; q5
+    assert "run_retrieval.py" in rr["convention"] and "print_retrieval_metrics.py" in prm["convention"]
+    items = json.loads(src.read_text())
+    for k in official.KS:
+        want = _by_the_rules(items, lists, k)
+        for name in ("recall_any", "recall_all", "ndcg_any"):
+            for c, keep in ((rr, lambda w: not w["abs"] and not w["nut"]), (prm, lambda w: not w["abs"])):
+                vals = [w[name] for w in want.values() if keep(w)]
+                assert c[f"{name}@{k}"] == pytest.approx(sum(vals) / len(vals)), (name, k, c["convention"])
+            assert block[f"{name}@{k}"] == rr[f"{name}@{k}"]  # the top level is run_retrieval's
+    # q2 ranks its (renamed) answer session first: recall_all 1 over no gold, recall_any 0
+    assert prm["recall_all@1"] == pytest.approx((0 + 0 + 1 + 1 + 0) / 5)
+    assert prm["recall_any@3"] == pytest.approx((1 + 0 + 1 + 0 + 0) / 5)
+
+
+def test_locomo_conventions(tmp_path):
+    def turn(i, s):
+        return {"speaker": "A", "dia_id": f"D{s}:{i}", "text": f"words {s} {i}"}
+
+    conv = {"session_1": [turn(1, 1)], "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_2": [turn(1, 2)], "session_2_date_time": "1:56 pm on 9 May, 2023"}
+    qa = [{"question": "a?", "evidence": ["D1:1"], "category": 1},
+          {"question": "b?", "evidence": ["D2:1"], "category": 5, "adversarial_answer": "no"},
+          {"question": "c?", "evidence": ["D2:1"], "category": 3},
+          {"question": "d?", "evidence": ["nothing"], "category": 4}]
+    (tmp_path / "l.json").write_text(json.dumps([{"sample_id": "c0", "conversation": conv, "qa": qa}]))
+    out = tmp_path / "n"
+    normalize_locomo(tmp_path / "l.json", out, log=lambda m: None)
+    rk = _rankings(tmp_path / "r.parquet", {0: ["session_1"], 1: ["session_2"], 2: ["session_1", "session_2"]})
+    block, _ = official.compute("locomo", out / "questions.parquet", out / "haystacks.parquet",
+                                out / "events.parquet", rk, log=lambda m: None)
+    a, c = block["conventions"]["all_categories"], block["conventions"]["categories_1_4"]
+    assert a["questions"] == 3 and a["recall_any@1"] == pytest.approx(2 / 3)  # q0 yes, q1 yes, q2 no
+    assert c["questions"] == 2 and c["recall_any@1"] == 0.5 and c["recall_any@3"] == 1.0
+    assert {k: v for k, v in c.items() if k != "convention"} == block["categories_1_4"]
+    assert a["recall_all@3"] == block["recall_all@3"] and "categories 1-4" in c["convention"]

@@ -139,3 +139,16 @@ def variants_with_backend(backend):
 
     v = resolve("v0.8.0", "s")
     return replace(v, recipe=replace(v.recipe, backend=backend))
+
+
+def test_all_turns_counterpart_of_bm25_official():
+    """bm25-official-all: the same BM25 over every turn, paired with
+    bm25-official on the LongMemEval-format families only (LoCoMo and zh
+    documents are all turns already)."""
+    for family in ("s", "m", "cn"):
+        v, base = resolve("bm25-official-all", family), resolve("bm25-official", family)
+        assert (v.recipe.backend, v.recipe.documents, v.baseline) == ("bm25-official", "all", "bm25-official")
+        assert base.recipe.documents == "user" and v.skip == base.skip
+    for family in ("locomo", "zh"):
+        with pytest.raises(ConfigError, match="does not apply"):
+            resolve("bm25-official-all", family)

@@ -1,8 +1,10 @@
 """The report (report.md, report.html) from hand-made runs: hostile values from
 data and configuration stay inside their cells in both formats, LoCoMo's
 categories carry their names, each paired comparison appears once, p-values
-at the permutation floor read as bounds; the HTML in a real headless browser.
-The per-question outcomes go through the real metrics and stats code."""
+at the permutation floor read as bounds; ten variants' comparison matrix marks
+exactly the pairs that survive Holm's correction and fits the page, beside the
+minimum detectable differences; the HTML in a real headless browser. The
+per-question outcomes go through the real metrics and stats code."""
 
 from __future__ import annotations
 
@@ -10,12 +12,14 @@ import json
 import re
 from html.parser import HTMLParser
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 import browser
-from memobench import analyze, cli, doc, falsifier, metrics, missing, stats
+from memobench import analyze, cli, doc, falsifier, metrics, missing, official, stats
+from memobench import report
 from memobench.report import build_report
 from memobench.retrieval import OUTCOMES
 
@@ -171,10 +175,13 @@ def test_locomo_categories_pairs_and_p_values(hostile_report):
     assert "v0.8.0 (v0.8.0)" not in md + html
     # mine vs v0.8.0: 35 hits lost of 40, no sign flip gets there: a bound, not a value
     mine = next(r for r in rows if r[0].strip() == "mine")
-    assert mine[5].strip() == "< 0.0001" and mine[4].strip().startswith("-")
+    # under it the p-value after Holm over the dataset's 3 pairs: McNemar's exact p (5 wins, 30 losses) x 3
+    assert mine[5].strip() == "< 0.0001 < 0.0001" and mine[4].strip().startswith("-")
     assert "p < 0.0001" in md and "| 0.0001 |" not in paired
-    # the MRR difference in MRR units: -0.7083 = 5/40 - (30 + 10/3)/40
-    assert mine[8].strip().startswith("-0.7083 [")
+    # the MRR difference in MRR units: -0.7083 = 5/40 - (30 + 10/3)/40, its minimum detectable difference beside it
+    assert re.fullmatch(r"-0\.7083 \[-0\.\d{4}, -0\.\d{4}\] MDE 0\.\d{4}", mine[8].strip()), mine[8]
+    twin = next(r for r in rows if r[0].strip() == "twin" and r[2].strip().startswith("mine"))
+    assert twin[5].strip() == "1.0000 1.0000"  # the same outcomes: nothing to correct
 
 
 def test_report_in_a_browser_keeps_hostile_values_inert(hostile_report, tmp_path):
@@ -213,3 +220,164 @@ def test_variants_cli_names_each_familys_harness(capsys):
     cli.main(["variants"])
     line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("v0.8.0 "))
     assert "run.cjs (s), run-m.cjs (m), locomo.cjs (locomo)" in line
+
+
+def _conventions(n_rr, n_prm, v):
+    metrics = {f"{name}@{k}": v for name in ("recall_any", "recall_all", "ndcg_any") for k in official.KS}
+    conv = {"run_retrieval": {"convention": official.CONVENTIONS["run_retrieval"], "questions": n_rr,
+                              "excluded": {"abstention": 30, "no_user_target": n_prm - n_rr}, **metrics},
+            "print_retrieval_metrics": {"convention": official.CONVENTIONS["print_retrieval_metrics"],
+                                        "questions": n_prm, "excluded": {"abstention": 30}, **metrics}}
+    return {"rules": "LongMemEval official", "depth": 50, "questions": n_rr,
+            "excluded": conv["run_retrieval"]["excluded"], **metrics, "conventions": conv}
+
+
+def test_conventions_table_marks_comparable_only_where_the_protocol_matches(tmp_path):
+    """bm25-official (user turns) on longmemeval_m under print_retrieval_metrics
+    over 470 questions is comparable to LongMemEval's Table 9; the same run's
+    run_retrieval row, an all-turns BM25, a Memo variant, another dataset and
+    a subset of M are not; an imported run is never."""
+    res = tmp_path / "results"
+    runs = [("longmemeval_m", "bm25-official", {"backend": "bm25-official", "documents": "user"}, 419, 470),
+            ("longmemeval_m", "bm25-official-all", {"backend": "bm25-official", "documents": "all"}, 419, 470),
+            ("longmemeval_m", "v0.8.0", {"backend": "fts"}, 419, 470),
+            ("longmemeval_s", "bm25-official", {"backend": "bm25-official", "documents": "user"}, 419, 470),
+            ("m_sample", "bm25-official", {"backend": "bm25-official", "documents": "user"}, 40, 45)]
+    metrics_paths, official_paths = [], []
+    for i, (ds, variant, recipe, n_rr, n_prm) in enumerate(runs):
+        mp, _ = _run(res, ds, variant, [1] * 10, ["t"] * 10)
+        m = json.loads(mp.read_text())
+        m["recipe"] = recipe
+        mp.write_text(json.dumps(m))
+        op = mp.parent / "official.json"
+        op.write_text(json.dumps({"dataset": ds, "variant": variant,
+                                  "official": _conventions(n_rr, n_prm, 0.5 + i / 100)}))
+        metrics_paths.append(mp)
+        official_paths.append(op)
+    out = {k: res / f"report.{k}" for k in ("md", "html")}
+    build_report(metrics_paths, [], out["md"], out["html"], res / "hitk.png", official_paths=official_paths,
+                 log=lambda m: None)
+    md = out["md"].read_text()
+    assert "## Official metrics by convention" in md and "### Published figures" in md
+    tables = _md_rows(md)
+    conv = next(rows for header, rows in tables if "convention" in header[2] and "published figure" in header[-1])
+    assert len(conv) == 2 * len(runs)
+    marked = [(r[0].strip(), r[1].strip(), r[2].strip().strip("`"), r[3].strip()) for r in conv
+              if r[-1].strip().startswith("**comparable")]
+    assert marked == [("longmemeval_m", "bm25-official (reference retriever)", "print_retrieval_metrics", "470")]
+    assert "Table 9" in conv[1][-1] and conv[0][-1].strip() == "-"  # run_retrieval row: no marker
+    pub = next(rows for header, rows in tables if header[0].strip() == "source")
+    t9 = next(r for r in pub if "Table 9" in r[0])
+    assert "recall_all@5 63.4%" in t9[6] and "ndcg_any@10 54.0%" in t9[6]
+    assert t9[-1].strip() == "**comparable: bm25-official (reference retriever)**"
+    memo = [r for r in pub if r[0].strip().startswith("Memo")]
+    assert {r[2].strip() for r in memo} == {"longmemeval_m", "longmemeval_s"}  # the datasets with published hit@k
+    assert all("comparable" not in r[-1] or "not an official" in r[-1] for r in memo)
+    assert "hit@1 54.6%" in next(r[6] for r in memo if r[2].strip() == "longmemeval_m")
+    # a subset of M under M's name: same system and convention, another n
+    bm25 = {"recipe": runs[0][2]}
+    assert report.comparable_to(bm25, "longmemeval_m", "print_retrieval_metrics", 470).startswith("comparable")
+    assert report.comparable_to(bm25, "longmemeval_m", "print_retrieval_metrics", 45).startswith("not comparable")
+    assert report.comparable_to({**bm25, "run": {"file": "x"}}, "longmemeval_m", "print_retrieval_metrics", 470) == ""
+    # the HTML from the same rows
+    p = _Tables()
+    p.feed(out["html"].read_text())
+    html_marked = [[c[2] for c in r] for t in p.tables for r in t if r and r[-1][2].startswith("comparable:")]
+    assert len(html_marked) == 2  # the convention row and the Table 9 row
+    assert html_marked[0][:3] == ["longmemeval_m", "bm25-official (reference retriever)", "print_retrieval_metrics"]
+
+
+LME_TYPES = ["single-session-user", "multi-session", "single-session-preference", "temporal-reasoning",
+             "knowledge-update", "single-session-assistant"]
+
+
+@pytest.fixture(scope="module")
+def ten_variants(tmp_path_factory):
+    """Ten variants of growing skill over 120 questions of LongMemEval's six
+    types (long names, as the report's rows will have); each the next one's
+    harness baseline."""
+    tmp = tmp_path_factory.mktemp("ten")
+    res = tmp / "results"
+    rng = np.random.default_rng(17)
+    names = ["v0.8.0"] + [f"exp4-C-lenIdfOracle-{i}" if i % 2 else f"bm25-official-variant-{i}" for i in range(1, 10)]
+    types = [LME_TYPES[i % 6] for i in range(120)]
+    ease = rng.random(120)
+    paths, outs = [], {}
+    for k, v in enumerate(names):
+        skill = 0.1 + 0.07 * k
+        ranks = [1 if rng.random() < skill + 0.3 * ease[i] else int(rng.integers(0, 11)) for i in range(120)]
+        m, o = _run(res, "lme", v, ranks, types, baseline=names[k - 1] if k else "")
+        paths.append(m)
+        outs[v] = o
+    st = _stats(res, "lme", {v: (names[k - 1] if k else "") for k, v in enumerate(names)}, outs)
+    out = {k: res / f"report.{k}" for k in ("md", "html")}
+    build_report(paths, [], out["md"], out["html"], res / "hitk.png", stats_paths=[st], forest_out=res / "forest.png",
+                 heatmap_out=res / "heatmap.png", log=lambda m: None)
+    return out["md"].read_text(), out["html"], json.loads(st.read_text()), names
+
+
+def test_matrix_marks_who_beats_whom_after_holm(ten_variants):
+    md, _, s, names = ten_variants
+    section = md.split("## Who beats whom")[1].split("\n## ")[0]
+    (header, rows), = _md_rows(section)
+    assert [c.strip() for c in header[:12]] == ["#", "variant", *map(str, range(1, 11))]
+    pairs = {(p["variant"], p["baseline"]): p for p in s["pairs"]}
+    assert len(pairs) == 45
+    cells = {}
+    for i, r in enumerate(rows):
+        assert r[1].strip() == names[i]
+        for j in range(10):
+            cells[(i, j)] = r[2 + j].strip()
+        wins = [[0, 0], [0, 0]]
+        for j, c in enumerate(names):
+            if i == j:
+                assert cells[(i, j)] == ""
+                continue
+            p, sign = (pairs[(names[i], c)], 1) if (names[i], c) in pairs else (pairs[(c, names[i])], -1)
+            want = ""
+            for k, key in enumerate(("hit@1", "mrr")):
+                mm = p["metrics"][key]
+                mark = "·" if mm["p_holm"] > 0.05 else "▲" if sign * mm["diff"] > 0 else "▼"
+                wins[k][0] += mark == "▲"
+                wins[k][1] += mark == "▼"
+                want += mark
+            assert cells[(i, j)] == want, (names[i], c)
+        assert r[12].strip() == f"{wins[0][0]}/{wins[0][1]} · {wins[1][0]}/{wins[1][1]}"
+    flip = {"▲": "▼", "▼": "▲", "·": "·"}
+    assert all(cells[(j, i)] == "".join(flip[x] for x in cells[(i, j)]) for i, j in cells)
+    marks = "".join(cells.values())
+    assert "▲" in marks and "·" in marks  # some pairs survive the correction, some do not
+    # a pair with a small uncorrected p can still fail after Holm's correction over the 45 pairs
+    assert any(p["metrics"]["hit@1"]["p_analytic"] < 0.05 < p["metrics"]["hit@1"]["p_holm"] for p in s["pairs"])
+    mde = s["power"]["metrics"]
+    assert (f"hit@1 {100 * mde['hit@1']['mde_median']:.1f} points ({100 * mde['hit@1']['mde_min']:.1f} to "
+            f"{100 * mde['hit@1']['mde_max']:.1f}; {100 * mde['hit@1']['mde_first_holm_step']:.1f} at Holm's first "
+            "step)") in section
+    assert f"MRR {mde['mrr']['mde_median']:.4f} (" in section and "n = 120 paired questions" in section
+
+
+def test_paired_and_per_type_tables_carry_mde_and_holm(ten_variants):
+    md, _, s, _ = ten_variants
+    paired = md.split("## Paired differences (harness")[1].split("\n## ")[0]
+    (header, rows), = _md_rows(paired)
+    c = s["comparisons"][0]
+    row = next(r for r in rows if r[0].strip() == c["variant"] and r[2].strip().startswith(c["baseline"]))
+    h = c["metrics"]["hit@1"]
+    assert row[4].strip().endswith(f"MDE {100 * h['mde']:.1f}") and row[5].strip().split()[-1] == f"{h['p_holm']:.4f}"
+    bytype = md.split("## Paired differences per question type")[1].split("\n## ")[0]
+    (header, rows), = _md_rows(bytype)
+    assert [x.strip() for x in header[2:]] == [f"{t} (n 20)" for t in LME_TYPES]
+    assert len(rows) == len(s["comparisons"])
+    b = c["by_type"][LME_TYPES[0]]["metrics"]
+    assert rows[0][2].strip() == f"{stats.fmt_ci(b['hit@1'])} {stats.fmt_ci(b['mrr'], 1, 3)}"
+
+
+def test_matrix_fits_the_page_in_a_browser(ten_variants, tmp_path):
+    _, html_path, _, _ = ten_variants
+    r = browser.measure(html_path, tmp_path)
+    assert r["scrollWidth"] <= browser.WIDTH, r
+    assert [x for x in r["rows"] if x[0] != x[1]] == []
+    right = dict(zip(r["tableClasses"], r["tables"]))
+    assert set(right) >= {"matrix", "paired", "paired bytype"}
+    # the matrix and every other table inside the 1400-pixel window, not scrolled
+    assert max(r["tables"]) <= browser.WIDTH, list(zip(r["tableClasses"], r["tables"]))

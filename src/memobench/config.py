@@ -94,6 +94,13 @@ def check(config: dict) -> None:
             if not re.fullmatch(SAFE_NAME, v) or v in RESERVED:
                 raise ConfigError(f"{where}: variant name {v!r} is not allowed (letters, digits and ._+- "
                                   f"only; not one of {', '.join(sorted(RESERVED))})")
+    listed = {v for ds in datasets.values() for v in ds["variants"]}
+    want = (config.get("statistics") or {}).get("compare", "all")
+    if want != "all":
+        unknown = [v for v in want if v not in listed]
+        if unknown:
+            raise ConfigError(f"config: statistics.compare names {', '.join(map(repr, unknown))}, which no dataset "
+                              f"lists under variants")
     for v, entry in (config.get("variants") or {}).items():
         if not re.fullmatch(SAFE_NAME, v) or v in RESERVED:
             raise ConfigError(f"config: variants: name {v!r} is not allowed (letters, digits and ._+- only; "

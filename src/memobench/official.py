@@ -12,6 +12,12 @@ The question set is the file's, not the variant's: a question the variant gave
 no list for (a harness skip) is scored with an empty list, so every variant is
 averaged over the same questions (``not_ranked`` counts them).
 
+Two averaging conventions are both given (``conventions``): LongMemEval's
+``run_retrieval.py`` leaves out abstention and no-user-target questions (the
+top-level figures, kept as they were), its ``print_retrieval_metrics.py``,
+which printed the paper's tables, only abstentions; LoCoMo over every
+category and over categories 1-4. Each names its convention and its count.
+
 Rankings of any depth are accepted (``rankings.parquet`` holds the harness's
 top 10; a deeper table with the same columns gives the deeper figures); the
 depth used is reported, and metrics at k beyond it see a list shorter than k.
@@ -40,6 +46,19 @@ LME_FORMATS = ("longmemeval", "longmemeval_cn")
 # the numbers; the harness itself prints the numbers only.
 LOCOMO_CATEGORIES = {"1": "multi-hop", "2": "temporal", "3": "open-domain", "4": "single-hop", "5": "adversarial"}
 LOCOMO_CATEGORIES_1_4 = ("1", "2", "3", "4")
+
+# The averaging conventions the field quotes (official.json's ``conventions``):
+# the same per-question metrics, averaged over different question sets.
+CONVENTIONS = {
+    "run_retrieval": "LongMemEval run_retrieval.py: the mean over the questions less abstention and "
+                     "no-user-target questions",
+    "print_retrieval_metrics": "LongMemEval print_retrieval_metrics.py (the paper's tables): the mean over the "
+                               "questions less abstention questions; a no-user-target question counts with its "
+                               "empty gold (recall_any 0, recall_all 1, ndcg_any 0)",
+    "all_categories": "LoCoMo: every question with evidence sessions, categories 1-5",
+    "categories_1_4": "LoCoMo, memory-system convention (mem0's evaluation): questions with evidence sessions in "
+                      "categories 1-4 (5, adversarial, left out)",
+}
 
 
 # ---------------------------------------------------------------- the rules
@@ -235,7 +254,28 @@ def lme_block(rows: list[dict], questions: list[dict], depth: int) -> dict:
     if other:
         block["excluded"]["no_haystack"] = other  # unparseable elements, unpaired CN rows
     block.update(average(kept, metric_names("longmemeval")))
+    block["conventions"] = lme_conventions(rows, other)
     return block
+
+
+def lme_conventions(rows: list[dict], no_haystack: int = 0) -> dict:
+    """Both of LongMemEval's averaging conventions, each with its question
+    count and what it leaves out: ``run_retrieval`` (the top-level figures)
+    and ``print_retrieval_metrics`` (abstentions only: a no-user-target
+    question's per-question metrics are averaged in as the rules score them)."""
+    names = metric_names("longmemeval")
+    out = {}
+    for conv, dropped in (("run_retrieval", ("abstention", "no_user_target")),
+                          ("print_retrieval_metrics", ("abstention",))):
+        kept = [r for r in rows if r["excluded"] not in dropped]
+        excluded = {d: sum(r["excluded"] == d for r in rows) for d in dropped}
+        if no_haystack:
+            excluded["no_haystack"] = no_haystack
+        out[conv] = {"convention": CONVENTIONS[conv], "questions": len(kept), "excluded": excluded,
+                     "no_user_target_included": sum(r["excluded"] == "no_user_target" for r in kept),
+                     "not_ranked": sum(not r["ranked"] for r in kept),
+                     "empty_gold": sum(not r["gold"] for r in kept), **average(kept, names)}
+    return out
 
 
 def locomo_per_question(questions, rankings: dict[int, list[str]], progress=None):
@@ -262,6 +302,9 @@ def locomo_block(rows: list[dict], depth: int) -> dict:
              "excluded": {"no_evidence": sum(r["excluded"] == "no_evidence" for r in rows)}}
     block.update(view(rows))
     block["categories_1_4"] = view([r for r in rows if r["question_type"] in LOCOMO_CATEGORIES_1_4])
+    block["conventions"] = {
+        "all_categories": {"convention": CONVENTIONS["all_categories"], **view(rows)},
+        "categories_1_4": {"convention": CONVENTIONS["categories_1_4"], **block["categories_1_4"]}}
     return block
 
 

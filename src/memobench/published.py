@@ -69,3 +69,24 @@ GUIDE_TABLE = [
     ("S2 deduped stems (exp5)", "exp5-S2", "not shipped: gain did not survive the M check"),
     ("0.8.0 df-proxy IDF (shipped)", "v0.8.0", "shipped"),
 ]
+
+
+# Official-metric figures published by others, each with the protocol it was
+# printed under. ``convention``: the official.json convention it was averaged
+# by (official.CONVENTIONS); ``match``: the recipe fields a run needs to be
+# the same system; ``questions``: the count it was averaged over. A run is
+# comparable to a figure only when all three agree (report.py).
+PUBLISHED_OFFICIAL = [
+    {"source": "LongMemEval paper, Table 9", "system": "flat BM25, session level", "dataset": "longmemeval_m",
+     "convention": "print_retrieval_metrics", "questions": 470,
+     "match": {"backend": "bm25-official", "documents": "user"},
+     "protocol": "LongMemEval official rules, averaged by print_retrieval_metrics.py (abstentions left out, "
+                 "no-user-target questions kept); user-turn session documents",
+     "values": {"recall_all@5": 0.634, "ndcg_any@5": 0.516, "recall_all@10": 0.710, "ndcg_any@10": 0.540}},
+]
+
+# Memo's own published figures are hit@k under the Memo harness's protocol
+# (PUBLISHED above): the first gold rank in the top 10 over the questions the
+# harness evaluates, which is none of the official conventions.
+HARNESS_PROTOCOL = ("Memo harness: hit@k, a gold session (answer_session_ids) in the top k, over the questions "
+                    "the harness evaluates")

@@ -12,8 +12,12 @@ percent of the questions (their differences in percentage points), MRR as the
 harness prints it, a fraction from 0 to 1 (its differences in MRR units).
 
 Paired statistics (stats.py) give each variant's difference to its baseline
-and to v0.8.0 with a 95% interval, in one table per dataset and a forest plot
-with one row of panels per dataset (each on its own scale). Reference
+and to v0.8.0 with a 95% interval, its minimum detectable difference and its
+p-value after Holm's correction, in one table per dataset and a forest plot
+with one row of panels per dataset (each on its own scale); a matrix per
+dataset marks who beats whom on hit@1 and MRR after the correction, over every
+pair of the compared variants; a table per dataset splits each comparison by
+question type. Reference
 retrievers (README "Baselines": bm25-official, bm25s, fts5-bm25, minilm) are
 variants like the others, labelled as such.
 
@@ -35,15 +39,17 @@ from .jsmath import to_fixed
 from .metrics import pct
 from .missing import blocks as missing_blocks
 from .official import LOCOMO_CATEGORIES
-from .published import GUIDE_TABLE, published
+from .published import GUIDE_TABLE, HARNESS_PROTOCOL, PUBLISHED_OFFICIAL, published
 from .recipe import REFERENCE_BACKENDS
-from .stats import BOOTSTRAP, PERMUTATIONS, REFERENCE, fmt_ci, fmt_p
+from .stats import ALPHA, BOOTSTRAP, PERMUTATIONS, POWER, REFERENCE, fmt_ci, fmt_p
 from .variants import PYTHON_BACKEND
 from .tables import atomic_path, write_text
 
 METRICS = ("hit@1", "hit@5", "hit@10", "mrr")
 HITS = ("hit@1", "hit@5", "hit@10")
 PAIRED = ("hit@1", "hit@5", "mrr")  # what stats.json compares
+MATRIX = ("hit@1", "mrr")  # the metrics of the comparison matrix: they still discriminate where hit@5 and hit@10 saturate
+BETTER, WORSE, EVEN = "▲", "▼", "·"
 DATA_COUNTS = {
     "date_fallbacks": "unparseable dates (harness fallback used)",
     "evidence_unmatched": "evidence strings matching no dia_id",
@@ -167,6 +173,11 @@ def reading_guide(html_colours: bool = False) -> list:
          f"two-sided paired randomization p-value ({PERMUTATIONS:,} sign flips; ", Code(f"p < {1 / PERMUTATIONS:g}"),
          " when no flip was as extreme, the most the test can say). Every comparison on a dataset uses the same "
          f"resamples, so identical outcomes give identical intervals.{colours}"],
+        [Strong("Multiple comparisons"), ": ", Code("Holm"), " is each p-value after Holm's correction over every "
+         "pair of variants compared on the dataset, per metric (exact McNemar test for hit@k, paired t-test for "
+         "MRR); the comparison matrix marks only differences that survive it. ", Code("MDE"), " is the minimum "
+         f"detectable difference at that n ({100 * (1 - ALPHA):g}% two-sided, {100 * POWER:g}% power): a "
+         "smaller observed difference is one the set is too small to show reliably."],
     ], cls="note")]
 
 
@@ -234,7 +245,24 @@ def _delta_cell(c: dict, key: str) -> Cell:
     lv = (lambda x: "-" if x is None else f"{x:.4f}") if key == "mrr" else _pct
     title = (f"{c['variant']} {lv(mm['variant'])}, {c['baseline']} {lv(mm['baseline'])} over the {c['n']} "
              f"paired questions" + (" (saturated: 95% or more)" if mm.get("saturated") else ""))
-    return Cell(diff_text(mm, key), cls=cls.strip(), title=title)
+    return Cell(diff_text(mm, key), cls=cls.strip(), title=title, note=_mde_note(mm, key))
+
+
+def _mde_text(x, key: str) -> str:
+    return f"{100 * x:.1f}" if key != "mrr" else f"{x:.4f}"
+
+
+def _mde_note(mm: dict, key: str) -> str | None:
+    """The pair's minimum detectable difference, in the difference's unit."""
+    return None if mm.get("mde") is None else f"MDE {_mde_text(mm['mde'], key)}"
+
+
+def fmt_holm(p) -> str:
+    return "-" if p is None else "< 0.0001" if p < 0.0001 else f"{p:.4f}"
+
+
+def _p_cell(mm: dict, n_perm: int) -> Cell:
+    return Cell(fmt_p(mm["p"], n_perm), note=None if mm.get("p_holm") is None else fmt_holm(mm["p_holm"]))
 
 
 def paired_blocks(runs: list[dict], stats: list[dict]) -> list:
@@ -255,7 +283,7 @@ def paired_blocks(runs: list[dict], stats: list[dict]) -> list:
             row = [c["variant"], kind(m), _against(c),
                    Cell(c["n"], note="; ".join(only) or None)]
             for k in PAIRED:
-                row += [_delta_cell(c, k), fmt_p(c["metrics"][k]["p"], n_perm)]
+                row += [_delta_cell(c, k), _p_cell(c["metrics"][k], n_perm)]
             rows.append(row)
         header = ["variant", "kind", "against", "n (paired)"]
         for k in PAIRED:
@@ -267,10 +295,155 @@ def paired_blocks(runs: list[dict], stats: list[dict]) -> list:
     return [Heading(2, f"Paired differences (harness metrics): against the harness baseline and {REFERENCE}",
                     anchor="paired"),
             Para(["Variant minus the variant in ", Strong("against"), ", per question over the questions both "
-                  "evaluated: the mean difference with its bootstrap 95% interval, and the paired randomization "
-                  "p-value. hit@k in percentage points, MRR in MRR units. Each pair appears once."], cls="note"),
+                  "evaluated: the mean difference with its bootstrap 95% interval and, after it, the minimum "
+                  "detectable difference (", Code("MDE"), "); the paired randomization p-value and, after it, the "
+                  "p-value after Holm's correction over all the dataset's pairs (", Code("Holm"), "). hit@k in "
+                  "percentage points, MRR in MRR units. Each pair appears once."], cls="note"),
             Html("<p class='note'>Green: the interval lies above 0; red: below. A shaded difference: one of its "
                  "two rates is 95% or more (saturated). Hover a difference for both rates.</p>"),
+            *out]
+
+
+def _oriented(s: dict) -> dict[tuple[str, str], tuple[dict, int]]:
+    """{(row, column): (the pair's metrics, +1 or -1 to read them as row minus column)}."""
+    out = {}
+    for p in s.get("pairs") or []:
+        out[(p["variant"], p["baseline"])] = (p, 1)
+        out[(p["baseline"], p["variant"])] = (p, -1)
+    return out
+
+
+def _mark(mm: dict, sign: int, alpha: float) -> str:
+    if mm.get("p_holm") is None or mm["diff"] is None or mm["p_holm"] > alpha or mm["diff"] == 0:
+        return EVEN
+    return BETTER if sign * mm["diff"] > 0 else WORSE
+
+
+def _signed(mm: dict, sign: int, key: str) -> str:
+    if mm["diff"] is None:
+        return "-"
+    lo, hi = mm["ci95"]
+    flipped = {"diff": sign * mm["diff"], "ci95": [lo, hi] if sign > 0 else [-hi, -lo]}
+    return diff_text(flipped, key)
+
+
+def _mde_line(s: dict) -> Para | None:
+    """The dataset's minimum detectable differences, beside which to read the observed ones."""
+    pw = s.get("power") or {}
+    ms = pw.get("metrics") or {}
+    parts = []
+    for k in PAIRED:
+        m = ms.get(k) or {}
+        if not m.get("pairs"):
+            continue
+        unit = " points" if k != "mrr" else ""
+        parts.append(f"{metric_name(k)} {_mde_text(m['mde_median'], k)}{unit} ({_mde_text(m['mde_min'], k)} to "
+                     f"{_mde_text(m['mde_max'], k)}; {_mde_text(m['mde_first_holm_step'], k)} at Holm's first step)")
+    if not parts:
+        return None
+    m0 = next(ms[k] for k in PAIRED if (ms.get(k) or {}).get("pairs"))
+    n = f"{m0['n_min']}" if m0["n_min"] == m0["n_max"] else f"{m0['n_min']} to {m0['n_max']}"
+    family = (s.get("holm") or {}).get("pairs", {}).get(MATRIX[0], m0["pairs"])
+    return Para([Strong("Minimum detectable difference"), f" at n = {n} paired questions "
+                 f"({100 * (1 - pw.get('alpha', ALPHA)):g}% two-sided, {100 * pw.get('power', POWER):g}% power, "
+                 "(z + z) · sd(d) / √n; the median over the dataset's pairs, their range, and at the level of Holm's "
+                 f"first step, α / {family}): " + "; ".join(parts) + ". An observed difference below it is one "
+                 "this set is unlikely to show; a saturated rate (95% or more) shrinks both."], cls="note")
+
+
+def matrix_blocks(runs: list[dict], stats: list[dict]) -> list:
+    """Per dataset, who beats whom on hit@1 and MRR after Holm's correction:
+    rows and columns the compared variants (numbered), a cell marked when the
+    row variant is significantly better or worse than the column one."""
+    out = []
+    for s in stats:
+        names = s.get("compared") or []
+        if len(names) < 2:
+            continue
+        alpha = (s.get("holm") or {}).get("alpha", ALPHA)
+        pairs = _oriented(s)
+        rows = []
+        for i, r in enumerate(names):
+            cells, tally = [], {k: [0, 0] for k in MATRIX}
+            for j, c in enumerate(names):
+                if i == j or (r, c) not in pairs:
+                    cells.append(Cell("", cls="diag" if i == j else ""))
+                    continue
+                p, sign = pairs[(r, c)]
+                marks = [_mark(p["metrics"][k], sign, alpha) for k in MATRIX]
+                for k, mk in zip(MATRIX, marks):
+                    tally[k][0] += mk == BETTER
+                    tally[k][1] += mk == WORSE
+                cls = "up" if BETTER in marks and WORSE not in marks else \
+                    "down" if WORSE in marks and BETTER not in marks else "mixed" if BETTER in marks else ""
+                title = f"{r} − {c} over {p['n']} questions: " + "; ".join(
+                    f"{metric_name(k)} {_signed(p['metrics'][k], sign, k)}, Holm p "
+                    f"{fmt_holm(p['metrics'][k].get('p_holm'))}" for k in MATRIX)
+                cells.append(Cell("".join(marks), cls=cls, title=title))
+            wins = " · ".join(f"{w}/{lo}" for w, lo in tally.values())
+            rows.append([f"{i + 1}", r, *cells, wins])
+        header = ["#", "variant", *[Cell(str(j + 1), title=c) for j, c in enumerate(names)],
+                  f"better/worse than ({' · '.join(metric_name(k) for k in MATRIX)})"]
+        family = (s.get("holm") or {}).get("pairs", {})
+        size = ", ".join(f"{metric_name(k)} {family[k]}" for k in MATRIX if k in family)
+        line = _mde_line(s)
+        out += [Heading(3, s["dataset"]),
+                Para(f"Row minus column. First mark hit@1, second MRR: {BETTER} the row variant is better, "
+                     f"{WORSE} worse, with a Holm-adjusted p of {alpha:g} or less (family: the dataset's distinct "
+                     f"pairs, per metric: {size}); {EVEN} no difference that survives the correction. The last "
+                     "column counts the columns each row beats and loses to.", cls="note"),
+                Html("<div class='scroll'>"), Table(header, rows, left=(1,), cls="matrix"), Html("</div>")]
+        if line:
+            out.append(line)
+    if not out:
+        return []
+    return [Heading(2, "Who beats whom: every pair, after Holm's correction", anchor="matrix"),
+            Para(["Each dataset's compared variants (", Code("statistics.compare"), "), pair by pair over the questions "
+                  "both evaluated: hit@1 (McNemar's exact test) and MRR (paired t-test), Holm-corrected per dataset "
+                  "and metric. In the HTML report a cell's tooltip gives the differences with their 95% intervals "
+                  "and the adjusted p-values; every figure is in stats.json (", Code("pairs"), ")."], cls="note"),
+            *out]
+
+
+def type_paired_blocks(runs: list[dict], stats: list[dict]) -> list:
+    """Per dataset, each comparison's paired difference per question type
+    (LoCoMo: category): hit@1 with its 95% interval, MRR under it; uncorrected."""
+    by_key = {(m["dataset"], m["variant"]): m for m in runs}
+    out = []
+    for s in stats:
+        comps = [c for c in s["comparisons"] if c.get("by_type")]
+        if not comps:
+            continue
+        types = list(dict.fromkeys(t for c in comps for t in c["by_type"]))
+        m0 = next((by_key[(s["dataset"], c["variant"])] for c in comps if (s["dataset"], c["variant"]) in by_key),
+                  {})
+        n = {t: max(c["by_type"][t]["n"] for c in comps if t in c["by_type"]) for t in types}
+        rows = []
+        for c in comps:
+            row = [c["variant"], _against(c)]
+            for t in types:
+                b = c["by_type"].get(t)
+                if b is None:
+                    row.append("-")
+                    continue
+                h, r = b["metrics"]["hit@1"], b["metrics"]["mrr"]
+                if h["diff"] is None:
+                    row.append("-")
+                    continue
+                lo, hi = h["ci95"] or (0, 0)
+                cls = "up" if lo > 0 else "down" if hi < 0 else ""
+                row.append(Cell(diff_text(h, "hit@1"), cls=cls, note=fmt_ci(r, 1, 3),
+                                title=f"n {b['n']}; hit@1 p {fmt_p(h['p'])}, MRR p {fmt_p(r['p'])} (uncorrected)"))
+            rows.append(row)
+        header = ["variant", "against", *[f"{type_label(m0, t)} (n {n[t]})" for t in types]]
+        out += [Heading(3, s["dataset"]), Table(header, rows, left=2, cls="paired bytype")]
+    if not out:
+        return []
+    return [Heading(2, "Paired differences per question type (LongMemEval) or category (LoCoMo)", anchor="typediff"),
+            Para(["Each comparison of the paired table over one type's questions, on the same resamples restricted "
+                  "to them. Each cell: Δhit@1 in percentage points with its 95% interval, then (under it in the HTML) "
+                  "ΔMRR in MRR units with its interval. Not corrected for multiplicity: read them as where a difference comes from, not as "
+                  "findings of their own. Green: the hit@1 interval lies above 0; red: below."], cls="note"),
             *out]
 
 
@@ -425,7 +598,7 @@ table.paired td:not(.l),table.paired th:not(.l),table.paired td:first-child{whit
 th.harness{background:#dde8f6} th.official{background:#f6e7d6}
 td.sat{background:#fff3c4}
 td.up{color:#1a7f37;font-weight:600} td.down{color:#b42318;font-weight:600}
-.pub,.sub{color:#666;font-size:0.85em;display:block;white-space:nowrap}
+.pub,.sub{color:#666;font-size:0.85em;display:block;white-space:nowrap;font-weight:400}
 .eq{color:#1a7f37}.ne{color:#b42318}
 .note{color:#444;font-size:0.92em;max-width:78em}
 ul.note li{margin:0.2em 0}
@@ -435,6 +608,14 @@ code{background:#f3f3f3;padding:0 3px;border-radius:3px;font-size:0.92em}
 .group{display:flex;flex-wrap:wrap;gap:0 2.2em;align-items:flex-start}
 .card{flex:0 0 26em}
 .card h4{margin:0.6em 0 0.2em}
+.scroll{overflow-x:auto;max-width:100%}
+table.matrix{font-size:0.8em}
+table.matrix td,table.matrix th{padding:1px 3px;text-align:center;white-space:nowrap}
+table.matrix th:last-child{white-space:normal}
+table.matrix td.l,table.matrix th.l{text-align:left}
+table.matrix td.up{background:#e3f4e8} table.matrix td.down{background:#fbe4e2} table.matrix td.mixed{background:#fff3c4}
+table.matrix td.diag{background:#f2f2f2}
+table.bytype th:not(.l){white-space:normal;max-width:11em}
 img{max-width:100%}
 """
 
@@ -514,8 +695,11 @@ def html_main_tables(runs: list[dict]) -> list[str]:
 def html_report(runs, stats, extras: list, images: dict[str, str], missing: list | None = None) -> str:
     """``extras``: blocks (analyze, falsifier, provenance); ``missing``: the missing-datasets blocks."""
     paired = paired_blocks(runs, stats)
+    matrix = matrix_blocks(runs, stats)
+    by_type = type_paired_blocks(runs, stats)
     nav = ([("missing", "Missing datasets")] * bool(missing) + [("results", "Results")]
-           + [("paired", "Paired differences")] * bool(paired) + [("types", "Per question type")]
+           + [("paired", "Paired differences")] * bool(paired) + [("matrix", "Who beats whom")] * bool(matrix)
+           + [("typediff", "Differences per type")] * bool(by_type) + [("types", "Per question type")]
            + [("hitk", "hit@k plot")] * bool(images.get("hitk"))
            + [("provenance", "Provenance")] * any(b and b[0].text == "Provenance" for b in extras))
     out = ["<!doctype html><html><head><meta charset='utf-8'><title>memobench report</title>"
@@ -531,6 +715,8 @@ def html_report(runs, stats, extras: list, images: dict[str, str], missing: list
         if images.get("forest"):
             out.append(f"<img src='{_e(images['forest'])}' alt='forest plot of the paired differences'>")
         out.append(to_html(paired[3:]))
+    out.append(to_html(matrix))
+    out.append(to_html(by_type))
     out.append(to_html(per_type_blocks(runs, images.get("heatmap"))))
     if images.get("hitk"):
         out.append(f"<h2 id='hitk'>hit@k per dataset and variant</h2><img src='{_e(images['hitk'])}' alt='hit@k plot'>")
@@ -543,7 +729,8 @@ def html_report(runs, stats, extras: list, images: dict[str, str], missing: list
 
 def markdown_report(runs, stats, extras: list, missing: list | None = None) -> str:
     blocks = [Heading(1, "memobench report"), *reading_guide(), *(missing or []), *md_main(runs),
-              *md_official(runs), *paired_blocks(runs, stats), *variant_table(runs), *per_type_blocks(runs)]
+              *md_official(runs), *paired_blocks(runs, stats), *matrix_blocks(runs, stats),
+              *type_paired_blocks(runs, stats), *variant_table(runs), *per_type_blocks(runs)]
     for b in extras:
         blocks += b
     return to_markdown(blocks).rstrip("\n") + "\n"
@@ -695,7 +882,8 @@ def build_report(metrics_paths, extra_paths, md_out, html_out, png_out, official
         if (m["dataset"], m["variant"]) in official:
             m["official"] = official[(m["dataset"], m["variant"])]
     stats = [json.loads(Path(p).read_text(encoding="utf-8")) for p in stats_paths]
-    extras = [extra_blocks(p) for p in extra_paths] + [provenance_blocks(manifest_path, runs)]
+    extras = ([convention_blocks(runs)] + [extra_blocks(p) for p in extra_paths]
+              + [provenance_blocks(manifest_path, runs)])
     gone = missing_blocks(missing or {})
     write_text(md_out, markdown_report(runs, stats, extras, gone))
     plot(runs, png_out)
@@ -710,3 +898,83 @@ def build_report(metrics_paths, extra_paths, md_out, html_out, png_out, official
     log(f"report: {len(runs)} runs, {len(missing or {})} datasets missing, "
         f"{sum(1 for m in runs if m.get('official'))} with official metrics, "
         f"{sum(len(s['comparisons']) for s in stats)} comparisons")
+
+
+# ---------------------------------------------------------------- official metrics by convention
+
+CONVENTION_METRICS = ("recall_any@5", "recall_all@5", "ndcg_any@5", "recall_any@10", "recall_all@10", "ndcg_any@10")
+
+
+def comparable_to(m: dict, dataset: str, convention: str, n) -> str:
+    """The published figure a run's convention row can be compared with, or
+    why a figure of the same system is not ("" when none is near)."""
+    recipe = m.get("recipe") or {}
+    for pub in PUBLISHED_OFFICIAL:
+        if (pub["dataset"] != dataset or pub["convention"] != convention or is_imported(m)
+                or any(recipe.get(k) != v for k, v in pub["match"].items())):
+            continue
+        if n != pub["questions"]:
+            return f"not comparable: same protocol as {pub['source']}, but n {n} (it: {pub['questions']})"
+        return f"comparable: {pub['source']}"
+    return ""
+
+
+def convention_rows(runs: list[dict]) -> list[list]:
+    rows = []
+    for m in runs:
+        convs = (m.get("official") or {}).get("conventions") or {}
+        for name, c in convs.items():
+            exc = ", ".join(f"{k} {v}" for k, v in c.get("excluded", {}).items()) or "-"
+            mark = comparable_to(m, m["dataset"], name, c["questions"])
+            rows.append([m["dataset"], label(m), Code(name), c["questions"], exc,
+                         *(_pct(c.get(k)) if k in c else "-" for k in CONVENTION_METRICS),
+                         Strong(mark) if mark.startswith("comparable") else mark or "-"])
+    return rows
+
+
+def published_rows(runs: list[dict]) -> list[list]:
+    rows = []
+    for pub in PUBLISHED_OFFICIAL:
+        values = "; ".join(f"{k} {_pct(v)}" for k, v in pub["values"].items())
+        ours = [label(m) for m in runs if m["dataset"] == pub["dataset"]
+                and comparable_to(m, pub["dataset"], pub["convention"],
+                                  (((m.get("official") or {}).get("conventions") or {}).get(pub["convention"])
+                                   or {}).get("questions", -1)).startswith("comparable")]
+        rows.append([pub["source"], pub["system"], pub["dataset"], pub["protocol"],
+                     Code(pub["convention"]), pub["questions"], values,
+                     Strong("comparable: " + ", ".join(ours)) if ours else "no run here under its protocol"])
+    for ds in sorted({m["dataset"] for m in runs}):
+        pub = published(ds, REFERENCE)
+        hits = "; ".join(f"{k} {pub[k]}%" for k in HITS if k in pub)
+        if hits:
+            rows.append([f"Memo {REFERENCE} (benchmark guide)", "Memo", ds, HARNESS_PROTOCOL, "-", "-", hits,
+                         "not an official convention: compare in the Harness metrics table"])
+    return rows
+
+
+def convention_blocks(runs: list[dict]) -> list:
+    """Each run's official metrics under every averaging convention (official.json's
+    ``conventions``), beside the published official-metric figures and the
+    protocol each was published under; a figure is marked comparable only to
+    a run of the same system, convention and question count."""
+    rows = convention_rows(runs)
+    if not rows:
+        return []
+    names14 = ", ".join(f"{c} {LOCOMO_CATEGORIES[c]}" for c in ("1", "2", "3", "4"))
+    return [Heading(2, "Official metrics by convention", anchor="conventions"),
+            Para(["The same per-question official metrics averaged over the question sets the field quotes: ",
+                  Code("run_retrieval"), " (LongMemEval's run_retrieval.py: abstention and no-user-target "
+                  "questions left out; the Official metrics table), ", Code("print_retrieval_metrics"),
+                  " (its print_retrieval_metrics.py, which printed the paper's tables: abstentions only, a "
+                  "no-user-target question counting with recall_any 0, recall_all 1, ndcg_any 0), LoCoMo's ",
+                  Code("all_categories"), " and ", Code("categories_1_4"), f" ({names14}: the memory-system "
+                  "convention of mem0's evaluation, adversarial 5 left out). recall_any@k is not recall_all@k: "
+                  "quote each under its own name and convention."]),
+            Table(["dataset", "variant", "convention", "n", "excluded", *CONVENTION_METRICS, "published figure"],
+                  rows, left=(0, 1, 2, 4, 11)),
+            Heading(3, "Published figures"),
+            Para("Each with the protocol it was published under. A figure is comparable only to a run of the same "
+                 "system under the same convention over the same number of questions; memory-system LoCoMo "
+                 "evaluations report over categories 1-4, so compare them with categories_1_4."),
+            Table(["source", "system", "dataset", "protocol", "convention", "n", "figures", "comparable"],
+                  published_rows(runs), left=(0, 1, 2, 3, 4, 6, 7))]

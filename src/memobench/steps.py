@@ -481,7 +481,7 @@ def qrels(job: Job) -> None:
     write_qrels(job.input.questions, job.output.qrels, log=job.log)
 
 
-@stage("stats", inputs=["outcomes"], outputs=["stats"], params=["baselines"])
+@stage("stats", inputs=["outcomes"], outputs=["stats"], params=["baselines", "compare"])
 def stats(job: Job) -> None:
     """Paired statistics of a dataset's variants; outcome files are grouped by
     their variant directory (results/{dataset}/{variant}/segments/...)."""
@@ -491,4 +491,5 @@ def stats(job: Job) -> None:
     outcomes: dict[str, list] = {v: [] for v in variants}
     for p in job.input.outcomes:
         outcomes[Path(p).parent.parent.name].append(p)
-    write_json(job.output.stats, dataset_stats(job.wildcards.dataset, variants, outcomes, log=job.log))
+    write_json(job.output.stats, dataset_stats(job.wildcards.dataset, variants, outcomes, log=job.log,
+                                               compare_set=list(job.params.compare)))

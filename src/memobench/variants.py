@@ -189,9 +189,18 @@ def references(family: str) -> dict[str, Variant]:
     if family not in FAMILIES:
         raise ConfigError(f"unknown family {family!r}; known: {', '.join(FAMILIES)}")
     docs = "user" if family in _USER_TURNS else "all"
-    return {name: Variant(name, Recipe(backend=name, documents=docs), _SKIP[family], "reference retriever: " + h,
-                          f"{d}; a session's document: its {'user turns' if docs == 'user' else 'turns'}")
-            for name, (h, d) in _REFERENCE.items()}
+    out = {name: Variant(name, Recipe(backend=name, documents=docs), _SKIP[family], "reference retriever: " + h,
+                         f"{d}; a session's document: its {'user turns' if docs == 'user' else 'turns'}")
+           for name, (h, d) in _REFERENCE.items()}
+    if docs == "user":
+        # the documented pair: the same BM25 over every turn (assistant turns too),
+        # compared with bm25-official by the paired statistics
+        h, d = _REFERENCE["bm25-official"]
+        out["bm25-official-all"] = Variant("bm25-official-all", Recipe(backend="bm25-official", documents="all"),
+                                           _SKIP[family], "reference retriever: " + h,
+                                           f"{d}; a session's document: all its turns (user and assistant)",
+                                           "bm25-official")
+    return out
 
 
 _EXPERIMENTS = _experiments()

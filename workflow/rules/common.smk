@@ -139,6 +139,12 @@ def segment_files(ds, variant, suffix=".parquet"):
     return [f"{RESULTS}/{ds}/{variant}/segments/{s}{suffix}" for s in segments(ds)]
 
 
+def compared(ds):
+    """The variants of a dataset that stats.json compares pair by pair (statistics.compare), in configured order."""
+    want = config["statistics"]["compare"]
+    return [v for v in DATASETS[ds]["variants"] if want == "all" or v in want]
+
+
 def run_pairs():
     return [(ds, v) for ds in RUN for v in DATASETS[ds]["variants"]]
 

@@ -50,6 +50,8 @@ rule stats:
     params:
         # each variant's harness baseline (the pairs compared), in configured order
         baselines=lambda w: {v: s["baseline"] for v, s in VARIANT_SPECS[dataset_of(w)].items()},
+        # the variants compared pair by pair (statistics.compare)
+        compare=lambda w: compared(dataset_of(w)),
         code=code("stats"),
     log:
         f"{RESULTS}/logs/stats/{{dataset}}.log",
