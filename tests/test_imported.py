@@ -110,7 +110,7 @@ def test_lists_counts_and_absent_questions_are_misses_in_the_denominator(lme, tm
 
 def test_skipped_questions_are_the_family_rules_and_their_lists_are_ignored(lme, tmp_path):
     reference = resolve("v0.8.0", "s")
-    from memobench.retrieval import skip_reason
+    from memobench.harness import skip_reason
 
     skipped = [q for q in lme["questions"] if q["haystack_id"] in lme["ids"] and not q["gold"]]
     assert skipped, "the generated file has a question with no gold"

@@ -17,7 +17,7 @@ import pytest
 from conftest import REPO, data_dir, dry_run_jobs, snakemake, write_config
 from memobench import exports
 from memobench.imported import ABSENT, decode_trec_id
-from memobench.report import markdown
+from memobench.report import markdown_report
 from memobench.stats import compare, per_question
 from memobench.tables import read_table
 
@@ -128,7 +128,7 @@ def test_locomo_exports_imported_back_give_the_same_numbers(locomo):
     m = results(work, "locomo10", "imp-trec")
     assert (m["run"]["format"], m["run"]["file"], m["harness"]) == ("trec", str(locomo["runs"] / "v05.trec"),
                                                                    "imported trec run")
-    report = markdown([results(work, "locomo10", v) for v in ("v0.5.0", "imp-trec")])
+    report = markdown_report([results(work, "locomo10", v) for v in ("v0.5.0", "imp-trec")], [], [])
     assert "| locomo10 | imp-trec (imported run) |" in report
     assert f"absent from the run (counted as misses): {source['empty_lists']}" in report
 

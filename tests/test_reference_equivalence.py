@@ -46,7 +46,7 @@ import pytest
 
 from naive import reference_exp6, reference_locomo, reference_run
 
-from memobench import normalize, retrieval, variants
+from memobench import normalize, retrievers, variants
 
 VARIANTS = ["v0.8.0", "v0.5.0", "v0.4.0", "v0.8.0-index"]
 
@@ -374,7 +374,7 @@ def run_project(norm_dir, variant_name, family, out_dir, n_segments=1):
     for seg in range(1, n_segments + 1):
         rk = out_dir / f"{variant_name}.{family}.{seg}of{n_segments}.rankings.parquet"
         oc = out_dir / f"{variant_name}.{family}.{seg}of{n_segments}.outcomes.parquet"
-        retrieval.write_segment(
+        retrievers.write_segment(
             variant,
             str(norm_dir / "questions.parquet"),
             str(norm_dir / "haystacks.parquet"),

@@ -110,17 +110,35 @@ def test_reference_variants_take_the_familys_skip_rule(family):
 
 
 def test_retrieve_stage_declares_what_every_backend_reads():
-    """recipe.input_names is the one place saying what a recipe reads: the
-    retrieve stage requires what every backend reads and allows the rest."""
+    """The retriever registry (retrievers.inputs_of; recipe.input_names for
+    the Memo and reference backends) is the one place saying what a variant
+    reads: the retrieve stage requires what every retriever reads and allows
+    the rest."""
+    from memobench.retrievers import inputs_of
+    from memobench.variants import python_variant
+
     st = STAGES["retrieve"]
-    reads = {b: recipe.input_names(b) for b in recipe.FIELDS["backend"].metadata["choices"]}
+    reads = {b: inputs_of(variants_with_backend(b)) for b in recipe.FIELDS["backend"].metadata["choices"]}
+    for prepare in (None, "my.py:embed"):
+        v = python_variant("mine", "s", {"retriever": {"callable": "my.py:rank", "prepare": prepare}})
+        reads[f"python {prepare}"] = inputs_of(v)
     assert st.inputs == frozenset.intersection(*reads.values())
     assert st.inputs | st.optional_inputs == frozenset.union(*reads.values())
     assert reads["bm25s"] == {"questions", "haystacks", "events"}
     assert reads["minilm"] == {"questions", "haystacks", "events", "embeddings"}
     assert reads["fts"] == {"questions", "haystacks", "events", "tokens", "fts_tokens"}
+    assert reads["python None"] == {"questions", "haystacks", "events"}
+    assert reads["python my.py:embed"] == {"questions", "haystacks", "events", "prepared"}
     common = (REPO / "workflow/rules/common.smk").read_text(encoding="utf-8")
-    assert 'input_names(recipe["backend"])' in common
+    assert "inputs_of(from_spec(spec))" in common
+
+
+def variants_with_backend(backend):
+    """v0.8.0 with another backend."""
+    from dataclasses import replace
+
+    v = resolve("v0.8.0", "s")
+    return replace(v, recipe=replace(v.recipe, backend=backend))
 
 
 def test_all_turns_counterpart_of_bm25_official():

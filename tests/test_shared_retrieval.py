@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import snakemake, write_config
-from memobench import normalize, retrieval, tokenize, variants
+from memobench import normalize, retrieval, retrievers, tokenize, variants
 from memobench.generate import write_longmemeval
 from memobench.shared_retrieval import siblings, read_plan, stored_key, write_plan, write_segment_shared
 
@@ -52,10 +52,10 @@ def _outputs(root, name, seg=1):
 def _alone(d, tmp_path, name, seg=1):
     v = variants.resolve(name, "s")
     outs = {k: tmp_path / f"alone.{name}.{k}.parquet" for k in KINDS}
-    retrieval.write_segment(v, d / "questions.parquet", d / "haystacks.parquet", d / "events.parquet", seg, 2,
-                            outs["rankings"], outs["outcomes"], log=QUIET,
-                            tokens_path=d / f"tokens_{v.recipe.seq}.parquet",
-                            fts_tokens_path=d / "tokens_fts5.parquet", deep_out=outs["deep"])
+    retrievers.write_segment(v, d / "questions.parquet", d / "haystacks.parquet", d / "events.parquet", seg, 2,
+                             outs["rankings"], outs["outcomes"], log=QUIET,
+                             tokens_path=d / f"tokens_{v.recipe.seq}.parquet",
+                             fts_tokens_path=d / "tokens_fts5.parquet", deep_out=outs["deep"])
     return {k: pq.read_table(p) for k, p in outs.items()}
 
 

@@ -1,4 +1,4 @@
-"""Variants ranked together in one process (retrieval.write_segments: shared
+"""Variants ranked together in one process (retrievers.write_segments: shared
 tokens, representatives and FTS rows) give every variant exactly the tables it
 gets alone with the per-question FTS5 tables of the harnesses (the path the
 independent references check)."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 import pyarrow.parquet as pq
 import pytest
 
-from memobench import normalize, retrieval, tokenize, variants
+from memobench import normalize, retrieval, retrievers, tokenize, variants
 from memobench.fts5 import PhraseMatcher, Unicode61
 from memobench.generate import write_longmemeval
 
@@ -29,8 +29,8 @@ def _check_together_equals_alone(d, family, names, segments):
     for seg in range(1, segments + 1):
         outs = {v.name: {k: d / f"{v.name}.{seg}.{k}.parquet" for k in ("rankings", "outcomes", "deep")}
                 for v in vs}
-        retrieval.write_segments(vs, d / "questions.parquet", d / "haystacks.parquet", d / "events.parquet",
-                                 seg, segments, outs, log=QUIET, tokens=tokens)
+        retrievers.write_segments(vs, d / "questions.parquet", d / "haystacks.parquet", d / "events.parquet",
+                                  seg, segments, outs, log=QUIET, tokens=tokens)
         qs, hs, corpus = retrieval.load_segment(d / "questions.parquet", d / "haystacks.parquet",
                                                 d / "events.parquet", seg, segments)
         for v in vs:

@@ -129,14 +129,14 @@ def stage_table(workdir: Path) -> dict[str, dict]:
 SHARED_CODE = """
 import json, resource, sys, time
 sys.path.insert(0, sys.argv[1])
-from memobench import retrieval
+from memobench import retrievers
 from memobench.variants import builtin
 R, names, mode = sys.argv[2], sys.argv[3].split(","), sys.argv[4]
 vs = [builtin("s")[n] for n in names]
 tokens = {s: f"{R}/tokens/{s}.parquet" for s in {v.recipe.seq for v in vs} | {"fts5"}}
 outs = {v.name: {k: f"{sys.argv[5]}/{v.name}.{k}.parquet" for k in ("rankings", "outcomes", "deep")} for v in vs}
-retrieval.write_segments(vs, f"{R}/normalized/questions.parquet", f"{R}/normalized/haystacks.parquet",
-                         f"{R}/normalized/events.parquet", 1, 2, outs, log=lambda m: None, tokens=tokens)
+retrievers.write_segments(vs, f"{R}/normalized/questions.parquet", f"{R}/normalized/haystacks.parquet",
+                          f"{R}/normalized/events.parquet", 1, 2, outs, log=lambda m: None, tokens=tokens)
 ru = resource.getrusage(resource.RUSAGE_SELF)
 print(json.dumps({"cpu": ru.ru_utime + ru.ru_stime, "rss_mb": ru.ru_maxrss / 1024}))
 """

@@ -12,7 +12,7 @@ from .errors import ConfigError
 # Dataset and variant names become path components under results/.
 SAFE_NAME = r"[A-Za-z0-9][A-Za-z0-9._+-]*"
 # Folders a dataset's results hold beside its variants: a variant must not take these names.
-RESERVED = frozenset({"normalized", "tokens", "fts", "analyze", "segments", "logs", "cache", "exports"})
+RESERVED = frozenset({"normalized", "tokens", "fts", "analyze", "segments", "logs", "cache", "exports", "prepared"})
 LME_FORMATS = frozenset({"longmemeval"})
 # The variant family a dataset's format implies when its config names none.
 DEFAULT_FAMILY = {"longmemeval": "s", "locomo": "locomo", "longmemeval_cn": "cn", "embedded": "zh"}
@@ -101,10 +101,16 @@ def check(config: dict) -> None:
         if unknown:
             raise ConfigError(f"config: statistics.compare names {', '.join(map(repr, unknown))}, which no dataset "
                               f"lists under variants")
-    for v in config.get("variants") or {}:
+    for v, entry in (config.get("variants") or {}).items():
         if not re.fullmatch(SAFE_NAME, v) or v in RESERVED:
             raise ConfigError(f"config: variants: name {v!r} is not allowed (letters, digits and ._+- only; "
                               f"not one of {', '.join(sorted(RESERVED))})")
+        if "retriever" in entry and ({"base", "recipe"} & set(entry)):
+            raise ConfigError(f"config: variants.{v}: a retriever variant takes no base or recipe (those change a "
+                              f"built-in variant); give one or the other")
+        if not {"base", "retriever", "run"} & set(entry):
+            raise ConfigError(f"config: variants.{v}: give base (the built-in variant it changes, with recipe), "
+                              f"retriever (your own Python callable) or run (another system's output file)")
 
 
 def check_file(data_dir: str, file: str, where: str) -> None:

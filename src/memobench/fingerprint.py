@@ -127,14 +127,14 @@ def imports_of(name: str) -> frozenset[str]:
     return frozenset(out)
 
 
-def closure(roots, stop=frozenset()) -> set[str]:
+def closure(roots, stop=frozenset(), exclude=frozenset()) -> set[str]:
     """``roots`` and every module they import, transitively; modules in ``stop``
-    are included but not followed."""
+    are included but not followed, modules in ``exclude`` neither."""
     seen: set[str] = set()
     todo = list(roots)
     while todo:
         m = todo.pop()
-        if m in seen:
+        if m in seen or m in exclude:
             continue
         seen.add(m)
         if m not in stop:
@@ -152,9 +152,16 @@ def _stage_function(stage: str) -> ast.FunctionDef:
     raise KeyError(f"no stage {stage!r} in {ENTRY}.py")
 
 
-def stage_modules(stage: str) -> set[str]:
+def stage_modules(stage: str, exclude=frozenset()) -> set[str]:
     """The package modules stage ``stage`` can run: the adapter's module-level
-    imports, the stage function's own imports, and their closure."""
+    imports, the stage function's own imports, and their closure. Modules in
+    ``exclude`` are left out, with what only they import (the retriever
+    seam's implementations: ``retrievers.code_fingerprint``)."""
+    return set(_stage_modules(stage, frozenset(exclude)))
+
+
+@lru_cache(maxsize=None)
+def _stage_modules(stage: str, exclude: frozenset) -> frozenset[str]:
     roots = set()
     for node in _tree(ENTRY).body:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -163,15 +170,20 @@ def stage_modules(stage: str) -> set[str]:
         roots |= _resolve(node, ENTRY)
     # the adapter itself is hashed whole but not followed: its other stages'
     # imports are theirs; the package's own __init__ runs first
-    return closure(roots, stop={ENTRY}) | {ENTRY, "__init__"}
+    return frozenset(closure(roots, stop={ENTRY}, exclude=exclude) | {ENTRY, "__init__"})
+
+
+def digest(modules, files=()) -> str:
+    """sha256 (16 hex) of package ``modules`` (dotted names) and ``files``."""
+    h = hashlib.sha256()
+    for m in sorted(modules):
+        path = PACKAGE_DIR / "__init__.py" if m == "__init__" else module_path(m)
+        h.update(m.encode() + b"\0" + path.read_bytes() + b"\0")
+    for f in files:
+        h.update(Path(f).read_bytes() + b"\0")
+    return h.hexdigest()[:16]
 
 
 def stage_fingerprint(stage: str, *extra_files) -> str:
     """sha256 (16 hex) of the stage's module closure plus ``extra_files`` (its script)."""
-    h = hashlib.sha256()
-    for m in sorted(stage_modules(stage)):
-        path = PACKAGE_DIR / "__init__.py" if m == "__init__" else module_path(m)
-        h.update(m.encode() + b"\0" + path.read_bytes() + b"\0")
-    for f in extra_files:
-        h.update(Path(f).read_bytes() + b"\0")
-    return h.hexdigest()[:16]
+    return digest(stage_modules(stage), extra_files)

@@ -19,7 +19,7 @@ file instead of ranked. Formats:
 * ``json``: one object ``{question_id: [session_id, ...]}``.
 
 Rules (the same for every format): the question set, gold and denominators
-are the dataset's, under its family's skip rule (``retrieval.skip_reason``,
+are the dataset's, under its family's skip rule (``harness.skip_reason``,
 the Memo variants' and reference retrievers' rule). A list given for a
 question the rule skips is ignored (counted); a question the Memo pipeline
 counts as a forced miss (``empty_seq``: no token of its tokenizer) is
@@ -518,7 +518,7 @@ def import_segment(variant, run_path, questions_path, haystacks_path, events_pat
     import pyarrow as pa
 
     from .official import read_haystacks, scoring_id, user_target_sessions
-    from .retrieval import SegmentRows, segment_bounds, skip_reason
+    from .harness import SegmentRows, segment_bounds, skip_reason
     from .tables import read_table
 
     table = read_table(questions_path).sort_by("q_index")

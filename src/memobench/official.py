@@ -156,7 +156,7 @@ def average(rows: list[dict], names: list[str]) -> dict[str, float | None]:
 def read_rankings(path) -> tuple[dict[int, list[str]], int, dict[int, list[int]]]:
     """{q_index: session ids in rank order}, the deepest rank present, and
     {q_index: haystack positions in rank order} for the questions whose every
-    row has one (a deep list of a ranker of documents: ``retrieval.DEEP``)."""
+    row has one (a deep list of a ranker of documents: ``harness.DEEP``)."""
     cols = ["q_index", "rank", "session_id"]
     has_positions = "position" in pq.read_schema(path).names
     t = read_table(path, columns=cols + ["position"] * has_positions).sort_by(

@@ -42,6 +42,7 @@ from .official import LOCOMO_CATEGORIES
 from .published import GUIDE_TABLE, HARNESS_PROTOCOL, PUBLISHED_OFFICIAL, published
 from .recipe import REFERENCE_BACKENDS
 from .stats import ALPHA, BOOTSTRAP, PERMUTATIONS, POWER, REFERENCE, fmt_ci, fmt_p
+from .variants import PYTHON_BACKEND
 from .tables import atomic_path, write_text
 
 METRICS = ("hit@1", "hit@5", "hit@10", "mrr")
@@ -69,8 +70,15 @@ def is_imported(m: dict) -> bool:
     return bool(m.get("run"))
 
 
+def is_yours(m: dict) -> bool:
+    """A run of a user's Python retriever (config ``variants.<name>.retriever``; pyretriever.py)."""
+    return (m.get("recipe") or {}).get("backend") == PYTHON_BACKEND
+
+
 def kind(m: dict) -> str:
-    return "reference retriever" if is_reference(m) else "imported run" if is_imported(m) else "Memo"
+    """What ranked a run: Memo, a reference retriever, an imported run, or your retriever."""
+    return ("reference retriever" if is_reference(m) else "imported run" if is_imported(m)
+            else "your retriever" if is_yours(m) else "Memo")
 
 
 def label(m: dict) -> str:
@@ -272,7 +280,7 @@ def paired_blocks(runs: list[dict], stats: list[dict]) -> list:
             m = by_key.get((s["dataset"], c["variant"]), {})
             only = [f"{c[k]} only in the {w}" for k, w in (("only_variant", "variant"), ("only_baseline", "baseline"))
                     if c.get(k)]
-            row = [c["variant"], "reference retriever" if is_reference(m) else "Memo", _against(c),
+            row = [c["variant"], kind(m), _against(c),
                    Cell(c["n"], note="; ".join(only) or None)]
             for k in PAIRED:
                 row += [_delta_cell(c, k), _p_cell(c["metrics"][k], n_perm)]

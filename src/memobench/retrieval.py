@@ -1,19 +1,16 @@
-"""Run one variant over one segment of a normalized dataset.
+"""The Memo engine as a retriever: one segment ranked under Memo variants
+(recipes of the engine, ``backend`` fts or index), each question's list by
+``engine.Ranker`` over the corpus of the segment's sessions (their events
+and tokens), recorded under the harness rules (``harness``).
 
-A segment is a contiguous range of the source file's items, like the
-original M runs (``M_START``/``M_LIMIT``): segment i of S covers items
-[floor((i-1)·n/S), floor(i·n/S)). Outputs per segment:
-
-* rankings: one row per evaluated question and rank (``question_id``, ``rank``,
-  ``session_id``, plus ``q_index``);
-* outcomes: one row per question of the segment, evaluated or skipped, with the
-  gold rank, so the merge stage recomputes every count in question order.
+The retriever seam (``retrievers``) calls :func:`rank_segment`; the harness
+rules and tables are ``harness``'s (re-exported here: ``RANKINGS``,
+``OUTCOMES``, ``DEEP``, ``segment_bounds``).
 """
 
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -22,43 +19,13 @@ import pyarrow.parquet as pq
 from .engine import Corpus, Haystack, Ranker
 from .errors import DataError
 from .fts5 import FTS5_TOKENS, PhraseMatcher, Unicode61
+from .harness import (DEEP, OUTCOMES, RANKINGS, SegmentRows, load_questions, segment_bounds, skip_reason,
+                      token_tables)
 from .progress import Progress
-from .tables import read_table, write_table
-from .tokenize import SEQ
 from .variants import Variant
 
-RANKINGS = pa.schema(
-    [("question_id", pa.string()), ("rank", pa.int8()), ("session_id", pa.string()), ("q_index", pa.int32())]
-)
-# The deep list (to depth 50, engine.deep_list): the rankings' columns plus a
-# score strictly decreasing with rank. Most harness lists have no score of their
-# own (P entries have none, T's ties are broken by time), so it is 51 - rank.
-# ``position``: the ranked document's haystack position where the ranker ranks
-# documents (the reference retrievers: each copy of a repeated session id is
-# one); null where a list names session ids (the harnesses), whose n-th
-# occurrence of an id then stands for its n-th position (official.ranked_positions).
-DEEP = pa.schema(
-    [("question_id", pa.string()), ("rank", pa.int8()), ("session_id", pa.string()), ("q_index", pa.int32()),
-     ("score", pa.float64()), ("position", pa.int32())]
-)
-OUTCOMES = pa.schema(
-    [
-        ("q_index", pa.int32()),
-        ("question_id", pa.string()),
-        ("question_type", pa.string()),
-        ("status", pa.string()),  # evaluated | skipped
-        ("reason", pa.string()),  # skip reason, or why an evaluated question is a forced miss
-        ("in_types", pa.bool_()),  # counted in the per-type table
-        ("gold_rank", pa.int8()),  # 1..10, 0 = miss
-        ("pool_size", pa.int32()),  # sessions in the haystack (random baseline)
-    ]
-)
-
-
-def segment_bounds(n: int, segment: int, n_segments: int) -> tuple[int, int]:
-    if not 1 <= segment <= n_segments:
-        raise ValueError(f"segment {segment} outside 1..{n_segments}")
-    return (segment - 1) * n // n_segments, segment * n // n_segments
+__all__ = ["DEEP", "OUTCOMES", "RANKINGS", "segment_bounds", "load_segment", "run_segment", "run_segments",
+           "rank_segment", "token_tables"]
 
 
 def load_segment(questions_path, haystacks_path, events_path, segment: int, n_segments: int,
@@ -71,33 +38,22 @@ def load_segment(questions_path, haystacks_path, events_path, segment: int, n_se
     tokens = dict(tokens or {})
     if tokens_path is not None:
         tokens[seq_name] = tokens_path
-    qtab = read_table(questions_path)
-    qtab = qtab.sort_by("q_index")
-    lo, hi = segment_bounds(qtab.num_rows, segment, n_segments)
-    questions = qtab.slice(lo, hi - lo).to_pylist()
-    hids = sorted({q["haystack_id"] for q in questions if q["haystack_id"] >= 0})
-    htab = read_table(haystacks_path, where={"haystack_id": hids} if hids else None)
-    if not hids:
-        htab = htab.slice(0, 0)
-    htab = htab.sort_by([("haystack_id", "ascending"), ("position", "ascending")])
-    haystacks: dict[int, Haystack] = {}
-    cols = htab.to_pydict()
-    by_hid: dict[int, tuple[list, list, list]] = {}
-    for hid, sid, key, base in zip(cols["haystack_id"], cols["session_id"], cols["session_key"], cols["base_time"]):
-        ids, keys, bases = by_hid.setdefault(hid, ([], [], []))
-        ids.append(sid)
-        keys.append(key)
-        bases.append(base)
-    for hid, (ids, keys, bases) in by_hid.items():
-        haystacks[hid] = Haystack(ids, keys, bases)
-    needed = sorted(set(cols["session_key"]))
-    del cols, htab
+    questions, entries = load_questions(questions_path, haystacks_path, segment, n_segments)
+    haystacks, corpus = _corpus(entries, events_path, tokens, texts, events)
+    return questions, haystacks, corpus
+
+
+def _corpus(entries: dict, events_path, tokens: dict, texts: bool = True, events: bool = True):
+    """The engine's haystacks ({haystack_id: Haystack}) and the corpus of
+    their sessions (events, and each tokenizer's tokens)."""
+    haystacks = {hid: Haystack(e.ids, e.keys, e.bases) for hid, e in entries.items()}
+    needed = sorted({k for e in entries.values() for k in e.keys})
     corpus = Corpus()
     for key in needed:
         corpus.add(key, [], [])
     if needed and events:
         _load_events(corpus, events_path, needed, tokens, texts or not tokens)
-    return questions, haystacks, corpus
+    return haystacks, corpus
 
 
 def _load_events(corpus: Corpus, events_path, needed: list[int], tokens: dict | None = None,
@@ -182,86 +138,6 @@ def _load_events(corpus: Corpus, events_path, needed: list[int], tokens: dict | 
     pa.default_memory_pool().release_unused()
 
 
-def _skip_reason(rule: str, q: dict, hay: Haystack | None, variant: Variant) -> tuple[str | None, str | None]:
-    """(skip reason, reason an evaluated question gets no list) under the
-    harness's rule (HARNESSES.md 6.0). A skipped question is not counted; the
-    second reason is ``empty_seq`` (counted as a miss: run, run-m, exp6) or
-    ``unrecorded`` (exp4-m/exp5-m: only in the hit-rate denominators)."""
-    if q.get("parse_error"):
-        return "unparseable", None
-    if rule == "cn" and q["haystack_id"] < 0:
-        return "unpaired", None
-    if rule == "zh":
-        return None, None
-    if not q["gold"]:
-        return "no_gold", None
-    if hay is None or not hay.ids:
-        return "no_sessions", None
-    recipe = variant.recipe
-    if rule in ("run", "expm", "exp", "exp3") and not SEQ[recipe.seq](q["question"]):
-        if rule == "run":
-            return None, "empty_seq"
-        if rule == "expm":
-            return None, "unrecorded"
-        return "empty_seq", None
-    if rule == "locomo" and not recipe.window_tokens(q["question"]):
-        return "empty_window", None
-    if rule == "exp" and len(recipe.window_tokens(q["question"])) <= 1:
-        return "short_window", None
-    return None, None
-
-
-# Its public name: every kind of variant (imported runs too) counts its questions by it.
-skip_reason = _skip_reason
-
-
-class SegmentRows:
-    """One variant's segment tables, built question by question; every ranker
-    (the engine, the reference retrievers) writes them through :meth:`add`."""
-
-    def __init__(self):
-        self.rank = {n: [] for n in RANKINGS.names}
-        self.out = {n: [] for n in OUTCOMES.names}
-        self.deep = {n: [] for n in DEEP.names}
-
-    def add(self, q: dict, hay, skip: str | None = None, miss: str | None = None, final=(), deep=(),
-            scores=None, positions=None) -> None:
-        """A question: skipped (``skip``), evaluated without a list (``miss``),
-        or ranked (``final``: the top 10; ``deep``: to depth 50 with ``scores``,
-        51 - rank when None, and the haystack ``positions`` when the ranker has them)."""
-        gold_rank = 0
-        if skip is None and miss is None:
-            n_deep = len(deep)
-            self.deep["question_id"].extend([q["question_id"]] * n_deep)
-            self.deep["rank"].extend(range(1, n_deep + 1))
-            self.deep["session_id"].extend(deep)
-            self.deep["q_index"].extend([q["q_index"]] * n_deep)
-            self.deep["score"].extend(scores if scores is not None else
-                                      [float(51 - r) for r in range(1, n_deep + 1)])
-            self.deep["position"].extend(positions if positions is not None else [None] * n_deep)
-            gold = set(q["gold"])
-            for r, sid in enumerate(final, 1):
-                self.rank["question_id"].append(q["question_id"])
-                self.rank["rank"].append(r)
-                self.rank["session_id"].append(sid)
-                self.rank["q_index"].append(q["q_index"])
-                if not gold_rank and sid in gold:
-                    gold_rank = r
-        out = self.out
-        out["q_index"].append(q["q_index"])
-        out["question_id"].append(q["question_id"])
-        out["question_type"].append(q["question_type"])
-        out["status"].append("skipped" if skip else "unrecorded" if miss == "unrecorded" else "evaluated")
-        out["reason"].append(skip or miss)
-        out["in_types"].append(skip is None and miss is None)
-        out["gold_rank"].append(gold_rank)
-        out["pool_size"].append(len(hay.ids) if hay is not None else 0)
-
-    def tables(self) -> tuple[pa.Table, pa.Table, pa.Table]:
-        return (pa.table(self.rank, schema=RANKINGS), pa.table(self.out, schema=OUTCOMES),
-                pa.table(self.deep, schema=DEEP))
-
-
 def run_segment(variant: Variant, questions, haystacks, corpus: Corpus, log=print, label: str = "",
                 release: bool = False, deep: bool = False, fts_sqlite: bool = False):
     """Rank every question of the segment; returns (rankings table, outcomes
@@ -301,7 +177,7 @@ def run_segments(variants: list[Variant], questions, haystacks, corpus: Corpus, 
     for n, q in enumerate(questions):
         hay = haystacks.get(q["haystack_id"])
         for variant, ranker in zip(variants, rankers):
-            skip, miss = _skip_reason(variant.skip, q, hay, variant)
+            skip, miss = skip_reason(variant.skip, q, hay, variant)
             if skip is None and miss is None:
                 ranked = ranker.rank(hay, q["haystack_id"], q["question"], q["question_date"])
                 rows[variant.name].add(q, hay, final=ranked["final"], deep=ranked["deep"])
@@ -314,62 +190,15 @@ def run_segments(variants: list[Variant], questions, haystacks, corpus: Corpus, 
     return {name: r.tables() for name, r in rows.items()}
 
 
-def write_segment(variant: Variant, questions_path, haystacks_path, events_path, segment: int,
-                  n_segments: int, rankings_out, outcomes_out, log=print, tokens_path=None,
-                  fts_tokens_path=None, deep_out=None, metadata: dict | None = None, embeddings_path=None) -> None:
-    outs = {variant.name: {"rankings": rankings_out, "outcomes": outcomes_out, "deep": deep_out}}
-    write_segments([variant], questions_path, haystacks_path, events_path, segment, n_segments, outs, log=log,
-                   tokens=token_tables(variant.recipe.seq, tokens_path, fts_tokens_path), metadata=metadata,
-                   embeddings_path=embeddings_path)
-
-
-def token_tables(seq: str, tokens_path=None, fts_tokens_path=None) -> dict:
-    """The ``tokens`` argument of load_segment/write_segments: tokenizer name
-    -> tokens stage table, for a recipe's tokenizer and the FTS5 tokens."""
-    tokens = {seq: tokens_path} if tokens_path else {}
-    if fts_tokens_path:
-        tokens[FTS5_TOKENS] = fts_tokens_path
-    return tokens
-
-
-def write_segments(variants: list[Variant], questions_path, haystacks_path, events_path, segment: int,
-                   n_segments: int, outs: dict, log=print, tokens: dict | None = None,
-                   metadata: dict | None = None, variant_metadata: dict[str, dict] | None = None,
-                   embeddings_path=None) -> None:
-    """Rank one segment under several variants in one process (``run_segments``)
-    and write each variant's tables: ``outs`` maps a variant name to its
-    ``rankings``, ``outcomes`` and (optional) ``deep`` paths. ``tokens`` maps
-    tokenizer names to the tokens stage's tables; with the tokens of every
-    variant's tokenizer and (for FTS) the ``fts5`` tokens, no event text is read.
-    ``metadata`` goes into each outcomes table's Parquet key-value metadata
-    (the retrieve job's provenance), with ``variant_metadata[name]`` added
-    for that variant. Reference retrievers (``recipe.reference``) are ranked by
-    ``baselines.segment.rank_segment`` over the same questions;
-    ``embeddings_path`` is the embeddings stage's table (``minilm``)."""
-    memo = [v for v in variants if not v.recipe.reference]
-    reference = [v for v in variants if v.recipe.reference]
-    tokens = tokens or {}
-    wanted = {v.recipe.seq for v in memo} | ({FTS5_TOKENS} if any(v.recipe.backend == "fts" for v in memo) else set())
-    tokens = {name: path for name, path in tokens.items() if name in wanted}
+def rank_segment(variants: list[Variant], segment, log=print) -> dict[str, tuple]:
+    """The seam's entry (``retrievers``): rank one segment (``harness.Segment``)
+    under Memo variants, question by question (:func:`run_segments`), over the
+    corpus of its sessions. With the tokens of every variant's tokenizer and
+    (for FTS) the ``fts5`` tokens in ``segment.tokens``, no event text is read.
+    Each session's text is freed after its last question."""
+    wanted = {v.recipe.seq for v in variants} | ({FTS5_TOKENS} if any(v.recipe.backend == "fts" for v in variants)
+                                                   else set())
+    tokens = {name: path for name, path in (segment.tokens or {}).items() if name in wanted}
     texts = not wanted <= set(tokens)
-    questions, haystacks, corpus = load_segment(questions_path, haystacks_path, events_path, segment, n_segments,
-                                                texts=texts, tokens=tokens, events=bool(memo))
-    label = variants[0].name if len(variants) == 1 else f"{len(variants)} variants"
-    log(f"{label} segment {segment}/{n_segments}: {len(questions)} questions, {len(corpus)} distinct sessions")
-    tables = {}
-    if reference:
-        from .baselines.segment import rank_segment
-
-        tables.update(rank_segment(reference, questions, haystacks, events_path, embeddings_path, log,
-                                   label=f"{label} segment {segment}/{n_segments}:"))
-    if memo:
-        tables.update(run_segments(memo, questions, haystacks, corpus, log,
-                                   label=f"{label} segment {segment}/{n_segments}:", release=True))
-    for v in variants:
-        out = outs[v.name]
-        rankings, outcomes, deep = tables[v.name]
-        meta = {**(metadata or {}), **((variant_metadata or {}).get(v.name) or {})}
-        write_table(out["outcomes"], outcomes.replace_schema_metadata(meta) if meta else outcomes)
-        if out.get("deep") is not None:
-            write_table(out["deep"], deep)
-        write_table(out["rankings"], rankings)
+    haystacks, corpus = _corpus(segment.haystacks, segment.inputs["events"], tokens, texts=texts)
+    return run_segments(variants, segment.questions, haystacks, corpus, log, label=segment.label, release=True)

@@ -5,7 +5,7 @@ what makes a change to one variant rerun only that variant, and a targeted
 segment run only what it needs. But most of a job's work (loading the segment,
 tokenized sessions, representative events, FTS5 rows) is the same for every
 variant that reads the same inputs, so the first job of a segment computes its
-*siblings* too, in one process (``retrieval.write_segments``: each list
+*siblings* too, in one process (``retrievers.write_segments``: each list
 identical to the one the variant gets alone, tested), and leaves their tables
 in ``results/{dataset}/cache/{segment}/``. A sibling's own job, when Snakemake
 runs it, finds its tables there and copies them into its outputs.
@@ -50,34 +50,38 @@ from pathlib import Path
 from .atomic import atomic_path
 from .config import dataset_family
 from .provenance import file_stamp
-from .recipe import input_names
+from .retrievers import inputs_of, retriever_of
 from .variants import Variant, resolve
 
 # pyarrow and the engine are imported where lists are ranked: a job whose
 # lists a sibling's job left only copies files, and starts without them.
 
 KINDS = ("rankings", "outcomes", "deep")
-# What decides a variant's lists (the retrieve rule's `variant` param).
-LIST_FIELDS = ("name", "recipe", "skip")
+# What decides a variant's lists (the retrieve rule's `variant` param; `retriever`
+# only for a user's Python retriever).
+LIST_FIELDS = ("name", "recipe", "skip", "retriever")
 
 
 def needed_inputs(variant: Variant) -> frozenset[str]:
     """The named inputs a retrieve job of this variant reads (the workflow's
     input function reads the same registry)."""
-    return input_names(variant.recipe.backend)
+    return inputs_of(variant)
 
 
 def list_spec(variant: Variant) -> dict:
     from dataclasses import asdict
 
-    return {"name": variant.name, "recipe": asdict(variant.recipe), "skip": variant.skip}
+    spec = {"name": variant.name, "recipe": asdict(variant.recipe), "skip": variant.skip}
+    if variant.retriever is not None:
+        spec["retriever"] = variant.retriever
+    return spec
 
 
 def retrieval_key(spec: dict, segment: int, n_segments: int, code: str, inputs: dict) -> str:
     """Everything a variant's segment lists depend on, hashed."""
-    blob = json.dumps({"spec": {k: spec[k] for k in LIST_FIELDS}, "segment": segment, "n_segments": n_segments,
-                       "code": code, "inputs": {n: file_stamp(p) for n, p in sorted(inputs.items())}},
-                      sort_keys=True)
+    blob = json.dumps({"spec": {k: spec[k] for k in LIST_FIELDS if k in spec}, "segment": segment,
+                       "n_segments": n_segments, "code": code,
+                       "inputs": {n: file_stamp(p) for n, p in sorted(inputs.items())}}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:32]
 
 
@@ -121,17 +125,22 @@ def read_plan(results) -> tuple[set, bool]:
 
 def siblings(config: dict, dataset: str, variant: Variant, inputs: dict) -> list[Variant]:
     """The dataset's other configured variants this job can rank: their inputs
-    are among this job's (tokens: the same tokenizer's)."""
+    are among this job's (tokens: the same tokenizer's), and both retrievers
+    share (a user's retriever ranks only in its own job)."""
     ds = config["datasets"][dataset]
     family = dataset_family(ds)
     have = set(inputs)
     out = []
+    if not retriever_of(variant).shares:
+        return out
     for name in ds.get("variants") or []:
         if name == variant.name:
             continue
         other = resolve(name, family, config.get("variants") or {})
         if other.run is not None:
             continue  # an imported run is read from its file (imported.py), never ranked
+        if not retriever_of(other).shares:
+            continue
         need = needed_inputs(other)
         if need <= have and ("tokens" not in need or other.recipe.seq == variant.recipe.seq):
             out.append(other)
@@ -218,23 +227,31 @@ def _write_bytes(data: bytes, dest) -> None:
 
 
 def write_segment_shared(variant: Variant, config: dict, dataset: str, segment: int, n_segments: int,
-                         inputs: dict, outputs: dict, code: str, log=print, metadata=None, warn=None) -> dict:
+                         inputs: dict, outputs: dict, code: str, log=print, metadata=None, warn=None,
+                         code_of=None) -> dict:
     """Produce this variant's segment tables (``outputs``: rankings, outcomes,
     deep), from the cache when a sibling's job left them there, else by ranking
     this variant and its siblings whose outputs are missing or stale.
     ``metadata`` (a dict, or a function returning one, called only when lists
-    are ranked) goes into each outcomes table. ``warn`` (default: ``log``, and
-    a ``memobench:`` line on stderr) says why a cached entry was not used.
-    Returns what happened (for the log and the tests)."""
+    are ranked) goes into each outcomes table. ``code`` is this job's code
+    fingerprint; ``code_of(v)`` gives another variant's (each retriever has its
+    own: retrievers.code_fingerprint; without it, every sibling's is taken to
+    be ``code``). Where ``code_of`` disagrees with ``code`` for this variant,
+    no sibling is ranked. ``warn`` (default: ``log``, and a ``memobench:``
+    line on stderr) says why a cached entry was not used. Returns what
+    happened (for the log and the tests)."""
     inputs = {n: p for n, p in inputs.items() if p is not None}
     if warn is None:
         def warn(msg):
             log(msg)
             print(f"memobench: {msg}", file=sys.stderr)
     cache = Path(outputs["rankings"]).parents[2] / "cache" / f"seg{segment}"
+    codes = {variant.name: code}
 
     def key_of(v: Variant) -> str:
-        return retrieval_key(list_spec(v), segment, n_segments, code,
+        if v.name not in codes:
+            codes[v.name] = code if code_of is None else code_of(v)
+        return retrieval_key(list_spec(v), segment, n_segments, codes[v.name],
                              {n: inputs[n] for n in needed_inputs(v)})
 
     def own_outputs(v: Variant) -> dict:
@@ -263,7 +280,11 @@ def write_segment_shared(variant: Variant, config: dict, dataset: str, segment: 
         todo = [variant]
         outs = {variant.name: dict(outputs)}
         metas = {variant.name: key}
-        for other in siblings(config, dataset, variant, inputs):
+        candidates = siblings(config, dataset, variant, inputs)
+        if candidates and code_of is not None and code_of(variant) != code:
+            log(f"{variant.name}: the code fingerprint computed here differs from the rule's; ranking no sibling")
+            candidates = []
+        for other in candidates:
             k = key_of(other)
             theirs = own_outputs(other)
             if complete:
@@ -279,7 +300,8 @@ def write_segment_shared(variant: Variant, config: dict, dataset: str, segment: 
             todo.append(other)
             outs[other.name] = {kind: str(p) for kind, p in _entry(cache, k).items()}
             metas[other.name] = k
-        from .retrieval import token_tables, write_segments
+        from .harness import token_tables
+        from .retrievers import write_segments
 
         if len(todo) > 1:
             log(f"{variant.name} segment {segment}/{n_segments}: ranking {len(todo) - 1} sibling variant(s) "
@@ -287,7 +309,7 @@ def write_segment_shared(variant: Variant, config: dict, dataset: str, segment: 
         write_segments(todo, inputs["questions"], inputs["haystacks"], inputs["events"], segment, n_segments,
                        outs, log=log, tokens=token_tables(variant.recipe.seq, inputs.get("tokens"),
                                                           inputs.get("fts_tokens")),
-                       embeddings_path=inputs.get("embeddings"),
+                       embeddings_path=inputs.get("embeddings"), inputs=inputs,
                        metadata=metadata() if callable(metadata) else metadata)
         for other in todo[1:]:
             _seal(cache, metas[other.name])

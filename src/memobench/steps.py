@@ -312,22 +312,39 @@ def tokens(job: Job) -> None:
     write_tokens(job.input.events, job.wildcards.seq, job.output.tokens, log=job.log)
 
 
-@stage("retrieve", inputs=["questions", "haystacks", "events"], optional=["tokens", "fts_tokens", "embeddings"],
+@stage("retrieve", inputs=["questions", "haystacks", "events"],
+       optional=["tokens", "fts_tokens", "embeddings", "prepared"],
        outputs=["rankings", "outcomes", "deep"], params=["variant", "segment", "n_segments"])
 def retrieve(job: Job) -> None:
-    """One variant's segment; its sibling variants' lists are computed in the
-    same pass when their jobs have not run yet (shared_retrieval.py)."""
+    """One variant's segment, ranked by its retriever (retrievers.py); its
+    sibling variants' lists are computed in the same pass when their jobs have
+    not run yet (shared_retrieval.py), each keyed by its own code fingerprint."""
     from .provenance import PROVENANCE_KEY, provenance
+    from .retrievers import code_fingerprint
     from .shared_retrieval import write_segment_shared
     from .variants import from_spec
 
     i, o, p = job.input, job.output, job.params
-    names = ("questions", "haystacks", "events", "tokens", "fts_tokens", "embeddings")
+    names = ("questions", "haystacks", "events", "tokens", "fts_tokens", "embeddings", "prepared")
+    script = Path(__file__).resolve().parents[2] / "workflow" / "scripts" / "stage.py"
     write_segment_shared(from_spec(p.variant), job.config, job.wildcards.dataset, p.segment, p.n_segments,
                          {n: i.get(n) for n in names}, {"rankings": o.rankings, "outcomes": o.outcomes,
                                                         "deep": o.deep}, p.code, log=job.log,
                          # where this segment was computed (SQLite and the rest), for metrics.json
-                         metadata=lambda: {PROVENANCE_KEY: json.dumps(provenance(), sort_keys=True)})
+                         metadata=lambda: {PROVENANCE_KEY: json.dumps(provenance(), sort_keys=True)},
+                         code_of=lambda v: code_fingerprint(v, script))
+
+
+@stage("prepare", inputs=["events", "sessions"], outputs=["prepared"], params=["variant"], models=True)
+def prepare(job: Job) -> None:
+    """A user's retriever's per-session work (its ``prepare`` callable), once
+    per distinct session document of a dataset, for every segment and rerun."""
+    from .pyretriever import prepare_sessions
+    from .variants import from_spec
+
+    stats = prepare_sessions(from_spec(job.params.variant), job.input.events, job.output.prepared, log=job.log,
+                             sessions_path=job.input.sessions)
+    job.log(f"prepare: {json.dumps(stats, sort_keys=True)}")
 
 
 @stage("import_run", inputs=["run", "questions", "haystacks"], optional=["events"],

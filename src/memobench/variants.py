@@ -21,6 +21,9 @@ LME = frozenset({"s", "m"})
 # choice: a user variant states it by ``run``.
 IMPORTED_BACKEND = "imported"
 RUN_FORMATS = ("trec", "retrievallog", "json")
+# The recipe backend of a user's Python retriever (config ``variants.<name>.retriever``;
+# src/memobench/pyretriever.py): not a recipe choice, a user variant states it by ``retriever``.
+PYTHON_BACKEND = "python"
 
 
 @dataclass(frozen=True)
@@ -33,6 +36,8 @@ class Variant:
     baseline: str = ""  # the variant it is an experiment against (falsifier)
     # an imported run: {"file", "format"}; None for the others
     run: dict | None = field(default=None, hash=False)
+    # a user's Python retriever: {"callable", "prepare" (or None), "params"}; None for the others
+    retriever: dict | None = field(default=None, hash=False)
 
 
 _SKIP = {"s": "run", "m": "run", "locomo": "locomo", "cn": "cn", "zh": "zh"}
@@ -236,9 +241,11 @@ def resolve(name: str, family: str, custom: dict | None = None) -> Variant:
         entry = custom[name]
         if "run" in entry:
             return imported_variant(name, family, entry)
+        if "retriever" in entry:
+            return python_variant(name, family, entry)
         if "base" not in entry:
-            raise ConfigError(f"variant {name!r}: give base (the built-in variant it changes) or run "
-                              f"(another system's output file)")
+            raise ConfigError(f"variant {name!r}: give base (the built-in variant it changes), retriever "
+                              f"(your own Python callable) or run (another system's output file)")
         base = resolve(entry["base"], family, {k: v for k, v in custom.items() if k != name})
         over = entry.get("recipe") or {}
         validate(over, f"variant {name!r}")
@@ -281,18 +288,63 @@ def imported_variant(name: str, family: str, entry: dict) -> Variant:
                    entry.get("description", f"ranked lists read from {spec['file']}"), against, run=spec)
 
 
+def python_variant(name: str, family: str, entry: dict) -> Variant:
+    """A user's Python retriever (config ``variants.<name>.retriever``) as a
+    variant of a family: the family's skip rule, so its questions and gold
+    are the Memo variants'; its documents are the user's choice, by default
+    the family's rule (as the reference retrievers')."""
+    if family not in FAMILIES:
+        raise ConfigError(f"unknown family {family!r}; known: {', '.join(FAMILIES)}")
+    if set(entry) - {"retriever", "description"}:
+        extra = ", ".join(sorted(set(entry) - {"retriever", "description"}))
+        raise ConfigError(f"variant {name!r}: a retriever variant takes no {extra} (only retriever and description)")
+    r = entry["retriever"]
+    where = f"variant {name!r}: retriever"
+    for key in ("callable", "prepare"):
+        if r.get(key) is not None and not _callable_spec(r[key]):
+            raise ConfigError(f"{where}: {key} {r[key]!r} is not 'module:function' or 'path/to/file.py:function'")
+    if not r.get("callable"):
+        raise ConfigError(f"{where}: callable is required ('module:function' or 'path/to/file.py:function')")
+    params = r.get("params") or {}
+    if not isinstance(params, dict):
+        raise ConfigError(f"{where}: params must be a mapping of keyword arguments, not {params!r}")
+    docs = r.get("documents") or ("user" if family in _USER_TURNS else "all")
+    validate({"documents": docs}, where)
+    spec = {"callable": r["callable"], "prepare": r.get("prepare"), "params": params}
+    return Variant(name, Recipe(backend=PYTHON_BACKEND, documents=docs), _SKIP[family],
+                   f"your retriever: {r['callable']}",
+                   entry.get("description", f"{r['callable']} over each session's "
+                                            f"{'user turns' if docs == 'user' else 'turns'}"),
+                   retriever=spec)
+
+
+def _callable_spec(text) -> bool:
+    """'module.sub:function' or 'path/to/file.py:function' (the function may be dotted: 'Class.method')."""
+    import re
+
+    if not isinstance(text, str) or ":" not in text:
+        return False
+    target, _, func = text.rpartition(":")
+    if not re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", func):
+        return False
+    return target.endswith(".py") or bool(re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", target))
+
+
 def to_spec(v: Variant) -> dict:
     """A plain dict (the rule's params): every setting that decides the lists."""
     spec = {"name": v.name, "recipe": asdict(v.recipe), "skip": v.skip, "harness": v.harness,
             "description": v.description, "baseline": v.baseline}
     if v.run is not None:
         spec["run"] = dict(v.run)
+    if v.retriever is not None:
+        spec["retriever"] = v.retriever
     return spec
 
 
 def from_spec(spec: dict) -> Variant:
     return Variant(spec["name"], Recipe(**spec["recipe"]), spec["skip"], spec.get("harness", ""),
-                   spec.get("description", ""), spec.get("baseline", ""), run=spec.get("run"))
+                   spec.get("description", ""), spec.get("baseline", ""), run=spec.get("run"),
+                   retriever=spec.get("retriever"))
 
 
 def with_recipe(variant: Variant, **over) -> Variant:

@@ -12,7 +12,8 @@ from memobench.fingerprint import stage_fingerprint
 from memobench.fts5 import FTS5_TOKENS
 from memobench.provenance import file_stamp
 from memobench.recipe import FIELDS, input_names
-from memobench.variants import resolve, to_spec
+from memobench.retrievers import code_fingerprint, inputs_of
+from memobench.variants import from_spec, resolve, to_spec
 
 
 def fail(msg):
@@ -34,13 +35,32 @@ CUSTOM_VARIANTS = config["variants"]
 RUN = config["run"]
 RESULTS = "results"
 STAGE_SCRIPT = "../scripts/stage.py"  # every rule runs it (relative to this folder)
+STAGE_SCRIPT_PATH = os.path.join(workflow.basedir, "workflow", "scripts", "stage.py")
 
 
 def code(stage):
     """The stage's code fingerprint: its module import closure and the script
     (src/memobench/fingerprint.py). A params entry, so an edit reruns exactly
     the stages that run the edited code, and what follows them."""
-    return stage_fingerprint(stage, os.path.join(workflow.basedir, "workflow", "scripts", "stage.py"))
+    return stage_fingerprint(stage, STAGE_SCRIPT_PATH)
+
+
+_RETRIEVE_CODES = {}
+
+
+def retrieve_code(w):
+    """A retrieve job's code fingerprint: the stage's shared modules and its
+    variant's retriever's code (the Memo engine, the reference retrievers, or
+    a user's source files; retrievers.code_fingerprint), so editing one
+    retriever reruns only the variants it ranks."""
+    spec = variant_of(w)
+    key = repr(spec)
+    if key not in _RETRIEVE_CODES:
+        try:
+            _RETRIEVE_CODES[key] = code_fingerprint(from_spec(spec), STAGE_SCRIPT_PATH)
+        except (ConfigError, OSError) as e:
+            fail(f"config: dataset {w.dataset!r}: variant {w.variant!r}: {e}")
+    return _RETRIEVE_CODES[key]
 
 
 def family(ds):
@@ -183,30 +203,34 @@ def normalize_inputs(w):
     return inputs
 
 
-def search_inputs(ds, recipe):
-    """What a job that ranks a dataset's questions under ``recipe`` reads
-    (which inputs: memobench.recipe.input_names; the FTS5 tokens only for the FTS
-    backend, no tokens for a reference retriever, the embeddings for minilm)."""
+def search_inputs(ds, names, seq, variant=None):
+    """The paths of the named inputs (``names``) of a job that ranks a
+    dataset's questions: which ones a variant reads is its retriever's
+    (memobench.retrievers.inputs_of; memobench.recipe.input_names for the
+    Memo and reference backends: the FTS5 tokens only for the FTS backend, no
+    tokens for a reference retriever, the embeddings for minilm, a user
+    retriever's prepared table when it has a prepare step)."""
     base = base_dataset(ds)
     paths = {
         "questions": f"{norm_dir(ds)}/questions.parquet",
         "haystacks": f"{norm_dir(base)}/haystacks.parquet",
         "events": f"{norm_dir(base)}/events.parquet",
-        "tokens": f"{RESULTS}/{base}/tokens/{recipe['seq']}.parquet",
+        "tokens": f"{RESULTS}/{base}/tokens/{seq}.parquet",
         "fts_tokens": f"{RESULTS}/{base}/tokens/{FTS5_TOKENS}.parquet",
         "embeddings": f"{RESULTS}/{base}/embeddings/minilm.parquet",
+        "prepared": f"{RESULTS}/{base}/prepared/{variant}.parquet",
     }
-    names = input_names(recipe["backend"])
     return {n: p for n, p in paths.items() if n in names}
 
 
 def retrieve_inputs(w):
     segment_of(w)
-    return search_inputs(w.dataset, variant_of(w)["recipe"])
+    spec = variant_of(w)
+    return search_inputs(w.dataset, inputs_of(from_spec(spec)), spec["recipe"]["seq"], spec["name"])
 
 
 def analyze_inputs(w):
-    return search_inputs(dataset_of(w), {"seq": ANALYZE_RECIPE.seq, "backend": ANALYZE_RECIPE.backend})
+    return search_inputs(dataset_of(w), input_names(ANALYZE_RECIPE.backend), ANALYZE_RECIPE.seq)
 
 
 def merge_inputs(w):
@@ -222,6 +246,61 @@ def merge_inputs(w):
         "haystacks": f"{norm_dir(base)}/haystacks.parquet",
         "events": f"{norm_dir(base)}/events.parquet",
     }
+
+
+# --------------------------------------------------------------------------- imported runs (imported.smk)
+
+
+def run_file(w):
+    """The imported run's file, which must be there (one line naming the fix if not)."""
+    spec = variant_of(w)
+    if not spec.get("run"):
+        fail(f"{RESULTS}/{w.dataset}/{w.variant}/...: variant {w.variant!r} is not an imported run under "
+             f"dataset {w.dataset!r}")
+    path = spec["run"]["file"]
+    if not os.path.isfile(path):
+        fail(f"config: variants.{w.variant}.run.file: {path}: no such file (relative paths start from the "
+             f"working directory, {os.getcwd()}); give the run file's path")
+    return path
+
+
+def import_inputs(w):
+    segment_of(w)
+    ds, base = w.dataset, base_dataset(w.dataset)
+    inputs = {"run": run_file(w), "questions": f"{norm_dir(ds)}/questions.parquet",
+              "haystacks": f"{norm_dir(base)}/haystacks.parquet"}
+    if variant_of(w)["run"]["format"] == "retrievallog":  # scoring ids: which sessions hold a user target
+        inputs["events"] = f"{norm_dir(base)}/events.parquet"
+    return inputs
+
+
+# --------------------------------------------------------------------------- your retriever's prepare step (prepare.smk)
+
+
+def prepare_spec(w):
+    """The settings that decide a prepared table: the variant resolved for
+    the dataset (the base dataset of those that search its haystacks)."""
+    ds = dataset_of(w)
+    try:
+        v = resolve(w.variant, family(ds), CUSTOM_VARIANTS)
+    except ConfigError as e:
+        fail(f"{RESULTS}/{ds}/prepared/{w.variant}.parquet: {e}")
+    if not (v.retriever or {}).get("prepare"):
+        fail(f"{RESULTS}/{ds}/prepared/{w.variant}.parquet: variant {w.variant!r} is not a retriever with a "
+             f"prepare step")
+    spec = to_spec(v)
+    return {"name": spec["name"], "recipe": spec["recipe"], "skip": "",
+            "retriever": {"prepare": v.retriever["prepare"], "params": v.retriever["params"]}}
+
+
+def prepare_code(w):
+    from memobench.pyretriever import prepare_fingerprint
+
+    try:
+        return prepare_fingerprint(from_spec(prepare_spec(w)), STAGE_SCRIPT_PATH)
+    except (ConfigError, OSError) as e:
+        fail(f"config: variant {w.variant!r}: {e}")
+
 
 
 # --------------------------------------------------------------------------- official metrics and exports

@@ -6,30 +6,8 @@
 # (size, mtime, inode) a param: replacing it reruns its own scoring only.
 
 
-# IMPORTED_VARIANTS (common.smk): the variant names that are imported runs.
-
-
-def run_file(w):
-    """The imported run's file, which must be there (one line naming the fix if not)."""
-    spec = variant_of(w)
-    if not spec.get("run"):
-        fail(f"{RESULTS}/{w.dataset}/{w.variant}/...: variant {w.variant!r} is not an imported run under "
-             f"dataset {w.dataset!r}")
-    path = spec["run"]["file"]
-    if not os.path.isfile(path):
-        fail(f"config: variants.{w.variant}.run.file: {path}: no such file (relative paths start from the "
-             f"working directory, {os.getcwd()}); give the run file's path")
-    return path
-
-
-def import_inputs(w):
-    segment_of(w)
-    ds, base = w.dataset, base_dataset(w.dataset)
-    inputs = {"run": run_file(w), "questions": f"{norm_dir(ds)}/questions.parquet",
-              "haystacks": f"{norm_dir(base)}/haystacks.parquet"}
-    if variant_of(w)["run"]["format"] == "retrievallog":  # scoring ids: which sessions hold a user target
-        inputs["events"] = f"{norm_dir(base)}/events.parquet"
-    return inputs
+# Its input functions (run_file, import_inputs) and IMPORTED_VARIANTS live in
+# common.smk (snakemake --lint: a rule file holds only its rules).
 
 
 rule import_run:

@@ -33,10 +33,11 @@ rule retrieve:
         deep=f"{RESULTS}/{{dataset}}/{{variant}}/segments/{{segment}}.deep.parquet",
     params:
         # only what decides the lists: editing a description reruns no retrieval
-        variant=lambda w: {k: variant_of(w)[k] for k in ("name", "recipe", "skip")},
+        variant=lambda w: {k: v for k, v in variant_of(w).items() if k in ("name", "recipe", "skip", "retriever")},
         segment=segment_of,
         n_segments=lambda w: len(segments(w.dataset)),
-        code=code("retrieve"),
+        # the variant's retriever's code only (common.smk): editing one retriever reruns its variants
+        code=retrieve_code,
     wildcard_constraints:
         variant=RANKED_VARIANTS,  # not an imported run (import_run reads those)
     priority: 1

@@ -13,7 +13,7 @@ and for ``minilm`` the documents' vectors come from the cached embedding stage
 
     ranking = rank("minilm", question_text, docs, vectors=doc_vectors)
 
-Documents are built by :mod:`memobench.baselines.documents`.
+Documents are built by :mod:`memobench.documents`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .documents import HaystackDocs, haystack_documents, session_documents, user_turns_only
+from ..documents import HaystackDocs, haystack_documents, session_documents, user_turns_only
 from .lexical import rank_bm25_official, rank_bm25s, rank_fts5_bm25
 from .ranking import Ranking
 

@@ -15,43 +15,15 @@ import json
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..errors import DataError
 from ..progress import Progress
 from ..tables import TableWriter, read_table
-from .documents import user_turns_only
+from ..documents import iter_session_documents, user_turns_only
 
 VECTOR = pa.list_(pa.float32(), 384)
 EMBEDDINGS = pa.schema([("session_key", pa.int32()), ("vector", VECTOR)])
-
-
-def iter_session_documents(events_path, fmt: str, batch_rows: int = 65536):
-    """``(session_key, document)`` for every session of the events table, in
-    table order, streaming (LongMemEval-M's table does not fit as one dict of
-    texts comfortably). The table holds each session's events together, in
-    seq order (normalize writes a session at once); anything else is an error."""
-    only_user = user_turns_only(fmt)
-    key, parts, seen = None, [], set()
-    f = pq.ParquetFile(events_path)
-    for batch in f.iter_batches(batch_size=batch_rows, columns=["session_key", "text", "role"]):
-        keys = batch.column(0).to_pylist()
-        texts = batch.column(1).to_pylist()
-        keep = (pc.fill_null(pc.equal(batch.column(2), "user"), False).to_pylist() if only_user
-                else [True] * len(keys))
-        for k, text, ok in zip(keys, texts, keep):
-            if k != key:
-                if key is not None:
-                    yield key, " ".join(parts)
-                if k in seen:
-                    raise DataError(events_path, f"session_key {k}", "events of one session are not together")
-                seen.add(k)
-                key, parts = k, []
-            if ok:
-                parts.append(text)
-    if key is not None:
-        yield key, " ".join(parts)
 
 
 def embed_sessions(events_path, fmt: str, out, log=print, device: str = "auto", batch_size: int | None = None,

@@ -1,0 +1,28 @@
+# A user's Python retriever's per-session work (config variants.<name>.retriever.prepare;
+# docs/retrievers.md): its prepare callable over every distinct session
+# document of a dataset, once, keyed by the document's sha256, and read by
+# every segment and rerun of the variant (like the embeddings of minilm,
+# baselines.smk). It reruns when the prepare callable's source, its params
+# or the document rule change, not when only the rank callable does.
+
+
+rule prepare:
+    input:
+        events=f"{RESULTS}/{{dataset}}/normalized/events.parquet",
+        sessions=f"{RESULTS}/{{dataset}}/normalized/sessions.parquet",
+    output:
+        prepared=f"{RESULTS}/{{dataset}}/prepared/{{variant}}.parquet",
+    params:
+        variant=prepare_spec,
+        code=prepare_code,
+    priority: 1
+    resources:
+        mem_mb=4000,
+    benchmark:
+        f"{RESULTS}/logs/benchmarks/prepare/{{dataset}}/{{variant}}.tsv"
+    log:
+        f"{RESULTS}/logs/prepare/{{dataset}}/{{variant}}.log",
+    conda:
+        "../../envs/memobench.yaml"
+    script:
+        STAGE_SCRIPT
