@@ -297,7 +297,7 @@ def test_every_stage_ran_and_loaded_only_its_closure(scratch):
 def _job_graph(proj, cfg) -> tuple[dict[str, str], dict[str, set[str]], dict[str, str]]:
     """Every job's rule, job -> the jobs that consume its outputs (Snakemake's
     --dag; jobs, not rules: a rule's jobs of different datasets follow different
-    datasets), and each retrieve job's variant (from the dry run of the same
+    jobs), and each retrieve job's variant (from the dry run of the same
     DAG: its labels leave some wildcards out)."""
     out = snakemake(proj, "--dag", "--forceall", configfile=cfg, snakefile=proj / "Snakefile").stdout
     rule = dict(re.findall(r'\t(\d+)\[label = "(\w+)', out))
