@@ -1,8 +1,9 @@
-"""A deliberately naive, literal second reading of HARNESSES.md: the test
+"""A deliberately naive, literal second reading of docs/harnesses.md: the test
 oracle of the pipeline, and the benchmark's baseline (it works the way the
 original harnesses do: the whole file parsed, everything rebuilt per question).
 
-Written from the spec alone (sections 0-5, 6.0-6.3, 6.13, 10, 11), without
+Written from the harness description alone (docs/harnesses.md: the shared steps, run, run-m,
+locomo, exp6 and the traps), without
 looking at the project's engine / normalize / retrieval / variants modules.
 It only imports the node-verified building blocks: ``memobench.jsmath``,
 ``memobench.tokenize`` (tokenizers and windows) and ``memobench.dates``.
@@ -44,7 +45,7 @@ __all__ = ["reference_run", "reference_locomo", "reference_exp6"]
 
 
 def occurrences(event_tokens, phrase_tokens):
-    """occ(E, P): number of start positions i with E[i:i+|P|] == P (2.1)."""
+    """occ(E, P): number of start positions i with E[i:i+|P|] == P (tokenizers)."""
     phrase_tokens = list(phrase_tokens)
     m = len(phrase_tokens)
     if m == 0:
@@ -67,7 +68,7 @@ def get_index(arr, i):
 
 
 def representative(events, phrase_tokens):
-    """3.3: the best event (occ desc, len asc, time desc, seq desc), strict improvement only."""
+    """Representative event: the best event (occ desc, len asc, time desc, seq desc), strict improvement only."""
     best = None
     for ev in events:  # event order
         o = occurrences(ev["tokens"], phrase_tokens)
@@ -92,7 +93,7 @@ def representative(events, phrase_tokens):
 
 
 def session_order(candidates):
-    """3.3 session order: occ desc, len asc, time desc, id asc (UTF-16), seq desc; stable."""
+    """Session order: occ desc, len asc, time desc, id asc (UTF-16), seq desc; stable."""
     return sorted(
         candidates,
         key=lambda c: (-c["occ"], c["len"], -c["time"], utf16_key(c["id"]), -c["seq"]),
@@ -157,12 +158,12 @@ def make_events(texts, base, seq_fn):
 
 
 # ---------------------------------------------------------------------------
-# Candidate lists (3.2 / 3.4)
+# Candidate lists (the JS check; the inverted index)
 # ---------------------------------------------------------------------------
 
 
 def fts_candidates(fts, by_id, phrase, js_tokens):
-    """3.2: FTS rows (row order), each resolved to the LAST session with that id, kept if a
+    """Candidates and the JS check: FTS rows (row order), each resolved to the LAST session with that id, kept if a
     representative exists; then the session order."""
     cands = []
     for sid in fts.query(phrase):
@@ -175,7 +176,7 @@ def fts_candidates(fts, by_id, phrase, js_tokens):
 
 
 def index_candidates(sessions, phrase_tokens):
-    """3.4: walk sessions in haystack order; a session is considered only if one of its events
+    """The inverted index: walk sessions in haystack order; a session is considered only if one of its events
     has the phrase's first token; representative over its events. A repeated id
     (docs/edge-cases.md): every entry is matched on its own events and is a candidate of its
     own, named by the id."""
@@ -234,10 +235,10 @@ def rank_one(question, sessions, window_tokens, weights, backend, fts=None, toke
         question_tokens = seq_exp6(question)
         phrase_tokens = seq_exp6
 
-    # 4.1 phrase step
+    # the phrase step
     P = [c["id"] for c in candidates(question, question_tokens)[:PAGE]]
 
-    # 4.2 weighted step
+    # the weighted step
     T = []
     w = list(window_tokens)
     if len(w) >= 2:
@@ -293,7 +294,7 @@ def gold_rank(final, gold):
 
 
 # ---------------------------------------------------------------------------
-# LongMemEval (1.2)
+# LongMemEval (sessions and events)
 # ---------------------------------------------------------------------------
 
 
@@ -368,7 +369,7 @@ def _lme(path, backend, fts_limit, weights, window, start=None, limit=None):
         }
         out.append(rec)
         sessions = lme_sessions(e, seq_fn)
-        rec["pool_size"] = len(sessions)  # N counts every session (1.2)
+        rec["pool_size"] = len(sessions)  # N counts every session (sessions and events)
         gold = lme_gold(e)
         if not gold:
             rec["reason"] = "no_gold"
@@ -399,12 +400,12 @@ def reference_run(lme_json_path, fts_limit=500, weights="idf080", window="cf", s
 
 
 def reference_exp6(lme_json_path, start=None, limit=None):
-    """exp6.cjs / exp6-m.cjs (3.4, 6.13)."""
+    """exp6.cjs / exp6-m.cjs (the inverted index)."""
     return _lme(lme_json_path, "index", None, "idf080", "exp6", start, limit)
 
 
 # ---------------------------------------------------------------------------
-# LoCoMo (1.4)
+# LoCoMo (LoCoMo conversations)
 # ---------------------------------------------------------------------------
 
 _SESSION_KEY = re.compile(r"session_([0-9]+)")
@@ -443,7 +444,7 @@ def locomo_sessions(conversation, seq_fn):
 
 
 def reference_locomo(locomo_json_path, weights="idf080", window="cf", backend="fts"):
-    """locomo.cjs (1.4, 5): FTS rebuilt once per conversation, LIMIT 500, S-ASCII(p) checks.
+    """locomo.cjs (LoCoMo conversations, the 0.8.0 pipeline): FTS rebuilt once per conversation, LIMIT 500, S-ASCII(p) checks.
 
     ``backend="index"`` applies the exp6 algorithm (S-EXP6, W-EXP6, exact df) to the same
     sessions and skips.

@@ -1,7 +1,7 @@
-"""A second, independent, literal reading of the experiment harnesses of HARNESSES.md
+"""A second, independent, literal reading of the experiment harnesses of docs/harnesses.md
 (exp.cjs, exp2.cjs, exp3.cjs, exp4.cjs, exp5.cjs, cn.cjs): a test oracle.
 
-Written from the spec (sections 0-4, 6.0, 6.4, 6.7-6.12, 10, 11) without reading the
+Written from docs/harnesses.md (the shared steps, cn.cjs, exp.cjs to exp5.cjs, the traps) without reading the
 project's engine / retrieval / variants modules. Reuses only the literal building blocks
 of ``memobench.naive`` (occurrences, representative, session_order, Fts, lme_sessions,
 gold_rank), the tokenizers/windows of ``memobench.tokenize``, ``memobench.jsmath``,
@@ -49,7 +49,7 @@ CN_VARIANTS = ("A", "A2", "B")
 
 
 def candidates(fts, by_id, phrase, js_tokens, min_time=None):
-    """3.2 (+ exp3's hard filter, 6.9): FTS rows in row order -> last session with that id
+    """Candidates and the JS check (+ exp3's hard filter): FTS rows in row order -> last session with that id
     -> [dropped unless some event has time >= min_time] -> representative -> session order."""
     cands = []
     for sid in fts.query(phrase):
@@ -64,7 +64,7 @@ def candidates(fts, by_id, phrase, js_tokens, min_time=None):
 
 
 def merge_counts(lists_with_weights):
-    """4.2: counts / repTime in first-appearance order."""
+    """Merge: counts / repTime in first-appearance order."""
     counts = {}
     rep_time = {}
     for lst, w in lists_with_weights:
@@ -157,7 +157,7 @@ def _run_lme(path, variants, seq_fn, fts_limit, per_question):
 
 
 # ---------------------------------------------------------------------------
-# exp.cjs (6.7)
+# exp.cjs
 # ---------------------------------------------------------------------------
 
 
@@ -195,7 +195,7 @@ def reference_exp(path):
 
 
 # ---------------------------------------------------------------------------
-# exp2.cjs (6.8)
+# exp2.cjs
 # ---------------------------------------------------------------------------
 
 
@@ -232,7 +232,7 @@ def reference_exp2(path):
 
 
 # ---------------------------------------------------------------------------
-# exp3.cjs (6.9)
+# exp3.cjs
 # ---------------------------------------------------------------------------
 
 _B = r"(?<![A-Za-z0-9_])"
@@ -308,7 +308,7 @@ def reference_exp3(path):
 
 
 # ---------------------------------------------------------------------------
-# exp4.cjs (6.10)
+# exp4.cjs
 # ---------------------------------------------------------------------------
 
 
@@ -368,7 +368,7 @@ def reference_exp4(path):
 
 
 # ---------------------------------------------------------------------------
-# exp5.cjs (6.12)
+# exp5.cjs
 # ---------------------------------------------------------------------------
 
 
@@ -404,7 +404,7 @@ def reference_exp5(path):
 
 
 # ---------------------------------------------------------------------------
-# cn.cjs (1.5, 6.4)
+# cn.cjs (with the CN pairing)
 # ---------------------------------------------------------------------------
 
 

@@ -1,4 +1,4 @@
-"""The lexical reference retrievers (issue 11): bm25-official against a direct
+"""The lexical reference retrievers: bm25-official against a direct
 call of rank_bm25 + numpy as LongMemEval makes it, bm25s against the bm25s
 library, fts5-bm25's per-haystack statistics, and the session documents."""
 

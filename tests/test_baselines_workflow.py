@@ -44,7 +44,7 @@ def _deep_lists(path) -> dict[str, list[str]]:
 
 
 def _official_bm25(question: str, docs: list[str], ids: list[str]) -> list[str]:
-    """LongMemEval's flat-bm25 (OFFICIAL_METRICS.md), written out here."""
+    """LongMemEval's flat-bm25 (docs/baselines.md#the-four-retrievers), written out here."""
     bm25 = BM25Okapi([d.split(" ") for d in docs])
     scores = bm25.get_scores(question.split(" "))
     return [ids[i] for i in np.argsort(scores)[::-1]][:50]

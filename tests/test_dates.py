@@ -1,4 +1,4 @@
-"""Tests for memobench.dates (HARNESSES.md 1.3).
+"""Tests for memobench.dates (docs/harnesses.md#dates).
 
 Expected values are computed independently with ``calendar.timegm``; day
 overflow and 24:00 are rolled over by hand.  One extra test cross-checks the

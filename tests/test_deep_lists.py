@@ -1,4 +1,4 @@
-"""Deep lists (PROTOCOL.md section 5): every variant's ranking to depth 50.
+"""Deep lists (docs/protocol.md#deep-lists-and-exports): every variant's ranking to depth 50.
 
 For every built-in variant, on the real LoCoMo file and on a generated spiced
 LongMemEval-format file: ranks 1-10 of the deep list are exactly the harness's

@@ -1,4 +1,4 @@
-"""Each ranking quirk of HARNESSES.md pinned by a small hand-made case."""
+"""Each ranking quirk of docs/harnesses.md pinned by a small hand-made case."""
 
 from __future__ import annotations
 

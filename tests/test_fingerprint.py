@@ -1,4 +1,4 @@
-"""Stale detection is computed, not listed (issue 9.1).
+"""Stale detection is computed, not listed.
 
 Three independent views must agree:
 - ``memobench.fingerprint`` (the AST import closure the workflow hashes);

@@ -1,4 +1,4 @@
-"""Hostile JSON (issue 9 item 6): nesting and number-literal bounds, bounded
+"""Hostile JSON: nesting and number-literal bounds, bounded
 memory, exact byte offsets of parse errors, in every reader: LongMemEval
 (ijson, strict and the M-family element scanner), LoCoMo, CN jsonl.
 

@@ -1,5 +1,5 @@
 """LongMemEval's official retrieval metrics and LoCoMo's evidence recall,
-against hand-computed values for every rule of OFFICIAL_METRICS.md."""
+against hand-computed values for every rule of docs/protocol.md#official-metrics."""
 
 from __future__ import annotations
 
@@ -294,7 +294,7 @@ def test_locomo_block_and_categories_1_4(tmp_path):
 
 def _by_the_rules(items, lists, k):
     """recall_any@k, recall_all@k, ndcg_any@k per question, straight from
-    OFFICIAL_METRICS.md on the raw items (not the normalized tables)."""
+    docs/protocol.md#official-metrics on the raw items (not the normalized tables)."""
     out = {}
     for qi, it in enumerate(items):
         user_ans = [any(t["role"] == "user" and t.get("has_answer") is True for t in s)

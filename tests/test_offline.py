@@ -1,4 +1,4 @@
-"""An offline first run (issue 13): a download that fails does not stop the
+"""An offline first run: a download that fails does not stop the
 datasets that are there; the report covers what ran and says how to get what
 is missing; the exit status stays non-zero until nothing is; the next run
 retries the download and runs only what was missing. Real HTTP on 127.0.0.1,

@@ -1,7 +1,7 @@
-"""The project's retrieval against an independent, literal reading of the spec.
+"""The project's retrieval against an independent, literal reading of docs/harnesses.md.
 
 ``memobench.naive`` (the reference) re-implements run.cjs / run-m.cjs / locomo.cjs /
-exp6.cjs naively from HARNESSES.md (without the project's engine, normalize,
+exp6.cjs naively from docs/harnesses.md (without the project's engine, normalize,
 retrieval or variants code). Here the project's public entry points
 (``normalize_longmemeval`` / ``normalize_locomo`` -> ``write_segment`` with
 ``variants.resolve``) are run on
@@ -280,7 +280,7 @@ def scenarios(rng, seed):
 
     fill = [_sentence(rng) for _ in range(12)]
     out = []
-    # T ties (score and repTime) keep first-appearance order: no id tie-break (4.2)
+    # T ties (score and repTime) keep first-appearance order: no id tie-break (merge and final list)
     out.append(entry("t-order", "alpha beta delta?", ["zz_short", "aa_long"] + [f"f{k}" for k in range(12)],
                      ["alpha beta", "alpha beta gamma"] + fill, ["aa_long"]))
     # session order compares ids in UTF-16 code units (emoji < U+FF21 there, not in code points)
@@ -299,7 +299,7 @@ def scenarios(rng, seed):
     e = entry("null-content", "null?", [f"n{k}" for k in range(4)], ["", "null value", "nothing", "nil"], ["n0"])
     e["haystack_sessions"][0] = [{"role": "user", "content": None}]
     out.append(e)
-    # duplicate ids: both FTS rows resolve to the last session (1.2), in P and in T
+    # duplicate ids: both FTS rows resolve to the last session (docs/edge-cases.md), in P and in T
     out.append(entry("dup-ids", "tell me the story about pears", ["dup", "other", "dup", "d3", "d4"],
                      ["tell me the story about pears and apples", "pears pears", "tell me the story about pears", "story", "about pears"],
                      ["dup"]))
@@ -313,7 +313,7 @@ def scenarios(rng, seed):
 
 
 def make_locomo_spiced(path, seed, locomo_path):
-    """Two real LoCoMo conversations with spiced structure (1.3, 1.4)."""
+    """Two real LoCoMo conversations with spiced structure (dates, LoCoMo conversations)."""
     rng = random.Random(seed)
     with open(locomo_path, encoding="utf-8") as f:
         convs = json.load(f)[:2]
@@ -415,7 +415,7 @@ def compare(ref, rankings, outcomes, label):
             continue
         assert str(o.question_type) == r["question_type"], f"{ctx}: question_type {o.question_type!r} vs {r['question_type']!r}"
         assert int(o.pool_size) == r["pool_size"], f"{ctx}: pool_size {o.pool_size} vs {r['pool_size']}"
-        # questions counted as a miss for an empty token sequence appear in no type row (6.1)
+        # questions counted as a miss for an empty token sequence appear in no type row (run.cjs)
         assert bool(o.in_types) == (r["reason"] is None), f"{ctx}: in_types {o.in_types}"
         got = lists.get(q, [])
         assert got == r["final"], (
@@ -524,7 +524,7 @@ def test_locomo_equals_reference(dataset, variant_name, locomo_dataset):
     rankings, outcomes = run_project(norm, variant_name, "locomo", d / "out")
     checked = compare(ref, rankings, outcomes, f"locomo {dataset} {variant_name}")
     if dataset == "real":
-        assert checked == 1977  # HARNESSES.md 1.4
+        assert checked == 1977  # docs/harnesses.md#locomo-conversations
     assert checked > 0
 
 

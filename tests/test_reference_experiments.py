@@ -1,5 +1,5 @@
 """The project's experiment variants (exp, exp2, exp3, exp4, exp5, cn) against an
-independent literal reading of HARNESSES.md (``tests/reference_experiments.py``).
+independent literal reading of docs/harnesses.md (``tests/reference_experiments.py``).
 
 Inputs: four generated LongMemEval files (spiced, clean, one whose haystacks repeat
 session ids, one whose id lists are shorter or longer than the sessions), generated CN

@@ -1,4 +1,4 @@
-"""One source of truth (issue 14): the recipe registry against every place a
+"""One source of truth: the recipe registry against every place a
 recipe value appears, and the rule/stage adapter's name check."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Tests for memobench.stemmer, the port of the ``stemmer`` npm package v2.0.1.
 
-HARNESSES.md 6.12.  Every expected value below was produced by the real
+docs/harnesses.md#the-stemmer.  Every expected value below was produced by the real
 package (``npm install stemmer@2.0.1``, node v20,
 ``import {stemmer} from 'stemmer'``).
 
@@ -25,7 +25,7 @@ from memobench.stemmer import stem
 
 ORACLE = Path(__file__).parent / "data" / "stemmer_oracle.tsv"
 
-# exp5's self-test (6.12): exp5 exits with status 1 on any mismatch.
+# exp5's self-test (docs/harnesses.md#exp5cjs-and-exp5-mcjs): exp5 exits with status 1 on any mismatch.
 SELF_TEST = {
     "caresses": "caress",
     "ponies": "poni",
@@ -49,7 +49,7 @@ def test_exp5_self_test(word: str, expected: str) -> None:
     assert stem(word) == expected
 
 
-# Where NLTK's modes differ from the JS (6.12 table).  Step 1a/1b patterns
+# Where NLTK's modes differ from the JS (docs/harnesses.md#the-stemmer).  Step 1a/1b patterns
 # need a non-empty prefix, so bare `sses`/`ies`/`eed` do not take the
 # sses->ss, ies->i or eed->ee rules; `ies` and `sses` then only lose the
 # plain plural `s`, and `eed` falls through to the `ed` rule (prefix `e`

@@ -116,7 +116,7 @@ def test_a_tokens_table_of_another_layout_is_refused(tmp_path):
 
 
 def _naive_representative(events: list[list[str]], lengths: list[int], phrase: list[str]):
-    """HARNESSES.md 3.2 as written: per event, every start of the phrase; the
+    """docs/harnesses.md#representative-event-and-session-order as written: per event, every start of the phrase; the
     best event has the most, then the shortest, then the last."""
     n, best = len(phrase), None
     for k, tokens in enumerate(events):

@@ -1,10 +1,10 @@
-"""Tests for memobench.tokenize (HARNESSES.md 2.1-2.3 and 3.5).
+"""Tests for memobench.tokenize (docs/harnesses.md#tokenizers to #phrases, and #where-unicode61-and-the-js-tokens-disagree).
 
-* pinned examples from the spec;
+* pinned examples from docs/harnesses.md;
 * property-based differential tests against real SQLite FTS5 unicode61
   (fts5vocab for the tokens, quoted-phrase MATCH for phrases), asserting
-  equality where the spec says the tokenizers agree and the documented
-  disagreements (3.5) in the stated direction where they do not;
+  equality where docs/harnesses.md says the tokenizers agree and the documented
+  disagreements (docs/harnesses.md#where-unicode61-and-the-js-tokens-disagree) in the stated direction where they do not;
 * one node process as the V8 oracle for the JS regexes (\\p{Script=Han},
   toLowerCase) over a batch of random strings.
 """
@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memobench.jsmath import utf16_len
-from naive import occurrences as occ  # the spec's occ(E, P), written independently
+from naive import occurrences as occ  # docs/harnesses.md's occ(E, P), written independently
 from memobench.tokenize import (
     HAN_CLASS,
     SEQ,
@@ -269,7 +269,7 @@ def fts_phrase_match(text: str, phrase: str) -> bool:
 
 ASCII_ALNUM = string.ascii_letters + string.digits
 ASCII_SEPS = " \t\n.,;:!?'\"-_()[]{}/\\@#$%^&*+=<>|~`"
-# characters the spec (3.5, last rows) says unicode61 and S-ASCII treat alike
+# characters docs/harnesses.md#where-unicode61-and-the-js-tokens-disagree (last rows) says unicode61 and S-ASCII treat alike
 AGREE_EXTRA = "\u212a\u00ad\u200b\u2019\u3000\u0651" + "\U0001F600\U0001F389"
 
 ascii_text = st.text(alphabet=ASCII_ALNUM + ASCII_SEPS, max_size=80)

@@ -1,4 +1,4 @@
-"""Results you can trust (issue 9): names that cannot mislabel or escape,
+"""Results you can trust: names that cannot mislabel or escape,
 targets that run or fail in one line, raw-file replacement noticed without a
 flag, empty lists visible, provenance recorded, environment failures told
 apart from bugs."""

@@ -72,7 +72,7 @@ def test_rankings_contract(locomo_run):
 def test_deep_lists_extend_the_rankings(locomo_run):
     """deep.parquet: the rankings' columns plus score and position (null: a
     harness list names ids), ranks 1-10 equal to rankings.parquet, lists to
-    depth 50 (PROTOCOL.md section 5)."""
+    depth 50 (docs/protocol.md#deep-lists-and-exports)."""
     work, _, _ = locomo_run
     for variant in ("v0.8.0", "v0.8.0-index", "v0.5.0", "v0.4.0"):
         d = work / "results" / "locomo10" / variant

@@ -1,6 +1,6 @@
 """Checks for the project's own Chinese functional set (memobench.zh_data).
 
-* structure (HARNESSES.md 1.6): ten sessions, eleven queries, their golds,
+* structure (docs/harnesses.md#the-zh-set): ten sessions, eleven queries, their golds,
   where each query's leading Han run comes from, the ceiling control, and
   that the ASCII-only window W-CF (variant A) sees nothing;
 * the FTS body the engine indexes ("\\n".join(pieces)) tokenizes exactly like

@@ -1,4 +1,4 @@
-"""analyze.cjs: the miss decomposition and the oracle ceilings (HARNESSES.md 6.6).
+"""analyze.cjs: the miss decomposition and the oracle ceilings (docs/harnesses.md#analyzecjs).
 
 Kept as the original computes them, including two quirks the guide's prose
 misreads: ``merge-cut`` is structurally always 0, and the "IDF rerank hit@1"

@@ -1,4 +1,4 @@
-"""Benchmark of the reference retrievers (issue 11), not a test.
+"""Benchmark of the reference retrievers, not a test.
 
     python -m memobench.bench_baselines [--work bench_work] [--minilm-sessions 256]
 

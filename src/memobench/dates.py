@@ -1,4 +1,4 @@
-"""Session date parsing (HARNESSES.md 1.3), with V8's ISO date-time rules.
+"""Session date parsing (docs/harnesses.md#dates), with V8's ISO date-time rules.
 
 Both parsers return UTC epoch milliseconds as ``int``, or ``None`` where the
 JavaScript yields ``NaN`` (the caller then applies the harness fallback).

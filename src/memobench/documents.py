@@ -2,7 +2,7 @@
 and a user's Python retriever): each session's document, and the segment
 ranked question by question under the harness rules.
 
-Session documents (PROTOCOL.md section 5):
+Session documents (docs/protocol.md#deep-lists-and-exports):
 
 * LongMemEval-format datasets (``longmemeval``, and ``longmemeval_cn`` whose
   haystacks are LongMemEval-S's): a session's document is the text of its

@@ -3,14 +3,14 @@
 Two discovery backends, as the original harnesses have them:
 
 * ``FtsBackend``: SQLite FTS5 discovery over ``docs(id, body)`` with one row
-  per session in haystack order (HARNESSES.md 3.1), computed in memory
+  per session in haystack order (docs/harnesses.md#fts5-discovery), computed in memory
   (fts5.py) or asked of a real FTS5 table; the rows are then checked with the
-  JS tokens (3.2);
+  JS tokens (docs/harnesses.md#candidates-and-the-js-check);
 * ``IndexBackend``: the in-memory inverted index of exp6 and the 0.12+ product
-  (3.4).
+  (docs/harnesses.md#the-inverted-index).
 
 Everything that decides a list (tokens, windows, weights, merge order,
-tie-breaks, float addition order) follows HARNESSES.md sections 2-4.
+tie-breaks, float addition order) follows docs/harnesses.md, from #tokenizers to #merge-and-final-list.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from .timewords import date_words, relative_min_time
 from .tokenize import SEQ, STOP_LISTS, TERM_MAX, WINDOWS, joined_tokens
 
 REQUEST_LIMIT = 10
-DEEP = 50  # depth of the deep lists (PROTOCOL.md section 5)
+DEEP = 50  # depth of the deep lists (docs/protocol.md#deep-lists-and-exports)
 
 
 # --------------------------------------------------------------------------- sessions
@@ -176,7 +176,7 @@ def fts_quote(phrase: str) -> str:
 
 
 class FtsBackend:
-    """SQLite FTS5 discovery (HARNESSES.md 3.1): the harnesses' ``fts5(id, body)``
+    """SQLite FTS5 discovery (docs/harnesses.md#fts5-discovery): the harnesses' ``fts5(id, body)``
     with one row per session in haystack order, asked ``MATCH '"phrase"'
     ORDER BY rowid LIMIT n``.
 
@@ -244,7 +244,7 @@ class FtsBackend:
 
 
 class IndexBackend:
-    """The in-memory inverted index of exp6 / index.js (HARNESSES.md 3.4): the
+    """The in-memory inverted index of exp6 / index.js (docs/harnesses.md#the-inverted-index): the
     sessions holding a term, in haystack order, looked up once per term."""
 
     def __init__(self, corpus: Corpus):
@@ -383,8 +383,8 @@ class Ranker:
         Every list is keyed by session id, as the harnesses' maps are: a
         candidate's position is that of the last session with its id
         (``Haystack.id_pos``). Under FTS a row already resolves to that session
-        (3.2); under the index each entry of a repeated id is a candidate with
-        its own representative (3.4), so one id can fill two places of a list,
+        (docs/harnesses.md#candidates-and-the-js-check); under the index each entry of a repeated id is a candidate with
+        its own representative (docs/harnesses.md#the-inverted-index), so one id can fill two places of a list,
         and the merge adds its weight once per place (docs/edge-cases.md,
         "Repeated session ids")."""
         check = self.check_tokens(phrase, kind)
@@ -466,7 +466,7 @@ class Ranker:
         return out
 
     def weighted(self, hay: Haystack, window: list[str], min_time=None) -> tuple[dict, dict]:
-        """The token/pair merge (4.2): scores and first-list representative times,
+        """The token/pair merge (docs/harnesses.md#merge-and-final-list): scores and first-list representative times,
         keyed by session position, in first-appearance order."""
         r = self.recipe
         weight = WEIGHTS[r.weights]
@@ -524,14 +524,14 @@ def bonus_pool(hay: Haystack, phrase_list, counts: dict, rep_time: dict, bonus: 
 
 
 def deep_list(final: list[str], continued: list[str], depth: int = DEEP) -> list[str]:
-    """A question's ranking to depth 50 (PROTOCOL.md section 5): the harness's
+    """A question's ranking to depth 50 (docs/protocol.md#deep-lists-and-exports): the harness's
     list, then the same ordering continued.
 
     What "continued" means: every list the harness uses to *score* keeps its
     harness size (P is the phrase step's first REQUEST_LIMIT = 10 candidates,
     each token/pair/stem list its page of 10 or 20), so no score and no tie
     changes; only the final cut at 10 moves to 50, applied to the uncut
-    orderings, as analyze.cjs does for its near-miss rank (HARNESSES.md 6.6):
+    orderings, as analyze.cjs does for its near-miss rank (docs/harnesses.md#analyzecjs):
 
     * ``prepend`` (run, locomo, exp3-5, exp6, ...): P, then all of T (every
       session in ``counts``, by score then representative time), de-duplicated;
@@ -564,7 +564,7 @@ def deep_list(final: list[str], continued: list[str], depth: int = DEEP) -> list
 
 
 def merge_final(p_ids: list[str], t_ids: list[str], mode: str = "prepend", cut: int | None = REQUEST_LIMIT) -> list[str]:
-    """P then T de-duplicated (4.3); ``drop_p`` is exp/exp2's T minus P."""
+    """P then T de-duplicated (docs/harnesses.md#merge-and-final-list); ``drop_p`` is exp/exp2's T minus P."""
     if mode == "drop_p":
         seen = set(p_ids)
         return [s for s in t_ids if s not in seen][:cut]

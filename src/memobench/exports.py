@@ -1,4 +1,4 @@
-"""Exports for the field's own tools (PROTOCOL.md section 5).
+"""Exports for the field's own tools (docs/protocol.md#deep-lists-and-exports).
 
 * ``run.trec``: TREC run lines ``qid Q0 docno rank score tag``, one per
   position of the ranking given (at most :data:`DEPTH`), score ``51 - rank``;

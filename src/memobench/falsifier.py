@@ -1,4 +1,4 @@
-"""The M direction check ("falsifier", benchmark-guide.md exp4/exp5 logs): an
+"""The M direction check ("falsifier", the segment checks of docs/harnesses.md#exp4-mcjs): an
 experiment variant's per-segment hit@1 and MRR against its baseline, and
 whether the direction is the same in every segment."""
 

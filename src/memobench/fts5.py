@@ -2,7 +2,7 @@
 
 run.cjs asks ``SELECT rowid FROM docs WHERE docs MATCH '"<phrase>"' ORDER BY
 rowid LIMIT n`` of an ``fts5(id, body)`` table holding the haystack's sessions
-in order (HARNESSES.md 3.1). That answer depends only on the unicode61 tokens
+in order (docs/harnesses.md#fts5-discovery). That answer depends only on the unicode61 tokens
 of each row's two columns and of the phrase: a row matches when the phrase's
 tokens occur one after another within one column; no tokens, or a NUL in the
 phrase (FTS5 reads the MATCH text up to it: "unterminated string", which the

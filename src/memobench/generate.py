@@ -6,7 +6,7 @@ and the parameters: every random choice comes from a ``random.Random`` whose
 seed is a BLAKE2 digest of ``(seed, purpose, index)``, so no output depends on
 hash randomization, set order or the process.  Same arguments, same bytes.
 
-Formats written (see ``/work/shared/spec/HARNESSES.md`` section 1):
+Formats written (see docs/harnesses.md#input-files-and-environment):
 
 * :func:`write_longmemeval` -- a JSON array written like ``json.dumps(items,
   ensure_ascii=False)`` (one line, items separated by ``", "``).  Each item has
@@ -95,7 +95,7 @@ _FIRST_NAMES = tuple(_word_list("first_names"))
 # Two-character Chinese words used to "translate" English keywords (CN).
 _ZH_WORDS = tuple(_word_list("zh_words"))
 
-# The 45-word base stop list of the harnesses (HARNESSES.md 2.2); keywords
+# The 45-word base stop list of the harnesses (docs/harnesses.md#stop-lists); keywords
 # that build questions avoid it so questions have content words.
 _HARNESS_STOP = frozenset(_word_list("harness_stop"))
 
@@ -852,7 +852,7 @@ def repeat_session_ids(item, answer_positions, rng, fresh, any_length=False):
 
 #: The ways :func:`uneven_session_ids` makes ``haystack_session_ids`` and the
 #: sessions disagree (the harnesses take the gold from the raw ids list, the
-#: session ids from the sessions: HARNESSES.md 1.2).
+#: session ids from the sessions: docs/harnesses.md#sessions-and-events).
 UNEVEN_ID_KINDS = (
     "short_extra",     # ids shorter; a lost slot's "s<i>" fallback id added to the answers
     "short_only",      # ids shorter, past an answer slot; the answers are only its "s<i>"

@@ -26,7 +26,7 @@ import pyarrow as pa
 from .tables import read_table
 from .tokenize import SEQ
 
-DEPTH = 50  # the deep list (PROTOCOL.md section 5)
+DEPTH = 50  # the deep list (docs/protocol.md#deep-lists-and-exports)
 TOP = 10  # the harness lists
 
 RANKINGS = pa.schema(
@@ -132,7 +132,7 @@ def load_questions(questions_path, haystacks_path, segment: int, n_segments: int
 
 def skip_reason(rule: str, q: dict, hay, variant) -> tuple[str | None, str | None]:
     """(skip reason, reason an evaluated question gets no list) under the
-    harness's rule (HARNESSES.md 6.0; ``variant.skip``). A skipped question is
+    harness's rule (docs/harnesses.md#skips-and-denominators; ``variant.skip``). A skipped question is
     not counted; the second reason is ``empty_seq`` (counted as a miss: run,
     run-m, exp6) or ``unrecorded`` (exp4-m/exp5-m: only in the hit-rate
     denominators). ``hay``: anything with the haystack's ``ids`` (None when
@@ -162,7 +162,7 @@ def skip_reason(rule: str, q: dict, hay, variant) -> tuple[str | None, str | Non
 
 
 def run_scores(scores) -> list[float]:
-    """The deep list's scores (PROTOCOL.md section 5): the retriever's own when
+    """The deep list's scores (docs/protocol.md#deep-lists-and-exports): the retriever's own when
     finite and strictly decreasing with rank, else ``51 - rank``."""
     s = np.asarray(scores, dtype=np.float64)
     if np.all(np.isfinite(s)) and np.all(np.diff(s) < 0):

@@ -1,6 +1,6 @@
 """JavaScript (V8) numeric and string semantics needed for bit-exact harness reproduction.
 
-See HARNESSES.md section 0 and Appendix A.
+See docs/harnesses.md#javascript-behaviour-that-decides-lists and docs/harnesses.md#v8s-logarithm.
 
 * :func:`js_log` -- V8's ``Math.log`` (fdlibm ``__ieee754_log``), bit for bit.
 * :func:`utf16_len` / :func:`utf16_key` -- JS ``.length`` and JS ``<`` string order.

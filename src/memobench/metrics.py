@@ -1,4 +1,4 @@
-"""Metrics from per-question outcomes (HARNESSES.md 4.4 and PROTOCOL.md 3).
+"""Metrics from per-question outcomes (docs/harnesses.md#metrics and docs/protocol.md#harness-metrics).
 
 Counts and sums are accumulated in question order, so a segmented run merges
 to exactly the numbers of an unsegmented one (rates are never averaged).

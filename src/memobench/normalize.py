@@ -1,6 +1,6 @@
 """Read the raw dataset files and write the normalized Parquet tables.
 
-The readers keep exactly what the original harnesses read (HARNESSES.md 1.1-1.5):
+The readers keep exactly what the original harnesses read (docs/harnesses.md#input-files-and-environment to #cn-pairing):
 the JS ``String()`` coercions, the date parsing and its fallbacks, LoCoMo's
 numeric session-key order and exact ``dia_id`` evidence lookup, CN pairing.
 LongMemEval files are streamed item by item with ijson so memory stays flat
@@ -204,7 +204,7 @@ def _lme_haystack(item: dict, hid: int, store: SessionStore, haystacks: TableWri
 
 
 def _lme_gold(raw_ids, answers) -> list[str]:
-    """The harnesses' gold (HARNESSES.md 1.2): each ``String(answer)`` found among
+    """The harnesses' gold (docs/harnesses.md#sessions-and-events): each ``String(answer)`` found among
     ``String()`` of the raw ``haystack_session_ids``, first occurrences in answer
     order. The raw list, not the session ids: an id past the last session is
     gold (and never ranked), a session's ``"s<i>"`` fallback id is not, and a
@@ -326,7 +326,7 @@ def normalize_longmemeval(path, out_dir, log=print, lenient: bool = False) -> di
 
     ``lenient`` follows the streamed M harnesses (run-m, exp*-m): an element
     that does not parse is skipped and counted instead of stopping the run
-    (HARNESSES.md 1.7). Otherwise, like run.cjs's JSON.parse of the whole file,
+    (docs/harnesses.md#streaming-the-m-file). Otherwise, like run.cjs's JSON.parse of the whole file,
     malformed JSON is an error naming the item and the exact byte. Either way
     the bytes pass :mod:`jsonguard` first: nesting deeper than ``MAX_DEPTH`` or
     a number literal longer than ``MAX_NUMBER`` characters is an error."""
@@ -388,7 +388,7 @@ _SCAN = re.compile(rb'[{}"\\]')
 
 
 def _normalize_scanned(f: GuardedReader, tables: _LmeTables, progress, size: int) -> int:
-    """run-m's brace-depth scanner (HARNESSES.md 1.7): every top-level object is
+    """run-m's brace-depth scanner (docs/harnesses.md#streaming-the-m-file): every top-level object is
     emitted once in file order and parsed on its own; a failure skips it. The
     guard ends the bytes at a violation of its bounds, which is then an error."""
     index = -1
@@ -598,7 +598,7 @@ def normalize_locomo(path, out_dir, log=print) -> dict:
 
 
 def normalize_cn(path, base_dir, out_dir, log=print) -> dict:
-    """CN rows paired to the normalized LongMemEval-S questions (HARNESSES.md 1.5).
+    """CN rows paired to the normalized LongMemEval-S questions (docs/harnesses.md#cn-pairing).
 
     Only ``questions.parquet`` is written; haystacks, sessions and events are
     the base dataset's. Unpaired rows are kept with ``haystack_id = -1`` so the

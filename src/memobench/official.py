@@ -1,4 +1,4 @@
-"""LongMemEval's official retrieval metrics (``../shared/spec/OFFICIAL_METRICS.md``)
+"""LongMemEval's official retrieval metrics (docs/protocol.md#official-metrics)
 and LoCoMo's evidence-session recall, computed from a variant's rankings.
 
 These sit beside the harness's hit@k and MRR (``metrics.py``) and never
@@ -244,7 +244,7 @@ def lme_per_question(questions, haystacks, targets: set[int], rankings: dict[int
 
 def lme_block(rows: list[dict], questions: list[dict], depth: int) -> dict:
     kept = [r for r in rows if r["excluded"] is None]
-    block = {"rules": "LongMemEval official (OFFICIAL_METRICS.md)", "depth": depth,
+    block = {"rules": "LongMemEval official (docs/protocol.md#official-metrics)", "depth": depth,
              "questions": len(kept),
              "excluded": {"abstention": sum(r["excluded"] == "abstention" for r in rows),
                           "no_user_target": sum(r["excluded"] == "no_user_target" for r in rows)},

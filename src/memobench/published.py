@@ -1,4 +1,4 @@
-"""Published numbers (benchmark-guide.md, PROTOCOL.md 4, HARNESSES.md 8), as
+"""Published numbers (docs/harnesses.md#published-numbers), as
 printed: percentages with one decimal, MRR with the printed digits."""
 
 # (dataset key, variant) -> {metric: printed value}
@@ -36,7 +36,7 @@ PUBLISHED = {
     ("locomo10", "v0.4.0"): {"hit@1": "43.7", "hit@5": "73.7", "hit@10": "87.3", "mrr": "0.568"},
 }
 
-# The published exp6-m segment rows (HARNESSES.md 6.13).
+# The published exp6-m segment rows (docs/harnesses.md#exp6cjs-and-exp6-mcjs).
 PUBLISHED_M_SEGMENTS = {
     1: {"hit@1": "52.0", "hit@5": "80.0", "hit@10": "87.0", "mrr": "0.6261"},
     2: {"hit@1": "61.0", "hit@5": "87.0", "hit@10": "91.0", "mrr": "0.7223"},

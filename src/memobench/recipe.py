@@ -16,7 +16,7 @@ from dataclasses import MISSING, dataclass, field, fields
 from .errors import ConfigError
 from .tokenize import STOP_LISTS, WINDOWS
 
-# The reference retrievers (PROTOCOL.md section 5; src/memobench/baselines/): a
+# The reference retrievers (docs/protocol.md#reference-retrievers; src/memobench/baselines/): a
 # recipe whose backend is one of these is ranked by that retriever over whole
 # session documents, not by the Memo pipeline (only ``documents`` applies).
 REFERENCE_BACKENDS = ("bm25-official", "bm25s", "fts5-bm25", "minilm")
@@ -34,7 +34,7 @@ class Recipe:
                                  "inverted index (exp6.cjs); or a reference retriever ranking whole session "
                                  "documents (README Baselines: bm25-official, bm25s, fts5-bm25, minilm)",
                           ("fts", "index", *REFERENCE_BACKENDS))
-    seq: str = _field("ascii", "JS tokenizer of events and phrases (HARNESSES.md S-ASCII, S-CJKR, S-ZH, exp6, "
+    seq: str = _field("ascii", "JS tokenizer of events and phrases (see docs/harnesses.md#tokenizers for S-ASCII, S-CJKR, S-ZH, exp6, "
                                "the product's)", ("ascii", "cjkr", "zh", "exp6", "prod"))
     question_check: str = _field("seq", "tokens of the whole-question phrase check: the tokenizer, or "
                                         "exp.cjs's question.split(' ') bug", ("seq", "raw_split"))

@@ -5,7 +5,7 @@ Two families of numbers sit side by side and are labelled everywhere:
 * **harness metrics** (hit@k, MRR): the Memo harness's own rules, the numbers
   this project reproduces exactly, with the published value beside ours;
 * **official metrics** (recall_any@k, recall_all@k, ndcg_any@k): LongMemEval's
-  own retrieval scoring (OFFICIAL_METRICS.md), LoCoMo's evidence recall.
+  own retrieval scoring (docs/protocol.md#official-metrics), LoCoMo's evidence recall.
 
 One unit per metric everywhere, tables and plots alike: hit@k and recall in
 percent of the questions (their differences in percentage points), MRR as the

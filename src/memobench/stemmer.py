@@ -1,6 +1,6 @@
 """Port of the ``stemmer`` npm package v2.0.1 (Titus Wormer; Porter 1980).
 
-HARNESSES.md 6.12 ("The stemmer").  exp5 / exp5-m stem window tokens with
+docs/harnesses.md#the-stemmer.  exp5 / exp5-m stem window tokens with
 this exact function; off-the-shelf stemmers (NLTK's three Porter modes,
 Snowball) give different stems, so the package is mirrored regex for regex.
 
@@ -16,7 +16,7 @@ Faithfulness notes (JavaScript vs. Python ``re``):
   (surrogates) and converted back at the end, so lengths, ``slice(0, -1)``
   and the character classes behave exactly as in JS.
 * Lazy ``+?`` prefixes give the "shortest non-empty prefix" / "earliest start
-  after a non-empty prefix" semantics of the spec; backtracking order of the
+  after a non-empty prefix" semantics of docs/harnesses.md#the-stemmer; backtracking order of the
   two engines is the same for these patterns.
 """
 

@@ -315,7 +315,7 @@ class HayEvents:
     """One haystack's sessions under one JS tokenizer: their events' token ids
     back to back, :data:`SEPARATOR` after each event (so no match spans two),
     for the representative event of a phrase in every session at once
-    (HARNESSES.md 3.2).
+    (docs/harnesses.md#representative-event-and-session-order).
 
     ``sessions``: each haystack position's array (:meth:`Vocab.encode_events`
     form); ``lengths``: each position's events' code-point lengths."""

@@ -1,4 +1,4 @@
-"""exp3's time-aware pieces (HARNESSES.md 6.9): the relative window that sets
+"""exp3's time-aware pieces (docs/harnesses.md#exp3cjs): the relative window that sets
 the hard filter's threshold, and the date words T1 appends to the window.
 
 Matching is case-insensitive on the raw question with ASCII word boundaries

@@ -1,9 +1,9 @@
-"""JS tokenizers of the harnesses (HARNESSES.md section 2).
+"""JS tokenizers of the harnesses (docs/harnesses.md#tokenizers).
 
-* Event / phrase token sequences ("seq", 2.1): :func:`seq_ascii`,
+* Event / phrase token sequences ("seq", docs/harnesses.md#tokenizers): :func:`seq_ascii`,
   :func:`seq_cjkr`, :func:`seq_zh`, :func:`seq_exp6`, :func:`seq_prod`
   (each lowercases its input first, like ``toLowerCase()``).
-* Stop lists (2.2) and query windows :func:`window_plain`, :func:`window_cf`,
+* Stop lists (docs/harnesses.md#stop-lists) and query windows :func:`window_plain`, :func:`window_cf`,
   :func:`window_070`, :func:`window_cnb`, :func:`window_exp6` (at most 8 tokens).
 
 Lengths are JS ``.length`` values, i.e. UTF-16 code units.  Standard library only.
@@ -42,7 +42,7 @@ __all__ = [
 TERM_MAX = 8
 
 # ---------------------------------------------------------------------------
-# Stop lists (2.2)
+# Stop lists (docs/harnesses.md#stop-lists)
 # ---------------------------------------------------------------------------
 
 STOP_BASE = frozenset(
@@ -65,7 +65,7 @@ STOP_LISTS = {"base": STOP_BASE, "a1": STOP_A1, "a2": STOP_A2, "a3": STOP_A3}
 # Character classes
 # ---------------------------------------------------------------------------
 
-# Script=Han, Unicode 17.0 (Node 20's \p{Script=Han}), as listed in 2.1.
+# Script=Han, Unicode 17.0 (Node 20's \p{Script=Han}), as listed in docs/harnesses.md#tokenizers.
 _HAN_BMP = (
     "\u2E80-\u2E99\u2E9B-\u2EF3\u2F00-\u2FD5\u3005\u3007\u3021-\u3029"
     "\u3038-\u303B\u3400-\u4DBF\u4E00-\u9FFF\uF900-\uFA6D\uFA70-\uFAD9"
@@ -99,7 +99,7 @@ _RE_CNB_PART = re.compile("[a-z0-9" + _CJKR + "]+")
 _RE_CJKR_ONLY2 = re.compile("[" + _CJKR + "]{2,}")
 
 # ---------------------------------------------------------------------------
-# Event token sequences (2.1)
+# Event token sequences (docs/harnesses.md#tokenizers)
 # ---------------------------------------------------------------------------
 
 

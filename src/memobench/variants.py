@@ -3,7 +3,7 @@
 A variant name plus the dataset's harness family (``s``: run.cjs and the S
 experiments, ``m``: the streamed M harnesses, ``locomo``, ``cn``, ``zh``)
 resolves to a ``Recipe`` (what decides the list) and a skip rule (what is
-counted; HARNESSES.md 6.0). Where an original harness has a bug that defines
+counted; docs/harnesses.md#skips-and-denominators). Where an original harness has a bug that defines
 its published number, the variant keeps it and its description says so.
 """
 
@@ -68,7 +68,7 @@ def _pipelines(family: str) -> dict[str, Variant]:
 
 
 def _experiments() -> dict[str, Variant]:
-    """exp, exp2, exp3, exp4, exp4-m, exp5, exp5-m (HARNESSES.md 6.7-6.12)."""
+    """exp, exp2, exp3, exp4, exp4-m, exp5, exp5-m (docs/harnesses.md#expcjs to #exp5cjs-and-exp5-mcjs)."""
     v: dict[str, Variant] = {}
 
     def add(name, recipe, skip, harness, description, baseline=""):
@@ -146,7 +146,7 @@ def _experiments() -> dict[str, Variant]:
 
 
 def _cn() -> dict[str, Variant]:
-    """cn.cjs: every JS check is S-ASCII, N = distinct ids (HARNESSES.md 6.4)."""
+    """cn.cjs: every JS check is S-ASCII, N = distinct ids (docs/harnesses.md#cncjs)."""
     base = Recipe(n_mode="distinct")
     return {
         "cn-A": Variant("cn-A", base, "cn", "cn.cjs A", "pre-0.7.0 tokenizer: ASCII words only (W-CF)"),
@@ -158,7 +158,7 @@ def _cn() -> dict[str, Variant]:
 
 
 def _zh() -> dict[str, Variant]:
-    """zh.cjs: S-ZH checks, N = 10 distinct ids (HARNESSES.md 6.5)."""
+    """zh.cjs: S-ZH checks, N = 10 distinct ids (docs/harnesses.md#zhcjs)."""
     base = Recipe(seq="zh", n_mode="distinct")
     return {
         "zh-A": Variant("zh-A", base, "zh", "zh.cjs A", "pre-0.7.0 window (W-CF, ASCII words only)"),
@@ -183,7 +183,7 @@ _REFERENCE = {
 
 
 def references(family: str) -> dict[str, Variant]:
-    """The reference retrievers (PROTOCOL.md section 5) as variants of a family:
+    """The reference retrievers (docs/protocol.md#reference-retrievers) as variants of a family:
     the family's skip rule, so their questions and gold (the denominators)
     are the Memo variants'."""
     if family not in FAMILIES:

@@ -2,7 +2,7 @@
 
 This is a *functional test*, not a benchmark: eleven queries over ten tiny
 sessions, built so that the outcome is known in advance.  It checks that the
-zh pipeline (HARNESSES.md 1.6 and 6.5: S-ZH event tokens, sentence-piece
+zh pipeline (docs/harnesses.md#the-zh-set and docs/harnesses.md#zhcjs: S-ZH event tokens, sentence-piece
 pseudo-events, variant A with the ASCII-only window W-CF and variant B with
 the 0.7.0 window W-070 that adds Han runs) behaves as designed: A cannot see
 a purely Chinese query at all (0/11), B finds the gold session at rank 1 for
@@ -11,7 +11,7 @@ misses under both.
 
 The original harness (``zh.cjs``) embedded its own data, which this project
 does not have.  The texts below were written from scratch for this project;
-they only follow the *structure* described in HARNESSES.md 1.6:
+they only follow the *structure* described in docs/harnesses.md#the-zh-set:
 
 * ``SESSIONS``: ten sessions ``s1``..``s10``, each one string of the form
   "用户：…… 助手：……" (full-width colons and sentence punctuation) about a
@@ -137,7 +137,7 @@ def pieces(text: str) -> list[str]:
     """The pseudo-events of a session: ``text`` split at the full-width 。！？.
 
     Each piece is kept *trimmed* (leading and trailing whitespace removed), and
-    pieces that are blank after trimming are dropped (HARNESSES.md 1.6).
+    pieces that are blank after trimming are dropped (docs/harnesses.md#the-zh-set).
     Python's ``str.strip()`` and JS ``trim()`` differ only on exotic
     characters (U+001C..U+001F, U+FEFF) that this data does not contain.
     """

@@ -1,4 +1,4 @@
-# The reference retrievers' cached stage (issue 11, README "Baselines"):
+# The reference retrievers' cached stage (README "Baselines"):
 # all-MiniLM-L6-v2 vectors of every distinct session of a dataset, computed
 # once and read by every segment and rerun of the `minilm` variant. The
 # document rule is the dataset format's (LongMemEval formats: user turns;

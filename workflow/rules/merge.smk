@@ -2,7 +2,7 @@
 # per-question outcomes (with each list's length), and the counts and sums
 # recomputed over all questions (never an average of rates). The same job
 # scores the merged deep list with LongMemEval's official metrics
-# (official.json) and writes the TREC run (PROTOCOL.md section 5). The
+# (official.json) and writes the TREC run (docs/protocol.md#deep-lists-and-exports). The
 # retrieval log, as large as the raw file, is a rule of its own
 # (retrievallog, official.smk), made only where asked.
 

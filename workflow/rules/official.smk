@@ -1,4 +1,4 @@
-# The field's yardsticks beside the harness's numbers (PROTOCOL.md section 5):
+# The field's yardsticks beside the harness's numbers (docs/protocol.md#deep-lists-and-exports):
 # TREC qrels, LongMemEval retrieval logs and paired statistics between
 # variants (official.json and run.trec come from the merge job). They read
 # the rankings and never change them: the deep list (depth 50), whose ranks

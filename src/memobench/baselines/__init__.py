@@ -1,5 +1,5 @@
-"""Reference retrievers run under the benchmark's protocol (issue 11,
-PROTOCOL.md section 5): LongMemEval's flat BM25 (``bm25-official``), the bm25s
+"""Reference retrievers run under the benchmark's protocol
+(docs/protocol.md#reference-retrievers): LongMemEval's flat BM25 (``bm25-official``), the bm25s
 library (``bm25s``), SQLite FTS5's ``bm25()`` (``fts5-bm25``) and the dense
 all-MiniLM-L6-v2 (``minilm``, optional extra ``[dense]``).
 
