@@ -350,8 +350,9 @@ def run_all_variants(work: Path, raw: Path, questions: int, checkouts: dict[str,
             a, b = results[labels[0]][key], results[labels[1]][key]
             line += f" **{a['wall'] / b['wall']:.2f}x** | **{a['cpu'] / b['cpu']:.2f}x** |"
         rows.append(line)
-    rows += ["", "(ratios: the first checkout's time over the second's; the machine's other load moves wall "
-             "time more than CPU time)"]
+    if len(labels) == 2:
+        rows += ["", "(ratios: the first checkout's time over the second's; the machine's other load moves wall "
+                 "time more than CPU time)"]
     if original is not None:
         data = original.data_dir(raw, "longmemeval_s.json")
         harness = {h: original.run(h, data, f"{raw.stem}.{h}") for h in S_HARNESSES}
