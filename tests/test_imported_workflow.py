@@ -75,7 +75,13 @@ def assert_same_numbers(work, ds, source, imported, absent=0):
     # the same per-question values: under the source's name, the very same test
     again = compare(source, "v0.8.0", per_question(segment_outcomes(work, ds, imported)),
                     per_question(segment_outcomes(work, ds, "v0.8.0")), ds)
-    assert again == {k: v for k, v in theirs.items() if k != "against"}
+    # the stats stage adds what needs the dataset's other comparisons (the Holm-adjusted
+    # p over its family, the per-type differences): compared is what compare() computes
+    def own(c):
+        return {**{k: v for k, v in c.items() if k not in ("against", "by_type")},
+                "metrics": {m: {x: y for x, y in mm.items() if x != "p_holm"} for m, mm in c["metrics"].items()}}
+
+    assert own(again) == own(theirs)
 
 
 def first_run(root: Path, data: Path, ds: str, entry: dict, variants: list[str]):
