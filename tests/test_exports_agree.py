@@ -158,7 +158,11 @@ def _questions(results, ds):
 
 def test_every_stage_finishes(run):
     results, proc, _ = run
-    assert "memobench:" not in proc.stderr
+    # no memobench: error line (a job running 30 s or more on a loaded machine
+    # reports its progress on the console too: "... (share%, rate/s)")
+    errors = [line for line in proc.stderr.splitlines()
+              if "memobench:" in line and not re.search(r"\([^()]*/s\)", line)]
+    assert errors == []
     for ds in VARIANTS:
         assert (results / ds / "stats.json").exists() and (results / ds / "qrels.trec").exists()
         for v in VARIANTS[ds]:
