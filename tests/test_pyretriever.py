@@ -79,7 +79,7 @@ def _variants(date_weight=0.001):
 
 def _config(path, data, datasets, **variants):
     return write_config(path, data_dir=str(data), run=list(DATASETS), datasets=datasets,
-                        variants=_variants(**variants))
+                        variants=_variants(**variants), exports={"retrieval_log": ["lme/*"]})
 
 
 @pytest.fixture(scope="module")
@@ -229,7 +229,7 @@ def _reruns(work, cfg) -> tuple[dict, set]:
     return job_counts(proc.stdout + proc.stderr), jobs
 
 
-ONE_VARIANT = {"retrieve": 3, "merge": 2, "stats": 2, "report": 1, "all": 1}
+ONE_VARIANT = {"retrieve": 3, "merge": 2, "retrievallog": 1, "stats": 2, "report": 1, "all": 1}
 
 
 @pytest.mark.parametrize("edit", ["retriever", "helper", "params", "index", "touch", "unrelated file"])
