@@ -40,18 +40,18 @@ localrules:
     datasets,
 
 
+# every result users rely on, so that one deleted is made again (common.smk)
+RESULT_FILES = result_files()
+
+
 rule all:
     input:
         "results/report.md",
         "results/manifest.json",
         "results/datasets.json",  # which datasets are there; the run exits 1 while one is missing
-        # the report's inputs that wait for no download, so they start at once
-        # (the report's own inputs are known once the downloads have run)
-        without_downloads(
-            [f"results/{ds}/{v}/metrics.json" for ds, v in run_pairs()]
-            + report_extras() + official_files() + stats_files() + export_files()
-        ),
-        # every result users rely on, so that one deleted is made again (common.smk);
+        # those of datasets that wait for no download, so their jobs start at once
+        # (the others are known once the downloads have run)
+        without_downloads(RESULT_FILES),
         # present_only: not those of a dataset whose download failed
-        present_only(result_files()),
+        present_only(RESULT_FILES),
     default_target: True

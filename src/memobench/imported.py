@@ -13,7 +13,7 @@ file instead of ranked. Formats:
 * ``retrievallog``: LongMemEval's retrieval log (the project's
   ``retrievallog.jsonl``): one JSON object per line with ``question_id`` and
   ``retrieval_results.ranked_items[].corpus_id``. A corpus id is a scoring id
-  (OFFICIAL_METRICS: ``answer`` renamed ``noans`` in a session none of whose
+  (docs/protocol.md#official-metrics: ``answer`` renamed ``noans`` in a session none of whose
   user turns has ``has_answer``); it is mapped back to the haystack session
   it scores, and a plain session id is accepted as itself;
 * ``json``: one object ``{question_id: [session_id, ...]}``.

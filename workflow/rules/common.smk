@@ -351,7 +351,7 @@ def stats_files():
 
 
 def export_files():
-    """The TREC exports (PROTOCOL section 5), so rule all (through the report)
+    """The TREC exports (docs/protocol.md#the-output-contract), so rule all (through the report)
     makes them. Not the retrieval logs: each is about the raw file's size, made
     only where exports.retrieval_log lists it or when its path is asked for (a
     target of rule all alone, retrievallog_pairs, so one more reruns nothing
@@ -362,7 +362,7 @@ def export_files():
 
 
 def result_files():
-    """Every result users rely on (README "Results users rely on"), each an
+    """Every result users rely on (docs/results.md#result-files), each an
     input of rule all. Snakemake makes a missing file again only when a job
     that reads it has to run: a deleted run.trec, qrels.trec or variant folder
     whose report is up to date would stay deleted, and the report go on listing

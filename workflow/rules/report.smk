@@ -15,7 +15,7 @@ rule report:
         manifest=f"{RESULTS}/manifest.json",
         official=present_only(official_files()),
         stats=present_only(stats_files()),
-        # made here so that rule all produces every export (PROTOCOL section 5)
+        # made here so that rule all produces every export (docs/protocol.md#the-output-contract)
         exports=present_only(export_files()),
         receipts=receipt_files(),
     output:
