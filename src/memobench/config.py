@@ -101,9 +101,18 @@ def check(config: dict) -> None:
         if "retriever" in entry and ({"base", "recipe"} & set(entry)):
             raise ConfigError(f"config: variants.{v}: a retriever variant takes no base or recipe (those change a "
                               f"built-in variant); give one or the other")
-        if "retriever" not in entry and "base" not in entry:
-            raise ConfigError(f"config: variants.{v}: give base (the built-in variant it changes, with recipe) or "
-                              f"retriever (your own Python callable)")
+        if "fuse" in entry and ({"base", "recipe", "retriever"} & set(entry)):
+            raise ConfigError(f"config: variants.{v}: a fusion variant takes no base, recipe or retriever (it fuses "
+                              f"other variants' lists); give one or the other")
+        if not ({"retriever", "base", "fuse"} & set(entry)):
+            raise ConfigError(f"config: variants.{v}: give base (the built-in variant it changes, with recipe), "
+                              f"retriever (your own Python callable) or fuse (other variants' lists fused)")
+    for name, ds in datasets.items():
+        for v in ds["variants"]:
+            for other in ((config.get("variants") or {}).get(v) or {}).get("fuse", {}).get("of") or []:
+                if other not in ds["variants"]:
+                    raise ConfigError(f"config: dataset {name!r}: variant {v!r} fuses {other!r}, which is not listed "
+                                      f"for this dataset; add it to datasets.{name}.variants")
 
 
 def check_file(data_dir: str, file: str, where: str) -> None:

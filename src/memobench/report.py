@@ -9,7 +9,8 @@ Two families of numbers sit side by side and are labelled everywhere:
 
 Paired statistics (stats.py) give each variant's difference to its baseline
 and to v0.8.0 with a 95% interval, drawn as a forest plot. Reference
-retrievers (README "Baselines": bm25-official, bm25s, fts5-bm25, minilm) are
+retrievers (docs/baselines.md: bm25-official, bm25s, fts5-bm25, minilm,
+wordllama), a user's retrievers and fusions of other variants' lists are
 variants like the others, labelled as such, and sit with the Memo variants in
 one table against v0.8.0.
 """
@@ -26,7 +27,7 @@ from .metrics import pct
 from .missing import markdown as missing_markdown
 from .published import GUIDE_TABLE, published
 from .recipe import REFERENCE_BACKENDS
-from .variants import PYTHON_BACKEND
+from .variants import FUSION_BACKEND, PYTHON_BACKEND
 from .tables import atomic_path, write_text
 
 METRICS = ("hit@1", "hit@5", "hit@10", "mrr")
@@ -41,14 +42,15 @@ DATA_COUNTS = {
 
 
 def kind(m: dict) -> str:
-    """What ranked a run (its recipe's backend): Memo, a reference retriever, or your retriever."""
+    """What ranked a run (its recipe's backend): Memo, a reference retriever, your retriever, or a fusion."""
     backend = (m.get("recipe") or {}).get("backend")
     return ("reference retriever" if backend in REFERENCE_BACKENDS else
-            "your retriever" if backend == PYTHON_BACKEND else "Memo")
+            "your retriever" if backend == PYTHON_BACKEND else
+            "fusion" if backend == FUSION_BACKEND else "Memo")
 
 
 def is_reference(m: dict) -> bool:
-    """A run of a retriever other than the Memo engine (a reference retriever or your own)."""
+    """A run of a retriever other than the Memo engine (a reference retriever, your own, or a fusion)."""
     return kind(m) != "Memo"
 
 

@@ -1,4 +1,4 @@
-"""The result every reference retriever returns."""
+"""The result every reference retriever returns, and the ranking of documents by vectors."""
 
 from __future__ import annotations
 
@@ -26,3 +26,18 @@ class Ranking(NamedTuple):
     def ids(self, session_ids, depth: int = 50) -> list[str]:
         """Session ids of the first ``depth`` ranks."""
         return [session_ids[p] for p in self.positions[:depth].tolist()]
+
+
+def rank_by_vectors(question_vector: np.ndarray, vectors: np.ndarray, cosine: bool = False) -> Ranking:
+    """Documents (``vectors``, rows in haystack order) by their dot product with
+    the question's vector in float64, or with ``cosine`` by the cosine (a
+    zero vector scores 0); descending, ties by haystack position (stable)."""
+    q = np.asarray(question_vector, dtype=np.float64)
+    v = np.asarray(vectors, dtype=np.float64)
+    if cosine:
+        qn, vn = np.linalg.norm(q), np.linalg.norm(v, axis=1)
+        q = q / (qn if qn > 0 else 1.0)
+        v = v / np.where(vn > 0, vn, 1.0)[:, None]
+    scores = v @ q
+    order = np.argsort(-scores, kind="stable")
+    return Ranking(order.astype(np.int64), scores[order])
