@@ -51,9 +51,9 @@ from pathlib import Path
 
 from .errors import DataError
 from .harness import DEPTH, TOP, SegmentRows, run_scores, skip_reason
+from .variants import FUSION_METHODS, RRF_K
 
-METHODS = ("rrf", "combsum", "borda")
-RRF_K = 60
+METHODS = FUSION_METHODS
 MIN_MAX_FLOOR = Fraction(1e-9)  # ranx's min-max norm: the denominator's floor
 
 

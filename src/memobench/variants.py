@@ -22,6 +22,8 @@ PYTHON_BACKEND = "python"
 # The recipe backend of a fusion variant (config ``variants.<name>.fuse``; src/memobench/fusion.py):
 # its list is fused from other variants' deep lists; not a recipe choice either.
 FUSION_BACKEND = "fusion"
+FUSION_METHODS = ("rrf", "combsum", "borda")
+RRF_K = 60  # rrf's constant k in 1 / (k + rank), Cormack et al.'s
 
 
 @dataclass(frozen=True)
@@ -286,8 +288,6 @@ def fusion_variant(name: str, family: str, entry: dict, others: dict | None = No
     src/memobench/fusion.py) as a variant of a family: the family's skip
     rule, as the reference retrievers'. ``others``: the config's other user
     variants, which it may fuse (never another fusion)."""
-    from .fusion import METHODS, RRF_K
-
     if family not in FAMILIES:
         raise ConfigError(f"unknown family {family!r}; known: {', '.join(FAMILIES)}")
     where = f"variant {name!r}: fuse"
@@ -301,8 +301,8 @@ def fusion_variant(name: str, family: str, entry: dict, others: dict | None = No
     if len(set(of)) != len(of) or name in of:
         raise ConfigError(f"{where}: of lists a variant twice or the fusion itself: {of}")
     method = f.get("method", "rrf")
-    if method not in METHODS:
-        raise ConfigError(f"{where}: method {method!r} is not one of {', '.join(METHODS)}")
+    if method not in FUSION_METHODS:
+        raise ConfigError(f"{where}: method {method!r} is not one of {', '.join(FUSION_METHODS)}")
     if "k" in f and method != "rrf":
         raise ConfigError(f"{where}: k is the rrf constant; method {method!r} takes none")
     k = f.get("k", RRF_K)
