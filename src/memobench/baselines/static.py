@@ -84,14 +84,18 @@ class WordLlama:
     def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
         return [e.ids for e in self.tokenizer.encode_batch(list(texts), add_special_tokens=False)]
 
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """float32 vectors, one row per text in input order: the mean of its tokens' rows."""
+    def encode(self, texts: Sequence[str], batch: int = 256) -> np.ndarray:
+        """float32 vectors, one row per text in input order: the mean of its
+        tokens' rows. Tokenized ``batch`` texts at a time (the tokenizer's
+        encodings of a few thousand long sessions take hundreds of MB)."""
+        texts = list(texts)
         out = np.zeros((len(texts), DIM), dtype=np.float32)
         last = self.embedding.shape[0] - 1
-        for i, ids in enumerate(self.token_ids(texts)):
-            if ids:
-                rows = self.embedding[np.clip(np.asarray(ids, dtype=np.int64), 0, last)]
-                out[i] = rows.sum(axis=0, dtype=np.float32) / np.float32(len(ids))
+        for lo in range(0, len(texts), batch):
+            for i, ids in enumerate(self.token_ids(texts[lo:lo + batch]), lo):
+                if ids:
+                    rows = self.embedding[np.clip(np.asarray(ids, dtype=np.int64), 0, last)]
+                    out[i] = rows.sum(axis=0, dtype=np.float32) / np.float32(len(ids))
         return out
 
 
