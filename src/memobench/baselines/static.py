@@ -44,7 +44,7 @@ SHA256 = {
     TOKENIZER: "93248f2a9ec36c7b35f700a033d5f36228aae48db61aee31007fa49062cdeb68",
 }
 DIM = 256
-INSTALL_HINT = f"pip install 'memobench[static]' (wordllama=={VERSION})"
+INSTALL_HINT = f"pip install 'memobench[static]', which installs wordllama=={VERSION}"
 
 
 def model_dir() -> Path:
