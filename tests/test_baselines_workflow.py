@@ -131,7 +131,7 @@ def test_embeddings_stage_embeds_each_session_once(run):
         sessions = pq.read_table(work / "results" / ds / "normalized/sessions.parquet")
         assert emb.num_rows == sessions.num_rows
         assert sorted(emb.column("session_key").to_pylist()) == sorted(sessions.column("session_key").to_pylist())
-    log = (work / "results/logs/embeddings/lme.log").read_text()
+    log = (work / "results/logs/embeddings/lme/minilm.log").read_text()
     assert "user turns" in log
 
 

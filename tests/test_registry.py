@@ -115,17 +115,21 @@ def test_retrieve_stage_declares_what_every_backend_reads():
     reads: the retrieve stage requires what every retriever reads and allows
     the rest."""
     from memobench.retrievers import inputs_of
-    from memobench.variants import python_variant
+    from memobench.variants import fusion_variant, python_variant
 
     st = STAGES["retrieve"]
     reads = {b: inputs_of(variants_with_backend(b)) for b in recipe.FIELDS["backend"].metadata["choices"]}
     for prepare in (None, "my.py:embed"):
         v = python_variant("mine", "s", {"retriever": {"callable": "my.py:rank", "prepare": prepare}})
         reads[f"python {prepare}"] = inputs_of(v)
+    reads["fusion"] = inputs_of(fusion_variant("fused", "s", {"fuse": {"of": ["v0.8.0", "bm25s"]}}))
     assert st.inputs == frozenset.intersection(*reads.values())
     assert st.inputs | st.optional_inputs == frozenset.union(*reads.values())
     assert reads["bm25s"] == {"questions", "haystacks", "events"}
     assert reads["minilm"] == {"questions", "haystacks", "events", "embeddings"}
+    assert reads["wordllama"] == {"questions", "haystacks", "events", "wordllama_embeddings"}
+    # a fusion reads the fused variants' deep tables, not the sessions
+    assert reads["fusion"] == {"questions", "haystacks", "fused"}
     assert reads["fts"] == {"questions", "haystacks", "events", "tokens", "fts_tokens"}
     assert reads["python None"] == {"questions", "haystacks", "events"}
     assert reads["python my.py:embed"] == {"questions", "haystacks", "events", "prepared"}

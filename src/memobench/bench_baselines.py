@@ -1,15 +1,17 @@
 """Benchmark of the reference retrievers, not a test.
 
-    python -m memobench.bench_baselines [--work bench_work] [--minilm-sessions 256]
+    python -m memobench.bench_baselines [--work bench_work] [--minilm-sessions 256] [--wordllama-sessions 0]
 
 Generates (or reuses) the S-scale LongMemEval-format file of
 ``memobench.benchmark`` (500 questions x ~50 sessions, ~280 MB), normalizes
 it, then runs each lexical retriever over every question in its own process
 (wall and CPU time, peak RSS; building the documents from the tables
-included) and embeds a sample of distinct sessions with minilm on the CPU
-(sessions per second, peak RSS), from which it projects the embedding stage
-for the distinct sessions of the generated file and for upper bounds of the
-real S and M files (every haystack entry distinct: 500 x 50, 500 x 500).
+included) and embeds distinct sessions with each embedding retriever on the
+CPU, in its own process: a sample for minilm, every distinct session for
+wordllama (``0``: all; sessions per second, peak RSS), from which it projects
+the embedding stage for the distinct sessions of the generated file and for
+upper bounds of the real S and M files (every haystack entry distinct:
+500 x 50, 500 x 500).
 
     python -m memobench.bench_baselines --long-question [--docs 5000] [--words 100,400,1600,50000]
 
@@ -61,34 +63,37 @@ def run_lexical(norm: Path, name: str) -> dict:
             "peak_rss_mb": round(_peak_mb())}
 
 
-def run_minilm(norm: Path, sample: int) -> dict:
+def run_dense(norm: Path, sample: int, model: str = "minilm") -> dict:
+    """Embed ``sample`` distinct sessions (0: all of them) with an embedding
+    retriever on the CPU, as the embeddings stage does."""
     import pyarrow.parquet as pq
 
-    from .baselines.dense import MiniLM
-    from .baselines.embeddings import iter_session_documents
+    from .baselines.embeddings import encoder_for, iter_session_documents
 
     docs = []
     for key, doc in iter_session_documents(norm / "events.parquet", "longmemeval"):
         docs.append(doc)
-        if len(docs) >= sample:
+        if sample and len(docs) >= sample:
             break
     n_sessions = pq.read_metadata(norm / "sessions.parquet").num_rows
     t = time.monotonic()
-    enc = MiniLM(device="cpu")
+    enc = encoder_for(model, device="cpu")
     load_s = time.monotonic() - t
     pieces = [len(ids) for ids in enc.token_ids(docs)]
     t0, c0 = time.monotonic(), time.process_time()
     enc.encode(docs)
     wall = time.monotonic() - t0
     rate = len(docs) / wall
-    return {"retriever": "minilm", "device": enc.device, "sessions": len(docs), "wall_s": round(wall, 2),
-            "cpu_s": round(time.process_time() - c0, 2), "model_load_s": round(load_s, 2),
-            "sessions_per_s": round(rate, 2), "truncated_share": round(sum(p == 256 for p in pieces) / len(pieces), 3),
-            "mean_word_pieces": round(sum(pieces) / len(pieces), 1), "peak_rss_mb": round(_peak_mb()),
-            "distinct_sessions_generated_s": n_sessions,
-            "projected_generated_s_min": round(n_sessions / rate / 60, 1),
-            "projected_real_s_upper_min": round(500 * 50 / rate / 60, 1),
-            "projected_real_m_upper_h": round(500 * 500 / rate / 3600, 1)}
+    out = {"retriever": model, "device": enc.device, "sessions": len(docs), "wall_s": round(wall, 2),
+           "cpu_s": round(time.process_time() - c0, 2), "model_load_s": round(load_s, 2),
+           "sessions_per_s": round(rate, 2), "mean_tokens": round(sum(pieces) / len(pieces), 1),
+           "peak_rss_mb": round(_peak_mb()), "distinct_sessions_generated_s": n_sessions,
+           "projected_generated_s_min": round(n_sessions / rate / 60, 1),
+           "projected_real_s_upper_min": round(500 * 50 / rate / 60, 1),
+           "projected_real_m_upper_h": round(500 * 500 / rate / 3600, 2)}
+    if model == "minilm":
+        out["truncated_share"] = round(sum(p == 256 for p in pieces) / len(pieces), 3)
+    return out
 
 
 def long_question_input(n_docs: int, words: int) -> tuple[str, list[str]]:
@@ -149,6 +154,7 @@ def main(argv=None) -> int:
     ap.add_argument("--docs", type=int, default=5000)
     ap.add_argument("--words", default="100,400,1600,50000")
     ap.add_argument("--or-up-to", type=int, default=1600)
+    ap.add_argument("--wordllama-sessions", type=int, default=0, help="0: every distinct session")
     ap.add_argument("--only", help=argparse.SUPPRESS)
     ap.add_argument("--norm", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--path", help=argparse.SUPPRESS)
@@ -159,7 +165,8 @@ def main(argv=None) -> int:
     if a.long_question:
         return long_question(a)
     if a.only:
-        out = run_minilm(a.norm, a.minilm_sessions) if a.only == "minilm" else run_lexical(a.norm, a.only)
+        sample = {"minilm": a.minilm_sessions, "wordllama": a.wordllama_sessions}
+        out = run_dense(a.norm, sample[a.only], a.only) if a.only in sample else run_lexical(a.norm, a.only)
         print(json.dumps(out))
         return 0
     from .benchmark import SCALES, generate
@@ -171,9 +178,10 @@ def main(argv=None) -> int:
     if not (norm / "events.parquet").exists():
         normalize_longmemeval(raw, norm, log=lambda m: None)
     rows = []
-    for name in [*LEXICAL, "minilm"]:
+    for name in [*LEXICAL, "minilm", "wordllama"]:
         p = subprocess.run([sys.executable, "-m", "memobench.bench_baselines", "--only", name, "--norm", str(norm),
-                            "--minilm-sessions", str(a.minilm_sessions)], capture_output=True, text=True)
+                            "--minilm-sessions", str(a.minilm_sessions),
+                            "--wordllama-sessions", str(a.wordllama_sessions)], capture_output=True, text=True)
         if p.returncode:
             print(f"{name}: failed\n{p.stderr[-2000:]}", file=sys.stderr)
             continue

@@ -108,9 +108,19 @@ def check(config: dict) -> None:
         if "retriever" in entry and ({"base", "recipe"} & set(entry)):
             raise ConfigError(f"config: variants.{v}: a retriever variant takes no base or recipe (those change a "
                               f"built-in variant); give one or the other")
-        if not {"base", "retriever", "run"} & set(entry):
+        if "fuse" in entry and ({"base", "recipe", "retriever", "run"} & set(entry)):
+            raise ConfigError(f"config: variants.{v}: a fusion variant takes no base, recipe, retriever or run (it "
+                              f"fuses other variants' lists); give one or the other")
+        if not {"base", "retriever", "run", "fuse"} & set(entry):
             raise ConfigError(f"config: variants.{v}: give base (the built-in variant it changes, with recipe), "
-                              f"retriever (your own Python callable) or run (another system's output file)")
+                              f"retriever (your own Python callable), run (another system's output file) or fuse "
+                              f"(other variants' lists fused)")
+    for name, ds in datasets.items():
+        for v in ds["variants"]:
+            for other in ((config.get("variants") or {}).get(v) or {}).get("fuse", {}).get("of") or []:
+                if other not in ds["variants"]:
+                    raise ConfigError(f"config: dataset {name!r}: variant {v!r} fuses {other!r}, which is not listed "
+                                      f"for this dataset; add it to datasets.{name}.variants")
 
 
 def check_file(data_dir: str, file: str, where: str) -> None:

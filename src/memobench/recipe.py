@@ -19,7 +19,10 @@ from .tokenize import STOP_LISTS, WINDOWS
 # The reference retrievers (docs/protocol.md#reference-retrievers; src/memobench/baselines/): a
 # recipe whose backend is one of these is ranked by that retriever over whole
 # session documents, not by the Memo pipeline (only ``documents`` applies).
-REFERENCE_BACKENDS = ("bm25-official", "bm25s", "fts5-bm25", "minilm")
+REFERENCE_BACKENDS = ("bm25-official", "bm25s", "fts5-bm25", "minilm", "wordllama")
+# The embedding retrievers: each reads its own cached table of session vectors
+# (the embeddings stage), a retrieve job's input of this name.
+EMBEDDING_INPUTS = {"minilm": "embeddings", "wordllama": "wordllama_embeddings"}
 
 
 def _field(default, doc: str, choices: tuple | None = None, minimum: int | None = None):
@@ -32,7 +35,7 @@ class Recipe:
 
     backend: str = _field("fts", "discovery: SQLite FTS5 + JS-token check (run.cjs), or the in-memory "
                                  "inverted index (exp6.cjs); or a reference retriever ranking whole session "
-                                 "documents (README Baselines: bm25-official, bm25s, fts5-bm25, minilm)",
+                                 "documents (docs/baselines.md: bm25-official, bm25s, fts5-bm25, minilm, wordllama)",
                           ("fts", "index", *REFERENCE_BACKENDS))
     seq: str = _field("ascii", "JS tokenizer of events and phrases (see docs/harnesses.md#tokenizers for S-ASCII, S-CJKR, S-ZH, exp6, "
                                "the product's)", ("ascii", "cjkr", "zh", "exp6", "prod"))
@@ -83,12 +86,12 @@ def input_names(backend: str) -> frozenset[str]:
     """The named inputs a job ranking under a recipe with this backend reads
     (common.smk's ``search_inputs`` gives their paths): the normalized tables;
     for the Memo backends the tokenizer's tokens, and the FTS5 (unicode61)
-    tokens for ``fts``; for a reference retriever nothing more, but
-    ``minilm``'s session embeddings."""
+    tokens for ``fts``; for a reference retriever nothing more, but an
+    embedding retriever's session vectors (:data:`EMBEDDING_INPUTS`)."""
     names = {"questions", "haystacks", "events"}
     if backend in REFERENCE_BACKENDS:
-        if backend == "minilm":
-            names.add("embeddings")
+        if backend in EMBEDDING_INPUTS:
+            names.add(EMBEDDING_INPUTS[backend])
     else:
         names.add("tokens")
         if backend == "fts":

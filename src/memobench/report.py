@@ -18,8 +18,9 @@ with one row of panels per dataset (each on its own scale); a matrix per
 dataset marks who beats whom on hit@1 and MRR after the correction, over every
 pair of the compared variants; a table per dataset splits each comparison by
 question type. Reference
-retrievers (README "Baselines": bm25-official, bm25s, fts5-bm25, minilm) are
-variants like the others, labelled as such.
+retrievers (docs/baselines.md: bm25-official, bm25s, fts5-bm25, minilm,
+wordllama), a user's retrievers, imported runs and fusions of other variants'
+lists are variants like the others, labelled as such.
 
 Both files are written from the same structured blocks (doc.py): every value
 from data or configuration is escaped for Markdown and for HTML, and the HTML
@@ -42,7 +43,7 @@ from .official import LOCOMO_CATEGORIES
 from .published import GUIDE_TABLE, HARNESS_PROTOCOL, PUBLISHED_OFFICIAL, published
 from .recipe import REFERENCE_BACKENDS
 from .stats import ALPHA, BOOTSTRAP, PERMUTATIONS, POWER, REFERENCE, fmt_ci, fmt_p
-from .variants import PYTHON_BACKEND
+from .variants import FUSION_BACKEND, PYTHON_BACKEND
 from .tables import atomic_path, write_text
 
 METRICS = ("hit@1", "hit@5", "hit@10", "mrr")
@@ -75,10 +76,15 @@ def is_yours(m: dict) -> bool:
     return (m.get("recipe") or {}).get("backend") == PYTHON_BACKEND
 
 
+def is_fusion(m: dict) -> bool:
+    """A fusion of other variants' lists (config ``variants.<name>.fuse``; fusion.py)."""
+    return (m.get("recipe") or {}).get("backend") == FUSION_BACKEND
+
+
 def kind(m: dict) -> str:
-    """What ranked a run: Memo, a reference retriever, an imported run, or your retriever."""
+    """What ranked a run: Memo, a reference retriever, an imported run, your retriever, or a fusion."""
     return ("reference retriever" if is_reference(m) else "imported run" if is_imported(m)
-            else "your retriever" if is_yours(m) else "Memo")
+            else "your retriever" if is_yours(m) else "fusion" if is_fusion(m) else "Memo")
 
 
 def label(m: dict) -> str:

@@ -23,7 +23,9 @@ whole session documents question by question uses
 
 The registered retrievers: the Memo engine (``retrieval``: backends fts and
 index), the reference retrievers (``baselines.segment``: bm25-official,
-bm25s, fts5-bm25, minilm) and a user's Python callable (``pyretriever``).
+bm25s, fts5-bm25, minilm, wordllama), a user's Python callable
+(``pyretriever``) and the fusion of other variants' deep lists (``fusion``,
+whose inputs are those variants' segment deep tables).
 
 A retrieve job's code fingerprint (:func:`code_fingerprint`, the rule's
 ``params.code``) is the stage's modules less every retriever's module and
@@ -40,7 +42,7 @@ from typing import Callable
 
 from .errors import ConfigError
 from .recipe import REFERENCE_BACKENDS, input_names
-from .variants import PYTHON_BACKEND, Variant
+from .variants import FUSION_BACKEND, PYTHON_BACKEND, Variant
 
 MEMO_BACKENDS = ("fts", "index")
 
@@ -144,6 +146,17 @@ register(Retriever("python", "pyretriever", (PYTHON_BACKEND,), _python_inputs, _
                    shares=False))
 
 
+def _fusion(variants, segment, log):
+    from .fusion import rank_segment
+
+    return rank_segment(variants, segment, log)
+
+
+# ``fused``: the deep tables of the variants it fuses, of the job's segment, in ``of`` order
+register(Retriever("fusion", "fusion", (FUSION_BACKEND,), lambda v: frozenset({"questions", "haystacks", "fused"}),
+                   _fusion, shares=False))
+
+
 # --------------------------------------------------------------------------- ranking a segment
 
 
@@ -155,8 +168,10 @@ def write_segments(variants: list[Variant], questions_path, haystacks_path, even
     retriever, and write each variant's tables: ``outs`` maps a variant name
     to its ``rankings``, ``outcomes`` and (optional) ``deep`` paths.
     ``tokens`` maps tokenizer names to the tokens stage's tables (the Memo
-    engine's); ``embeddings_path`` is the embeddings stage's table
-    (``minilm``); ``inputs`` holds any other named input (``prepared``).
+    engine's); ``embeddings_path`` is the embeddings stage's table of
+    ``minilm``; ``inputs`` holds any other named input (``prepared``,
+    ``wordllama_embeddings``, ``fused``). ``events_path`` may be None for
+    variants that do not read the events (a fusion).
     ``metadata`` goes into each outcomes table's Parquet key-value metadata
     (the retrieve job's provenance), with ``variant_metadata[name]`` added for
     that variant."""
@@ -166,7 +181,8 @@ def write_segments(variants: list[Variant], questions_path, haystacks_path, even
     names = [v.name for v in variants]
     if len(set(names)) != len(names):
         raise ValueError(f"duplicate variant names in {names}")
-    paths = {"questions": questions_path, "haystacks": haystacks_path, "events": events_path,
+    paths = {"questions": questions_path, "haystacks": haystacks_path,
+             **({"events": events_path} if events_path is not None else {}),
              **({"embeddings": embeddings_path} if embeddings_path is not None else {}), **(inputs or {})}
     questions, haystacks = load_questions(questions_path, haystacks_path, segment, n_segments)
     label = variants[0].name if len(variants) == 1 else f"{len(variants)} variants"

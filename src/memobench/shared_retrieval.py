@@ -80,8 +80,10 @@ def list_spec(variant: Variant) -> dict:
 def retrieval_key(spec: dict, segment: int, n_segments: int, code: str, inputs: dict) -> str:
     """Everything a variant's segment lists depend on, hashed."""
     blob = json.dumps({"spec": {k: spec[k] for k in LIST_FIELDS if k in spec}, "segment": segment,
-                       "n_segments": n_segments, "code": code,
-                       "inputs": {n: file_stamp(p) for n, p in sorted(inputs.items())}}, sort_keys=True)
+                       "n_segments": n_segments,
+                       "code": code, "inputs": {n: [file_stamp(x) for x in p] if isinstance(p, list) else file_stamp(p)
+                                                for n, p in sorted(inputs.items())}},
+                      sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:32]
 
 
@@ -306,7 +308,7 @@ def write_segment_shared(variant: Variant, config: dict, dataset: str, segment: 
         if len(todo) > 1:
             log(f"{variant.name} segment {segment}/{n_segments}: ranking {len(todo) - 1} sibling variant(s) "
                 f"in the same pass: {', '.join(v.name for v in todo[1:])}")
-        write_segments(todo, inputs["questions"], inputs["haystacks"], inputs["events"], segment, n_segments,
+        write_segments(todo, inputs["questions"], inputs["haystacks"], inputs.get("events"), segment, n_segments,
                        outs, log=log, tokens=token_tables(variant.recipe.seq, inputs.get("tokens"),
                                                           inputs.get("fts_tokens")),
                        embeddings_path=inputs.get("embeddings"), inputs=inputs,
@@ -319,7 +321,8 @@ def write_segment_shared(variant: Variant, config: dict, dataset: str, segment: 
 
 
 def _newest(inputs: dict) -> float:
-    return max(os.stat(p).st_mtime for p in inputs.values())
+    """The newest mtime of the inputs (a name may stand for several files: a fusion's ``fused``)."""
+    return max(os.stat(p).st_mtime for ps in inputs.values() for p in (ps if isinstance(ps, list) else [ps]))
 
 
 def _collect(cache: Path, keep: set[str], older_than: float) -> None:

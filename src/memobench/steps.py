@@ -312,8 +312,8 @@ def tokens(job: Job) -> None:
     write_tokens(job.input.events, job.wildcards.seq, job.output.tokens, log=job.log)
 
 
-@stage("retrieve", inputs=["questions", "haystacks", "events"],
-       optional=["tokens", "fts_tokens", "embeddings", "prepared"],
+@stage("retrieve", inputs=["questions", "haystacks"],
+       optional=["events", "tokens", "fts_tokens", "embeddings", "wordllama_embeddings", "prepared", "fused"],
        outputs=["rankings", "outcomes", "deep"], params=["variant", "segment", "n_segments"])
 def retrieve(job: Job) -> None:
     """One variant's segment, ranked by its retriever (retrievers.py); its
@@ -325,7 +325,8 @@ def retrieve(job: Job) -> None:
     from .variants import from_spec
 
     i, o, p = job.input, job.output, job.params
-    names = ("questions", "haystacks", "events", "tokens", "fts_tokens", "embeddings", "prepared")
+    names = ("questions", "haystacks", "events", "tokens", "fts_tokens", "embeddings", "wordllama_embeddings",
+             "prepared", "fused")
     script = Path(__file__).resolve().parents[2] / "workflow" / "scripts" / "stage.py"
     write_segment_shared(from_spec(p.variant), job.config, job.wildcards.dataset, p.segment, p.n_segments,
                          {n: i.get(n) for n in names}, {"rankings": o.rankings, "outcomes": o.outcomes,
@@ -369,15 +370,17 @@ def import_run(job: Job) -> None:
     write_table(o.rankings, rankings)
 
 
-@stage("embeddings", inputs=["events", "sessions"], outputs=["embeddings"], params=["format"], models=True)
+@stage("embeddings", inputs=["events", "sessions"], outputs=["embeddings"], params=["format", "model"],
+       models=True)
 def embeddings(job: Job) -> None:
-    """all-MiniLM-L6-v2 vectors of every distinct session of a dataset, once
-    (the ``minilm`` reference retriever); on a CUDA GPU through PyTorch when
-    both are present, else numpy on the CPU."""
+    """An embedding retriever's vectors of every distinct session of a
+    dataset, once: all-MiniLM-L6-v2 (``minilm``; on a CUDA GPU through
+    PyTorch when both are present, else numpy on the CPU) or WordLlama
+    (``wordllama``, numpy)."""
     from .baselines.embeddings import embed_sessions
 
     stats = embed_sessions(job.input.events, job.params.format, job.output.embeddings, log=job.log,
-                           sessions_path=job.input.sessions)
+                           sessions_path=job.input.sessions, model=job.params.model)
     job.log(f"embeddings: {json.dumps(stats, sort_keys=True)}")
 
 

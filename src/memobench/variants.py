@@ -24,6 +24,11 @@ RUN_FORMATS = ("trec", "retrievallog", "json")
 # The recipe backend of a user's Python retriever (config ``variants.<name>.retriever``;
 # src/memobench/pyretriever.py): not a recipe choice, a user variant states it by ``retriever``.
 PYTHON_BACKEND = "python"
+# The recipe backend of a fusion variant (config ``variants.<name>.fuse``; src/memobench/fusion.py):
+# its list is fused from other variants' deep lists; not a recipe choice either.
+FUSION_BACKEND = "fusion"
+FUSION_METHODS = ("rrf", "combsum", "borda")
+RRF_K = 60  # rrf's constant k in 1 / (k + rank), Cormack et al.'s
 
 
 @dataclass(frozen=True)
@@ -36,7 +41,8 @@ class Variant:
     baseline: str = ""  # the variant it is an experiment against (falsifier)
     # an imported run: {"file", "format"}; None for the others
     run: dict | None = field(default=None, hash=False)
-    # a user's Python retriever: {"callable", "prepare" (or None), "params"}; None for the others
+    # what ranks a variant that is not a recipe: a user's Python retriever {"callable", "prepare"
+    # (or None), "params"}, or a fusion {"of", "method", "k" (rrf only)}; None for the others
     retriever: dict | None = field(default=None, hash=False)
 
 
@@ -179,6 +185,8 @@ _REFERENCE = {
                                         "haystack"),
     "minilm": ("all-MiniLM-L6-v2", "dense all-MiniLM-L6-v2 embeddings (truncated at 256 word pieces), cosine "
                                    "similarity"),
+    "wordllama": ("WordLlama l2_supercat 256", "static WordLlama embeddings (l2_supercat, 256 dimensions): the mean "
+                                               "of a text's token vectors, cosine similarity"),
 }
 
 
@@ -243,9 +251,12 @@ def resolve(name: str, family: str, custom: dict | None = None) -> Variant:
             return imported_variant(name, family, entry)
         if "retriever" in entry:
             return python_variant(name, family, entry)
+        if "fuse" in entry:
+            return fusion_variant(name, family, entry, {k: v for k, v in custom.items() if k != name})
         if "base" not in entry:
             raise ConfigError(f"variant {name!r}: give base (the built-in variant it changes), retriever "
-                              f"(your own Python callable) or run (another system's output file)")
+                              f"(your own Python callable), run (another system's output file) or fuse "
+                              f"(other variants' lists fused)")
         base = resolve(entry["base"], family, {k: v for k, v in custom.items() if k != name})
         over = entry.get("recipe") or {}
         validate(over, f"variant {name!r}")
@@ -315,6 +326,41 @@ def python_variant(name: str, family: str, entry: dict) -> Variant:
                    f"your retriever: {r['callable']}",
                    entry.get("description", f"{r['callable']} over each session's "
                                             f"{'user turns' if docs == 'user' else 'turns'}"),
+                   retriever=spec)
+
+
+def fusion_variant(name: str, family: str, entry: dict, others: dict | None = None) -> Variant:
+    """A fusion of other variants' deep lists (config ``variants.<name>.fuse``;
+    src/memobench/fusion.py) as a variant of a family: the family's skip
+    rule, as the reference retrievers'. ``others``: the config's other user
+    variants, which it may fuse (never another fusion)."""
+    if family not in FAMILIES:
+        raise ConfigError(f"unknown family {family!r}; known: {', '.join(FAMILIES)}")
+    where = f"variant {name!r}: fuse"
+    if set(entry) - {"fuse", "description"}:
+        extra = ", ".join(sorted(set(entry) - {"fuse", "description"}))
+        raise ConfigError(f"variant {name!r}: a fusion variant takes no {extra} (only fuse and description)")
+    f = entry["fuse"] or {}
+    of = f.get("of")
+    if not isinstance(of, list) or len(of) < 2 or not all(isinstance(o, str) for o in of):
+        raise ConfigError(f"{where}: of must list at least two variants, not {of!r}")
+    if len(set(of)) != len(of) or name in of:
+        raise ConfigError(f"{where}: of lists a variant twice or the fusion itself: {of}")
+    method = f.get("method", "rrf")
+    if method not in FUSION_METHODS:
+        raise ConfigError(f"{where}: method {method!r} is not one of {', '.join(FUSION_METHODS)}")
+    if "k" in f and method != "rrf":
+        raise ConfigError(f"{where}: k is the rrf constant; method {method!r} takes none")
+    k = f.get("k", RRF_K)
+    if method == "rrf" and (not isinstance(k, int) or isinstance(k, bool) or k < 0):
+        raise ConfigError(f"{where}: k must be an integer >= 0, not {k!r}")
+    for o in of:
+        if resolve(o, family, others).recipe.backend == FUSION_BACKEND:
+            raise ConfigError(f"{where}: {o!r} is itself a fusion; fuse the variants it fuses instead")
+    spec = {"of": list(of), "method": method, **({"k": k} if method == "rrf" else {})}
+    what = f"{method}{f' (k {k})' if method == 'rrf' else ''} of {', '.join(of)}"
+    return Variant(name, Recipe(backend=FUSION_BACKEND), _SKIP[family], f"fusion: {what}",
+                   entry.get("description", f"the deep lists of {', '.join(of)} fused by {what.split(' of ')[0]}"),
                    retriever=spec)
 
 

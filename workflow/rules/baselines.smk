@@ -1,11 +1,15 @@
-# The reference retrievers' cached stage (README "Baselines"):
-# all-MiniLM-L6-v2 vectors of every distinct session of a dataset, computed
-# once and read by every segment and rerun of the `minilm` variant. The
+# The embedding retrievers' cached stage (docs/baselines.md): the vectors of
+# every distinct session of a dataset under one model (minilm:
+# all-MiniLM-L6-v2; wordllama: WordLlama's static token vectors), computed
+# once and read by every segment and rerun of that model's variants. The
 # document rule is the dataset format's (LongMemEval formats: user turns;
 # others: all turns). The lexical retrievers (bm25-official, bm25s,
 # fts5-bm25) need no stage of their own: the retrieve job ranks them from the
 # normalized tables (search_inputs in common.smk says what each reads).
-# Device: a CUDA GPU through PyTorch when both are present, else the CPU.
+# Device (minilm): a CUDA GPU through PyTorch when both are present, else the
+# CPU; wordllama runs on the CPU.
+
+from memobench.baselines.embeddings import code_fingerprint as embeddings_code
 
 
 rule embeddings:
@@ -13,17 +17,19 @@ rule embeddings:
         events=f"{RESULTS}/{{dataset}}/normalized/events.parquet",
         sessions=f"{RESULTS}/{{dataset}}/normalized/sessions.parquet",
     output:
-        embeddings=f"{RESULTS}/{{dataset}}/embeddings/minilm.parquet",
+        embeddings=f"{RESULTS}/{{dataset}}/embeddings/{{model}}.parquet",
     params:
         format=lambda w: DATASETS[dataset_of(w)]["format"],
-        code=code("embeddings"),
+        model=lambda w: w.model,
+        # the stage's code less the other model's encoder: editing one model reruns only its tables
+        code=lambda w: embeddings_code(w.model, STAGE_SCRIPT_PATH),
     threads: 2
     resources:
         mem_mb=4000,
     benchmark:
-        f"{RESULTS}/logs/benchmarks/embeddings/{{dataset}}.tsv"
+        f"{RESULTS}/logs/benchmarks/embeddings/{{dataset}}/{{model}}.tsv"
     log:
-        f"{RESULTS}/logs/embeddings/{{dataset}}.log",
+        f"{RESULTS}/logs/embeddings/{{dataset}}/{{model}}.log",
     conda:
         "../../envs/memobench.yaml"
     script:

@@ -11,7 +11,7 @@ from memobench.errors import ConfigError
 from memobench.fingerprint import stage_fingerprint
 from memobench.fts5 import FTS5_TOKENS
 from memobench.provenance import file_stamp
-from memobench.recipe import FIELDS, input_names
+from memobench.recipe import EMBEDDING_INPUTS, FIELDS, input_names
 from memobench.retrievers import code_fingerprint, inputs_of
 from memobench.variants import from_spec, resolve, to_spec
 
@@ -203,13 +203,14 @@ def normalize_inputs(w):
     return inputs
 
 
-def search_inputs(ds, names, seq, variant=None):
+def search_inputs(ds, names, seq, variant=None, segment=None, fused=()):
     """The paths of the named inputs (``names``) of a job that ranks a
     dataset's questions: which ones a variant reads is its retriever's
     (memobench.retrievers.inputs_of; memobench.recipe.input_names for the
     Memo and reference backends: the FTS5 tokens only for the FTS backend, no
-    tokens for a reference retriever, the embeddings for minilm, a user
-    retriever's prepared table when it has a prepare step)."""
+    tokens for a reference retriever, its session vectors for an embedding
+    retriever, a user retriever's prepared table when it has a prepare step,
+    and for a fusion the segment's deep tables of the variants it fuses)."""
     base = base_dataset(ds)
     paths = {
         "questions": f"{norm_dir(ds)}/questions.parquet",
@@ -217,8 +218,9 @@ def search_inputs(ds, names, seq, variant=None):
         "events": f"{norm_dir(base)}/events.parquet",
         "tokens": f"{RESULTS}/{base}/tokens/{seq}.parquet",
         "fts_tokens": f"{RESULTS}/{base}/tokens/{FTS5_TOKENS}.parquet",
-        "embeddings": f"{RESULTS}/{base}/embeddings/minilm.parquet",
+        **{name: f"{RESULTS}/{base}/embeddings/{model}.parquet" for model, name in EMBEDDING_INPUTS.items()},
         "prepared": f"{RESULTS}/{base}/prepared/{variant}.parquet",
+        "fused": [f"{RESULTS}/{ds}/{v}/segments/{segment}.deep.parquet" for v in fused],
     }
     return {n: p for n, p in paths.items() if n in names}
 
@@ -226,7 +228,10 @@ def search_inputs(ds, names, seq, variant=None):
 def retrieve_inputs(w):
     segment_of(w)
     spec = variant_of(w)
-    return search_inputs(w.dataset, inputs_of(from_spec(spec)), spec["recipe"]["seq"], spec["name"])
+    names = inputs_of(from_spec(spec))
+    # a fusion's inputs: the variants it fuses, each listed for the dataset (config.check)
+    fused = spec["retriever"]["of"] if "fused" in names else ()
+    return search_inputs(w.dataset, names, spec["recipe"]["seq"], spec["name"], w.segment, fused)
 
 
 def analyze_inputs(w):
@@ -449,6 +454,7 @@ wildcard_constraints:
     variant=_NAME,
     segment=r"seg[0-9]+",
     seq="|".join([*FIELDS["seq"].metadata["choices"], FTS5_TOKENS]),
+    model="|".join(EMBEDDING_INPUTS),
 
 
 # --------------------------------------------------------------------------- missing datasets

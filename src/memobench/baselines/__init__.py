@@ -1,15 +1,16 @@
 """Reference retrievers run under the benchmark's protocol
 (docs/protocol.md#reference-retrievers): LongMemEval's flat BM25 (``bm25-official``), the bm25s
-library (``bm25s``), SQLite FTS5's ``bm25()`` (``fts5-bm25``) and the dense
-all-MiniLM-L6-v2 (``minilm``, optional extra ``[dense]``).
+library (``bm25s``), SQLite FTS5's ``bm25()`` (``fts5-bm25``), the dense
+all-MiniLM-L6-v2 (``minilm``, optional extra ``[dense]``) and WordLlama's static
+token vectors (``wordllama``, optional extra ``[static]``).
 
 A retriever ranks one question's haystack::
 
     ranking = rank("bm25-official", question_text, docs)       # docs in haystack order
     ranking.positions[:50], ranking.scores[:50]
 
-and for ``minilm`` the documents' vectors come from the cached embedding stage
-(:func:`memobench.baselines.dense.embed_sessions`)::
+and for ``minilm`` and ``wordllama`` the documents' vectors come from the cached
+embedding stage (:func:`memobench.baselines.embeddings.embed_sessions`)::
 
     ranking = rank("minilm", question_text, docs, vectors=doc_vectors)
 
@@ -31,7 +32,7 @@ LEXICAL = {
     "bm25s": rank_bm25s,
     "fts5-bm25": rank_fts5_bm25,
 }
-DENSE = ("minilm",)
+DENSE = ("minilm", "wordllama")
 NAMES = (*LEXICAL, *DENSE)
 
 
@@ -39,10 +40,11 @@ def rank(name: str, question: str, docs: Sequence[str], vectors: np.ndarray | No
          encoder=None) -> Ranking:
     """Rank one haystack with the retriever ``name``.
 
-    ``docs``: the haystack's documents in haystack order. For ``minilm``,
-    ``vectors`` (shape ``(len(docs), 384)``, unit rows, from the embedding
+    ``docs``: the haystack's documents in haystack order. For ``minilm`` and
+    ``wordllama``, ``vectors`` (one row per document, from the embedding
     stage) is used when given, else the documents are embedded now with
-    ``encoder`` (default: the shared :class:`~memobench.baselines.dense.MiniLM`)."""
+    ``encoder`` (default: the shared :class:`~memobench.baselines.dense.MiniLM`
+    or :class:`~memobench.baselines.static.WordLlama`)."""
     fn = LEXICAL.get(name)
     if fn is not None:
         return fn(question, docs)
@@ -50,6 +52,10 @@ def rank(name: str, question: str, docs: Sequence[str], vectors: np.ndarray | No
         from .dense import rank_minilm
 
         return rank_minilm(question, docs, vectors=vectors, encoder=encoder)
+    if name == "wordllama":
+        from .static import rank_wordllama
+
+        return rank_wordllama(question, docs, vectors=vectors, encoder=encoder)
     raise ValueError(f"unknown reference retriever {name!r} (known: {', '.join(NAMES)})")
 
 

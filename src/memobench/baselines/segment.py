@@ -30,18 +30,25 @@ from __future__ import annotations
 from ..documents import rank_by_documents, user_turns_only
 from ..errors import ConfigError, DataError
 from ..harness import DEPTH, run_scores  # noqa: F401 (run_scores: this module gave it before harness)
+from ..recipe import EMBEDDING_INPUTS
 from ..tables import exact_text
 
 EXACT_TEXT = frozenset({"bm25-official"})  # the retrievers that read the exact texts (module docstring)
 
 
 def _vectors(variants, embeddings_path, keys):
-    """The embedding stage's table for the segment's sessions, checked against
-    the model files and each dense variant's document rule."""
+    """The embedding stage's table of one embedding retriever (every variant
+    in ``variants`` has its backend) for the segment's sessions, checked
+    against the model files and each variant's document rule."""
+    backend = variants[0].recipe.backend
     if embeddings_path is None:
         raise ConfigError(f"{variants[0].name}: no embeddings table (the embeddings stage's output) was given")
-    from .dense import default_encoder
     from .embeddings import SessionVectors, read_meta
+
+    if backend == "minilm":
+        from .dense import default_encoder
+    else:
+        from .static import default_encoder
 
     meta = read_meta(embeddings_path)
     encoder = default_encoder()
@@ -57,19 +64,24 @@ def _vectors(variants, embeddings_path, keys):
 
 def rank_segment(variants, segment, log=print) -> dict:
     """Rank one segment (``harness.Segment``) under each reference variant.
-    Session documents are read from the ``events`` input; ``minilm`` reads
-    its session vectors from the ``embeddings`` input. Returns {variant name:
+    Session documents are read from the ``events`` input; an embedding
+    retriever (``minilm``, ``wordllama``) reads its session vectors from its
+    embeddings input (``recipe.EMBEDDING_INPUTS``). Returns {variant name:
     (rankings, outcomes, deep) tables}."""
     from . import rank
 
     keys = sorted({k for h in segment.haystacks.values() for k in h.keys})
-    dense = [v for v in variants if v.recipe.backend == "minilm"]
-    store, encoder = (_vectors(dense, segment.inputs.get("embeddings"), keys) if dense and keys
-                      else (None, None))
+    stores = {}
+    for backend, name in EMBEDDING_INPUTS.items():
+        dense = [v for v in variants if v.recipe.backend == backend]
+        if dense and keys:
+            stores[backend] = _vectors(dense, segment.inputs.get(name), keys)
 
     def ranker(backend: str):
+        store, encoder = stores.get(backend, (None, None))
+
         def ranked(q, hay, texts):
-            vectors = store.vectors(hay.keys) if backend == "minilm" else None
+            vectors = store.vectors(hay.keys) if store is not None else None
             question = exact_text(q["question"], q.get("question_exact")) if backend in EXACT_TEXT else q["question"]
             r = rank(backend, question, texts, vectors=vectors, encoder=encoder).top(DEPTH)
             return r.positions.tolist(), r.scores
