@@ -91,6 +91,29 @@ def test_fused_order_equals_the_formulas(method):
         assert all(a[1] >= b[1] for a, b in zip(got, got[1:]))
 
 
+def test_combsum_scores_are_the_exact_sums_rounded_once():
+    """CombSUM's fused score is the float nearest the exact sum of min-max
+    terms, on scores of very different magnitudes (tiny spans under the
+    1e-9 floor, large ones, repeats that tie)."""
+    rng = random.Random("combsum-exact")
+    for _ in range(300):
+        lists = []
+        for _ in range(rng.randint(1, 4)):
+            ids = rng.sample([f"s{i}" for i in range(40)], rng.randint(1, 40))
+            scale = rng.choice([1.0, 1e-12, 1e7])
+            scores = sorted((rng.choice([rng.random(), 0.5, 0.25]) * scale for _ in ids), reverse=True)
+            lists.append(list(zip(ids, scores)))
+        exact: dict[str, Fraction] = {}
+        for lst in lists:
+            hi, lo = Fraction(lst[0][1]), Fraction(lst[-1][1])
+            span = max(hi - lo, Fraction(1e-9))
+            for sid, sc in lst:
+                exact[sid] = exact.get(sid, Fraction(0)) + (Fraction(sc) - lo) / span
+        got = fusion.fuse(lists, "combsum")
+        assert {sid: sc for sid, sc in got} == {sid: float(v) for sid, v in exact.items()}, lists
+        assert [sid for sid, _ in got] == reference_fusion(lists, "combsum"), lists
+
+
 def test_rrf_scores_are_the_papers_sums():
     a = [("x", 9.0), ("y", 5.0), ("z", 1.0)]
     b = [("z", 3.0), ("x", 2.0)]

@@ -33,8 +33,9 @@ decreases, else 51 - rank). For each session in any input's list:
   at ``rank`` ``C - rank + 1`` points, and each session it does not rank
   ``(C - n + 1) / 2`` (``n``: its list's length).
 
-Sums are exact (fractions; a float score is a binary fraction), so sums that
-are equal are ties, and rounding never orders them. The fused list is by
+Sums are exact (a float score is a binary fraction: each sum is an integer
+over a common denominator), so sums that are equal are ties, and rounding
+never orders them. The fused list is by
 score, descending; ties are broken by the session's best rank in any input
 (lower first), then by the first input, in ``of`` order, that ranks it
 there: a total order, since an input holds one session per rank. The fused
@@ -55,6 +56,7 @@ from .variants import FUSION_METHODS, RRF_K
 
 METHODS = FUSION_METHODS
 MIN_MAX_FLOOR = Fraction(1e-9)  # ranx's min-max norm: the denominator's floor
+FLOOR_RATIO = MIN_MAX_FLOOR.as_integer_ratio()  # (n, a power of two)
 
 
 def distinct(ranked) -> list[tuple[str, float]]:
@@ -72,7 +74,7 @@ def fuse(lists, method: str = "rrf", k: int = RRF_K) -> list[tuple[str, float]]:
     """Fuse one question's lists (one per input, in ``of`` order: a list of
     (session id, score) in rank order, or None when the input has none) into
     [(session id, fused score)], best first (the module docstring's rules).
-    The sums are exact (fractions: a float score is a binary fraction), so
+    The sums are exact (integers over one denominator: a float score is a binary fraction), so
     equal sums are ties, broken by the rule, never by rounding."""
     if method not in METHODS:
         raise ValueError(f"unknown fusion method {method!r} (known: {', '.join(METHODS)})")
@@ -101,14 +103,25 @@ def fuse(lists, method: str = "rrf", k: int = RRF_K) -> list[tuple[str, float]]:
                 if sid not in here:
                     score[sid] += n_all - len(ranked) + 1
     else:
-        scale = 1
+        # each input's terms as integers over one denominator per input (its span, every float
+        # scaled to the list's finest binary denominator), then over their product: exact
+        # integer sums, far cheaper than summing and sorting Fractions
+        spans, terms = [], []
         for ranked in lists:
-            hi, lo = Fraction(ranked[0][1]), Fraction(ranked[-1][1])
-            span = max(hi - lo, MIN_MAX_FLOOR)
-            for sid, s in ranked:
-                score[sid] += (Fraction(s) - lo) / span
+            ratios = [s.as_integer_ratio() for _, s in ranked]
+            grain = max(FLOOR_RATIO[1], *(d for _, d in ratios))
+            ints = [n * (grain // d) for n, d in ratios]
+            hi, lo = ints[0], ints[-1]
+            spans.append(max(hi - lo, FLOOR_RATIO[0] * (grain // FLOOR_RATIO[1])))
+            terms.append([(sid, x - lo) for (sid, _), x in zip(ranked, ints)])
+        scale = math.prod(spans)
+        for span, pairs in zip(spans, terms):
+            weight = scale // span
+            for sid, t in pairs:
+                score[sid] += t * weight
     order = sorted(score, key=lambda sid: (-score[sid], best[sid]))
-    return [(sid, score[sid] / scale if scale > 1 else float(score[sid])) for sid in order]
+    # int / int is correctly rounded: the float nearest the exact sum
+    return [(sid, score[sid] / scale) for sid in order]
 
 
 def read_deep(path) -> dict[int, list[tuple[str, float]]]:
