@@ -324,7 +324,7 @@ def test_config_errors_are_one_line():
         resolve("x", "locomo", {"x": {"run": {"file": "f", "format": "retrievallog"}}})
     with pytest.raises(ConfigError, match="an imported run takes no base"):
         resolve("x", "s", {"x": {"run": {"file": "f", "format": "trec"}, "base": "v0.8.0"}})
-    with pytest.raises(ConfigError, match="give base .* or run"):
+    with pytest.raises(ConfigError, match="give base .*, run .* or fuse"):
         resolve("x", "s", {"x": {"description": "?"}})
     v = resolve("x", "s", {"x": {"run": {"file": "f", "format": "trec"}, "against": "v0.5.0"}})
     assert (v.baseline, v.skip, v.run) == ("v0.5.0", "run", {"file": "f", "format": "trec"})
