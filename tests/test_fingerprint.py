@@ -24,9 +24,10 @@ from memobench.fingerprint import stage_modules
 from memobench.retrievers import retriever_of
 from memobench.variants import resolve
 from memobench.generate import write_longmemeval
-from memobench.steps import STAGES
+from memobench.stages import all_stages
 
 PKG = REPO / "src" / "memobench"
+STAGES = all_stages()
 
 
 def _dotted(path: Path) -> str:
@@ -51,7 +52,7 @@ def module_file(name: str) -> Path | None:
     return None
 
 
-def scanned_imports(text: str, current: str = "steps") -> set[str]:
+def scanned_imports(text: str, current: str) -> set[str]:
     """Package modules named by the imports of module ``current``'s text, with
     the packages above each (their __init__ runs first)."""
     is_package = module_file(current) is not None and module_file(current).name == "__init__.py"
@@ -79,18 +80,13 @@ def scanned_imports(text: str, current: str = "steps") -> set[str]:
 
 
 def scanned_stage_modules(stage: str, exclude=frozenset()) -> set[str]:
-    src = (PKG / "steps.py").read_text(encoding="utf-8")
-    top = "\n".join(line for line in src.splitlines() if not line.startswith((" ", "\t")))
-    # the stage's decorator, any stacked under it, then its function up to the next stage's
-    after = src.split(f'@stage("{stage}"', 1)[1]
-    head, _, func = after.partition("\ndef ")
-    body = head + "\ndef " + func.split("\n@stage(", 1)[0]
-    return scanned_closure(scanned_imports(top) | scanned_imports(body), exclude) | {"steps", "__init__"}
+    """What a stage's job runs: the adapter, the stage's own module
+    (stages/<stage>.py), what they import, and the packages above them."""
+    return scanned_closure({"stages", "stages.adapter", f"stages.{stage}"}, exclude) | {"__init__"}
 
 
 def scanned_closure(roots, exclude=frozenset()) -> set[str]:
-    """``roots`` and what they import, transitively (``steps`` not followed,
-    modules in ``exclude`` left out)."""
+    """``roots`` and what they import, transitively (modules in ``exclude`` left out)."""
     todo = set(roots) - set(exclude)
     seen: set[str] = set()
     while todo:
@@ -98,8 +94,7 @@ def scanned_closure(roots, exclude=frozenset()) -> set[str]:
         if m in seen:
             continue
         seen.add(m)
-        if m != "steps":
-            todo |= scanned_imports(module_file(m).read_text(encoding="utf-8"), m) - seen - set(exclude)
+        todo |= scanned_imports(module_file(m).read_text(encoding="utf-8"), m) - seen - set(exclude)
     return seen
 
 
@@ -192,10 +187,10 @@ def test_statement_scan_misses_no_import_in_tricky_source(case):
     text = TRICKY_IMPORTS[case]
     walked: set[str] = set()
     for node in ast.walk(ast.parse(text)):
-        walked |= fingerprint._resolve(node, "steps")
+        walked |= fingerprint._resolve(node, "retrievers")
     scanned: set[str] = set()
     for node in fingerprint.import_statements(text):
-        scanned |= fingerprint._resolve(node, "steps")
+        scanned |= fingerprint._resolve(node, "retrievers")
     assert walked <= scanned
     assert walked or case == "in a string only"
 

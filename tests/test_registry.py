@@ -11,8 +11,10 @@ import yaml
 from conftest import REPO
 from memobench import engine, recipe, tokenize
 from memobench.errors import ConfigError
-from memobench.steps import STAGES, check_names
+from memobench.stages import all_stages, check_names
 from memobench.variants import known_variants, resolve
+
+STAGES = all_stages()
 
 
 def test_schema_recipe_block_is_the_registry():
