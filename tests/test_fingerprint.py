@@ -326,25 +326,38 @@ def _job_graph(proj, cfg) -> tuple[dict[str, str], dict[str, set[str]], dict[str
     return rule, down, variant
 
 
-def test_editing_each_module_reruns_exactly_its_importers_and_what_follows(scratch):
+@pytest.fixture(scope="module")
+def job_graph(scratch):
+    proj, cfg, _ = scratch
+    return _job_graph(proj, cfg)
+
+
+def _with_downstream(jobs, down) -> set[str]:
+    """``jobs`` and every job that follows them."""
+    reached = set(jobs)
+    todo = list(reached)
+    while todo:
+        for nxt in down.get(todo.pop(), ()):
+            if nxt not in reached:
+                reached.add(nxt)
+                todo.append(nxt)
+    return reached
+
+
+def test_editing_each_module_reruns_exactly_its_importers_and_what_follows(scratch, job_graph):
     proj, cfg, _ = scratch
     assert dry_run_jobs(proj, configfile=cfg, snakefile=proj / "Snakefile") == {}
-    rule, down, variant = _job_graph(proj, cfg)
+    rule, down, variant = job_graph
     spec = yaml.safe_load(cfg.read_text(encoding="utf-8"))
     # the retriever module of each retrieve job's variant (its code: the shared modules and that retriever's)
     own = {job: retriever_of(resolve(v, "zh" if v.startswith("zh-") else "s", spec.get("variants"))).module
            for job, v in variant.items() if rule[job] == "retrieve"}
     for module in MODULES:
         importers = {s for s in STAGES if module in scanned_stage_modules(s)}
-        reached = {job for job, r in rule.items() if r in importers
-                   and (r != "retrieve" or module in scanned_variant_modules(own[job]))
-                   and (r != "embeddings" or module in scanned_embedding_modules(variant[job]))}
-        todo = list(reached)
-        while todo:
-            for nxt in down.get(todo.pop(), ()):
-                if nxt not in reached:
-                    reached.add(nxt)
-                    todo.append(nxt)
+        reached = _with_downstream({job for job, r in rule.items() if r in importers
+                                    and (r != "retrieve" or module in scanned_variant_modules(own[job]))
+                                    and (r != "embeddings" or module in scanned_embedding_modules(variant[job]))},
+                                   down)
         expected = Counter(rule[job] for job in reached)
         path = proj / module_file(module).relative_to(REPO)
         original = path.read_bytes()
@@ -356,6 +369,37 @@ def test_editing_each_module_reruns_exactly_its_importers_and_what_follows(scrat
         assert jobs == dict(expected), f"editing {module}.py"
     assert dry_run_jobs(proj, configfile=cfg, snakefile=proj / "Snakefile") == {}
 
+
+
+# an early stage, one in the middle, the last one, and the adapter (None) that every stage runs
+@pytest.mark.parametrize("stage,upstream", [
+    ("verify", {"download"}),
+    ("merge", {"download", "verify", "normalize", "tokens", "retrieve", "embeddings", "prepare", "import_run"}),
+    ("report", {"download", "verify", "normalize", "retrieve", "merge", "stats", "falsify", "analyze", "manifest"}),
+    (None, set()),
+])
+def test_editing_one_stage_reruns_that_stage_and_what_follows_only(scratch, job_graph, stage, upstream):
+    """Each stage's code is its own module (stages/<stage>.py) and the
+    adapter: a statement added to one stage's module plans exactly that
+    stage's jobs and the jobs that follow them, nothing upstream; one added
+    to the adapter plans every job."""
+    proj, cfg, _ = scratch
+    rule, down, _ = job_graph
+    reached = _with_downstream({job for job, r in rule.items() if (r == stage if stage else r in STAGES)}, down)
+    expected = dict(Counter(rule[job] for job in reached))
+    if stage is None:
+        assert expected == dict(Counter(rule.values()))  # every job of the run
+    assert stage is None or stage in expected
+    assert not upstream & set(expected), upstream & set(expected)
+    path = proj / "src" / "memobench" / "stages" / f"{stage or 'adapter'}.py"
+    original = path.read_bytes()
+    try:
+        path.write_bytes(original + b"\n_EDITED = True\n")
+        jobs = dry_run_jobs(proj, configfile=cfg, snakefile=proj / "Snakefile")
+    finally:
+        path.write_bytes(original)
+    assert jobs == expected, f"editing stages/{stage or 'adapter'}.py"
+    assert dry_run_jobs(proj, configfile=cfg, snakefile=proj / "Snakefile") == {}
 
 def _retrieve_variants(proj, cfg) -> dict[str, int]:
     """Retrieve jobs per variant in a dry run."""
