@@ -24,9 +24,10 @@ from memobench.fingerprint import stage_modules
 from memobench.retrievers import retriever_of
 from memobench.variants import resolve
 from memobench.generate import write_longmemeval
-from memobench.steps import STAGES
+from memobench.stages import all_stages
 
 PKG = REPO / "src" / "memobench"
+STAGES = all_stages()
 
 
 def _dotted(path: Path) -> str:
@@ -51,7 +52,7 @@ def module_file(name: str) -> Path | None:
     return None
 
 
-def scanned_imports(text: str, current: str = "steps") -> set[str]:
+def scanned_imports(text: str, current: str) -> set[str]:
     """Package modules named by the imports of module ``current``'s text, with
     the packages above each (their __init__ runs first)."""
     is_package = module_file(current) is not None and module_file(current).name == "__init__.py"
@@ -79,18 +80,13 @@ def scanned_imports(text: str, current: str = "steps") -> set[str]:
 
 
 def scanned_stage_modules(stage: str, exclude=frozenset()) -> set[str]:
-    src = (PKG / "steps.py").read_text(encoding="utf-8")
-    top = "\n".join(line for line in src.splitlines() if not line.startswith((" ", "\t")))
-    # the stage's decorator, any stacked under it, then its function up to the next stage's
-    after = src.split(f'@stage("{stage}"', 1)[1]
-    head, _, func = after.partition("\ndef ")
-    body = head + "\ndef " + func.split("\n@stage(", 1)[0]
-    return scanned_closure(scanned_imports(top) | scanned_imports(body), exclude) | {"steps", "__init__"}
+    """What a stage's job runs: the adapter, the stage's own module
+    (stages/<stage>.py), what they import, and the packages above them."""
+    return scanned_closure({"stages", "stages.adapter", f"stages.{stage}"}, exclude) | {"__init__"}
 
 
 def scanned_closure(roots, exclude=frozenset()) -> set[str]:
-    """``roots`` and what they import, transitively (``steps`` not followed,
-    modules in ``exclude`` left out)."""
+    """``roots`` and what they import, transitively (modules in ``exclude`` left out)."""
     todo = set(roots) - set(exclude)
     seen: set[str] = set()
     while todo:
@@ -98,8 +94,7 @@ def scanned_closure(roots, exclude=frozenset()) -> set[str]:
         if m in seen:
             continue
         seen.add(m)
-        if m != "steps":
-            todo |= scanned_imports(module_file(m).read_text(encoding="utf-8"), m) - seen - set(exclude)
+        todo |= scanned_imports(module_file(m).read_text(encoding="utf-8"), m) - seen - set(exclude)
     return seen
 
 
@@ -192,10 +187,10 @@ def test_statement_scan_misses_no_import_in_tricky_source(case):
     text = TRICKY_IMPORTS[case]
     walked: set[str] = set()
     for node in ast.walk(ast.parse(text)):
-        walked |= fingerprint._resolve(node, "steps")
+        walked |= fingerprint._resolve(node, "retrievers")
     scanned: set[str] = set()
     for node in fingerprint.import_statements(text):
-        scanned |= fingerprint._resolve(node, "steps")
+        scanned |= fingerprint._resolve(node, "retrievers")
     assert walked <= scanned
     assert walked or case == "in a string only"
 
@@ -331,25 +326,38 @@ def _job_graph(proj, cfg) -> tuple[dict[str, str], dict[str, set[str]], dict[str
     return rule, down, variant
 
 
-def test_editing_each_module_reruns_exactly_its_importers_and_what_follows(scratch):
+@pytest.fixture(scope="module")
+def job_graph(scratch):
+    proj, cfg, _ = scratch
+    return _job_graph(proj, cfg)
+
+
+def _with_downstream(jobs, down) -> set[str]:
+    """``jobs`` and every job that follows them."""
+    reached = set(jobs)
+    todo = list(reached)
+    while todo:
+        for nxt in down.get(todo.pop(), ()):
+            if nxt not in reached:
+                reached.add(nxt)
+                todo.append(nxt)
+    return reached
+
+
+def test_editing_each_module_reruns_exactly_its_importers_and_what_follows(scratch, job_graph):
     proj, cfg, _ = scratch
     assert dry_run_jobs(proj, configfile=cfg, snakefile=proj / "Snakefile") == {}
-    rule, down, variant = _job_graph(proj, cfg)
+    rule, down, variant = job_graph
     spec = yaml.safe_load(cfg.read_text(encoding="utf-8"))
     # the retriever module of each retrieve job's variant (its code: the shared modules and that retriever's)
     own = {job: retriever_of(resolve(v, "zh" if v.startswith("zh-") else "s", spec.get("variants"))).module
            for job, v in variant.items() if rule[job] == "retrieve"}
     for module in MODULES:
         importers = {s for s in STAGES if module in scanned_stage_modules(s)}
-        reached = {job for job, r in rule.items() if r in importers
-                   and (r != "retrieve" or module in scanned_variant_modules(own[job]))
-                   and (r != "embeddings" or module in scanned_embedding_modules(variant[job]))}
-        todo = list(reached)
-        while todo:
-            for nxt in down.get(todo.pop(), ()):
-                if nxt not in reached:
-                    reached.add(nxt)
-                    todo.append(nxt)
+        reached = _with_downstream({job for job, r in rule.items() if r in importers
+                                    and (r != "retrieve" or module in scanned_variant_modules(own[job]))
+                                    and (r != "embeddings" or module in scanned_embedding_modules(variant[job]))},
+                                   down)
         expected = Counter(rule[job] for job in reached)
         path = proj / module_file(module).relative_to(REPO)
         original = path.read_bytes()
@@ -361,6 +369,37 @@ def test_editing_each_module_reruns_exactly_its_importers_and_what_follows(scrat
         assert jobs == dict(expected), f"editing {module}.py"
     assert dry_run_jobs(proj, configfile=cfg, snakefile=proj / "Snakefile") == {}
 
+
+
+# an early stage, one in the middle, the last one, and the adapter (None) that every stage runs
+@pytest.mark.parametrize("stage,upstream", [
+    ("verify", {"download"}),
+    ("merge", {"download", "verify", "normalize", "tokens", "retrieve", "embeddings", "prepare", "import_run"}),
+    ("report", {"download", "verify", "normalize", "retrieve", "merge", "stats", "falsify", "analyze", "manifest"}),
+    (None, set()),
+])
+def test_editing_one_stage_reruns_that_stage_and_what_follows_only(scratch, job_graph, stage, upstream):
+    """Each stage's code is its own module (stages/<stage>.py) and the
+    adapter: a statement added to one stage's module plans exactly that
+    stage's jobs and the jobs that follow them, nothing upstream; one added
+    to the adapter plans every job."""
+    proj, cfg, _ = scratch
+    rule, down, _ = job_graph
+    reached = _with_downstream({job for job, r in rule.items() if (r == stage if stage else r in STAGES)}, down)
+    expected = dict(Counter(rule[job] for job in reached))
+    if stage is None:
+        assert expected == dict(Counter(rule.values()))  # every job of the run
+    assert stage is None or stage in expected
+    assert not upstream & set(expected), upstream & set(expected)
+    path = proj / "src" / "memobench" / "stages" / f"{stage or 'adapter'}.py"
+    original = path.read_bytes()
+    try:
+        path.write_bytes(original + b"\n_EDITED = True\n")
+        jobs = dry_run_jobs(proj, configfile=cfg, snakefile=proj / "Snakefile")
+    finally:
+        path.write_bytes(original)
+    assert jobs == expected, f"editing stages/{stage or 'adapter'}.py"
+    assert dry_run_jobs(proj, configfile=cfg, snakefile=proj / "Snakefile") == {}
 
 def _retrieve_variants(proj, cfg) -> dict[str, int]:
     """Retrieve jobs per variant in a dry run."""

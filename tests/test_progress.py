@@ -70,7 +70,7 @@ def test_a_stage_run_by_the_workflow_reports_on_the_console(tmp_path):
     under the job's name; the log has every line."""
     code = ("import sys; sys.path.insert(0, sys.argv[1])\n"
             "from memobench import progress as pr\n"
-            "from memobench.steps import run_logged\n"
+            "from memobench.stages import run_logged\n"
             "t = [0.0]\n"
             "pr.time.monotonic = lambda: t[0]\n"
             "def stage(job):\n"

@@ -11,8 +11,10 @@ import yaml
 from conftest import REPO
 from memobench import engine, recipe, tokenize
 from memobench.errors import ConfigError
-from memobench.steps import STAGES, check_names
+from memobench.stages import all_stages, check_names
 from memobench.variants import known_variants, resolve
+
+STAGES = all_stages()
 
 
 def test_schema_recipe_block_is_the_registry():
@@ -88,6 +90,43 @@ def test_adapter_names_mismatches_in_both_directions():
                       {"variant", "segment", "nsegments"})
     assert bad == ["undeclared input 'extra'", "missing output 'outcomes'", "missing params 'n_segments'",
                    "undeclared params 'nsegments'"]
+
+
+
+def test_each_stage_module_registers_its_own_stage_only():
+    """stages/<name>.py registers the stage of rule <name> and no other, so a
+    job that imports its rule's module (adapter.load_stage) finds its stage."""
+    from memobench.stages.adapter import stage_names
+
+    for name in stage_names():
+        text = (REPO / "src/memobench/stages" / f"{name}.py").read_text(encoding="utf-8")
+        assert re.findall(r'^@stage\("(\w+)"', text, re.M) == [name], name
+        assert STAGES[name].func.__module__ == f"memobench.stages.{name}"
+
+
+@pytest.mark.parametrize("name", sorted(STAGES))
+def test_a_job_loads_its_own_stage_module_and_no_other(name):
+    """In a fresh interpreter (as a job starts): importing the adapter and
+    loading one stage imports that stage's module only, without an import
+    cycle."""
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.path.insert(0, sys.argv[1])\n"
+            "from memobench.stages import load_stage\n"
+            "st = load_stage(sys.argv[2])\n"
+            "print(st.name, *sorted(m for m in sys.modules if m.startswith('memobench.stages.')))\n")
+    out = subprocess.run([sys.executable, "-c", code, str(REPO / "src"), name], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out == [name, *sorted(["memobench.stages.adapter", f"memobench.stages.{name}"])]
+
+
+def test_retrieve_stage_finds_the_workflow_script():
+    """A sibling variant's code fingerprint hashes the script every rule runs:
+    the retrieve stage's path to it must be the workflow's."""
+    from memobench.stages import retrieve
+
+    assert retrieve.SCRIPT == REPO / "workflow" / "scripts" / "stage.py" and retrieve.SCRIPT.is_file()
 
 
 def test_reference_backends_are_the_baselines_retrievers():

@@ -60,7 +60,7 @@ def test_a_stage_process_never_imports_pandas_and_pyarrow_still_works(table_path
     every job): a job runs without it, and tables still build and read."""
     out = _in_fresh_python(f"""
 import sys
-from memobench.steps import without_pandas
+from memobench.stages import without_pandas
 without_pandas(); without_pandas()
 import pyarrow as pa
 from memobench.tables import read_table
@@ -78,10 +78,11 @@ except ImportError:
 def test_a_model_stage_keeps_pandas():
     """The stages that run third-party or user model code (the embeddings, a
     user retriever's prepare step) keep their imports; no other stage does."""
-    from memobench.steps import STAGES
+    from memobench.stages import all_stages
 
+    stages = all_stages()
     models = {"embeddings", "prepare"}
-    assert STAGES["embeddings"].models and not any(st.models for n, st in STAGES.items() if n not in models)
+    assert stages["embeddings"].models and not any(st.models for n, st in stages.items() if n not in models)
 
 
 # --------------------------------------------------------------------------- atomic writes synced as they grow

@@ -166,7 +166,7 @@ def test_empty_lists_and_provenance_are_visible(tmp_path):
 
 def test_disk_full_is_one_line_with_advice(tmp_path):
     # the adapter the workflow uses, with a stage that writes to a full device
-    code = ("import sys; sys.path.insert(0, sys.argv[1]); from memobench.steps import run_logged\n"
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); from memobench.stages import run_logged\n"
             "def fill(job):\n    f = open('/dev/full', 'w'); f.write('x' * 100000); f.flush()\n"
             "run_logged(sys.argv[2], fill, {}, {}, {}, {})\n")
     proc = subprocess.run([sys.executable, "-c", code, str(_src()), str(tmp_path / "log.txt")],

@@ -1,11 +1,13 @@
 """Code fingerprints for Snakemake's rerun triggers, computed, never listed.
 
 A stage's fingerprint hashes the source of every package module the stage can
-run: ``steps.py`` (the adapter and the stage's own function), the modules the
-stage function imports, and, transitively, every module those import anywhere
-(module level or inside a function). Editing a module therefore reruns exactly
-the stages whose closure holds it, and what follows them; a module no stage
-imports (the CLI, the generator, the benchmark) reruns nothing.
+run: the adapter (``stages/adapter.py``), the stage's own module
+(``stages/<stage>.py``), and, transitively, every module those import anywhere
+(module level or inside a function); never another stage's module. Editing a
+module therefore reruns exactly the stages whose closure holds it, and what
+follows them: one stage's module reruns that stage, the adapter every stage;
+a module no stage imports (the CLI, the generator, the benchmark) reruns
+nothing.
 
 Imports are read from the source (``ast``), so the closure cannot drift from
 the code. Only intra-package imports count: third-party versions are recorded
@@ -26,7 +28,7 @@ from pathlib import Path
 
 PACKAGE = "memobench"
 PACKAGE_DIR = Path(__file__).resolve().parent
-ENTRY = "steps"  # the adapter module that holds every stage function
+ADAPTER = "stages.adapter"  # the adapter every rule's job goes through
 
 
 def module_path(name: str) -> Path | None:
@@ -64,11 +66,6 @@ def _resolve(node: ast.AST, current: str) -> set[str]:
             if module_path(sub) is not None:
                 found.add(sub)
     return {m for m in found if module_path(m) is not None}
-
-
-@lru_cache(maxsize=None)
-def _tree(name: str) -> ast.Module:
-    return ast.parse(module_path(name).read_text(encoding="utf-8"))
 
 
 # a line that starts an import statement (at any indentation)
@@ -142,35 +139,27 @@ def closure(roots, stop=frozenset(), exclude=frozenset()) -> set[str]:
     return seen
 
 
-def _stage_function(stage: str) -> ast.FunctionDef:
-    for node in _tree(ENTRY).body:
-        if isinstance(node, ast.FunctionDef):
-            for dec in node.decorator_list:
-                if (isinstance(dec, ast.Call) and getattr(dec.func, "id", None) == "stage" and dec.args
-                        and isinstance(dec.args[0], ast.Constant) and dec.args[0].value == stage):
-                    return node
-    raise KeyError(f"no stage {stage!r} in {ENTRY}.py")
+def stage_module(stage: str) -> str:
+    """The module (dotted) that holds stage ``stage``: ``stages.<stage>``."""
+    name = f"stages.{stage}"
+    if name == ADAPTER or module_path(name) is None:
+        raise KeyError(f"no stage {stage!r} in stages/")
+    return name
 
 
 def stage_modules(stage: str, exclude=frozenset()) -> set[str]:
-    """The package modules stage ``stage`` can run: the adapter's module-level
-    imports, the stage function's own imports, and their closure. Modules in
-    ``exclude`` are left out, with what only they import (the retriever
-    seam's implementations: ``retrievers.code_fingerprint``)."""
+    """The package modules stage ``stage`` can run: the adapter, the stage's
+    own module and their closure (the adapter imports no stage module, so no
+    other stage's code is in it). Modules in ``exclude`` are left out, with
+    what only they import (the retriever seam's implementations:
+    ``retrievers.code_fingerprint``)."""
     return set(_stage_modules(stage, frozenset(exclude)))
 
 
 @lru_cache(maxsize=None)
 def _stage_modules(stage: str, exclude: frozenset) -> frozenset[str]:
-    roots = set()
-    for node in _tree(ENTRY).body:
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            roots |= _resolve(node, ENTRY)
-    for node in ast.walk(_stage_function(stage)):
-        roots |= _resolve(node, ENTRY)
-    # the adapter itself is hashed whole but not followed: its other stages'
-    # imports are theirs; the package's own __init__ runs first
-    return frozenset(closure(roots, stop={ENTRY}, exclude=exclude) | {ENTRY, "__init__"})
+    # the package's own __init__ runs first
+    return frozenset(closure([ADAPTER, stage_module(stage)], exclude=exclude) | {"__init__"})
 
 
 def digest(modules, files=()) -> str:

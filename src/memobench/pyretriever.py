@@ -180,7 +180,7 @@ def sources(spec: str, cwd=None) -> list[Path]:
 
 
 def _allow_pandas() -> None:
-    """The retrieve stage hides pandas from pyarrow (steps.without_pandas);
+    """The retrieve stage hides pandas from pyarrow (stages.adapter.without_pandas);
     a user's code may import it."""
     sys.meta_path[:] = [f for f in sys.meta_path if type(f).__name__ != "_NoPandas"]
 

@@ -102,7 +102,7 @@ def code_fingerprint(variant: Variant, script) -> str:
 
     own = retriever_of(variant)
     shared = stage_modules("retrieve", exclude=frozenset(r.module for r in RETRIEVERS.values()))
-    return digest(shared | closure([own.module], stop={"steps"}), [script, *own.sources(variant)])
+    return digest(shared | closure([own.module]), [script, *own.sources(variant)])
 
 
 # --------------------------------------------------------------------------- the registered retrievers

@@ -1,0 +1,240 @@
+"""The one adapter between the workflow's rules and the package.
+
+Every rule runs ``workflow/scripts/stage.py``, which calls :func:`run` with
+Snakemake's job object. :func:`run` imports the stage module named like the
+rule (``memobench.stages.<rule>``, which registers its stage with
+:func:`stage`), checks that the rule gives exactly the named inputs, outputs
+and params the stage declares (a renamed or missing name is a bug caught on
+the first run, not a silently wrong positional argument), opens the rule's log
+and calls the stage with a :class:`Job`.
+
+This module holds no stage: each stage is a module of its own and imports
+the modules it needs inside its body. The workflow derives each stage's code
+fingerprint from this module's imports and that stage module's
+(``fingerprint.py``), so an edit reruns the stages that use the edited code
+and nothing else; an edit here reruns every stage.
+"""
+
+from __future__ import annotations
+
+import errno
+import importlib
+import pkgutil
+import sqlite3
+import sys
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from ..errors import USER_ERRORS
+from ..progress import set_console
+
+# Params every rule may carry for Snakemake's rerun triggers only.
+TRIGGER_PARAMS = frozenset({"code", "stamp"})
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    func: Callable
+    inputs: frozenset[str]
+    optional_inputs: frozenset[str]
+    outputs: frozenset[str]
+    params: frozenset[str]
+    # runs third-party model code (sentence-transformers) that may want pandas
+    models: bool = False
+
+
+STAGES: dict[str, Stage] = {}
+# the modules of this package that are not a stage
+NOT_STAGES = frozenset({"adapter"})
+
+
+def stage(name: str, *, inputs=(), optional=(), outputs=(), params=(), models=False):
+    """Register ``func`` as the stage that rule ``name`` runs."""
+
+    def register(func):
+        STAGES[name] = Stage(name, func, frozenset(inputs), frozenset(optional), frozenset(outputs),
+                             frozenset(params), models)
+        return func
+
+    return register
+
+
+class Names:
+    """Read-only attribute access to one kind of a job's named files or values."""
+
+    def __init__(self, kind: str, values: dict):
+        self._kind, self._values = kind, dict(values)
+
+    def __getattr__(self, name):
+        try:
+            return self._values[name]
+        except KeyError:
+            raise AttributeError(f"no {self._kind} named {name!r}") from None
+
+    def get(self, name, default=None):
+        return self._values.get(name, default)
+
+    def __contains__(self, name) -> bool:
+        return name in self._values
+
+
+@dataclass(frozen=True)
+class Job:
+    input: Names
+    output: Names
+    params: Names
+    wildcards: Names
+    log: Callable[[str], None]
+    # The run's whole config: read only to share work (never a rerun trigger,
+    # so nothing a stage writes may depend on it beyond its own params).
+    config: dict = field(default_factory=dict)
+
+
+def _named(items) -> dict:
+    """Snakemake's Namedlist as {name: value}; a name bound to several files gives a list."""
+    out = {}
+    for name in items.keys():
+        value = getattr(items, name)
+        out[name] = list(value) if isinstance(value, list) else value
+    return out
+
+
+def check_names(st: Stage, inputs, outputs, params) -> list[str]:
+    """What a rule gives that its stage does not declare, or lacks that it does."""
+    problems = []
+    for kind, given, required, allowed in (
+        ("input", set(inputs), st.inputs, st.inputs | st.optional_inputs),
+        ("output", set(outputs), st.outputs, st.outputs),
+        ("params", set(params) - TRIGGER_PARAMS, st.params, st.params),
+    ):
+        for n in sorted(required - given):
+            problems.append(f"missing {kind} {n!r}")
+        for n in sorted(given - allowed):
+            problems.append(f"undeclared {kind} {n!r}")
+    return problems
+
+
+def environment_message(e: Exception) -> str | None:
+    """One line for an ordinary environment failure, with the advice that fits."""
+    if isinstance(e, sqlite3.OperationalError):
+        text = str(e)
+        if "disk is full" in text:
+            return f"SQLite: {text}; free some space and rerun (finished outputs are kept)"
+        if "readonly" in text or "read-only" in text:
+            return f"SQLite: {text}; check the permissions of results/"
+        if "locked" in text or "busy" in text:
+            return (f"SQLite: {text}: another process is using the same index; let that run finish "
+                    f"(snakemake's lock stops two runs on one folder) and rerun")
+        return None
+    where = e.filename or "a file"
+    if e.errno == errno.ENOSPC:
+        return f"{where}: no space left on device; free some space and rerun (finished outputs are kept)"
+    if e.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return f"{where}: not writable ({e.strerror}); check the permissions of results/ and data_dir"
+    if e.errno == errno.EDQUOT:
+        return f"{where}: disk quota exceeded; free some space and rerun"
+    return None
+
+
+def stage_names() -> list[str]:
+    """Every stage: the modules of this package but the adapter, each named like its rule."""
+    return sorted(m.name for m in pkgutil.iter_modules([str(Path(__file__).parent)]) if m.name not in NOT_STAGES)
+
+
+def load_stage(name: str) -> Stage | None:
+    """The stage of rule ``name`` (None if there is none), its module imported
+    first: importing a stage module registers its stage. Only that module is
+    imported, so a job loads its own stage's code and no other's."""
+    if name not in STAGES and name in stage_names():
+        importlib.import_module(f"{__package__}.{name}")
+    return STAGES.get(name)
+
+
+def all_stages() -> dict[str, Stage]:
+    """Every stage, registered (for checks that look at all of them)."""
+    for name in stage_names():
+        load_stage(name)
+    return STAGES
+
+
+def run(smk) -> None:
+    """Run the stage registered under the rule's name (called by the workflow's script)."""
+    st = load_stage(smk.rule)
+    if st is None:
+        sys.exit(f"memobench: internal error: no stage registered for rule {smk.rule!r}")
+    inputs, outputs, params = _named(smk.input), _named(smk.output), _named(smk.params)
+    problems = check_names(st, inputs, outputs, params)
+    if problems:
+        sys.exit(f"memobench: internal error: rule {smk.rule!r} does not match its stage: {'; '.join(problems)}")
+    if not st.models:
+        without_pandas()
+    wildcards = dict(smk.wildcards.items())
+    run_logged(smk.log[0], st.func, inputs, outputs, params, wildcards, dict(smk.config),
+               console=f"{smk.rule} {'/'.join(map(str, wildcards.values()))}".rstrip())
+
+
+def without_pandas() -> None:
+    """Tell pyarrow that pandas is absent. No stage of ours uses pandas, but
+    pyarrow imports it (about 0.4 s) the first time ``pa.array`` or a dataset
+    read checks whether it was handed a pandas object; with ~100 jobs in a
+    full run that is 40 s of CPU for nothing. A stage running model code
+    (``models=True``) keeps the normal import system."""
+    if "pandas" not in sys.modules and not any(isinstance(f, _NoPandas) for f in sys.meta_path):
+        sys.meta_path.insert(0, _NoPandas())
+
+
+class _NoPandas:
+    """An import finder for which pandas does not exist (pyarrow then treats
+    it as not installed; a ``None`` in sys.modules would crash its check)."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name == "pandas" or name.startswith("pandas."):
+            raise ModuleNotFoundError(f"No module named {name!r} (not imported by memobench's jobs)", name=name)
+        return None
+
+
+def run_logged(log_path, func, inputs: dict, outputs: dict, params: dict, wildcards: dict,
+               config: dict | None = None, console: str | None = None) -> None:
+    """Run one stage with its log; exit 1 with one line on a user-facing or
+    environment error. ``console``: the job's name, e.g. ``retrieve
+    locomo10/v0.8.0/seg1``; a long job's progress lines also go to the
+    console under it (progress.py)."""
+    Path(log_path).parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "w", encoding="utf-8") as logf:
+
+        def log(msg: str) -> None:
+            logf.write(msg + "\n")
+            logf.flush()
+
+        def fail(msg: str) -> None:
+            log(f"ERROR: {msg}")
+            print(f"memobench: {msg}", file=sys.stderr)
+            sys.exit(1)
+
+        job = Job(Names("input", inputs), Names("output", outputs), Names("params", params),
+                  Names("wildcard", wildcards), log, config or {})
+        if console is not None:
+            set_console(lambda line: print(f"memobench: {console}: {line}", file=sys.stderr, flush=True))
+        try:
+            func(job)
+        except USER_ERRORS as e:
+            fail(str(e))
+        except (OSError, sqlite3.OperationalError) as e:
+            msg = environment_message(e)
+            if msg is None:
+                raise_internal(logf, log_path, e)
+            fail(msg)
+        except Exception as e:  # a bug: keep the traceback in the log
+            raise_internal(logf, log_path, e)
+        finally:
+            set_console(None)
+
+
+def raise_internal(logf, log_path, e: BaseException) -> None:
+    logf.write(traceback.format_exc())
+    logf.flush()
+    print(f"memobench: internal error {type(e).__name__}: {e} (traceback in {log_path})", file=sys.stderr)
+    sys.exit(1)

@@ -1,0 +1,29 @@
+"""The import_run stage (its rule: ``import_run``)."""
+
+from __future__ import annotations
+
+import json
+
+from .adapter import Job, stage
+
+
+@stage("import_run", inputs=["run", "questions", "haystacks"], optional=["events"],
+       outputs=["rankings", "outcomes", "deep"], params=["variant", "segment", "n_segments"])
+def import_run(job: Job) -> None:
+    """An imported run's segment: another system's lists read from its file
+    (imported.py) into the tables a retrieve job writes, under the variant's
+    skip rule; what the import counted goes into the outcomes' metadata."""
+    from ..imported import import_segment
+    from ..metrics import IMPORTED_KEY
+    from ..provenance import PROVENANCE_KEY, provenance
+    from ..tables import write_table
+    from ..variants import from_spec
+
+    i, o, p = job.input, job.output, job.params
+    (rankings, outcomes, deep), summary = import_segment(
+        from_spec(p.variant), i.run, i.questions, i.haystacks, i.get("events"), job.wildcards.dataset, p.segment,
+        p.n_segments, log=job.log)
+    meta = {PROVENANCE_KEY: json.dumps(provenance(), sort_keys=True), IMPORTED_KEY: json.dumps(summary, sort_keys=True)}
+    write_table(o.outcomes, outcomes.replace_schema_metadata(meta))
+    write_table(o.deep, deep)
+    write_table(o.rankings, rankings)

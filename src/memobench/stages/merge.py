@@ -1,0 +1,30 @@
+"""The merge stage (its rule: ``merge``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..atomic import write_json
+from .adapter import Job, stage
+
+
+@stage("merge", inputs=["rankings", "outcomes", "deep", "data_summary", "questions", "haystacks", "events"],
+       outputs=["rankings", "questions", "metrics", "deep", "official", "run"], params=["variant", "fmt"])
+def merge(job: Job) -> None:
+    """A variant's segments merged, then the field's yardsticks on the merged
+    deep list: official metrics (official.json) and the TREC run. One job, so
+    a variant's results cost one process start."""
+    from .. import exports
+    from .. import official as off
+    from ..metrics import concat_rankings, merge_segments
+    from ..tables import write_table
+
+    i, o, w = job.input, job.output, job.wildcards
+    merge_segments(w.dataset, job.params.variant, i.rankings, i.outcomes, i.data_summary,
+                   o.rankings, o.questions, o.metrics, log=job.log)
+    # the deep lists (depth 50), concatenated in question order like the rankings
+    write_table(o.deep, concat_rankings(i.deep))
+    block, _ = off.compute(job.params.fmt, i.questions, i.haystacks, i.events, o.deep, log=job.log)
+    run = exports.write_run(o.deep, i.questions, w.variant, o.run, log=job.log)
+    write_json(o.official, {"dataset": w.dataset, "variant": w.variant, "format": job.params.fmt,
+                            "rankings": Path(o.deep).name, "official": block, "run_trec": run})

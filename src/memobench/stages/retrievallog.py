@@ -1,0 +1,17 @@
+"""The retrievallog stage (its rule: ``retrievallog``)."""
+
+from __future__ import annotations
+
+from .adapter import Job, stage
+
+
+@stage("retrievallog", inputs=["deep", "questions", "haystacks", "events", "sessions"], outputs=["retrievallog"],
+       params=["fmt"])
+def retrievallog(job: Job) -> None:
+    """A variant's retrieval log (LongMemEval formats), from its merged deep
+    list, the official metrics of each question and the sessions' JSON."""
+    from ..exports import write_retrievallog
+
+    i = job.input
+    write_retrievallog(job.params.fmt, i.questions, i.haystacks, i.events, i.deep, job.output.retrievallog,
+                       i.sessions, log=job.log)

@@ -1,0 +1,34 @@
+"""The retrieve stage (its rule: ``retrieve``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .adapter import Job, stage
+
+# the one script every rule runs (a sibling variant's code fingerprint hashes it)
+SCRIPT = Path(__file__).resolve().parents[3] / "workflow" / "scripts" / "stage.py"
+
+
+@stage("retrieve", inputs=["questions", "haystacks"],
+       optional=["events", "tokens", "fts_tokens", "embeddings", "wordllama_embeddings", "prepared", "fused"],
+       outputs=["rankings", "outcomes", "deep"], params=["variant", "segment", "n_segments"])
+def retrieve(job: Job) -> None:
+    """One variant's segment, ranked by its retriever (retrievers.py); its
+    sibling variants' lists are computed in the same pass when their jobs have
+    not run yet (shared_retrieval.py), each keyed by its own code fingerprint."""
+    from ..provenance import PROVENANCE_KEY, provenance
+    from ..retrievers import code_fingerprint
+    from ..shared_retrieval import write_segment_shared
+    from ..variants import from_spec
+
+    i, o, p = job.input, job.output, job.params
+    names = ("questions", "haystacks", "events", "tokens", "fts_tokens", "embeddings", "wordllama_embeddings",
+             "prepared", "fused")
+    write_segment_shared(from_spec(p.variant), job.config, job.wildcards.dataset, p.segment, p.n_segments,
+                         {n: i.get(n) for n in names}, {"rankings": o.rankings, "outcomes": o.outcomes,
+                                                        "deep": o.deep}, p.code, log=job.log,
+                         # where this segment was computed (SQLite and the rest), for metrics.json
+                         metadata=lambda: {PROVENANCE_KEY: json.dumps(provenance(), sort_keys=True)},
+                         code_of=lambda v: code_fingerprint(v, SCRIPT))
