@@ -19,20 +19,3 @@ rule analyze:
         "../../envs/memobench.yaml"
     script:
         STAGE_SCRIPT
-
-
-# The M direction check: experiment variants against their baselines, per segment.
-rule falsify:
-    input:
-        metrics=lambda w: [f"{RESULTS}/{w.dataset}/{v}/metrics.json" for v in DATASETS[dataset_of(w)]["variants"]],
-    output:
-        json=f"{RESULTS}/{{dataset}}/falsifier.json",
-        md=f"{RESULTS}/{{dataset}}/falsifier.md",
-    params:
-        code=code("falsify"),
-    log:
-        f"{RESULTS}/logs/falsify/{{dataset}}.log",
-    conda:
-        "../../envs/memobench.yaml"
-    script:
-        STAGE_SCRIPT

@@ -253,7 +253,7 @@ def merge_inputs(w):
     }
 
 
-# --------------------------------------------------------------------------- imported runs (imported.smk)
+# --------------------------------------------------------------------------- imported runs (import_run.smk)
 
 
 def run_file(w):
@@ -442,7 +442,7 @@ onstart:
 _NAME = f"(?!(?:{'|'.join(sorted(RESERVED))})/){SAFE_NAME}"
 
 
-# Imported runs (imported.smk: the import_run rule) are read, never ranked: the
+# Imported runs (import_run.smk) are read, never ranked: the
 # retrieve rule does not match them ("(?!)" matches nothing).
 IMPORTED_VARIANTS = "|".join(sorted({re.escape(v) for ds in DATASETS for v, s in VARIANT_SPECS[ds].items()
                                      if s.get("run")})) or "(?!)"

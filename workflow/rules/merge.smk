@@ -4,7 +4,7 @@
 # scores the merged deep list with LongMemEval's official metrics
 # (official.json) and writes the TREC run (docs/protocol.md#deep-lists-and-exports). The
 # retrieval log, as large as the raw file, is a rule of its own
-# (retrievallog, official.smk), made only where asked.
+# (retrievallog, exports.smk), made only where asked.
 
 
 rule merge:

@@ -2,7 +2,7 @@
 # docs/retrievers.md): its prepare callable over every distinct session
 # document of a dataset, once, keyed by the document's sha256, and read by
 # every segment and rerun of the variant (like the embeddings of minilm,
-# baselines.smk). It reruns when the prepare callable's source, its params
+# embeddings.smk). It reruns when the prepare callable's source, its params
 # or the document rule change, not when only the rank callable does.
 
 

@@ -1,8 +1,7 @@
 # Check each raw file against its published byte count (and sha256 when
-# configured); the manifest records the bytes and sha256 of every accepted
-# file and what produced the results. The raw file is an input and its stamp
-# (size, mtime, inode) a param: replacing it, whatever its size, reruns verify
-# and everything that depends on it.
+# configured; manifest.smk records those of every accepted file). The raw
+# file is an input and its stamp (size, mtime, inode) a param: replacing it,
+# whatever its size, reruns verify and everything that depends on it.
 
 
 rule verify:
@@ -20,21 +19,6 @@ rule verify:
         f"{RESULTS}/logs/benchmarks/verify/{{dataset}}.tsv"
     log:
         f"{RESULTS}/logs/verify/{{dataset}}.log",
-    conda:
-        "../../envs/memobench.yaml"
-    script:
-        STAGE_SCRIPT
-
-
-rule manifest:
-    input:
-        verified=present_only(verified_files()),
-    output:
-        manifest=f"{RESULTS}/manifest.json",
-    params:
-        code=code("manifest"),
-    log:
-        f"{RESULTS}/logs/manifest.log",
     conda:
         "../../envs/memobench.yaml"
     script:

@@ -1,8 +1,8 @@
-# The field's yardsticks beside the harness's numbers (docs/protocol.md#deep-lists-and-exports):
-# TREC qrels, LongMemEval retrieval logs and paired statistics between
-# variants (official.json and run.trec come from the merge job). They read
-# the rankings and never change them: the deep list (depth 50), whose ranks
-# 1-10 are the harness's top 10.
+# The field's exports beside the harness's numbers (docs/protocol.md#deep-lists-and-exports):
+# TREC qrels, LongMemEval retrieval logs and the sessions' log JSON they join
+# (official.json and run.trec come from the merge job; paired statistics are
+# stats.smk). They read the rankings and never change them: the deep list
+# (depth 50), whose ranks 1-10 are the harness's top 10.
 
 
 # Each session's JSON as the retrieval log writes it, once per dataset, so a
@@ -63,27 +63,5 @@ rule qrels:
         STAGE_SCRIPT
 
 
-rule stats:
-    input:
-        # the segments' outcomes, not the merged metrics: stats runs beside the merge jobs
-        outcomes=lambda w: [f for v in DATASETS[dataset_of(w)]["variants"]
-                            for f in segment_files(w.dataset, v, ".questions.parquet")],
-    output:
-        stats=f"{RESULTS}/{{dataset}}/stats.json",
-    params:
-        # each variant's harness baseline (the pairs compared), in configured order
-        baselines=lambda w: {v: s["baseline"] for v, s in VARIANT_SPECS[dataset_of(w)].items()},
-        # the variants compared pair by pair (statistics.compare)
-        compare=lambda w: compared(dataset_of(w)),
-        code=code("stats"),
-    log:
-        f"{RESULTS}/logs/stats/{{dataset}}.log",
-    conda:
-        "../../envs/memobench.yaml"
-    script:
-        STAGE_SCRIPT
-
-
 localrules:
     qrels,
-    stats,
