@@ -14,6 +14,7 @@ configfile: os.path.join(workflow.basedir, "config.yaml")
 
 
 include: "workflow/rules/common.smk"
+include: "workflow/rules/hooks.smk"
 include: "workflow/rules/download.smk"
 include: "workflow/rules/verify.smk"
 include: "workflow/rules/manifest.smk"
@@ -50,9 +51,9 @@ RESULT_FILES = result_files()
 
 rule all:
     input:
-        "results/report.md",
-        "results/manifest.json",
-        "results/datasets.json",  # which datasets are there; the run exits 1 while one is missing
+        layout.REPORT_MD,
+        layout.MANIFEST,
+        layout.DATASETS,  # which datasets are there; the run exits 1 while one is missing
         # those of datasets that wait for no download, so their jobs start at once
         # (the others are known once the downloads have run)
         without_downloads(RESULT_FILES),

@@ -6,15 +6,15 @@ rule analyze:
     input:
         unpack(analyze_inputs),
     output:
-        rows=f"{RESULTS}/{{dataset}}/analyze/questions.parquet",
-        summary=f"{RESULTS}/{{dataset}}/analyze/summary.json",
-        md=f"{RESULTS}/{{dataset}}/analyze/analyze.md",
+        rows=layout.ANALYZE_ROWS,
+        summary=layout.ANALYZE_SUMMARY,
+        md=layout.ANALYZE_MD,
     params:
         code=code("analyze"),
     benchmark:
-        f"{RESULTS}/logs/benchmarks/analyze/{{dataset}}.tsv"
+        f"{BENCHMARKS}/analyze/{{dataset}}.tsv"
     log:
-        f"{RESULTS}/logs/analyze/{{dataset}}.log",
+        f"{LOGS}/analyze/{{dataset}}.log",
     conda:
         "../../envs/memobench.yaml"
     script:

@@ -10,15 +10,15 @@
 # when some retrieval log is asked for.
 rule session_json:
     input:
-        events=lambda w: f"{norm_dir(dataset_of(w))}/events.parquet",
+        events=lambda w: plan.normalized(dataset_of(w), "events"),
     output:
-        sessions=f"{RESULTS}/{{dataset}}/exports/sessions.bin",
+        sessions=layout.SESSIONS_JSON,
     params:
         code=code("session_json"),
     benchmark:
-        f"{RESULTS}/logs/benchmarks/session_json/{{dataset}}.tsv"
+        f"{BENCHMARKS}/session_json/{{dataset}}.tsv"
     log:
-        f"{RESULTS}/logs/session_json/{{dataset}}.log",
+        f"{LOGS}/session_json/{{dataset}}.log",
     conda:
         "../../envs/memobench.yaml"
     script:
@@ -34,14 +34,14 @@ rule retrievallog:
     input:
         unpack(retrievallog_inputs),
     output:
-        retrievallog=f"{RESULTS}/{{dataset}}/{{variant}}/retrievallog.jsonl",
+        retrievallog=layout.RETRIEVAL_LOG,
     params:
         fmt=lambda w: DATASETS[w.dataset]["format"],
         code=code("retrievallog"),
     benchmark:
-        f"{RESULTS}/logs/benchmarks/retrievallog/{{dataset}}/{{variant}}.tsv"
+        f"{BENCHMARKS}/retrievallog/{{dataset}}/{{variant}}.tsv"
     log:
-        f"{RESULTS}/logs/retrievallog/{{dataset}}/{{variant}}.log",
+        f"{LOGS}/retrievallog/{{dataset}}/{{variant}}.log",
     conda:
         "../../envs/memobench.yaml"
     script:
@@ -50,13 +50,13 @@ rule retrievallog:
 
 rule qrels:
     input:
-        questions=lambda w: f"{norm_dir(dataset_of(w))}/questions.parquet",
+        questions=lambda w: plan.normalized(dataset_of(w), "questions"),
     output:
-        qrels=f"{RESULTS}/{{dataset}}/qrels.trec",
+        qrels=layout.QRELS,
     params:
         code=code("qrels"),
     log:
-        f"{RESULTS}/logs/qrels/{{dataset}}.log",
+        f"{LOGS}/qrels/{{dataset}}.log",
     conda:
         "../../envs/memobench.yaml"
     script:

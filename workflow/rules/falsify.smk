@@ -4,14 +4,14 @@
 
 rule falsify:
     input:
-        metrics=lambda w: [f"{RESULTS}/{w.dataset}/{v}/metrics.json" for v in DATASETS[dataset_of(w)]["variants"]],
+        metrics=lambda w: plan.falsify_inputs(config, dataset_of(w)),
     output:
-        json=f"{RESULTS}/{{dataset}}/falsifier.json",
-        md=f"{RESULTS}/{{dataset}}/falsifier.md",
+        json=layout.FALSIFIER,
+        md=layout.FALSIFIER_MD,
     params:
         code=code("falsify"),
     log:
-        f"{RESULTS}/logs/falsify/{{dataset}}.log",
+        f"{LOGS}/falsify/{{dataset}}.log",
     conda:
         "../../envs/memobench.yaml"
     script:

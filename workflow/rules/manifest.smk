@@ -4,13 +4,13 @@
 
 rule manifest:
     input:
-        verified=present_only(verified_files()),
+        verified=present_only(plan.verified_files(config)),
     output:
-        manifest=f"{RESULTS}/manifest.json",
+        manifest=layout.MANIFEST,
     params:
         code=code("manifest"),
     log:
-        f"{RESULTS}/logs/manifest.log",
+        f"{LOGS}/manifest.log",
     conda:
         "../../envs/memobench.yaml"
     script:

@@ -7,9 +7,9 @@ rule retrieve:
     input:
         unpack(retrieve_inputs),
     output:
-        rankings=f"{RESULTS}/{{dataset}}/{{variant}}/segments/{{segment}}.parquet",
-        outcomes=f"{RESULTS}/{{dataset}}/{{variant}}/segments/{{segment}}.questions.parquet",
-        deep=f"{RESULTS}/{{dataset}}/{{variant}}/segments/{{segment}}.deep.parquet",
+        rankings=layout.path(layout.SEGMENT_TABLE, suffix=layout.SEGMENT_SUFFIXES["rankings"]),
+        outcomes=layout.path(layout.SEGMENT_TABLE, suffix=layout.SEGMENT_SUFFIXES["outcomes"]),
+        deep=layout.path(layout.SEGMENT_TABLE, suffix=layout.SEGMENT_SUFFIXES["deep"]),
     params:
         # only what decides the lists: editing a description reruns no retrieval
         variant=lambda w: {k: v for k, v in variant_of(w).items() if k in ("name", "recipe", "skip", "retriever")},
@@ -21,9 +21,9 @@ rule retrieve:
         variant=RANKED_VARIANTS,  # not an imported run (import_run reads those)
     priority: 1
     benchmark:
-        f"{RESULTS}/logs/benchmarks/retrieve/{{dataset}}/{{variant}}/{{segment}}.tsv"
+        f"{BENCHMARKS}/retrieve/{{dataset}}/{{variant}}/{{segment}}.tsv"
     log:
-        f"{RESULTS}/logs/retrieve/{{dataset}}/{{variant}}/{{segment}}.log",
+        f"{LOGS}/retrieve/{{dataset}}/{{variant}}/{{segment}}.log",
     resources:
         mem_mb=2000,
     conda:

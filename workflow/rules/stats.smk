@@ -5,18 +5,17 @@
 rule stats:
     input:
         # the segments' outcomes, not the merged metrics: stats runs beside the merge jobs
-        outcomes=lambda w: [f for v in DATASETS[dataset_of(w)]["variants"]
-                            for f in segment_files(w.dataset, v, ".questions.parquet")],
+        outcomes=lambda w: plan.stats_inputs(config, dataset_of(w)),
     output:
-        stats=f"{RESULTS}/{{dataset}}/stats.json",
+        stats=layout.STATS,
     params:
         # each variant's harness baseline (the pairs compared), in configured order
-        baselines=lambda w: {v: s["baseline"] for v, s in VARIANT_SPECS[dataset_of(w)].items()},
+        baselines=lambda w: plan.baselines(VARIANT_SPECS, dataset_of(w)),
         # the variants compared pair by pair (statistics.compare)
-        compare=lambda w: compared(dataset_of(w)),
+        compare=lambda w: plan.compared(config, dataset_of(w)),
         code=code("stats"),
     log:
-        f"{RESULTS}/logs/stats/{{dataset}}.log",
+        f"{LOGS}/stats/{{dataset}}.log",
     conda:
         "../../envs/memobench.yaml"
     script:

@@ -4,18 +4,18 @@
 
 rule tokens:
     input:
-        events=f"{RESULTS}/{{dataset}}/normalized/events.parquet",
+        events=layout.path(layout.NORMALIZED_TABLE, table="events"),
     output:
-        tokens=f"{RESULTS}/{{dataset}}/tokens/{{seq}}.parquet",
+        tokens=layout.TOKENS,
     params:
         code=code("tokens"),
     # tokens and retrieve lie on the path to every result: a free core takes
     # them before side jobs (manifest, qrels, session_json, stats, analyze)
     priority: 1
     benchmark:
-        f"{RESULTS}/logs/benchmarks/tokens/{{dataset}}/{{seq}}.tsv"
+        f"{BENCHMARKS}/tokens/{{dataset}}/{{seq}}.tsv"
     log:
-        f"{RESULTS}/logs/tokens/{{dataset}}/{{seq}}.log",
+        f"{LOGS}/tokens/{{dataset}}/{{seq}}.log",
     conda:
         "../../envs/memobench.yaml"
     script:

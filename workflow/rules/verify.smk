@@ -9,16 +9,16 @@ rule verify:
         receipt=lambda w: receipt_path(dataset_of(w)),
         raw=raw_file,
     output:
-        verified=f"{RESULTS}/{{dataset}}/verified.json",
+        verified=layout.VERIFIED,
     params:
         bytes=lambda w: DATASETS[w.dataset]["bytes"],
         sha256=lambda w: DATASETS[w.dataset].get("sha256"),
         stamp=lambda w: raw_stamp(w.dataset),
         code=code("verify"),
     benchmark:
-        f"{RESULTS}/logs/benchmarks/verify/{{dataset}}.tsv"
+        f"{BENCHMARKS}/verify/{{dataset}}.tsv"
     log:
-        f"{RESULTS}/logs/verify/{{dataset}}.log",
+        f"{LOGS}/verify/{{dataset}}.log",
     conda:
         "../../envs/memobench.yaml"
     script:
