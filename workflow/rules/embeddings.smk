@@ -5,7 +5,7 @@
 # document rule is the dataset format's (LongMemEval formats: user turns;
 # others: all turns). The lexical retrievers (bm25-official, bm25s,
 # fts5-bm25) need no stage of their own: the retrieve job ranks them from the
-# normalized tables (search_inputs in common.smk says what each reads).
+# normalized tables (memobench.plan.search_inputs says what each reads).
 # Device (minilm): a CUDA GPU through PyTorch when both are present, else the
 # CPU; wordllama runs on the CPU.
 
