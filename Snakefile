@@ -14,16 +14,21 @@ configfile: os.path.join(workflow.basedir, "config.yaml")
 
 
 include: "workflow/rules/common.smk"
+include: "workflow/rules/hooks.smk"
 include: "workflow/rules/download.smk"
 include: "workflow/rules/verify.smk"
+include: "workflow/rules/manifest.smk"
 include: "workflow/rules/normalize.smk"
-include: "workflow/rules/retrieve.smk"
-include: "workflow/rules/imported.smk"
-include: "workflow/rules/baselines.smk"
+include: "workflow/rules/tokens.smk"
+include: "workflow/rules/embeddings.smk"
 include: "workflow/rules/prepare.smk"
+include: "workflow/rules/retrieve.smk"
+include: "workflow/rules/import_run.smk"
 include: "workflow/rules/merge.smk"
 include: "workflow/rules/analyze.smk"
-include: "workflow/rules/official.smk"
+include: "workflow/rules/falsify.smk"
+include: "workflow/rules/exports.smk"
+include: "workflow/rules/stats.smk"
 include: "workflow/rules/report.smk"
 include: "workflow/rules/datasets.smk"
 
@@ -46,9 +51,9 @@ RESULT_FILES = result_files()
 
 rule all:
     input:
-        "results/report.md",
-        "results/manifest.json",
-        "results/datasets.json",  # which datasets are there; the run exits 1 while one is missing
+        layout.REPORT_MD,
+        layout.MANIFEST,
+        layout.DATASETS,  # which datasets are there; the run exits 1 while one is missing
         # those of datasets that wait for no download, so their jobs start at once
         # (the others are known once the downloads have run)
         without_downloads(RESULT_FILES),

@@ -67,6 +67,8 @@ from pathlib import Path
 
 import yaml
 
+from . import layout
+
 REPO: Path | None = None  # the measured checkout (--checkout)
 VARIANTS = ["v0.8.0", "v0.8.0-index"]
 # The rules with a benchmark file, in pipeline order; stage_table also lists
@@ -109,7 +111,7 @@ def stage_table(workdir: Path) -> dict[str, dict]:
     """Per stage (each folder of Snakemake's benchmark files): summed wall and
     CPU seconds of its jobs, the largest peak RSS."""
     out = {}
-    root = workdir / "results" / "logs" / "benchmarks"
+    root = workdir / layout.BENCHMARKS
     found = sorted(p.name for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
     for stage in [*STAGES, *(f for f in found if f not in STAGES)]:
         wall = cpu = rss = 0.0
@@ -156,7 +158,7 @@ def run_shared(work: Path, vocab) -> str:
     ds = {"format": "longmemeval", "family": "s", "file": str(raw), "bytes": raw.stat().st_size, "segments": 2,
           "variants": ["v0.8.0", "v0.8.0-index", "exp4-A0-base"]}
     cfg.write_text(yaml.safe_dump({"data_dir": str(work / "data"), "run": [name], "datasets": {name: ds}}))
-    targets = [f"results/{name}/tokens/{s}.parquet" for s in ("ascii", "cjkr", "exp6", "fts5")]
+    targets = [layout.path(layout.TOKENS, dataset=name, seq=s) for s in ("ascii", "cjkr", "exp6", "fts5")]
     log(f"{name}: normalize and tokens")
     t = time.monotonic()
     cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(workdir), "--configfile",
@@ -165,7 +167,7 @@ def run_shared(work: Path, vocab) -> str:
     prep = time.monotonic() - t
     out = workdir / "shared_out"
     out.mkdir(exist_ok=True)
-    res = str(workdir / "results" / name)
+    res = layout.path(layout.DATASET, root=workdir / layout.RESULTS, dataset=name)
 
     def one(ns):
         t = time.monotonic()
@@ -329,7 +331,7 @@ def run_all_variants(work: Path, raw: Path, questions: int, checkouts: dict[str,
         r["all"] = timed_snakemake(checkout, base / "all", cfg)
         log(f"{label}: rerun of v0.8.0 after an engine edit")
         edited = edited_copy(checkout, base / "edited")
-        r["rerun"] = timed_snakemake(edited, base / "all", cfg, f"results/{name}/v0.8.0/metrics.json")
+        r["rerun"] = timed_snakemake(edited, base / "all", cfg, layout.path(layout.METRICS, dataset=name, variant="v0.8.0"))
         for v in ("v0.8.0", "v0.8.0-index"):
             log(f"{label}: {v} alone, cold")
             r[v] = timed_snakemake(checkout, base / v, config([v], False))
@@ -441,11 +443,12 @@ def run_pipeline(work: Path, name: str, raw: Path, segments: int, family: str, c
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     stages = stage_table(workdir)
     log(f"{name}: retrieval-only rerun of v0.8.0")
-    rerun = snakemake(workdir, cfg, f"results/{name}/v0.8.0/metrics.json", "--forcerun", "retrieve", checkout=checkout)
-    metrics = {v: json.loads((workdir / "results" / name / v / "metrics.json").read_text()) for v in VARIANTS}
+    rerun = snakemake(workdir, cfg, layout.path(layout.METRICS, dataset=name, variant="v0.8.0"), "--forcerun", "retrieve", checkout=checkout)
+    metrics = {v: json.loads((workdir / layout.path(layout.METRICS, dataset=name, variant=v)).read_text())
+               for v in VARIANTS}
     seg1 = {}
     for v in VARIANTS:
-        with open(workdir / "results" / "logs" / "benchmarks" / "retrieve" / name / v / "seg1.tsv") as f:
+        with open(workdir / layout.BENCHMARKS / "retrieve" / name / v / "seg1.tsv") as f:
             seg1[v] = float(next(csv.DictReader(f, delimiter="\t"))["s"])
     return {"total": total, "cpu": cpu, "stages": stages, "rerun": rerun, "metrics": metrics, "seg1": seg1}
 

@@ -13,7 +13,11 @@ from .errors import ConfigError
 SAFE_NAME = r"[A-Za-z0-9][A-Za-z0-9._+-]*"
 # Folders a dataset's results hold beside its variants: a variant must not take these names.
 RESERVED = frozenset({"normalized", "tokens", "fts", "analyze", "segments", "logs", "cache", "exports", "prepared"})
-LME_FORMATS = frozenset({"longmemeval"})
+# The LongMemEval formats: their documents are user turns, their variants have a
+# retrieval log and official metrics (the CN rows search a LongMemEval dataset's haystacks).
+LME_FORMATS = ("longmemeval", "longmemeval_cn")
+# The format whose haystacks a longmemeval_cn dataset searches (haystacks_from).
+HAYSTACK_FORMATS = frozenset({"longmemeval"})
 # The variant family a dataset's format implies when its config names none.
 DEFAULT_FAMILY = {"longmemeval": "s", "locomo": "locomo", "longmemeval_cn": "cn", "embedded": "zh"}
 
@@ -87,7 +91,7 @@ def check(config: dict) -> None:
             check_file(config["data_dir"], ds["file"], where)
         if fmt == "longmemeval_cn":
             base = ds.get("haystacks_from")
-            if base not in datasets or datasets[base]["format"] not in LME_FORMATS:
+            if base not in datasets or datasets[base]["format"] not in HAYSTACK_FORMATS:
                 raise ConfigError(f"{where}: haystacks_from must name a longmemeval-format dataset "
                                   f"(got {base!r})")
         for v in ds["variants"]:
@@ -133,10 +137,6 @@ def check_file(data_dir: str, file: str, where: str) -> None:
         raise ConfigError(f"{where}: file {file!r} leaves data_dir; give a path inside it, or an absolute path")
 
 
-# Formats whose variants have a LongMemEval retrieval log (the CN rows search a LongMemEval dataset's haystacks).
-RETRIEVAL_LOG_FORMATS = frozenset({"longmemeval", "longmemeval_cn"})
-
-
 def retrieval_log_pairs(config: dict) -> list[tuple[str, str]]:
     """The (dataset, variant) pairs whose ``retrievallog.jsonl`` the default
     target makes: the configured variants of LongMemEval-format datasets that
@@ -151,13 +151,13 @@ def retrieval_log_pairs(config: dict) -> list[tuple[str, str]]:
         pds, _, pv = pattern.partition("/")
         hits = [(ds, v) for ds, entry in datasets.items() if fnmatchcase(ds, pds)
                 for v in entry.get("variants") or [] if fnmatchcase(v, pv)]
-        logs = [(ds, v) for ds, v in hits if datasets[ds]["format"] in RETRIEVAL_LOG_FORMATS]
+        logs = [(ds, v) for ds, v in hits if datasets[ds]["format"] in LME_FORMATS]
         if not logs:
             why = (f"matches only variants of datasets of format "
                    f"{', '.join(sorted({datasets[ds]['format'] for ds, _ in hits}))}, which have no retrieval log"
                    if hits else "matches no configured variant of a dataset")
             raise ConfigError(f"config: exports.retrieval_log: {pattern!r} {why} (the retrieval log is made "
-                              f"for {', '.join(sorted(RETRIEVAL_LOG_FORMATS))} datasets; write dataset/variant)")
+                              f"for {', '.join(sorted(LME_FORMATS))} datasets; write dataset/variant)")
         wanted.update(logs)
     pairs = [(ds, v) for ds, entry in datasets.items() for v in entry.get("variants") or []]
     return [p for p in dict.fromkeys(pairs) if p in wanted]

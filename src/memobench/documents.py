@@ -26,12 +26,14 @@ import numpy as np
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from .config import LME_FORMATS
 from .errors import DataError
 from .harness import DEPTH, TOP, SegmentRows, run_scores, skip_reason
 from .progress import Progress
 from .tables import exact_text, read_table
 
-USER_TURNS_ONLY = frozenset({"longmemeval", "longmemeval_cn"})
+# the LongMemEval formats keep only user turns in a session's document
+USER_TURNS_ONLY = frozenset(LME_FORMATS)
 
 
 def user_turns_only(fmt: str) -> bool:

@@ -37,6 +37,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from . import official
+from .config import LME_FORMATS
 from .errors import DataError
 from .progress import Progress
 from .tables import atomic_path, escape_lone, exact_text, read_table
@@ -305,7 +306,7 @@ def write_retrievallog(fmt: str, questions_path, haystacks_path, events_path, ra
     ``rows`` and ``haystacks``: the per-question rows of ``official.compute``
     on the same tables and the haystacks it read, when the caller has them;
     else they are computed here (the retrievallog job)."""
-    if fmt not in official.LME_FORMATS:
+    if fmt not in LME_FORMATS:
         raise DataError(questions_path, None, f"format {fmt!r} has no LongMemEval retrieval log")
     if rows is None:
         haystacks = {}

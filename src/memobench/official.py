@@ -31,12 +31,12 @@ from collections import defaultdict
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from .config import LME_FORMATS
 from .errors import DataError
 from .progress import Progress
 from .tables import read_table
 
 KS = (1, 3, 5, 10, 30, 50)
-LME_FORMATS = ("longmemeval", "longmemeval_cn")
 # LoCoMo's question categories (``qa[].category``) by the names of the LoCoMo
 # paper's five QA types (Maharana et al. 2024): its evaluation code prints the
 # categories in the order 4, 1, 2, 3, 5, the order of the paper's table

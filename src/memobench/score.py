@@ -19,6 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from . import layout
 from .config import RESERVED, SAFE_NAME, dataset_family, validate
 from .errors import ConfigError
 from .variants import RUN_FORMATS, known_variants, resolve
@@ -98,7 +99,7 @@ def variant_name(path: Path, given: str | None, config: dict) -> str:
 
 
 def targets(dataset: str, variants: list[str]) -> list[str]:
-    return [f"results/{dataset}/{v}/{f}" for v in variants for f in ("metrics.json", "official.json")]
+    return [layout.path(p, dataset=dataset, variant=v) for v in variants for p in (layout.METRICS, layout.OFFICIAL)]
 
 
 def run_snakemake(cmd: list[str]) -> None:
@@ -191,7 +192,7 @@ def score(args) -> str:
     if against:
         variant["against"] = against
     resolve(name, family, {**custom, name: variant})  # a bad format for the dataset fails here, in one line
-    overlay = workdir / "results" / ".score" / ds / f"{name}.yaml"
+    overlay = Path(layout.path(layout.SCORE_OVERLAY, root=workdir / layout.RESULTS, dataset=ds, variant=name))
     overlay.parent.mkdir(parents=True, exist_ok=True)
     listed = [v for v in (against, name) if v]
     overlay.write_text(json.dumps({"run": [ds], "datasets": {ds: {"variants": listed}},
@@ -204,15 +205,15 @@ def score(args) -> str:
           file=sys.stderr)
     run_snakemake(cmd)
 
-    def read(v: str, f: str) -> dict:
-        return json.loads((workdir / "results" / ds / v / f).read_text(encoding="utf-8"))
+    def read(v: str, pattern: str) -> dict:
+        return json.loads((workdir / layout.path(pattern, dataset=ds, variant=v)).read_text(encoding="utf-8"))
 
-    m, off = read(name, "metrics.json"), read(name, "official.json")
-    out = [f"{run} scored as {name!r} on {ds} (results/{ds}/{name}/)", "",
+    m, off = read(name, layout.METRICS), read(name, layout.OFFICIAL)
+    out = [f"{run} scored as {name!r} on {ds} ({layout.path(layout.VARIANT, dataset=ds, variant=name)}/)", "",
            "harness metrics (the Memo harness's rules: first gold rank in the top 10):",
            harness_line(name, m)]
     if against:
-        am, aoff = read(against, "metrics.json"), read(against, "official.json")
+        am, aoff = read(against, layout.METRICS), read(against, layout.OFFICIAL)
         out.append(harness_line(against, am, published(ds, against)))
     miss = dict(m["counted_as_miss"])
     out.append(f"  {name}: items {m['items']}; skipped: "
@@ -227,9 +228,10 @@ def score(args) -> str:
     if against:
         out.append(official_line(against, aoff["official"], fmt_ds))
         n_seg = entry["segments"]
-        outcomes = [workdir / "results" / ds / v / "segments" for v in (name, against)]
-        a = per_question([p / f"seg{i}.questions.parquet" for p in outcomes[:1] for i in range(1, n_seg + 1)])
-        b = per_question([p / f"seg{i}.questions.parquet" for p in outcomes[1:] for i in range(1, n_seg + 1)])
+        outcomes = [[workdir / layout.path(layout.SEGMENT_TABLE, dataset=ds, variant=v, segment=f"seg{i}",
+                                           suffix=layout.SEGMENT_SUFFIXES["outcomes"]) for i in range(1, n_seg + 1)]
+                    for v in (name, against)]
+        a, b = per_question(outcomes[0]), per_question(outcomes[1])
         c = compare(name, against, a, b, ds)
         out += ["", f"paired against {against} (per question, {name} - {against}; percentage points, "
                     f"bootstrap 95% interval, randomization p), n {c['n']}:"]

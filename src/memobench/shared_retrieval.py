@@ -47,6 +47,7 @@ import sys
 from contextlib import contextmanager
 from pathlib import Path
 
+from . import layout
 from .atomic import atomic_path
 from .config import dataset_family
 from .provenance import file_stamp
@@ -106,20 +107,17 @@ def _record_key(cache: Path, name: str, key: str) -> None:
         tmp.write_text(key + "\n")
 
 
-PLAN = Path("cache") / "retrieve_plan.json"
-
-
 def write_plan(results, jobs, complete: bool) -> None:
     """The retrieve jobs (dataset, variant, segment) this invocation will run;
     ``complete`` is false when the DAG can still grow (a checkpoint to run)."""
     from .atomic import write_json
 
-    write_json(Path(results) / PLAN, {"complete": bool(complete), "jobs": sorted([list(j) for j in jobs])})
+    write_json(layout.path(layout.RETRIEVE_PLAN, root=results), {"complete": bool(complete), "jobs": sorted([list(j) for j in jobs])})
 
 
 def read_plan(results) -> tuple[set, bool]:
     try:
-        plan = json.loads((Path(results) / PLAN).read_text())
+        plan = json.loads(Path(layout.path(layout.RETRIEVE_PLAN, root=results)).read_text())
         return {tuple(j) for j in plan["jobs"]}, bool(plan["complete"])
     except (OSError, ValueError, KeyError, TypeError):
         return set(), False
@@ -247,7 +245,9 @@ def write_segment_shared(variant: Variant, config: dict, dataset: str, segment: 
         def warn(msg):
             log(msg)
             print(f"memobench: {msg}", file=sys.stderr)
-    cache = Path(outputs["rankings"]).parents[2] / "cache" / f"seg{segment}"
+    # the results folder this job writes under (a test's tmp_path, or results/)
+    root = layout.root_of(outputs["rankings"], layout.path(layout.SEGMENT_TABLE, suffix=""))
+    cache = Path(layout.path(layout.SHARED_CACHE, root=root, dataset=dataset, segment=f"seg{segment}"))
     codes = {variant.name: code}
 
     def key_of(v: Variant) -> str:
@@ -257,12 +257,12 @@ def write_segment_shared(variant: Variant, config: dict, dataset: str, segment: 
                              {n: inputs[n] for n in needed_inputs(v)})
 
     def own_outputs(v: Variant) -> dict:
-        seg = Path(outputs["rankings"]).parent.parent.parent / v.name / "segments"
-        return {"rankings": seg / f"seg{segment}.parquet", "outcomes": seg / f"seg{segment}.questions.parquet",
-                "deep": seg / f"seg{segment}.deep.parquet"}
+        return {kind: Path(layout.path(layout.SEGMENT_TABLE, root=root, dataset=dataset, variant=v.name,
+                                       segment=f"seg{segment}", suffix=suffix))
+                for kind, suffix in layout.SEGMENT_SUFFIXES.items()}
 
     key = key_of(variant)
-    planned, complete = read_plan(Path(outputs["rankings"]).parents[3])
+    planned, complete = read_plan(root)
     with _locked(cache.parent / f"seg{segment}.lock"):
         rejected = None
         if _present(cache, key):

@@ -6,32 +6,15 @@ rule analyze:
     input:
         unpack(analyze_inputs),
     output:
-        rows=f"{RESULTS}/{{dataset}}/analyze/questions.parquet",
-        summary=f"{RESULTS}/{{dataset}}/analyze/summary.json",
-        md=f"{RESULTS}/{{dataset}}/analyze/analyze.md",
+        rows=layout.ANALYZE_ROWS,
+        summary=layout.ANALYZE_SUMMARY,
+        md=layout.ANALYZE_MD,
     params:
         code=code("analyze"),
     benchmark:
-        f"{RESULTS}/logs/benchmarks/analyze/{{dataset}}.tsv"
+        f"{BENCHMARKS}/analyze/{{dataset}}.tsv"
     log:
-        f"{RESULTS}/logs/analyze/{{dataset}}.log",
-    conda:
-        "../../envs/memobench.yaml"
-    script:
-        STAGE_SCRIPT
-
-
-# The M direction check: experiment variants against their baselines, per segment.
-rule falsify:
-    input:
-        metrics=lambda w: [f"{RESULTS}/{w.dataset}/{v}/metrics.json" for v in DATASETS[dataset_of(w)]["variants"]],
-    output:
-        json=f"{RESULTS}/{{dataset}}/falsifier.json",
-        md=f"{RESULTS}/{{dataset}}/falsifier.md",
-    params:
-        code=code("falsify"),
-    log:
-        f"{RESULTS}/logs/falsify/{{dataset}}.log",
+        f"{LOGS}/analyze/{{dataset}}.log",
     conda:
         "../../envs/memobench.yaml"
     script:

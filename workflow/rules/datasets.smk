@@ -1,9 +1,9 @@
 # The run's last step: results/datasets.json says which of the config's
 # datasets (`run`) are there and which are missing (a failed download, no
 # network), with the lines the end of the run prints. The job itself never
-# fails: the handlers below print one `memobench:` line per missing dataset
+# fails: the onsuccess/onerror handlers print one `memobench:` line per missing dataset
 # and a summary after Snakemake's own lines, and exit 1 (end_of_run in
-# common.smk, read from the receipts of this run's datasets), so the exit
+# hooks.smk, read from the receipts of this run's datasets), so the exit
 # status is non-zero on every run while one is missing, whatever ran before,
 # with no job-error block after the lines. The config's dataset list is a
 # param: a run of other datasets rewrites the file.
@@ -15,22 +15,14 @@ rule datasets:
         # at for its own params, so a changed dataset list would go unseen
         receipts=datasets_receipts,
     output:
-        datasets=f"{RESULTS}/datasets.json",
+        datasets=layout.DATASETS,
     params:
         run=RUN,
         needs=NEEDS,
         code=code("datasets"),
     log:
-        f"{RESULTS}/logs/datasets.log",
+        f"{LOGS}/datasets.log",
     conda:
         "../../envs/memobench.yaml"
     script:
         STAGE_SCRIPT
-
-
-onsuccess:
-    end_of_run(True)
-
-
-onerror:
-    end_of_run(False)

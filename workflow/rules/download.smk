@@ -12,7 +12,7 @@
 
 checkpoint download:
     output:
-        receipt=f"{RESULTS}/{{dataset}}/raw.json",
+        receipt=layout.RAW_RECEIPT,
     params:
         raw=lambda w: raw_path(dataset_of(w)),
         urls=lambda w: DATASETS[w.dataset].get("urls", []),
@@ -21,7 +21,7 @@ checkpoint download:
         attempt=download_attempt,
         code=code("download"),
     log:
-        f"{RESULTS}/logs/download/{{dataset}}.log",
+        f"{LOGS}/download/{{dataset}}.log",
     resources:
         downloads=1,
     conda:

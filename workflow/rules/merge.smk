@@ -4,27 +4,27 @@
 # scores the merged deep list with LongMemEval's official metrics
 # (official.json) and writes the TREC run (docs/protocol.md#deep-lists-and-exports). The
 # retrieval log, as large as the raw file, is a rule of its own
-# (retrievallog, official.smk), made only where asked.
+# (retrievallog, exports.smk), made only where asked.
 
 
 rule merge:
     input:
         unpack(merge_inputs),
     output:
-        rankings=f"{RESULTS}/{{dataset}}/{{variant}}/rankings.parquet",
-        questions=f"{RESULTS}/{{dataset}}/{{variant}}/questions.parquet",
-        metrics=f"{RESULTS}/{{dataset}}/{{variant}}/metrics.json",
-        deep=f"{RESULTS}/{{dataset}}/{{variant}}/deep.parquet",
-        official=f"{RESULTS}/{{dataset}}/{{variant}}/official.json",
-        run=f"{RESULTS}/{{dataset}}/{{variant}}/run.trec",
+        rankings=layout.RANKINGS,
+        questions=layout.QUESTIONS,
+        metrics=layout.METRICS,
+        deep=layout.DEEP,
+        official=layout.OFFICIAL,
+        run=layout.RUN_TREC,
     params:
         variant=variant_of,
         fmt=lambda w: DATASETS[w.dataset]["format"],
         code=code("merge"),
     benchmark:
-        f"{RESULTS}/logs/benchmarks/merge/{{dataset}}/{{variant}}.tsv"
+        f"{BENCHMARKS}/merge/{{dataset}}/{{variant}}.tsv"
     log:
-        f"{RESULTS}/logs/merge/{{dataset}}/{{variant}}.log",
+        f"{LOGS}/merge/{{dataset}}/{{variant}}.log",
     conda:
         "../../envs/memobench.yaml"
     script:

@@ -7,8 +7,8 @@ rule normalize:
     input:
         unpack(normalize_inputs),
     output:
-        **{t: f"{RESULTS}/{{dataset}}/normalized/{t}.parquet" for t in TABLE_NAMES},
-        summary=f"{RESULTS}/{{dataset}}/normalized/summary.json",
+        **{t: layout.path(layout.NORMALIZED_TABLE, table=t) for t in plan.TABLE_NAMES},
+        summary=layout.NORMALIZED_SUMMARY,
     params:
         raw=lambda w: None if DATASETS[w.dataset]["format"] == "embedded" else raw_path(w.dataset),
         format=lambda w: DATASETS[w.dataset]["format"],
@@ -16,9 +16,9 @@ rule normalize:
         lenient=lambda w: family(w.dataset) == "m",
         code=code("normalize"),
     benchmark:
-        f"{RESULTS}/logs/benchmarks/normalize/{{dataset}}.tsv"
+        f"{BENCHMARKS}/normalize/{{dataset}}.tsv"
     log:
-        f"{RESULTS}/logs/normalize/{{dataset}}.log",
+        f"{LOGS}/normalize/{{dataset}}.log",
     resources:
         mem_mb=2000,
     conda:

@@ -2,16 +2,16 @@
 # docs/retrievers.md): its prepare callable over every distinct session
 # document of a dataset, once, keyed by the document's sha256, and read by
 # every segment and rerun of the variant (like the embeddings of minilm,
-# baselines.smk). It reruns when the prepare callable's source, its params
+# embeddings.smk). It reruns when the prepare callable's source, its params
 # or the document rule change, not when only the rank callable does.
 
 
 rule prepare:
     input:
-        events=f"{RESULTS}/{{dataset}}/normalized/events.parquet",
-        sessions=f"{RESULTS}/{{dataset}}/normalized/sessions.parquet",
+        events=layout.path(layout.NORMALIZED_TABLE, table="events"),
+        sessions=layout.path(layout.NORMALIZED_TABLE, table="sessions"),
     output:
-        prepared=f"{RESULTS}/{{dataset}}/prepared/{{variant}}.parquet",
+        prepared=layout.PREPARED,
     params:
         variant=prepare_spec,
         code=prepare_code,
@@ -19,9 +19,9 @@ rule prepare:
     resources:
         mem_mb=4000,
     benchmark:
-        f"{RESULTS}/logs/benchmarks/prepare/{{dataset}}/{{variant}}.tsv"
+        f"{BENCHMARKS}/prepare/{{dataset}}/{{variant}}.tsv"
     log:
-        f"{RESULTS}/logs/prepare/{{dataset}}/{{variant}}.log",
+        f"{LOGS}/prepare/{{dataset}}/{{variant}}.log",
     conda:
         "../../envs/memobench.yaml"
     script:

@@ -10,25 +10,25 @@ report: "../report/workflow.rst"
 rule report:
     input:
         # present_only: a dataset whose download failed (and one that needs it) is left out
-        metrics=present_only([f"{RESULTS}/{ds}/{v}/metrics.json" for ds, v in run_pairs()]),
-        extras=present_only(report_extras()),
-        manifest=f"{RESULTS}/manifest.json",
-        official=present_only(official_files()),
-        stats=present_only(stats_files()),
+        metrics=present_only(plan.metrics_files(config)),
+        extras=present_only(plan.report_extras(config, VARIANT_SPECS)),
+        manifest=layout.MANIFEST,
+        official=present_only(plan.official_files(config)),
+        stats=present_only(plan.stats_files(config)),
         # made here so that rule all produces every export (docs/protocol.md#the-output-contract)
-        exports=present_only(export_files()),
-        receipts=receipt_files(),
+        exports=present_only(plan.export_files(config)),
+        receipts=plan.receipt_files(config),
     output:
-        md=f"{RESULTS}/report.md",
-        html=report(f"{RESULTS}/report.html", caption="../report/report.rst", category="1. Report"),
-        plot=report(f"{RESULTS}/hitk.png", caption="../report/hitk.rst", category="2. Plots"),
-        forest=report(f"{RESULTS}/forest.png", caption="../report/forest.rst", category="2. Plots"),
-        heatmap=report(f"{RESULTS}/heatmap.png", caption="../report/heatmap.rst", category="2. Plots"),
+        md=layout.REPORT_MD,
+        html=report(layout.REPORT_HTML, caption="../report/report.rst", category="1. Report"),
+        plot=report(layout.HITK_PNG, caption="../report/hitk.rst", category="2. Plots"),
+        forest=report(layout.FOREST_PNG, caption="../report/forest.rst", category="2. Plots"),
+        heatmap=report(layout.HEATMAP_PNG, caption="../report/heatmap.rst", category="2. Plots"),
     params:
         needs=NEEDS,
         code=code("report"),
     log:
-        f"{RESULTS}/logs/report.log",
+        f"{LOGS}/report.log",
     conda:
         "../../envs/memobench.yaml"
     script:

@@ -14,9 +14,9 @@ rule import_run:
     input:
         unpack(import_inputs),
     output:
-        rankings=f"{RESULTS}/{{dataset}}/{{variant}}/segments/{{segment}}.parquet",
-        outcomes=f"{RESULTS}/{{dataset}}/{{variant}}/segments/{{segment}}.questions.parquet",
-        deep=f"{RESULTS}/{{dataset}}/{{variant}}/segments/{{segment}}.deep.parquet",
+        rankings=layout.path(layout.SEGMENT_TABLE, suffix=layout.SEGMENT_SUFFIXES["rankings"]),
+        outcomes=layout.path(layout.SEGMENT_TABLE, suffix=layout.SEGMENT_SUFFIXES["outcomes"]),
+        deep=layout.path(layout.SEGMENT_TABLE, suffix=layout.SEGMENT_SUFFIXES["deep"]),
     params:
         variant=lambda w: {k: variant_of(w)[k] for k in ("name", "recipe", "skip", "run")},
         segment=segment_of,
@@ -27,9 +27,9 @@ rule import_run:
     wildcard_constraints:
         variant=IMPORTED_VARIANTS,
     benchmark:
-        f"{RESULTS}/logs/benchmarks/import_run/{{dataset}}/{{variant}}/{{segment}}.tsv"
+        f"{BENCHMARKS}/import_run/{{dataset}}/{{variant}}/{{segment}}.tsv"
     log:
-        f"{RESULTS}/logs/import_run/{{dataset}}/{{variant}}/{{segment}}.log",
+        f"{LOGS}/import_run/{{dataset}}/{{variant}}/{{segment}}.log",
     conda:
         "../../envs/memobench.yaml"
     script:

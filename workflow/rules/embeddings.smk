@@ -5,7 +5,7 @@
 # document rule is the dataset format's (LongMemEval formats: user turns;
 # others: all turns). The lexical retrievers (bm25-official, bm25s,
 # fts5-bm25) need no stage of their own: the retrieve job ranks them from the
-# normalized tables (search_inputs in common.smk says what each reads).
+# normalized tables (memobench.plan.search_inputs says what each reads).
 # Device (minilm): a CUDA GPU through PyTorch when both are present, else the
 # CPU; wordllama runs on the CPU.
 
@@ -14,10 +14,10 @@ from memobench.baselines.embeddings import code_fingerprint as embeddings_code
 
 rule embeddings:
     input:
-        events=f"{RESULTS}/{{dataset}}/normalized/events.parquet",
-        sessions=f"{RESULTS}/{{dataset}}/normalized/sessions.parquet",
+        events=layout.path(layout.NORMALIZED_TABLE, table="events"),
+        sessions=layout.path(layout.NORMALIZED_TABLE, table="sessions"),
     output:
-        embeddings=f"{RESULTS}/{{dataset}}/embeddings/{{model}}.parquet",
+        embeddings=layout.EMBEDDINGS,
     params:
         format=lambda w: DATASETS[dataset_of(w)]["format"],
         model=lambda w: w.model,
@@ -27,9 +27,9 @@ rule embeddings:
     resources:
         mem_mb=4000,
     benchmark:
-        f"{RESULTS}/logs/benchmarks/embeddings/{{dataset}}/{{model}}.tsv"
+        f"{BENCHMARKS}/embeddings/{{dataset}}/{{model}}.tsv"
     log:
-        f"{RESULTS}/logs/embeddings/{{dataset}}/{{model}}.log",
+        f"{LOGS}/embeddings/{{dataset}}/{{model}}.log",
     conda:
         "../../envs/memobench.yaml"
     script:

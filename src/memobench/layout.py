@@ -1,0 +1,99 @@
+"""Where every result lies: the one definition of the ``results/`` tree
+(docs/results.md#result-files, docs/tables.md).
+
+Each name below is a pattern with Snakemake-style wildcards (``{dataset}``,
+``{variant}``, ``{segment}``, ...): a rule file takes it as it is, as an
+output pattern, and package code fills it in with :func:`path`. The folder
+the patterns start from is :data:`RESULTS`, relative to the working
+directory; :func:`path` moves a pattern under another root (a test's
+``tmp_path``, a benchmark's work folder) and :func:`root_of` finds the root
+again from a path made from a pattern. No path below is spelled anywhere
+else in ``src/`` or ``workflow/`` (tests/test_layout.py checks it).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path, PurePosixPath
+
+RESULTS = "results"
+
+# per dataset
+DATASET = f"{RESULTS}/{{dataset}}"
+RAW_RECEIPT = f"{DATASET}/raw.json"
+VERIFIED = f"{DATASET}/verified.json"
+NORMALIZED = f"{DATASET}/normalized"
+NORMALIZED_TABLE = f"{NORMALIZED}/{{table}}.parquet"
+NORMALIZED_SUMMARY = f"{NORMALIZED}/summary.json"
+TOKENS = f"{DATASET}/tokens/{{seq}}.parquet"
+EMBEDDINGS = f"{DATASET}/embeddings/{{model}}.parquet"
+PREPARED = f"{DATASET}/prepared/{{variant}}.parquet"
+SESSIONS_JSON = f"{DATASET}/exports/sessions.bin"
+QRELS = f"{DATASET}/qrels.trec"
+STATS = f"{DATASET}/stats.json"
+ANALYZE = f"{DATASET}/analyze"
+ANALYZE_ROWS = f"{ANALYZE}/questions.parquet"
+ANALYZE_SUMMARY = f"{ANALYZE}/summary.json"
+ANALYZE_MD = f"{ANALYZE}/analyze.md"
+FALSIFIER = f"{DATASET}/falsifier.json"
+FALSIFIER_MD = f"{DATASET}/falsifier.md"
+# a segment's tables a sibling variant's retrieve job computed ahead (memobench.shared_retrieval)
+SHARED_CACHE = f"{DATASET}/cache/{{segment}}"
+
+# per dataset and variant: a segment's tables, then the merged ones
+VARIANT = f"{DATASET}/{{variant}}"
+SEGMENTS = f"{VARIANT}/segments"
+# ``{suffix}``: one of SEGMENT_SUFFIXES
+SEGMENT_TABLE = f"{SEGMENTS}/{{segment}}{{suffix}}"
+SEGMENT_SUFFIXES = {"rankings": ".parquet", "outcomes": ".questions.parquet", "deep": ".deep.parquet"}
+RANKINGS = f"{VARIANT}/rankings.parquet"
+QUESTIONS = f"{VARIANT}/questions.parquet"
+METRICS = f"{VARIANT}/metrics.json"
+DEEP = f"{VARIANT}/deep.parquet"
+OFFICIAL = f"{VARIANT}/official.json"
+RUN_TREC = f"{VARIANT}/run.trec"
+RETRIEVAL_LOG = f"{VARIANT}/retrievallog.jsonl"
+
+# `memobench score`'s config overlay for one imported run (not a result)
+SCORE_OVERLAY = f"{RESULTS}/.score/{{dataset}}/{{variant}}.yaml"
+
+# the whole run
+REPORT_MD = f"{RESULTS}/report.md"
+REPORT_HTML = f"{RESULTS}/report.html"
+HITK_PNG = f"{RESULTS}/hitk.png"
+FOREST_PNG = f"{RESULTS}/forest.png"
+HEATMAP_PNG = f"{RESULTS}/heatmap.png"
+MANIFEST = f"{RESULTS}/manifest.json"
+DATASETS = f"{RESULTS}/datasets.json"
+# the retrieve jobs this invocation runs (memobench.shared_retrieval.write_plan)
+RETRIEVE_PLAN = f"{RESULTS}/cache/retrieve_plan.json"
+# a job's log is LOGS/<rule>/<its wildcards>.log, its benchmark BENCHMARKS/<rule>/<its wildcards>.tsv
+LOGS = f"{RESULTS}/logs"
+BENCHMARKS = f"{LOGS}/benchmarks"
+
+_WILDCARD = re.compile(r"\{(\w+)\}")
+
+
+def path(pattern: str, root=None, **wildcards) -> str:
+    """``pattern`` with the given wildcards filled in (the others left as
+    they are, so a rule can still match them), under ``root`` instead of
+    :data:`RESULTS` when one is given. ``path(SEGMENT_TABLE, suffix=".parquet")``
+    is the retrieve rule's output pattern; ``path(METRICS, dataset="s",
+    variant="v0.8.0")`` is ``results/s/v0.8.0/metrics.json``."""
+    out = _WILDCARD.sub(lambda m: str(wildcards[m[1]]) if m[1] in wildcards else m[0], pattern)
+    if root is not None:
+        out = str(PurePosixPath(Path(root).as_posix()) / PurePosixPath(out).relative_to(RESULTS))
+    return out
+
+
+def root_of(made: str | Path, pattern: str) -> Path:
+    """The results folder a path made from ``pattern`` lies under (``made``
+    may be relative or absolute): ``root_of("results/s/v/segments/seg1.parquet",
+    path(SEGMENT_TABLE, suffix=".parquet"))`` is ``results``."""
+    depth = len(PurePosixPath(pattern).parts) - len(PurePosixPath(RESULTS).parts)
+    return Path(made).parents[depth - 1]
+
+
+def dataset_prefix(dataset: str) -> str:
+    """What every path of one dataset's results starts with (``results/{dataset}/``)."""
+    return path(DATASET, dataset=dataset) + "/"

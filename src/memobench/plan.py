@@ -1,0 +1,373 @@
+"""What a run of the workflow makes and what each job reads: the plan logic
+behind workflow/rules/common.smk, as plain functions of the validated config.
+
+``config`` is the config after :func:`memobench.config.validate` (defaults
+applied); ``specs`` is :func:`variant_specs`'s ``{dataset: {variant: spec}}``.
+Paths come from :mod:`memobench.layout`. Nothing here imports Snakemake: a
+wrong target raises :class:`ConfigError` with the line common.smk prints, and
+the Snakemake side (checkpoints, rule outputs, the DAG) stays in the .smk
+files.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from . import layout
+from .config import LME_FORMATS, RESERVED, SAFE_NAME, dataset_family
+from .errors import ConfigError
+from .fts5 import FTS5_TOKENS
+from .recipe import EMBEDDING_INPUTS
+from .tables import TABLES
+from .variants import resolve, to_spec
+
+# the normalize rule's tables (memobench.tables.TABLES), in the order it writes them
+TABLE_NAMES = list(TABLES)
+
+
+# --------------------------------------------------------------------------- datasets and variants
+
+
+def family(config: dict, ds: str) -> str:
+    return dataset_family(config["datasets"][ds])
+
+
+def variant_specs(config: dict) -> dict[str, dict[str, dict]]:
+    """Every configured variant of every dataset, resolved (a bad name raises
+    ConfigError before any job runs)."""
+    out = {}
+    for ds, entry in config["datasets"].items():
+        out[ds] = {}
+        for v in entry["variants"]:
+            try:
+                out[ds][v] = to_spec(resolve(v, family(config, ds), config["variants"]))
+            except ConfigError as e:
+                raise ConfigError(f"config: dataset {ds!r}: {e}") from None
+    return out
+
+
+def raw_path(config: dict, ds: str) -> str:
+    f = config["datasets"][ds]["file"]
+    return f if os.path.isabs(f) else os.path.join(config["data_dir"], f)
+
+
+def base_dataset(config: dict, ds: str) -> str:
+    """The dataset whose haystacks, sessions and events a dataset searches."""
+    return config["datasets"][ds].get("haystacks_from", ds)
+
+
+def is_lme(config: dict, ds: str) -> bool:
+    return config["datasets"][ds]["format"] in LME_FORMATS
+
+
+def segments(config: dict, ds: str) -> list[str]:
+    return [f"seg{i}" for i in range(1, config["datasets"][ds]["segments"] + 1)]
+
+
+def segment_files(config: dict, ds: str, variant: str, suffix: str = ".parquet") -> list[str]:
+    return [layout.path(layout.SEGMENT_TABLE, dataset=ds, variant=variant, segment=s, suffix=suffix)
+            for s in segments(config, ds)]
+
+
+def compared(config: dict, ds: str) -> list[str]:
+    """The variants of a dataset that stats.json compares pair by pair (statistics.compare), in configured order."""
+    want = config["statistics"]["compare"]
+    return [v for v in config["datasets"][ds]["variants"] if want == "all" or v in want]
+
+
+def run_pairs(config: dict) -> list[tuple[str, str]]:
+    """The run's (dataset, variant) pairs, in configured order."""
+    return [(ds, v) for ds in config["run"] for v in config["datasets"][ds]["variants"]]
+
+
+def falsified_datasets(config: dict, specs: dict) -> list[str]:
+    """Segmented datasets that run an experiment variant next to its baseline."""
+    return [ds for ds in config["run"] if len(segments(config, ds)) > 1
+            and any(s["baseline"] in specs[ds] for s in specs[ds].values())]
+
+
+def downloaded_datasets(config: dict) -> list[str]:
+    """The datasets the run needs a raw file of (through the download
+    checkpoint, then verify): those of the run with a file, and the datasets
+    whose haystacks they search."""
+    datasets, run = config["datasets"], config["run"]
+    needed = [ds for ds in run if datasets[ds]["format"] != "embedded"]
+    needed += [base_dataset(config, ds) for ds in run if base_dataset(config, ds) != ds]
+    return list(dict.fromkeys(needed))
+
+
+def needs(config: dict) -> dict[str, str]:
+    """dataset -> the dataset whose haystacks it searches (missing with it)."""
+    return {ds: base_dataset(config, ds) for ds in config["run"] if base_dataset(config, ds) != ds}
+
+
+# --------------------------------------------------------------------------- checked wildcards
+# A target's wildcards, checked against the config: the line each raises is
+# the one the run prints (`memobench: ...`), naming the fix.
+
+
+def check_dataset(config: dict, ds: str) -> str:
+    datasets = config["datasets"]
+    if ds not in datasets:
+        raise ConfigError(f"{layout.RESULTS}/{ds}/...: dataset {ds!r} is not configured (configured: "
+                          f"{', '.join(datasets)}); add it under datasets in config.yaml or a --configfile overlay")
+    return ds
+
+
+def check_variant(config: dict, specs: dict, ds: str, variant: str) -> dict:
+    check_dataset(config, ds)
+    if variant not in specs[ds]:
+        raise ConfigError(f"{layout.RESULTS}/{ds}/{variant}/...: variant {variant!r} is not listed for dataset "
+                          f"{ds!r} (listed: {', '.join(specs[ds]) or 'none'}); add it to datasets.{ds}.variants")
+    return specs[ds][variant]
+
+
+def check_segment(config: dict, ds: str, variant: str, segment: str) -> int:
+    n = config["datasets"][check_dataset(config, ds)]["segments"]
+    i = int(segment[3:])
+    if not 1 <= i <= n:
+        raise ConfigError(f"{layout.path(layout.SEGMENTS, dataset=ds, variant=variant)}/{segment}...: dataset {ds!r} has "
+                          f"{n} segment(s): seg1..seg{n}")
+    return i
+
+
+def run_file(spec: dict, ds: str, variant: str, cwd: str) -> str:
+    """An imported run's file, which must be there."""
+    if not spec.get("run"):
+        raise ConfigError(f"{layout.RESULTS}/{ds}/{variant}/...: variant {variant!r} is not an imported run "
+                          f"under dataset {ds!r}")
+    path = spec["run"]["file"]
+    if not os.path.isfile(path):
+        raise ConfigError(f"config: variants.{variant}.run.file: {path}: no such file (relative paths start "
+                          f"from the working directory, {cwd}); give the run file's path")
+    return path
+
+
+def prepare_spec(config: dict, ds: str, variant: str) -> dict:
+    """The settings that decide a prepared table: the variant resolved for
+    the dataset (the base dataset of those that search its haystacks)."""
+    where = layout.path(layout.PREPARED, dataset=ds, variant=variant)
+    try:
+        v = resolve(variant, family(config, ds), config["variants"])
+    except ConfigError as e:
+        raise ConfigError(f"{where}: {e}") from None
+    if not (v.retriever or {}).get("prepare"):
+        raise ConfigError(f"{where}: variant {variant!r} is not a retriever with a prepare step")
+    spec = to_spec(v)
+    return {"name": spec["name"], "recipe": spec["recipe"], "skip": "",
+            "retriever": {"prepare": v.retriever["prepare"], "params": v.retriever["params"]}}
+
+
+# --------------------------------------------------------------------------- what each job reads
+
+
+def normalized(ds: str, table: str) -> str:
+    return layout.path(layout.NORMALIZED_TABLE, dataset=ds, table=table)
+
+
+def normalize_inputs(config: dict, ds: str) -> dict:
+    fmt = config["datasets"][ds]["format"]
+    inputs = {} if fmt == "embedded" else {"verified": layout.path(layout.VERIFIED, dataset=ds)}
+    if fmt == "longmemeval_cn":
+        inputs["base_questions"] = normalized(base_dataset(config, ds), "questions")
+    return inputs
+
+
+def search_inputs(config: dict, ds: str, names, seq: str, variant: str | None = None,
+                  segment: str | None = None, fused=()) -> dict:
+    """The paths of the named inputs (``names``) of a job that ranks a
+    dataset's questions: which ones a variant reads is its retriever's
+    (memobench.retrievers.inputs_of; memobench.recipe.input_names for the
+    Memo and reference backends: the FTS5 tokens only for the FTS backend, no
+    tokens for a reference retriever, its session vectors for an embedding
+    retriever, a user retriever's prepared table when it has a prepare step,
+    and for a fusion the segment's deep tables of the variants it fuses)."""
+    base = base_dataset(config, ds)
+    paths = {
+        "questions": normalized(ds, "questions"),
+        "haystacks": normalized(base, "haystacks"),
+        "events": normalized(base, "events"),
+        "tokens": layout.path(layout.TOKENS, dataset=base, seq=seq),
+        "fts_tokens": layout.path(layout.TOKENS, dataset=base, seq=FTS5_TOKENS),
+        **{name: layout.path(layout.EMBEDDINGS, dataset=base, model=model) for model, name in EMBEDDING_INPUTS.items()},
+        "prepared": layout.path(layout.PREPARED, dataset=base, variant=variant),
+        "fused": [layout.path(layout.SEGMENT_TABLE, dataset=ds, variant=v, segment=segment,
+                              suffix=layout.SEGMENT_SUFFIXES["deep"]) for v in fused],
+    }
+    return {n: p for n, p in paths.items() if n in names}
+
+
+def import_inputs(config: dict, ds: str, run: str, run_format: str) -> dict:
+    base = base_dataset(config, ds)
+    inputs = {"run": run, "questions": normalized(ds, "questions"), "haystacks": normalized(base, "haystacks")}
+    if run_format == "retrievallog":  # scoring ids: which sessions hold a user target
+        inputs["events"] = normalized(base, "events")
+    return inputs
+
+
+def merge_inputs(config: dict, ds: str, variant: str) -> dict:
+    """The variant's segments, and the tables its official metrics read."""
+    base = base_dataset(config, ds)
+    return {
+        **{kind: segment_files(config, ds, variant, suffix) for kind, suffix in layout.SEGMENT_SUFFIXES.items()},
+        "data_summary": layout.path(layout.NORMALIZED_SUMMARY, dataset=ds),
+        "questions": normalized(ds, "questions"),
+        "haystacks": normalized(base, "haystacks"),
+        "events": normalized(base, "events"),
+    }
+
+
+def retrievallog_inputs(config: dict, ds: str, variant: str) -> dict:
+    """The merged deep list, the tables its official metrics read, and the
+    sessions' log JSON (made once per base dataset). A retrieval log is
+    LongMemEval's format: asking for one of another format's dataset fails here."""
+    if not is_lme(config, ds):
+        raise ConfigError(f"{layout.path(layout.RETRIEVAL_LOG, dataset=ds, variant=variant)}: dataset {ds!r} has "
+                          f"format {config['datasets'][ds]['format']!r}; a retrieval log is made for "
+                          f"{', '.join(LME_FORMATS)} datasets only")
+    base = base_dataset(config, ds)
+    return {
+        "deep": layout.path(layout.DEEP, dataset=ds, variant=variant),
+        "questions": normalized(ds, "questions"),
+        "haystacks": normalized(base, "haystacks"),
+        "events": normalized(base, "events"),
+        "sessions": layout.path(layout.SESSIONS_JSON, dataset=base),
+    }
+
+
+def falsify_inputs(config: dict, ds: str) -> list[str]:
+    return [layout.path(layout.METRICS, dataset=ds, variant=v) for v in config["datasets"][ds]["variants"]]
+
+
+def stats_inputs(config: dict, ds: str) -> list[str]:
+    """The segments' outcomes, not the merged metrics: stats runs beside the merge jobs."""
+    return [f for v in config["datasets"][ds]["variants"]
+            for f in segment_files(config, ds, v, layout.SEGMENT_SUFFIXES["outcomes"])]
+
+
+def baselines(specs: dict, ds: str) -> dict[str, str]:
+    """Each variant's harness baseline (the pairs stats.json compares), in configured order."""
+    return {v: s["baseline"] for v, s in specs[ds].items()}
+
+
+# --------------------------------------------------------------------------- what the run makes
+
+
+def verified_files(config: dict) -> list[str]:
+    return [layout.path(layout.VERIFIED, dataset=ds) for ds in downloaded_datasets(config)]
+
+
+def receipt_files(config: dict) -> list[str]:
+    return [layout.path(layout.RAW_RECEIPT, dataset=ds) for ds in downloaded_datasets(config)]
+
+
+def metrics_files(config: dict) -> list[str]:
+    return [layout.path(layout.METRICS, dataset=ds, variant=v) for ds, v in run_pairs(config)]
+
+
+def report_extras(config: dict, specs: dict) -> list[str]:
+    """The report's analyze and falsifier sections, read from their JSON (the
+    report escapes and lays out their rows itself)."""
+    return [layout.path(layout.ANALYZE_SUMMARY, dataset=ds) for ds in config["run"]
+            if config["datasets"][ds]["analyze"]] + [
+        layout.path(layout.FALSIFIER, dataset=ds) for ds in falsified_datasets(config, specs)]
+
+
+def official_files(config: dict) -> list[str]:
+    """official.json per dataset x variant (the report folds them in)."""
+    return [layout.path(layout.OFFICIAL, dataset=ds, variant=v) for ds, v in run_pairs(config)]
+
+
+def _with_variants(config: dict) -> list[str]:
+    return [ds for ds in config["run"] if config["datasets"][ds]["variants"]]
+
+
+def stats_files(config: dict) -> list[str]:
+    return [layout.path(layout.STATS, dataset=ds) for ds in _with_variants(config)]
+
+
+def export_files(config: dict) -> list[str]:
+    """The TREC exports (docs/protocol.md#the-output-contract), so rule all (through the report)
+    makes them. Not the retrieval logs: each is about the raw file's size, made
+    only where exports.retrieval_log lists it or when its path is asked for (a
+    target of rule all alone, retrievallog_pairs, so one more reruns nothing
+    but its job)."""
+    out = [layout.path(layout.RUN_TREC, dataset=ds, variant=v) for ds, v in run_pairs(config)]
+    return out + [layout.path(layout.QRELS, dataset=ds) for ds in _with_variants(config)]
+
+
+def retrievallog_pairs(config: dict, listed, exists=os.path.exists) -> list[tuple[str, str]]:
+    """The run's (dataset, variant) pairs whose retrieval log rule all keeps up
+    to date: those exports.retrieval_log lists (``listed``,
+    memobench.config.retrieval_log_pairs), and those whose log is there (asked
+    for by its path once: remade when its variant reruns, never left stale;
+    deleting it is how one stops it)."""
+    listed = set(listed)
+    return [(ds, v) for ds, v in run_pairs(config) if is_lme(config, ds) and (
+        (ds, v) in listed or exists(layout.path(layout.RETRIEVAL_LOG, dataset=ds, variant=v)))]
+
+
+def result_jobs(config: dict, specs: dict, logs) -> list[tuple[str, dict]]:
+    """The (rule, wildcards) of every job whose outputs are results users rely
+    on (docs/results.md#result-files), in the order rule all lists them; the
+    paths are those rules' outputs (common.smk's result_files reads them from
+    the rules, so a new output is covered too). ``logs``: retrievallog_pairs."""
+    out = []
+    for ds, v in run_pairs(config):
+        out += [("retrieve", {"dataset": ds, "variant": v, "segment": s}) for s in segments(config, ds)]
+        out.append(("merge", {"dataset": ds, "variant": v}))
+    out += [("retrievallog", {"dataset": ds, "variant": v}) for ds, v in logs]
+    for ds in config["run"]:
+        if config["datasets"][ds]["variants"]:
+            out += [("qrels", {"dataset": ds}), ("stats", {"dataset": ds})]
+        if config["datasets"][ds]["analyze"]:
+            out.append(("analyze", {"dataset": ds}))
+    out += [("falsify", {"dataset": ds}) for ds in falsified_datasets(config, specs)]
+    return out + [("report", {}), ("manifest", {})]
+
+
+# --------------------------------------------------------------------------- missing datasets (memobench.missing)
+
+
+def drop_datasets(paths, datasets) -> list[str]:
+    """``paths`` less those of the given datasets (results/{dataset}/...)."""
+    prefixes = tuple(layout.dataset_prefix(ds) for ds in datasets)
+    return [p for p in paths if not (prefixes and p.startswith(prefixes))]
+
+
+def without_downloads(config: dict, paths) -> list[str]:
+    """``paths`` of the datasets that need no download (the embedded set)."""
+    downloaded, waits = downloaded_datasets(config), needs(config)
+    keep = tuple(layout.dataset_prefix(ds) for ds in config["run"] if ds not in downloaded and ds not in waits)
+    return [p for p in paths if keep and p.startswith(keep)]
+
+
+def end_lines(config: dict, planned) -> list[str]:
+    """What the end of a run says about its missing datasets (memobench.missing.end_lines):
+    those of ``planned`` (the datasets whose download job the run holds) whose
+    raw file is not there and whose receipt records a failed download, and
+    those that search their haystacks. Read from the receipts themselves,
+    whatever ran before."""
+    from .missing import end_lines as lines_of, find_missing, read_receipt
+
+    receipts = {ds: read_receipt(layout.path(layout.RAW_RECEIPT, dataset=ds)) for ds in downloaded_datasets(config)
+                if ds in planned and not os.path.exists(raw_path(config, ds))}
+    return lines_of(find_missing(receipts, {ds: b for ds, b in needs(config).items() if b in planned}))
+
+
+# --------------------------------------------------------------------------- wildcard constraints
+
+# a reserved folder name is never a variant or dataset (the wildcard is always followed by "/")
+NAME = f"(?!(?:{'|'.join(sorted(RESERVED))})/){SAFE_NAME}"
+
+
+def imported_variants(specs: dict) -> str:
+    """The variant names of imported runs, as a regex ("(?!)", matching
+    nothing, when there is none): the import_run rule reads them, the
+    retrieve rule never ranks them."""
+    return "|".join(sorted({re.escape(v) for vs in specs.values() for v, s in vs.items() if s.get("run")})) or "(?!)"
+
+
+def ranked_variants(specs: dict) -> str:
+    return f"(?!(?:{imported_variants(specs)})/){NAME}"

@@ -1,0 +1,67 @@
+# The field's exports beside the harness's numbers (docs/protocol.md#deep-lists-and-exports):
+# TREC qrels, LongMemEval retrieval logs and the sessions' log JSON they join
+# (official.json and run.trec come from the merge job; paired statistics are
+# stats.smk). They read the rankings and never change them: the deep list
+# (depth 50), whose ranks 1-10 are the harness's top 10.
+
+
+# Each session's JSON as the retrieval log writes it, once per dataset, so a
+# variant's log (about the raw file's size) only joins strings. Made only
+# when some retrieval log is asked for.
+rule session_json:
+    input:
+        events=lambda w: plan.normalized(dataset_of(w), "events"),
+    output:
+        sessions=layout.SESSIONS_JSON,
+    params:
+        code=code("session_json"),
+    benchmark:
+        f"{BENCHMARKS}/session_json/{{dataset}}.tsv"
+    log:
+        f"{LOGS}/session_json/{{dataset}}.log",
+    conda:
+        "../../envs/memobench.yaml"
+    script:
+        STAGE_SCRIPT
+
+
+# A variant's retrieval log (LongMemEval's format, about the raw file's size):
+# made by the default target only for the variants exports.retrieval_log
+# lists, and for any other when its path is asked for
+# (`snakemake results/{dataset}/{variant}/retrievallog.jsonl`). It reads the
+# merged deep list, so adding a variant to the list runs this job alone.
+rule retrievallog:
+    input:
+        unpack(retrievallog_inputs),
+    output:
+        retrievallog=layout.RETRIEVAL_LOG,
+    params:
+        fmt=lambda w: DATASETS[w.dataset]["format"],
+        code=code("retrievallog"),
+    benchmark:
+        f"{BENCHMARKS}/retrievallog/{{dataset}}/{{variant}}.tsv"
+    log:
+        f"{LOGS}/retrievallog/{{dataset}}/{{variant}}.log",
+    conda:
+        "../../envs/memobench.yaml"
+    script:
+        STAGE_SCRIPT
+
+
+rule qrels:
+    input:
+        questions=lambda w: plan.normalized(dataset_of(w), "questions"),
+    output:
+        qrels=layout.QRELS,
+    params:
+        code=code("qrels"),
+    log:
+        f"{LOGS}/qrels/{{dataset}}.log",
+    conda:
+        "../../envs/memobench.yaml"
+    script:
+        STAGE_SCRIPT
+
+
+localrules:
+    qrels,

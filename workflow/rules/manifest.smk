@@ -1,0 +1,17 @@
+# results/manifest.json: the bytes and sha256 of every accepted raw file and
+# what produced the results.
+
+
+rule manifest:
+    input:
+        verified=present_only(plan.verified_files(config)),
+    output:
+        manifest=layout.MANIFEST,
+    params:
+        code=code("manifest"),
+    log:
+        f"{LOGS}/manifest.log",
+    conda:
+        "../../envs/memobench.yaml"
+    script:
+        STAGE_SCRIPT

@@ -1,0 +1,26 @@
+# Paired statistics between a dataset's variants (docs/protocol.md#deep-lists-and-exports):
+# stats.json, read from the segments' outcomes, never changing the rankings.
+
+
+rule stats:
+    input:
+        # the segments' outcomes, not the merged metrics: stats runs beside the merge jobs
+        outcomes=lambda w: plan.stats_inputs(config, dataset_of(w)),
+    output:
+        stats=layout.STATS,
+    params:
+        # each variant's harness baseline (the pairs compared), in configured order
+        baselines=lambda w: plan.baselines(VARIANT_SPECS, dataset_of(w)),
+        # the variants compared pair by pair (statistics.compare)
+        compare=lambda w: plan.compared(config, dataset_of(w)),
+        code=code("stats"),
+    log:
+        f"{LOGS}/stats/{{dataset}}.log",
+    conda:
+        "../../envs/memobench.yaml"
+    script:
+        STAGE_SCRIPT
+
+
+localrules:
+    stats,

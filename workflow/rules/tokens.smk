@@ -1,0 +1,22 @@
+# Tokenize every event once per tokenizer, for all segments and variants (the
+# FTS backend's unicode61 tokens are the tokenizer "fts5", src/memobench/fts5.py).
+
+
+rule tokens:
+    input:
+        events=layout.path(layout.NORMALIZED_TABLE, table="events"),
+    output:
+        tokens=layout.TOKENS,
+    params:
+        code=code("tokens"),
+    # tokens and retrieve lie on the path to every result: a free core takes
+    # them before side jobs (manifest, qrels, session_json, stats, analyze)
+    priority: 1
+    benchmark:
+        f"{BENCHMARKS}/tokens/{{dataset}}/{{seq}}.tsv"
+    log:
+        f"{LOGS}/tokens/{{dataset}}/{{seq}}.log",
+    conda:
+        "../../envs/memobench.yaml"
+    script:
+        STAGE_SCRIPT
