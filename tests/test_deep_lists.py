@@ -14,7 +14,8 @@ from collections import defaultdict
 import pytest
 
 from memobench import analyze, normalize, retrieval, variants
-from memobench.engine import DEEP, Ranker, deep_list, merge_final
+from memobench.engine import Ranker, deep_list, merge_final
+from memobench.protocol import DEPTH as DEEP
 from memobench.generate import write_longmemeval
 
 QUIET = lambda *a, **k: None  # noqa: E731

@@ -63,6 +63,8 @@ FACTS = {
     # the normalized tables' names, assigned at module level (memobench.tables.TABLES)
     "table names": (re.compile(r"""(?m)^\w+\s*=\s*[\[({]\s*["']questions["'][^\n]*["']haystacks["'][^\n]*"""
                                r"""["']sessions["'][^\n]*["']events["']"""), "src/memobench/tables.py"),
+    # the list depths: the harness list and the deep list (memobench.protocol), as module constants or defaults
+    "list depths": (re.compile(r"""(?m)^(?:DEPTH|DEEP|TOP)\s*=\s*\d|depth: int = \d"""), "src/memobench/protocol.py"),
     # the LongMemEval formats (memobench.config.LME_FORMATS)
     "LongMemEval formats": (re.compile(r"""["']longmemeval["'],\s*["']longmemeval_cn["']"""),
                             "src/memobench/config.py"),

@@ -28,8 +28,9 @@ import pyarrow.parquet as pq
 
 from .config import LME_FORMATS
 from .errors import DataError
-from .harness import DEPTH, TOP, SegmentRows, run_scores, skip_reason
+from .harness import SegmentRows, run_scores, skip_reason
 from .progress import Progress
+from .protocol import DEPTH, TOP
 from .tables import exact_text, read_table
 
 # the LongMemEval formats keep only user turns in a session's document

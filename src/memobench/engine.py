@@ -20,13 +20,13 @@ from dataclasses import dataclass
 
 from .fts5 import FTS5_TOKENS, Unicode61
 from .jsmath import js_log, utf16_key, utf16_len
+from .protocol import DEPTH
 from .recipe import Recipe
 from .termids import SEPARATOR, HayEvents, Vocab
 from .timewords import date_words, relative_min_time
 from .tokenize import SEQ, STOP_LISTS, TERM_MAX, WINDOWS, joined_tokens
 
 REQUEST_LIMIT = 10
-DEEP = 50  # depth of the deep lists (docs/protocol.md#deep-lists-and-exports)
 
 
 # --------------------------------------------------------------------------- sessions
@@ -523,7 +523,7 @@ def bonus_pool(hay: Haystack, phrase_list, counts: dict, rep_time: dict, bonus: 
     return [hay.ids[i] for i in order]
 
 
-def deep_list(final: list[str], continued: list[str], depth: int = DEEP) -> list[str]:
+def deep_list(final: list[str], continued: list[str], depth: int = DEPTH) -> list[str]:
     """A question's ranking to depth 50 (docs/protocol.md#deep-lists-and-exports): the harness's
     list, then the same ordering continued.
 

@@ -40,9 +40,9 @@ from . import official
 from .config import LME_FORMATS
 from .errors import DataError
 from .progress import Progress
+from .protocol import DEPTH
 from .tables import atomic_path, escape_lone, exact_text, read_table
 
-DEPTH = 50
 
 # what json.dumps(ensure_ascii=False) writes for a str (the C encoder where built)
 _encode_basestring = json.encoder.encode_basestring

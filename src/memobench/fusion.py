@@ -51,7 +51,8 @@ from fractions import Fraction
 from pathlib import Path
 
 from .errors import DataError
-from .harness import DEPTH, TOP, SegmentRows, run_scores, skip_reason
+from .harness import SegmentRows, run_scores, skip_reason
+from .protocol import DEPTH, TOP
 from .variants import FUSION_METHODS, RRF_K
 
 METHODS = FUSION_METHODS

@@ -23,11 +23,10 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from .protocol import DEPTH
 from .tables import read_table
 from .tokenize import SEQ
 
-DEPTH = 50  # the deep list (docs/protocol.md#deep-lists-and-exports)
-TOP = 10  # the harness lists
 
 RANKINGS = pa.schema(
     [("question_id", pa.string()), ("rank", pa.int8()), ("session_id", pa.string()), ("q_index", pa.int32())]

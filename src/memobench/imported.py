@@ -53,9 +53,8 @@ from pathlib import Path
 from typing import Callable
 
 from .errors import DataError
+from .protocol import DEPTH, TOP
 
-DEPTH = 50  # the deep list (exports.DEPTH)
-TOP = 10  # the harness list
 ABSENT = "absent_from_run"
 FIX_TREC = "a TREC run line is 'qid Q0 docno rank score tag' (6 fields, whitespace-separated)"
 FIX_LOG = ("a retrieval-log line is one JSON object with question_id and retrieval_results.ranked_items, "

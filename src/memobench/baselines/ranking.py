@@ -6,6 +6,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..protocol import DEPTH
+
 
 class Ranking(NamedTuple):
     """A whole haystack ranked: ``positions[r]`` is the haystack position
@@ -19,11 +21,11 @@ class Ranking(NamedTuple):
     def empty(cls) -> "Ranking":
         return cls(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
 
-    def top(self, depth: int = 50) -> "Ranking":
+    def top(self, depth: int = DEPTH) -> "Ranking":
         """The first ``depth`` ranks (all of them when the haystack is shorter)."""
         return Ranking(self.positions[:depth], self.scores[:depth])
 
-    def ids(self, session_ids, depth: int = 50) -> list[str]:
+    def ids(self, session_ids, depth: int = DEPTH) -> list[str]:
         """Session ids of the first ``depth`` ranks."""
         return [session_ids[p] for p in self.positions[:depth].tolist()]
 

@@ -29,7 +29,8 @@ from __future__ import annotations
 
 from ..documents import rank_by_documents, user_turns_only
 from ..errors import ConfigError, DataError
-from ..harness import DEPTH, run_scores  # noqa: F401 (run_scores: this module gave it before harness)
+from ..harness import run_scores  # noqa: F401 (this module gave it before harness)
+from ..protocol import DEPTH
 from ..recipe import EMBEDDING_INPUTS
 from ..tables import exact_text
 
