@@ -36,7 +36,7 @@ def find_locomo(config: Path = REPO / "config.yaml", shared: Path = SHARED_LOCOM
     sha256; else the pipeline's own download (config.yaml's URLs, byte count
     and sha256) into the cache, once; else ../shared/data. Returns (None, why)
     when none of them has it."""
-    from memobench.download import DownloadError, fetch, verify
+    from memobench.datasets.download import DownloadError, fetch, verify
 
     cfg = yaml.safe_load(Path(config).read_text(encoding="utf-8"))
     ds = cfg["datasets"]["locomo10"]
@@ -139,7 +139,7 @@ def small_datasets(data: Path, locomo_path: Path, variants: list[str], seed: int
     running ``variants``."""
     import json
 
-    from memobench.generate import write_longmemeval
+    from memobench.tools.generate import write_longmemeval
 
     data.mkdir(parents=True, exist_ok=True)
     convs = json.loads(locomo_path.read_text(encoding="utf-8"))

@@ -6,7 +6,7 @@ Written from the harness description alone (docs/harnesses.md: the shared steps,
 locomo, exp6 and the traps), without
 looking at the project's engine / normalize / retrieval / variants modules.
 It only imports the node-verified building blocks: ``memobench.jsmath``,
-``memobench.tokenize`` (tokenizers and windows) and ``memobench.dates``.
+``memobench.memo.tokenize`` (tokenizers and windows) and ``memobench.datasets.dates``.
 
 Everything is recomputed from scratch for every question, with plain loops:
 
@@ -28,9 +28,9 @@ import json
 import re
 import sqlite3
 
-from memobench.dates import parse_lme, parse_locomo
+from memobench.datasets.dates import parse_lme, parse_locomo
 from memobench.jsmath import MISSING, js_log, js_string, utf16_key, utf16_len
-from memobench.tokenize import seq_ascii, seq_exp6, window_cf, window_exp6, window_plain
+from memobench.memo.tokenize import seq_ascii, seq_exp6, window_cf, window_exp6, window_plain
 
 DAY_MS = 86_400_000
 PAGE = 10  # REQUEST_LIMIT = 10; token/pair pages are max(10, 8) = 10

@@ -4,8 +4,8 @@
 Written from docs/harnesses.md (the shared steps, cn.cjs, exp.cjs to exp5.cjs, the traps) without reading the
 project's engine / retrieval / variants modules. Reuses only the literal building blocks
 of ``memobench.naive`` (occurrences, representative, session_order, Fts, lme_sessions,
-gold_rank), the tokenizers/windows of ``memobench.tokenize``, ``memobench.jsmath``,
-``memobench.dates.parse_lme`` and ``memobench.stemmer.stem``.
+gold_rank), the tokenizers/windows of ``memobench.memo.tokenize``, ``memobench.jsmath``,
+``memobench.datasets.dates.parse_lme`` and ``memobench.memo.stemmer.stem``.
 
 Everything is rebuilt per question from the raw JSON (``json.load``), with plain loops.
 Each ``reference_*`` function returns, per question in file order, a dict
@@ -17,11 +17,11 @@ from __future__ import annotations
 import json
 import re
 
-from memobench.dates import parse_lme
+from memobench.datasets.dates import parse_lme
 from memobench.jsmath import MISSING, js_log, js_string, utf16_len
 from naive import Fts, gold_rank, lme_gold, lme_sessions, representative, session_order
-from memobench.stemmer import stem
-from memobench.tokenize import (
+from memobench.memo.stemmer import stem
+from memobench.memo.tokenize import (
     STOP_LISTS,
     seq_ascii,
     seq_cjkr,

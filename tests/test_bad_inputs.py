@@ -11,10 +11,10 @@ import pytest
 
 from conftest import snakemake, write_config
 from memobench.errors import DataError
-from memobench.metrics import compute
-from memobench.normalize import normalize_cn, normalize_locomo, normalize_longmemeval, scan_elements
-from memobench.retrieval import load_segment, run_segment
-from memobench.variants import resolve
+from memobench.evaluation.metrics import compute
+from memobench.datasets.normalize import normalize_cn, normalize_locomo, normalize_longmemeval, scan_elements
+from memobench.retrievers.retrieval import load_segment, run_segment
+from memobench.memo.variants import resolve
 
 
 def item(qid, question="Where did we go hiking last spring?", sessions=None, ids=None, dates=None, gold=None, **extra):
@@ -69,7 +69,7 @@ def test_m_stream_skips_an_element_that_does_not_parse_and_counts_it(tmp_path):
 
 
 def test_scanner_equals_ijson_on_well_formed_files(tmp_path):
-    from memobench.generate import write_longmemeval
+    from memobench.tools.generate import write_longmemeval
 
     raw = tmp_path / "g.json"
     write_longmemeval(raw, n_questions=12, sessions_per_question=6, seed=4, spice=True)
@@ -186,8 +186,8 @@ def test_gold_comes_from_the_raw_id_list_not_the_sessions(tmp_path):
         first = {r["question_id"]: r["session_id"] for r in rankings if r["rank"] == 1}
         assert first["shadow"] == "s0" and first["chars"] == "b" and first["longer"] == "b", ctx
 
-    from memobench.analyze import RECIPE, analyze_question
-    from memobench.engine import Ranker
+    from memobench.evaluation.analyze import RECIPE, analyze_question
+    from memobench.memo.engine import Ranker
 
     qs, hs, corpus = load_segment(tmp_path / "n" / "questions.parquet", tmp_path / "n" / "haystacks.parquet",
                                   tmp_path / "n" / "events.parquet", 1, 1)

@@ -10,11 +10,11 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from memobench import generate
+from memobench.tools import generate
 from memobench.errors import ConfigError
-from memobench.normalize import normalize_longmemeval
+from memobench.datasets.normalize import normalize_longmemeval
 
-dense = pytest.importorskip("memobench.baselines.dense")
+dense = pytest.importorskip("memobench.retrievers.baselines.dense")
 
 WEATHER = ["The weather is lovely today.", "It's so sunny outside!", "He drove to the stadium."]
 # sentence-transformers' README: SentenceTransformer("all-MiniLM-L6-v2"), model.similarity of these three
@@ -72,8 +72,8 @@ def test_refuses_files_that_are_not_the_model(model, tmp_path):
 
 
 def test_embedding_stage_and_ranking(model, tmp_path):
-    from memobench.baselines import haystack_documents, rank
-    from memobench.baselines.embeddings import SessionVectors, embed_sessions, read_meta
+    from memobench.retrievers.baselines import haystack_documents, rank
+    from memobench.retrievers.baselines.embeddings import SessionVectors, embed_sessions, read_meta
 
     raw = tmp_path / "lme.json"
     generate.write_longmemeval(raw, 4, 8, seed=5, turns=(2, 4), words_per_turn=(4, 20))
@@ -107,7 +107,7 @@ def test_sessions_without_events_get_the_empty_documents_vector(model, tmp_path)
     """The committed spiced tiny file has a session with no turn at all: it has
     no row in events.parquet, yet its haystacks rank it (as the empty text)."""
     from conftest import REPO
-    from memobench.baselines.embeddings import SessionVectors, embed_sessions
+    from memobench.retrievers.baselines.embeddings import SessionVectors, embed_sessions
 
     normalize_longmemeval(REPO / ".test/data/lme_tiny.json", tmp_path, log=lambda m: None)
     sessions = pq.read_table(tmp_path / "sessions.parquet").to_pydict()

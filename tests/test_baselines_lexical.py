@@ -16,11 +16,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memobench import generate
-from memobench.baselines import haystack_documents, rank, session_documents
-from memobench.baselines import lexical
-from memobench.baselines.lexical import Fts5Bm25, bm25s_tokenize
-from memobench.normalize import normalize_locomo, normalize_longmemeval
+from memobench.tools import generate
+from memobench.retrievers.baselines import haystack_documents, rank, session_documents
+from memobench.retrievers.baselines import lexical
+from memobench.retrievers.baselines.lexical import Fts5Bm25, bm25s_tokenize
+from memobench.datasets.normalize import normalize_locomo, normalize_longmemeval
 
 rank_bm25 = pytest.importorskip("rank_bm25")
 

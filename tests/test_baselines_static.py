@@ -14,11 +14,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import REPO
-from memobench import generate
+from memobench.tools import generate
 from memobench.errors import ConfigError
-from memobench.normalize import normalize_longmemeval
+from memobench.datasets.normalize import normalize_longmemeval
 
-static = pytest.importorskip("memobench.baselines.static")
+static = pytest.importorskip("memobench.retrievers.baselines.static")
 if importlib.util.find_spec("wordllama") is None:
     pytest.skip("wordllama needs the [static] extra", allow_module_level=True)
 
@@ -51,7 +51,7 @@ def test_vectors_are_the_packages_bit_for_bit(model, package_model):
 
 
 def test_ranking_is_the_cosine_of_the_packages_vectors(model, package_model):
-    from memobench.baselines import rank
+    from memobench.retrievers.baselines import rank
 
     docs = TEXTS[1:] + [TEXTS[1]]  # a repeated document ties: haystack order
     r = rank("wordllama", "where is Tokyo?", docs, encoder=model)
@@ -81,8 +81,8 @@ def test_files_are_pinned_and_foreign_ones_refused(model, tmp_path):
 
 
 def test_embeddings_table_and_cached_ranking(model, tmp_path):
-    from memobench.baselines import haystack_documents, rank
-    from memobench.baselines.embeddings import SessionVectors, embed_sessions, read_meta
+    from memobench.retrievers.baselines import haystack_documents, rank
+    from memobench.retrievers.baselines.embeddings import SessionVectors, embed_sessions, read_meta
 
     raw = tmp_path / "lme.json"
     generate.write_longmemeval(raw, 4, 8, seed=5, turns=(2, 4), words_per_turn=(4, 20))
@@ -113,8 +113,9 @@ def test_embeddings_table_and_cached_ranking(model, tmp_path):
 def test_a_table_of_the_other_model_is_refused(tmp_path):
     """A retrieve job checks the table's files against its model's: minilm's
     vectors (or a stale wordllama table) are not read as wordllama's."""
-    from memobench import retrievers, variants
-    from memobench.baselines.embeddings import embed_sessions
+    from memobench.retrievers import registry as retrievers
+    from memobench.memo import variants
+    from memobench.retrievers.baselines.embeddings import embed_sessions
     from memobench.errors import DataError
 
     normalize_longmemeval(REPO / ".test/data/lme_tiny.json", tmp_path, log=lambda m: None)

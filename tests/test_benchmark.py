@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from conftest import REPO
-from memobench import benchmark
+from memobench.tools import benchmark
 
 # A stand-in run-harness: records its arguments and what it finds in DATA_DIR,
 # then burns CPU in a child process (counted only if the benchmark waits for it).
@@ -81,7 +81,7 @@ def test_the_naive_reference_is_loaded_from_its_path(tmp_path):
 
 
 def test_the_package_does_not_import_its_tests():
-    text = (REPO / "src" / "memobench" / "benchmark.py").read_text(encoding="utf-8")
+    text = (REPO / "src" / "memobench" / "tools" / "benchmark.py").read_text(encoding="utf-8")
     assert "from naive" not in text and "import naive" not in text and '"tests"' not in text
 
 

@@ -1,4 +1,4 @@
-"""Tests for memobench.dates (docs/harnesses.md#dates).
+"""Tests for memobench.datasets.dates (docs/harnesses.md#dates).
 
 Expected values are computed independently with ``calendar.timegm``; day
 overflow and 24:00 are rolled over by hand.  One extra test cross-checks the
@@ -14,7 +14,7 @@ import subprocess
 
 import pytest
 
-from memobench.dates import iso_utc_ms, parse_lme, parse_locomo
+from memobench.datasets.dates import iso_utc_ms, parse_lme, parse_locomo
 
 
 def ms(y, mo, d, h=0, mi=0):

@@ -13,10 +13,13 @@ from collections import defaultdict
 
 import pytest
 
-from memobench import analyze, normalize, retrieval, variants
-from memobench.engine import Ranker, deep_list, merge_final
+from memobench.evaluation import analyze
+from memobench.datasets import normalize
+from memobench.retrievers import retrieval
+from memobench.memo import variants
+from memobench.memo.engine import Ranker, deep_list, merge_final
 from memobench.protocol import DEPTH as DEEP
-from memobench.generate import write_longmemeval
+from memobench.tools.generate import write_longmemeval
 
 QUIET = lambda *a, **k: None  # noqa: E731
 

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from memobench.engine import Corpus, Haystack, Ranker, Recipe, merge_final
+from memobench.memo.engine import Corpus, Haystack, Ranker, Recipe, merge_final
 from memobench.jsmath import js_log
 
 DAY = 86_400_000
@@ -159,7 +159,7 @@ def test_index_repeated_id_df_counts_distinct_ids_and_n_every_entry():
     corpus, hay = make(sessions)
     ranker = Ranker(corpus, Recipe(**INDEX))
     ranker.backend.load(hay, 0)
-    from memobench.engine import Scorer
+    from memobench.memo.engine import Scorer
 
     assert Scorer(ranker.backend, hay, ranker.recipe).idf("kiwi") == js_log(4 / 3)  # N 3, df 2
 
@@ -188,7 +188,7 @@ def test_idf_uses_fdlibm_log_and_cap():
     corpus, hay = make(sessions)
     ranker = Ranker(corpus, Recipe())
     ranker.backend.load(hay, 0)
-    from memobench.engine import Scorer
+    from memobench.memo.engine import Scorer
 
     sc = Scorer(ranker.backend, hay, ranker.recipe)
     assert sc.idf("common") == js_log(61 / 4)

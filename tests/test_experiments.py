@@ -10,16 +10,16 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import snakemake, write_config
-from memobench.analyze import RECIPE as ANALYZE_RECIPE
-from memobench.analyze import analyze_question
-from memobench.engine import Ranker
-from memobench.falsifier import verdict
-from memobench.generate import write_cn, write_longmemeval
-from memobench.metrics import compute
-from memobench.normalize import normalize_longmemeval
-from memobench.retrieval import load_segment, run_segment
-from memobench.timewords import date_words, relative_days, relative_min_time
-from memobench.variants import resolve
+from memobench.evaluation.analyze import RECIPE as ANALYZE_RECIPE
+from memobench.evaluation.analyze import analyze_question
+from memobench.memo.engine import Ranker
+from memobench.evaluation.falsifier import verdict
+from memobench.tools.generate import write_cn, write_longmemeval
+from memobench.evaluation.metrics import compute
+from memobench.datasets.normalize import normalize_longmemeval
+from memobench.retrievers.retrieval import load_segment, run_segment
+from memobench.memo.timewords import date_words, relative_days, relative_min_time
+from memobench.memo.variants import resolve
 
 
 @pytest.fixture(scope="module")
@@ -170,8 +170,8 @@ def test_cn_through_the_workflow(tmp_path, lme):
 
 
 def test_printed_percentages_round_like_the_harness():
-    from memobench.metrics import pct
-    from memobench.report import printed
+    from memobench.evaluation.metrics import pct
+    from memobench.reporting.report import printed
 
     # 100 * 23 / 80 is exactly 28.75 and toFixed rounds the tie up; 100 * (23 / 80)
     # is 28.749999... and would print 28.7.

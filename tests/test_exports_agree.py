@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import REPO, snakemake, write_config
-from memobench import exports
+from memobench.evaluation import exports
 
 ir_measures = pytest.importorskip("ir_measures")
 from ir_measures import RR, Success  # noqa: E402

@@ -21,9 +21,9 @@ import yaml
 
 from conftest import REPO, copy_project, dry_run_jobs, snakemake, write_config
 from memobench.fingerprint import stage_modules
-from memobench.retrievers import retriever_of
-from memobench.variants import resolve
-from memobench.generate import write_longmemeval
+from memobench.retrievers.registry import retriever_of
+from memobench.memo.variants import resolve
+from memobench.tools.generate import write_longmemeval
 from memobench.stages import all_stages
 
 PKG = REPO / "src" / "memobench"
@@ -102,7 +102,7 @@ def scanned_variant_modules(retriever_module: str) -> set[str]:
     """What a retrieve job of a variant ranked by the retriever registered with
     ``retriever_module`` runs: the stage's modules less every registered
     retriever's own, plus that retriever's."""
-    from memobench.retrievers import RETRIEVERS
+    from memobench.retrievers.registry import RETRIEVERS
 
     # a retriever's module with the packages above it (importing baselines.segment runs baselines first)
     others = {".".join(r.module.split(".")[:i]) for r in RETRIEVERS.values()
@@ -114,7 +114,7 @@ def scanned_embedding_modules(model: str) -> set[str]:
     """What an embeddings job of ``model`` runs: the stage's modules less every
     model's encoder, plus its own model's (not the other's, which the
     package's __init__ imports only to rank)."""
-    from memobench.baselines.embeddings import MODEL_MODULES
+    from memobench.retrievers.baselines.embeddings import MODEL_MODULES
 
     others = set(MODEL_MODULES.values())
     own = MODEL_MODULES[model]
@@ -122,10 +122,10 @@ def scanned_embedding_modules(model: str) -> set[str]:
 
 
 def test_scan_sees_the_subpackage():
-    assert {"baselines", "baselines.segment", "baselines.dense", "baselines.embeddings"} <= set(MODULES)
-    assert {"baselines", "baselines.segment", "baselines.lexical"} <= scanned_stage_modules("retrieve")
-    assert {"baselines", "baselines.embeddings", "baselines.dense"} <= scanned_stage_modules("embeddings")
-    assert not {"baselines", "retrieval"} & scanned_stage_modules("merge")
+    assert {"retrievers.baselines", "retrievers.baselines.segment", "retrievers.baselines.dense", "retrievers.baselines.embeddings"} <= set(MODULES)
+    assert {"retrievers.baselines", "retrievers.baselines.segment", "retrievers.baselines.lexical"} <= scanned_stage_modules("retrieve")
+    assert {"retrievers.baselines", "retrievers.baselines.embeddings", "retrievers.baselines.dense"} <= scanned_stage_modules("embeddings")
+    assert not {"retrievers.baselines", "retrievers.retrieval"} & scanned_stage_modules("merge")
 
 
 @pytest.mark.parametrize("stage", sorted(STAGES))
@@ -158,22 +158,22 @@ def test_statement_scan_misses_no_import_of_the_whole_module_walk(name):
 
 
 TRICKY_IMPORTS = {
-    "parenthesized": "def f():\n    from . import (\n        engine,\n        retrieval as r,\n    )\n",
-    "backslash": "from . import engine, \\\n    retrieval\n",
-    "paren in a comment in the list": "from . import (\n    engine,  # the ranker (BM25)\n    retrieval,\n)\n",
-    "paren in a comment on the first line": "from . import (  # see stats (paired)\n    engine,\n    retrieval,\n)\n",
-    "open paren in a trailing comment": "from .engine import E  # (see\nfrom .retrieval import x\ny = (1,\n 2)\n",
-    "less indented continuation": "def f():\n    from . import (\n        engine,\n    retrieval)\n",
-    "tab, then spaces": "def f():\n\tfrom . import (\n        engine,\n        retrieval)\n",
-    "backslash, dedented": "def f():\n    from . import engine, \\\nretrieval\n",
-    "after a colon": "if True: from . import engine\n",
-    "after try:": "try: import memobench.engine\nexcept ImportError: pass\n",
-    "after a semicolon": "x = 1; from . import engine\n",
-    "no space after from": "from.engine import Engine\nfrom .import retrieval\n",
-    "no space before the paren": "from . import(engine)\n",
-    "form feed": "\x0cfrom . import engine\n",
-    "in a string only": 's = """\nfrom . import engine\n"""\n',
-    "a docstring line that reads like one": '"""doc\nimport nothing here at all\n"""\nfrom . import engine\n',
+    "parenthesized": "def f():\n    from . import (\n        config,\n        tables as r,\n    )\n",
+    "backslash": "from . import config, \\\n    tables\n",
+    "paren in a comment in the list": "from . import (\n    config,  # the ranker (BM25)\n    tables,\n)\n",
+    "paren in a comment on the first line": "from . import (  # see stats (paired)\n    config,\n    tables,\n)\n",
+    "open paren in a trailing comment": "from .config import E  # (see\nfrom .tables import x\ny = (1,\n 2)\n",
+    "less indented continuation": "def f():\n    from . import (\n        config,\n    tables)\n",
+    "tab, then spaces": "def f():\n\tfrom . import (\n        config,\n        tables)\n",
+    "backslash, dedented": "def f():\n    from . import config, \\\ntables\n",
+    "after a colon": "if True: from . import config\n",
+    "after try:": "try: import memobench.config\nexcept ImportError: pass\n",
+    "after a semicolon": "x = 1; from . import config\n",
+    "no space after from": "from.config import Engine\nfrom .import tables\n",
+    "no space before the paren": "from . import(config)\n",
+    "form feed": "\x0cfrom . import config\n",
+    "in a string only": 's = """\nfrom . import config\n"""\n',
+    "a docstring line that reads like one": '"""doc\nimport nothing here at all\n"""\nfrom . import config\n',
 }
 
 
@@ -187,17 +187,17 @@ def test_statement_scan_misses_no_import_in_tricky_source(case):
     text = TRICKY_IMPORTS[case]
     walked: set[str] = set()
     for node in ast.walk(ast.parse(text)):
-        walked |= fingerprint._resolve(node, "retrievers")
+        walked |= fingerprint._resolve(node, "retrievers.registry")
     scanned: set[str] = set()
     for node in fingerprint.import_statements(text):
-        scanned |= fingerprint._resolve(node, "retrievers")
+        scanned |= fingerprint._resolve(node, "retrievers.registry")
     assert walked <= scanned
     assert walked or case == "in a string only"
 
 
 def test_retrieval_code_is_not_in_download_or_normalize():
     for stage in ("download", "verify", "normalize"):
-        assert not {"engine", "retrieval", "variants"} & stage_modules(stage), stage
+        assert not {"memo.engine", "retrievers.retrieval", "memo.variants"} & stage_modules(stage), stage
 
 
 def test_each_retriever_has_its_own_code():
@@ -205,17 +205,17 @@ def test_each_retriever_has_its_own_code():
     variant's retriever's: the Memo engine's modules are not a reference
     retriever's or a user's, the baselines package is not the Memo engine's,
     and together they are the whole stage (nothing a job can run is missed)."""
-    from memobench.retrievers import RETRIEVERS
+    from memobench.retrievers.registry import RETRIEVERS
 
     own = {r.name: scanned_variant_modules(r.module) for r in RETRIEVERS.values()}
-    assert {"engine", "retrieval", "stemmer"} <= own["memo"]
-    assert not {"engine", "retrieval", "stemmer"} & (own["reference"] | own["python"])
-    assert {"baselines", "baselines.lexical", "baselines.segment"} <= own["reference"]
-    assert not {"baselines", "baselines.lexical"} & (own["memo"] | own["python"])
-    assert "pyretriever" in own["python"] and not {"pyretriever", "documents"} & own["memo"]
+    assert {"memo.engine", "retrievers.retrieval", "memo.stemmer"} <= own["memo"]
+    assert not {"memo.engine", "retrievers.retrieval", "memo.stemmer"} & (own["reference"] | own["python"])
+    assert {"retrievers.baselines", "retrievers.baselines.lexical", "retrievers.baselines.segment"} <= own["reference"]
+    assert not {"retrievers.baselines", "retrievers.baselines.lexical"} & (own["memo"] | own["python"])
+    assert "retrievers.pyretriever" in own["python"] and not {"retrievers.pyretriever", "retrievers.documents"} & own["memo"]
     assert set.union(*own.values()) == scanned_stage_modules("retrieve")
     # the registry's modules are what its seam imports lazily (the scan follows them)
-    seam = scanned_imports((PKG / "retrievers.py").read_text(encoding="utf-8"), "retrievers")
+    seam = scanned_imports((PKG / "retrievers" / "registry.py").read_text(encoding="utf-8"), "retrievers.registry")
     assert {r.module for r in RETRIEVERS.values()} <= seam
 
 
@@ -412,12 +412,12 @@ REFERENCE = (["minilm"] if HAVE_DENSE else ["bm25s"]) + (["wordllama"] if HAVE_S
 
 
 @pytest.mark.parametrize("edited,variants", [
-    ("src/memobench/baselines/lexical.py", REFERENCE),
+    ("src/memobench/retrievers/baselines/lexical.py", REFERENCE),
     # the fusion of v0.8.0 and mine follows its inputs
-    ("src/memobench/engine.py", ["v0.8.0", "v0.8.0-index", "exp3-V6", "exp3-T1", "zh-A", "zh-B", "fused"]),
-    ("src/memobench/pyretriever.py", ["mine", "fused"]),
-    ("src/memobench/fusion.py", ["fused"]),
-    ("src/memobench/harness.py", ["v0.8.0", "v0.8.0-index", "exp3-V6", "exp3-T1", "zh-A", "zh-B", "mine", "fused"]
+    ("src/memobench/memo/engine.py", ["v0.8.0", "v0.8.0-index", "exp3-V6", "exp3-T1", "zh-A", "zh-B", "fused"]),
+    ("src/memobench/retrievers/pyretriever.py", ["mine", "fused"]),
+    ("src/memobench/retrievers/fusion.py", ["fused"]),
+    ("src/memobench/retrievers/harness.py", ["v0.8.0", "v0.8.0-index", "exp3-V6", "exp3-T1", "zh-A", "zh-B", "mine", "fused"]
      + REFERENCE),
 ])
 def test_editing_one_retriever_reruns_only_its_variants(scratch, edited, variants):
@@ -438,8 +438,8 @@ def test_editing_one_retriever_reruns_only_its_variants(scratch, edited, variant
 
 
 @pytest.mark.skipif(not (HAVE_DENSE and HAVE_STATIC), reason="needs both embedding models ([dense], [static])")
-@pytest.mark.parametrize("edited,model", [("src/memobench/baselines/dense.py", "minilm"),
-                                          ("src/memobench/baselines/static.py", "wordllama")])
+@pytest.mark.parametrize("edited,model", [("src/memobench/retrievers/baselines/dense.py", "minilm"),
+                                          ("src/memobench/retrievers/baselines/static.py", "wordllama")])
 def test_editing_one_model_reruns_only_its_embeddings(scratch, edited, model):
     proj, cfg, _ = scratch
     path = proj / edited

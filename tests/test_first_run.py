@@ -26,8 +26,8 @@ from packaging.utils import canonicalize_name
 
 import conftest
 from conftest import REPO, dry_run_jobs, snakemake, write_config
-from memobench.download import verify
-from memobench.generate import write_longmemeval
+from memobench.datasets.download import verify
+from memobench.tools.generate import write_longmemeval
 
 DEFAULT_PROFILE = str(REPO / "workflow" / "profiles" / "default")
 

@@ -1,4 +1,4 @@
-"""The in-memory FTS5 discovery (src/memobench/fts5.py) against real SQLite
+"""The in-memory FTS5 discovery (src/memobench/memo/fts5.py) against real SQLite
 FTS5, the oracle: the unicode61 tokens of any text, the rows of any phrase on
 any haystack (LIMIT, both columns, empty and duplicate rows), and whole
 segments' lists equal to those of the per-haystack FTS5 tables the harnesses
@@ -13,14 +13,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memobench.engine import fts_quote
-from memobench.fts5 import MAX_TOKEN_BYTES, PhraseMatcher, Unicode61
-from memobench.generate import write_longmemeval
-from memobench.normalize import normalize_locomo, normalize_longmemeval
-from memobench.retrieval import load_segment, run_segment
-from memobench.termids import Vocab
-from memobench.tokenize import SEQ, write_tokens
-from memobench.variants import resolve
+from memobench.memo.engine import fts_quote
+from memobench.memo.fts5 import MAX_TOKEN_BYTES, PhraseMatcher, Unicode61
+from memobench.tools.generate import write_longmemeval
+from memobench.datasets.normalize import normalize_locomo, normalize_longmemeval
+from memobench.retrievers.retrieval import load_segment, run_segment
+from memobench.memo.termids import Vocab
+from memobench.memo.tokenize import SEQ, write_tokens
+from memobench.memo.variants import resolve
 
 U61 = Unicode61()
 

@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import snakemake, write_config
-from memobench.generate import write_longmemeval
+from memobench.tools.generate import write_longmemeval
 from test_fusion import reference_fusion
 
 HAVE_STATIC = all(importlib.util.find_spec(m) for m in ("safetensors", "tokenizers", "wordllama"))
@@ -133,7 +133,7 @@ def test_wordllama_equals_the_packages_own_embed_and_a_cosine(run, ds):
     normalized tables) and the question; a cosine in numpy ranks them."""
     from wordllama import WordLlama
 
-    from memobench.documents import haystack_documents
+    from memobench.retrievers.documents import haystack_documents
 
     work, _, _ = run
     norm = work / "results" / ds / "normalized"

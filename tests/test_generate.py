@@ -1,4 +1,4 @@
-"""Tests of memobench.generate: determinism, formats, sharing, edge cases."""
+"""Tests of memobench.tools.generate: determinism, formats, sharing, edge cases."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from pathlib import Path
 import ijson
 import pytest
 
-from memobench import generate as g
+from memobench.tools import generate as g
 
 HERE = Path(__file__).resolve()
 REAL_LOCOMO_CANDIDATES = [
@@ -110,7 +110,7 @@ def test_lme_deterministic(tmp_path, lme):
     assert sha(a) != sha(c)
     # a fresh interpreter with another hash seed, through the CLI
     env = dict(os.environ, PYTHONHASHSEED="12345")
-    subprocess.run([sys.executable, "-m", "memobench.generate", "longmemeval", "--out", str(b),
+    subprocess.run([sys.executable, "-m", "memobench.tools.generate", "longmemeval", "--out", str(b),
                     "--questions", "120", "--sessions", "16", "--seed", "7", "--quiet"],
                    check=True, env=env, capture_output=True)
     assert sha(b) == sha(a)

@@ -17,8 +17,8 @@ import textwrap
 import pytest
 
 from memobench.errors import DataError
-from memobench.jsonguard import MAX_DEPTH, MAX_NUMBER, Guard, LimitExceeded, check_bytes
-from memobench.normalize import normalize_cn, normalize_locomo, normalize_longmemeval
+from memobench.datasets.jsonguard import MAX_DEPTH, MAX_NUMBER, Guard, LimitExceeded, check_bytes
+from memobench.datasets.normalize import normalize_cn, normalize_locomo, normalize_longmemeval
 
 QUIET = lambda m: None  # noqa: E731
 LIMIT_AS = 1 << 30  # 1 GiB: the old code needed 24 GB for the 842 KB file below
@@ -117,7 +117,7 @@ def test_200000_brackets_stop_at_byte_64_in_bounded_memory(tmp_path):
     for lenient in (False, True):
         proc = run_limited(f"""
             from memobench.errors import DataError
-            from memobench.normalize import normalize_longmemeval
+            from memobench.datasets.normalize import normalize_longmemeval
             try:
                 normalize_longmemeval({str(raw)!r}, {str(tmp_path / 'n')!r}, log=lambda m: None, lenient={lenient})
             except DataError as e:
@@ -187,7 +187,7 @@ def test_4301_digit_integer_is_an_error_not_a_crash(tmp_path):
     for lenient in (False, True):
         proc = run_limited(f"""
             from memobench.errors import DataError
-            from memobench.normalize import normalize_longmemeval
+            from memobench.datasets.normalize import normalize_longmemeval
             try:
                 normalize_longmemeval({str(raw)!r}, {str(tmp_path / 'n')!r}, log=lambda m: None, lenient={lenient})
             except DataError as e:
@@ -232,7 +232,7 @@ def test_numbers_up_to_the_bound_are_read_as_the_harness_reads_them(tmp_path):
 
 @pytest.fixture(scope="module")
 def lme_file(tmp_path_factory):
-    from memobench.generate import write_longmemeval
+    from memobench.tools.generate import write_longmemeval
 
     path = tmp_path_factory.mktemp("g") / "g.json"
     write_longmemeval(path, n_questions=30, sessions_per_question=6, seed=4)

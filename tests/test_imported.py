@@ -1,4 +1,4 @@
-"""Imported runs read and checked without the workflow (src/memobench/imported.py):
+"""Imported runs read and checked without the workflow (src/memobench/retrieve/imported.py):
 each bad run file is one line naming the file, the line and the fix; questions
 absent from a run are counted misses; the skip rule and gold are the dataset's.
 The data: a small generated LongMemEval file (the generator's edge cases, a
@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from memobench import exports, metrics
+from memobench.evaluation import exports, metrics
 from memobench.errors import ConfigError, DataError
-from memobench.imported import ABSENT, _read_trec_columns, _read_trec_lines, decode_trec_id, import_segment
-from memobench.normalize import normalize_longmemeval
-from memobench.official import scoring_id, user_target_sessions
+from memobench.retrieve.imported import ABSENT, _read_trec_columns, _read_trec_lines, decode_trec_id, import_segment
+from memobench.datasets.normalize import normalize_longmemeval
+from memobench.evaluation.official import scoring_id, user_target_sessions
 from memobench.tables import read_table
-from memobench.variants import resolve
+from memobench.memo.variants import resolve
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +27,7 @@ def lme(tmp_path_factory):
     """Normalized tables of a generated file; haystack 0 holds its first session twice."""
     root = tmp_path_factory.mktemp("imported_lme")
     raw = root / "lme.json"
-    subprocess.run([sys.executable, "-m", "memobench.generate", "longmemeval", "--out", str(raw), "--questions",
+    subprocess.run([sys.executable, "-m", "memobench.tools.generate", "longmemeval", "--out", str(raw), "--questions",
                     "24", "--sessions", "6", "--seed", "7", "--spice", "--words", "4", "20", "--quiet"], check=True)
     items = json.loads(raw.read_text(encoding="utf-8"))
     first = next(i for i, x in enumerate(items) if isinstance(x, dict) and x.get("haystack_session_ids")
@@ -110,7 +110,7 @@ def test_lists_counts_and_absent_questions_are_misses_in_the_denominator(lme, tm
 
 def test_skipped_questions_are_the_family_rules_and_their_lists_are_ignored(lme, tmp_path):
     reference = resolve("v0.8.0", "s")
-    from memobench.harness import skip_reason
+    from memobench.retrievers.harness import skip_reason
 
     skipped = [q for q in lme["questions"] if q["haystack_id"] in lme["ids"] and not q["gold"]]
     assert skipped, "the generated file has a question with no gold"

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, data_dir, dry_run_jobs, snakemake, write_config
-from memobench import exports
-from memobench.imported import ABSENT, decode_trec_id
-from memobench.report import markdown_report
-from memobench.stats import compare, per_question
+from memobench.evaluation import exports
+from memobench.retrieve.imported import ABSENT, decode_trec_id
+from memobench.reporting.report import markdown_report
+from memobench.evaluation.stats import compare, per_question
 from memobench.tables import read_table
 
 COUNTS = ("items", "questions", "hit@1", "hit@5", "hit@10", "mrr_sum", "skipped", "by_type", "unrecorded",
@@ -223,7 +223,7 @@ def lme(tmp_path_factory):
     data = root / "data"
     data.mkdir()
     raw = data / "lme.json"
-    subprocess.run([sys.executable, "-m", "memobench.generate", "longmemeval", "--out", str(raw), "--questions",
+    subprocess.run([sys.executable, "-m", "memobench.tools.generate", "longmemeval", "--out", str(raw), "--questions",
                     "30", "--sessions", "8", "--seed", "7", "--spice", "--words", "4", "20", "--turns", "2", "6",
                     "--quiet"], check=True, capture_output=True)
     ds = {"format": "longmemeval", "family": "s", "file": "lme.json", "bytes": raw.stat().st_size, "segments": 2}

@@ -10,10 +10,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from memobench import official
+from memobench.evaluation import official
 from memobench.errors import DataError
-from memobench.normalize import normalize_locomo, normalize_longmemeval
-from memobench.retrieval import RANKINGS
+from memobench.datasets.normalize import normalize_locomo, normalize_longmemeval
+from memobench.retrievers.retrieval import RANKINGS
 
 L3 = math.log2(3)
 
@@ -218,8 +218,8 @@ def test_a_rankers_own_positions_score_the_copy_it_ranked(tmp_path):
     user target): the deep list of a ranker of documents holds each copy's
     position, and the official scorer and the retrieval log read that copy;
     a harness list (no positions) places the n-th occurrence at the n-th copy."""
-    from memobench import exports
-    from memobench.retrieval import DEEP
+    from memobench.evaluation import exports
+    from memobench.retrievers.retrieval import DEEP
 
     target, plain = _turns(("u", True), ("a", False)), _turns(("u", None))
     (tmp_path / "lme.json").write_text(json.dumps([

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, dry_run_jobs, snakemake, write_config
-from memobench import missing
-from memobench.generate import write_cn, write_locomo, write_longmemeval
+from memobench.datasets import missing
+from memobench.tools.generate import write_cn, write_locomo, write_longmemeval
 
 
 # a progress line (memobench.progress): done[ / total] unit (share%, rate)
@@ -222,7 +222,7 @@ def test_a_target_of_a_missing_dataset_fails_in_one_line(tmp_path, http_dir):
     assert (tmp_path / target).exists()
 
 
-# --- the package side (memobench.missing) -----------------------------------
+# --- the package side (memobench.datasets.missing) -----------------------------------
 
 
 def test_missing_datasets_include_those_that_need_them_and_say_how_to_get_them(tmp_path):

@@ -93,11 +93,11 @@ def test_embeddings_report_each_batch_with_the_total(clock, tmp_path):
     """The MiniLM stage used to log nothing until a chunk of 4096 sessions was
     done (166 s of silence on LoCoMo's 272 sessions): now every batch, out of
     the total."""
-    dense = pytest.importorskip("memobench.baselines.dense")
-    from memobench.baselines.embeddings import embed_sessions
+    dense = pytest.importorskip("memobench.retrievers.baselines.dense")
+    from memobench.retrievers.baselines.embeddings import embed_sessions
     from memobench.errors import ConfigError
-    from memobench.generate import write_longmemeval
-    from memobench.normalize import normalize_longmemeval
+    from memobench.tools.generate import write_longmemeval
+    from memobench.datasets.normalize import normalize_longmemeval
 
     try:
         model = dense.MiniLM(device="cpu", batch_size=4)

@@ -1,5 +1,5 @@
 """A user's own Python retriever as a variant (config ``variants.<name>.retriever``,
-src/memobench/pyretriever.py, docs/retrievers.md), end to end through
+src/memobench/retrievers/pyretriever.py, docs/retrievers.md), end to end through
 Snakemake: a retriever file and the helper module it imports, written into a
 scratch folder, ranked on LoCoMo (the real file's first conversation) and a
 generated LongMemEval file in two segments; a second retriever, named as a
@@ -112,7 +112,7 @@ def _user_module(path, name):
 def _raw_questions(data, ds):
     """(question, haystack) per question id, from the raw file as a user reads it:
     LongMemEval's user turns, LoCoMo's turns, each joined with single spaces; and the gold."""
-    from memobench.pyretriever import Haystack, Question
+    from memobench.retrievers.pyretriever import Haystack, Question
 
     out = {}
     if ds == "lme":
@@ -190,7 +190,7 @@ def test_lists_and_metrics_equal_the_functions_called_directly(run, ds, variant)
 def test_prepare_runs_once_per_distinct_document(run):
     """One prepare job per dataset: every distinct document of the file once,
     each value prepare's own for that document."""
-    from memobench.pyretriever import text_hash
+    from memobench.retrievers.pyretriever import text_hash
 
     work, data, _, _ = run
     index = _user_module(work / "retr" / "my_index.py", "direct_my_index2")
@@ -334,7 +334,7 @@ BAD_RETURNS = {
 def tiny(tmp_path_factory):
     """The committed tiny LongMemEval file normalized, a file of bad retrievers,
     and the first question a retriever ranks."""
-    from memobench import normalize
+    from memobench.datasets import normalize
 
     root = tmp_path_factory.mktemp("bad_returns")
     normalize.normalize_longmemeval(REPO / ".test/data/lme_tiny.json", root, log=lambda m: None)
@@ -351,8 +351,8 @@ def tiny(tmp_path_factory):
 
 
 def _rank(root, func, name="bad"):
-    from memobench import retrievers
-    from memobench.variants import python_variant
+    from memobench.retrievers import registry as retrievers
+    from memobench.memo.variants import python_variant
 
     v = python_variant(name, "s", {"retriever": {"callable": f"{root}/{func}"}} if ":" in func else
                        {"retriever": {"callable": f"{root}/bad.py:{func}"}})
@@ -364,7 +364,7 @@ def _rank(root, func, name="bad"):
 
 @pytest.mark.parametrize("func", sorted(BAD_RETURNS))
 def test_a_bad_return_is_one_line_naming_variant_question_and_problem(tiny, func):
-    from memobench.pyretriever import RetrieverError
+    from memobench.retrievers.pyretriever import RetrieverError
 
     root, first = tiny
     with pytest.raises(RetrieverError) as e:
@@ -382,7 +382,7 @@ def test_a_bad_return_is_one_line_naming_variant_question_and_problem(tiny, func
     ("json.py:rank", r"the module name 'json' is already taken by \S+; rename json.py"),
 ])
 def test_a_callable_that_cannot_be_loaded_is_one_line(tiny, callable_, why):
-    from memobench.pyretriever import RetrieverError
+    from memobench.retrievers.pyretriever import RetrieverError
 
     root, _ = tiny
     with pytest.raises(RetrieverError) as e:
@@ -392,9 +392,9 @@ def test_a_callable_that_cannot_be_loaded_is_one_line(tiny, callable_, why):
 
 
 def test_a_bad_prepare_return_is_one_line(tmp_path):
-    from memobench import normalize
-    from memobench.pyretriever import RetrieverError, prepare_sessions
-    from memobench.variants import python_variant
+    from memobench.datasets import normalize
+    from memobench.retrievers.pyretriever import RetrieverError, prepare_sessions
+    from memobench.memo.variants import python_variant
 
     normalize.normalize_longmemeval(REPO / ".test/data/lme_tiny.json", tmp_path, log=lambda m: None)
     (tmp_path / "prep.py").write_text("def embed(texts):\n    return texts[1:]\n", encoding="utf-8")
@@ -449,7 +449,7 @@ def test_sources_are_the_file_and_its_local_imports(tmp_path):
     """The fingerprint's files: the callable's module and what it imports from
     its folder or package, however written; not third-party modules, not
     neighbours it does not import."""
-    from memobench.pyretriever import sources
+    from memobench.retrievers.pyretriever import sources
 
     pkg = tmp_path / "pkg"
     (pkg / "sub").mkdir(parents=True)

@@ -11,7 +11,7 @@ retrieval or variants code). Here the project's public entry points
   everything but the fallback time, shuffled keys, an orphan date key, an
   empty session, turns without ``text`` or with null/numeric text, falsy,
   numeric and duplicate ``dia_id``s, numeric evidence, an empty window, a
-  missing category), and ``memobench.generate.write_locomo(spice=True)``;
+  missing category), and ``memobench.tools.generate.write_locomo(spice=True)``;
 * small LongMemEval-format files built below: a clean one and spiced ones
   (accents, Han, astral characters, Kelvin sign, dotted I, unparseable or
   missing dates, missing/null/numeric ids, empty and null sessions, turns
@@ -23,7 +23,7 @@ retrieval or variants code). Here the project's public entry points
   id tie-break, UTF-16 id order, the dates fallback against a 1970 date, the
   n >= 2 gate, null ids/contents, duplicate ids in P and T, UTF-16 pair
   lengths in exp6), under families ``s`` and ``m``;
-* files from ``memobench.generate.write_longmemeval`` when that module exists,
+* files from ``memobench.tools.generate.write_longmemeval`` when that module exists,
   two of them with session ids repeated inside haystacks (``repeat_ids``; one
   where the entries of an id may differ in length, which exp6.cjs rejects and
   exp6-m.cjs ranks, docs/edge-cases.md), and one whose ``haystack_session_ids``
@@ -46,18 +46,20 @@ import pytest
 
 from naive import reference_exp6, reference_locomo, reference_run
 
-from memobench import normalize, retrievers, variants
+from memobench.datasets import normalize
+from memobench.retrievers import registry as retrievers
+from memobench.memo import variants
 
 VARIANTS = ["v0.8.0", "v0.5.0", "v0.4.0", "v0.8.0-index"]
 
 try:  # written concurrently by someone else; used when present
-    from memobench.generate import write_locomo, write_longmemeval  # type: ignore
+    from memobench.tools.generate import write_locomo, write_longmemeval  # type: ignore
 except Exception:  # pragma: no cover - depends on the tree state
     write_longmemeval = write_locomo = None
 
 
 # ---------------------------------------------------------------------------
-# A small spiced LongMemEval-format generator (independent of memobench.generate)
+# A small spiced LongMemEval-format generator (independent of memobench.tools.generate)
 # ---------------------------------------------------------------------------
 
 WORDS = (
@@ -552,7 +554,7 @@ def test_fixture_exercises_the_limit_and_the_skips(lme_dataset):
     assert any(r["rank"] == 1 for r in r500 if r["status"] == "evaluated")
 
 
-@pytest.mark.skipif(write_longmemeval is None, reason="memobench.generate absent")
+@pytest.mark.skipif(write_longmemeval is None, reason="memobench.tools.generate absent")
 def test_uneven_id_lists_move_counts_not_lists(lme_dataset):
     """On the uneven file the harness gold (raw id list) and a gold read from the
     session ids really disagree, both ways, and the project's skips, denominator,
@@ -560,8 +562,8 @@ def test_uneven_id_lists_move_counts_not_lists(lme_dataset):
     from naive import lme_gold, lme_sessions
 
     from memobench.jsmath import js_string
-    from memobench.metrics import compute
-    from memobench.tokenize import seq_ascii
+    from memobench.evaluation.metrics import compute
+    from memobench.memo.tokenize import seq_ascii
 
     raw, norm, d = lme_dataset("gen-uneven")
     items = json.loads(raw.read_text(encoding="utf-8"))

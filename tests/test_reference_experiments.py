@@ -22,10 +22,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import reference_experiments as ref  # noqa: E402
 
-from memobench.generate import write_cn, write_longmemeval  # noqa: E402
-from memobench.normalize import normalize_cn, normalize_longmemeval  # noqa: E402
-from memobench.retrieval import load_segment, run_segment  # noqa: E402
-from memobench.variants import resolve  # noqa: E402
+from memobench.tools.generate import write_cn, write_longmemeval  # noqa: E402
+from memobench.datasets.normalize import normalize_cn, normalize_longmemeval  # noqa: E402
+from memobench.retrievers.retrieval import load_segment, run_segment  # noqa: E402
+from memobench.memo.variants import resolve  # noqa: E402
 
 QUIET = lambda m: None  # noqa: E731
 
@@ -316,7 +316,7 @@ def test_cn(datasets, which, lme):
 def test_uneven_id_lists_counts(datasets, variant, family, which, lme):
     """Where the id list and the sessions differ in length: the denominator, the
     skips, the hit counts and the MRR sum equal the reference's."""
-    from memobench.metrics import compute
+    from memobench.evaluation.metrics import compute
 
     path, d = datasets[which]
     lme_path, lme_dir = datasets[lme]

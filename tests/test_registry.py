@@ -9,10 +9,10 @@ import pytest
 import yaml
 
 from conftest import REPO
-from memobench import engine, recipe, tokenize
+from memobench.memo import engine, recipe, tokenize
 from memobench.errors import ConfigError
 from memobench.stages import all_stages, check_names
-from memobench.variants import known_variants, resolve
+from memobench.memo.variants import known_variants, resolve
 
 STAGES = all_stages()
 
@@ -130,7 +130,7 @@ def test_retrieve_stage_finds_the_workflow_script():
 
 
 def test_reference_backends_are_the_baselines_retrievers():
-    from memobench import baselines
+    from memobench.retrievers import baselines
 
     assert recipe.REFERENCE_BACKENDS == baselines.NAMES
     assert set(recipe.REFERENCE_BACKENDS) <= set(recipe.FIELDS["backend"].metadata["choices"])
@@ -153,8 +153,8 @@ def test_retrieve_stage_declares_what_every_backend_reads():
     the Memo and reference backends) is the one place saying what a variant
     reads: the retrieve stage requires what every retriever reads and allows
     the rest."""
-    from memobench.retrievers import inputs_of
-    from memobench.variants import fusion_variant, python_variant
+    from memobench.retrievers.registry import inputs_of
+    from memobench.memo.variants import fusion_variant, python_variant
 
     st = STAGES["retrieve"]
     reads = {b: inputs_of(variants_with_backend(b)) for b in recipe.FIELDS["backend"].metadata["choices"]}

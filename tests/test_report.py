@@ -18,10 +18,12 @@ import pyarrow.parquet as pq
 import pytest
 
 import browser
-from memobench import analyze, cli, doc, falsifier, metrics, missing, official, stats
-from memobench import report
-from memobench.report import build_report
-from memobench.retrieval import OUTCOMES
+from memobench.evaluation import analyze, falsifier, metrics, official, stats
+from memobench import cli, doc
+from memobench.datasets import missing
+from memobench.reporting import report
+from memobench.reporting.report import build_report
+from memobench.retrievers.retrieval import OUTCOMES
 
 # a question type, a LoCoMo category, a variant's description or a reason holding
 # a cell separator, a line break, markup, a code span and a script

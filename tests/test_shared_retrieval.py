@@ -11,9 +11,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import snakemake, write_config
-from memobench import normalize, retrieval, retrievers, tokenize, variants
-from memobench.generate import write_longmemeval
-from memobench.shared_retrieval import siblings, read_plan, stored_key, write_plan, write_segment_shared
+from memobench.datasets import normalize
+from memobench.retrievers import retrieval, registry as retrievers
+from memobench.memo import tokenize, variants
+from memobench.tools.generate import write_longmemeval
+from memobench.retrieve.shared_retrieval import siblings, read_plan, stored_key, write_plan, write_segment_shared
 
 QUIET = lambda *a, **k: None  # noqa: E731
 KINDS = ("rankings", "outcomes", "deep")
@@ -202,7 +204,7 @@ def _damage(entry: dict, seal, how: str) -> None:
 def test_a_damaged_entry_is_never_copied(tables, tmp_path, how, capsys):
     """A sibling's entry whose bytes are not what was sealed, or that has no
     seal, is removed and the job ranks its own lists (which equal the true ones)."""
-    from memobench.shared_retrieval import _entry, _seal_path
+    from memobench.retrieve.shared_retrieval import _entry, _seal_path
 
     cfg = _config(["v0.8.0", "v0.5.0"])
     assert _run(tables, tmp_path, "v0.8.0", cfg)["computed"] == ["v0.8.0", "v0.5.0"]
@@ -227,7 +229,7 @@ def test_a_damaged_entry_is_never_copied(tables, tmp_path, how, capsys):
 def test_an_unsealed_entry_is_ranked_again_by_the_next_pass(tables, tmp_path):
     """Tables left without their seal (a kill between the two) are not taken
     as waiting for their job: the next sibling pass ranks and seals them."""
-    from memobench.shared_retrieval import _entry, _seal_path
+    from memobench.retrieve.shared_retrieval import _entry, _seal_path
 
     cfg = _config(["v0.8.0", "v0.5.0"])
     _run(tables, tmp_path, "v0.8.0", cfg)

@@ -8,9 +8,11 @@ from __future__ import annotations
 import pyarrow.parquet as pq
 import pytest
 
-from memobench import normalize, retrieval, retrievers, tokenize, variants
-from memobench.fts5 import PhraseMatcher, Unicode61
-from memobench.generate import write_longmemeval
+from memobench.datasets import normalize
+from memobench.retrievers import retrieval, registry as retrievers
+from memobench.memo import tokenize, variants
+from memobench.memo.fts5 import PhraseMatcher, Unicode61
+from memobench.tools.generate import write_longmemeval
 
 QUIET = lambda *a, **k: None  # noqa: E731
 
@@ -56,7 +58,7 @@ def test_locomo_variants_together(tmp_path, locomo_path):
 def test_matcher_rows_cut_to_each_limit(tmp_path):
     """Rows found once at the largest LIMIT, cut per caller, equal a real FTS5
     query at the caller's own LIMIT (the common words hit the cut)."""
-    from memobench.engine import Corpus, FtsBackend
+    from memobench.memo.engine import Corpus, FtsBackend
 
     raw = tmp_path / "lme.json"
     write_longmemeval(raw, n_questions=3, sessions_per_question=40, seed=9)
@@ -81,7 +83,7 @@ def test_a_variant_returning_to_a_haystack_after_a_skip_reloads_the_shared_match
     """v0.8.0 skips the Han-only question (no ascii tokens) that cn-A ranks on
     another haystack; back on the first haystack its FTS rows must be that
     haystack's, not the one cn-A left in the shared matcher."""
-    from memobench.engine import Corpus, Haystack
+    from memobench.memo.engine import Corpus, Haystack
 
     texts = {0: ["apple pie recipe"], 1: ["banana bread"], 2: ["nothing"],
              10: ["x"], 11: ["y"], 12: ["z"], 13: ["w"], 14: ["cherry tart 苹果"]}
@@ -103,7 +105,7 @@ def test_a_variant_returning_to_a_haystack_after_a_skip_reloads_the_shared_match
 
 def test_event_tokens_of_a_session_not_yet_tokenized():
     """Its tokens may be new to the vocabulary when it is asked."""
-    from memobench.engine import Corpus
+    from memobench.memo.engine import Corpus
 
     corpus = Corpus({0: (["Hello world", "again"], [11, 5]), 1: (["new words"], [9])})
     assert corpus.event_tokens(1, "ascii") == [["new", "words"]]

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memobench import exports, stats
+from memobench.evaluation import exports, stats
 from memobench.errors import DataError
-from memobench.retrieval import OUTCOMES, RANKINGS
+from memobench.retrievers.retrieval import OUTCOMES, RANKINGS
 
 
 def _rng():

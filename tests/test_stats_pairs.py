@@ -16,8 +16,8 @@ import pytest
 from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 
-from memobench import stats
-from memobench.retrieval import OUTCOMES
+from memobench.evaluation import stats
+from memobench.retrievers.retrieval import OUTCOMES
 
 TYPES = ("knowledge-update", "multi-session", "temporal-reasoning")
 

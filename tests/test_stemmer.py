@@ -1,4 +1,4 @@
-"""Tests for memobench.stemmer, the port of the ``stemmer`` npm package v2.0.1.
+"""Tests for memobench.memo.stemmer, the port of the ``stemmer`` npm package v2.0.1.
 
 docs/harnesses.md#the-stemmer.  Every expected value below was produced by the real
 package (``npm install stemmer@2.0.1``, node v20,
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from memobench.stemmer import stem
+from memobench.memo.stemmer import stem
 
 ORACLE = Path(__file__).parent / "data" / "stemmer_oracle.tsv"
 

@@ -3,7 +3,7 @@
 JavaScript's ``JSON.parse`` keeps a lone surrogate escape (``\\ud83d`` not
 followed by a low one) as one UTF-16 code unit; Python's ``json`` keeps it as
 one code point. Checked here, on hand-made documents and on files from
-``memobench.generate`` with ``surrogates``:
+``memobench.tools.generate`` with ``surrogates``:
 
 * the LongMemEval reader (ijson behind ``jsonguard.LoneEscapes``) gives exactly
   ``json.loads``'s strings, at every read size, and exact error bytes;
@@ -36,15 +36,15 @@ from test_reference_equivalence import compare, lme_reference, run_project
 import reference_experiments as refx
 from test_reference_experiments import compare as compare_exp, project as project_exp
 
-from memobench import exports, official
-from memobench.baselines import session_documents
+from memobench.evaluation import exports, official
+from memobench.retrievers.baselines import session_documents
 from memobench.errors import DataError
-from memobench.fts5 import Unicode61
-from memobench.generate import SURROGATE_CASES, write_cn, write_locomo, write_longmemeval
-from memobench.jsonguard import GuardedReader, restore
-from memobench.normalize import normalize_cn, normalize_locomo, normalize_longmemeval
+from memobench.memo.fts5 import Unicode61
+from memobench.tools.generate import SURROGATE_CASES, write_cn, write_locomo, write_longmemeval
+from memobench.datasets.jsonguard import GuardedReader, restore
+from memobench.datasets.normalize import normalize_cn, normalize_locomo, normalize_longmemeval
 from memobench.tables import exact_text
-from memobench.tokenize import SEQ, STOP_BASE, WINDOWS
+from memobench.memo.tokenize import SEQ, STOP_BASE, WINDOWS
 
 QUIET = lambda *a, **k: None  # noqa: E731
 LONE = re.compile("[\ud800-\udfff]")

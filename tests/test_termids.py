@@ -8,10 +8,10 @@ import pyarrow.parquet as pq
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memobench.fts5 import Unicode61
-from memobench.termids import (SEPARATOR, Concat, HayEvents, Vocab, id_lists, read_vocab, token_stream,
+from memobench.memo.fts5 import Unicode61
+from memobench.memo.termids import (SEPARATOR, Concat, HayEvents, Vocab, id_lists, read_vocab, token_stream,
                                with_separators, write_token_ids)
-from memobench.tokenize import ASCII_TOKEN, SEQ, joined_tokens
+from memobench.memo.tokenize import ASCII_TOKEN, SEQ, joined_tokens
 
 WORDS = st.sampled_from(["a", "b", "ab", "the", "x1", "漢字", "é"])
 
@@ -66,7 +66,7 @@ def test_token_stream_gives_unicode61s_tokens(texts):
 
 def test_token_stream_sends_a_text_with_a_long_ascii_token_to_the_tokenizer():
     """FTS5 cuts a token at 32,768 bytes: a longer ASCII run is the tokenizer's."""
-    from memobench.fts5 import _LONG, MAX_TOKEN_BYTES
+    from memobench.memo.fts5 import _LONG, MAX_TOKEN_BYTES
 
     u61 = Unicode61()
     texts = ["short words", "a " + "x" * (MAX_TOKEN_BYTES + 5) + " b", "Tail"]
@@ -170,7 +170,7 @@ def test_id_lists_gives_the_selected_rows(rows, data):
 @given(TEXTS, st.integers(1, 12))
 def test_a_batch_cut_into_pieces_gives_the_same_table(tmp_path_factory, texts, size):
     """The pieces a batch is tokenized in (a bound on memory) change no id."""
-    import memobench.termids as termids
+    import memobench.memo.termids as termids
 
     u61 = Unicode61()
     batch = [(pa.array(range(len(texts)), pa.int32()), pa.array(texts, pa.string()))]
@@ -191,7 +191,7 @@ def test_a_token_fts5_cuts_inside_a_character_round_trips(tmp_path):
     """FTS5 cuts a token at 32,768 bytes, here inside a three-byte character:
     the cut token (a lone surrogate at its end) is written and read back, and
     is the one a query of that text asks."""
-    from memobench.fts5 import _LONG
+    from memobench.memo.fts5 import _LONG
 
     u61 = Unicode61()
     texts = ["a " + "漢" * 10923 + " b", "漢漢"]

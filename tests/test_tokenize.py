@@ -1,4 +1,4 @@
-"""Tests for memobench.tokenize (docs/harnesses.md#tokenizers to #phrases, and #where-unicode61-and-the-js-tokens-disagree).
+"""Tests for memobench.memo.tokenize (docs/harnesses.md#tokenizers to #phrases, and #where-unicode61-and-the-js-tokens-disagree).
 
 * pinned examples from docs/harnesses.md;
 * property-based differential tests against real SQLite FTS5 unicode61
@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 from memobench.jsmath import utf16_len
 from naive import occurrences as occ  # docs/harnesses.md's occ(E, P), written independently
-from memobench.tokenize import (
+from memobench.memo.tokenize import (
     HAN_CLASS,
     SEQ,
     STOP_A1,

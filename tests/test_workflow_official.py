@@ -14,8 +14,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import data_dir, snakemake, write_config
-from memobench import official
-from memobench.generate import write_longmemeval
+from memobench.evaluation import official
+from memobench.tools.generate import write_longmemeval
 
 ir_measures = pytest.importorskip("ir_measures")
 from ir_measures import RR, Success  # noqa: E402

@@ -34,7 +34,7 @@ def test_up_to_date(project):
 
 def test_engine_edit_reruns_retrieval_merge_report_only(project):
     proj = project[0]
-    engine = proj / "src" / "memobench" / "engine.py"
+    engine = proj / "src" / "memobench" / "memo" / "engine.py"
     original = engine.read_text()
     try:
         engine.write_text(original + "\n# an edit\n")
@@ -47,7 +47,7 @@ def test_engine_edit_reruns_retrieval_merge_report_only(project):
 
 def test_normalize_edit_reruns_normalize_not_download_or_verify(project):
     proj = project[0]
-    code = proj / "src" / "memobench" / "normalize.py"
+    code = proj / "src" / "memobench" / "datasets" / "normalize.py"
     original = code.read_text()
     try:
         code.write_text(original + "\n# an edit\n")

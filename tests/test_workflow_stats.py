@@ -11,7 +11,7 @@ import json
 import pytest
 
 from conftest import dry_run_jobs, snakemake, write_config
-from memobench.official import LOCOMO_CATEGORIES
+from memobench.evaluation.official import LOCOMO_CATEGORIES
 
 VARIANTS = ["v0.8.0", "v0.8.0-index", "v0.5.0", "v0.4.0"]
 

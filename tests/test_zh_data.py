@@ -1,4 +1,4 @@
-"""Checks for the project's own Chinese functional set (memobench.zh_data).
+"""Checks for the project's own Chinese functional set (memobench.datasets.zh_data).
 
 * structure (docs/harnesses.md#the-zh-set): ten sessions, eleven queries, their golds,
   where each query's leading Han run comes from, the ceiling control, and
@@ -16,9 +16,9 @@ import sqlite3
 
 import pytest
 
-from memobench.engine import Corpus, Haystack, Ranker, Recipe
-from memobench.tokenize import HAN_CLASS, seq_ascii, seq_zh, window_070, window_cf
-from memobench.zh_data import QUERIES, SESSIONS, pieces
+from memobench.memo.engine import Corpus, Haystack, Ranker, Recipe
+from memobench.memo.tokenize import HAN_CLASS, seq_ascii, seq_zh, window_070, window_cf
+from memobench.datasets.zh_data import QUERIES, SESSIONS, pieces
 
 HAN_RUN = re.compile("[" + HAN_CLASS + "]+")  # maximal Script=Han runs, any length
 ZH_PUNCT = "，。？！；：、"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .variants import FAMILIES, builtin, references
+from .memo.variants import FAMILIES, builtin, references
 
 
 def harness_text(harnesses: dict[str, str]) -> str:
@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return score(args)
     if args.command == "recipe-table":
-        from .recipe import markdown_table
+        from .memo.recipe import markdown_table
 
         print(markdown_table(), end="")
     if args.command == "variants":

@@ -10,7 +10,7 @@ link, a tag or an entity) and folds line breaks into spaces; HTML is
 by parsing the Markdown back, so a ``|`` in a value stays inside its cell.
 
 Inline content is a string, or a list of parts: plain strings, :class:`Code`
-(a code span) and :class:`Strong`. Stdlib only: :mod:`memobench.missing`,
+(a code span) and :class:`Strong`. Stdlib only: :mod:`memobench.datasets.missing`,
 which the workflow's input functions import, writes its section with it.
 """
 

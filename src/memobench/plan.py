@@ -17,10 +17,10 @@ import re
 from . import layout
 from .config import LME_FORMATS, RESERVED, SAFE_NAME, dataset_family
 from .errors import ConfigError
-from .fts5 import FTS5_TOKENS
-from .recipe import EMBEDDING_INPUTS
+from .memo.fts5 import FTS5_TOKENS
+from .memo.recipe import EMBEDDING_INPUTS
 from .tables import TABLES
-from .variants import resolve, to_spec
+from .memo.variants import resolve, to_spec
 
 # the normalize rule's tables (memobench.tables.TABLES), in the order it writes them
 TABLE_NAMES = list(TABLES)
@@ -178,7 +178,7 @@ def search_inputs(config: dict, ds: str, names, seq: str, variant: str | None = 
                   segment: str | None = None, fused=()) -> dict:
     """The paths of the named inputs (``names``) of a job that ranks a
     dataset's questions: which ones a variant reads is its retriever's
-    (memobench.retrievers.inputs_of; memobench.recipe.input_names for the
+    (memobench.retrievers.registry.inputs_of; memobench.memo.recipe.input_names for the
     Memo and reference backends: the FTS5 tokens only for the FTS backend, no
     tokens for a reference retriever, its session vectors for an embedding
     retriever, a user retriever's prepared table when it has a prepare step,
@@ -327,7 +327,7 @@ def result_jobs(config: dict, specs: dict, logs) -> list[tuple[str, dict]]:
     return out + [("report", {}), ("manifest", {})]
 
 
-# --------------------------------------------------------------------------- missing datasets (memobench.missing)
+# --------------------------------------------------------------------------- missing datasets (memobench.datasets.missing)
 
 
 def drop_datasets(paths, datasets) -> list[str]:
@@ -344,12 +344,12 @@ def without_downloads(config: dict, paths) -> list[str]:
 
 
 def end_lines(config: dict, planned) -> list[str]:
-    """What the end of a run says about its missing datasets (memobench.missing.end_lines):
+    """What the end of a run says about its missing datasets (memobench.datasets.missing.end_lines):
     those of ``planned`` (the datasets whose download job the run holds) whose
     raw file is not there and whose receipt records a failed download, and
     those that search their haystacks. Read from the receipts themselves,
     whatever ran before."""
-    from .missing import end_lines as lines_of, find_missing, read_receipt
+    from .datasets.missing import end_lines as lines_of, find_missing, read_receipt
 
     receipts = {ds: read_receipt(layout.path(layout.RAW_RECEIPT, dataset=ds)) for ds in downloaded_datasets(config)
                 if ds in planned and not os.path.exists(raw_path(config, ds))}

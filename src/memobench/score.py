@@ -22,7 +22,7 @@ from pathlib import Path
 from . import layout
 from .config import RESERVED, SAFE_NAME, dataset_family, validate
 from .errors import ConfigError
-from .variants import RUN_FORMATS, known_variants, resolve
+from .memo.variants import RUN_FORMATS, known_variants, resolve
 
 REPO = Path(__file__).resolve().parents[2]
 REFERENCE = "v0.8.0"
@@ -120,7 +120,7 @@ def run_snakemake(cmd: list[str]) -> None:
 
 def _rate(m: dict, key: str) -> str:
     from .jsmath import to_fixed
-    from .metrics import pct
+    from .evaluation.metrics import pct
 
     if key == "mrr":
         return to_fixed(m["mrr"], 4) if m.get("mrr") is not None else "-"
@@ -153,8 +153,8 @@ def main(args) -> int:
 
 
 def score(args) -> str:
-    from .published import published
-    from .stats import METRICS, compare, fmt_ci, per_question
+    from .evaluation.published import published
+    from .evaluation.stats import METRICS, compare, fmt_ci, per_question
 
     run = Path(args.run).resolve()
     if not run.is_file():

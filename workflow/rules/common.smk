@@ -9,16 +9,16 @@ import sys
 sys.path.insert(0, os.path.join(workflow.basedir, "src"))  # the package, installed or not
 
 from memobench import layout, plan
-from memobench.analyze import RECIPE as ANALYZE_RECIPE
+from memobench.evaluation.analyze import RECIPE as ANALYZE_RECIPE
 from memobench.config import retrieval_log_pairs, validate
 from memobench.errors import ConfigError
 from memobench.fingerprint import stage_fingerprint
-from memobench.fts5 import FTS5_TOKENS
-from memobench.missing import attempt_param, read_receipt
+from memobench.memo.fts5 import FTS5_TOKENS
+from memobench.datasets.missing import attempt_param, read_receipt
 from memobench.provenance import file_stamp
-from memobench.recipe import EMBEDDING_INPUTS, FIELDS, input_names
-from memobench.retrievers import code_fingerprint, inputs_of
-from memobench.variants import from_spec
+from memobench.memo.recipe import EMBEDDING_INPUTS, FIELDS, input_names
+from memobench.retrievers.registry import code_fingerprint, inputs_of
+from memobench.memo.variants import from_spec
 
 
 def fail(msg):
@@ -148,7 +148,7 @@ _ATTEMPTS = {}
 
 
 def download_attempt(w):
-    """The download checkpoint's `attempt` param (memobench.missing.attempt_param):
+    """The download checkpoint's `attempt` param (memobench.datasets.missing.attempt_param):
     it changes while the receipt records a failed download, so every run
     retries it, and says so in Snakemake's rerun reason. Computed once per
     dataset and run: Snakemake deletes the receipt before the job runs and may
@@ -206,7 +206,7 @@ def prepare_spec(w):
 
 
 def prepare_code(w):
-    from memobench.pyretriever import prepare_fingerprint
+    from memobench.retrievers.pyretriever import prepare_fingerprint
 
     try:
         return prepare_fingerprint(from_spec(prepare_spec(w)), STAGE_SCRIPT_PATH)

@@ -9,7 +9,7 @@
 # Device (minilm): a CUDA GPU through PyTorch when both are present, else the
 # CPU; wordllama runs on the CPU.
 
-from memobench.baselines.embeddings import code_fingerprint as embeddings_code
+from memobench.retrievers.baselines.embeddings import code_fingerprint as embeddings_code
 
 
 rule embeddings:

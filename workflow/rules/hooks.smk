@@ -3,16 +3,16 @@
 # checkpoints. Each touches Snakemake's internals (workflow.dag,
 # workflow.scheduler, snakemake.exceptions), which are no public API, so each
 # says why it exists and what happens when the internal is not there. The
-# logic they run is the package's (memobench.plan, memobench.missing).
+# logic they run is the package's (memobench.plan, memobench.datasets.missing).
 
 from snakemake.exceptions import IncompleteCheckpointException
 
-from memobench.missing import find_missing
+from memobench.datasets.missing import find_missing
 
 
 # --------------------------------------------------------------------------- missing datasets
 # A download that fails is recorded in the dataset's receipt, not a failed job
-# (src/memobench/missing.py): the run finishes every dataset it can, the
+# (src/memobench/datasets/missing.py): the run finishes every dataset it can, the
 # report lists the missing ones, and the last rule (datasets.smk) fails while
 # any is missing. The report's, the manifest's and the last rule's input
 # functions (present_only, datasets_receipts in common.smk) wait here for
@@ -21,7 +21,7 @@ from memobench.missing import find_missing
 
 
 def missing_datasets():
-    """{dataset: why} of the run's datasets that cannot run (memobench.missing).
+    """{dataset: why} of the run's datasets that cannot run (memobench.datasets.missing).
     Raises Snakemake's IncompleteCheckpointException while the download
     checkpoint of a dataset whose raw file is not there has yet to run (every
     receipt is an input of the report, so the downloads still run side by
@@ -52,7 +52,7 @@ def write_retrieve_plan():
     invocation runs. Snakemake's DAG is not a public API: without it the plan
     is marked incomplete and the jobs share only missing outputs (correct
     either way)."""
-    from memobench.shared_retrieval import write_plan
+    from memobench.retrieve.shared_retrieval import write_plan
 
     try:
         dag = workflow.dag

@@ -1,7 +1,7 @@
 # Imported runs (docs/imported-runs.md): a variant whose config entry has
 # `run: {file, format}` is another system's ranked lists, read from its file
 # into the segment tables a retrieve job writes, under the dataset's skip rule
-# (src/memobench/imported.py). merge, official metrics, stats, exports and the
+# (src/memobench/retrieve/imported.py). merge, official metrics, stats, exports and the
 # report then treat it like any variant. The file is an input, and its stamp
 # (size, mtime, inode) a param: replacing it reruns its own scoring only.
 

@@ -1,5 +1,5 @@
 # Tokenize every event once per tokenizer, for all segments and variants (the
-# FTS backend's unicode61 tokens are the tokenizer "fts5", src/memobench/fts5.py).
+# FTS backend's unicode61 tokens are the tokenizer "fts5", src/memobench/memo/fts5.py).
 
 
 rule tokens:

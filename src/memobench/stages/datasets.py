@@ -13,7 +13,7 @@ def datasets(job: Job) -> None:
     datasets (``run``) are there and which are missing (missing.py); the end
     of the run (datasets.smk) prints its lines and exits non-zero while one
     is missing."""
-    from ..missing import datasets_record, receipts_by_dataset
+    from ..datasets.missing import datasets_record, receipts_by_dataset
 
     record = datasets_record(job.params.run, receipts_by_dataset(job.input.get("receipts", [])), job.params.needs)
     for line in record["lines"]:

@@ -18,8 +18,8 @@ def download(job: Job) -> None:
     its end what to place where; a target of this dataset stops at its verify
     job with that line. ``attempt`` (missing.attempt_param; the receipt keeps
     it) is the rerun trigger that retries it."""
-    from ..download import DownloadError, fetch
-    from ..missing import missing_receipt, present_receipt, retry_line
+    from ..datasets.download import DownloadError, fetch
+    from ..datasets.missing import missing_receipt, present_receipt, retry_line
 
     p, dest = job.params, Path(job.params.raw)
     if dest.exists():

@@ -11,7 +11,7 @@ from .adapter import Job, stage
 
 @stage("falsify", inputs=["metrics"], outputs=["json", "md"])
 def falsify(job: Job) -> None:
-    from ..falsifier import compare, markdown
+    from ..evaluation.falsifier import compare, markdown
     from ..tables import write_text
 
     metrics = {}

@@ -14,9 +14,9 @@ def merge(job: Job) -> None:
     """A variant's segments merged, then the field's yardsticks on the merged
     deep list: official metrics (official.json) and the TREC run. One job, so
     a variant's results cost one process start."""
-    from .. import exports
-    from .. import official as off
-    from ..metrics import concat_rankings, merge_segments
+    from ..evaluation import exports
+    from ..evaluation import official as off
+    from ..evaluation.metrics import concat_rankings, merge_segments
     from ..tables import write_table
 
     i, o, w = job.input, job.output, job.wildcards

@@ -12,7 +12,7 @@ from .adapter import Job, stage
 @stage("normalize", optional=["verified", "base_questions"],
        outputs=["questions", "haystacks", "sessions", "events", "summary"], params=["raw", "format", "lenient"])
 def normalize(job: Job) -> None:
-    from .. import normalize as nz
+    from ..datasets import normalize as nz
 
     p, out_dir = job.params, str(Path(job.output.summary).parent)
     readers = {

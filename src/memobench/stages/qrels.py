@@ -7,6 +7,6 @@ from .adapter import Job, stage
 
 @stage("qrels", inputs=["questions"], outputs=["qrels"])
 def qrels(job: Job) -> None:
-    from ..exports import write_qrels
+    from ..evaluation.exports import write_qrels
 
     write_qrels(job.input.questions, job.output.qrels, log=job.log)

@@ -8,8 +8,8 @@ from .adapter import Job, stage
 @stage("report", inputs=["metrics", "extras", "manifest", "official", "stats", "exports"], optional=["receipts"],
        outputs=["md", "html", "plot", "forest", "heatmap"], params=["needs"])
 def report(job: Job) -> None:
-    from ..missing import find_missing, receipts_by_dataset
-    from ..report import build_report
+    from ..datasets.missing import find_missing, receipts_by_dataset
+    from ..reporting.report import build_report
 
     i, o = job.input, job.output
     missing = find_missing(receipts_by_dataset(i.get("receipts", [])), job.params.needs)

@@ -10,7 +10,7 @@ from .adapter import Job, stage
 def retrievallog(job: Job) -> None:
     """A variant's retrieval log (LongMemEval formats), from its merged deep
     list, the official metrics of each question and the sessions' JSON."""
-    from ..exports import write_retrievallog
+    from ..evaluation.exports import write_retrievallog
 
     i = job.input
     write_retrievallog(job.params.fmt, i.questions, i.haystacks, i.events, i.deep, job.output.retrievallog,

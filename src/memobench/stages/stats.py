@@ -12,7 +12,7 @@ from .adapter import Job, stage
 def stats(job: Job) -> None:
     """Paired statistics of a dataset's variants; outcome files are grouped by
     their variant directory (results/{dataset}/{variant}/segments/...)."""
-    from ..stats import dataset_stats
+    from ..evaluation.stats import dataset_stats
 
     variants = dict(job.params.baselines)
     outcomes: dict[str, list] = {v: [] for v in variants}

@@ -7,6 +7,6 @@ from .adapter import Job, stage
 
 @stage("tokens", inputs=["events"], outputs=["tokens"])
 def tokens(job: Job) -> None:
-    from ..tokenize import write_tokens
+    from ..memo.tokenize import write_tokens
 
     write_tokens(job.input.events, job.wildcards.seq, job.output.tokens, log=job.log)

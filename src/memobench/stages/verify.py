@@ -12,13 +12,13 @@ from .adapter import Job, stage
 def verify(job: Job) -> None:
     """Check the raw file; a dataset whose download failed has none (raw_file
     in common.smk) and fails here, the one job a target of it reaches."""
-    from ..download import DownloadError
-    from ..download import verify as verify_file
+    from ..datasets.download import DownloadError
+    from ..datasets.download import verify as verify_file
     from ..provenance import file_stamp
 
     raw, p = job.input.raw, job.params
     if not raw:  # the download failed (missing.py): what to place where
-        from ..missing import how_to_get, read_receipt
+        from ..datasets.missing import how_to_get, read_receipt
 
         raise DownloadError(how_to_get(job.wildcards.dataset, read_receipt(job.input.receipt)))
     job.log(f"verifying {raw}: expecting {p.bytes} bytes" + (f" and sha256 {p.sha256}" if p.sha256 else ""))

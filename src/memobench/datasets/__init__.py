@@ -1,0 +1,5 @@
+"""datasets: reading and checking the raw data: downloads, the four normalized tables, the datasets a
+run could not get.
+
+Imports nothing: a subpackage's __init__ is in the code fingerprint of each of its
+modules (tests/test_layers.py)."""

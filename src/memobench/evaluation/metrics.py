@@ -1,0 +1,187 @@
+"""Metrics from per-question outcomes (docs/harnesses.md#metrics and docs/protocol.md#harness-metrics).
+
+Counts and sums are accumulated in question order, so a segmented run merges
+to exactly the numbers of an unsegmented one (rates are never averaged).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from ..jsmath import to_fixed
+
+
+def _block() -> dict:
+    return {"questions": 0, "hit@1": 0, "hit@5": 0, "hit@10": 0, "mrr_sum": 0.0}
+
+
+def _add(block: dict, rank: int) -> None:
+    block["questions"] += 1
+    if rank == 1:
+        block["hit@1"] += 1
+    if 1 <= rank <= 5:
+        block["hit@5"] += 1
+    if 1 <= rank <= 10:
+        block["hit@10"] += 1
+    if rank > 0:
+        block["mrr_sum"] += 1 / rank
+
+
+def _rates(block: dict, hit_denominator: int | None = None) -> dict:
+    """Rates as the harness prints them. exp4-m/exp5-m divide the hit counts by
+    ``evaluated`` (which includes their unrecorded empty-seq questions) while n
+    and the MRR use the recorded count: ``hit_denominator`` carries that."""
+    n = block["questions"]
+    d = n if hit_denominator is None else hit_denominator
+    out = dict(block)
+    out["hit_denominator"] = d
+    for k in ("hit@1", "hit@5", "hit@10"):
+        out[k + "_rate"] = block[k] / d if d else None
+    out["mrr"] = block["mrr_sum"] / n if n else None
+    return out
+
+
+def compute(outcomes: list[dict], segments: list[list[dict]] | None = None) -> dict:
+    """``outcomes``: rows of the outcomes table in question order."""
+    total = _block()
+    types: dict[str, dict] = {}
+    skipped: Counter = Counter()
+    forced: Counter = Counter()
+    unrecorded = 0
+    for row in outcomes:
+        if row["status"] == "skipped":
+            skipped[row["reason"]] += 1
+            continue
+        if row["status"] == "unrecorded":
+            unrecorded += 1
+            continue
+        _add(total, row["gold_rank"])
+        if row["reason"]:
+            forced[row["reason"]] += 1
+        if row["in_types"]:
+            _add(types.setdefault(row["question_type"], _block()), row["gold_rank"])
+    # The harnesses print types by n descending, ties in order of first appearance.
+    order = sorted(types, key=lambda t: -types[t]["questions"])
+    result = _rates(total, total["questions"] + unrecorded if unrecorded else None)
+    result["unrecorded"] = unrecorded
+    result["by_type"] = {t: _rates(types[t]) for t in order}
+    result["skipped"] = dict(sorted(skipped.items()))
+    result["counted_as_miss"] = dict(sorted(forced.items()))
+    result["items"] = len(outcomes)
+    pools = [row["pool_size"] for row in outcomes if row["status"] == "evaluated" and row["pool_size"] > 0]
+    result["mean_pool_size"] = sum(pools) / len(pools) if pools else None
+    # Expected hit@k of a uniformly random ranking of each question's pool.
+    result["random"] = {
+        f"hit@{k}": (sum(min(k, p) / p for p in pools) / len(pools) if pools else None) for k in (1, 5, 10)
+    }
+    if segments is not None:
+        segs = []
+        for i, seg in enumerate(segments, 1):
+            b = _block()
+            seg_unrecorded = 0
+            for row in seg:
+                if row["status"] == "evaluated":
+                    _add(b, row["gold_rank"])
+                elif row["status"] == "unrecorded":
+                    seg_unrecorded += 1
+            r = _rates(b, b["questions"] + seg_unrecorded if seg_unrecorded else None)
+            r["segment"] = i
+            r["mrr_printed"] = to_fixed(r["mrr"], 4) if r["mrr"] is not None else None
+            segs.append(r)
+        result["segments"] = segs
+        printed = [float(s["mrr_printed"]) for s in segs if s["mrr_printed"] is not None]
+        # The published exp6-m M total is the plain mean of the printed segment MRRs.
+        result["mrr_mean_of_printed_segments"] = sum(printed) / len(printed) if printed else None
+    return result
+
+
+def pct(count: int, n: int, digits: int = 1) -> str:
+    """``(100 * count / n).toFixed(digits)`` as the harnesses print it."""
+    return to_fixed(100 * count / n, digits) if n else "NaN"
+
+
+# --------------------------------------------------------------------------- merge stage
+
+# Parquet key-value metadata of an imported run's outcomes tables: what the
+# import read and counted (imported.import_segment), metrics.json's ``run``.
+IMPORTED_KEY = b"memobench.imported"
+
+
+def imported_summary(seg_tables) -> dict | None:
+    """The segments' import records as one: the file's fields once, the counts summed."""
+    import json
+
+    parts = [json.loads(t.schema.metadata[IMPORTED_KEY]) for t in seg_tables
+             if IMPORTED_KEY in (t.schema.metadata or {})]
+    if not parts:
+        return None
+    out = dict(parts[0])
+    for k in ("listed", "absent", "truncated"):
+        out[k] = sum(p[k] for p in parts)
+    ignored: Counter = Counter()
+    for p in parts:
+        ignored.update(p["ignored"])
+    out["ignored"] = dict(sorted(ignored.items()))
+    return out
+
+def concat_rankings(paths):
+    """The segments' ranking tables (top-10 or deep) in question order."""
+    import pyarrow as pa
+
+    from ..tables import read_table
+
+    t = pa.concat_tables([read_table(p) for p in paths])
+    return t.sort_by([("q_index", "ascending"), ("rank", "ascending")])
+
+
+def merge_segments(dataset: str, variant_spec: dict, rankings_in, outcomes_in, data_summary,
+                   rankings_out, questions_out, metrics_out, log=print) -> None:
+    """Merge a variant's segments: rankings concatenated in question order, the
+    per-question outcomes (with each list's length, so an evaluated question
+    with an empty list is visible), and the counts recomputed over all
+    questions (never an average of rates)."""
+    import json
+    from pathlib import Path
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from ..provenance import PROVENANCE_KEY
+    from ..tables import read_table, write_json, write_table
+
+    rankings = concat_rankings(rankings_in)
+    seg_tables = [read_table(p).sort_by("q_index") for p in outcomes_in]
+    per_segment = [t.to_pylist() for t in seg_tables]
+    outcomes = [row for seg in per_segment for row in seg]
+    result = compute(outcomes, per_segment)
+
+    # list length per question: 0 for an evaluated question whose list is empty
+    counts = pc.value_counts(rankings.column("q_index")) if rankings.num_rows else []
+    n_ranked = {c["values"]: c["counts"] for c in (counts.to_pylist() if rankings.num_rows else [])}
+    questions = pa.concat_tables([t.replace_schema_metadata(None) for t in seg_tables])
+    questions = questions.append_column(
+        "n_ranked", pa.array([n_ranked.get(q, 0) for q in questions.column("q_index").to_pylist()], pa.int8()))
+    result["empty_lists"] = sum(1 for row in outcomes if row["status"] == "evaluated"
+                                and n_ranked.get(row["q_index"], 0) == 0)
+
+    # where each segment was computed (recorded by the retrieve job)
+    seen = []
+    for t in seg_tables:
+        raw = (t.schema.metadata or {}).get(PROVENANCE_KEY)
+        prov = json.loads(raw) if raw else None
+        if prov not in seen:
+            seen.append(prov)
+    meta = {"dataset": dataset, "variant": variant_spec["name"], "harness": variant_spec["harness"],
+            "description": variant_spec["description"], "recipe": variant_spec["recipe"],
+            "skip_rule": variant_spec["skip"], "baseline": variant_spec.get("baseline", ""),
+            "provenance": seen[0] if len(seen) == 1 else seen,
+            **({"run": {**variant_spec["run"], **(imported_summary(seg_tables) or {})}} if variant_spec.get("run") else {}),
+            # what normalization counted (date fallbacks, unmatched evidence, ...)
+            "data": {k: v for k, v in json.loads(Path(data_summary).read_text(encoding="utf-8")).items()
+                     if k != "source"}}
+    write_table(rankings_out, rankings)
+    write_table(questions_out, questions)
+    write_json(metrics_out, {**meta, **result})
+    log(f"{dataset} {variant_spec['name']}: {result['questions']} questions, hit@1 {result['hit@1']}, "
+        f"hit@5 {result['hit@5']}, hit@10 {result['hit@10']}, MRR sum {result['mrr_sum']}, "
+        f"{result['empty_lists']} empty lists")

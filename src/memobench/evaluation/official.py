@@ -1,0 +1,333 @@
+"""LongMemEval's official retrieval metrics (docs/protocol.md#official-metrics)
+and LoCoMo's evidence-session recall, computed from a variant's rankings.
+
+These sit beside the harness's hit@k and MRR (``metrics.py``) and never
+replace them: the harness scores ``answer_session_ids`` at the first gold rank;
+the official rules score *scoring ids* (session ids, ``answer`` renamed to
+``noans`` in a session whose user turns carry no ``has_answer``), gold = the
+scoring ids containing ``answer``, and average over every question of the file
+except abstention questions and questions with no user-side target.
+
+The question set is the file's, not the variant's: a question the variant gave
+no list for (a harness skip) is scored with an empty list, so every variant is
+averaged over the same questions (``not_ranked`` counts them).
+
+Two averaging conventions are both given (``conventions``): LongMemEval's
+``run_retrieval.py`` leaves out abstention and no-user-target questions (the
+top-level figures, kept as they were), its ``print_retrieval_metrics.py``,
+which printed the paper's tables, only abstentions; LoCoMo over every
+category and over categories 1-4. Each names its convention and its count.
+
+Rankings of any depth are accepted (``rankings.parquet`` holds the harness's
+top 10; a deeper table with the same columns gives the deeper figures); the
+depth used is reported, and metrics at k beyond it see a list shorter than k.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from ..config import LME_FORMATS
+from ..errors import DataError
+from ..progress import Progress
+from ..tables import read_table
+
+KS = (1, 3, 5, 10, 30, 50)
+# LoCoMo's question categories (``qa[].category``) by the names of the LoCoMo
+# paper's five QA types (Maharana et al. 2024): its evaluation code prints the
+# categories in the order 4, 1, 2, 3, 5, the order of the paper's table
+# (single-hop, multi-hop, temporal, open-domain, adversarial); in locomo10.json
+# every category-5 item is the one with an ``adversarial_answer`` and most
+# category-2 questions start with "When". The report shows these names beside
+# the numbers; the harness itself prints the numbers only.
+LOCOMO_CATEGORIES = {"1": "multi-hop", "2": "temporal", "3": "open-domain", "4": "single-hop", "5": "adversarial"}
+LOCOMO_CATEGORIES_1_4 = ("1", "2", "3", "4")
+
+# The averaging conventions the field quotes (official.json's ``conventions``):
+# the same per-question metrics, averaged over different question sets.
+CONVENTIONS = {
+    "run_retrieval": "LongMemEval run_retrieval.py: the mean over the questions less abstention and "
+                     "no-user-target questions",
+    "print_retrieval_metrics": "LongMemEval print_retrieval_metrics.py (the paper's tables): the mean over the "
+                               "questions less abstention questions; a no-user-target question counts with its "
+                               "empty gold (recall_any 0, recall_all 1, ndcg_any 0)",
+    "all_categories": "LoCoMo: every question with evidence sessions, categories 1-5",
+    "categories_1_4": "LoCoMo, memory-system convention (mem0's evaluation): questions with evidence sessions in "
+                      "categories 1-4 (5, adversarial, left out)",
+}
+
+
+# ---------------------------------------------------------------- the rules
+
+
+def scoring_id(session_id: str, user_has_answer: bool) -> str:
+    """The id a document is scored under: ``answer`` -> ``noans`` when none of
+    the session's user turns has ``has_answer`` (a session with no user turn
+    has none)."""
+    if "answer" in session_id and not user_has_answer:
+        return session_id.replace("answer", "noans")
+    return session_id
+
+
+def gold_ids(scoring: list[str]) -> set[str]:
+    """The distinct scoring ids of the corpus that contain ``answer``."""
+    return {s for s in scoring if "answer" in s}
+
+
+def is_abstention(question_id: str) -> bool:
+    return "_abs" in question_id
+
+
+def dcg(rels: list[float]) -> float:
+    """LongMemEval's DCG: ``r[0] + sum(r[i] / log2(i + 1))`` for 0-based i >= 1,
+    so ranks 1 and 2 are both undiscounted (not the textbook log2(i + 2))."""
+    if not rels:
+        return 0.0
+    return rels[0] + sum(r / math.log2(i + 1) for i, r in enumerate(rels[1:], 1))
+
+
+def ranked_positions(ranked: list[str], haystack: list[str], path="rankings", item=None) -> list[int]:
+    """Corpus positions of a ranked list of session ids (a harness list names
+    ids, not positions). The n-th time an id is ranked it stands for the n-th
+    haystack position holding that id: a list that ranks a repeated id k times
+    is scored as k documents at their ranks, as the harness counts them. A
+    ranker of documents gives its own positions instead (:func:`given_positions`)."""
+    slots: dict[str, list[int]] = defaultdict(list)
+    for p, sid in enumerate(haystack):
+        slots[sid].append(p)
+    used: dict[str, int] = defaultdict(int)
+    out = []
+    for sid in ranked:
+        n = used[sid]
+        if n >= len(slots.get(sid, ())):
+            what = "not in its haystack" if sid not in slots else "ranked more often than its haystack holds it"
+            raise DataError(path, item, f"ranked session {sid!r} is {what}")
+        out.append(slots[sid][n])
+        used[sid] = n + 1
+    return out
+
+
+def lme_question_metrics(positions: list[int], scoring: list[str], ks=KS) -> dict[str, float]:
+    """recall_any@k, recall_all@k and ndcg_any@k of one question (every k)."""
+    gold = gold_ids(scoring)
+    rels = [1.0 if scoring[p] in gold else 0.0 for p in positions]
+    ideal_rels = sorted((1.0 if s in gold else 0.0 for s in scoring), reverse=True)
+    out = {}
+    for k in ks:
+        retrieved = {scoring[p] for p in positions[:k]}
+        out[f"recall_any@{k}"] = 1.0 if any(g in retrieved for g in gold) else 0.0
+        out[f"recall_all@{k}"] = 1.0 if all(g in retrieved for g in gold) else 0.0
+    for k in ks:
+        ideal = dcg(ideal_rels[:k])
+        out[f"ndcg_any@{k}"] = dcg(rels[:k]) / ideal if ideal else 0.0
+    return out
+
+
+def locomo_question_metrics(ranked: list[str], gold: list[str], ks=KS) -> dict[str, float]:
+    """recall_any@k and recall_all@k over a LoCoMo question's evidence sessions."""
+    out = {}
+    for k in ks:
+        retrieved = set(ranked[:k])
+        out[f"recall_any@{k}"] = 1.0 if any(g in retrieved for g in gold) else 0.0
+        out[f"recall_all@{k}"] = 1.0 if all(g in retrieved for g in gold) else 0.0
+    return out
+
+
+def metric_names(fmt: str, ks=KS) -> list[str]:
+    names = [f"recall_any@{k}" for k in ks] + [f"recall_all@{k}" for k in ks]
+    if fmt in LME_FORMATS:
+        names += [f"ndcg_any@{k}" for k in ks]
+    return names
+
+
+def average(rows: list[dict], names: list[str]) -> dict[str, float | None]:
+    """Plain means in question order (None over no questions)."""
+    n = len(rows)
+    return {m: (math.fsum(r["metrics"][m] for r in rows) / n if n else None) for m in names}
+
+
+# ---------------------------------------------------------------- the tables
+
+
+def read_rankings(path) -> tuple[dict[int, list[str]], int, dict[int, list[int]]]:
+    """{q_index: session ids in rank order}, the deepest rank present, and
+    {q_index: haystack positions in rank order} for the questions whose every
+    row has one (a deep list of a ranker of documents: ``harness.DEEP``)."""
+    cols = ["q_index", "rank", "session_id"]
+    has_positions = "position" in pq.read_schema(path).names
+    t = read_table(path, columns=cols + ["position"] * has_positions).sort_by(
+        [("q_index", "ascending"), ("rank", "ascending")])
+    out: dict[int, list[str]] = defaultdict(list)
+    for qi, sid in zip(t.column("q_index").to_pylist(), t.column("session_id").to_pylist()):
+        out[qi].append(sid)
+    known: dict[int, list] = defaultdict(list)
+    if has_positions:
+        for qi, p in zip(t.column("q_index").to_pylist(), t.column("position").to_pylist()):
+            known[qi].append(p)
+    depth = pc.max(t.column("rank")).as_py() if t.num_rows else 0
+    return dict(out), depth or 0, {qi: ps for qi, ps in known.items() if None not in ps}
+
+
+def given_positions(ranked: list[str], positions: list[int], haystack: list[str], path="rankings",
+                    item=None) -> list[int]:
+    """A ranker's own positions, checked against its session ids and the haystack."""
+    for r, (sid, p) in enumerate(zip(ranked, positions), 1):
+        if not 0 <= p < len(haystack) or haystack[p] != sid:
+            raise DataError(path, item, f"rank {r}: position {p} does not hold session {sid!r} in its haystack")
+    if len(set(positions)) != len(positions):
+        raise DataError(path, item, "a haystack position is ranked twice")
+    return list(positions)
+
+
+def read_haystacks(path, hids=None) -> dict[int, dict[str, list]]:
+    t = read_table(path, columns=["haystack_id", "position", "session_key", "session_id", "date"],
+                   where={"haystack_id": hids} if hids else None)
+    t = t.sort_by([("haystack_id", "ascending"), ("position", "ascending")])
+    out: dict[int, dict[str, list]] = {}
+    c = t.to_pydict()
+    for hid, key, sid, date in zip(c["haystack_id"], c["session_key"], c["session_id"], c["date"]):
+        h = out.setdefault(hid, {"ids": [], "keys": [], "dates": []})
+        h["ids"].append(sid)
+        h["keys"].append(key)
+        h["dates"].append(date)
+    return out
+
+
+def user_target_sessions(events_path) -> set[int]:
+    """Session keys with at least one user turn whose ``has_answer`` is true."""
+    t = read_table(events_path, columns=["session_key", "role"], where={"has_answer": [True]})
+    return {k for k, r in zip(t.column("session_key").to_pylist(), t.column("role").to_pylist()) if r == "user"}
+
+
+def read_questions(path) -> list[dict]:
+    cols = ["q_index", "question_id", "question_type", "haystack_id", "gold", "parse_error"]
+    return read_table(path, columns=cols).sort_by("q_index").to_pylist()
+
+
+# ---------------------------------------------------------------- per dataset
+
+
+def lme_per_question(questions, haystacks, targets: set[int], rankings: dict[int, list[str]], path="rankings",
+                     known: dict[int, list[int]] | None = None, progress=None):
+    """One row per question with a haystack: its exclusion (or None) and
+    metrics. ``known``: the ranker's own haystack positions (read_rankings);
+    other lists are placed by :func:`ranked_positions`."""
+    rows = []
+    for n, q in enumerate(questions):
+        if progress is not None:
+            progress(n)
+        if q["parse_error"] or q["haystack_id"] < 0:
+            continue
+        hay = haystacks.get(q["haystack_id"], {"ids": [], "keys": [], "dates": []})
+        scoring = [scoring_id(s, k in targets) for s, k in zip(hay["ids"], hay["keys"])]
+        ranked = rankings.get(q["q_index"], [])
+        item = f"question {q['question_id']}"
+        positions = (given_positions(ranked, known[q["q_index"]], hay["ids"], path, item)
+                     if known and q["q_index"] in known else ranked_positions(ranked, hay["ids"], path, item))
+        if is_abstention(q["question_id"]):
+            excluded = "abstention"
+        elif not any(k in targets for k in hay["keys"]):
+            excluded = "no_user_target"
+        else:
+            excluded = None
+        rows.append({"q_index": q["q_index"], "question_id": q["question_id"],
+                     "question_type": q["question_type"], "excluded": excluded, "ranked": bool(ranked),
+                     "gold": sorted(gold_ids(scoring)), "positions": positions,
+                     "scoring": [scoring[p] for p in positions],
+                     "metrics": lme_question_metrics(positions, scoring)})
+    return rows
+
+
+def lme_block(rows: list[dict], questions: list[dict], depth: int) -> dict:
+    kept = [r for r in rows if r["excluded"] is None]
+    block = {"rules": "LongMemEval official (docs/protocol.md#official-metrics)", "depth": depth,
+             "questions": len(kept),
+             "excluded": {"abstention": sum(r["excluded"] == "abstention" for r in rows),
+                          "no_user_target": sum(r["excluded"] == "no_user_target" for r in rows)},
+             "not_ranked": sum(not r["ranked"] for r in kept),
+             "empty_gold": sum(not r["gold"] for r in kept)}
+    other = len(questions) - len(rows)
+    if other:
+        block["excluded"]["no_haystack"] = other  # unparseable elements, unpaired CN rows
+    block.update(average(kept, metric_names("longmemeval")))
+    block["conventions"] = lme_conventions(rows, other)
+    return block
+
+
+def lme_conventions(rows: list[dict], no_haystack: int = 0) -> dict:
+    """Both of LongMemEval's averaging conventions, each with its question
+    count and what it leaves out: ``run_retrieval`` (the top-level figures)
+    and ``print_retrieval_metrics`` (abstentions only: a no-user-target
+    question's per-question metrics are averaged in as the rules score them)."""
+    names = metric_names("longmemeval")
+    out = {}
+    for conv, dropped in (("run_retrieval", ("abstention", "no_user_target")),
+                          ("print_retrieval_metrics", ("abstention",))):
+        kept = [r for r in rows if r["excluded"] not in dropped]
+        excluded = {d: sum(r["excluded"] == d for r in rows) for d in dropped}
+        if no_haystack:
+            excluded["no_haystack"] = no_haystack
+        out[conv] = {"convention": CONVENTIONS[conv], "questions": len(kept), "excluded": excluded,
+                     "no_user_target_included": sum(r["excluded"] == "no_user_target" for r in kept),
+                     "not_ranked": sum(not r["ranked"] for r in kept),
+                     "empty_gold": sum(not r["gold"] for r in kept), **average(kept, names)}
+    return out
+
+
+def locomo_per_question(questions, rankings: dict[int, list[str]], progress=None):
+    rows = []
+    for n, q in enumerate(questions):
+        if progress is not None:
+            progress(n)
+        ranked = rankings.get(q["q_index"], [])
+        rows.append({"q_index": q["q_index"], "question_id": q["question_id"],
+                     "question_type": q["question_type"], "excluded": None if q["gold"] else "no_evidence",
+                     "ranked": bool(ranked), "gold": list(q["gold"]),
+                     "metrics": locomo_question_metrics(ranked, list(q["gold"]))})
+    return rows
+
+
+def locomo_block(rows: list[dict], depth: int) -> dict:
+    names = metric_names("locomo")
+
+    def view(sel):
+        kept = [r for r in sel if r["excluded"] is None]
+        return {"questions": len(kept), "not_ranked": sum(not r["ranked"] for r in kept), **average(kept, names)}
+
+    block = {"rules": "LoCoMo evidence sessions (recall_any/recall_all)", "depth": depth,
+             "excluded": {"no_evidence": sum(r["excluded"] == "no_evidence" for r in rows)}}
+    block.update(view(rows))
+    block["categories_1_4"] = view([r for r in rows if r["question_type"] in LOCOMO_CATEGORIES_1_4])
+    block["conventions"] = {
+        "all_categories": {"convention": CONVENTIONS["all_categories"], **view(rows)},
+        "categories_1_4": {"convention": CONVENTIONS["categories_1_4"], **block["categories_1_4"]}}
+    return block
+
+
+def compute(fmt: str, questions_path, haystacks_path, events_path, rankings_path, log=print,
+            haystacks_out: dict | None = None):
+    """(official block, per-question rows) of one variant; (None, []) for a
+    format with no official scorer (the embedded zh set). ``haystacks_out``
+    receives the haystacks read (read_haystacks), for a caller that needs them too."""
+    questions = read_questions(questions_path)
+    rankings, depth, known = read_rankings(rankings_path)
+    progress = Progress(log, f"official ({fmt})", total=len(questions), unit="questions")
+    if fmt in LME_FORMATS:
+        hids = {q["haystack_id"] for q in questions if q["haystack_id"] >= 0}
+        haystacks = read_haystacks(haystacks_path, hids)
+        if haystacks_out is not None:
+            haystacks_out.update(haystacks)
+        rows = lme_per_question(questions, haystacks, user_target_sessions(events_path), rankings, rankings_path,
+                                known, progress)
+        block = lme_block(rows, questions, depth)
+    elif fmt == "locomo":
+        rows = locomo_per_question(questions, rankings, progress)
+        block = locomo_block(rows, depth)
+    else:
+        return None, []
+    progress(len(questions), f", done: {block['questions']} averaged at depth {depth}", force=True)
+    return block, rows

@@ -1,0 +1,338 @@
+"""Retrieve jobs that share their work with the dataset's other variants.
+
+The workflow keeps one retrieve job per dataset, variant and segment: that is
+what makes a change to one variant rerun only that variant, and a targeted
+segment run only what it needs. But most of a job's work (loading the segment,
+tokenized sessions, representative events, FTS5 rows) is the same for every
+variant that reads the same inputs, so the first job of a segment computes its
+*siblings* too, in one process (``retrievers.write_segments``: each list
+identical to the one the variant gets alone, tested), and leaves their tables
+in ``results/{dataset}/cache/{segment}/``. A sibling's own job, when Snakemake
+runs it, finds its tables there and copies them into its outputs.
+
+An entry is used only under its key: the variant's list-deciding spec, the
+segment, the retrieve stage's code fingerprint and the stamp (size, mtime,
+inode) of every input the variant reads. Anything that could change the
+variant's lists changes the key, so a stale entry is never used; the key is
+also written into the outcomes table, and a sibling whose existing outputs
+carry its current key is not recomputed. Entries are removed when used; the
+folder can be deleted at any time (the jobs then compute their own lists).
+
+An entry is also sealed: once its tables are written, the sha256 of each is
+recorded with its key (``{key}.sha256.json``, written atomically). A job
+copies an entry only when every table's bytes hash to what the seal records,
+and copies exactly the bytes it hashed. An entry that is damaged (truncated,
+rewritten, even as a valid table), incomplete or unsealed (a kill between the
+tables and the seal) is never copied: the job logs why, removes it and ranks
+its own lists, as with no entry at all.
+
+Siblings are the dataset's configured variants whose inputs are a subset of
+this job's (same tokenizer; FTS variants only in a job that has the index),
+and whose own jobs are going to run: the workflow writes the retrieve jobs of
+each invocation to a plan (``results/cache/retrieve_plan.json``, from
+Snakemake's DAG when it starts), so a targeted run of one variant ranks only
+that variant. Where the plan cannot be complete (a download checkpoint still
+to run, or no plan at all) a sibling is ranked only if its outputs are
+missing. Jobs of one segment take a lock, so a sibling's job waits for the job
+that is computing its tables instead of computing them a second time.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+
+from .. import layout
+from ..atomic import atomic_path
+from ..config import dataset_family
+from ..provenance import file_stamp
+from ..retrievers.registry import inputs_of, retriever_of
+from ..memo.variants import Variant, resolve
+
+# pyarrow and the engine are imported where lists are ranked: a job whose
+# lists a sibling's job left only copies files, and starts without them.
+
+KINDS = ("rankings", "outcomes", "deep")
+# What decides a variant's lists (the retrieve rule's `variant` param; `retriever`
+# only for a user's Python retriever).
+LIST_FIELDS = ("name", "recipe", "skip", "retriever")
+
+
+def needed_inputs(variant: Variant) -> frozenset[str]:
+    """The named inputs a retrieve job of this variant reads (the workflow's
+    input function reads the same registry)."""
+    return inputs_of(variant)
+
+
+def list_spec(variant: Variant) -> dict:
+    from dataclasses import asdict
+
+    spec = {"name": variant.name, "recipe": asdict(variant.recipe), "skip": variant.skip}
+    if variant.retriever is not None:
+        spec["retriever"] = variant.retriever
+    return spec
+
+
+def retrieval_key(spec: dict, segment: int, n_segments: int, code: str, inputs: dict) -> str:
+    """Everything a variant's segment lists depend on, hashed."""
+    blob = json.dumps({"spec": {k: spec[k] for k in LIST_FIELDS if k in spec}, "segment": segment,
+                       "n_segments": n_segments,
+                       "code": code, "inputs": {n: [file_stamp(x) for x in p] if isinstance(p, list) else file_stamp(p)
+                                                for n, p in sorted(inputs.items())}},
+                      sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:32]
+
+
+def _key_file(cache: Path, name: str) -> Path:
+    return cache / "keys" / name
+
+
+def stored_key(cache: Path, name: str) -> str | None:
+    """The key a variant's segment outputs were made under (recorded beside
+    the cache, not in the outputs: a key holds file stamps, and outputs must
+    be the same bytes whenever the same inputs are given)."""
+    try:
+        return _key_file(cache, name).read_text().strip()
+    except OSError:
+        return None
+
+
+def _record_key(cache: Path, name: str, key: str) -> None:
+    with atomic_path(_key_file(cache, name)) as tmp:
+        tmp.write_text(key + "\n")
+
+
+def write_plan(results, jobs, complete: bool) -> None:
+    """The retrieve jobs (dataset, variant, segment) this invocation will run;
+    ``complete`` is false when the DAG can still grow (a checkpoint to run)."""
+    from ..atomic import write_json
+
+    write_json(layout.path(layout.RETRIEVE_PLAN, root=results), {"complete": bool(complete), "jobs": sorted([list(j) for j in jobs])})
+
+
+def read_plan(results) -> tuple[set, bool]:
+    try:
+        plan = json.loads(Path(layout.path(layout.RETRIEVE_PLAN, root=results)).read_text())
+        return {tuple(j) for j in plan["jobs"]}, bool(plan["complete"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return set(), False
+
+
+def siblings(config: dict, dataset: str, variant: Variant, inputs: dict) -> list[Variant]:
+    """The dataset's other configured variants this job can rank: their inputs
+    are among this job's (tokens: the same tokenizer's), and both retrievers
+    share (a user's retriever ranks only in its own job)."""
+    ds = config["datasets"][dataset]
+    family = dataset_family(ds)
+    have = set(inputs)
+    out = []
+    if not retriever_of(variant).shares:
+        return out
+    for name in ds.get("variants") or []:
+        if name == variant.name:
+            continue
+        other = resolve(name, family, config.get("variants") or {})
+        if other.run is not None:
+            continue  # an imported run is read from its file (imported.py), never ranked
+        if not retriever_of(other).shares:
+            continue
+        need = needed_inputs(other)
+        if need <= have and ("tokens" not in need or other.recipe.seq == variant.recipe.seq):
+            out.append(other)
+    return out
+
+
+@contextmanager
+def _locked(path: Path):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX)
+        except OSError:  # a filesystem without locks: jobs may rank a list twice, never a wrong one
+            yield
+            return
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _entry(cache: Path, key: str) -> dict[str, Path]:
+    return {kind: cache / f"{key}.{kind}.parquet" for kind in KINDS}
+
+
+def _seal_path(cache: Path, key: str) -> Path:
+    return cache / f"{key}.sha256.json"
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _drop(cache: Path, key: str) -> None:
+    """Remove an entry: its seal first, so what is left is never sealed."""
+    _seal_path(cache, key).unlink(missing_ok=True)
+    for p in _entry(cache, key).values():
+        p.unlink(missing_ok=True)
+
+
+def _seal(cache: Path, key: str) -> None:
+    """Record the sha256 of the entry's tables as written, with its key."""
+    from ..atomic import write_json
+
+    write_json(_seal_path(cache, key),
+               {"key": key, "sha256": {kind: _sha256(p.read_bytes()) for kind, p in _entry(cache, key).items()}})
+
+
+def _sealed(cache: Path, key: str) -> bool:
+    return _seal_path(cache, key).exists() and all(p.exists() for p in _entry(cache, key).values())
+
+
+def _present(cache: Path, key: str) -> bool:
+    """Any part of an entry (a table or its seal) is there."""
+    return _seal_path(cache, key).exists() or any(p.exists() for p in _entry(cache, key).values())
+
+
+def _verified(cache: Path, key: str) -> tuple[dict[str, bytes] | None, str]:
+    """The entry's tables (their bytes) when each hashes to its seal, else
+    (None, what is wrong)."""
+    try:
+        seal = json.loads(_seal_path(cache, key).read_text())
+        want = seal["sha256"] if seal.get("key") == key else None
+    except FileNotFoundError:
+        return None, "it has no sha256 seal (a job stopped before sealing it, or it was removed)"
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None, "its sha256 seal is unreadable"
+    if not isinstance(want, dict):
+        return None, "its sha256 seal is for another key"
+    data = {}
+    for kind, p in _entry(cache, key).items():
+        try:
+            data[kind] = p.read_bytes()
+        except OSError:
+            return None, f"its {kind} table is missing"
+        if _sha256(data[kind]) != want.get(kind):
+            return None, f"its {kind} table does not match its sha256 ({len(data[kind])} bytes)"
+    return data, ""
+
+
+def _write_bytes(data: bytes, dest) -> None:
+    with atomic_path(dest) as tmp:
+        tmp.write_bytes(data)
+
+
+def write_segment_shared(variant: Variant, config: dict, dataset: str, segment: int, n_segments: int,
+                         inputs: dict, outputs: dict, code: str, log=print, metadata=None, warn=None,
+                         code_of=None) -> dict:
+    """Produce this variant's segment tables (``outputs``: rankings, outcomes,
+    deep), from the cache when a sibling's job left them there, else by ranking
+    this variant and its siblings whose outputs are missing or stale.
+    ``metadata`` (a dict, or a function returning one, called only when lists
+    are ranked) goes into each outcomes table. ``code`` is this job's code
+    fingerprint; ``code_of(v)`` gives another variant's (each retriever has its
+    own: retrievers.code_fingerprint; without it, every sibling's is taken to
+    be ``code``). Where ``code_of`` disagrees with ``code`` for this variant,
+    no sibling is ranked. ``warn`` (default: ``log``, and a ``memobench:``
+    line on stderr) says why a cached entry was not used. Returns what
+    happened (for the log and the tests)."""
+    inputs = {n: p for n, p in inputs.items() if p is not None}
+    if warn is None:
+        def warn(msg):
+            log(msg)
+            print(f"memobench: {msg}", file=sys.stderr)
+    # the results folder this job writes under (a test's tmp_path, or results/)
+    root = layout.root_of(outputs["rankings"], layout.path(layout.SEGMENT_TABLE, suffix=""))
+    cache = Path(layout.path(layout.SHARED_CACHE, root=root, dataset=dataset, segment=f"seg{segment}"))
+    codes = {variant.name: code}
+
+    def key_of(v: Variant) -> str:
+        if v.name not in codes:
+            codes[v.name] = code if code_of is None else code_of(v)
+        return retrieval_key(list_spec(v), segment, n_segments, codes[v.name],
+                             {n: inputs[n] for n in needed_inputs(v)})
+
+    def own_outputs(v: Variant) -> dict:
+        return {kind: Path(layout.path(layout.SEGMENT_TABLE, root=root, dataset=dataset, variant=v.name,
+                                       segment=f"seg{segment}", suffix=suffix))
+                for kind, suffix in layout.SEGMENT_SUFFIXES.items()}
+
+    key = key_of(variant)
+    planned, complete = read_plan(root)
+    with _locked(cache.parent / f"seg{segment}.lock"):
+        rejected = None
+        if _present(cache, key):
+            tables, why = _verified(cache, key)
+            if tables is not None:
+                for kind in KINDS:
+                    _write_bytes(tables[kind], outputs[kind])
+                _drop(cache, key)
+                _record_key(cache, variant.name, key)
+                log(f"{variant.name} segment {segment}/{n_segments}: lists computed by a sibling's job "
+                    f"(key {key}, sha256 verified), copied from {cache}")
+                return {"reused": True, "computed": [], "rejected": None}
+            rejected = why
+            _drop(cache, key)
+            warn(f"{variant.name} segment {segment}/{n_segments}: the cached entry {key} in {cache} is not "
+                 f"used: {why}; ranking this variant's segment itself")
+        todo = [variant]
+        outs = {variant.name: dict(outputs)}
+        metas = {variant.name: key}
+        candidates = siblings(config, dataset, variant, inputs)
+        if candidates and code_of is not None and code_of(variant) != code:
+            log(f"{variant.name}: the code fingerprint computed here differs from the rule's; ranking no sibling")
+            candidates = []
+        for other in candidates:
+            k = key_of(other)
+            theirs = own_outputs(other)
+            if complete:
+                if (dataset, other.name, segment) not in planned:
+                    continue  # its job does not run in this invocation
+            elif any(Path(p).exists() for p in theirs.values()):
+                continue  # without a complete plan, only missing outputs are ranked ahead
+            if stored_key(cache, other.name) == k and all(Path(p).exists() for p in theirs.values()):
+                continue  # its outputs are up to date
+            if _sealed(cache, k):
+                continue  # already waiting for its job (which verifies it)
+            _drop(cache, k)  # a part left unsealed: ranked again, and sealed once written
+            todo.append(other)
+            outs[other.name] = {kind: str(p) for kind, p in _entry(cache, k).items()}
+            metas[other.name] = k
+        from ..retrievers.harness import token_tables
+        from ..retrievers.registry import write_segments
+
+        if len(todo) > 1:
+            log(f"{variant.name} segment {segment}/{n_segments}: ranking {len(todo) - 1} sibling variant(s) "
+                f"in the same pass: {', '.join(v.name for v in todo[1:])}")
+        write_segments(todo, inputs["questions"], inputs["haystacks"], inputs.get("events"), segment, n_segments,
+                       outs, log=log, tokens=token_tables(variant.recipe.seq, inputs.get("tokens"),
+                                                          inputs.get("fts_tokens")),
+                       embeddings_path=inputs.get("embeddings"), inputs=inputs,
+                       metadata=metadata() if callable(metadata) else metadata)
+        for other in todo[1:]:
+            _seal(cache, metas[other.name])
+        _record_key(cache, variant.name, key)
+        _collect(cache, keep={k for k in metas.values()}, older_than=_newest(inputs))
+    return {"reused": False, "computed": [v.name for v in todo], "rejected": rejected}
+
+
+def _newest(inputs: dict) -> float:
+    """The newest mtime of the inputs (a name may stand for several files: a fusion's ``fused``)."""
+    return max(os.stat(p).st_mtime for ps in inputs.values() for p in (ps if isinstance(ps, list) else [ps]))
+
+
+def _collect(cache: Path, keep: set[str], older_than: float) -> None:
+    """Remove entries older than this job's newest input: they were computed
+    from inputs since replaced, so no key can match them again."""
+    if not cache.is_dir():
+        return
+    for p in cache.iterdir():
+        if p.is_dir():
+            continue
+        key = p.name.split(".", 1)[0]
+        if key not in keep and p.stat().st_mtime < older_than:
+            p.unlink(missing_ok=True)

@@ -1,0 +1,150 @@
+"""The embedding stage of the embedding retrievers (``minilm``,
+``wordllama``): every distinct session of a dataset embedded once, shared by
+all segments, questions and reruns.
+
+``embeddings/{model}.parquet``: one row per session (``session_key`` int32,
+``vector`` fixed-size list of float32: 384 unit-length for minilm, 256 mean
+token vectors for wordllama): the sessions of ``events.parquet`` in
+session-key order, then (given ``sessions.parquet``) each session with no
+event at all, whose document is the empty text. Its schema metadata records
+the model, its files' sha256, the document rule and the device, so a stale
+or foreign file is refused rather than silently used.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ...errors import ConfigError, DataError
+from ...progress import Progress
+from ...tables import TableWriter, read_table
+from ..documents import iter_session_documents, user_turns_only
+
+MODELS = ("minilm", "wordllama")
+# the modules of each model's encoder (the embeddings stage's code fingerprint is the stage's
+# modules less these, plus its own model's: editing one model reruns only its table)
+MODEL_MODULES = {"minilm": "retrievers.baselines.dense", "wordllama": "retrievers.baselines.static"}
+
+
+def schema(dim: int) -> pa.Schema:
+    return pa.schema([("session_key", pa.int32()), ("vector", pa.list_(pa.float32(), dim))])
+
+
+
+def encoder_for(model: str, device: str = "auto", batch_size: int | None = None):
+    """The encoder of an embedding retriever (``minilm``: on ``device``)."""
+    if model == "minilm":
+        from .dense import MiniLM
+
+        enc = MiniLM(device=device)
+        enc.batch_size = batch_size or (256 if enc.device == "cuda" else 32)
+        return enc
+    if model == "wordllama":
+        from .static import WordLlama
+
+        return WordLlama()
+    raise ConfigError(f"unknown embedding model {model!r} (known: {', '.join(MODELS)})")
+
+
+def code_fingerprint(model: str, script) -> str:
+    """The embeddings job's code fingerprint for ``model``: the stage's
+    modules less every model's encoder, plus this model's (and ``script``)."""
+    from ...fingerprint import closure, digest, stage_modules
+
+    if model not in MODEL_MODULES:
+        raise ConfigError(f"unknown embedding model {model!r} (known: {', '.join(MODELS)})")
+    others = frozenset(MODEL_MODULES.values())
+    shared = stage_modules("embeddings", exclude=others)
+    # the package's __init__ imports every model (inside rank()): not this job's code
+    return digest(shared | closure([MODEL_MODULES[model]], exclude=others - {MODEL_MODULES[model]}), [script])
+
+
+def embed_sessions(events_path, fmt: str, out, log=print, device: str = "auto", batch_size: int | None = None,
+                   chunk_sessions: int = 4096, encoder=None, sessions_path=None, model: str = "minilm") -> dict:
+    """Write ``out`` (embeddings/{model}.parquet) with ``model``'s encoder
+    (or ``encoder``). Sessions are embedded in chunks of ``chunk_sessions`` in
+    session-key order (minilm: within a chunk, by token length). With
+    ``sessions_path`` (sessions.parquet), the sessions that have no event
+    follow, with the empty document."""
+    enc = encoder or encoder_for(model, device, batch_size)
+    meta = {**enc.meta, "sha256": enc.sha256, "documents": "user turns" if user_turns_only(fmt) else "all turns",
+            "format": fmt, "device": enc.device}
+    table_schema = schema(enc.dim).with_metadata({"memobench": json.dumps(meta, sort_keys=True)})
+    n_rows = pq.ParquetFile(events_path).metadata.num_rows
+    # every session has a row in sessions.parquet; without it, the total is unknown
+    total = pq.ParquetFile(sessions_path).metadata.num_rows if sessions_path is not None else None
+    batches = f", batches of {enc.batch_size}" if getattr(enc, "batch_size", None) else ""
+    log(f"{enc.name} embeddings ({enc.device}{batches}): {total if total is not None else 'all'} "
+        f"sessions of {events_path}")
+    writer = TableWriter(out, table_schema, batch_rows=chunk_sessions)
+    progress = Progress(log, f"{enc.name} embeddings ({enc.device})", total=total, unit="sessions")
+    done = 0
+    keys: list[int] = []
+    docs: list[str] = []
+
+    def flush():
+        nonlocal done
+        vecs = enc.encode(docs, on_batch=lambda n: progress(done + n))
+        writer.extend(session_key=keys, vector=list(vecs))
+        done += len(keys)
+        keys.clear()
+        docs.clear()
+
+    seen: set[int] = set()
+
+    def add(key, doc):
+        keys.append(key)
+        docs.append(doc)
+        if len(keys) >= chunk_sessions:
+            flush()
+
+    try:
+        for key, doc in iter_session_documents(events_path, fmt):
+            seen.add(key)
+            add(key, doc)
+        if sessions_path is not None:
+            all_keys = read_table(sessions_path, columns=["session_key"]).column(0).to_pylist()
+            for key in sorted(set(all_keys) - seen):
+                add(key, "")
+        if keys:
+            flush()
+        writer.close()
+    except BaseException:
+        writer.abort()
+        raise
+    progress(done, f", done ({n_rows} events)", force=True)
+    return {"sessions": done, **meta}
+
+
+def read_meta(path) -> dict:
+    md = pq.read_schema(path).metadata or {}
+    raw = md.get(b"memobench")
+    if raw is None:
+        raise DataError(path, None, "not a memobench embeddings table; delete it and rerun")
+    return json.loads(raw)
+
+
+class SessionVectors:
+    """The embeddings table in memory: ``vectors(keys)`` gives the rows of the
+    given session keys in the given order (duplicates repeated)."""
+
+    def __init__(self, path, keys=None):
+        t = read_table(path, where={"session_key": sorted(set(keys))} if keys is not None else None)
+        self.path = path
+        self.meta = read_meta(path)
+        k = t.column("session_key").to_numpy()
+        dim = t.schema.field("vector").type.list_size
+        flat = t.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
+        self.matrix = np.asarray(flat, dtype=np.float32).reshape(len(k), dim)
+        self.row = {int(key): i for i, key in enumerate(k.tolist())}
+
+    def vectors(self, keys) -> np.ndarray:
+        try:
+            return self.matrix[[self.row[int(k)] for k in keys]]
+        except KeyError as e:
+            raise DataError(self.path, f"session_key {e.args[0]}", "has no embedding; delete the "
+                            "embeddings table and rerun") from None

@@ -1,0 +1,229 @@
+"""The lexical reference retrievers: LongMemEval's flat BM25 (rank_bm25),
+bm25s, and SQLite FTS5's ``bm25()``.
+
+Each ranks one haystack: it takes the question text and the haystack's
+documents in haystack order, and returns the whole haystack as a
+:class:`~memobench.retrievers.baselines.Ranking` (positions best first, with the score of
+each). Statistics (IDF, average length) are always those of that haystack
+alone, as in LongMemEval's own retrieval, where the corpus is the question's
+haystack.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Sequence
+
+import numpy as np
+
+from .ranking import Ranking
+
+
+def rank_bm25_official(question: str, docs: Sequence[str]) -> Ranking:
+    """LongMemEval's ``flat-bm25`` exactly (docs/baselines.md#the-four-retrievers): rank_bm25's
+    ``BM25Okapi`` with its defaults (k1 1.5, b 0.75, epsilon 0.25: an IDF below
+    zero is floored at ``epsilon * average_idf``), documents and question
+    tokenized by ``str.split(" ")``, the order ``numpy.argsort(scores)[::-1]``
+    (numpy's default sort, reversed: ties are ordered as numpy leaves them)."""
+    if not docs:
+        return Ranking.empty()
+    from rank_bm25 import BM25Okapi
+
+    bm25 = BM25Okapi([d.split(" ") for d in docs])
+    scores = bm25.get_scores(question.split(" "))
+    order = np.argsort(scores)[::-1]
+    return Ranking(order.astype(np.int64), np.asarray(scores, dtype=np.float64)[order])
+
+
+def bm25s_tokenize(texts: list[str]) -> list[list[str]]:
+    """bm25s's default tokenizer: lower-cased, ``(?u)\\b\\w\\w+\\b`` tokens,
+    its English stop words removed, no stemmer."""
+    import bm25s
+
+    return bm25s.tokenize(texts, return_ids=False, show_progress=False)
+
+
+class _TokenCache:
+    """The last ``size`` documents' bm25s tokens (sessions recur across
+    haystacks). Tokens of a text do not depend on the other texts of a call,
+    so caching them changes nothing but time."""
+
+    def __init__(self, size: int = 2048):
+        self.size = size
+        self.tokens: dict[str, list[str]] = {}
+
+    def __call__(self, texts: list[str]) -> list[list[str]]:
+        missing = list(dict.fromkeys(t for t in texts if t not in self.tokens))
+        if missing:
+            for t, toks in zip(missing, bm25s_tokenize(missing)):
+                self.tokens[t] = toks
+        out = [self.tokens[t] for t in texts]
+        for t in texts:  # most recently used last
+            self.tokens[t] = self.tokens.pop(t)
+        while len(self.tokens) > self.size:
+            del self.tokens[next(iter(self.tokens))]
+        return out
+
+
+_bm25s_tokens = _TokenCache()
+
+
+def rank_bm25s(question: str, docs: Sequence[str]) -> Ranking:
+    """The bm25s library with its defaults (``BM25()``: method ``lucene``,
+    k1 1.5, b 0.75, float32 scores) and its default tokenizer
+    (:func:`bm25s_tokenize`), one index per haystack (so IDF and average
+    length are the haystack's). A query token not in the haystack's
+    vocabulary scores nothing; a question with no token scores every document
+    0. Order: score descending, ties by haystack position ascending (a stable
+    sort of the negated scores)."""
+    if not docs:
+        return Ranking.empty()
+    import bm25s
+
+    retriever = bm25s.BM25()
+    retriever.index(_bm25s_tokens(list(docs)), show_progress=False)
+    query = bm25s_tokenize([question])[0]
+    ids = retriever.get_tokens_ids(query) if query else []
+    if ids:
+        scores = np.asarray(retriever.get_scores_from_ids(ids), dtype=np.float64)
+    else:
+        scores = np.zeros(len(docs), dtype=np.float64)
+    order = np.argsort(-scores, kind="stable")
+    return Ranking(order.astype(np.int64), scores[order])
+
+
+
+
+def _phrase(term: str) -> str:
+    """An FTS5 query phrase holding exactly ``term``."""
+    return '"' + term.replace('"', '""') + '"'
+
+
+class Fts5Bm25:
+    """SQLite FTS5's ``bm25()`` (its defaults: k1 1.2, b 0.75, column weight 1;
+    default ``unicode61`` tokenizer) over one haystack at a time: every call
+    fills a fresh in-memory ``fts5(body)`` table with exactly that haystack's
+    documents, so FTS5's table-wide IDF and average length are the haystack's.
+
+    The scores are those of FTS5's ``bm25()`` for the question as an OR of
+    its tokens, each quoted, in question order (:meth:`rank_or`, FTS5 asked
+    directly); its tokens are the ones FTS5's own tokenizer makes of it, read
+    back through an ``fts5vocab`` table. FTS5 scores each phrase of such a
+    query on its own and adds the phrases' terms in query order, so a token
+    repeated n times is n equal phrases: its term is added n times (BM25's
+    query term frequency), once at each place it occurs. Asked directly, FTS5
+    pays for every repeat with every other (its instance list of a row walks
+    all phrases for each instance), a cost growing with the square of the
+    question's length. So the scores are made from one single-phrase query
+    per distinct token (its ``bm25()`` is exactly that phrase's term: the same
+    IDF, row length and frequency), added per document in the question's
+    token order, which is FTS5's own sum step by step (the same floating-point
+    result; adding the count times the term instead is not: it differs in the
+    last bits), in time linear in the question's length.
+
+    Matching documents come first, by ``bm25()`` ascending (FTS5's scores are
+    negative; ``score`` here is ``-bm25()``, so higher is better), ties by
+    position; then the documents that match no token, in haystack order, with
+    score 0.0. FTS5 floors a term's IDF at 1e-6, so every matching document
+    scores above 0.
+
+    Reproducing the sum assumes SQLite adds each term as a rounded double (a
+    build that fuses the multiply-add, as compilers may on some CPUs, sums
+    otherwise). Each instance checks that on a small fixed haystack against
+    :meth:`rank_or` and, where they differ, asks FTS5 directly
+    (:attr:`by_token` is False)."""
+
+    def __init__(self):
+        self.db = sqlite3.connect(":memory:")
+        self.db.execute("CREATE VIRTUAL TABLE q USING fts5(body)")
+        self.db.execute("CREATE VIRTUAL TABLE q_terms USING fts5vocab(q, 'instance')")
+        self.by_token = True
+        question, docs = _probe()
+        self.by_token = _identical(self.rank_or(question, docs), self(question, docs))
+
+    def query_terms(self, question: str) -> list[str]:
+        """The question's tokens as FTS5's tokenizer makes them, in order."""
+        self.db.execute("INSERT INTO q(rowid, body) VALUES (1, ?)", (question,))
+        terms = [r[0] for r in self.db.execute("SELECT term FROM q_terms ORDER BY offset")]
+        self.db.execute("DELETE FROM q")
+        return terms
+
+    def __call__(self, question: str, docs: Sequence[str]) -> Ranking:
+        return self._rank(question, docs, self._by_token if self.by_token else self._or_query)
+
+    def rank_or(self, question: str, docs: Sequence[str]) -> Ranking:
+        """The same ranking, FTS5 asked directly: one OR query of all the
+        question's tokens (quadratic in the question's length)."""
+        return self._rank(question, docs, self._or_query)
+
+    def _rank(self, question, docs, score_rows) -> Ranking:
+        n = len(docs)
+        if not n:
+            return Ranking.empty()
+        terms = self.query_terms(question)
+        positions = np.zeros(0, dtype=np.int64)
+        scores = np.zeros(0, dtype=np.float64)
+        if terms:
+            self.db.execute("CREATE VIRTUAL TABLE h USING fts5(body)")
+            try:
+                self.db.executemany("INSERT INTO h(rowid, body) VALUES (?, ?)",
+                                    ((i + 1, d) for i, d in enumerate(docs)))
+                positions, scores = score_rows(terms, n)
+            finally:
+                self.db.execute("DROP TABLE h")
+        rest = np.ones(n, dtype=bool)
+        rest[positions] = False
+        return Ranking(np.concatenate([positions, np.flatnonzero(rest)]).astype(np.int64),
+                       np.concatenate([scores, np.zeros(n - len(positions))]))
+
+    def _or_query(self, terms: list[str], n: int) -> tuple[np.ndarray, np.ndarray]:
+        rows = self.db.execute("SELECT rowid - 1, -bm25(h) FROM h WHERE h MATCH ? ORDER BY bm25(h), rowid",
+                               (" OR ".join(map(_phrase, terms)),)).fetchall()
+        return (np.asarray([r[0] for r in rows], dtype=np.int64),
+                np.asarray([r[1] for r in rows], dtype=np.float64))
+
+    def _by_token(self, terms: list[str], n: int) -> tuple[np.ndarray, np.ndarray]:
+        hits = {}
+        for t in dict.fromkeys(terms):
+            rows = self.db.execute("SELECT rowid - 1, -bm25(h) FROM h WHERE h MATCH ?", (_phrase(t),)).fetchall()
+            if rows:
+                hits[t] = (np.asarray([r[0] for r in rows], dtype=np.int64),
+                           np.asarray([r[1] for r in rows], dtype=np.float64))
+        score = np.zeros(n, dtype=np.float64)
+        matched = np.zeros(n, dtype=bool)
+        for t in terms:  # FTS5's order of addition; a phrase absent from a row adds +0.0
+            hit = hits.get(t)
+            if hit is not None:
+                score[hit[0]] += hit[1]
+                matched[hit[0]] = True
+        positions = np.flatnonzero(matched)
+        order = np.argsort(-score[positions], kind="stable")  # bm25() ascending, then rowid
+        return positions[order], score[positions][order]
+
+
+def _identical(a: Ranking, b: Ranking) -> bool:
+    """The same positions and bit for bit the same scores."""
+    return a.positions.tobytes() == b.positions.tobytes() and a.scores.tobytes() == b.scores.tobytes()
+
+
+def _probe() -> tuple[str, list[str]]:
+    """A small fixed haystack and a question with repeated tokens, on which a
+    sum of rounded terms and a fused multiply-add sum differ."""
+    import random
+
+    rng = random.Random(5)
+    words = "alpha beta gamma delta epsilon zeta eta theta iota kappa".split()
+    docs = [" ".join(rng.choices(words, weights=range(10, 0, -1), k=rng.randint(1, 30))) for _ in range(48)]
+    docs += docs[:4]  # ties
+    return " ".join(rng.choices(words, k=40)), docs
+
+
+_fts5 = None
+
+
+def rank_fts5_bm25(question: str, docs: Sequence[str]) -> Ranking:
+    """:class:`Fts5Bm25` on a per-process connection."""
+    global _fts5
+    if _fts5 is None:
+        _fts5 = Fts5Bm25()
+    return _fts5(question, docs)

@@ -1,0 +1,93 @@
+"""The reference retrievers inside the retrieve stage: one segment's questions
+ranked by each reference variant through the document retrievers' loop
+(``documents.rank_by_documents``), written as the same three tables as the
+Memo variants' (``harness.RANKINGS``, ``OUTCOMES``, ``DEEP``).
+
+* Questions and gold: the variant's skip rule is its dataset family's harness
+  rule (``variants.references``), applied by the same function as for the
+  Memo variants (``harness.skip_reason``), so the skipped questions, the
+  evaluated ones and their gold (every denominator) are the Memo variants'.
+  The harness's forced misses (``empty_seq``: a question with no token of the
+  Memo tokenizer, counted as a miss with no list) stay in the denominators,
+  but a reference retriever ranks them: that limit is the Memo pipeline's,
+  not the question's.
+* Texts: ``bm25-official`` reads the exact turn texts and question (a lone
+  surrogate kept, as LongMemEval's own code reads the file), the others the
+  stored UTF-8 ones (``documents.session_documents``).
+* Lists: the whole haystack ranked (every copy of a repeated session id is a
+  document, as in LongMemEval's own retrieval and its official scorer), cut to
+  depth 50; the top 10 is ``rankings``. A list is of positions: hit@k and the
+  reciprocal rank count a copy ranked before the gold as a miss at its rank,
+  as the official recall does, and the deep list keeps each document's
+  haystack position (so the official metrics and the retrieval log read the
+  copy that was ranked). The deep list's score is the retriever's own where it is
+  strictly decreasing with rank over that question's list, else ``51 - rank``
+  (a tie anywhere in the 50), so a TREC tool reads the same order.
+"""
+
+from __future__ import annotations
+
+from ..documents import rank_by_documents, user_turns_only
+from ...errors import ConfigError, DataError
+from ..harness import run_scores  # noqa: F401 (this module gave it before harness)
+from ...protocol import DEPTH
+from ...memo.recipe import EMBEDDING_INPUTS
+from ...tables import exact_text
+
+EXACT_TEXT = frozenset({"bm25-official"})  # the retrievers that read the exact texts (module docstring)
+
+
+def _vectors(variants, embeddings_path, keys):
+    """The embedding stage's table of one embedding retriever (every variant
+    in ``variants`` has its backend) for the segment's sessions, checked
+    against the model files and each variant's document rule."""
+    backend = variants[0].recipe.backend
+    if embeddings_path is None:
+        raise ConfigError(f"{variants[0].name}: no embeddings table (the embeddings stage's output) was given")
+    from .embeddings import SessionVectors, read_meta
+
+    if backend == "minilm":
+        from .dense import default_encoder
+    else:
+        from .static import default_encoder
+
+    meta = read_meta(embeddings_path)
+    encoder = default_encoder()
+    if meta.get("sha256") != encoder.sha256:
+        raise DataError(embeddings_path, None, "was made with other model files; delete it and rerun")
+    for v in variants:
+        want = "user turns" if user_turns_only(v.recipe.documents) else "all turns"
+        if meta.get("documents") != want:
+            raise ConfigError(f"variant {v.name!r}: documents {v.recipe.documents!r} ({want}), but "
+                              f"{embeddings_path} embeds {meta.get('documents')} (the dataset format's rule)")
+    return SessionVectors(embeddings_path, keys=keys), encoder
+
+
+def rank_segment(variants, segment, log=print) -> dict:
+    """Rank one segment (``harness.Segment``) under each reference variant.
+    Session documents are read from the ``events`` input; an embedding
+    retriever (``minilm``, ``wordllama``) reads its session vectors from its
+    embeddings input (``recipe.EMBEDDING_INPUTS``). Returns {variant name:
+    (rankings, outcomes, deep) tables}."""
+    from . import rank
+
+    keys = sorted({k for h in segment.haystacks.values() for k in h.keys})
+    stores = {}
+    for backend, name in EMBEDDING_INPUTS.items():
+        dense = [v for v in variants if v.recipe.backend == backend]
+        if dense and keys:
+            stores[backend] = _vectors(dense, segment.inputs.get(name), keys)
+
+    def ranker(backend: str):
+        store, encoder = stores.get(backend, (None, None))
+
+        def ranked(q, hay, texts):
+            vectors = store.vectors(hay.keys) if store is not None else None
+            question = exact_text(q["question"], q.get("question_exact")) if backend in EXACT_TEXT else q["question"]
+            r = rank(backend, question, texts, vectors=vectors, encoder=encoder).top(DEPTH)
+            return r.positions.tolist(), r.scores
+
+        return ranked
+
+    return rank_by_documents(variants, segment, {v.name: ranker(v.recipe.backend) for v in variants}, log,
+                             exact={v.name for v in variants if v.recipe.backend in EXACT_TEXT})

@@ -1,0 +1,170 @@
+"""Fusion variants: one list per question fused from the deep lists of other
+variants of the same dataset::
+
+    variants:
+      rrf-lex-dense:
+        fuse: {of: [v0.8.0, minilm], method: rrf, k: 60}
+
+A fusion variant's retrieve job reads the segment's deep tables (depth 50)
+of the variants it fuses (its ``fused`` inputs, in ``of`` order), so it reruns
+when one of them changes, and ranks nothing itself. Its questions, gold and
+denominators are its dataset family's (the skip rule of the reference
+retrievers, ``harness.skip_reason``): a question the family skips is skipped;
+a question the family evaluates is fused from the inputs that have a list for
+it, and an input without one (it skipped the question under its own rule, or
+counted it as a miss with no list) contributes nothing. No input with a list
+is a miss.
+
+Each input's list is its deep list with any later copy of a session removed
+(a session counts once, at its first rank), ranked 1, 2, ... in that order;
+``s`` is the deep table's score (the retriever's own where it strictly
+decreases, else 51 - rank). For each session in any input's list:
+
+* ``rrf``: reciprocal rank fusion (Cormack, Clarke and Buettcher, SIGIR
+  2009): the sum over the inputs that rank it of ``1 / (k + rank)``
+  (``k`` default 60);
+* ``combsum``: CombSUM (Fox and Shaw, TREC-2) of min-max normalized scores:
+  the sum over the inputs that rank it of ``(s - min) / max(max - min, 1e-9)``,
+  min and max over that input's list for the question (ranx's ``min-max``
+  norm, so the last session of a list, and the only one of a list of one,
+  gets 0);
+* ``borda``: Borda count (Aslam and Montague's BordaFuse, as ranx): with ``C``
+  the sessions in the union of the lists, an input gives a session it ranks
+  at ``rank`` ``C - rank + 1`` points, and each session it does not rank
+  ``(C - n + 1) / 2`` (``n``: its list's length).
+
+Sums are exact (a float score is a binary fraction: each sum is an integer
+over a common denominator), so sums that are equal are ties, and rounding
+never orders them. The fused list is by
+score, descending; ties are broken by the session's best rank in any input
+(lower first), then by the first input, in ``of`` order, that ranks it
+there: a total order, since an input holds one session per rank. The fused
+score written is the exact sum rounded to the nearest float. It is cut at 50 (``deep.parquet``) and 10 (``rankings``);
+its deep score is the fused score where it strictly decreases, else
+``51 - rank`` (``harness.run_scores``).
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from pathlib import Path
+
+from ..errors import DataError
+from .harness import SegmentRows, run_scores, skip_reason
+from ..protocol import DEPTH, TOP
+from ..memo.variants import FUSION_METHODS, RRF_K
+
+METHODS = FUSION_METHODS
+MIN_MAX_FLOOR = Fraction(1e-9)  # ranx's min-max norm: the denominator's floor
+FLOOR_RATIO = MIN_MAX_FLOOR.as_integer_ratio()  # (n, a power of two)
+
+
+def distinct(ranked) -> list[tuple[str, float]]:
+    """An input's list of (session id, score) in rank order, later copies of a session removed."""
+    seen: set[str] = set()
+    out = []
+    for sid, score in ranked:
+        if sid not in seen:
+            seen.add(sid)
+            out.append((sid, score))
+    return out
+
+
+def fuse(lists, method: str = "rrf", k: int = RRF_K) -> list[tuple[str, float]]:
+    """Fuse one question's lists (one per input, in ``of`` order: a list of
+    (session id, score) in rank order, or None when the input has none) into
+    [(session id, fused score)], best first (the module docstring's rules).
+    The sums are exact (integers over one denominator: a float score is a binary fraction), so
+    equal sums are ties, broken by the rule, never by rounding."""
+    if method not in METHODS:
+        raise ValueError(f"unknown fusion method {method!r} (known: {', '.join(METHODS)})")
+    lists = [distinct(ranked) for ranked in lists if ranked]
+    best: dict[str, tuple[int, int]] = {}  # session -> (best rank, first input at that rank)
+    for i, ranked in enumerate(lists):
+        for r, (sid, _) in enumerate(ranked, 1):
+            if sid not in best or (r, i) < best[sid]:
+                best[sid] = (r, i)
+    n_all = len(best)
+    # each score is a whole number of 1/scale: exact integers for rrf and borda, fractions for combsum
+    score: dict = dict.fromkeys(best, 0)
+    if method == "rrf":
+        scale = math.lcm(*(k + r for r in range(1, max(map(len, lists), default=0) + 1)))
+        for ranked in lists:
+            for r, (sid, _) in enumerate(ranked, 1):
+                score[sid] += scale // (k + r)
+    elif method == "borda":
+        scale = 2  # the unranked sessions' points are halves
+        for ranked in lists:
+            here = set()
+            for r, (sid, _) in enumerate(ranked, 1):
+                score[sid] += 2 * (n_all - r + 1)
+                here.add(sid)
+            for sid in score:
+                if sid not in here:
+                    score[sid] += n_all - len(ranked) + 1
+    else:
+        # each input's terms as integers over one denominator per input (its span, every float
+        # scaled to the list's finest binary denominator), then over their product: exact
+        # integer sums, far cheaper than summing and sorting Fractions
+        spans, terms = [], []
+        for ranked in lists:
+            ratios = [s.as_integer_ratio() for _, s in ranked]
+            grain = max(FLOOR_RATIO[1], *(d for _, d in ratios))
+            ints = [n * (grain // d) for n, d in ratios]
+            hi, lo = ints[0], ints[-1]
+            spans.append(max(hi - lo, FLOOR_RATIO[0] * (grain // FLOOR_RATIO[1])))
+            terms.append([(sid, x - lo) for (sid, _), x in zip(ranked, ints)])
+        scale = math.prod(spans)
+        for span, pairs in zip(spans, terms):
+            weight = scale // span
+            for sid, t in pairs:
+                score[sid] += t * weight
+    order = sorted(score, key=lambda sid: (-score[sid], best[sid]))
+    # int / int is correctly rounded: the float nearest the exact sum
+    return [(sid, score[sid] / scale) for sid in order]
+
+
+def read_deep(path) -> dict[int, list[tuple[str, float]]]:
+    """{q_index: [(session id, score)] in rank order} of a segment's deep table."""
+    from ..tables import read_table
+
+    t = read_table(path, columns=["q_index", "rank", "session_id", "score"]).sort_by(
+        [("q_index", "ascending"), ("rank", "ascending")]).to_pydict()
+    out: dict[int, list[tuple[str, float]]] = {}
+    for qi, rank, sid, score in zip(t["q_index"], t["rank"], t["session_id"], t["score"]):
+        rows = out.setdefault(qi, [])
+        if rank != len(rows) + 1:
+            raise DataError(path, f"q_index {qi}", f"ranks are not 1, 2, ... (rank {rank} after {len(rows)}); "
+                                                   f"delete the file and rerun")
+        rows.append((sid, score))
+    return out
+
+
+def rank_segment(variants, segment, log=print) -> dict:
+    """Rank one segment (``harness.Segment``) under each fusion variant from
+    its ``fused`` inputs (the fused variants' deep tables of this segment, in
+    ``of`` order). Returns {variant name: (rankings, outcomes, deep) tables}."""
+    paths = segment.inputs.get("fused") or []
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+    out = {}
+    for v in variants:
+        spec = v.retriever
+        of = list(spec["of"])
+        if len(paths) != len(of):
+            raise ValueError(f"variant {v.name!r} fuses {of} but was given {len(paths)} deep table(s)")
+        deep = [read_deep(p) for p in paths]
+        rows = SegmentRows()
+        for q in segment.questions:
+            hay = segment.haystacks.get(q["haystack_id"])
+            skip, _ = skip_reason(v.skip, q, hay, v)  # a forced miss is fused from the inputs' lists
+            if skip is not None:
+                rows.add(q, hay, skip=skip)
+                continue
+            fused = fuse([d.get(q["q_index"]) for d in deep], spec["method"], spec.get("k", RRF_K))[:DEPTH]
+            ids = [sid for sid, _ in fused]
+            rows.add(q, hay, final=ids[:TOP], deep=ids, scores=run_scores([s for _, s in fused]))
+        log(f"{segment.label} {v.name}: {spec['method']} of {', '.join(of)}, {len(segment.questions)} questions")
+        out[v.name] = rows.tables()
+    return out

@@ -1,0 +1,195 @@
+"""Benchmark of the reference retrievers, not a test.
+
+    python -m memobench.tools.bench_baselines [--work bench_work] [--minilm-sessions 256] [--wordllama-sessions 0]
+
+Generates (or reuses) the S-scale LongMemEval-format file of
+``memobench.tools.benchmark`` (500 questions x ~50 sessions, ~280 MB), normalizes
+it, then runs each lexical retriever over every question in its own process
+(wall and CPU time, peak RSS; building the documents from the tables
+included) and embeds distinct sessions with each embedding retriever on the
+CPU, in its own process: a sample for minilm, every distinct session for
+wordllama (``0``: all; sessions per second, peak RSS), from which it projects
+the embedding stage for the distinct sessions of the generated file and for
+upper bounds of the real S and M files (every haystack entry distinct:
+500 x 50, 500 x 500).
+
+    python -m memobench.tools.bench_baselines --long-question [--docs 5000] [--words 100,400,1600,50000]
+
+instead ranks one haystack of ``--docs`` generated documents (~100 words each)
+with ``fts5-bm25`` for one generated question of each length in ``--words``
+(the generator's Zipf vocabulary: the longer the question, the more of its
+tokens are repeats), each in its own process (wall and CPU time, peak RSS,
+building the documents included), and times FTS5's own OR query over the same
+input (``--or-up-to`` words at most, default 1600: its cost grows with the
+square of the question's length), checking that both give the same list.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+LEXICAL = ["bm25-official", "bm25s", "fts5-bm25"]
+
+
+def _peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def run_lexical(norm: Path, name: str) -> dict:
+    from ..retrievers.baselines import haystack_documents, rank
+    from ..tables import read_table
+
+    t0, c0 = time.monotonic(), time.process_time()
+    questions = read_table(norm / "questions.parquet").to_pylist()
+    hays = haystack_documents(norm / "haystacks.parquet", norm / "events.parquet", "longmemeval")
+    t_docs = time.monotonic() - t0
+    n = 0
+    for q in questions:
+        h = hays.get(q["haystack_id"])
+        if h is None:
+            continue
+        r = rank(name, q["question"], h.docs)
+        assert len(r.positions) == len(h.docs)
+        n += 1
+    return {"retriever": name, "questions": n, "wall_s": round(time.monotonic() - t0, 2),
+            "documents_s": round(t_docs, 2), "cpu_s": round(time.process_time() - c0, 2),
+            "peak_rss_mb": round(_peak_mb())}
+
+
+def run_dense(norm: Path, sample: int, model: str = "minilm") -> dict:
+    """Embed ``sample`` distinct sessions (0: all of them) with an embedding
+    retriever on the CPU, as the embeddings stage does."""
+    import pyarrow.parquet as pq
+
+    from ..retrievers.baselines.embeddings import encoder_for, iter_session_documents
+
+    docs = []
+    for key, doc in iter_session_documents(norm / "events.parquet", "longmemeval"):
+        docs.append(doc)
+        if sample and len(docs) >= sample:
+            break
+    n_sessions = pq.read_metadata(norm / "sessions.parquet").num_rows
+    t = time.monotonic()
+    enc = encoder_for(model, device="cpu")
+    load_s = time.monotonic() - t
+    pieces = [len(ids) for ids in enc.token_ids(docs)]
+    t0, c0 = time.monotonic(), time.process_time()
+    enc.encode(docs)
+    wall = time.monotonic() - t0
+    rate = len(docs) / wall
+    out = {"retriever": model, "device": enc.device, "sessions": len(docs), "wall_s": round(wall, 2),
+           "cpu_s": round(time.process_time() - c0, 2), "model_load_s": round(load_s, 2),
+           "sessions_per_s": round(rate, 2), "mean_tokens": round(sum(pieces) / len(pieces), 1),
+           "peak_rss_mb": round(_peak_mb()), "distinct_sessions_generated_s": n_sessions,
+           "projected_generated_s_min": round(n_sessions / rate / 60, 1),
+           "projected_real_s_upper_min": round(500 * 50 / rate / 60, 1),
+           "projected_real_m_upper_h": round(500 * 500 / rate / 3600, 2)}
+    if model == "minilm":
+        out["truncated_share"] = round(sum(p == 256 for p in pieces) / len(pieces), 3)
+    return out
+
+
+def long_question_input(n_docs: int, words: int) -> tuple[str, list[str]]:
+    """A generated haystack of ``n_docs`` documents (~100 words each) and a
+    question of about ``words`` words, both from the generator's vocabulary;
+    the documents depend only on ``n_docs``."""
+    import random
+
+    from .generate import _vocab
+
+    vocab = _vocab(0, None)
+    rng = random.Random(f"docs {n_docs}")
+    docs = [vocab.text(rng, rng.randint(20, 180)) for _ in range(n_docs)]
+    return vocab.text(random.Random(f"question {words}"), words), docs
+
+
+def run_long_question(n_docs: int, words: int, path: str) -> dict:
+    from ..retrievers.baselines import rank
+    from ..retrievers.baselines.lexical import Fts5Bm25
+
+    t0, c0 = time.monotonic(), time.process_time()
+    question, docs = long_question_input(n_docs, words)
+    fts = Fts5Bm25()
+    terms = fts.query_terms(question)
+    r = fts.rank_or(question, docs) if path == "fts5-or" else rank("fts5-bm25", question, docs)
+    return {"path": path, "docs": n_docs, "question_words": words, "tokens": len(terms),
+            "distinct_tokens": len(set(terms)), "by_token": fts.by_token, "wall_s": round(time.monotonic() - t0, 2),
+            "cpu_s": round(time.process_time() - c0, 2), "peak_rss_mb": round(_peak_mb()),
+            "list": hashlib.sha256(r.positions.tobytes() + r.scores.tobytes()).hexdigest()[:16]}
+
+
+def long_question(a) -> int:
+    lists = {}
+    for words in (int(w) for w in a.words.split(",")):
+        for path in ("fts5-bm25", "fts5-or"):
+            if path == "fts5-or" and words > a.or_up_to:
+                continue
+            p = subprocess.run([sys.executable, "-m", "memobench.tools.bench_baselines", "--only", "long-question",
+                                "--docs", str(a.docs), "--words", str(words), "--path", path],
+                               capture_output=True, text=True)
+            if p.returncode:
+                print(f"{path} {words} words: failed\n{p.stderr[-2000:]}", file=sys.stderr)
+                return 1
+            row = json.loads(p.stdout.strip().splitlines()[-1])
+            if lists.setdefault(words, row["list"]) != row["list"]:
+                print(f"{words} words: fts5-bm25 and FTS5's OR query give different lists", file=sys.stderr)
+                return 1
+            print(json.dumps(row), flush=True)
+    return 0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--work", type=Path, default=Path("bench_work"))
+    ap.add_argument("--minilm-sessions", type=int, default=256)
+    ap.add_argument("--long-question", action="store_true",
+                    help="fts5-bm25 on one haystack for questions of growing length, against FTS5's OR query")
+    ap.add_argument("--docs", type=int, default=5000)
+    ap.add_argument("--words", default="100,400,1600,50000")
+    ap.add_argument("--or-up-to", type=int, default=1600)
+    ap.add_argument("--wordllama-sessions", type=int, default=0, help="0: every distinct session")
+    ap.add_argument("--only", help=argparse.SUPPRESS)
+    ap.add_argument("--norm", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--path", help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    if a.only == "long-question":
+        print(json.dumps(run_long_question(a.docs, int(a.words), a.path)))
+        return 0
+    if a.long_question:
+        return long_question(a)
+    if a.only:
+        sample = {"minilm": a.minilm_sessions, "wordllama": a.wordllama_sessions}
+        out = run_dense(a.norm, sample[a.only], a.only) if a.only in sample else run_lexical(a.norm, a.only)
+        print(json.dumps(out))
+        return 0
+    from .benchmark import SCALES, generate
+    from ..datasets.normalize import normalize_longmemeval
+
+    s = SCALES["s"]
+    raw = generate(a.work, "bench_s", s["questions"], s["sessions"], s["target"], s["seed"])
+    norm = a.work / "bench_s_normalized"
+    if not (norm / "events.parquet").exists():
+        normalize_longmemeval(raw, norm, log=lambda m: None)
+    rows = []
+    for name in [*LEXICAL, "minilm", "wordllama"]:
+        p = subprocess.run([sys.executable, "-m", "memobench.tools.bench_baselines", "--only", name, "--norm", str(norm),
+                            "--minilm-sessions", str(a.minilm_sessions),
+                            "--wordllama-sessions", str(a.wordllama_sessions)], capture_output=True, text=True)
+        if p.returncode:
+            print(f"{name}: failed\n{p.stderr[-2000:]}", file=sys.stderr)
+            continue
+        row = json.loads(p.stdout.strip().splitlines()[-1])
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,638 @@
+"""Benchmark: the pipeline against the original harnesses, another checkout
+or a naive baseline, on generated files.
+
+    python -m memobench.tools.benchmark --checkout . [--work bench_work] [--scales all,mshape,s,m,scaling,shared]
+                                  [--original BENCH_DIR [--run-harness SCRIPT]] [--baseline OTHER_CHECKOUT]
+                                  [--naive NAIVE_PY]
+
+For each scale it generates a LongMemEval-format file (cached in ``--work``)
+and runs the workflow on it with ``snakemake --cores 2``. CPU is the summed
+user and system time of every process the benchmark waited for (Snakemake and
+all its jobs, or a harness's node process): ``getrusage(RUSAGE_CHILDREN)``
+before and after.
+
+``all`` runs a file of 1,986 questions of ~28 sessions (LoCoMo vocabulary
+with ``--vocab``, ~190 MB; ``--all-questions`` makes it smaller, at the same
+bytes per question) with every variant of the eight original S harnesses (33)
+plus analyze, end to end, cold; then a retrieval rerun of one variant after an
+engine edit (in a scratch copy of the checkout, ``engine.py`` gains one
+statement); then one variant cold, end to end, for ``v0.8.0`` and for
+``v0.8.0-index``.
+
+``mshape`` runs an M-shaped file (``--mshape-questions`` 120 questions of
+``--mshape-sessions`` ~500 sessions, M's bytes per session, 5 segments) with
+the M family's ``v0.8.0`` and ``v0.8.0-index``, end to end, cold.
+
+``--original BENCH_DIR`` (the original project's ``bench/`` folder) runs the
+original harnesses on the same generated files in the same session, through
+its run-harness script (``--run-harness``; by default ``run-harness`` next to
+the bench folder), and prints the ratios: for ``all``, the eight harnesses
+run, exp6, exp, exp2, exp3, exp4, exp5 and analyze in sequence against all 33
+variants plus analyze, run.cjs against ``v0.8.0`` alone and exp6.cjs against
+``v0.8.0-index`` alone; for ``mshape``, run-m.cjs and exp6-m.cjs over the five
+segments (``M_START``/``M_LIMIT``, the pipeline's segment bounds) against the
+pipeline's run. Their output goes to ``--work``/original/, never compared
+here (the exactness tests compare lists). With ``--baseline`` (another
+checkout, e.g. ``git worktree add /tmp/base <commit>``) each ``all`` case
+also runs there, in the same session, and the table gives the ratios.
+
+``s`` (500 questions x ~50 sessions, ~280 MB) and ``m`` (500 x ~500,
+~2.7 GB): variants v0.8.0 and v0.8.0-index, Snakemake's per-job benchmark
+files summed per stage (wall, CPU, peak RSS) and a retrieval-only rerun of
+one variant; with ``--naive FILE`` (a naive reference such as a checkout's
+``tests/naive.py``, loaded from that path: the file parsed whole, an FTS
+table and every event's tokens rebuilt for every question and variant) also
+that baseline on the same file (on M its first 100-question segment,
+extrapolated). ``scaling``: S-shaped files with 100, 250 and 500 questions
+(cost per question). ``shared``: on the 1,986-question file, the retrieval
+of every built-in S variant of segment 1 of 2, one process per variant
+against all of them in one process sharing their common work.
+
+``--checkout`` is the workflow (the directory holding the Snakefile and src/)
+that is measured; it is an explicit argument, never derived from this file's
+location, so a second checkout (``git worktree add /tmp/bench-base main``) can
+be measured with the same script.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+from .. import layout
+
+REPO: Path | None = None  # the measured checkout (--checkout)
+VARIANTS = ["v0.8.0", "v0.8.0-index"]
+# The rules with a benchmark file, in pipeline order; stage_table also lists
+# any other it finds (a measured checkout's own rules).
+STAGES = ["verify", "normalize", "tokens", "embeddings", "retrieve", "merge", "session_json", "retrievallog",
+          "analyze"]
+SCALES = {
+    "s": {"questions": 500, "sessions": 50, "target": 280e6, "seed": 1, "segments": 2},
+    "m": {"questions": 500, "sessions": 500, "target": 2.7e9, "seed": 2, "segments": 5, "family": "m"},
+}
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def generate(work: Path, name: str, questions: int, sessions: int, target: float, seed: int, vocab=None) -> Path:
+    path = work / "data" / f"{name}.json"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        log(f"generating {path} ({questions} questions x {sessions} sessions, ~{target / 1e6:.0f} MB)")
+        extra = ["--vocab-source", str(vocab)] if vocab else []
+        subprocess.run([sys.executable, "-m", "memobench.tools.generate", "longmemeval", "--out", str(path),
+                        "--questions", str(questions), "--sessions", str(sessions), "--seed", str(seed),
+                        "--target-bytes", str(int(target)), "--quiet", *extra], check=True)
+    return path
+
+
+def snakemake(workdir: Path, cfg: Path, *args, checkout: Path | None = None) -> float:
+    t = time.monotonic()
+    cmd = [sys.executable, "-m", "snakemake", "-s", str((checkout or REPO) / "Snakefile"), "-d", str(workdir),
+           "--configfile", str(cfg), "--cores", "2", *args, "--quiet", "all"]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode:
+        raise SystemExit(f"snakemake failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    return time.monotonic() - t
+
+
+def stage_table(workdir: Path) -> dict[str, dict]:
+    """Per stage (each folder of Snakemake's benchmark files): summed wall and
+    CPU seconds of its jobs, the largest peak RSS."""
+    out = {}
+    root = workdir / layout.BENCHMARKS
+    found = sorted(p.name for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
+    for stage in [*STAGES, *(f for f in found if f not in STAGES)]:
+        wall = cpu = rss = 0.0
+        jobs = 0
+        for tsv in sorted((root / stage).rglob("*.tsv")):
+            with open(tsv) as f:
+                row = next(csv.DictReader(f, delimiter="\t"))
+            jobs += 1
+            wall += float(row["s"])
+            cpu += float(row["cpu_time"]) if row.get("cpu_time") not in (None, "", "NA", "-") else 0.0
+            if row.get("max_rss") not in (None, "", "NA", "-"):
+                rss = max(rss, float(row["max_rss"]))
+        out[stage] = {"jobs": jobs, "wall": wall, "cpu": cpu, "rss": rss}
+    return out
+
+
+SHARED_CODE = """
+import json, resource, sys, time
+sys.path.insert(0, sys.argv[1])
+from memobench.retrievers import registry as retrievers
+from memobench.memo.variants import builtin
+R, names, mode = sys.argv[2], sys.argv[3].split(","), sys.argv[4]
+vs = [builtin("s")[n] for n in names]
+tokens = {s: f"{R}/tokens/{s}.parquet" for s in {v.recipe.seq for v in vs} | {"fts5"}}
+outs = {v.name: {k: f"{sys.argv[5]}/{v.name}.{k}.parquet" for k in ("rankings", "outcomes", "deep")} for v in vs}
+retrievers.write_segments(vs, f"{R}/normalized/questions.parquet", f"{R}/normalized/haystacks.parquet",
+                          f"{R}/normalized/events.parquet", 1, 2, outs, log=lambda m: None, tokens=tokens)
+ru = resource.getrusage(resource.RUSAGE_SELF)
+print(json.dumps({"cpu": ru.ru_utime + ru.ru_stime, "rss_mb": ru.ru_maxrss / 1024}))
+"""
+
+
+def run_shared(work: Path, vocab) -> str:
+    """Every built-in S variant's retrieval of segment 1: one process per
+    variant (as the workflow's retrieve jobs) against one process for all."""
+    from memobench.memo.variants import builtin
+
+    raw = all_file(work, vocab)
+    name = "bench_shared"
+    workdir = work / f"run_{name}"
+    workdir.mkdir(parents=True, exist_ok=True)
+    cfg = workdir / "bench.yaml"
+    names = sorted(builtin("s"))
+    ds = {"format": "longmemeval", "family": "s", "file": str(raw), "bytes": raw.stat().st_size, "segments": 2,
+          "variants": ["v0.8.0", "v0.8.0-index", "exp4-A0-base"]}
+    cfg.write_text(yaml.safe_dump({"data_dir": str(work / "data"), "run": [name], "datasets": {name: ds}}))
+    targets = [layout.path(layout.TOKENS, dataset=name, seq=s) for s in ("ascii", "cjkr", "exp6", "fts5")]
+    log(f"{name}: normalize and tokens")
+    t = time.monotonic()
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(workdir), "--configfile",
+           str(cfg), "--cores", "2", "--quiet", "all", "--", *targets]
+    subprocess.run(cmd, check=True, capture_output=True)
+    prep = time.monotonic() - t
+    out = workdir / "shared_out"
+    out.mkdir(exist_ok=True)
+    res = layout.path(layout.DATASET, root=workdir / layout.RESULTS, dataset=name)
+
+    def one(ns):
+        t = time.monotonic()
+        p = subprocess.run([sys.executable, "-c", SHARED_CODE, str(REPO / "src"), res, ",".join(ns), "x", str(out)],
+                           capture_output=True, text=True, check=True)
+        return {**json.loads(p.stdout.strip().splitlines()[-1]), "wall": time.monotonic() - t}
+
+    log(f"{name}: {len(names)} variants, one process each")
+    alone = [one([n]) for n in names]
+    log(f"{name}: {len(names)} variants in one process")
+    together = one(names)
+    a_cpu, a_wall = sum(r["cpu"] for r in alone), sum(r["wall"] for r in alone)
+    rows = [f"### Shared retrieval: {raw.stat().st_size / 1e6:.0f} MB, 1,986 questions x ~28 sessions, "
+            f"segment 1 of 2, all {len(names)} built-in S variants", "",
+            "| | processes | CPU s | wall s | peak RSS MB |", "|---|---|---|---|---|",
+            f"| one process per variant (today's retrieve jobs) | {len(names)} | {a_cpu:.1f} | {a_wall:.1f} | "
+            f"{max(r['rss_mb'] for r in alone):.0f} |",
+            f"| all variants in one process (write_segments) | 1 | {together['cpu']:.1f} | {together['wall']:.1f} | "
+            f"{together['rss_mb']:.0f} |",
+            f"| **ratio** | | **{a_cpu / together['cpu']:.1f}x** | **{a_wall / together['wall']:.1f}x** | |", "",
+            f"(tables built beforehand in {prep:.0f} s; the machine is shared, so CPU seconds are the steadier figure)"]
+    return "\n".join(rows) + "\n"
+
+
+# The variants of the eight original S harnesses (run, exp6, exp, exp2, exp3,
+# exp4, exp5; analyze is the dataset's analyze stage).
+def harness_variants() -> list[str]:
+    from memobench.memo.variants import builtin
+
+    return sorted(n for n in builtin("s") if n not in ("v0.4.0", "v0.5.0") and not n.startswith(("exp4m", "exp5m")))
+
+
+def timed(cmd: list[str], what: str, output: Path | None = None) -> dict:
+    """Elapsed and CPU seconds of one command: its process and every process
+    it waited for (``RUSAGE_CHILDREN`` before and after; the benchmark runs one
+    command at a time). ``output``: where its stdout and stderr are kept."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t = time.monotonic()
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    wall = time.monotonic() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if output is not None:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(proc.stdout + proc.stderr)
+    if proc.returncode:
+        raise SystemExit(f"{what} failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    return {"wall": wall, "cpu": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)}
+
+
+def timed_snakemake(checkout: Path, workdir: Path, cfg: Path, *targets) -> dict:
+    """Elapsed and CPU seconds (Snakemake and every job it waited for) of one run."""
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(checkout / "Snakefile"), "-d", str(workdir),
+           "--configfile", str(cfg), "--cores", "2", "--quiet", "all", "--", *targets]
+    return timed(cmd, "snakemake")
+
+
+# --------------------------------------------------------------------------- the original harnesses
+
+# the eight S harnesses, in the order they run; the M ones run per segment
+S_HARNESSES = ["run", "exp6", "exp", "exp2", "exp3", "exp4", "exp5", "analyze"]
+M_HARNESSES = ["run-m", "exp6-m"]
+
+
+class Original:
+    """The original harnesses (``BENCH_DIR/*.cjs``), each run through the
+    run-harness script (``SCRIPT BENCH_DIR HARNESS DATA_DIR [ENV=VALUE ...]``)
+    on a folder holding the benchmark's file under the name the harness reads."""
+
+    def __init__(self, bench: Path, script: Path, work: Path):
+        self.bench, self.script, self.out = bench, script, work / "original"
+
+    @classmethod
+    def find(cls, bench_arg: str, script_arg: str | None, work: Path, harnesses: list[str]) -> "Original":
+        bench = Path(bench_arg).resolve()
+        missing = [f"{h}.cjs" for h in harnesses if not (bench / f"{h}.cjs").is_file()]
+        if missing:
+            raise SystemExit(f"--original {bench}: no {', '.join(missing)} there; give the original project's "
+                             f"bench/ folder")
+        if script_arg:
+            script = Path(script_arg).resolve()
+            if not script.is_file():
+                raise SystemExit(f"--run-harness {script}: no such file")
+        else:
+            looked = [bench.parent / "run-harness", bench / "run-harness"]
+            script = next((p for p in looked if p.is_file()), None)
+            if script is None:
+                raise SystemExit(f"--original {bench}: no run-harness script next to it (looked at "
+                                 f"{', '.join(map(str, looked))}); give its path with --run-harness")
+        return cls(bench, script, work)
+
+    def data_dir(self, raw: Path, name: str) -> Path:
+        """A folder holding ``raw`` as ``name`` (a symbolic link): the harnesses' BENCH_DIR."""
+        folder = self.out / f"data_{raw.stem}"
+        folder.mkdir(parents=True, exist_ok=True)
+        link = folder / name
+        if link.is_symlink() or link.exists():
+            link.unlink()
+        link.symlink_to(raw)
+        return folder
+
+    def run(self, harness: str, data: Path, label: str, **env) -> dict:
+        settings = [f"{k}={v}" for k, v in env.items()]
+        log(f"original {harness}.cjs on {data}{' ' + ' '.join(settings) if settings else ''}")
+        cmd = ["bash", str(self.script), str(self.bench), harness, str(data), *settings]
+        return timed(cmd, f"{harness}.cjs", output=self.out / f"{label}.out")
+
+
+def _ratio(a: float, b: float) -> str:
+    return f"**{a / b:.1f}x**" if b > 0 else "-"
+
+
+def _sum(runs: list[dict]) -> dict:
+    return {"wall": sum(r["wall"] for r in runs), "cpu": sum(r["cpu"] for r in runs)}
+
+
+def edited_copy(checkout: Path, dest: Path) -> Path:
+    """A scratch copy of the checkout whose engine.py has one more statement:
+    what an engine edit costs (the fingerprint of every stage importing it changes).
+    The copy keeps the files' times (``cp -a``): Snakemake reruns every job
+    whose script is newer than its outputs, so a plain copy would measure a
+    rerun of everything instead of the edit's."""
+    if dest.exists():
+        subprocess.run(["rm", "-rf", str(dest)], check=True)
+    dest.mkdir(parents=True)
+    for name in ("Snakefile", "config.yaml", "workflow", "src", "envs"):
+        if (checkout / name).exists():
+            subprocess.run(["cp", "-a", str(checkout / name), str(dest / name)], check=True)
+    engine = next(p for p in (dest / "src" / "memobench" / "memo" / "engine.py",
+                              dest.joinpath("src", "memobench", "engine.py")) if p.is_file())  # a checkout from before memo/
+    engine.write_text(engine.read_text() + "\n_BENCHMARK_EDIT = 1\n")
+    return dest
+
+
+def all_file(work: Path, vocab, questions: int = 1986) -> Path:
+    """The ``all`` case's file: 1,986 questions of ~28 sessions (~190 MB), or
+    fewer questions at the same bytes per question."""
+    name = "bench_shared" if questions == 1986 else f"bench_shared_{questions}"
+    return generate(work, name, questions, 28, 193e6 * questions / 1986, 12, vocab)
+
+
+def run_all_variants(work: Path, raw: Path, questions: int, checkouts: dict[str, Path],
+                     original: Original | None = None) -> str:
+    name = "bench_all"
+    names = harness_variants()
+    results: dict[str, dict[str, dict]] = {}
+    for label, checkout in checkouts.items():
+        r = results[label] = {}
+        base = work / f"run_{name}_{label}"
+        if base.exists():
+            subprocess.run(["rm", "-rf", str(base)], check=True)
+        base.mkdir(parents=True)
+
+        def config(variants, analyze):
+            cfg = base / f"cfg_{len(variants)}.yaml"
+            ds = {"format": "longmemeval", "family": "s", "file": str(raw), "bytes": raw.stat().st_size,
+                  "segments": 2, "variants": variants, "analyze": analyze}
+            cfg.write_text(yaml.safe_dump({"data_dir": str(work / "data"), "run": [name], "datasets": {name: ds}}))
+            return cfg
+
+        log(f"{label}: all {len(names)} variants plus analyze, end to end")
+        cfg = config(names, True)
+        r["all"] = timed_snakemake(checkout, base / "all", cfg)
+        log(f"{label}: rerun of v0.8.0 after an engine edit")
+        edited = edited_copy(checkout, base / "edited")
+        r["rerun"] = timed_snakemake(edited, base / "all", cfg, layout.path(layout.METRICS, dataset=name, variant="v0.8.0"))
+        for v in ("v0.8.0", "v0.8.0-index"):
+            log(f"{label}: {v} alone, cold")
+            r[v] = timed_snakemake(checkout, base / v, config([v], False))
+    rows = [f"### All S variants: {raw.stat().st_size / 1e6:.0f} MB, {questions:,} questions x ~28 sessions, "
+            f"2 segments, --cores 2", ""]
+    labels = list(checkouts)
+    head = "| case | " + " | ".join(f"{lab} wall s | {lab} CPU s" for lab in labels) + " |"
+    if len(labels) == 2:
+        head += " wall ratio | CPU ratio |"
+    rows += [head, "|" + "---|" * (head.count("|") - 1)]
+    cases = [("all", f"all {len(names)} variants + analyze, end to end"),
+             ("rerun", "v0.8.0 after an engine edit (its retrieve, merge, exports)"),
+             ("v0.8.0", "v0.8.0 alone, cold, end to end"), ("v0.8.0-index", "v0.8.0-index alone, cold, end to end")]
+    for key, label in cases:
+        line = f"| {label} | " + " | ".join(f"{results[lab][key]['wall']:.1f} | {results[lab][key]['cpu']:.1f}"
+                                            for lab in labels) + " |"
+        if len(labels) == 2:
+            a, b = results[labels[0]][key], results[labels[1]][key]
+            line += f" **{a['wall'] / b['wall']:.2f}x** | **{a['cpu'] / b['cpu']:.2f}x** |"
+        rows.append(line)
+    if len(labels) == 2:
+        rows += ["", "(ratios: the first checkout's time over the second's; the machine's other load moves wall "
+                 "time more than CPU time)"]
+    if original is not None:
+        data = original.data_dir(raw, "longmemeval_s.json")
+        harness = {h: original.run(h, data, f"{raw.stem}.{h}") for h in S_HARNESSES}
+        ours = results[labels[-1]]
+        rows += ["", f"### Against the original harnesses, same file ({raw.stat().st_size / 1e6:.0f} MB, "
+                 f"{questions:,} questions): harnesses one after another, the pipeline with --cores 2", "",
+                 "| pipeline (cold, end to end) | original | original wall s | original CPU s | pipeline wall s | "
+                 "pipeline CPU s | wall ratio | CPU ratio |", "|---|---|---|---|---|---|---|---|"]
+        for key, label, theirs, what in (
+                ("all", f"all {len(names)} variants + analyze", _sum(list(harness.values())),
+                 ", ".join(f"{h}.cjs" for h in S_HARNESSES) + " in sequence"),
+                ("v0.8.0", "v0.8.0 alone", harness["run"], "run.cjs"),
+                ("v0.8.0-index", "v0.8.0-index alone", harness["exp6"], "exp6.cjs")):
+            mine = ours[key]
+            rows.append(f"| {label} | {what} | {theirs['wall']:.1f} | {theirs['cpu']:.1f} | {mine['wall']:.1f} | "
+                        f"{mine['cpu']:.1f} | {_ratio(theirs['wall'], mine['wall'])} | "
+                        f"{_ratio(theirs['cpu'], mine['cpu'])} |")
+        rows += ["", "Each harness: " + ", ".join(f"{h}.cjs {r['wall']:.1f} s wall / {r['cpu']:.1f} s CPU"
+                                                   for h, r in harness.items()) + ".",
+                 "(ratios: the original's time over the pipeline's; the pipeline also writes the official "
+                 "metrics, TREC runs, statistics and the report, which the harnesses do not; harness output is "
+                 f"in {original.out})"]
+    return "\n".join(rows) + "\n"
+
+
+def run_mshape(work: Path, questions: int, sessions: int, checkout: Path, original: Original | None = None,
+               segments: int = 5) -> str:
+    """An M-shaped file through the pipeline (M family, v0.8.0 and
+    v0.8.0-index, ``segments`` segments, cold, end to end) and, with
+    ``original``, run-m.cjs and exp6-m.cjs over the same segments."""
+    from memobench.retrievers.retrieval import segment_bounds
+
+    if questions < segments:
+        raise SystemExit(f"--mshape-questions {questions}: at least one question per segment ({segments})")
+    m = SCALES["m"]
+    per_question = m["target"] / m["questions"] * sessions / m["sessions"]  # M's bytes per session
+    raw = generate(work, f"bench_mshape_{questions}x{sessions}", questions, sessions, per_question * questions,
+                   m["seed"])
+    base = work / "run_mshape"
+    if base.exists():
+        subprocess.run(["rm", "-rf", str(base)], check=True)
+    base.mkdir(parents=True)
+    cfg = base / "cfg.yaml"
+    ds = {"format": "longmemeval", "family": "m", "file": str(raw), "bytes": raw.stat().st_size,
+          "segments": segments, "variants": VARIANTS}
+    cfg.write_text(yaml.safe_dump({"data_dir": str(work / "data"), "run": ["bench_mshape"],
+                                   "datasets": {"bench_mshape": ds}}))
+    log(f"mshape: {' + '.join(VARIANTS)}, {segments} segments, end to end")
+    ours = timed_snakemake(checkout, base / "run", cfg)
+    mb = raw.stat().st_size / 1e6
+    rows = [f"### M-shaped: {mb:.0f} MB, {questions} questions x ~{sessions} sessions, {segments} segments", "",
+            "| run | wall s | CPU s |", "|---|---|---|",
+            f"| pipeline: {' + '.join(VARIANTS)} (M family), cold, end to end, --cores 2 | {ours['wall']:.1f} | "
+            f"{ours['cpu']:.1f} |"]
+    if original is not None:
+        data = original.data_dir(raw, "longmemeval_m.json")
+        theirs = {}
+        for h in M_HARNESSES:
+            runs = []
+            for i in range(1, segments + 1):
+                lo, hi = segment_bounds(questions, i, segments)
+                runs.append(original.run(h, data, f"{raw.stem}.{h}.seg{i}", M_START=lo, M_LIMIT=hi - lo))
+            theirs[h] = _sum(runs)
+            rows.append(f"| original: {h}.cjs, {segments} segments (M_START/M_LIMIT) one after another | "
+                        f"{theirs[h]['wall']:.1f} | {theirs[h]['cpu']:.1f} |")
+        both = _sum(list(theirs.values()))
+        rows += [f"| original: both | {both['wall']:.1f} | {both['cpu']:.1f} |",
+                 f"| **ratio (original / pipeline)** | {_ratio(both['wall'], ours['wall'])} | "
+                 f"{_ratio(both['cpu'], ours['cpu'])} |"]
+    return "\n".join(rows) + "\n"
+
+
+def run_pipeline(work: Path, name: str, raw: Path, segments: int, family: str, checkout: Path | None = None) -> dict:
+    workdir = work / f"run_{name}" if checkout is None else work / f"run_{name}_baseline"
+    if workdir.exists():
+        subprocess.run(["rm", "-rf", str(workdir)], check=True)
+    workdir.mkdir(parents=True)
+    cfg = workdir / "bench.yaml"
+    ds = {"format": "longmemeval", "family": family, "file": str(raw), "bytes": raw.stat().st_size,
+          "segments": segments, "variants": VARIANTS}
+    cfg.write_text(yaml.safe_dump({"data_dir": str(work / "data"), "run": [name], "datasets": {name: ds}}))
+    log(f"{name}: end-to-end run, --cores 2")
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    total = snakemake(workdir, cfg, checkout=checkout)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    stages = stage_table(workdir)
+    log(f"{name}: retrieval-only rerun of v0.8.0")
+    rerun = snakemake(workdir, cfg, layout.path(layout.METRICS, dataset=name, variant="v0.8.0"), "--forcerun", "retrieve", checkout=checkout)
+    metrics = {v: json.loads((workdir / layout.path(layout.METRICS, dataset=name, variant=v)).read_text())
+               for v in VARIANTS}
+    seg1 = {}
+    for v in VARIANTS:
+        with open(workdir / layout.BENCHMARKS / "retrieve" / name / v / "seg1.tsv") as f:
+            seg1[v] = float(next(csv.DictReader(f, delimiter="\t"))["s"])
+    return {"total": total, "cpu": cpu, "stages": stages, "rerun": rerun, "metrics": metrics, "seg1": seg1}
+
+
+# The naive reference is a file given by path (e.g. a checkout's tests/naive.py),
+# loaded as a module of its own: the package never imports its tests.
+NAIVE_CODE = """
+import importlib.util, json, sys, time, resource
+sys.path.insert(0, sys.argv[6])  # the measured checkout's package, which the reference imports
+spec = importlib.util.spec_from_file_location("memobench_naive_reference", sys.argv[5])
+naive = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(naive)
+reference_run, reference_exp6 = naive.reference_run, naive.reference_exp6
+path, fts_limit, start, limit = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+start = None if start == "-" else int(start)
+limit = None if limit == "-" else int(limit)
+out = {}
+t = time.monotonic()
+r = reference_run(path, fts_limit=fts_limit, start=start, limit=limit)
+out["v0.8.0"] = time.monotonic() - t
+t = time.monotonic()
+e = reference_exp6(path, start=start, limit=limit)
+out["v0.8.0-index"] = time.monotonic() - t
+out["hit@1"] = [sum(x["rank"] == 1 for x in r), sum(x["rank"] == 1 for x in e)]
+out["cpu"] = resource.getrusage(resource.RUSAGE_SELF).ru_utime + resource.getrusage(resource.RUSAGE_SELF).ru_stime
+out["rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps(out))
+"""
+
+
+def run_naive(raw: Path, fts_limit: int, naive: Path, start=None, limit=None) -> dict:
+    log(f"naive baseline {naive} on {raw.name}" + (f" (items {start + 1}..{start + limit})" if limit else ""))
+    t = time.monotonic()
+    proc = subprocess.run([sys.executable, "-c", NAIVE_CODE, str(raw), str(fts_limit),
+                           "-" if start is None else str(start), "-" if limit is None else str(limit),
+                           str(naive), str(REPO / "src")],
+                          capture_output=True, text=True, check=True)
+    out = json.loads(proc.stdout)
+    out["wall"] = time.monotonic() - t
+    return out
+
+
+def fmt_stage_rows(result: dict) -> list[str]:
+    rows = []
+    for stage, s in result["stages"].items():
+        if not s["jobs"]:
+            continue  # a stage this checkout does not have
+        rows.append(f"| {stage} ({s['jobs']} jobs) | {s['wall']:.1f} | {s['cpu']:.1f} | {s['rss']:.0f} |")
+    return rows
+
+
+def report_scale(name: str, result: dict, naive: dict | None, naive_scale: float) -> str:
+    out = [f"### {name}", "", "| stage | wall s (sum over jobs) | CPU s | peak RSS MB (largest job) |",
+           "|---|---|---|---|", *fmt_stage_rows(result),
+           f"| **end to end, --cores 2** | **{result['total']:.1f}** (elapsed) | | |",
+           f"| retrieval-only rerun of v0.8.0 (its retrieve and merge jobs) | {result['rerun']:.1f} (elapsed) | | |", ""]
+    if naive:
+        ours = sum(s["wall"] for s in result["stages"].values())
+        theirs = (naive["v0.8.0"] + naive["v0.8.0-index"]) * naive_scale
+        scale_note = f" (measured on the first segment, x{naive_scale:g})" if naive_scale != 1 else ""
+        out += ["| baseline vs pipeline | naive | pipeline | ratio |", "|---|---|---|---|",
+                f"| v0.8.0 + v0.8.0-index, seconds of work{scale_note} | {theirs:.1f} | {ours:.1f} "
+                f"(all stages, summed over jobs) | {theirs / ours:.1f}x |",
+                f"| wall time with 2 cores | {theirs:.1f} (one process) | {result['total']:.1f} | "
+                f"{theirs / result['total']:.1f}x |",
+                f"| one more variant (its retrieval only; the tokens are shared) | "
+                f"{theirs / len(VARIANTS):.1f} | {result['stages']['retrieve']['wall'] / len(VARIANTS):.1f} | "
+                f"{theirs / result['stages']['retrieve']['wall']:.1f}x |",
+                f"| peak RSS MB | {naive['rss_mb']:.0f} | "
+                f"{max(s['rss'] for s in result['stages'].values()):.0f} | |", ""]
+    m = result["metrics"]
+    out.append("hit@1: " + ", ".join(f"{v} {m[v]['hit@1']}/{m[v]['questions']}" for v in VARIANTS) + ".")
+    return "\n".join(out) + "\n"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m memobench.tools.benchmark", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--checkout", required=True,
+                        help="the workflow to measure: the directory holding its Snakefile and src/")
+    parser.add_argument("--work", default="bench_work", help="generated files and runs (cached)")
+    parser.add_argument("--scales", default="s,m,scaling",
+                        help="comma-separated: all, mshape, s, m, scaling, shared")
+    parser.add_argument("--vocab", default=None, help="LoCoMo file whose words the all and shared cases' file uses")
+    parser.add_argument("--all-questions", type=int, default=1986,
+                        help="questions of the all case's file (default 1986, ~190 MB; fewer: same bytes each)")
+    parser.add_argument("--mshape-questions", type=int, default=120, help="questions of the mshape file")
+    parser.add_argument("--mshape-sessions", type=int, default=500, help="sessions per question of the mshape file")
+    parser.add_argument("--original", default=None, metavar="BENCH_DIR",
+                        help="the original project's bench/ folder: run its harnesses on the same files "
+                             "(all: the eight S harnesses; mshape: run-m and exp6-m per segment)")
+    parser.add_argument("--run-harness", default=None, metavar="SCRIPT",
+                        help="the script that runs one original harness (default: run-harness next to BENCH_DIR)")
+    parser.add_argument("--naive", default=None, metavar="NAIVE_PY",
+                        help="a naive reference file (e.g. a checkout's tests/naive.py), timed on the s and m "
+                             "files; not run without it")
+    parser.add_argument("--no-naive", action="store_true", help=argparse.SUPPRESS)  # the default now
+    parser.add_argument("--baseline", default=None,
+                        help="another checkout measured beside --checkout in the 'all' cases (e.g. today's main)")
+    args = parser.parse_args(argv)
+    global REPO
+    REPO = Path(args.checkout).resolve()
+    if not (REPO / "Snakefile").is_file():
+        raise SystemExit(f"--checkout {REPO}: no Snakefile there")
+    work = Path(args.work).resolve()
+    scales = args.scales.split(",")
+    unknown = sorted(set(scales) - {"all", "mshape", "s", "m", "scaling", "shared"})
+    if unknown:
+        raise SystemExit(f"--scales: unknown {', '.join(unknown)} (all, mshape, s, m, scaling, shared)")
+    naive = Path(args.naive).resolve() if args.naive else None
+    if naive is not None and not naive.is_file():
+        raise SystemExit(f"--naive {naive}: no such file")
+    original = None
+    if args.original:
+        needed = (S_HARNESSES if "all" in scales else []) + (M_HARNESSES if "mshape" in scales else [])
+        if not needed:
+            raise SystemExit("--original: the harnesses run beside the all and mshape scales; add one to --scales")
+        original = Original.find(args.original, args.run_harness, work, needed)
+    sections = [f"## Benchmark ({time.strftime('%Y-%m-%d')}, {sys.platform}, --cores 2)", ""]
+    for name in ("s", "m"):
+        if name not in scales:
+            continue
+        p = SCALES[name]
+        raw = generate(work, f"bench_{name}", p["questions"], p["sessions"], p["target"], p["seed"])
+        result = run_pipeline(work, f"bench_{name}", raw, p["segments"], p.get("family", "s"))
+        naive_run, naive_scale = None, 1.0
+        if naive is not None:
+            if name == "m":
+                naive_run = run_naive(raw, 2000, naive, start=0, limit=100)
+                naive_scale = p["questions"] / 100
+            else:
+                naive_run = run_naive(raw, 500, naive)
+            ours = [result["metrics"][v]["hit@1"] for v in VARIANTS]
+            if name == "s" and naive_run["hit@1"] != ours:
+                raise SystemExit(f"naive and pipeline disagree: {naive_run['hit@1']} vs {ours}")
+        sections.append(report_scale(f"{name.upper()} scale: {raw.stat().st_size / 1e6:.0f} MB, "
+                                     f"{p['questions']} questions x ~{p['sessions']} sessions", result, naive_run,
+                                     naive_scale))
+        if args.baseline:
+            log(f"{name}: the same run with the baseline checkout")
+            base = run_pipeline(work, f"bench_{name}", raw, p["segments"], p.get("family", "s"),
+                                checkout=Path(args.baseline).resolve())
+            rss = max(s["rss"] for s in result["stages"].values())
+            sections[-1] += "\n".join([
+                "", "| against the baseline checkout | baseline | checkout | ratio |", "|---|---|---|---|",
+                f"| end to end, wall s | {base['total']:.1f} | {result['total']:.1f} | "
+                f"**{base['total'] / result['total']:.2f}x** |",
+                f"| end to end, CPU s | {base['cpu']:.1f} | {result['cpu']:.1f} | **{base['cpu'] / result['cpu']:.2f}x** |",
+                f"| largest job's peak RSS MB | {max(s['rss'] for s in base['stages'].values()):.0f} | {rss:.0f} | |",
+                ""])
+        print(sections[-1], flush=True)
+    if "shared" in scales:
+        sections.append(run_shared(work, args.vocab))
+        print(sections[-1], flush=True)
+    if "all" in scales:
+        checkouts = {}
+        if args.baseline:
+            checkouts["baseline"] = Path(args.baseline).resolve()
+        checkouts["checkout"] = REPO
+        raw = all_file(work, args.vocab, args.all_questions)
+        sections.append(run_all_variants(work, raw, args.all_questions, checkouts, original))
+        print(sections[-1], flush=True)
+    if "mshape" in scales:
+        sections.append(run_mshape(work, args.mshape_questions, args.mshape_sessions, REPO, original))
+        print(sections[-1], flush=True)
+    if "scaling" in scales:
+        rows = ["### Cost against the number of questions (S-shaped files, end to end, --cores 2)", "",
+                "| questions | file MB | end to end s | retrieve s (sum) | retrieve s per question |",
+                "|---|---|---|---|---|"]
+        for n in (100, 250, 500):
+            raw = generate(work, f"bench_scaling_{n}", n, 50, 280e6 * n / 500, 7)
+            r = run_pipeline(work, f"bench_scaling_{n}", raw, 2, "s")
+            ret = r["stages"]["retrieve"]["wall"]
+            rows.append(f"| {n} | {raw.stat().st_size / 1e6:.0f} | {r['total']:.1f} | {ret:.1f} | {ret / n:.4f} |")
+        sections.append("\n".join(rows) + "\n")
+        print(sections[-1], flush=True)
+    text = "\n".join(sections)
+    (work / "benchmark.md").write_text(text)
+    log(f"written to {work / 'benchmark.md'}")
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    log(f"benchmark CPU (children): {children.ru_utime + children.ru_stime:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
