@@ -65,9 +65,9 @@ FACTS = {
                                r"""["']sessions["'][^\n]*["']events["']"""), "src/memobench/tables.py"),
     # the list depths: the harness list and the deep list (memobench.protocol), as module constants or defaults
     "list depths": (re.compile(r"""(?m)^(?:DEPTH|DEEP|TOP)\s*=\s*\d|depth: int = \d"""), "src/memobench/protocol.py"),
-    # the LongMemEval formats (memobench.config.LME_FORMATS)
-    "LongMemEval formats": (re.compile(r"""["']longmemeval["'],\s*["']longmemeval_cn["']"""),
-                            "src/memobench/config.py"),
+    # the dataset formats: one row each (memobench.formats), no list of them anywhere else
+    "dataset formats": (re.compile(r"""DatasetFormat\(["']|["']longmemeval["'],\s*["']longmemeval_cn["']|"""
+                                   r"""["']longmemeval_cn["']:|["']embedded["']:"""), "src/memobench/formats.py"),
 }
 
 
@@ -82,7 +82,8 @@ def test_each_fact_is_defined_once(fact):
 def test_no_second_definition_of_the_removed_copies():
     for f, text in _sources().items():
         code = _strip_docs(text)
-        for name in ("LME_FORMATS", "TABLE_NAMES", "RETRIEVAL_LOG_FORMATS"):
+        for name in ("LME_FORMATS", "TABLE_NAMES", "RETRIEVAL_LOG_FORMATS", "DEFAULT_FAMILY", "USER_TURNS_ONLY",
+                     "_USER_TURNS", "HAYSTACK_FORMATS"):
             defs = re.findall(r"(?m)^%s\s*=" % name, code)
-            home = {"LME_FORMATS": "config.py", "TABLE_NAMES": "plan.py"}.get(name)
+            home = {"LME_FORMATS": "formats.py", "DEFAULT_FAMILY": "formats.py", "TABLE_NAMES": "plan.py"}.get(name)
             assert not defs or f.name == home, f"{f}: defines {name} (the package's: {home})"

@@ -8,18 +8,12 @@ import re
 from pathlib import Path
 
 from .errors import ConfigError
+from .formats import DEFAULT_FAMILY, FORMATS, LME_FORMATS, has_raw_file
 
 # Dataset and variant names become path components under results/.
 SAFE_NAME = r"[A-Za-z0-9][A-Za-z0-9._+-]*"
 # Folders a dataset's results hold beside its variants: a variant must not take these names.
 RESERVED = frozenset({"normalized", "tokens", "fts", "analyze", "segments", "logs", "cache", "exports", "prepared"})
-# The LongMemEval formats: their documents are user turns, their variants have a
-# retrieval log and official metrics (the CN rows search a LongMemEval dataset's haystacks).
-LME_FORMATS = ("longmemeval", "longmemeval_cn")
-# The format whose haystacks a longmemeval_cn dataset searches (haystacks_from).
-HAYSTACK_FORMATS = frozenset({"longmemeval"})
-# The variant family a dataset's format implies when its config names none.
-DEFAULT_FAMILY = {"longmemeval": "s", "locomo": "locomo", "longmemeval_cn": "cn", "embedded": "zh"}
 
 
 def dataset_family(dataset: dict) -> str:
@@ -84,15 +78,19 @@ def check(config: dict) -> None:
             raise ConfigError(f"{where}: a dataset name may hold only letters, digits and ._+- "
                               f"and must not start with a dot or a symbol")
         fmt = ds["format"]
-        if fmt != "embedded":
+        if ds.get("family") and ds["family"] not in FORMATS[fmt].families:
+            raise ConfigError(f"{where}: family {ds['family']!r} does not read format {fmt!r} (its families: "
+                              f"{', '.join(FORMATS[fmt].families)})")
+        if has_raw_file(fmt):
             for key in ("file", "bytes"):
                 if key not in ds:
                     raise ConfigError(f"{where}: {key} is required for format {fmt!r}")
             check_file(config["data_dir"], ds["file"], where)
-        if fmt == "longmemeval_cn":
+        searched = FORMATS[fmt].searches_haystacks_of
+        if searched:
             base = ds.get("haystacks_from")
-            if base not in datasets or datasets[base]["format"] not in HAYSTACK_FORMATS:
-                raise ConfigError(f"{where}: haystacks_from must name a longmemeval-format dataset "
+            if base not in datasets or datasets[base]["format"] != searched:
+                raise ConfigError(f"{where}: haystacks_from must name a {searched}-format dataset "
                                   f"(got {base!r})")
         for v in ds["variants"]:
             if not re.fullmatch(SAFE_NAME, v) or v in RESERVED:

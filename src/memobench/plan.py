@@ -15,7 +15,8 @@ import os
 import re
 
 from . import layout
-from .config import LME_FORMATS, RESERVED, SAFE_NAME, dataset_family
+from .config import RESERVED, SAFE_NAME, dataset_family
+from .formats import FORMATS, LME_FORMATS, has_raw_file
 from .errors import ConfigError
 from .memo.fts5 import FTS5_TOKENS
 from .memo.recipe import EMBEDDING_INPUTS
@@ -92,7 +93,7 @@ def downloaded_datasets(config: dict) -> list[str]:
     checkpoint, then verify): those of the run with a file, and the datasets
     whose haystacks they search."""
     datasets, run = config["datasets"], config["run"]
-    needed = [ds for ds in run if datasets[ds]["format"] != "embedded"]
+    needed = [ds for ds in run if has_raw_file(datasets[ds]["format"])]
     needed += [base_dataset(config, ds) for ds in run if base_dataset(config, ds) != ds]
     return list(dict.fromkeys(needed))
 
@@ -168,8 +169,8 @@ def normalized(ds: str, table: str) -> str:
 
 def normalize_inputs(config: dict, ds: str) -> dict:
     fmt = config["datasets"][ds]["format"]
-    inputs = {} if fmt == "embedded" else {"verified": layout.path(layout.VERIFIED, dataset=ds)}
-    if fmt == "longmemeval_cn":
+    inputs = {} if not has_raw_file(fmt) else {"verified": layout.path(layout.VERIFIED, dataset=ds)}
+    if FORMATS[fmt].searches_haystacks_of:
         inputs["base_questions"] = normalized(base_dataset(config, ds), "questions")
     return inputs
 

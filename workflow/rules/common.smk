@@ -9,14 +9,14 @@ import sys
 sys.path.insert(0, os.path.join(workflow.basedir, "src"))  # the package, installed or not
 
 from memobench import layout, plan
-from memobench.evaluation.analyze import RECIPE as ANALYZE_RECIPE
 from memobench.config import retrieval_log_pairs, validate
+from memobench.formats import has_raw_file
 from memobench.errors import ConfigError
 from memobench.fingerprint import stage_fingerprint
 from memobench.memo.fts5 import FTS5_TOKENS
 from memobench.datasets.missing import attempt_param, read_receipt
 from memobench.provenance import file_stamp
-from memobench.memo.recipe import EMBEDDING_INPUTS, FIELDS, input_names
+from memobench.memo.recipe import ANALYZE_RECIPE, EMBEDDING_INPUTS, FIELDS, input_names
 from memobench.retrievers.registry import code_fingerprint, inputs_of
 from memobench.memo.variants import from_spec
 

@@ -10,7 +10,7 @@ rule normalize:
         **{t: layout.path(layout.NORMALIZED_TABLE, table=t) for t in plan.TABLE_NAMES},
         summary=layout.NORMALIZED_SUMMARY,
     params:
-        raw=lambda w: None if DATASETS[w.dataset]["format"] == "embedded" else raw_path(w.dataset),
+        raw=lambda w: raw_path(w.dataset) if has_raw_file(DATASETS[w.dataset]["format"]) else None,
         format=lambda w: DATASETS[w.dataset]["format"],
         # The streamed M harnesses skip elements that do not parse; run.cjs stops.
         lenient=lambda w: family(w.dataset) == "m",

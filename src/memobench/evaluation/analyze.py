@@ -11,6 +11,7 @@ import pyarrow as pa
 
 from ..memo.engine import REQUEST_LIMIT, Corpus, Haystack, Ranker, Recipe, Scorer, merge_final
 from ..memo.fts5 import PhraseMatcher, Unicode61
+from ..memo.recipe import ANALYZE_RECIPE
 from ..jsmath import to_fixed
 from . import metrics
 from ..progress import Progress
@@ -18,7 +19,7 @@ from ..retrievers.retrieval import load_segment, token_tables
 from ..tables import write_json, write_table, write_text
 from ..memo.tokenize import seq_ascii
 
-RECIPE = Recipe(window="070", weights="len", fts_limit=2000)
+RECIPE = ANALYZE_RECIPE
 CAUSES = ("no-anchor", "discovered-cut", "merge-cut", "near-miss")
 
 ROWS = pa.schema([

@@ -37,7 +37,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from . import official
-from ..config import LME_FORMATS
+from ..formats import LME_FORMATS
 from ..errors import DataError
 from ..progress import Progress
 from ..protocol import DEPTH

@@ -31,7 +31,7 @@ from collections import defaultdict
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..config import LME_FORMATS
+from ..formats import FORMATS, LME_FORMATS
 from ..errors import DataError
 from ..progress import Progress
 from ..tables import read_table
@@ -324,7 +324,7 @@ def compute(fmt: str, questions_path, haystacks_path, events_path, rankings_path
         rows = lme_per_question(questions, haystacks, user_target_sessions(events_path), rankings, rankings_path,
                                 known, progress)
         block = lme_block(rows, questions, depth)
-    elif fmt == "locomo":
+    elif FORMATS[fmt].scorer == "locomo":
         rows = locomo_per_question(questions, rankings, progress)
         block = locomo_block(rows, depth)
     else:

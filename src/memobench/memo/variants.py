@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, replace
 
 from ..errors import ConfigError
+from ..formats import USER_TURN_FAMILIES
 from .recipe import REFERENCE_BACKENDS, Recipe, validate
 
 FAMILIES = ("s", "m", "locomo", "cn", "zh")
@@ -175,7 +176,6 @@ def _zh() -> dict[str, Variant]:
 # Session documents of the reference retrievers: LongMemEval-format families
 # (s, m, and cn, which searches LongMemEval-S's haystacks) use the user turns,
 # as LongMemEval's run_retrieval.py; LoCoMo and zh all turns.
-_USER_TURNS = frozenset({"s", "m", "cn"})
 _REFERENCE = {
     "bm25-official": ("LongMemEval flat-bm25", "LongMemEval's flat BM25 exactly: rank_bm25 BM25Okapi defaults, "
                                                "split(' ') tokens, numpy argsort order"),
@@ -196,7 +196,7 @@ def references(family: str) -> dict[str, Variant]:
     are the Memo variants'."""
     if family not in FAMILIES:
         raise ConfigError(f"unknown family {family!r}; known: {', '.join(FAMILIES)}")
-    docs = "user" if family in _USER_TURNS else "all"
+    docs = "user" if family in USER_TURN_FAMILIES else "all"
     out = {name: Variant(name, Recipe(backend=name, documents=docs), _SKIP[family], "reference retriever: " + h,
                          f"{d}; a session's document: its {'user turns' if docs == 'user' else 'turns'}")
            for name, (h, d) in _REFERENCE.items()}
@@ -319,7 +319,7 @@ def python_variant(name: str, family: str, entry: dict) -> Variant:
     params = r.get("params") or {}
     if not isinstance(params, dict):
         raise ConfigError(f"{where}: params must be a mapping of keyword arguments, not {params!r}")
-    docs = r.get("documents") or ("user" if family in _USER_TURNS else "all")
+    docs = r.get("documents") or ("user" if family in USER_TURN_FAMILIES else "all")
     validate({"documents": docs}, where)
     spec = {"callable": r["callable"], "prepare": r.get("prepare"), "params": params}
     return Variant(name, Recipe(backend=PYTHON_BACKEND, documents=docs), _SKIP[family],

@@ -26,21 +26,18 @@ import numpy as np
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..config import LME_FORMATS
+from ..formats import USER_TURN_FORMATS
 from ..errors import DataError
 from .harness import SegmentRows, run_scores, skip_reason
 from ..progress import Progress
 from ..protocol import DEPTH, TOP
 from ..tables import exact_text, read_table
 
-# the LongMemEval formats keep only user turns in a session's document
-USER_TURNS_ONLY = frozenset(LME_FORMATS)
-
 
 def user_turns_only(fmt: str) -> bool:
     """True when the documents keep only user turns: ``fmt`` is a dataset
     format, or a recipe's ``documents`` value (``"user"`` or ``"all"``)."""
-    return fmt in USER_TURNS_ONLY or fmt == "user"
+    return fmt in USER_TURN_FORMATS or fmt == "user"
 
 
 def session_documents(events_path, fmt: str, keys=None, batch_rows: int = 65536,

@@ -13,16 +13,15 @@ from .adapter import Job, stage
        outputs=["questions", "haystacks", "sessions", "events", "summary"], params=["raw", "format", "lenient"])
 def normalize(job: Job) -> None:
     from ..datasets import normalize as nz
+    from ..formats import FORMATS
 
     p, out_dir = job.params, str(Path(job.output.summary).parent)
-    readers = {
-        "longmemeval": lambda: nz.normalize_longmemeval(p.raw, out_dir, log=job.log, lenient=p.lenient),
-        "locomo": lambda: nz.normalize_locomo(p.raw, out_dir, log=job.log),
-        "longmemeval_cn": lambda: nz.normalize_cn(p.raw, str(Path(job.input.base_questions).parent), out_dir,
-                                                  log=job.log),
-        "embedded": lambda: nz.normalize_zh(out_dir, log=job.log),
-    }
-    stats = readers[p.format]()
+    fmt = FORMATS[p.format]  # its reader and what the reader reads
+    sources = [p.raw] if fmt.raw_file else []
+    if fmt.searches_haystacks_of:
+        sources.append(str(Path(job.input.base_questions).parent))
+    options = {"lenient": True} if p.lenient else {}  # the M family's streamed harnesses (longmemeval only)
+    stats = getattr(nz, fmt.reader)(*sources, out_dir, log=job.log, **options)
     # CN rows search another dataset's haystacks: their own tables stay empty
     from ..tables import TABLES, write_table
 
