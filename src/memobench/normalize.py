@@ -24,7 +24,7 @@ import ijson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .dates import parse_lme, parse_locomo
+from .dates import parse_lme_all, parse_locomo
 from .errors import DataError
 from .jsonguard import GuardedReader, LimitExceeded, check_bytes, lone_escape_byte, may_hold_lone, parse_error_offset, restore
 from .jsmath import MISSING, js_string
@@ -142,32 +142,37 @@ class SessionStore:
         """The keys of a LongMemEval haystack's sessions, given column-wise:
         session ``i`` is ``sids[i]`` with the ``lens[i]`` turns that follow
         the previous sessions' in ``texts``, ``roles`` and ``has`` (has_answer
-        as bools); ``lone``: the texts may hold lone surrogates. A session's
-        identity is what :meth:`key` compares (id, texts, roles, has_answer;
-        no dia_id, no scope), hashed with a few C-level calls per session on
-        bytes encoded once per haystack; new sessions' rows are written with
-        one ``extend`` per table, cut into row groups as row by row."""
-        n_turns = len(texts)
+        as bools); ``lone``: the texts may hold lone surrogates.
+
+        A session's identity is what :meth:`key` compares (id, texts, roles
+        with None read as ``_NULL``, has_answer; no dia_id, no scope), hashed
+        in one unambiguous encoding: its turn count and id length, then per
+        turn the text's and role's code-point lengths and the flag, then the
+        id and roles, then the texts, all as UTF-8. The per-turn numbers are
+        packed once per haystack; each session's texts are joined and encoded
+        once (small buffers, which stay in cache) and those bytes serve both
+        the hash and, for a new session, the Arrow array of its texts. New
+        sessions' rows go out with one ``extend`` per table, cut into row
+        groups as row by row."""
+        named = [_NULL if r is None else r for r in roles] if None in roles else roles
         tlen = list(map(len, texts))
-        named = [_NULL if r is None else r for r in roles] if None in roles else roles  # None as _digest reads it
         rlen = list(map(len, named))
         rtext = "".join(named)
         roff = list(accumulate(rlen, initial=0))
-        tlb, rlb = array("q", tlen).tobytes(), array("q", rlen).tobytes()
-        flags = bytes(map(_ONE_PLUS, has))
-        joined = "".join(texts)
-        toff = list(accumulate(tlen, initial=0))
-        blob = memoryview(joined.encode("ascii")) if joined.isascii() else None
-        lone = lone and n_turns > 0 and LONE_SURROGATE.search(joined) is not None
+        per_turn = [0] * (3 * len(texts))
+        per_turn[0::3], per_turn[1::3], per_turn[2::3] = tlen, rlen, has
+        per_turn = array("q", per_turn).tobytes()
         keys_of, sha256, pack = self.keys, hashlib.sha256, _PAIR.pack
-        keys, new_keys, new_ids, new_n, starts = [], [], [], [], []
+        keys, new_keys, new_ids, new_n, new_rows, new_bytes = [], [], [], [], [], []
+        ascii_ = True  # every new session's texts are ASCII: their bytes are their UTF-8 and its offsets their lengths
         a = 0
         for sid, n in zip(sids, lens):
             b = a + n
-            h = sha256(b"".join((pack(n, len(sid)), tlb[8 * a:8 * b], rlb[8 * a:8 * b], flags[a:b],
-                                  (sid + rtext[roff[a]:roff[b]]).encode("utf-8", "surrogatepass"))))
-            h.update(joined[toff[a]:toff[b]].encode("utf-8", "surrogatepass") if blob is None
-                     else blob[toff[a]:toff[b]])
+            joined = "".join(texts[a:b])
+            data = joined.encode("utf-8", "surrogatepass")
+            h = sha256(b"".join((pack(n, len(sid)), per_turn[24 * a:24 * b],
+                                 (sid + rtext[roff[a]:roff[b]]).encode("utf-8", "surrogatepass"))))
+            h.update(data)
             digest = h.digest()
             key = keys_of.get(digest)
             if key is None:
@@ -175,27 +180,24 @@ class SessionStore:
                 new_keys.append(key)
                 new_ids.append(sid)
                 new_n.append(n)
-                starts.append(a)
+                new_rows.append(a)
+                new_bytes.append(data)
+                ascii_ = ascii_ and joined.isascii()
             keys.append(key)
             a = b
         if new_keys:
-            every = len(new_keys) == len(sids)  # every session new (most haystacks of most files)
-            if every:
-                ev_len, ev_role, ev_has = tlen, roles, has
+            if len(new_keys) == len(sids):  # every session new (most haystacks of most files)
+                ev_text, ev_len, ev_role, ev_has = texts, tlen, roles, has
             else:
-                rows = list(chain.from_iterable(map(range, starts, map(int.__add__, starts, new_n))))
-                ev_len, ev_role, ev_has = ([col[i] for i in rows] for col in (tlen, roles, has))
+                rows = list(chain.from_iterable(map(range, new_rows, map(int.__add__, new_rows, new_n))))
+                ev_text, ev_len, ev_role, ev_has = ([col[i] for i in rows] for col in (texts, tlen, roles, has))
             m = len(ev_len)
             exact = [None] * m
             if lone:  # U+FFFD for a lone surrogate: the code-point length stays
-                ev_text, exact = map(list, zip(*map(utf8_text, texts if every else [texts[i] for i in rows])))
-            elif blob is not None and toff[-1] < 1 << 31:  # the ASCII bytes at hand, as an Arrow array
-                data = blob if every else b"".join([blob[toff[a]:toff[a + n]] for a, n in zip(starts, new_n)])
-                offsets = toff if every else list(accumulate(ev_len, initial=0))
-                ev_text = pa.Array.from_buffers(pa.string(), m, [None, pa.py_buffer(array("i", offsets)),
-                                                                   pa.py_buffer(data)])
-            else:
-                ev_text = texts if every else [texts[i] for i in rows]
+                ev_text, exact = map(list, zip(*map(utf8_text, ev_text)))
+            elif ascii_ and sum(map(len, new_bytes)) < 1 << 31:  # the bytes at hand, as an Arrow array
+                ev_text = pa.Array.from_buffers(pa.string(), m, [
+                    None, pa.py_buffer(array("i", accumulate(ev_len, initial=0))), pa.py_buffer(b"".join(new_bytes))])
             self.sessions.extend(session_key=new_keys, session_id=new_ids, n_events=new_n)
             self.events.extend(session_key=list(chain.from_iterable(map(repeat, new_keys, new_n))),
                                seq=list(chain.from_iterable(map(range, new_n))), text=ev_text, length=ev_len,
@@ -295,7 +297,7 @@ def _lme_haystack(item: dict, hid: int, store: SessionStore, haystacks: TableWri
     else:
         strs = [js_string(d) for d in raw_dates] + [js_string(MISSING)] * (n - len(raw_dates))
         raw_dates = [None if d is None else x for d, x in zip(raw_dates, strs)] + [None] * (n - len(raw_dates))
-    bases = list(map(parse_lme, strs))
+    bases = parse_lme_all(strs)
     fallbacks = [b is None for b in bases]
     if True in fallbacks:
         bases = [(len(dates) - i) * DAY_MS if b is None else b for i, b in enumerate(bases)]
