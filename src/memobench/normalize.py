@@ -26,7 +26,8 @@ import pyarrow.parquet as pq
 
 from .dates import parse_lme_all, parse_locomo
 from .errors import DataError
-from .jsonguard import GuardedReader, LimitExceeded, check_bytes, lone_escape_byte, may_hold_lone, parse_error_offset, restore
+from .jsonguard import (MARK, GuardedReader, LimitExceeded, check_bytes, lone_escape_byte, may_hold_lone,
+                        parse_error_offset, restore)
 from .jsmath import MISSING, js_string
 from .progress import Progress
 from .tables import (EVENTS, HAYSTACKS, LONE_SURROGATE, QUESTIONS, SESSIONS, TableWriter, escape_lone, read_table,
@@ -196,12 +197,19 @@ class SessionStore:
             if lone:  # U+FFFD for a lone surrogate: the code-point length stays
                 ev_text, exact = map(list, zip(*map(utf8_text, ev_text)))
             elif ascii_ and sum(map(len, new_bytes)) < 1 << 31:  # the bytes at hand, as an Arrow array
-                ev_text = pa.Array.from_buffers(pa.string(), m, [
-                    None, pa.py_buffer(array("i", accumulate(ev_len, initial=0))), pa.py_buffer(b"".join(new_bytes))])
+                ev_text = _ascii_strings(b"".join(new_bytes), ev_len)
+            if named is roles and rtext.isascii() and roff[-1] < 1 << 31:  # no null role: the same for roles
+                data = rtext.encode("ascii")
+                if len(new_keys) == len(sids):
+                    ev_role = _ascii_strings(data, rlen)
+                else:
+                    ev_role = _ascii_strings(b"".join([data[roff[a]:roff[a + n]] for a, n in zip(new_rows, new_n)]),
+                                             [rlen[i] for i in rows])
             self.sessions.extend(session_key=new_keys, session_id=new_ids, n_events=new_n)
-            self.events.extend(session_key=list(chain.from_iterable(map(repeat, new_keys, new_n))),
-                               seq=list(chain.from_iterable(map(range, new_n))), text=ev_text, length=ev_len,
-                               role=ev_role, dia_id=[None] * m, has_answer=ev_has, text_exact=exact)
+            self.events.extend(session_key=_int32(chain.from_iterable(map(repeat, new_keys, new_n)), m),
+                               seq=_int32(chain.from_iterable(map(range, new_n)), m), text=ev_text,
+                               length=_int32(ev_len, m), role=ev_role, dia_id=[None] * m, has_answer=ev_has,
+                               text_exact=exact)
             self.n_events += m
         return keys
 
@@ -212,6 +220,18 @@ class SessionStore:
     def abort(self) -> None:
         self.sessions.abort()
         self.events.abort()
+
+
+def _ascii_strings(data: bytes, lengths: list) -> pa.Array:
+    """An Arrow string array of ASCII strings given as their bytes joined and
+    their lengths (no Python string per value)."""
+    return pa.Array.from_buffers(pa.string(), len(lengths), [None, pa.py_buffer(array("i", accumulate(lengths, initial=0))),
+                                                             pa.py_buffer(data)])
+
+
+def _int32(values, n: int) -> pa.Array:
+    """An Arrow int32 array of ``n`` values (each below 2**31) from a C array."""
+    return pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(array("i", values))])
 
 
 _PAIR = struct.Struct("<qq")  # a session's turn count and id length, first in its hashed bytes
@@ -243,6 +263,18 @@ def _lme_turns(session) -> tuple[list, list, list]:
 _ONE_PLUS = (1).__add__  # has_answer False/True -> flag 1/2
 
 
+def _restored(values: list) -> list:
+    """``restore(values)``: when its values are strings, the list itself if
+    none holds a mark (a join and a memchr instead of a call per value), else
+    a call for each that does."""
+    try:
+        if MARK not in "".join(values):
+            return values
+    except TypeError:  # not all strings
+        return restore(values)
+    return [restore(v) if MARK in v else v for v in values]
+
+
 def _lme_columns(sessions: list, marks: bool) -> tuple[list, list, list, list]:
     """(turn counts, texts, roles, has_answer) of a haystack's sessions, each
     column over all its turns in order (as :func:`_lme_turns` gives them
@@ -258,7 +290,7 @@ def _lme_columns(sessions: list, marks: bool) -> tuple[list, list, list, list]:
             texts = list(map(dict.get, turns, repeat("content", n), repeat(MISSING, n)))
             roles = list(map(dict.get, turns, repeat("role", n)))
             if marks:
-                texts, roles = restore(texts), restore(roles)
+                texts, roles = _restored(texts), _restored(roles)
             if not set(map(type, texts)) <= {str}:
                 texts = ["" if v is MISSING else js_string(v) for v in texts]
             if not set(map(type, roles)) <= {str, type(None)}:
