@@ -15,8 +15,8 @@ import json
 import re
 import struct
 from array import array
-from contextlib import contextmanager
 from bisect import bisect_left
+from contextlib import contextmanager
 from itertools import accumulate, chain, repeat
 from pathlib import Path
 
@@ -225,8 +225,8 @@ class SessionStore:
 def _ascii_strings(data: bytes, lengths: list) -> pa.Array:
     """An Arrow string array of ASCII strings given as their bytes joined and
     their lengths (no Python string per value)."""
-    return pa.Array.from_buffers(pa.string(), len(lengths), [None, pa.py_buffer(array("i", accumulate(lengths, initial=0))),
-                                                             pa.py_buffer(data)])
+    offsets = array("i", accumulate(lengths, initial=0))
+    return pa.Array.from_buffers(pa.string(), len(lengths), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
 def _int32(values, n: int) -> pa.Array:
@@ -322,7 +322,8 @@ def _lme_haystack(item: dict, hid: int, store: SessionStore, haystacks: TableWri
     n = len(sessions)
     sids = ids[:n]
     if len(sids) < n or not set(map(type, sids)) <= {str}:
-        sids = ["s" + str(i) if raw is None else js_string(raw) for i, raw in enumerate(chain(sids, repeat(None, n - len(sids))))]
+        padded = chain(sids, repeat(None, n - len(sids)))  # a missing id reads as null
+        sids = ["s" + str(i) if raw is None else js_string(raw) for i, raw in enumerate(padded)]
     raw_dates = dates[:n]
     if len(raw_dates) == n and set(map(type, raw_dates)) <= {str}:
         strs = raw_dates
