@@ -110,7 +110,9 @@ def test_normalize_is_stated_against_a_bare_ijson_pass(tmp_path):
                    "0.0500\t0:00:00\t61.5\t0\t0\t0\t0\t0\t0\t0.04\n")
     mb = raw.stat().st_size / 1e6
     line = benchmark.normalize_vs_ijson(raw, workdir, "bench_s")
-    assert line.startswith(f"normalize vs bare ijson (yajl2_c) on the same {mb:.0f} MB file: the normalize job "
-                           f"{mb / 0.05:.0f} MB/s (0.1 s wall, 0.0 s CPU, peak RSS 62 MB); a bare "), line
+    assert line.startswith(f"normalize vs bare ijson (yajl2_c) on the same {mb:.2g} MB file: the normalize job "
+                           f"{benchmark._figure(mb / 0.05)} MB/s (0.1 s wall, 0.0 s CPU, peak RSS 62 MB); a bare "), line
     assert "x** the bare parser's speed." in line
+    assert benchmark._figure(123.4) == "123" and benchmark._figure(0.0123) == "0.012"
+    assert benchmark._figure(0.3456, 2) == "0.35" and benchmark._figure(0.0023, 2) == "0.0023"
     assert "no benchmark file" in benchmark.normalize_vs_ijson(raw, tmp_path / "none", "bench_s")

@@ -143,7 +143,12 @@ with open(sys.argv[1], "rb") as f:
     for _ in ijson.items(f, "item"):
         items += 1
 ru = resource.getrusage(resource.RUSAGE_SELF)
-print(json.dumps({"wall": time.monotonic() - t, "cpu": ru.ru_utime + ru.ru_stime, "rss_mb": ru.ru_maxrss / 1024,
+rss = ru.ru_maxrss / 1024
+try:  # this image's own peak (ru_maxrss may keep the forking parent's)
+    rss = next(int(line.split()[1]) / 1024 for line in open("/proc/self/status") if line.startswith("VmHWM:"))
+except (OSError, StopIteration):
+    pass
+print(json.dumps({"wall": time.monotonic() - t, "cpu": ru.ru_utime + ru.ru_stime, "rss_mb": rss,
                   "backend": ijson.backend, "items": items}))
 """
 
@@ -169,12 +174,17 @@ def normalize_vs_ijson(raw: Path, workdir: Path, dataset: str) -> str:
     cpu = row.get("cpu_time") if row.get("cpu_time") not in (None, "", "NA", "-") else None
     rss = row.get("max_rss") if row.get("max_rss") not in (None, "", "NA", "-") else None
     bare = bare_ijson(raw)
-    job = (f"{mb / wall:.0f} MB/s ({wall:.1f} s wall" + (f", {float(cpu):.1f} s CPU" if cpu else "")
+    job = (f"{_figure(mb / wall)} MB/s ({wall:.1f} s wall" + (f", {float(cpu):.1f} s CPU" if cpu else "")
            + (f", peak RSS {float(rss):.0f} MB" if rss else "") + ")")
-    return (f"normalize vs bare ijson ({bare['backend']}) on the same {mb:.0f} MB file: the normalize job "
-            f"{job}; a bare `ijson.items(f, 'item')` pass {mb / bare['wall']:.0f} MB/s ({bare['wall']:.1f} s wall, "
-            f"{bare['cpu']:.1f} s CPU, peak RSS {bare['rss_mb']:.0f} MB): normalize at "
-            f"**{bare['wall'] / wall:.2f}x** the bare parser's speed.")
+    return (f"normalize vs bare ijson ({bare['backend']}) on the same {_figure(mb)} MB file: the normalize job "
+            f"{job}; a bare `ijson.items(f, 'item')` pass {_figure(mb / max(bare['wall'], 1e-6))} MB/s "
+            f"({bare['wall']:.1f} s wall, {bare['cpu']:.1f} s CPU, peak RSS {bare['rss_mb']:.0f} MB): normalize at "
+            f"**{_figure(bare['wall'] / wall, 2)}x** the bare parser's speed.")
+
+
+def _figure(x: float, decimals: int = 0) -> str:
+    """``x`` with ``decimals`` decimals, or 2 significant digits where that shows 0."""
+    return f"{x:.{decimals}f}" if round(x, decimals) else f"{x:.2g}"
 
 SHARED_CODE = """
 import json, resource, sys, time
