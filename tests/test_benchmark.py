@@ -95,3 +95,24 @@ def test_the_stage_table_reads_every_rule_with_benchmark_files(tmp_path):
                                                                               "rss": 100.0}
     assert table["retrieve"]["jobs"] == 0
     assert not {"fts_index", "official"} & set(benchmark.STAGES)
+
+
+def test_normalize_is_stated_against_a_bare_ijson_pass(tmp_path):
+    """Every scale's section says the normalize job's MB/s (its Snakemake
+    benchmark file) against a bare ijson pass over the same file."""
+    raw = tmp_path / "gen.json"
+    raw.write_bytes(b"[" + b",".join([b'{"question_id": "q", "haystack_sessions": [[{"content": "x"}]]}'] * 2000)
+                    + b"]")
+    workdir = tmp_path / "run"
+    tsv = workdir / "results" / "logs" / "benchmarks" / "normalize" / "bench_s.tsv"
+    tsv.parent.mkdir(parents=True)
+    tsv.write_text("s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
+                   "0.0500\t0:00:00\t61.5\t0\t0\t0\t0\t0\t0\t0.04\n")
+    mb = raw.stat().st_size / 1e6
+    line = benchmark.normalize_vs_ijson(raw, workdir, "bench_s")
+    assert line.startswith(f"normalize vs bare ijson (yajl2_c) on the same {mb:.2g} MB file: the normalize job "
+                           f"{benchmark._figure(mb / 0.05)} MB/s (0.1 s wall, 0.0 s CPU, peak RSS 62 MB); a bare "), line
+    assert "x** the bare parser's speed." in line
+    assert benchmark._figure(123.4) == "123" and benchmark._figure(0.0123) == "0.012"
+    assert benchmark._figure(0.3456, 2) == "0.35" and benchmark._figure(0.0023, 2) == "0.0023"
+    assert "no benchmark file" in benchmark.normalize_vs_ijson(raw, tmp_path / "none", "bench_s")

@@ -14,7 +14,7 @@ import subprocess
 
 import pytest
 
-from memobench.datasets.dates import iso_utc_ms, parse_lme, parse_locomo
+from memobench.datasets.dates import iso_utc_ms, parse_lme, parse_lme_all, parse_locomo
 
 
 def ms(y, mo, d, h=0, mi=0):
@@ -88,6 +88,23 @@ LME_CASES = [
 @pytest.mark.parametrize("s,expected", LME_CASES)
 def test_parse_lme(s, expected):
     assert parse_lme(s) == expected
+
+
+def test_parse_lme_all_is_parse_lme_of_each():
+    """The haystack-wide parser (its day and time-of-day caches) gives what
+    parse_lme gives, on the table's dates and on random near-dates."""
+    import random
+
+    rnd = random.Random(3)
+    noise = "0123456789/ :()aZ\n\r\u2028x"
+    dates = [s for s, _ in LME_CASES] * 2
+    for _ in range(20000):
+        day = "%04d/%02d/%02d" % (rnd.randint(0, 9999), rnd.randint(0, 14), rnd.randint(0, 33))
+        dates.append(day + "".join(rnd.choices(noise, k=rnd.randint(0, 6)))
+                     + "%02d:%02d" % (rnd.randint(0, 26), rnd.randint(0, 61)) + rnd.choice(["", "x", ":00"]))
+        dates.append("".join(rnd.choices(noise, k=rnd.randint(0, 20))))
+    for i in range(0, len(dates), 700):
+        assert parse_lme_all(dates[i : i + 700]) == [parse_lme(s) for s in dates[i : i + 700]]
 
 
 # ---------------------------------------------------------------------------

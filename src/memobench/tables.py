@@ -133,6 +133,7 @@ class TableWriter:
         self.behind = SyncBehind(self.tmp)  # on disk as it grows (atomic.py)
         self.behind.start()
         self.columns = {name: [] for name in schema.names}
+        self.arrays: dict[str, list] = {name: [] for name in schema.names}  # Arrow pieces before the values in columns
         self.pending = 0
         self.rows = 0
 
@@ -145,28 +146,45 @@ class TableWriter:
 
     def extend(self, **columns) -> None:
         """Append whole columns (equal lengths) at once. Row groups are cut
-        where row-by-row :meth:`append` would cut them, so the file is the same."""
+        where row-by-row :meth:`append` would cut them, so the file is the same.
+        A column may be given as an Arrow array of its type (built from
+        buffers at hand, without a Python object per value): the batch holds
+        the same values, so the file is the same too."""
         n = len(columns[self.schema.names[0]])
         done = 0
         while done < n:
             take = min(n - done, self.batch_rows - self.pending)
             whole = take == n
             for name, col in self.columns.items():
-                col.extend(columns[name] if whole else columns[name][done : done + take])
+                values = columns[name] if whole else columns[name][done : done + take]
+                if isinstance(values, pa.Array):
+                    if col:
+                        self.arrays[name].append(pa.array(col, type=values.type))
+                        col.clear()
+                    self.arrays[name].append(values)
+                else:
+                    col.extend(values)
             done += take
             self.pending += take
             if self.pending >= self.batch_rows:
                 self.flush()
 
+    def _column(self, field: pa.Field) -> pa.Array:
+        pieces, values = self.arrays[field.name], self.columns[field.name]
+        if not pieces:
+            return pa.array(values, type=field.type)
+        if values:
+            pieces.append(pa.array(values, type=field.type))
+        return pieces[0] if len(pieces) == 1 else pa.concat_arrays(pieces)
+
     def flush(self) -> None:
         if not self.pending:
             return
-        batch = pa.record_batch(
-            [pa.array(self.columns[f.name], type=f.type) for f in self.schema], schema=self.schema
-        )
+        batch = pa.record_batch([self._column(f) for f in self.schema], schema=self.schema)
         self.writer.write_batch(batch, row_group_size=self.batch_rows)
         self.rows += self.pending
         self.columns = {name: [] for name in self.schema.names}
+        self.arrays = {name: [] for name in self.schema.names}
         self.pending = 0
 
     def close(self) -> None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["parse_lme", "parse_locomo", "iso_utc_ms", "MONTHS"]
+__all__ = ["parse_lme", "parse_lme_all", "parse_locomo", "iso_utc_ms", "MONTHS"]
 
 # JS `.` excludes the line terminators \n, \r, U+2028 and U+2029.
 _JS_DOT = "[^\n\r\u2028\u2029]"
@@ -84,6 +84,42 @@ def parse_lme(s: str) -> int | None:
     if m is None:
         return None
     return iso_utc_ms(*map(int, m.groups()))
+
+
+_DAY_MS: dict[str, int | None] = {}  # "YYYY/MM/DD" -> the day's epoch ms, None if V8 rejects it
+_TIME_MS: dict[str, int | None] = {}  # "hhmm" -> ms into the day, None if V8 rejects it
+_CACHED = 1 << 16  # entries each cache keeps at most (a file of unique dates cannot grow them)
+
+
+def parse_lme_all(dates: list[str]) -> list[int | None]:
+    """:func:`parse_lme` of each date of a list (a haystack's): the regex
+    match alone per date, the day and the time of day each computed once and
+    kept (a haystack's dates share days; the times of day are few)."""
+    days, times = _DAY_MS, _TIME_MS
+    if len(days) > _CACHED:
+        days.clear()
+    out = []
+    for s, m in zip(dates, map(_LME_RE.match, dates)):
+        if m is None:
+            out.append(None)
+            continue
+        key = s[:10]  # the three groups and their slashes: the match starts there
+        day = days.get(key, MISSING_DAY)
+        if day is MISSING_DAY:
+            y, mo, d = map(int, m.group(1, 2, 3))
+            day = days[key] = (None if not (1 <= mo <= 12 and 1 <= d <= 31)
+                               else _days_from_civil(y, mo, d) * _MS_PER_DAY)
+        hm = m.group(4) + m.group(5)
+        t = times.get(hm, MISSING_DAY)
+        if t is MISSING_DAY:
+            h, mi = int(m.group(4)), int(m.group(5))
+            t = times[hm] = (None if not (0 <= mi <= 59 and 0 <= h <= 24) or (h == 24 and mi != 0)
+                             else (h * 60 + mi) * 60_000)
+        out.append(None if day is None or t is None else day + t)
+    return out
+
+
+MISSING_DAY = object()
 
 
 def parse_locomo(s: str) -> int | None:

@@ -9,19 +9,25 @@ LongMemEval files are streamed item by item with ijson so memory stays flat
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import re
+import struct
 from array import array
-from itertools import repeat
+from bisect import bisect_left
+from contextlib import contextmanager
+from itertools import accumulate, chain, repeat
 from pathlib import Path
 
 import ijson
+import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .dates import parse_lme, parse_locomo
+from .dates import parse_lme_all, parse_locomo
 from ..errors import DataError
-from .jsonguard import GuardedReader, LimitExceeded, check_bytes, lone_escape_byte, may_hold_lone, parse_error_offset, restore
+from .jsonguard import (MARK, GuardedReader, LimitExceeded, check_bytes, lone_escape_byte, may_hold_lone,
+                        parse_error_offset, restore)
 from ..jsmath import MISSING, js_string
 from ..progress import Progress
 from ..tables import (EVENTS, HAYSTACKS, LONE_SURROGATE, QUESTIONS, SESSIONS, TableWriter, escape_lone, read_table,
@@ -133,6 +139,80 @@ class SessionStore:
             self.n_events += n
         return key
 
+    def haystack(self, sids: list, lens: list, texts: list, roles: list, has: list, lone: bool = False) -> list:
+        """The keys of a LongMemEval haystack's sessions, given column-wise:
+        session ``i`` is ``sids[i]`` with the ``lens[i]`` turns that follow
+        the previous sessions' in ``texts``, ``roles`` and ``has`` (has_answer
+        as bools); ``lone``: the texts may hold lone surrogates.
+
+        A session's identity is what :meth:`key` compares (id, texts, roles
+        with None read as ``_NULL``, has_answer; no dia_id, no scope), hashed
+        in one unambiguous encoding: its turn count and id length, then per
+        turn the text's and role's code-point lengths and the flag, then the
+        id and roles, then the texts, all as UTF-8. The per-turn numbers are
+        packed once per haystack; each session's texts are joined and encoded
+        once (small buffers, which stay in cache) and those bytes serve both
+        the hash and, for a new session, the Arrow array of its texts. New
+        sessions' rows go out with one ``extend`` per table, cut into row
+        groups as row by row."""
+        named = [_NULL if r is None else r for r in roles] if None in roles else roles
+        tlen = list(map(len, texts))
+        rlen = list(map(len, named))
+        rtext = "".join(named)
+        roff = list(accumulate(rlen, initial=0))
+        per_turn = [0] * (3 * len(texts))
+        per_turn[0::3], per_turn[1::3], per_turn[2::3] = tlen, rlen, has
+        per_turn = array("q", per_turn).tobytes()
+        keys_of, sha256, pack = self.keys, hashlib.sha256, _PAIR.pack
+        keys, new_keys, new_ids, new_n, new_rows, new_bytes = [], [], [], [], [], []
+        ascii_ = True  # every new session's texts are ASCII: their bytes are their UTF-8 and its offsets their lengths
+        a = 0
+        for sid, n in zip(sids, lens):
+            b = a + n
+            joined = "".join(texts[a:b])
+            data = joined.encode("utf-8", "surrogatepass")
+            h = sha256(b"".join((pack(n, len(sid)), per_turn[24 * a:24 * b],
+                                 (sid + rtext[roff[a]:roff[b]]).encode("utf-8", "surrogatepass"))))
+            h.update(data)
+            digest = h.digest()
+            key = keys_of.get(digest)
+            if key is None:
+                key = keys_of[digest] = len(keys_of)
+                new_keys.append(key)
+                new_ids.append(sid)
+                new_n.append(n)
+                new_rows.append(a)
+                new_bytes.append(data)
+                ascii_ = ascii_ and joined.isascii()
+            keys.append(key)
+            a = b
+        if new_keys:
+            if len(new_keys) == len(sids):  # every session new (most haystacks of most files)
+                ev_text, ev_len, ev_role, ev_has = texts, tlen, roles, has
+            else:
+                rows = list(chain.from_iterable(map(range, new_rows, map(int.__add__, new_rows, new_n))))
+                ev_text, ev_len, ev_role, ev_has = ([col[i] for i in rows] for col in (texts, tlen, roles, has))
+            m = len(ev_len)
+            exact = [None] * m
+            if lone:  # U+FFFD for a lone surrogate: the code-point length stays
+                ev_text, exact = map(list, zip(*map(utf8_text, ev_text)))
+            elif ascii_ and sum(map(len, new_bytes)) < 1 << 31:  # the bytes at hand, as an Arrow array
+                ev_text = _ascii_strings(b"".join(new_bytes), ev_len)
+            if named is roles and rtext.isascii() and roff[-1] < 1 << 31:  # no null role: the same for roles
+                data = rtext.encode("ascii")
+                if len(new_keys) == len(sids):
+                    ev_role = _ascii_strings(data, rlen)
+                else:
+                    ev_role = _ascii_strings(b"".join([data[roff[a]:roff[a + n]] for a, n in zip(new_rows, new_n)]),
+                                             [rlen[i] for i in rows])
+            self.sessions.extend(session_key=new_keys, session_id=new_ids, n_events=new_n)
+            self.events.extend(session_key=_int32(chain.from_iterable(map(repeat, new_keys, new_n)), m),
+                               seq=_int32(chain.from_iterable(map(range, new_n)), m), text=ev_text,
+                               length=_int32(ev_len, m), role=ev_role, dia_id=[None] * m, has_answer=ev_has,
+                               text_exact=exact)
+            self.n_events += m
+        return keys
+
     def close(self) -> None:
         self.sessions.close()
         self.events.close()
@@ -140,6 +220,21 @@ class SessionStore:
     def abort(self) -> None:
         self.sessions.abort()
         self.events.abort()
+
+
+def _ascii_strings(data: bytes, lengths: list) -> pa.Array:
+    """An Arrow string array of ASCII strings given as their bytes joined and
+    their lengths (no Python string per value)."""
+    offsets = array("i", accumulate(lengths, initial=0))
+    return pa.Array.from_buffers(pa.string(), len(lengths), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+
+
+def _int32(values, n: int) -> pa.Array:
+    """An Arrow int32 array of ``n`` values (each below 2**31) from a C array."""
+    return pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(array("i", values))])
+
+
+_PAIR = struct.Struct("<qq")  # a session's turn count and id length, first in its hashed bytes
 
 
 def _lme_turns(session) -> tuple[list, list, list]:
@@ -168,10 +263,56 @@ def _lme_turns(session) -> tuple[list, list, list]:
 _ONE_PLUS = (1).__add__  # has_answer False/True -> flag 1/2
 
 
+def _restored(values: list) -> list:
+    """``restore(values)``: when its values are strings, the list itself if
+    none holds a mark (a join and a memchr instead of a call per value), else
+    a call for each that does."""
+    try:
+        if MARK not in "".join(values):
+            return values
+    except TypeError:  # not all strings
+        return restore(values)
+    return [restore(v) if MARK in v else v for v in values]
+
+
+def _lme_columns(sessions: list, marks: bool) -> tuple[list, list, list, list]:
+    """(turn counts, texts, roles, has_answer) of a haystack's sessions, each
+    column over all its turns in order (as :func:`_lme_turns` gives them
+    session by session): one C-level pass per column when every session is a
+    list and every turn an object, as in real files. ``marks``: the strings
+    are ijson's from :class:`jsonguard.LoneEscapes`' stream, restored here
+    (only the columns kept: restoring a turn's keys changes no lookup, since
+    a restored key is never one of the plain keys read)."""
+    if set(map(type, sessions)) <= {list}:
+        turns = list(chain.from_iterable(sessions))
+        if set(map(type, turns)) <= {dict}:
+            n = len(turns)
+            texts = list(map(dict.get, turns, repeat("content", n), repeat(MISSING, n)))
+            roles = list(map(dict.get, turns, repeat("role", n)))
+            if marks:
+                texts, roles = _restored(texts), _restored(roles)
+            if not set(map(type, texts)) <= {str}:
+                texts = ["" if v is MISSING else js_string(v) for v in texts]
+            if not set(map(type, roles)) <= {str, type(None)}:
+                roles = [_opt_str(r) for r in roles]
+            # has_answer's truthiness is the same before and after restore
+            return (list(map(len, sessions)), texts,
+                    roles, list(map(bool, map(dict.get, turns, repeat("has_answer", n)))))
+    lens, texts, roles, has = [], [], [], []
+    for session in sessions:
+        t, r, h = _lme_turns(restore(session) if marks else session)
+        lens.append(len(t))
+        texts += t
+        roles += r
+        has += h
+    return lens, texts, roles, has
+
+
 def _lme_haystack(item: dict, hid: int, store: SessionStore, haystacks: TableWriter,
-                  lone: _Lone | None = None) -> tuple[list[str], int]:
+                  lone: _Lone | None = None, marks: bool = False) -> tuple[list[str], int]:
     """Write one LongMemEval item's haystack; returns (session ids, date
-    fallbacks). ``lone``: the item may hold lone surrogates (their checks)."""
+    fallbacks). ``lone``: the item may hold lone surrogates (their checks);
+    ``marks``: its sessions' strings are still to be restored (jsonguard)."""
     sessions = item.get("haystack_sessions")
     sessions = sessions if isinstance(sessions, list) else []
     ids = item.get("haystack_session_ids")
@@ -179,28 +320,32 @@ def _lme_haystack(item: dict, hid: int, store: SessionStore, haystacks: TableWri
     dates = item.get("haystack_dates")
     dates = dates if isinstance(dates, list) else []
     n = len(sessions)
-    out_ids, keys, raw_dates, bases, fallbacks = [], [], [], [], []
-    for i, session in enumerate(sessions):
-        raw_id = ids[i] if i < len(ids) else None
-        sid = "s" + str(i) if raw_id is None else js_string(raw_id)
-        date = js_string(dates[i]) if i < len(dates) else js_string(MISSING)
-        base = parse_lme(date)
-        fallbacks.append(base is None)
-        if base is None:
-            base = (len(dates) - i) * DAY_MS
-        texts, roles, has = _lme_turns(session)
-        if lone is not None:
+    sids = ids[:n]
+    if len(sids) < n or not set(map(type, sids)) <= {str}:
+        padded = chain(sids, repeat(None, n - len(sids)))  # a missing id reads as null
+        sids = ["s" + str(i) if raw is None else js_string(raw) for i, raw in enumerate(padded)]
+    raw_dates = dates[:n]
+    if len(raw_dates) == n and set(map(type, raw_dates)) <= {str}:
+        strs = raw_dates
+    else:
+        strs = [js_string(d) for d in raw_dates] + [js_string(MISSING)] * (n - len(raw_dates))
+        raw_dates = [None if d is None else x for d, x in zip(raw_dates, strs)] + [None] * (n - len(raw_dates))
+    bases = parse_lme_all(strs)
+    fallbacks = [b is None for b in bases]
+    if True in fallbacks:
+        bases = [(len(dates) - i) * DAY_MS if b is None else b for i, b in enumerate(bases)]
+    lens, texts, roles, has = _lme_columns(sessions, marks)
+    if lone is not None and any(LONE_SURROGATE.search("".join(col)) for col in (sids, strs, filter(None, roles))):
+        a = 0  # the first of them, in the order the checks were made session by session
+        for sid, date, k in zip(sids, strs, lens):
             lone("haystack_session_ids", sid)
             lone("haystack_dates", date)
-            lone.all("role", roles)
-        keys.append(store.columns(sid, texts, roles, [None] * len(texts), has, flags=bytes(map(_ONE_PLUS, has)),
-                                  lone=lone is not None))
-        raw_dates.append(None if i >= len(dates) or dates[i] is None else date)
-        bases.append(base)
-        out_ids.append(sid)
-    haystacks.extend(haystack_id=[hid] * n, position=range(n), session_key=keys, session_id=out_ids,
+            lone.all("role", roles[a : a + k])
+            a += k
+    keys = store.haystack(sids, lens, texts, roles, has, lone=lone is not None)
+    haystacks.extend(haystack_id=[hid] * n, position=range(n), session_key=keys, session_id=sids,
                      date=raw_dates, base_time=bases, date_fallback=fallbacks)
-    return out_ids, sum(fallbacks)
+    return sids, sum(fallbacks)
 
 
 def _lme_gold(raw_ids, answers) -> list[str]:
@@ -269,10 +414,16 @@ class _LmeTables(_Tables):
         self.stats = {"questions": 0, "date_fallbacks": 0, "duplicate_question_ids": 0, "unparseable_items": 0}
         self.seen_ids: set[str] = set()
 
-    def add(self, index: int, item, lone: _Lone | None = None) -> None:
-        """``lone``: the item may hold lone surrogates (their checks)."""
+    def add(self, index: int, item, lone: _Lone | None = None, marks: bool = False) -> None:
+        """``lone``: the item may hold lone surrogates (their checks);
+        ``marks``: its strings are ijson's from :class:`jsonguard.LoneEscapes`'
+        stream, to be restored (all but its sessions' here, where they are
+        read: restoring the whole item, every turn object again, would cost
+        more than the rest of its reading)."""
         if not isinstance(item, dict):
             raise DataError(self.path, f"item {index}", f"expected an object, got {type(item).__name__}")
+        if marks:
+            item = {k: v if k == "haystack_sessions" else restore(v) for k, v in item.items()}
         qid = js_string(item.get("question_id", MISSING))
         if qid in self.seen_ids:
             self.stats["duplicate_question_ids"] += 1
@@ -287,7 +438,7 @@ class _LmeTables(_Tables):
             lone("question_type", question_type)
             lone("question_date", question_date)
             lone.all("answer_session_ids", answer_ids)
-        _, fallbacks = _lme_haystack(item, index, self.store, self.haystacks, lone)
+        _, fallbacks = _lme_haystack(item, index, self.store, self.haystacks, lone, marks)
         self.stats["date_fallbacks"] += fallbacks
         gold = _lme_gold(item.get("haystack_session_ids"), answers)
         question, question_exact = utf8_text(question) if lone is not None else (question, None)
@@ -321,6 +472,21 @@ def _first_line(e: Exception) -> str:
     return str(text).strip().splitlines()[0] if str(text).strip() else type(e).__name__
 
 
+@contextmanager
+def _gc_paused():
+    """The cyclic garbage collector off while a file is read: ijson makes
+    millions of objects (every turn an object), none in a cycle, freed by
+    their reference counts, and each of the collector's passes over the young
+    ones costs time for nothing (about a tenth of the stage)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def normalize_longmemeval(path, out_dir, log=print, lenient: bool = False) -> dict:
     """Stream a LongMemEval JSON array into the tables.
 
@@ -336,14 +502,16 @@ def normalize_longmemeval(path, out_dir, log=print, lenient: bool = False) -> di
     tables = _LmeTables(path, out_dir)
     index = -1
     try:
-        with open(path, "rb") as raw:
+        with open(path, "rb") as raw, _gc_paused():
             f = GuardedReader(raw, escapes=True)
-            escapes = f.escapes.offsets  # grows in place: true from the first rewrite on
+            escapes = f.escapes.offsets  # raw offsets of the rewrites so far, in order; grows in place
             start = 0  # a byte at or before the next item's first
             try:
                 for index, item in enumerate(ijson.items(f, "item")):
-                    if escapes:  # from the first lone surrogate on (rare): ijson's strings turned back
-                        tables.add(index, restore(item), _Lone(path, f"item {index}", start))
+                    # Rewrites (rare) since ``start`` may be in this item: its strings are turned back
+                    # and checked. None there: it has no lone surrogate and no NUL, nothing to do.
+                    if escapes and bisect_left(escapes, start) < len(escapes):
+                        tables.add(index, item, _Lone(path, f"item {index}", start), marks=True)
                     else:
                         tables.add(index, item)
                     start = f.escapes.to_raw(f.handed - f.last)

@@ -48,6 +48,11 @@ extrapolated). ``scaling``: S-shaped files with 100, 250 and 500 questions
 of every built-in S variant of segment 1 of 2, one process per variant
 against all of them in one process sharing their common work.
 
+Every scale's section ends with the normalize job's MB/s (its Snakemake
+benchmark file) against a bare ``ijson.items(f, 'item')`` pass of ijson's C
+backend over the same file (one extra read of it), with both peak RSS: how
+close the stage runs to the streaming parser it is built on.
+
 ``--checkout`` is the workflow (the directory holding the Snakefile and src/)
 that is measured; it is an explicit argument, never derived from this file's
 location, so a second checkout (``git worktree add /tmp/bench-base main``) can
@@ -128,6 +133,61 @@ def stage_table(workdir: Path) -> dict[str, dict]:
     return out
 
 
+
+# A bare pass of ijson's C backend over a file, each item built and dropped:
+# the speed of the streaming parser the normalize stage is built on.
+BARE_IJSON_CODE = """
+import json, resource, sys, time
+import ijson
+t = time.monotonic()
+items = 0
+with open(sys.argv[1], "rb") as f:
+    for _ in ijson.items(f, "item"):
+        items += 1
+ru = resource.getrusage(resource.RUSAGE_SELF)
+rss = ru.ru_maxrss / 1024
+try:  # this image's own peak (ru_maxrss may keep the forking parent's)
+    rss = next(int(line.split()[1]) / 1024 for line in open("/proc/self/status") if line.startswith("VmHWM:"))
+except (OSError, StopIteration):
+    pass
+print(json.dumps({"wall": time.monotonic() - t, "cpu": ru.ru_utime + ru.ru_stime, "rss_mb": rss,
+                  "backend": ijson.backend, "items": items}))
+"""
+
+
+def bare_ijson(raw: Path) -> dict:
+    """Wall and CPU seconds and peak RSS of :data:`BARE_IJSON_CODE` on ``raw``."""
+    proc = subprocess.run([sys.executable, "-c", BARE_IJSON_CODE, str(raw)], capture_output=True, text=True,
+                          check=True)
+    return json.loads(proc.stdout)
+
+
+def normalize_vs_ijson(raw: Path, workdir: Path, dataset: str) -> str:
+    """One line: the normalize job's MB/s over ``raw`` (its Snakemake
+    benchmark file under ``workdir``: the whole job, start-up included)
+    against a bare ijson pass over the same file, run here once (a second
+    or so per 200 MB), with both peak RSS."""
+    tsv = workdir / layout.BENCHMARKS / "normalize" / f"{dataset}.tsv"
+    if not tsv.is_file():
+        return f"normalize vs bare ijson: no benchmark file {tsv} (the run made no normalize job)"
+    with open(tsv) as f:
+        row = next(csv.DictReader(f, delimiter="\t"))
+    mb, wall = raw.stat().st_size / 1e6, float(row["s"])
+    cpu = row.get("cpu_time") if row.get("cpu_time") not in (None, "", "NA", "-") else None
+    rss = row.get("max_rss") if row.get("max_rss") not in (None, "", "NA", "-") else None
+    bare = bare_ijson(raw)
+    job = (f"{_figure(mb / wall)} MB/s ({wall:.1f} s wall" + (f", {float(cpu):.1f} s CPU" if cpu else "")
+           + (f", peak RSS {float(rss):.0f} MB" if rss else "") + ")")
+    return (f"normalize vs bare ijson ({bare['backend']}) on the same {_figure(mb)} MB file: the normalize job "
+            f"{job}; a bare `ijson.items(f, 'item')` pass {_figure(mb / max(bare['wall'], 1e-6))} MB/s "
+            f"({bare['wall']:.1f} s wall, {bare['cpu']:.1f} s CPU, peak RSS {bare['rss_mb']:.0f} MB): normalize at "
+            f"**{_figure(bare['wall'] / wall, 2)}x** the bare parser's speed.")
+
+
+def _figure(x: float, decimals: int = 0) -> str:
+    """``x`` with ``decimals`` decimals, or 2 significant digits where that shows 0."""
+    return f"{x:.{decimals}f}" if round(x, decimals) else f"{x:.2g}"
+
 SHARED_CODE = """
 import json, resource, sys, time
 sys.path.insert(0, sys.argv[1])
@@ -188,7 +248,8 @@ def run_shared(work: Path, vocab) -> str:
             f"| all variants in one process (write_segments) | 1 | {together['cpu']:.1f} | {together['wall']:.1f} | "
             f"{together['rss_mb']:.0f} |",
             f"| **ratio** | | **{a_cpu / together['cpu']:.1f}x** | **{a_wall / together['wall']:.1f}x** | |", "",
-            f"(tables built beforehand in {prep:.0f} s; the machine is shared, so CPU seconds are the steadier figure)"]
+            f"(tables built beforehand in {prep:.0f} s; the machine is shared, so CPU seconds are the steadier figure)",
+            "", normalize_vs_ijson(raw, workdir, name)]
     return "\n".join(rows) + "\n"
 
 
@@ -356,6 +417,7 @@ def run_all_variants(work: Path, raw: Path, questions: int, checkouts: dict[str,
     if len(labels) == 2:
         rows += ["", "(ratios: the first checkout's time over the second's; the machine's other load moves wall "
                  "time more than CPU time)"]
+    rows += ["", normalize_vs_ijson(raw, work / f"run_{name}_{labels[-1]}" / "all", name)]
     if original is not None:
         data = original.data_dir(raw, "longmemeval_s.json")
         harness = {h: original.run(h, data, f"{raw.stem}.{h}") for h in S_HARNESSES}
@@ -410,6 +472,7 @@ def run_mshape(work: Path, questions: int, sessions: int, checkout: Path, origin
             "| run | wall s | CPU s |", "|---|---|---|",
             f"| pipeline: {' + '.join(VARIANTS)} (M family), cold, end to end, --cores 2 | {ours['wall']:.1f} | "
             f"{ours['cpu']:.1f} |"]
+    normalize = normalize_vs_ijson(raw, base / "run", "bench_mshape")
     if original is not None:
         data = original.data_dir(raw, "longmemeval_m.json")
         theirs = {}
@@ -425,6 +488,7 @@ def run_mshape(work: Path, questions: int, sessions: int, checkout: Path, origin
         rows += [f"| original: both | {both['wall']:.1f} | {both['cpu']:.1f} |",
                  f"| **ratio (original / pipeline)** | {_ratio(both['wall'], ours['wall'])} | "
                  f"{_ratio(both['cpu'], ours['cpu'])} |"]
+    rows += ["", normalize]
     return "\n".join(rows) + "\n"
 
 
@@ -451,7 +515,8 @@ def run_pipeline(work: Path, name: str, raw: Path, segments: int, family: str, c
     for v in VARIANTS:
         with open(workdir / layout.BENCHMARKS / "retrieve" / name / v / "seg1.tsv") as f:
             seg1[v] = float(next(csv.DictReader(f, delimiter="\t"))["s"])
-    return {"total": total, "cpu": cpu, "stages": stages, "rerun": rerun, "metrics": metrics, "seg1": seg1}
+    return {"total": total, "cpu": cpu, "stages": stages, "rerun": rerun, "metrics": metrics, "seg1": seg1,
+            "normalize": normalize_vs_ijson(raw, workdir, name)}
 
 
 # The naive reference is a file given by path (e.g. a checkout's tests/naive.py),
@@ -522,6 +587,7 @@ def report_scale(name: str, result: dict, naive: dict | None, naive_scale: float
                 f"{max(s['rss'] for s in result['stages'].values()):.0f} | |", ""]
     m = result["metrics"]
     out.append("hit@1: " + ", ".join(f"{v} {m[v]['hit@1']}/{m[v]['questions']}" for v in VARIANTS) + ".")
+    out += ["", result["normalize"]]
     return "\n".join(out) + "\n"
 
 
@@ -624,6 +690,7 @@ def main(argv=None) -> int:
             r = run_pipeline(work, f"bench_scaling_{n}", raw, 2, "s")
             ret = r["stages"]["retrieve"]["wall"]
             rows.append(f"| {n} | {raw.stat().st_size / 1e6:.0f} | {r['total']:.1f} | {ret:.1f} | {ret / n:.4f} |")
+        rows += ["", f"500 questions: {r['normalize']}"]
         sections.append("\n".join(rows) + "\n")
         print(sections[-1], flush=True)
     text = "\n".join(sections)
