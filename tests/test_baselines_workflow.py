@@ -86,7 +86,7 @@ def test_reference_outputs_have_the_memo_contract(run, ds):
     m0 = json.loads((memo / "metrics.json").read_text())
     for v in REFERENCE:
         d = res / v
-        for name in ("rankings.parquet", "questions.parquet", "deep.parquet"):
+        for name in ("rankings.parquet", "outcomes.parquet", "deep.parquet"):
             assert pq.read_schema(d / name).names == pq.read_schema(memo / name).names, (v, name)
         for name in ("official.json", "run.trec") + (("retrievallog.jsonl",) if ds == "lme" else ()):
             assert (d / name).stat().st_size > 0, (v, name)

@@ -161,7 +161,7 @@ def test_cn_through_the_workflow(tmp_path, lme):
     assert m["cn-A"]["questions"] == m["cn-A2"]["questions"] == m["cn-B"]["questions"] > 0
     assert m["cn-A"]["skipped"].get("unpaired", 0) >= 1
     # B: every window token is Han, so no token can yield a candidate under S-ASCII.
-    outcomes = pq.read_table(tmp_path / "results/cn/cn-B/segments/seg1.questions.parquet").to_pylist()
+    outcomes = pq.read_table(tmp_path / "results/cn/cn-B/segments/seg1.outcomes.parquet").to_pylist()
     questions = {q["q_index"]: q for q in pq.read_table(tmp_path / "results/cn/normalized/questions.parquet").to_pylist()}
     for o in outcomes:
         if o["gold_rank"]:

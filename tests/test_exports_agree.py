@@ -203,7 +203,7 @@ def test_trec_eval_gives_the_harness_numbers(run, ds, variant):
     assert math.isclose(sum(q["RR@10"] for q in per_q.values()), m["mrr_sum"], rel_tol=1e-12, abs_tol=1e-12)
     # question by question: the harness's rank, counted over positions
     tokens = exports.question_tokens(_questions(results, ds))
-    outcomes = pq.read_table(results / ds / variant / "questions.parquet").to_pylist()
+    outcomes = pq.read_table(results / ds / variant / "outcomes.parquet").to_pylist()
     for o in outcomes:
         if o["status"] != "evaluated" or tokens[o["q_index"]] not in per_q:
             assert o["status"] != "evaluated" or o["gold_rank"] == 0
@@ -253,7 +253,7 @@ def test_ten_repeats_before_the_gold_are_ten_misses(run):
         rows = _deep(results / "hs" / v / "deep.parquet")[0]
         assert [r["session_id"] for r in rows[:11]] == ["rep"] * 10 + ["answer_g1"], v
         assert sorted(r["position"] for r in rows[:10]) == list(range(10)), v  # each copy once
-        outcomes = pq.read_table(results / "hs" / v / "questions.parquet").to_pylist()
+        outcomes = pq.read_table(results / "hs" / v / "outcomes.parquet").to_pylist()
         assert outcomes[0]["gold_rank"] == 0, v
         session = _jsonl(results / "hs" / v / "retrievallog.jsonl")[0]["retrieval_results"]["metrics"]["session"]
         assert (session["recall_any@10"], session["recall_any@30"]) == (0.0, 1.0)

@@ -75,7 +75,7 @@ def test_fused_lists_equal_the_reference(run, ds):
         f = entry["fuse"]
         inputs = [_deep(res / v / "deep.parquet") for v in f["of"]]
         got = _deep(res / name / "deep.parquet")
-        outcomes = pq.read_table(res / name / "questions.parquet").to_pylist()
+        outcomes = pq.read_table(res / name / "outcomes.parquet").to_pylist()
         for o in outcomes:
             if o["status"] != "evaluated":
                 assert o["q_index"] not in got
@@ -92,7 +92,7 @@ def test_a_list_missing_from_an_input_contributes_nothing(run):
     miss): the fusion of v0.8.0 and bm25s evaluates it with bm25s's order."""
     work, _, _ = run
     res = work / "results/lme"
-    memo = pq.read_table(res / "v0.8.0/questions.parquet").to_pylist()
+    memo = pq.read_table(res / "v0.8.0/outcomes.parquet").to_pylist()
     forced = [o["q_index"] for o in memo if o["reason"] == "empty_seq"]
     assert forced
     fused, bm25s = _deep(res / "rrf/deep.parquet"), _deep(res / "bm25s/deep.parquet")
@@ -105,12 +105,12 @@ def test_fusion_and_wordllama_rows_have_the_familys_denominators(run, ds):
     work, _, _ = run
     res = work / "results" / ds
     m0 = json.loads((res / "v0.8.0/metrics.json").read_text())
-    memo = pq.read_table(res / "v0.8.0/questions.parquet").to_pylist()
+    memo = pq.read_table(res / "v0.8.0/outcomes.parquet").to_pylist()
     report = (work / "results/report.md").read_text()
     for v in [*DENSE, *FUSIONS]:
         m = json.loads((res / v / "metrics.json").read_text())
         assert (m["items"], m["questions"], m["skipped"]) == (m0["items"], m0["questions"], m0["skipped"]), v
-        theirs = pq.read_table(res / v / "questions.parquet").to_pylist()
+        theirs = pq.read_table(res / v / "outcomes.parquet").to_pylist()
         assert [(o["q_index"], o["status"] == "skipped", o["reason"] if o["status"] == "skipped" else None)
                 for o in theirs] == [(o["q_index"], o["status"] == "skipped",
                                       o["reason"] if o["status"] == "skipped" else None) for o in memo], v

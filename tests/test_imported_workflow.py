@@ -29,7 +29,7 @@ def json_run(variant_dir: Path, out: Path) -> Path:
     """A JSON run of a variant's deep lists, an empty list for each evaluated
     question it gave none; a repeated question id is a repeated key (its n-th
     key is its n-th question)."""
-    outcomes = read_table(variant_dir / "questions.parquet").sort_by("q_index").to_pylist()
+    outcomes = read_table(variant_dir / "outcomes.parquet").sort_by("q_index").to_pylist()
     lists: dict[int, list[str]] = {}
     for r in read_table(variant_dir / "deep.parquet").sort_by([("q_index", "ascending"),
                                                                ("rank", "ascending")]).to_pylist():
@@ -45,11 +45,11 @@ def results(work: Path, ds: str, v: str, name: str = "metrics.json") -> dict:
 
 
 def outcomes(work: Path, ds: str, v: str) -> list[dict]:
-    return read_table(work / "results" / ds / v / "questions.parquet").sort_by("q_index").to_pylist()
+    return read_table(work / "results" / ds / v / "outcomes.parquet").sort_by("q_index").to_pylist()
 
 
 def segment_outcomes(work: Path, ds: str, v: str) -> list[Path]:
-    return sorted((work / "results" / ds / v / "segments").glob("seg*.questions.parquet"))
+    return sorted((work / "results" / ds / v / "segments").glob("seg*.outcomes.parquet"))
 
 
 def assert_same_numbers(work, ds, source, imported, absent=0):

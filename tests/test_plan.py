@@ -108,7 +108,7 @@ def test_search_inputs_name_the_base_datasets_tables(cfg):
 def test_merge_and_normalize_inputs(cfg):
     m = plan.merge_inputs(cfg, "cn", "cn-A")
     assert m["rankings"] == ["results/cn/cn-A/segments/seg1.parquet"]
-    assert m["outcomes"] == ["results/cn/cn-A/segments/seg1.questions.parquet"]
+    assert m["outcomes"] == ["results/cn/cn-A/segments/seg1.outcomes.parquet"]
     assert m["events"] == "results/s/normalized/events.parquet"
     assert m["data_summary"] == "results/cn/normalized/summary.json"
     assert plan.normalize_inputs(cfg, "cn") == {"verified": "results/cn/verified.json",

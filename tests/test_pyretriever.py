@@ -161,7 +161,7 @@ def test_lists_and_metrics_equal_the_functions_called_directly(run, ds, variant)
     res = work / "results" / ds
     direct = _direct(work, data, ds, variant)
     got = _deep_lists(res / variant / "deep.parquet")
-    outcomes = pq.read_table(res / variant / "questions.parquet").to_pylist()
+    outcomes = pq.read_table(res / variant / "outcomes.parquet").to_pylist()
     evaluated = [o for o in outcomes if o["status"] == "evaluated"]
     assert len(evaluated) >= 8 and set(got) == {o["question_id"] for o in evaluated}
     gold = {qid: g for qid, (_, _, g) in _raw_questions(data, ds).items()}

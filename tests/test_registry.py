@@ -37,9 +37,9 @@ def test_docs_recipe_table_is_the_generated_one():
     assert block and block.group(1) == recipe.markdown_table()
 
 
-def test_seq_wildcard_comes_from_the_registry():
+def test_tokenizer_wildcard_comes_from_the_registry():
     common = (REPO / "workflow/rules/common.smk").read_text(encoding="utf-8")
-    assert 'seq="|".join([*FIELDS["seq"].metadata["choices"], FTS5_TOKENS])' in common
+    assert 'tokenizer="|".join([*FIELDS["seq"].metadata["choices"], FTS5_TOKENS])' in common
     assert "ascii|cjkr" not in common
 
 

@@ -47,7 +47,7 @@ def _inputs(d, seq="ascii", fts=True):
 def _outputs(root, name, seg=1):
     s = root / "ds" / name / "segments"
     s.mkdir(parents=True, exist_ok=True)
-    return {"rankings": str(s / f"seg{seg}.parquet"), "outcomes": str(s / f"seg{seg}.questions.parquet"),
+    return {"rankings": str(s / f"seg{seg}.parquet"), "outcomes": str(s / f"seg{seg}.outcomes.parquet"),
             "deep": str(s / f"seg{seg}.deep.parquet")}
 
 
@@ -153,7 +153,7 @@ def test_workflow_shares_and_reruns_only_the_changed_variant(tmp_path, locomo_pa
     logs = {n: (tmp_path / f"results/logs/retrieve/locomo10/{n}/seg1.log").read_text() for n in names}
     assert sum("sibling variant(s) in the same pass" in t for t in logs.values()) == 1
     assert sum("computed by a sibling's job" in t for t in logs.values()) == 2
-    seg = {n: tmp_path / f"results/locomo10/{n}/segments/seg1.questions.parquet" for n in names}
+    seg = {n: tmp_path / f"results/locomo10/{n}/segments/seg1.outcomes.parquet" for n in names}
     cache = tmp_path / "results/locomo10/cache/seg1"
     keys = {n: stored_key(cache, n) for n in names}
     assert all(keys.values())

@@ -52,7 +52,7 @@ def test_one_segment_target_runs_only_what_it_needs(tmp_path, lme_file):
     assert dry_run_jobs(tmp_path, target, configfile=cfg) == {"download": 1, "verify": 1, "normalize": 1, "tokens": 2, "retrieve": 1}
     snakemake(tmp_path, "--cores", "1", target, configfile=cfg)
     seg = pq.read_table(tmp_path / target)
-    outcomes = pq.read_table(tmp_path / "results/five/v0.8.0/segments/seg3.questions.parquet")
+    outcomes = pq.read_table(tmp_path / "results/five/v0.8.0/segments/seg3.outcomes.parquet")
     assert outcomes.column("q_index").to_pylist() == list(range(24, 36))  # items 25..36 of 60
     assert set(seg.column("q_index").to_pylist()) <= set(range(24, 36))
     assert not (tmp_path / "results/five/v0.8.0/segments/seg1.parquet").exists()

@@ -63,7 +63,7 @@ def test_trec_exports_give_the_harness_numbers_under_trec_eval(runs, dataset, va
             assert sums[k] / m["hit_denominator"] == m[k + "_rate"]
         assert math.isclose(sums["mrr_sum"], m["mrr_sum"], rel_tol=1e-12), (dataset, variant)
         # question by question: trec_eval's reciprocal rank is the harness's 1/gold_rank
-        outcomes = pq.read_table(results / dataset / variant / "segments" / "seg1.questions.parquet").to_pylist()
+        outcomes = pq.read_table(results / dataset / variant / "segments" / "seg1.outcomes.parquet").to_pylist()
         for o in outcomes:
             if o["status"] == "evaluated" and o["gold_rank"] > 0:
                 assert per_query[o["question_id"]]["mrr_sum"] == 1 / o["gold_rank"]

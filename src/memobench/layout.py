@@ -25,7 +25,8 @@ VERIFIED = f"{DATASET}/verified.json"
 NORMALIZED = f"{DATASET}/normalized"
 NORMALIZED_TABLE = f"{NORMALIZED}/{{table}}.parquet"
 NORMALIZED_SUMMARY = f"{NORMALIZED}/summary.json"
-TOKENS = f"{DATASET}/tokens/{{seq}}.parquet"
+# ``{tokenizer}``: a recipe's tokenizer (its ``seq`` field) or fts5
+TOKENS = f"{DATASET}/tokens/{{tokenizer}}.parquet"
 EMBEDDINGS = f"{DATASET}/embeddings/{{model}}.parquet"
 PREPARED = f"{DATASET}/prepared/{{variant}}.parquet"
 SESSIONS_JSON = f"{DATASET}/exports/sessions.bin"
@@ -40,14 +41,19 @@ FALSIFIER_MD = f"{DATASET}/falsifier.md"
 # a segment's tables a sibling variant's retrieve job computed ahead (memobench.retrieve.shared_retrieval)
 SHARED_CACHE = f"{DATASET}/cache/{{segment}}"
 
-# per dataset and variant: a segment's tables, then the merged ones
+# per dataset and variant: a segment's tables, then the merged ones (the
+# per-question outcomes are outcomes.parquet, not questions.parquet: that name
+# is the normalized input table's)
 VARIANT = f"{DATASET}/{{variant}}"
 SEGMENTS = f"{VARIANT}/segments"
 # ``{suffix}``: one of SEGMENT_SUFFIXES
 SEGMENT_TABLE = f"{SEGMENTS}/{{segment}}{{suffix}}"
-SEGMENT_SUFFIXES = {"rankings": ".parquet", "outcomes": ".questions.parquet", "deep": ".deep.parquet"}
+SEGMENT_SUFFIXES = {"rankings": ".parquet", "outcomes": ".outcomes.parquet", "deep": ".deep.parquet"}
 RANKINGS = f"{VARIANT}/rankings.parquet"
-QUESTIONS = f"{VARIANT}/questions.parquet"
+OUTCOMES = f"{VARIANT}/outcomes.parquet"
+# deprecated: OUTCOMES under its old name, a hard link the merge job leaves
+# for one release (docs/changelog.md, docs/tables.md)
+OUTCOMES_OLD_NAME = f"{VARIANT}/questions.parquet"
 METRICS = f"{VARIANT}/metrics.json"
 DEEP = f"{VARIANT}/deep.parquet"
 OFFICIAL = f"{VARIANT}/official.json"

@@ -175,7 +175,7 @@ def normalize_inputs(config: dict, ds: str) -> dict:
     return inputs
 
 
-def search_inputs(config: dict, ds: str, names, seq: str, variant: str | None = None,
+def search_inputs(config: dict, ds: str, names, tokenizer: str, variant: str | None = None,
                   segment: str | None = None, fused=()) -> dict:
     """The paths of the named inputs (``names``) of a job that ranks a
     dataset's questions: which ones a variant reads is its retriever's
@@ -189,8 +189,8 @@ def search_inputs(config: dict, ds: str, names, seq: str, variant: str | None = 
         "questions": normalized(ds, "questions"),
         "haystacks": normalized(base, "haystacks"),
         "events": normalized(base, "events"),
-        "tokens": layout.path(layout.TOKENS, dataset=base, seq=seq),
-        "fts_tokens": layout.path(layout.TOKENS, dataset=base, seq=FTS5_TOKENS),
+        "tokens": layout.path(layout.TOKENS, dataset=base, tokenizer=tokenizer),
+        "fts_tokens": layout.path(layout.TOKENS, dataset=base, tokenizer=FTS5_TOKENS),
         **{name: layout.path(layout.EMBEDDINGS, dataset=base, model=model) for model, name in EMBEDDING_INPUTS.items()},
         "prepared": layout.path(layout.PREPARED, dataset=base, variant=variant),
         "fused": [layout.path(layout.SEGMENT_TABLE, dataset=ds, variant=v, segment=segment,

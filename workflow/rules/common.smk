@@ -163,8 +163,8 @@ def normalize_inputs(w):
     return plan.normalize_inputs(config, dataset_of(w))
 
 
-def search_inputs(ds, names, seq, variant=None, segment=None, fused=()):
-    return plan.search_inputs(config, ds, names, seq, variant, segment, fused)
+def search_inputs(ds, names, tokenizer, variant=None, segment=None, fused=()):
+    return plan.search_inputs(config, ds, names, tokenizer, variant, segment, fused)
 
 
 def retrieve_inputs(w):
@@ -264,7 +264,8 @@ wildcard_constraints:
     dataset=plan.NAME,
     variant=plan.NAME,
     segment=r"seg[0-9]+",
-    seq="|".join([*FIELDS["seq"].metadata["choices"], FTS5_TOKENS]),
+    # a recipe's tokenizer (the recipe field seq) or fts5
+    tokenizer="|".join([*FIELDS["seq"].metadata["choices"], FTS5_TOKENS]),
     model="|".join(EMBEDDING_INPUTS),
 
 

@@ -13,9 +13,9 @@ rule tokens:
     # them before side jobs (manifest, qrels, session_json, stats, analyze)
     priority: 1
     benchmark:
-        f"{BENCHMARKS}/tokens/{{dataset}}/{{seq}}.tsv"
+        f"{BENCHMARKS}/tokens/{{dataset}}/{{tokenizer}}.tsv"
     log:
-        f"{LOGS}/tokens/{{dataset}}/{{seq}}.log",
+        f"{LOGS}/tokens/{{dataset}}/{{tokenizer}}.log",
     conda:
         "../../envs/memobench.yaml"
     script:

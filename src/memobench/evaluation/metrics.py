@@ -135,7 +135,7 @@ def concat_rankings(paths):
 
 
 def merge_segments(dataset: str, variant_spec: dict, rankings_in, outcomes_in, data_summary,
-                   rankings_out, questions_out, metrics_out, log=print) -> None:
+                   rankings_out, outcomes_out, metrics_out, log=print) -> None:
     """Merge a variant's segments: rankings concatenated in question order, the
     per-question outcomes (with each list's length, so an evaluated question
     with an empty list is visible), and the counts recomputed over all
@@ -158,9 +158,9 @@ def merge_segments(dataset: str, variant_spec: dict, rankings_in, outcomes_in, d
     # list length per question: 0 for an evaluated question whose list is empty
     counts = pc.value_counts(rankings.column("q_index")) if rankings.num_rows else []
     n_ranked = {c["values"]: c["counts"] for c in (counts.to_pylist() if rankings.num_rows else [])}
-    questions = pa.concat_tables([t.replace_schema_metadata(None) for t in seg_tables])
-    questions = questions.append_column(
-        "n_ranked", pa.array([n_ranked.get(q, 0) for q in questions.column("q_index").to_pylist()], pa.int8()))
+    merged = pa.concat_tables([t.replace_schema_metadata(None) for t in seg_tables])
+    merged = merged.append_column(
+        "n_ranked", pa.array([n_ranked.get(q, 0) for q in merged.column("q_index").to_pylist()], pa.int8()))
     result["empty_lists"] = sum(1 for row in outcomes if row["status"] == "evaluated"
                                 and n_ranked.get(row["q_index"], 0) == 0)
 
@@ -180,7 +180,7 @@ def merge_segments(dataset: str, variant_spec: dict, rankings_in, outcomes_in, d
             "data": {k: v for k, v in json.loads(Path(data_summary).read_text(encoding="utf-8")).items()
                      if k != "source"}}
     write_table(rankings_out, rankings)
-    write_table(questions_out, questions)
+    write_table(outcomes_out, merged)
     write_json(metrics_out, {**meta, **result})
     log(f"{dataset} {variant_spec['name']}: {result['questions']} questions, hit@1 {result['hit@1']}, "
         f"hit@5 {result['hit@5']}, hit@10 {result['hit@10']}, MRR sum {result['mrr_sum']}, "

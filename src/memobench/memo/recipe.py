@@ -3,8 +3,8 @@ declared once with its allowed values and its meaning.
 
 Everything else is derived from or checked against this table: ``variants.resolve``
 validates user recipes with :func:`validate`; the config schema's recipe block
-equals :func:`json_schema` (tested); the workflow's ``seq`` wildcard constraint
-is built from :data:`FIELDS`; the README's recipe table is checked against it
+equals :func:`json_schema` (tested); the workflow's ``tokenizer`` wildcard constraint
+(the ``seq`` field's values, and fts5) is built from :data:`FIELDS`; the README's recipe table is checked against it
 (tested); the engine's lookup tables (windows, stop lists, weights, tokenizers)
 must hold exactly the listed values (tested).
 """
@@ -37,8 +37,9 @@ class Recipe:
                                  "inverted index (exp6.cjs); or a reference retriever ranking whole session "
                                  "documents (docs/baselines.md: bm25-official, bm25s, fts5-bm25, minilm, wordllama)",
                           ("fts", "index", *REFERENCE_BACKENDS))
-    seq: str = _field("ascii", "JS tokenizer of events and phrases (see docs/harnesses.md#tokenizers for S-ASCII, S-CJKR, S-ZH, exp6, "
-                               "the product's)", ("ascii", "cjkr", "zh", "exp6", "prod"))
+    seq: str = _field("ascii", "the tokenizer: the JS tokenizer of events and phrases, whose token table "
+                               "the variant reads (tokens/{tokenizer}.parquet; see docs/harnesses.md#tokenizers "
+                               "for S-ASCII, S-CJKR, S-ZH, exp6, the product's)", ("ascii", "cjkr", "zh", "exp6", "prod"))
     question_check: str = _field("seq", "tokens of the whole-question phrase check: the tokenizer, or "
                                         "exp.cjs's question.split(' ') bug", ("seq", "raw_split"))
     token_check: str = _field("seq", "tokens of the per-phrase check: the tokenizer, or split(' ')",

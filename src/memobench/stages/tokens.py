@@ -9,4 +9,4 @@ from .adapter import Job, stage
 def tokens(job: Job) -> None:
     from ..memo.tokenize import write_tokens
 
-    write_tokens(job.input.events, job.wildcards.seq, job.output.tokens, log=job.log)
+    write_tokens(job.input.events, job.wildcards.tokenizer, job.output.tokens, log=job.log)

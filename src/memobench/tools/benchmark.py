@@ -218,7 +218,7 @@ def run_shared(work: Path, vocab) -> str:
     ds = {"format": "longmemeval", "family": "s", "file": str(raw), "bytes": raw.stat().st_size, "segments": 2,
           "variants": ["v0.8.0", "v0.8.0-index", "exp4-A0-base"]}
     cfg.write_text(yaml.safe_dump({"data_dir": str(work / "data"), "run": [name], "datasets": {name: ds}}))
-    targets = [layout.path(layout.TOKENS, dataset=name, seq=s) for s in ("ascii", "cjkr", "exp6", "fts5")]
+    targets = [layout.path(layout.TOKENS, dataset=name, tokenizer=s) for s in ("ascii", "cjkr", "exp6", "fts5")]
     log(f"{name}: normalize and tokens")
     t = time.monotonic()
     cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(workdir), "--configfile",
