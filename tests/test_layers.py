@@ -17,7 +17,8 @@ import pytest
 from conftest import REPO
 
 PKG = REPO / "src" / "memobench"
-LAYERS = ("datasets", "memo", "retrievers", "retrieve", "evaluation", "reporting", "tools")
+# lowest first: a layer imports only the layers before it (and the top-level foundations)
+LAYERS = ("datasets", "memo", "retrievers", "evaluation", "retrieve", "reporting", "tools")
 TOOLS = "tools"  # the generator and the benchmarks: nothing the pipeline runs imports them
 
 
@@ -130,6 +131,9 @@ def test_no_layer_imports_a_higher_one():
                 edges.setdefault((a, b), f"{m} -> {t}")
     cycles = _cycles(graph)
     assert not cycles, [(c, sorted(v for (a, b), v in edges.items() if a in c and b in c)) for c in cycles]
+    upward = sorted(v for (a, b), v in edges.items()
+                    if a in LAYERS and b in LAYERS and LAYERS.index(b) > LAYERS.index(a))
+    assert not upward, f"a layer imports a later one (order: {', '.join(LAYERS)}): {upward}"
 
 
 def test_tools_are_imported_only_by_tools():

@@ -152,7 +152,7 @@ def stage_modules(stage: str, exclude=frozenset()) -> set[str]:
     own module and their closure (the adapter imports no stage module, so no
     other stage's code is in it). Modules in ``exclude`` are left out, with
     what only they import (the retriever seam's implementations:
-    ``retrievers.code_fingerprint``)."""
+    ``retrievers.registry.code_fingerprint``)."""
     return set(_stage_modules(stage, frozenset(exclude)))
 
 

@@ -66,7 +66,7 @@ _RETRIEVE_CODES = {}
 def retrieve_code(w):
     """A retrieve job's code fingerprint: the stage's shared modules and its
     variant's retriever's code (the Memo engine, the reference retrievers, or
-    a user's source files; retrievers.code_fingerprint), so editing one
+    a user's source files; retrievers.registry.code_fingerprint), so editing one
     retriever reruns only the variants it ranks."""
     spec = variant_of(w)
     key = repr(spec)

@@ -20,13 +20,13 @@ from dataclasses import dataclass
 
 from .fts5 import FTS5_TOKENS, Unicode61
 from ..jsmath import js_log, utf16_key, utf16_len
-from ..protocol import DEPTH
+from ..protocol import DEPTH, TOP
 from .recipe import Recipe
 from .termids import SEPARATOR, HayEvents, Vocab
 from .timewords import date_words, relative_min_time
 from .tokenize import SEQ, STOP_LISTS, TERM_MAX, WINDOWS, joined_tokens
 
-REQUEST_LIMIT = 10
+REQUEST_LIMIT = TOP  # what the engine asks for and returns: the harness list
 
 
 # --------------------------------------------------------------------------- sessions

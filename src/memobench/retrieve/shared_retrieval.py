@@ -5,7 +5,7 @@ what makes a change to one variant rerun only that variant, and a targeted
 segment run only what it needs. But most of a job's work (loading the segment,
 tokenized sessions, representative events, FTS5 rows) is the same for every
 variant that reads the same inputs, so the first job of a segment computes its
-*siblings* too, in one process (``retrievers.write_segments``: each list
+*siblings* too, in one process (``retrievers.registry.write_segments``: each list
 identical to the one the variant gets alone, tested), and leaves their tables
 in ``results/{dataset}/cache/{segment}/``. A sibling's own job, when Snakemake
 runs it, finds its tables there and copies them into its outputs.
@@ -235,7 +235,7 @@ def write_segment_shared(variant: Variant, config: dict, dataset: str, segment: 
     ``metadata`` (a dict, or a function returning one, called only when lists
     are ranked) goes into each outcomes table. ``code`` is this job's code
     fingerprint; ``code_of(v)`` gives another variant's (each retriever has its
-    own: retrievers.code_fingerprint; without it, every sibling's is taken to
+    own: retrievers.registry.code_fingerprint; without it, every sibling's is taken to
     be ``code``). Where ``code_of`` disagrees with ``code`` for this variant,
     no sibling is ranked. ``warn`` (default: ``log``, and a ``memobench:``
     line on stderr) says why a cached entry was not used. Returns what

@@ -20,7 +20,7 @@ from .ranking import Ranking
 
 
 def rank_bm25_official(question: str, docs: Sequence[str]) -> Ranking:
-    """LongMemEval's ``flat-bm25`` exactly (docs/baselines.md#the-four-retrievers): rank_bm25's
+    """LongMemEval's ``flat-bm25`` exactly (docs/baselines.md#the-five-retrievers): rank_bm25's
     ``BM25Okapi`` with its defaults (k1 1.5, b 0.75, epsilon 0.25: an IDF below
     zero is floored at ``epsilon * average_idf``), documents and question
     tokenized by ``str.split(" ")``, the order ``numpy.argsort(scores)[::-1]``
