@@ -72,7 +72,8 @@ def test_refuses_files_that_are_not_the_model(model, tmp_path):
 
 
 def test_embedding_stage_and_ranking(model, tmp_path):
-    from memobench.retrievers.baselines import haystack_documents, rank
+    from memobench.retrievers.baselines.rankers import rank
+    from memobench.retrievers.documents import haystack_documents
     from memobench.retrievers.baselines.embeddings import SessionVectors, embed_sessions, read_meta
 
     raw = tmp_path / "lme.json"

@@ -17,7 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memobench.tools import generate
-from memobench.retrievers.baselines import haystack_documents, rank, session_documents
+from memobench.retrievers.baselines.rankers import rank
+from memobench.retrievers.documents import haystack_documents, session_documents
 from memobench.retrievers.baselines import lexical
 from memobench.retrievers.baselines.lexical import Fts5Bm25, bm25s_tokenize
 from memobench.datasets.normalize import normalize_locomo, normalize_longmemeval

@@ -51,7 +51,7 @@ def test_vectors_are_the_packages_bit_for_bit(model, package_model):
 
 
 def test_ranking_is_the_cosine_of_the_packages_vectors(model, package_model):
-    from memobench.retrievers.baselines import rank
+    from memobench.retrievers.baselines.rankers import rank
 
     docs = TEXTS[1:] + [TEXTS[1]]  # a repeated document ties: haystack order
     r = rank("wordllama", "where is Tokyo?", docs, encoder=model)
@@ -81,7 +81,8 @@ def test_files_are_pinned_and_foreign_ones_refused(model, tmp_path):
 
 
 def test_embeddings_table_and_cached_ranking(model, tmp_path):
-    from memobench.retrievers.baselines import haystack_documents, rank
+    from memobench.retrievers.baselines.rankers import rank
+    from memobench.retrievers.documents import haystack_documents
     from memobench.retrievers.baselines.embeddings import SessionVectors, embed_sessions, read_meta
 
     raw = tmp_path / "lme.json"

@@ -123,8 +123,10 @@ def scanned_embedding_modules(model: str) -> set[str]:
 
 def test_scan_sees_the_subpackage():
     assert {"retrievers.baselines", "retrievers.baselines.segment", "retrievers.baselines.dense", "retrievers.baselines.embeddings"} <= set(MODULES)
-    assert {"retrievers.baselines", "retrievers.baselines.segment", "retrievers.baselines.lexical"} <= scanned_stage_modules("retrieve")
+    assert {"retrievers.baselines", "retrievers.baselines.segment", "retrievers.baselines.rankers", "retrievers.baselines.lexical"} <= scanned_stage_modules("retrieve")
     assert {"retrievers.baselines", "retrievers.baselines.embeddings", "retrievers.baselines.dense"} <= scanned_stage_modules("embeddings")
+    # a BM25 edit does not rerun the embeddings jobs (the package's __init__ imports nothing)
+    assert not {"retrievers.baselines.lexical", "retrievers.baselines.rankers"} & scanned_stage_modules("embeddings")
     assert not {"retrievers.baselines", "retrievers.retrieval"} & scanned_stage_modules("merge")
 
 

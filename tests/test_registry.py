@@ -130,7 +130,7 @@ def test_retrieve_stage_finds_the_workflow_script():
 
 
 def test_reference_backends_are_the_baselines_retrievers():
-    from memobench.retrievers import baselines
+    from memobench.retrievers.baselines import rankers as baselines
 
     assert recipe.REFERENCE_BACKENDS == baselines.NAMES
     assert set(recipe.REFERENCE_BACKENDS) <= set(recipe.FIELDS["backend"].metadata["choices"])

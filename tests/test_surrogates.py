@@ -37,7 +37,7 @@ import reference_experiments as refx
 from test_reference_experiments import compare as compare_exp, project as project_exp
 
 from memobench.evaluation import exports, official
-from memobench.retrievers.baselines import session_documents
+from memobench.retrievers.documents import session_documents
 from memobench.errors import DataError
 from memobench.memo.fts5 import Unicode61
 from memobench.tools.generate import SURROGATE_CASES, write_cn, write_locomo, write_longmemeval

@@ -43,7 +43,8 @@ def _peak_mb() -> float:
 
 
 def run_lexical(norm: Path, name: str) -> dict:
-    from ..retrievers.baselines import haystack_documents, rank
+    from ..retrievers.baselines.rankers import rank
+    from ..retrievers.documents import haystack_documents
     from ..tables import read_table
 
     t0, c0 = time.monotonic(), time.process_time()
@@ -111,7 +112,7 @@ def long_question_input(n_docs: int, words: int) -> tuple[str, list[str]]:
 
 
 def run_long_question(n_docs: int, words: int, path: str) -> dict:
-    from ..retrievers.baselines import rank
+    from ..retrievers.baselines.rankers import rank
     from ..retrievers.baselines.lexical import Fts5Bm25
 
     t0, c0 = time.monotonic(), time.process_time()

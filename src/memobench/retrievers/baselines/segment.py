@@ -69,7 +69,7 @@ def rank_segment(variants, segment, log=print) -> dict:
     retriever (``minilm``, ``wordllama``) reads its session vectors from its
     embeddings input (``recipe.EMBEDDING_INPUTS``). Returns {variant name:
     (rankings, outcomes, deep) tables}."""
-    from . import rank
+    from .rankers import rank
 
     keys = sorted({k for h in segment.haystacks.values() for k in h.keys})
     stores = {}
