@@ -4,7 +4,11 @@ name or dataset-format list is spelled a second time in src/ or workflow/."""
 
 from __future__ import annotations
 
+import ast
+import functools
+import io
 import re
+import tokenize
 from pathlib import Path
 
 import pytest
@@ -35,12 +39,38 @@ def _sources():
     return {f: f.read_text(encoding="utf-8") for f in files}
 
 
+@functools.lru_cache(maxsize=None)
+def _code() -> dict:
+    """Every source's code, less its docstrings and comments (read once)."""
+    return {f: _strip_docs(text) for f, text in _sources().items()}
+
+
 def _strip_docs(text: str) -> str:
-    """The code less comments, docstrings (prose may name a path) and the
-    rule folders of log and benchmark paths (LOGS/<rule>/..., named for the rule)."""
-    text = re.sub(r'"""(?:.|\n)*?"""', '""', text)
-    text = re.sub(r"\{(?:LOGS|BENCHMARKS)\}/\w+/", "{LOGS}/", text)
-    return re.sub(r"(?m)#.*$", "", text)
+    """The code less comments and docstrings (prose may name a path) and the
+    rule folders of log and benchmark paths (LOGS/<rule>/..., named for the
+    rule). Python sources lose exactly their docstrings and comments (other
+    strings, code run with ``-c`` included, are kept); Snakemake files, which
+    are not Python, lose their triple-quoted blocks and comments."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:  # a .smk file
+        text = re.sub(r'"""(?:.|\n)*?"""', '""', text)
+        text = re.sub(r"(?m)^\s*#.*$|\s#.*$", "", text)
+    else:
+        lines = text.splitlines(keepends=True)
+        for node in ast.walk(tree):
+            body = getattr(node, "body", None)
+            if (isinstance(body, list) and body and isinstance(body[0], ast.Expr)
+                    and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str)):
+                for n in range(body[0].lineno - 1, body[0].end_lineno):
+                    lines[n] = "\n"
+        out = []
+        for tok in tokenize.generate_tokens(io.StringIO("".join(lines)).readline):
+            if tok.type == tokenize.COMMENT:
+                continue
+            out.append(tok)
+        text = tokenize.untokenize(out)
+    return re.sub(r"\{(?:LOGS|BENCHMARKS)\}/\w+/", "{LOGS}/", text)
 
 
 # One fact, one place: each result path (its file name, its folder under a
@@ -74,14 +104,12 @@ FACTS = {
 @pytest.mark.parametrize("fact", FACTS)
 def test_each_fact_is_defined_once(fact):
     pattern, home = FACTS[fact]
-    sites = sorted(str(f.relative_to(REPO)) for f, text in _sources().items()
-                   if pattern.search(_strip_docs(text)))
+    sites = sorted(str(f.relative_to(REPO)) for f, code in _code().items() if pattern.search(code))
     assert sites == [home], f"{fact}: spelled in {sites}; define it in {home} and import it"
 
 
 def test_no_second_definition_of_the_removed_copies():
-    for f, text in _sources().items():
-        code = _strip_docs(text)
+    for f, code in _code().items():
         for name in ("LME_FORMATS", "TABLE_NAMES", "RETRIEVAL_LOG_FORMATS", "DEFAULT_FAMILY", "USER_TURNS_ONLY",
                      "_USER_TURNS", "HAYSTACK_FORMATS"):
             defs = re.findall(r"(?m)^%s\s*=" % name, code)

@@ -192,13 +192,17 @@ SHARED_CODE = """
 import json, resource, sys, time
 sys.path.insert(0, sys.argv[1])
 from memobench.retrievers import registry as retrievers
+from memobench import layout
 from memobench.memo.variants import builtin
-R, names, mode = sys.argv[2], sys.argv[3].split(","), sys.argv[4]
+root, dataset, names = sys.argv[2], sys.argv[3], sys.argv[4].split(",")
 vs = [builtin("s")[n] for n in names]
-tokens = {s: f"{R}/tokens/{s}.parquet" for s in {v.recipe.seq for v in vs} | {"fts5"}}
+tokens = {s: layout.path(layout.TOKENS, root=root, dataset=dataset, tokenizer=s)
+          for s in {v.recipe.seq for v in vs} | {"fts5"}}
 outs = {v.name: {k: f"{sys.argv[5]}/{v.name}.{k}.parquet" for k in ("rankings", "outcomes", "deep")} for v in vs}
-retrievers.write_segments(vs, f"{R}/normalized/questions.parquet", f"{R}/normalized/haystacks.parquet",
-                          f"{R}/normalized/events.parquet", 1, 2, outs, log=lambda m: None, tokens=tokens)
+table = {t: layout.path(layout.NORMALIZED_TABLE, root=root, dataset=dataset, table=t)
+         for t in ("questions", "haystacks", "events")}
+retrievers.write_segments(vs, table["questions"], table["haystacks"], table["events"], 1, 2, outs,
+                          log=lambda m: None, tokens=tokens)
 ru = resource.getrusage(resource.RUSAGE_SELF)
 print(json.dumps({"cpu": ru.ru_utime + ru.ru_stime, "rss_mb": ru.ru_maxrss / 1024}))
 """
@@ -227,11 +231,11 @@ def run_shared(work: Path, vocab) -> str:
     prep = time.monotonic() - t
     out = workdir / "shared_out"
     out.mkdir(exist_ok=True)
-    res = layout.path(layout.DATASET, root=workdir / layout.RESULTS, dataset=name)
+    root = str(workdir / layout.RESULTS)
 
     def one(ns):
         t = time.monotonic()
-        p = subprocess.run([sys.executable, "-c", SHARED_CODE, str(REPO / "src"), res, ",".join(ns), "x", str(out)],
+        p = subprocess.run([sys.executable, "-c", SHARED_CODE, str(REPO / "src"), root, name, ",".join(ns), str(out)],
                            capture_output=True, text=True, check=True)
         return {**json.loads(p.stdout.strip().splitlines()[-1]), "wall": time.monotonic() - t}
 
