@@ -203,3 +203,16 @@ def copy_project(dest: Path) -> Path:
         else:
             shutil.copy2(src, dest / name)
     return dest
+
+
+def tiny_normalized(tmp_path: Path) -> Path:
+    """A generated LongMemEval file (4 questions x 8 sessions, seed 5),
+    normalized: the folder of its four tables (the embedding tests' input)."""
+    from memobench.datasets.normalize import normalize_longmemeval
+    from memobench.tools import generate
+
+    raw = tmp_path / "lme.json"
+    generate.write_longmemeval(raw, 4, 8, seed=5, turns=(2, 4), words_per_turn=(4, 20))
+    norm = tmp_path / "norm"
+    normalize_longmemeval(raw, norm, log=lambda m: None)
+    return norm

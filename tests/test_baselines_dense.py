@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from memobench.tools import generate
+from conftest import tiny_normalized
 from memobench.errors import ConfigError
 from memobench.datasets.normalize import normalize_longmemeval
 
@@ -76,10 +76,7 @@ def test_embedding_stage_and_ranking(model, tmp_path):
     from memobench.retrievers.documents import haystack_documents
     from memobench.retrievers.baselines.embeddings import SessionVectors, embed_sessions, read_meta
 
-    raw = tmp_path / "lme.json"
-    generate.write_longmemeval(raw, 4, 8, seed=5, turns=(2, 4), words_per_turn=(4, 20))
-    norm = tmp_path / "norm"
-    normalize_longmemeval(raw, norm, log=lambda m: None)
+    norm = tiny_normalized(tmp_path)
     out = tmp_path / "embeddings.parquet"
     stats = embed_sessions(norm / "events.parquet", "longmemeval", out, log=lambda m: None, encoder=model,
                            chunk_sessions=7)

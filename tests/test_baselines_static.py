@@ -13,8 +13,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import REPO
-from memobench.tools import generate
+from conftest import REPO, tiny_normalized
 from memobench.errors import ConfigError
 from memobench.datasets.normalize import normalize_longmemeval
 
@@ -85,10 +84,7 @@ def test_embeddings_table_and_cached_ranking(model, tmp_path):
     from memobench.retrievers.documents import haystack_documents
     from memobench.retrievers.baselines.embeddings import SessionVectors, embed_sessions, read_meta
 
-    raw = tmp_path / "lme.json"
-    generate.write_longmemeval(raw, 4, 8, seed=5, turns=(2, 4), words_per_turn=(4, 20))
-    norm = tmp_path / "norm"
-    normalize_longmemeval(raw, norm, log=lambda m: None)
+    norm = tiny_normalized(tmp_path)
     out = tmp_path / "wordllama.parquet"
     stats = embed_sessions(norm / "events.parquet", "longmemeval", out, log=lambda m: None, model="wordllama",
                            chunk_sessions=7, sessions_path=norm / "sessions.parquet")
