@@ -272,3 +272,47 @@ def test_a_variant_that_evaluated_nothing(tmp_path):
         for mm in p["metrics"].values():
             assert (mm["diff"], mm["ci95"], mm["p"], mm["p_analytic"], mm["p_holm"], mm["mde"]) == (None,) * 6
     assert s["holm"]["pairs"] == {m: 1 for m in stats.METRICS} and s["power"]["metrics"]["mrr"]["pairs"] == 1
+
+
+def _differences(rng, n, on_grid=True):
+    """Per-question hit@1, hit@5 and reciprocal-rank differences of two random
+    variants (ranks 1..10 or 0); off the grid, the last column is any float."""
+    ranks = rng.integers(0, 11, size=(n, 2))
+    rr = np.where(ranks > 0, 1.0 / np.maximum(ranks, 1), 0.0)
+    h1, h5 = (ranks == 1).astype(float), ((ranks >= 1) & (ranks <= 5)).astype(float)
+    last = rr[:, 0] - rr[:, 1] if on_grid else rng.random(n) - 0.5
+    return np.stack([h1[:, 0] - h1[:, 1], h5[:, 0] - h5[:, 1], last], axis=1)
+
+
+@pytest.mark.parametrize("n", [1, 2, 17, 301])
+def test_comparisons_at_once_equal_paired_bit_for_bit(n):
+    """Draws.full_paired, the comparisons over the whole index space computed
+    together, gives what paired() gives for each, to the last bit: any number
+    of comparisons (one goes the in-order sum's single-column way), and a
+    comparison whose differences are not on the reciprocal-rank grid (paired
+    itself)."""
+    rng = np.random.default_rng(n)
+    draws = stats.Draws(f"d{n}", list(range(n)), n_boot=700, n_perm=600)
+    for k in (1, 2, 5):
+        ds = [_differences(rng, n, on_grid=(i != 3)) for i in range(k)]
+        for d, got in zip(ds, draws.full_paired(ds)):
+            assert got == stats.paired(d, np.zeros_like(d), stats._rng(f"d{n}"), n_boot=700, n_perm=600)
+
+
+def test_column_differences_equal_evaluate():
+    """Draws.evaluate_diffs, each pair's sums as its two variants' sums
+    subtracted, gives what evaluate() gives on the differences themselves:
+    over every question, over subsets, for columns at different scales, and
+    for columns off the grid (evaluate itself)."""
+    rng = np.random.default_rng(8)
+    n = 83
+    draws = stats.Draws("cols", list(range(n)), n_boot=900, n_perm=800)
+    variants = {v: _differences(rng, n) + 1.0 for v in "abcd"}  # columns of values >= 0, as outcomes are
+    variants["e"] = rng.random((n, 3))  # not on any grid
+    subsets = [list(range(n)), sorted(rng.choice(n, 40, replace=False).tolist()), [5], []]
+    jobs, plain = [], []
+    for (va, vb), qs, j in itertools.product(itertools.combinations("abcde", 2), subsets, range(3)):
+        a, b = variants[va][qs, j], variants[vb][qs, j]
+        jobs.append((qs, ((va, j), a), ((vb, j), b)))
+        plain.append((qs, a - b))
+    assert draws.evaluate_diffs(jobs) == draws.evaluate(plain)

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from functools import lru_cache
 
 import numpy as np
 
@@ -132,23 +133,145 @@ class Draws:
 
     def __init__(self, dataset: str, index, n_boot: int = BOOTSTRAP, n_perm: int = PERMUTATIONS,
                  chunk: int = 500):
+        self.dataset = dataset
         self.index = list(index)
         self.pos = {q: i for i, q in enumerate(self.index)}
         self.n_boot, self.n_perm = n_boot, n_perm
         big = len(self.index)
         rng = _rng(dataset)
         dtype = np.uint16 if big < 2 ** 16 else np.int32
-        self.counts, self.signs = [], []
+        # counts: how often each question is drawn in each resample; draws: the
+        # draws themselves, in order (full_paired sums some of them in that order)
+        self.counts, self.draws, self.signs = [], [], []
         if not big:
             return
         for lo in range(0, n_boot, chunk):
             c = min(chunk, n_boot - lo)
             idx = rng.integers(0, big, size=(c, big))
+            self.draws.append(idx.astype(dtype))
             flat = (idx + (np.arange(c) * big)[:, None]).ravel()
             self.counts.append(np.bincount(flat, minlength=c * big).reshape(c, big).astype(dtype))
         for lo in range(0, n_perm, chunk):
             c = min(chunk, n_perm - lo)
             self.signs.append((rng.integers(0, 2, size=(c, big)) * 2 - 1).astype(np.int8))
+
+    def _exact_products(self, draws: list[np.ndarray], x: np.ndarray) -> np.ndarray:
+        """Every resample's (or sign flip's) sums of the integer columns ``x``
+        (float64, exact). A resample's counts add up to N (the index space)
+        and a sign is +-1, so a sum is at most N times the largest value: where
+        that stays under 2^24 float32 holds every partial sum exactly, in
+        whatever order BLAS adds them, at half the cost; beyond it, float64
+        (exact under 2^53)."""
+        if len(self.index) * float(np.abs(x).max(initial=0)) < 2 ** 24:
+            x32 = x.astype(np.float32)
+            return np.concatenate([c.astype(np.float32) @ x32 for c in draws]).astype(np.float64)
+        return np.concatenate([c.astype(np.float64) @ x for c in draws])
+
+    def full_paired(self, ds: list[np.ndarray], block: int = 25) -> list[list[dict]]:
+        """What :func:`paired` gives over the whole index space for each ``d``
+        (per-question differences, one column per metric, in index order),
+        bit for bit, all at once instead of drawing the stream again for each.
+        Its bootstrap means are sums over the drawn questions in draw order,
+        over n: for a column of integers (hits) any order gives the same sum,
+        so they come from the counts; for another column (reciprocal ranks)
+        the drawn values are added in draw order, as ``d[idx].mean(axis=1)``
+        adds them. Its sign-flip sums, on columns that are integers at a
+        scale (``_exact_scale``), are compared exactly; a ``d`` with a column
+        that is not goes through :func:`paired` itself."""
+        n = len(self.index)
+        out: list = [None] * len(ds)
+        todo = []
+        for i, d in enumerate(ds):
+            d = np.asarray(d, dtype=np.float64)
+            scales = [_exact_scale(d[:, j]) for j in range(d.shape[1])]
+            if not n or None in scales:
+                out[i] = paired(d, np.zeros_like(d), _rng(self.dataset), self.n_boot, self.n_perm)
+            else:
+                todo.append((i, d, scales))
+        if not todo:
+            return out
+        cols = [(k, j) for k, (_, d, _) in enumerate(todo) for j in range(d.shape[1])]
+        boots = [np.empty((self.n_boot, d.shape[1])) for _, d, _ in todo]
+        whole = [c for c in cols if todo[c[0]][2][c[1]] == 1]
+        drawn = [c for c in cols if todo[c[0]][2][c[1]] != 1]
+        if whole:
+            x = np.stack([todo[k][1][:, j] for k, j in whole], axis=1)
+            sums = self._exact_products(self.counts, x) / n
+            for col, (k, j) in enumerate(whole):
+                boots[k][:, j] = sums[:, col]
+        if drawn:
+            # at least two columns, so the summed axis is never the innermost one
+            # (numpy sums that one pairwise, not in order)
+            x = np.stack([todo[k][1][:, j] for k, j in drawn] + [np.zeros(n)] * (len(drawn) < 2), axis=1)
+            parts = [np.add.reduce(x[idx[lo:lo + block]], axis=1) / n
+                     for idx in self.draws for lo in range(0, len(idx), block)]
+            sums = np.concatenate(parts)
+            for col, (k, j) in enumerate(drawn):
+                boots[k][:, j] = sums[:, col]
+        scaled = np.stack([np.round(todo[k][1][:, j] * todo[k][2][j]) for k, j in cols], axis=1)
+        flips = self._exact_products(self.signs, scaled)
+        extreme = (np.abs(flips) >= np.abs(scaled.sum(axis=0)) - 0.5).sum(axis=0)
+        col_of = {c: col for col, c in enumerate(cols)}
+        for k, (i, d, _) in enumerate(todo):
+            obs = d.mean(axis=0)
+            low, high = np.percentile(boots[k], [2.5, 97.5], axis=0)
+            out[i] = [{"diff": float(obs[j]), "ci95": [float(low[j]), float(high[j])],
+                       "p": float((1 + int(extreme[col_of[(k, j)]])) / (1 + self.n_perm))}
+                      for j in range(d.shape[1])]
+        return out
+
+    def evaluate_diffs(self, jobs: list[tuple[list[int], tuple, tuple]]) -> list[dict]:
+        """:meth:`evaluate` of jobs given as two named columns each: (q_indexes,
+        (name_a, a), (name_b, b)), the job's differences ``a - b``. The
+        resample and sign-flip sums are linear, so where ``a``, ``b`` and
+        ``a - b`` are integers at one scale (``_exact_scale``) a job's sums
+        are those of ``a`` less those of ``b``: each column's are computed
+        once for all the jobs that read it over the same questions, from the
+        draws of those questions only. The same integers, so the same figures
+        as :meth:`evaluate`, which the other jobs go through."""
+        out: list[dict] = [{} for _ in jobs]
+        linear, other = [], []
+        for j, (qs, (name_a, a), (name_b, b)) in enumerate(jobs):
+            a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+            d = a - b
+            scales = (_exact_scale(a), _exact_scale(b), _exact_scale(d)) if len(qs) else (None,)
+            if None in scales:
+                other.append((j, (qs, d)))
+            else:
+                linear.append((j, qs, d, 2520 if 2520 in scales else 1, ((name_a, a), (name_b, b))))
+        for (j, _), res in zip(other, self.evaluate([job for _, job in other])):
+            out[j] = res
+        # the jobs by their questions: {positions: [(job, its two columns' keys)]}, {positions: {key: values}}
+        groups: dict[tuple, list] = {}
+        columns: dict[tuple, dict] = {}
+        for j, qs, d, scale, named in linear:
+            pos = tuple(self.pos[q] for q in qs)
+            cols = columns.setdefault(pos, {})
+            keys = []
+            for name, x in named:
+                key = (name, scale)
+                if key not in cols:
+                    cols[key] = np.round(x * scale)
+                keys.append(key)
+            groups.setdefault(pos, []).append((j, d, scale, keys))
+        for pos, members in groups.items():
+            at = np.asarray(pos, dtype=np.int64)
+            index = {key: i for i, key in enumerate(columns[pos])}
+            x = np.stack(list(columns[pos].values()), axis=1)
+            totals = x.sum(axis=0)
+            counts = [c[:, at] for c in self.counts]
+            sums = self._exact_products(counts, x)
+            drawn = self._exact_products(counts, np.ones((len(at), 1)))[:, 0]
+            flips = self._exact_products([s[:, at] for s in self.signs], x)
+            for j, d, scale, (ka, kb) in members:
+                ca, cb = index[ka], index[kb]
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    boots = (sums[:, ca] - sums[:, cb]) / (drawn * scale)
+                boots = boots[drawn > 0]
+                extreme = int((np.abs(flips[:, ca] - flips[:, cb]) >= abs(totals[ca] - totals[cb]) - 0.5).sum())
+                ci = [float(v) for v in np.percentile(boots, [2.5, 97.5])] if boots.size else None
+                out[j] = {"diff": float(d.mean()), "ci95": ci, "p": float((1 + extreme) / (1 + self.n_perm))}
+        return out
 
     def evaluate(self, jobs: list[tuple[list[int], np.ndarray]], block: int = 256) -> list[dict]:
         """``jobs``: (q_indexes, per-question differences) each; per job its
@@ -207,7 +330,7 @@ def p_analytic(metric: str, d: np.ndarray) -> float | None:
         return None
     if metric.startswith("hit@"):
         k = int(np.count_nonzero(d))
-        return float(sps.binomtest(int((d > 0).sum()), k, 0.5).pvalue) if k else 1.0
+        return _mcnemar(int((d > 0).sum()), k) if k else 1.0
     if n < 2:
         return 1.0
     mean, sd = float(d.mean()), float(d.std(ddof=1))
@@ -215,6 +338,15 @@ def p_analytic(metric: str, d: np.ndarray) -> float | None:
         return 1.0 if mean == 0 else 0.0
     t = mean / (sd / math.sqrt(n))
     return float(min(1.0, 2 * sps.t.sf(abs(t), n - 1)))
+
+
+@lru_cache(maxsize=None)
+def _mcnemar(wins: int, discordant: int) -> float:
+    """McNemar's exact p: the two-sided binomial test of ``wins`` of
+    ``discordant`` at 1/2 (many pairs of a dataset share the same counts)."""
+    from scipy import stats as sps
+
+    return float(sps.binomtest(wins, discordant, 0.5).pvalue)
 
 
 def z(q: float) -> float:
@@ -245,11 +377,26 @@ def holm(pvalues: list[float]) -> list[float]:
     return adj
 
 
+_MATRICES: dict[int, tuple[dict, np.ndarray, np.ndarray]] = {}
+
+
+def _rows_of(x: dict[int, dict], common: list[int]) -> np.ndarray:
+    """``x``'s metrics (one column each) at the questions ``common``. Each
+    variant's questions are put in a matrix once (keyed by the dict's id, so
+    the dict is kept with it), a pair's rows taken from it by position."""
+    got = _MATRICES.get(id(x))
+    if got is None or got[0] is not x:
+        if len(_MATRICES) > 64:  # callers outside dataset_stats (which clears it) keep it small
+            _MATRICES.clear()
+        keys = sorted(x)
+        got = _MATRICES[id(x)] = (x, np.array(keys, dtype=np.int64), np.array(
+            [[x[q][m] for m in METRICS] for q in keys], dtype=np.float64).reshape(len(keys), len(METRICS)))
+    _, keys, matrix = got
+    return matrix[np.searchsorted(keys, np.asarray(common, dtype=np.int64))]
+
+
 def _aligned(a: dict[int, dict], b: dict[int, dict], common: list[int]) -> tuple[np.ndarray, np.ndarray]:
-    shape = (len(common), len(METRICS))
-    A = np.array([[a[q][m] for m in METRICS] for q in common], dtype=np.float64).reshape(shape)
-    B = np.array([[b[q][m] for m in METRICS] for q in common], dtype=np.float64).reshape(shape)
-    return A, B
+    return _rows_of(a, common), _rows_of(b, common)
 
 
 def _row(name: str, base: str, a: dict, b: dict, common: list[int], A: np.ndarray, B: np.ndarray,
@@ -286,6 +433,25 @@ def compare(name: str, base: str, a: dict[int, dict], b: dict[int, dict], datase
     return _row(name, base, a, b, common, A, B, tests)
 
 
+def _comparison_rows(which: list[tuple[str, str, str]], per: dict, draws: Draws) -> list[dict]:
+    """:func:`compare` of each (variant, baseline, why), the comparisons over
+    the whole index space computed together (:meth:`Draws.full_paired`)."""
+    aligned = []
+    for v, b, _ in which:
+        common = sorted(set(per[v]) & set(per[b]))
+        aligned.append((common, *_aligned(per[v], per[b], common)))
+    full = [k for k, (common, _, _) in enumerate(aligned) if common == draws.index]
+    tests = dict(zip(full, draws.full_paired([aligned[k][1] - aligned[k][2] for k in full])))
+    rows = []
+    for k, ((v, b, why), (common, A, B)) in enumerate(zip(which, aligned)):
+        if k not in tests:
+            tests[k] = draws.evaluate([(common, A[:, j] - B[:, j]) for j in range(len(METRICS))])
+        row = _row(v, b, per[v], per[b], common, A, B, tests[k])
+        row["against"] = why
+        rows.append(row)
+    return rows
+
+
 def comparisons(variants: dict[str, str]) -> list[tuple[str, str, str]]:
     """(variant, baseline, why) for every variant with its harness baseline in
     the set and every variant against v0.8.0, without repeats."""
@@ -314,13 +480,15 @@ def _type_order(common: list[int], types: dict[int, str]) -> list[str]:
     return sorted(count, key=lambda t: -count[t])
 
 
-def _by_type_jobs(a: dict, b: dict, types: dict[int, str]) -> list[tuple[str, list[int], list]]:
+def _by_type_jobs(a: dict, b: dict, types: dict[int, str], names=("a", "b")) -> list[tuple[str, list[int], list]]:
+    """Per question type of the questions both evaluated: (type, its
+    questions, one :meth:`Draws.evaluate_diffs` job per metric)."""
     common = sorted(set(a) & set(b))
     out = []
     for t in _type_order(common, types):
         qs = [q for q in common if types.get(q) == t]
         A, B = _aligned(a, b, qs)
-        out.append((t, qs, [A[:, j] - B[:, j] for j in range(len(METRICS))]))
+        out.append((t, qs, [(qs, ((names[0], m), A[:, j]), ((names[1], m), B[:, j])) for j, m in enumerate(METRICS)]))
     return out
 
 
@@ -330,8 +498,8 @@ def _pair_rows(names: list[tuple[str, str]], per: dict, draws: Draws) -> list[di
         common = sorted(set(per[v]) & set(per[b]))
         A, B = _aligned(per[v], per[b], common)
         rows.append((v, b, common, A, B))
-        jobs += [(common, A[:, j] - B[:, j]) for j in range(len(METRICS))]
-    res = draws.evaluate(jobs)
+        jobs += [(common, ((v, m), A[:, j]), ((b, m), B[:, j])) for j, m in enumerate(METRICS)]
+    res = draws.evaluate_diffs(jobs)
     k = len(METRICS)
     return [_row(v, b, per[v], per[b], common, A, B, res[i * k:(i + 1) * k])
             for i, (v, b, common, A, B) in enumerate(rows)]
@@ -396,25 +564,25 @@ def dataset_stats(dataset: str, variants: dict[str, str], outcomes: dict[str, li
         for q, t in read[v][1].items():
             types.setdefault(q, t)
     draws = Draws(dataset, sorted(set().union(*per.values())) if per else [])
-    rows = []
-    for v, b, why in comparisons(variants):
-        row = compare(v, b, per[v], per[b], dataset, draws)
-        row["against"] = why
-        rows.append(row)
+    rows = _comparison_rows(comparisons(variants), per, draws)
+    for row in rows:
+        v, b = row["variant"], row["baseline"]
         log(f"{dataset}: {v} vs {b}: n {row['n']}, " + ", ".join(
             f"{m} {row['metrics'][m]['diff']:+.4f} p {row['metrics'][m]['p']:.4f}"
             for m in METRICS if row["metrics"][m]["diff"] is not None))
     # each comparison per question type, on the same draws restricted to the type's questions
-    type_jobs = [_by_type_jobs(per[r["variant"]], per[r["baseline"]], types) for r in rows]
-    flat = [(qs, d) for jobs in type_jobs for _, qs, ds in jobs for d in ds]
-    res = iter(draws.evaluate(flat))
+    type_jobs = [_by_type_jobs(per[r["variant"]], per[r["baseline"]], types, (r["variant"], r["baseline"]))
+                 for r in rows]
+    res = iter(draws.evaluate_diffs([job for jobs in type_jobs for _, _, metric_jobs in jobs for job in metric_jobs]))
     for r, jobs in zip(rows, type_jobs):
         r["by_type"] = {}
-        for t, qs, ds in jobs:
-            r["by_type"][t] = {"n": len(qs), "metrics": {m: {**next(res), "mde": mde(d)} for m, d in zip(METRICS, ds)}}
+        for t, qs, metric_jobs in jobs:
+            r["by_type"][t] = {"n": len(qs), "metrics": {m: {**next(res), "mde": mde(a - b)}
+                                                         for m, (_, (_, a), (_, b)) in zip(METRICS, metric_jobs)}}
     chosen = [v for v in variants if compare_set is None or v in compare_set]
     pairs = _pair_rows(all_pairs(chosen), per, draws)
     log(f"{dataset}: {len(pairs)} pairs of {len(chosen)} variants")
+    _MATRICES.clear()
     family_size = _apply_holm(rows + pairs)
     return {"dataset": dataset, "seed": SEED, "bootstrap": BOOTSTRAP, "permutations": PERMUTATIONS,
             "saturated_at": SATURATED, "metrics": list(METRICS), "comparisons": rows,
