@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import signal
@@ -94,8 +95,10 @@ def _stop_after_first_sibling_pass(work: Path, cfg: Path) -> Path:
                 pytest.fail("no sibling entry was ever written")
             time.sleep(0.01)
         seg = entries[0].parent
-        with open(cache_root / f"{seg.name}.lock", "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)  # after the job that wrote the entry, before any other
+        with contextlib.ExitStack() as locks:
+            # every group's lock of the segment: after the job that wrote the entry, before any other
+            for path in sorted(cache_root.glob(f"{seg.name}.*.lock")):
+                fcntl.flock(locks.enter_context(open(path, "a")), fcntl.LOCK_EX)
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
     finally:

@@ -5,6 +5,7 @@ its key (spec, segment, code, input stamps)."""
 
 from __future__ import annotations
 
+import itertools
 import os
 
 import pyarrow.parquet as pq
@@ -73,6 +74,22 @@ def test_siblings_share_tokenizer_and_inputs(tables):
     assert [s.name for s in siblings(cfg, "ds", v, _inputs(tables))] == ["v0.5.0"]
     # an FTS-less job cannot rank an FTS variant
     assert siblings(cfg, "ds", v, _inputs(tables, fts=False)) == []
+
+
+def test_groups_lock_apart(tmp_path):
+    """Variants of one tokenizer share a group and a segment's lock; another
+    tokenizer's jobs take another lock (they never rank each other's lists),
+    so they run beside a job that is ranking its siblings instead of waiting."""
+    from memobench.retrieve.shared_retrieval import lock_path, share_group
+
+    by_name = {n: variants.resolve(n, "s") for n in ("v0.8.0", "v0.5.0", "v0.8.0-index", "exp4-A0-base")}
+    seqs = {n: v.recipe.seq for n, v in by_name.items()}
+    for a, b in itertools.combinations(by_name, 2):
+        same = seqs[a] == seqs[b]
+        assert (share_group(by_name[a]) == share_group(by_name[b])) == same
+        assert (lock_path(tmp_path, 1, by_name[a]) == lock_path(tmp_path, 1, by_name[b])) == same
+    assert len(set(seqs.values())) > 1  # the case is there
+    assert lock_path(tmp_path, 1, by_name["v0.8.0"]) != lock_path(tmp_path, 2, by_name["v0.8.0"])
 
 
 def test_first_job_ranks_siblings_and_their_jobs_copy_them(tables, tmp_path):

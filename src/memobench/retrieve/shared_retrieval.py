@@ -33,8 +33,11 @@ each invocation to a plan (``results/cache/retrieve_plan.json``, from
 Snakemake's DAG when it starts), so a targeted run of one variant ranks only
 that variant. Where the plan cannot be complete (a download checkpoint still
 to run, or no plan at all) a sibling is ranked only if its outputs are
-missing. Jobs of one segment take a lock, so a sibling's job waits for the job
-that is computing its tables instead of computing them a second time.
+missing. Siblings also share a group (:func:`share_group`: the tokenizer they
+read), and the jobs of one segment and group take a lock, so a sibling's job
+waits for the job that is computing its tables instead of computing them a
+second time, while a job of another group (which never ranks this one's
+lists) runs beside them.
 """
 
 from __future__ import annotations
@@ -67,6 +70,18 @@ def needed_inputs(variant: Variant) -> frozenset[str]:
     """The named inputs a retrieve job of this variant reads (the workflow's
     input function reads the same registry)."""
     return inputs_of(variant)
+
+
+def share_group(variant: Variant) -> str:
+    """The group a variant's lists are ranked in with its siblings': its
+    tokenizer when it reads tokens, else the inputs it reads. A file-name part."""
+    need = needed_inputs(variant)
+    return f"tokens-{variant.recipe.seq}" if "tokens" in need else "+".join(sorted(need))
+
+
+def lock_path(cache: Path, segment: int, variant: Variant) -> Path:
+    """The lock the jobs of this segment and the variant's group take."""
+    return cache.parent / f"seg{segment}.{share_group(variant)}.lock"
 
 
 def list_spec(variant: Variant) -> dict:
@@ -125,8 +140,8 @@ def read_plan(results) -> tuple[set, bool]:
 
 def siblings(config: dict, dataset: str, variant: Variant, inputs: dict) -> list[Variant]:
     """The dataset's other configured variants this job can rank: their inputs
-    are among this job's (tokens: the same tokenizer's), and both retrievers
-    share (a user's retriever ranks only in its own job)."""
+    are among this job's, they are of its group (:func:`share_group`), and
+    both retrievers share (a user's retriever ranks only in its own job)."""
     ds = config["datasets"][dataset]
     family = dataset_family(ds)
     have = set(inputs)
@@ -141,8 +156,7 @@ def siblings(config: dict, dataset: str, variant: Variant, inputs: dict) -> list
             continue  # an imported run is read from its file (imported.py), never ranked
         if not retriever_of(other).shares:
             continue
-        need = needed_inputs(other)
-        if need <= have and ("tokens" not in need or other.recipe.seq == variant.recipe.seq):
+        if needed_inputs(other) <= have and share_group(other) == share_group(variant):
             out.append(other)
     return out
 
@@ -263,7 +277,7 @@ def write_segment_shared(variant: Variant, config: dict, dataset: str, segment: 
 
     key = key_of(variant)
     planned, complete = read_plan(root)
-    with _locked(cache.parent / f"seg{segment}.lock"):
+    with _locked(lock_path(cache, segment, variant)):
         rejected = None
         if _present(cache, key):
             tables, why = _verified(cache, key)
