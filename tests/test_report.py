@@ -318,6 +318,26 @@ def ten_variants(tmp_path_factory):
     return out["md"].read_text(), out["html"], json.loads(st.read_text()), names
 
 
+def test_plots_drawn_at_once_are_the_same_bytes(hostile_report, tmp_path):
+    """The report job draws its three plots in forked processes when it has
+    the cores; each file is the one drawn in sequence, byte for byte."""
+    _, html_path, res = hostile_report
+    runs = sorted(res.glob("*/*/metrics.json"))
+    stats_paths = sorted(res.glob("*/stats.json"))
+    assert runs and stats_paths
+    drawn = {}
+    for workers in (1, 3):
+        out = tmp_path / f"w{workers}"
+        out.mkdir()
+        build_report(runs, [], out / "r.md", out / "r.html", out / "hitk.png", stats_paths=stats_paths,
+                     forest_out=out / "forest.png", heatmap_out=out / "heatmap.png", log=lambda m: None,
+                     workers=workers)
+        drawn[workers] = {p.name: p.read_bytes() for p in sorted(out.iterdir())}
+    assert sorted(drawn[1]) == ["forest.png", "heatmap.png", "hitk.png", "r.html", "r.md"]
+    assert all(len(b) > 1000 for n, b in drawn[1].items() if n.endswith(".png"))
+    assert drawn[1] == drawn[3]
+
+
 def test_matrix_marks_who_beats_whom_after_holm(ten_variants):
     md, _, s, names = ten_variants
     section = md.split("## Who beats whom")[1].split("\n## ")[0]

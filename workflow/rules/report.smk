@@ -27,6 +27,9 @@ rule report:
     params:
         needs=NEEDS,
         code=code("report"),
+    # its three plots are drawn at once (the bytes do not depend on it); the
+    # report is the run's last job, so nothing waits for these cores
+    threads: 3
     log:
         f"{LOGS}/report.log",
     conda:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import html
 import json
+import os
 from decimal import Decimal
 from pathlib import Path
 
@@ -874,11 +875,29 @@ def heatmap(runs: list[dict], png_out) -> None:
     _save(fig, png_out)
 
 
+def _draw(plots: list[tuple], workers: int) -> None:
+    """Each (plot function, its arguments); with more than one worker, in
+    forked processes at once (each writes its own file; the bytes are the
+    same either way). pyplot is imported first, so the children share it."""
+    if workers <= 1 or len(plots) <= 1 or not hasattr(os, "fork"):
+        for func, *args in plots:
+            func(*args)
+        return
+    import multiprocessing
+
+    _pyplot()
+    with multiprocessing.get_context("fork").Pool(min(workers, len(plots))) as pool:
+        for pending in [pool.apply_async(func, args) for func, *args in plots]:
+            pending.get()
+
+
 def build_report(metrics_paths, extra_paths, md_out, html_out, png_out, official_paths=(), stats_paths=(),
-                 forest_out=None, heatmap_out=None, manifest_path=None, log=print, missing=None) -> None:
+                 forest_out=None, heatmap_out=None, manifest_path=None, log=print, missing=None,
+                 workers: int = 1) -> None:
     """``extra_paths``: analyze summaries (analyze/summary.json) and falsifier
     results (falsifier.json); ``missing``: {dataset: why} of the datasets that
-    could not run (missing.py), listed with how to get them at the top."""
+    could not run (missing.py), listed with how to get them at the top;
+    ``workers``: the plots drawn at once."""
     runs = [json.loads(Path(p).read_text(encoding="utf-8")) for p in metrics_paths]
     official = {}
     for p in official_paths:
@@ -892,14 +911,15 @@ def build_report(metrics_paths, extra_paths, md_out, html_out, png_out, official
               + [provenance_blocks(manifest_path, runs)])
     gone = missing_blocks(missing or {})
     write_text(md_out, markdown_report(runs, stats, extras, gone))
-    plot(runs, png_out)
+    plots = [(plot, runs, png_out)]
     images = {"hitk": Path(png_out).name}
     if forest_out:
-        forest_plot(stats, forest_out)
+        plots.append((forest_plot, stats, forest_out))
         images["forest"] = Path(forest_out).name
     if heatmap_out:
-        heatmap(runs, heatmap_out)
+        plots.append((heatmap, runs, heatmap_out))
         images["heatmap"] = Path(heatmap_out).name
+    _draw(plots, workers)
     write_text(html_out, html_report(runs, stats, extras, images, missing=gone))
     log(f"report: {len(runs)} runs, {len(missing or {})} datasets missing, "
         f"{sum(1 for m in runs if m.get('official'))} with official metrics, "

@@ -91,6 +91,9 @@ class Job:
     # The run's whole config: read only to share work (never a rerun trigger,
     # so nothing a stage writes may depend on it beyond its own params).
     config: dict = field(default_factory=dict)
+    # the cores Snakemake gave the job (its rule's threads, capped by --cores):
+    # how it may work, never what it writes
+    threads: int = 1
 
 
 def _named(items) -> dict:
@@ -173,7 +176,8 @@ def run(smk) -> None:
         without_pandas()
     wildcards = dict(smk.wildcards.items())
     run_logged(smk.log[0], st.func, inputs, outputs, params, wildcards, dict(smk.config),
-               console=f"{smk.rule} {'/'.join(map(str, wildcards.values()))}".rstrip())
+               console=f"{smk.rule} {'/'.join(map(str, wildcards.values()))}".rstrip(),
+               threads=int(getattr(smk, "threads", 1) or 1))
 
 
 def without_pandas() -> None:
@@ -197,7 +201,7 @@ class _NoPandas:
 
 
 def run_logged(log_path, func, inputs: dict, outputs: dict, params: dict, wildcards: dict,
-               config: dict | None = None, console: str | None = None) -> None:
+               config: dict | None = None, console: str | None = None, threads: int = 1) -> None:
     """Run one stage with its log; exit 1 with one line on a user-facing or
     environment error. ``console``: the job's name, e.g. ``retrieve
     locomo10/v0.8.0/seg1``; a long job's progress lines also go to the
@@ -215,7 +219,7 @@ def run_logged(log_path, func, inputs: dict, outputs: dict, params: dict, wildca
             sys.exit(1)
 
         job = Job(Names("input", inputs), Names("output", outputs), Names("params", params),
-                  Names("wildcard", wildcards), log, config or {})
+                  Names("wildcard", wildcards), log, config or {}, threads)
         if console is not None:
             set_console(lambda line: print(f"memobench: {console}: {line}", file=sys.stderr, flush=True))
         try:

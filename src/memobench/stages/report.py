@@ -15,4 +15,4 @@ def report(job: Job) -> None:
     missing = find_missing(receipts_by_dataset(i.get("receipts", [])), job.params.needs)
     build_report(i.metrics, i.extras, o.md, o.html, o.plot, official_paths=i.official, stats_paths=i.stats,
                  forest_out=o.forest, heatmap_out=o.heatmap, manifest_path=i.manifest, log=job.log,
-                 missing=missing)
+                 missing=missing, workers=job.threads)
