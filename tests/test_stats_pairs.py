@@ -133,6 +133,13 @@ def test_mrr_p_is_the_paired_t_test():
     b = np.where(rng.random(60) < 0.3, 0.0, 1 / rng.integers(1, 11, 60))
     assert stats.p_analytic("mrr", a - b) == pytest.approx(sps.ttest_rel(a, b).pvalue, rel=1e-9)
     assert stats.p_analytic("mrr", np.full(5, 0.5)) == 0.0 and stats.p_analytic("mrr", np.zeros(5)) == 1.0
+    # scipy.special's functions, to the bit what scipy.stats gives (stats.json keeps its bytes)
+    for n in (2, 7, 60, 1986):
+        d = rng.normal(0.01, 0.3, n)
+        t = d.mean() / (d.std(ddof=1) / math.sqrt(n))
+        assert stats.p_analytic("mrr", d) == float(min(1.0, 2 * sps.t.sf(abs(t), n - 1)))
+    for q in (0.975, 0.8, 1 - 0.05 / 2 / 528):
+        assert stats.z(q) == float(sps.norm.ppf(q))
 
 
 def test_mde_is_detected_with_the_stated_power():

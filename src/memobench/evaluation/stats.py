@@ -323,8 +323,6 @@ def p_analytic(metric: str, d: np.ndarray) -> float | None:
     """A two-sided p-value without a permutation floor, for Holm's correction:
     McNemar's exact test for a hit rate (differences 0 or +-1), the paired
     t-test for MRR."""
-    from scipy import stats as sps
-
     n = len(d)
     if not n:
         return None
@@ -337,7 +335,11 @@ def p_analytic(metric: str, d: np.ndarray) -> float | None:
     if sd == 0:
         return 1.0 if mean == 0 else 0.0
     t = mean / (sd / math.sqrt(n))
-    return float(min(1.0, 2 * sps.t.sf(abs(t), n - 1)))
+    # scipy.stats' t.sf(x, df) is this function (stdtr(df, -x)); scipy.special
+    # alone imports in about half the time of scipy.stats
+    from scipy.special import stdtr
+
+    return float(min(1.0, 2 * stdtr(n - 1, -abs(t))))
 
 
 @lru_cache(maxsize=None)
@@ -350,9 +352,10 @@ def _mcnemar(wins: int, discordant: int) -> float:
 
 
 def z(q: float) -> float:
-    from scipy.stats import norm
+    """The standard normal quantile (scipy.stats' norm.ppf is ndtri)."""
+    from scipy.special import ndtri
 
-    return float(norm.ppf(q))
+    return float(ndtri(q))
 
 
 def mde(d: np.ndarray, alpha: float = ALPHA, power: float = POWER) -> float | None:
