@@ -11,6 +11,9 @@ rule analyze:
         md=layout.ANALYZE_MD,
     params:
         code=code("analyze"),
+    # one long job per dataset, which the report waits for: started as soon as its
+    # inputs are there, the many short retrieve and merge jobs fill the other core
+    priority: 2
     benchmark:
         f"{BENCHMARKS}/analyze/{{dataset}}.tsv"
     log:

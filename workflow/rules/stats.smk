@@ -14,6 +14,9 @@ rule stats:
         # the variants compared pair by pair (statistics.compare)
         compare=lambda w: plan.compared(config, dataset_of(w)),
         code=code("stats"),
+    # one long job per dataset, which the report waits for: started as soon as its
+    # inputs are there, the many short retrieve and merge jobs fill the other core
+    priority: 2
     log:
         f"{LOGS}/stats/{{dataset}}.log",
     conda:

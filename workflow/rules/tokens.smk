@@ -10,7 +10,7 @@ rule tokens:
     params:
         code=code("tokens"),
     # tokens and retrieve lie on the path to every result: a free core takes
-    # them before side jobs (manifest, qrels, session_json, stats, analyze)
+    # them before side jobs (manifest, qrels, session_json)
     priority: 1
     benchmark:
         f"{BENCHMARKS}/tokens/{{dataset}}/{{tokenizer}}.tsv"
