@@ -91,6 +91,43 @@ def test_list_shorter_than_k():
     assert all(v == 0.0 for v in m.values())
 
 
+def _literal_lme_metrics(positions, scoring, ks=official.KS):
+    """lme_question_metrics as first written: a set and a DCG per k."""
+    gold = {s for s in scoring if "answer" in s}
+    rels = [1.0 if scoring[p] in gold else 0.0 for p in positions]
+    ideal_rels = sorted((1.0 if s in gold else 0.0 for s in scoring), reverse=True)
+    out = {}
+    for k in ks:
+        retrieved = {scoring[p] for p in positions[:k]}
+        out[f"recall_any@{k}"] = 1.0 if any(g in retrieved for g in gold) else 0.0
+        out[f"recall_all@{k}"] = 1.0 if all(g in retrieved for g in gold) else 0.0
+    for k in ks:
+        ideal = official.dcg(ideal_rels[:k])
+        out[f"ndcg_any@{k}"] = official.dcg(rels[:k]) / ideal if ideal else 0.0
+    return out
+
+
+def test_question_metrics_are_the_literal_rules_bit_for_bit():
+    """Every value (and the keys' order) as the literal computation gives it,
+    float for float, on random haystacks with repeated and renamed ids, lists
+    of every length, and ks beyond, at and below the list's length."""
+    import random
+
+    rng = random.Random(7)
+    for n in range(3000):
+        corpus = rng.randint(0, 60)
+        names = [rng.choice(["answer_a", "answer_b", "answer_c", "noans_d", "f"]) + str(rng.randint(0, 3))
+                 for _ in range(corpus)]
+        positions = rng.sample(range(corpus), rng.randint(0, corpus))
+        if n % 5 == 0 and corpus:  # a position twice, as the function allows
+            positions = [rng.randrange(corpus) for _ in range(rng.randint(0, 70))]
+        ks = official.KS if n % 3 else (0, 1, 2, 7, 49, 50, 51, 200, -1, -5)
+        got = official.lme_question_metrics(positions, names, ks)
+        want = _literal_lme_metrics(positions, names, ks)
+        assert list(got.items()) == list(want.items()), (names, positions)
+        assert all(type(v) is float for v in got.values())
+
+
 def test_locomo_recall_over_evidence_sessions():
     m = official.locomo_question_metrics(["s3", "s1", "s2"], ["s1", "s2"])
     assert (m["recall_any@1"], m["recall_any@3"]) == (0.0, 1.0)
