@@ -278,14 +278,21 @@ def given_positions(ranked: list[str], positions: list[int], haystack: list[str]
     return list(positions)
 
 
-def read_haystacks(path, hids=None) -> dict[int, dict[str, list]]:
-    t = read_table(path, columns=["haystack_id", "position", "session_key", "session_id", "date"])
+def read_haystacks(path, hids=None, dates: bool = True) -> dict[int, dict[str, list]]:
+    """{haystack id: its session ``ids``, ``keys`` and ``dates`` in position
+    order}, of the haystacks ``hids`` (all when empty); ``dates=False`` leaves
+    the dates out (the official metrics do not read them)."""
+    names = ["session_id", "session_key"] + ["date"] * dates
+    t = read_table(path, columns=["haystack_id", "position"] + names)
     if hids:
         t = t.filter(_is_in(t.column("haystack_id"), hids))
     t = t.sort_by([("haystack_id", "ascending"), ("position", "ascending")])
-    ids, keys, dates = (t.column(c).to_pylist() for c in ("session_id", "session_key", "date"))
-    return {hid: {"ids": ids[lo:hi], "keys": keys[lo:hi], "dates": dates[lo:hi]}
-            for hid, lo, hi in sorted_runs(t.column("haystack_id").to_pylist())}
+    ids, keys = t.column("session_id").to_pylist(), t.column("session_key").to_pylist()
+    runs = sorted_runs(t.column("haystack_id").to_pylist())
+    if not dates:
+        return {hid: {"ids": ids[lo:hi], "keys": keys[lo:hi]} for hid, lo, hi in runs}
+    days = t.column("date").to_pylist()
+    return {hid: {"ids": ids[lo:hi], "keys": keys[lo:hi], "dates": days[lo:hi]} for hid, lo, hi in runs}
 
 
 def user_target_sessions(events_path) -> set[int]:
@@ -425,7 +432,7 @@ def compute(fmt: str, questions_path, haystacks_path, events_path, rankings_path
     progress = Progress(log, f"official ({fmt})", total=len(questions), unit="questions")
     if fmt in LME_FORMATS:
         hids = {q["haystack_id"] for q in questions if q["haystack_id"] >= 0}
-        haystacks = read_haystacks(haystacks_path, hids)
+        haystacks = read_haystacks(haystacks_path, hids, dates=haystacks_out is not None)
         if haystacks_out is not None:
             haystacks_out.update(haystacks)
         rows = lme_per_question(questions, haystacks, user_target_sessions(events_path), rankings, rankings_path,
