@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -88,6 +89,43 @@ def test_list_shorter_than_k():
     assert m["ndcg_any@5"] == pytest.approx(1 / (2 + 1 / L3))
     m = official.lme_question_metrics([], scoring)
     assert all(v == 0.0 for v in m.values())
+
+
+def _literal_lme_metrics(positions, scoring, ks=official.KS):
+    """lme_question_metrics as first written: a set and a DCG per k."""
+    gold = {s for s in scoring if "answer" in s}
+    rels = [1.0 if scoring[p] in gold else 0.0 for p in positions]
+    ideal_rels = sorted((1.0 if s in gold else 0.0 for s in scoring), reverse=True)
+    out = {}
+    for k in ks:
+        retrieved = {scoring[p] for p in positions[:k]}
+        out[f"recall_any@{k}"] = 1.0 if any(g in retrieved for g in gold) else 0.0
+        out[f"recall_all@{k}"] = 1.0 if all(g in retrieved for g in gold) else 0.0
+    for k in ks:
+        ideal = official.dcg(ideal_rels[:k])
+        out[f"ndcg_any@{k}"] = official.dcg(rels[:k]) / ideal if ideal else 0.0
+    return out
+
+
+def test_question_metrics_are_the_literal_rules_bit_for_bit():
+    """Every value (and the keys' order) as the literal computation gives it,
+    float for float, on random haystacks with repeated and renamed ids, lists
+    of every length, and ks beyond, at and below the list's length."""
+    import random
+
+    rng = random.Random(7)
+    for n in range(3000):
+        corpus = rng.randint(0, 60)
+        names = [rng.choice(["answer_a", "answer_b", "answer_c", "noans_d", "f"]) + str(rng.randint(0, 3))
+                 for _ in range(corpus)]
+        positions = rng.sample(range(corpus), rng.randint(0, corpus))
+        if n % 5 == 0 and corpus:  # a position twice, as the function allows
+            positions = [rng.randrange(corpus) for _ in range(rng.randint(0, 70))]
+        ks = official.KS if n % 3 else (0, 1, 2, 7, 49, 50, 51, 200, -1, -5)
+        got = official.lme_question_metrics(positions, names, ks)
+        want = _literal_lme_metrics(positions, names, ks)
+        assert list(got.items()) == list(want.items()), (names, positions)
+        assert all(type(v) is float for v in got.values())
 
 
 def test_locomo_recall_over_evidence_sessions():
@@ -249,6 +287,48 @@ def test_a_rankers_own_positions_score_the_copy_it_ranked(tmp_path):
     assert row["positions"] == [0, 1, 2] and row["metrics"]["recall_any@1"] == 0.0
     with pytest.raises(DataError, match=r"bad.parquet: question q0: rank 2: position 3 does not hold"):
         deep("bad.parquet", [2, 3, 0])
+
+
+def test_the_merge_jobs_work_leaves_pandas_unimported(tmp_path):
+    """The merge stage's functions in one process without the jobs' guard
+    (stages.adapter.without_pandas), as a caller in one process runs them:
+    none builds an Arrow array from Python values, whose pandas probe
+    imports pandas (0.3 s)."""
+    import subprocess
+    import sys
+    from types import SimpleNamespace
+
+    from memobench.retrievers.harness import SegmentRows
+
+    out = tmp_path / "norm"
+    summary = normalize_longmemeval(lme_file(tmp_path / "lme.json"), out, log=lambda m: None)
+    (tmp_path / "summary.json").write_text(json.dumps(summary, default=str))
+    hay = official.read_haystacks(out / "haystacks.parquet")
+    rows = SegmentRows()
+    for q in pq.read_table(out / "questions.parquet").to_pylist():
+        ids = hay[q["haystack_id"]]["ids"]
+        rows.add(q, SimpleNamespace(ids=ids), final=ids[:2], deep=ids[:3])
+    for t, name in zip(rows.tables(), ("seg1.parquet", "seg1.outcomes.parquet", "seg1.deep.parquet")):
+        pq.write_table(t, tmp_path / name)
+    spec = {"name": "v", "harness": "h", "description": "", "recipe": {}, "skip": "run"}
+    code = f"""
+import sys
+from memobench.evaluation import exports, official
+from memobench.evaluation.metrics import concat_rankings, merge_segments
+from memobench.tables import write_table
+d, n, quiet = {str(tmp_path)!r} + "/", {str(out)!r} + "/", lambda m: None
+merge_segments("ds", {spec!r}, [d + "seg1.parquet"], [d + "seg1.outcomes.parquet"], d + "summary.json",
+               d + "r.parquet", d + "o.parquet", d + "m.json", log=quiet)
+write_table(d + "deep.parquet", concat_rankings([d + "seg1.deep.parquet"]))
+block, _ = official.compute("longmemeval", n + "questions.parquet", n + "haystacks.parquet", n + "events.parquet",
+                            d + "deep.parquet", log=quiet)
+run = exports.write_run(d + "deep.parquet", n + "questions.parquet", "v", d + "run.trec", log=quiet)
+print(block["questions"], run["lines"], "pandas" in sys.modules)
+"""
+    src = Path(official.__file__).resolve().parents[2]
+    got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={"PYTHONPATH": str(src), "PATH": "/usr/bin:/bin"}).stdout
+    assert got.split() == ["4", "14", "False"]
 
 
 def test_official_rejects_a_ranked_session_outside_the_haystack(tmp_path):

@@ -137,6 +137,73 @@ def test_run_trec_writes_every_position_and_every_question(tmp_path):
     assert (tmp_path / "qrels.trec").read_text() == "q0 0 a 1\nq1 0 c 1\nq0%#2 0 z 1\n"
 
 
+def _literal_run(rankings_path, questions_path, tag):
+    """run.trec's text and counts as write_run first wrote them, line by line."""
+    from memobench.protocol import DEPTH
+    from memobench.tables import read_table
+
+    tag = exports.trec_id(tag)
+    qtok = exports.question_tokens(read_table(questions_path, columns=["q_index", "question_id"]).to_pylist())
+    t = read_table(rankings_path).sort_by([("q_index", "ascending"), ("rank", "ascending")]).to_pydict()
+    stats = {"questions": 0, "lines": 0, "repeated_question_ids": 0, "repeated_sessions": 0,
+             "encoded_question_ids": 0, "encoded_session_ids": 0}
+    lines, current, occurrences = [], None, {}
+    for rank, sid, qi in zip(t["rank"], t["session_id"], t["q_index"]):
+        if rank > DEPTH:
+            continue
+        if qi != current:
+            current, occurrences, qid = qi, {}, qtok[qi]
+            stats["questions"] += 1
+            stats["repeated_question_ids"] += exports.REPEAT_MARK in qid
+            stats["encoded_question_ids"] += "%" in qid.split(exports.REPEAT_MARK)[0]
+        n = occurrences[sid] = occurrences.get(sid, 0) + 1
+        docno = exports.trec_id(sid, n)
+        stats["repeated_sessions"] += n > 1
+        stats["encoded_session_ids"] += "%" in docno.split(exports.REPEAT_MARK)[0]
+        lines.append(f"{qid} Q0 {docno} {rank} {DEPTH + 1 - rank} {tag}\n")
+        stats["lines"] += 1
+    return "".join(lines), stats
+
+
+def test_run_trec_is_the_line_by_line_text(tmp_path):
+    """Random lists, rows in any order, repeated and hostile ids, ranks past
+    the depth (a question with nothing above it has no line): the same file
+    and counts as the line-by-line writing."""
+    import random
+
+    from memobench.protocol import DEPTH
+
+    rng = random.Random(3)
+    ids = ["a", "b", "", "x y", "50%", "p%#2", "answer_1", "é\u2028", "c\x00d", "%"]
+    for n in range(60):
+        qs = _questions(tmp_path / "q.parquet", [(rng.choice(["q0", "q1", "", "q 2"]), []) for _ in range(8)])
+        cols = {c: [] for c in RANKINGS.names}
+        for qi in rng.sample(range(8), rng.randint(0, 8)):
+            ranks = list(range(1, rng.randint(1, 60) + 1))
+            if n % 4 == 0:  # only ranks past the depth
+                ranks = [r + DEPTH for r in ranks]
+            for r in ranks:
+                cols["question_id"].append("q")
+                cols["rank"].append(min(r, 127))
+                cols["session_id"].append(rng.choice(ids))
+                cols["q_index"].append(qi)
+        order = rng.sample(range(len(cols["rank"])), len(cols["rank"]))
+        pq.write_table(pa.table({c: [v[i] for i in order] for c, v in cols.items()}, schema=RANKINGS),
+                       tmp_path / "r.parquet")
+        counts = exports.write_run(tmp_path / "r.parquet", qs, "tag 1", tmp_path / "run.trec", log=lambda m: None)
+        text, want = _literal_run(tmp_path / "r.parquet", qs, "tag 1")
+        assert (tmp_path / "run.trec").read_text(encoding="utf-8") == text
+        assert list(counts.items()) == list(want.items())
+
+
+def test_run_trec_refuses_a_list_of_no_question(tmp_path):
+    qs = _questions(tmp_path / "q.parquet", [("q0", [])])
+    rk = _rankings(tmp_path / "r.parquet", [(0, "q0", ["a"]), (5, "q5", ["b"])])
+    with pytest.raises(DataError, match=r"r.parquet: q_index 5: is not a question of .*q.parquet"):
+        exports.write_run(rk, qs, "v1", tmp_path / "run.trec", log=lambda m: None)
+    assert not (tmp_path / "run.trec").exists()
+
+
 def test_run_and_qrels_number_a_question_id_over_the_whole_file(tmp_path):
     """The first question of an id may have no list (a skip) and no gold: the
     second is still the id's second occurrence in both files."""

@@ -31,6 +31,7 @@ import os
 import re
 import struct
 from array import array
+from bisect import bisect_right
 from pathlib import Path
 
 import numpy as np
@@ -120,6 +121,26 @@ def question_tokens(questions: list[dict]) -> dict[int, str]:
     return out
 
 
+class _FirstDocnos(dict):
+    """{session id: the docno of its first occurrence}, each made once."""
+
+    def __missing__(self, sid):
+        self[sid] = got = trec_id(sid)
+        return got
+
+
+class _LineEnds(dict):
+    """{rank: the end of its run line, `` rank score tag``}, each made once."""
+
+    def __init__(self, tag: str):
+        super().__init__()
+        self.tag = tag
+
+    def __missing__(self, rank):
+        self[rank] = got = f" {rank} {DEPTH + 1 - rank} {self.tag}\n"
+        return got
+
+
 def write_run(rankings_path, questions_path, tag: str, out, log=print) -> dict:
     """``run.trec`` from a rankings table of any depth (first :data:`DEPTH`
     ranks): one line per position, ids as :func:`trec_id` writes them."""
@@ -129,24 +150,37 @@ def write_run(rankings_path, questions_path, tag: str, out, log=print) -> dict:
     t = t.sort_by([("q_index", "ascending"), ("rank", "ascending")]).to_pydict()
     stats = {"questions": 0, "lines": 0, "repeated_question_ids": 0, "repeated_sessions": 0,
              "encoded_question_ids": 0, "encoded_session_ids": 0}
+    ranks, sids = t["rank"], t["session_id"]
+    # a question's lines at once: ids and line ends made once each, not per line
+    first, ends = _FirstDocnos(), _LineEnds(tag)
     with atomic_path(out) as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as f:
-        current, occurrences = None, {}
-        for rank, sid, qi in zip(t["rank"], t["session_id"], t["q_index"]):
-            if rank > DEPTH:
-                continue
-            if qi != current:
-                if qi not in qtok:
-                    raise DataError(rankings_path, f"q_index {qi}", f"is not a question of {questions_path}")
-                current, occurrences, qid = qi, {}, qtok[qi]
-                stats["questions"] += 1
-                stats["repeated_question_ids"] += REPEAT_MARK in qid
-                stats["encoded_question_ids"] += "%" in qid.split(REPEAT_MARK)[0]
-            n = occurrences[sid] = occurrences.get(sid, 0) + 1
-            docno = trec_id(sid, n)
-            stats["repeated_sessions"] += n > 1
-            stats["encoded_session_ids"] += "%" in docno.split(REPEAT_MARK)[0]
-            f.write(f"{qid} Q0 {docno} {rank} {DEPTH + 1 - rank} {tag}\n")
-            stats["lines"] += 1
+        for qi, lo, hi in official.sorted_runs(t["q_index"]):
+            q_ranks = ranks[lo:hi]
+            if q_ranks[-1] > DEPTH:  # in rank order: the ranks past DEPTH come last
+                q_ranks = q_ranks[:bisect_right(q_ranks, DEPTH)]
+                if not q_ranks:
+                    continue
+            if qi not in qtok:
+                raise DataError(rankings_path, f"q_index {qi}", f"is not a question of {questions_path}")
+            qid = qtok[qi]
+            stats["questions"] += 1
+            stats["repeated_question_ids"] += REPEAT_MARK in qid
+            stats["encoded_question_ids"] += "%" in qid.split(REPEAT_MARK)[0]
+            q_sids = sids[lo:lo + len(q_ranks)]
+            if len(set(q_sids)) == len(q_sids):
+                docnos = [first[sid] for sid in q_sids]
+            else:  # an id's n-th occurrence (n >= 2) has a docno of its own
+                occurrences: dict[str, int] = {}
+                docnos = []
+                for sid in q_sids:
+                    n = occurrences[sid] = occurrences.get(sid, 0) + 1
+                    docnos.append(first[sid] if n == 1 else trec_id(sid, n))
+                    stats["repeated_sessions"] += n > 1
+            # an encoded id part holds a "%" (the repeat mark's is after it)
+            stats["encoded_session_ids"] += sum(["%" in docno.split(REPEAT_MARK)[0] for docno in docnos])
+            head = f"{qid} Q0 "
+            f.write("".join([head + docno + ends[rank] for docno, rank in zip(docnos, q_ranks)]))
+            stats["lines"] += len(docnos)
     log(f"run.trec {tag}: {stats}")
     return stats
 

@@ -141,6 +141,7 @@ def merge_segments(dataset: str, variant_spec: dict, rankings_in, outcomes_in, d
     with an empty list is visible), and the counts recomputed over all
     questions (never an average of rates)."""
     import json
+    from array import array
     from pathlib import Path
 
     import pyarrow as pa
@@ -159,8 +160,10 @@ def merge_segments(dataset: str, variant_spec: dict, rankings_in, outcomes_in, d
     counts = pc.value_counts(rankings.column("q_index")) if rankings.num_rows else []
     n_ranked = {c["values"]: c["counts"] for c in (counts.to_pylist() if rankings.num_rows else [])}
     merged = pa.concat_tables([t.replace_schema_metadata(None) for t in seg_tables])
-    merged = merged.append_column(
-        "n_ranked", pa.array([n_ranked.get(q, 0) for q in merged.column("q_index").to_pylist()], pa.int8()))
+    # built on its buffer: pa.array of a list runs pyarrow's pandas probe,
+    # which imports pandas (0.3 s) wherever the jobs' guard is not in place
+    n_col = array("b", [n_ranked.get(q, 0) for q in merged.column("q_index").to_pylist()])
+    merged = merged.append_column("n_ranked", pa.Array.from_buffers(pa.int8(), len(n_col), [None, pa.py_buffer(n_col)]))
     result["empty_lists"] = sum(1 for row in outcomes if row["status"] == "evaluated"
                                 and n_ranked.get(row["q_index"], 0) == 0)
 

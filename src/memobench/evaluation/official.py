@@ -26,8 +26,11 @@ depth used is reported, and metrics at k beyond it see a list shorter than k.
 from __future__ import annotations
 
 import math
+from array import array
+from bisect import bisect_left, bisect_right
 from collections import defaultdict
 
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
@@ -90,12 +93,39 @@ def dcg(rels: list[float]) -> float:
     return rels[0] + sum(r / math.log2(i + 1) for i, r in enumerate(rels[1:], 1))
 
 
+# dcg's discount of 0-based rank i >= 1, as dcg computes it for a relevant
+# document (1.0 / log2(i + 1)); grown on demand (_discounts)
+_DISCOUNTS = [0.0]
+# the ideal DCG of c relevant documents first (dcg([1.0] * c)), by c
+_IDEAL: dict[int, float] = {}
+
+
+def _discounts(n: int) -> list[float]:
+    while len(_DISCOUNTS) < n:
+        _DISCOUNTS.append(1.0 / math.log2(len(_DISCOUNTS) + 1))
+    return _DISCOUNTS
+
+
+def _ideal_dcg(c: int) -> float:
+    ideal = _IDEAL.get(c)
+    if ideal is None:
+        ideal = _IDEAL[c] = dcg([1.0] * c)
+    return ideal
+
+
 def ranked_positions(ranked: list[str], haystack: list[str], path="rankings", item=None) -> list[int]:
     """Corpus positions of a ranked list of session ids (a harness list names
     ids, not positions). The n-th time an id is ranked it stands for the n-th
     haystack position holding that id: a list that ranks a repeated id k times
     is scored as k documents at their ranks, as the harness counts them. A
     ranker of documents gives its own positions instead (:func:`given_positions`)."""
+    # the common case, distinct ids on both sides: each id's one position
+    first = dict(zip(reversed(haystack), range(len(haystack) - 1, -1, -1)))
+    if len(first) == len(haystack) and len(set(ranked)) == len(ranked):
+        try:
+            return [first[sid] for sid in ranked]
+        except KeyError:
+            pass  # an id not in the haystack: the error below names it
     slots: dict[str, list[int]] = defaultdict(list)
     for p, sid in enumerate(haystack):
         slots[sid].append(p)
@@ -113,18 +143,68 @@ def ranked_positions(ranked: list[str], haystack: list[str], path="rankings", it
 
 def lme_question_metrics(positions: list[int], scoring: list[str], ks=KS) -> dict[str, float]:
     """recall_any@k, recall_all@k and ndcg_any@k of one question (every k)."""
-    gold = gold_ids(scoring)
-    rels = [1.0 if scoring[p] in gold else 0.0 for p in positions]
-    ideal_rels = sorted((1.0 if s in gold else 0.0 for s in scoring), reverse=True)
+    return _lme_metrics(positions, scoring, gold_ids(scoring), ks)
+
+
+def _lme_metrics(positions: list[int], scoring: list[str], gold: set[str], ks=KS) -> dict[str, float]:
+    """lme_question_metrics from the relevant documents' ranks, not a set and
+    a DCG per k: the same values. recall_any@k holds when the first relevant
+    rank is below k, recall_all@k when every gold id's first rank is; the DCG
+    of the top k is dcg's sum with its zero terms left out (adding 0.0
+    changes no float sum, compensated or not), the ideal's that of its
+    relevant documents (dcg([1.0] * c))."""
+    hits = []  # the 0-based ranks of the relevant documents
+    first: dict[str, int] = {}  # each gold id's first rank
+    if gold:
+        for i, p in enumerate(positions):
+            s = scoring[p]
+            if s in gold:
+                hits.append(i)
+                if s not in first:
+                    first[s] = i
+    never = math.inf
+    any_at = hits[0] if hits else never
+    all_at = (max(first.values()) if first else -1) if len(first) == len(gold) else never
+    names = _names(ks)
+    n_listed, n_corpus = len(positions), len(scoring)
+    listed = [_prefix(n_listed, k) for k in ks]  # len(positions[:k])
     out = {}
-    for k in ks:
-        retrieved = {scoring[p] for p in positions[:k]}
-        out[f"recall_any@{k}"] = 1.0 if any(g in retrieved for g in gold) else 0.0
-        out[f"recall_all@{k}"] = 1.0 if all(g in retrieved for g in gold) else 0.0
-    for k in ks:
-        ideal = dcg(ideal_rels[:k])
-        out[f"ndcg_any@{k}"] = dcg(rels[:k]) / ideal if ideal else 0.0
+    for (any_k, all_k, _), n in zip(names, listed):
+        out[any_k] = 1.0 if any_at < n else 0.0
+        out[all_k] = 1.0 if all_at < n else 0.0
+    n_relevant = sum(map(gold.__contains__, scoring)) if gold else 0
+    if not n_relevant:  # an ideal DCG of 0 at every k
+        for _, _, ndcg_k in names:
+            out[ndcg_k] = 0.0
+        return out
+    disc = _discounts(n_listed)
+    head = 1.0 if any_at == 0 else 0.0
+    later = [disc[i] for i in hits if i > 0]  # in rank order
+    for (_, _, ndcg_k), k, n in zip(names, ks, listed):
+        ideal = _ideal_dcg(min(n_relevant, _prefix(n_corpus, k)))
+        if not ideal or n == 0:
+            out[ndcg_k] = 0.0
+        else:
+            # the relevant ranks 1 <= i < n are a prefix of later
+            out[ndcg_k] = (head + sum(later[:bisect_left(hits, n) - (any_at == 0)])) / ideal
     return out
+
+
+def _prefix(n: int, k: int) -> int:
+    """len(x[:k]) of a list x of length n."""
+    return (k if k <= n else n) if k >= 0 else max(n + k, 0)
+
+
+_NAMES: dict[tuple, list[tuple[str, str, str]]] = {}
+
+
+def _names(ks) -> list[tuple[str, str, str]]:
+    """(recall_any@k, recall_all@k, ndcg_any@k) of each k."""
+    key = tuple(ks)
+    names = _NAMES.get(key)
+    if names is None:
+        names = _NAMES[key] = [(f"recall_any@{k}", f"recall_all@{k}", f"ndcg_any@{k}") for k in key]
+    return names
 
 
 def locomo_question_metrics(ranked: list[str], gold: list[str], ks=KS) -> dict[str, float]:
@@ -147,7 +227,7 @@ def metric_names(fmt: str, ks=KS) -> list[str]:
 def average(rows: list[dict], names: list[str]) -> dict[str, float | None]:
     """Plain means in question order (None over no questions)."""
     n = len(rows)
-    return {m: (math.fsum(r["metrics"][m] for r in rows) / n if n else None) for m in names}
+    return {m: (math.fsum([r["metrics"][m] for r in rows]) / n if n else None) for m in names}
 
 
 # ---------------------------------------------------------------- the tables
@@ -161,15 +241,30 @@ def read_rankings(path) -> tuple[dict[int, list[str]], int, dict[int, list[int]]
     has_positions = "position" in pq.read_schema(path).names
     t = read_table(path, columns=cols + ["position"] * has_positions).sort_by(
         [("q_index", "ascending"), ("rank", "ascending")])
-    out: dict[int, list[str]] = defaultdict(list)
-    for qi, sid in zip(t.column("q_index").to_pylist(), t.column("session_id").to_pylist()):
-        out[qi].append(sid)
-    known: dict[int, list] = defaultdict(list)
-    if has_positions:
-        for qi, p in zip(t.column("q_index").to_pylist(), t.column("position").to_pylist()):
-            known[qi].append(p)
+    qis, sids = t.column("q_index").to_pylist(), t.column("session_id").to_pylist()
+    # a harness's deep list has no position at all: nothing to gather
+    positions = (t.column("position").to_pylist()
+                 if has_positions and t.column("position").null_count < t.num_rows else None)
+    out: dict[int, list[str]] = {}
+    known: dict[int, list] = {}
+    for qi, lo, hi in sorted_runs(qis):
+        out[qi] = sids[lo:hi]
+        if positions is not None and None not in (ps := positions[lo:hi]):
+            known[qi] = ps
     depth = pc.max(t.column("rank")).as_py() if t.num_rows else 0
-    return dict(out), depth or 0, {qi: ps for qi, ps in known.items() if None not in ps}
+    return out, depth or 0, known
+
+
+def sorted_runs(values: list):
+    """(value, start, end) of each run of equal values of a sorted list (a
+    null run last, as Arrow sorts it), by binary search: a loop per run, not
+    per row."""
+    lo, n = 0, len(values)
+    while lo < n:
+        v = values[lo]
+        hi = n if v is None else bisect_right(values, v, lo)
+        yield v, lo, hi
+        lo = hi
 
 
 def given_positions(ranked: list[str], positions: list[int], haystack: list[str], path="rankings",
@@ -183,24 +278,41 @@ def given_positions(ranked: list[str], positions: list[int], haystack: list[str]
     return list(positions)
 
 
-def read_haystacks(path, hids=None) -> dict[int, dict[str, list]]:
-    t = read_table(path, columns=["haystack_id", "position", "session_key", "session_id", "date"],
-                   where={"haystack_id": hids} if hids else None)
+def read_haystacks(path, hids=None, dates: bool = True) -> dict[int, dict[str, list]]:
+    """{haystack id: its session ``ids``, ``keys`` and ``dates`` in position
+    order}, of the haystacks ``hids`` (all when empty); ``dates=False`` leaves
+    the dates out (the official metrics do not read them)."""
+    names = ["session_id", "session_key"] + ["date"] * dates
+    t = read_table(path, columns=["haystack_id", "position"] + names)
+    if hids:
+        t = t.filter(_is_in(t.column("haystack_id"), hids))
     t = t.sort_by([("haystack_id", "ascending"), ("position", "ascending")])
-    out: dict[int, dict[str, list]] = {}
-    c = t.to_pydict()
-    for hid, key, sid, date in zip(c["haystack_id"], c["session_key"], c["session_id"], c["date"]):
-        h = out.setdefault(hid, {"ids": [], "keys": [], "dates": []})
-        h["ids"].append(sid)
-        h["keys"].append(key)
-        h["dates"].append(date)
-    return out
+    ids, keys = t.column("session_id").to_pylist(), t.column("session_key").to_pylist()
+    runs = sorted_runs(t.column("haystack_id").to_pylist())
+    if not dates:
+        return {hid: {"ids": ids[lo:hi], "keys": keys[lo:hi]} for hid, lo, hi in runs}
+    days = t.column("date").to_pylist()
+    return {hid: {"ids": ids[lo:hi], "keys": keys[lo:hi], "dates": days[lo:hi]} for hid, lo, hi in runs}
 
 
 def user_target_sessions(events_path) -> set[int]:
     """Session keys with at least one user turn whose ``has_answer`` is true."""
-    t = read_table(events_path, columns=["session_key", "role"], where={"has_answer": [True]})
+    t = read_table(events_path, columns=["session_key", "role", "has_answer"])
+    has_answer = t.column("has_answer")
+    t = t.filter(pc.and_kleene(pc.is_valid(has_answer), has_answer))  # true, not false or null
     return {k for k, r in zip(t.column("session_key").to_pylist(), t.column("role").to_pylist()) if r == "user"}
+
+
+def _is_in(column, values):
+    """Where an integer column holds one of ``values`` (never at a null). Not
+    tables.read_table's ``where``: its value set is a pa.array of Python
+    values, whose pandas probe imports pandas (0.3 s) wherever the jobs'
+    guard (stages.adapter.without_pandas) is not in place; this one is built
+    on a buffer."""
+    wanted = array("q", sorted(set(values)))
+    value_set = pc.cast(pa.Array.from_buffers(pa.int64(), len(wanted), [None, pa.py_buffer(wanted)]), column.type)
+    m = pc.is_in(column, value_set=value_set)
+    return pc.and_kleene(pc.is_valid(m), m)
 
 
 def read_questions(path) -> list[dict]:
@@ -223,22 +335,24 @@ def lme_per_question(questions, haystacks, targets: set[int], rankings: dict[int
         if q["parse_error"] or q["haystack_id"] < 0:
             continue
         hay = haystacks.get(q["haystack_id"], {"ids": [], "keys": [], "dates": []})
-        scoring = [scoring_id(s, k in targets) for s, k in zip(hay["ids"], hay["keys"])]
+        # (scoring_id leaves an id without "answer" as it is)
+        scoring = [scoring_id(s, k in targets) if "answer" in s else s for s, k in zip(hay["ids"], hay["keys"])]
         ranked = rankings.get(q["q_index"], [])
         item = f"question {q['question_id']}"
         positions = (given_positions(ranked, known[q["q_index"]], hay["ids"], path, item)
                      if known and q["q_index"] in known else ranked_positions(ranked, hay["ids"], path, item))
         if is_abstention(q["question_id"]):
             excluded = "abstention"
-        elif not any(k in targets for k in hay["keys"]):
+        elif targets.isdisjoint(hay["keys"]):
             excluded = "no_user_target"
         else:
             excluded = None
+        gold = gold_ids(scoring)
         rows.append({"q_index": q["q_index"], "question_id": q["question_id"],
                      "question_type": q["question_type"], "excluded": excluded, "ranked": bool(ranked),
-                     "gold": sorted(gold_ids(scoring)), "positions": positions,
+                     "gold": sorted(gold), "positions": positions,
                      "scoring": [scoring[p] for p in positions],
-                     "metrics": lme_question_metrics(positions, scoring)})
+                     "metrics": _lme_metrics(positions, scoring, gold)})
     return rows
 
 
@@ -318,7 +432,7 @@ def compute(fmt: str, questions_path, haystacks_path, events_path, rankings_path
     progress = Progress(log, f"official ({fmt})", total=len(questions), unit="questions")
     if fmt in LME_FORMATS:
         hids = {q["haystack_id"] for q in questions if q["haystack_id"] >= 0}
-        haystacks = read_haystacks(haystacks_path, hids)
+        haystacks = read_haystacks(haystacks_path, hids, dates=haystacks_out is not None)
         if haystacks_out is not None:
             haystacks_out.update(haystacks)
         rows = lme_per_question(questions, haystacks, user_target_sessions(events_path), rankings, rankings_path,
