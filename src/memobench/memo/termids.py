@@ -26,6 +26,7 @@ each batch's distinct tokens (:meth:`Vocab.encode_strings`).
 
 from __future__ import annotations
 
+import functools
 from itertools import chain
 
 import numpy as np
@@ -116,12 +117,15 @@ def token_stream(texts: pa.Array, joined, ascii_token: bytes | None = None,
     lowercased, the others spaces); then the runs are found with a few
     vectorized passes, and the tokens are the runs' bytes back to back."""
     n = len(texts)
-    plain = (np.zeros(n, bool) if ascii_token is None
-             else pc.string_is_ascii(texts).to_numpy(zero_copy_only=False))
-    table = None if ascii_token is None else bytes(
-        (c + 32 if 65 <= c <= 90 else c) if ascii_token[c] else _SPACE for c in range(256))
     offsets, buf = _string_buffers(texts)
-    translated = buf.tobytes().translate(table) if plain.any() else b""
+    raw = b"" if ascii_token is None else buf.tobytes()
+    if ascii_token is None:
+        plain = np.zeros(n, bool)
+    elif raw.isascii():  # the usual case, one C pass: string_is_ascii costs several times more
+        plain = np.ones(n, bool)
+    else:
+        plain = pc.string_is_ascii(texts).to_numpy(zero_copy_only=False)
+    translated = raw.translate(_lowered(ascii_token)) if plain.any() else b""
     while True:
         if plain.all():
             offsets_now, data = offsets, np.frombuffer(translated, np.uint8)
@@ -145,6 +149,12 @@ def token_stream(texts: pa.Array, joined, ascii_token: bytes | None = None,
     tokens = pa.Array.from_buffers(pa.binary(), len(starts),
                                    [None, pa.py_buffer(token_offsets), pa.py_buffer(data[is_token])])
     return tokens, counts
+
+
+@functools.lru_cache(maxsize=8)
+def _lowered(ascii_token: bytes) -> bytes:
+    """The ``bytes.translate`` table of ``ascii_token``: token bytes lowercased, the others spaces."""
+    return bytes((c + 32 if 65 <= c <= 90 else c) if ascii_token[c] else _SPACE for c in range(256))
 
 
 def _string_buffers(strings: pa.Array) -> tuple[np.ndarray, np.ndarray]:
