@@ -203,3 +203,11 @@ def test_a_token_fts5_cuts_inside_a_character_round_trips(tmp_path):
     vocab = read_vocab(path)
     assert [[vocab.tokens()[i] for i in row] for row in pq.read_table(path).column("ids").to_pylist()] == want
     assert vocab.lookup(u61.joined(texts[0]).split()) is not None
+
+
+def test_token_stream_cuts_a_run_at_each_text_boundary():
+    """ASCII texts back to back with no separator between them (a run going
+    on through several texts, empty ones among them) give each its own tokens."""
+    texts = ["ab", "", "Cd", "e", "f g", "", "h"]
+    got = _stream_tokens(texts, lambda t: joined_tokens(t, SEQ["ascii"]), ASCII_TOKEN)
+    assert got == [["ab"], [], ["cd"], ["e"], ["f", "g"], [], ["h"]]
