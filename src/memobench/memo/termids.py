@@ -75,17 +75,23 @@ class Vocab:
             out.append(i)
         return tuple(out)
 
-    def encode_strings(self, tokens: pa.Array) -> tuple[np.ndarray, list[str]]:
+    def encode_strings(self, tokens: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
         """(the ids of an array of tokens, the tokens first seen here in id
         order). Tokens are strings, or bytes as :func:`token_stream` gives
-        them. Arrow dictionary-encodes them, Python touching each distinct
-        token once; its dictionary lists them in order of first occurrence,
-        so ids stay in order of first sight."""
+        them, in one array or several chunks. Arrow dictionary-encodes them,
+        Python touching each distinct token once; its dictionary lists them in
+        order of first occurrence, so ids stay in order of first sight."""
         if not len(tokens):
             return EMPTY_IDS, []
         encoded = pc.dictionary_encode(tokens)
+        if isinstance(encoded, pa.ChunkedArray):
+            # Arrow gives every chunk the one dictionary of them all (DictEncodeFinalize)
+            dictionary = encoded.chunk(0).dictionary
+            indices = np.concatenate([c.indices.to_numpy() for c in encoded.chunks])
+        else:
+            dictionary, indices = encoded.dictionary, encoded.indices.to_numpy()
         ids, new, remap = self.ids, [], []
-        for t in encoded.dictionary.to_pylist():
+        for t in dictionary.to_pylist():
             if isinstance(t, bytes):
                 t = t.decode("utf-8", "surrogatepass")
             i = ids.get(t)
@@ -93,7 +99,7 @@ class Vocab:
                 i = ids[t] = len(ids)
                 new.append(t)
             remap.append(i)
-        return np.array(remap, np.int32)[encoded.indices.to_numpy()], new
+        return np.array(remap, np.int32)[indices], new
 
 
 _SPACE = 32
@@ -225,7 +231,9 @@ def with_separators(flat: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, 
     return out, starts
 
 
-PIECE_BYTES = 32 << 20  # text tokenized at once: token_stream holds about ten times this
+# Text tokenized at once: token_stream's arrays (about ten times this) stay in
+# the caches and the allocator's free lists, not fresh pages of big arrays.
+PIECE_BYTES = 256 << 10
 
 
 def _pieces(texts: pa.Array, size: int) -> list[pa.Array]:
@@ -253,14 +261,13 @@ def write_token_ids(batches, out, joined, ascii_token: bytes | None = None, long
         for keys, texts in batches:
             if not len(keys):
                 continue
-            parts, counts, new = [], [], []
+            chunks, counts = [], []
             for piece in _pieces(texts, PIECE_BYTES):
                 tokens, piece_counts = token_stream(piece, joined, ascii_token, long)
-                piece_ids, piece_new = vocab.encode_strings(tokens)
-                parts.append(piece_ids)
+                chunks.append(tokens)
                 counts.append(piece_counts)
-                new += piece_new
-            flat, counts = np.concatenate(parts), np.concatenate(counts)
+            flat, new = vocab.encode_strings(pa.chunked_array(chunks, pa.binary()))
+            counts = np.concatenate(counts)
             offsets = np.zeros(len(counts) + 1, np.int32)
             np.cumsum(counts, out=offsets[1:])
             ids = pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(flat, pa.int32()))
