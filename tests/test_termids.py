@@ -16,14 +16,20 @@ from memobench.memo.tokenize import ASCII_TOKEN, SEQ, joined_tokens
 WORDS = st.sampled_from(["a", "b", "ab", "the", "x1", "漢字", "é"])
 
 
+# Tokens of up to 8 bytes (encoded by their 64-bit key) and longer ones (by their bytes).
+KEYED_WORDS = st.sampled_from(["a", "b", "ab", "the", "x1", "漢字", "é", "abcdefgh", "abcdefghi", "漢字漢",
+                               "x" * 20, "\udc80", "a\x00", "abcdefg\u00e9"])
+
+
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.lists(WORDS, max_size=6), max_size=12))
+@given(st.lists(st.lists(KEYED_WORDS, max_size=6), max_size=12))
 def test_encode_strings_gives_ids_in_order_of_first_sight(batches):
     vocab = Vocab()
     for tokens in (batches[:len(batches) // 2], batches[len(batches) // 2:]):
         flat_tokens = [t for ts in tokens for t in ts]
         before = len(vocab)
-        ids, new = vocab.encode_strings(pa.array(flat_tokens, pa.string()))
+        ids, new = vocab.encode_strings(pa.array([t.encode("utf-8", "surrogatepass") for t in flat_tokens],
+                                                 pa.binary()))
         assert [vocab.tokens()[i] for i in ids] == flat_tokens
         assert new == vocab.tokens()[before:]
     assert vocab.tokens() == list(dict.fromkeys(t for ts in batches for t in ts))
@@ -203,3 +209,52 @@ def test_a_token_fts5_cuts_inside_a_character_round_trips(tmp_path):
     vocab = read_vocab(path)
     assert [[vocab.tokens()[i] for i in row] for row in pq.read_table(path).column("ids").to_pylist()] == want
     assert vocab.lookup(u61.joined(texts[0]).split()) is not None
+
+
+def test_token_stream_cuts_a_run_at_each_text_boundary():
+    """ASCII texts back to back with no separator between them (a run going
+    on through several texts, empty ones among them) give each its own tokens."""
+    texts = ["ab", "", "Cd", "e", "f g", "", "h"]
+    got = _stream_tokens(texts, lambda t: joined_tokens(t, SEQ["ascii"]), ASCII_TOKEN)
+    assert got == [["ab"], [], ["cd"], ["e"], ["f", "g"], [], ["h"]]
+
+
+def test_encode_strings_of_tokens_holding_spaces():
+    """Tokens never hold a space; given some, the ids are still one per token."""
+    vocab = Vocab()
+    ids, new = vocab.encode_strings(pa.chunked_array([pa.array(["a ", "a"]), pa.array(["a", "a b", "a "])]))
+    assert ids.tolist() == [0, 1, 1, 2, 0] and new == ["a ", "a", "a b"]
+
+
+# Words and what may come between them (nothing: a longer token), tokens of
+# more than 8 bytes among them
+PARTS = st.lists(st.sampled_from(["ab", "Xyz9", "abcdefgh", "ABCDEFGHIJ", "漢字", "漢字漢", "é", "\u212a",
+                                  " ", "", "-", "\n", "’"]), max_size=8).map("".join)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(PARTS, max_size=8), st.sampled_from(["fts5", *sorted(SEQ)]), st.integers(1, 40), st.data())
+def test_a_token_ids_table_holds_each_tokenizers_tokens(tmp_path_factory, texts, name, size, data):
+    """Batches in pieces of any size: each row is the tokenizer's tokens of its text."""
+    import memobench.memo.termids as termids
+
+    if name == "fts5":
+        u61 = Unicode61()
+        joined, ascii_token, long = u61.joined, u61.ascii_token, 3
+    else:
+        def joined(t):
+            return joined_tokens(t, SEQ[name])
+        ascii_token, long = ASCII_TOKEN, None
+    cut = data.draw(st.integers(0, len(texts)))
+    batches = [(pa.array(range(a, b), pa.int32()), pa.array(texts[a:b], pa.string()))
+               for a, b in ((0, cut), (cut, len(texts)))]
+    path = tmp_path_factory.mktemp("t") / "tokens.parquet"
+    saved = termids.PIECE_BYTES
+    termids.PIECE_BYTES = size
+    try:
+        write_token_ids(iter(batches), path, joined, ascii_token, long)
+    finally:
+        termids.PIECE_BYTES = saved
+    vocab = read_vocab(path)
+    rows = pq.read_table(path).column("ids").to_pylist()
+    assert [[vocab.tokens()[i] for i in row] for row in rows] == [joined(t).split() for t in texts]

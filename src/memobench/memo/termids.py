@@ -20,12 +20,14 @@ The tokens stage writes every tokenizer's tokens this way
 first seen in each batch, in id order (:func:`write_token_ids`,
 :func:`read_vocab`). The ASCII texts of a batch are tokenized all at once on
 their bytes (:func:`token_stream`), the others by their tokenizer, and the
-tokens turned into ids by Arrow's dictionary encoding, Python touching only
-each batch's distinct tokens (:meth:`Vocab.encode_strings`).
+tokens turned into ids by Arrow's dictionary encoding of a 64-bit key per
+token, Python touching only each batch's distinct tokens
+(:meth:`Vocab.encode_keys`).
 """
 
 from __future__ import annotations
 
+import functools
 from itertools import chain
 
 import numpy as np
@@ -74,17 +76,56 @@ class Vocab:
             out.append(i)
         return tuple(out)
 
-    def encode_strings(self, tokens: pa.Array) -> tuple[np.ndarray, list[str]]:
+    def encode_strings(self, tokens: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
         """(the ids of an array of tokens, the tokens first seen here in id
         order). Tokens are strings, or bytes as :func:`token_stream` gives
-        them. Arrow dictionary-encodes them, Python touching each distinct
-        token once; its dictionary lists them in order of first occurrence,
-        so ids stay in order of first sight."""
+        them, in one array or several chunks; as everywhere here, none holds
+        a space (one that does sends the array to Arrow's encoding of the
+        bytes themselves). Encoded as their keys (:meth:`encode_keys`)."""
         if not len(tokens):
             return EMPTY_IDS, []
-        encoded = pc.dictionary_encode(tokens)
+        chunks = tokens.chunks if isinstance(tokens, pa.ChunkedArray) else [tokens]
+        keyed = [_array_keys(c) for c in chunks]
+        if any(k is None for k in keyed):
+            dictionary, indices = _dictionary(pc.dictionary_encode(tokens))
+            return self._ids(dictionary.to_pylist(), indices)
+        longer = pa.chunked_array([c.filter(pa.array(is_long)) for c, (_, is_long) in zip(chunks, keyed)],
+                                  chunks[0].type)
+        return self.encode_keys([k for k, _ in keyed], [is_long for _, is_long in keyed], longer)
+
+    def encode_keys(self, keys: list[np.ndarray], is_long: list[np.ndarray],
+                    longer: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
+        """:meth:`encode_strings` of tokens given as their keys (:func:`_keys`),
+        in pieces, ``is_long`` marking those of more than 8 bytes, whose bytes
+        are ``longer``, in order. Arrow dictionary-encodes the keys (about
+        three times as fast as bytes), a longer token's key replaced by its
+        index among the longer ones (by the same encoding of their bytes) over
+        a space; its dictionary lists them in order of first occurrence, so
+        ids stay in order of first sight, Python touching each distinct token
+        once. The pieces stay apart (Arrow encodes them as one), so no copy
+        of all the keys is made."""
+        if not sum(map(len, keys)):
+            return EMPTY_IDS, []
+        names = []
+        if len(longer):
+            dictionary, indices = _dictionary(pc.dictionary_encode(longer))
+            escaped = (indices.astype(np.uint64) << np.uint64(8)) | np.uint64(_SPACE)
+            at = 0
+            for piece, marked in zip(keys, is_long):
+                n = np.count_nonzero(marked)
+                piece[marked] = escaped[at:at + n]
+                at += n
+            names = dictionary.to_pylist()
+        dictionary, indices = _dictionary(pc.dictionary_encode(pa.chunked_array(map(pa.array, keys), pa.uint64())))
+        return self._ids([names[k >> 8] if (k & 0xFF) == _SPACE else k.to_bytes(8, "little").rstrip(b" ")
+                          for k in dictionary.to_pylist()], indices)
+
+    def _ids(self, distinct: list, indices: np.ndarray) -> tuple[np.ndarray, list[str]]:
+        """(the ids, the tokens first seen here) of tokens given as the distinct
+        ones in order of first occurrence (strings or UTF-8 bytes) and each
+        token's index among them."""
         ids, new, remap = self.ids, [], []
-        for t in encoded.dictionary.to_pylist():
+        for t in distinct:
             if isinstance(t, bytes):
                 t = t.decode("utf-8", "surrogatepass")
             i = ids.get(t)
@@ -92,10 +133,54 @@ class Vocab:
                 i = ids[t] = len(ids)
                 new.append(t)
             remap.append(i)
-        return np.array(remap, np.int32)[encoded.indices.to_numpy()], new
+        return np.array(remap, np.int32)[indices], new
+
+
+def _dictionary(encoded: pa.DictionaryArray | pa.ChunkedArray) -> tuple[pa.Array, np.ndarray]:
+    """(the dictionary, the indices) of a dictionary-encoded array or chunked array."""
+    if isinstance(encoded, pa.ChunkedArray):
+        # Arrow gives every chunk the one dictionary of them all (DictEncodeFinalize)
+        return encoded.chunk(0).dictionary, np.concatenate([c.indices.to_numpy() for c in encoded.chunks])
+    return encoded.dictionary, encoded.indices.to_numpy()
 
 
 _SPACE = 32
+_ALL = np.uint64(0xFFFF_FFFF_FFFF_FFFF)
+_SPACES = np.uint64(0x2020_2020_2020_2020)
+_KEY_PAD = b" " * 8  # after the last token of a buffer keys are read from
+
+
+def _keys(data: bytes, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The key of each token of ``data`` (``lengths`` bytes at ``starts``;
+    8 bytes readable from each start): its first 8 bytes as a little-endian
+    integer, spaces after a shorter token. A token never holds a space, so two
+    tokens of up to 8 bytes have one key only when they are equal, and the
+    low byte of a key is never a space."""
+    windows = np.ndarray((len(data) - 7,), "<u8", data, strides=(1,))
+    after = np.left_shift(_ALL, lengths.astype(np.uint64) << np.uint64(3))  # the bits past the token: none from 8 bytes
+    return (np.take(windows, starts) & ~after) | (_SPACES & after)
+
+
+def _array_keys(tokens: pa.Array) -> tuple[np.ndarray, np.ndarray] | None:
+    """(the keys, which are longer than 8 bytes) of a string or binary array
+    of tokens; None where one holds a space."""
+    n = len(tokens)
+    offsets = np.frombuffer(tokens.buffers()[1], np.int32)[tokens.offset:tokens.offset + n + 1]
+    first, size = int(offsets[0]), int(offsets[-1] - offsets[0])
+    data = tokens.buffers()[2].to_pybytes()[first:first + size] if size else b""
+    if b" " in data:
+        return None
+    lengths = np.diff(offsets)
+    return _keys(data + _KEY_PAD, offsets[:-1] - first, lengths), lengths > 8
+
+
+def _runs_bytes(data: bytes, starts: np.ndarray, lengths: np.ndarray) -> pa.Array:
+    """The runs of ``data`` at ``starts``, ``lengths`` bytes each, as a binary array."""
+    offsets = np.zeros(len(starts) + 1, np.int32)
+    np.cumsum(lengths, out=offsets[1:])
+    at = np.repeat(starts - offsets[:-1], lengths) + np.arange(offsets[-1])
+    return pa.Array.from_buffers(pa.binary(), len(starts),
+                                 [None, pa.py_buffer(offsets), pa.py_buffer(np.frombuffer(data, np.uint8)[at])])
 
 
 def token_stream(texts: pa.Array, joined, ascii_token: bytes | None = None,
@@ -113,38 +198,68 @@ def token_stream(texts: pa.Array, joined, ascii_token: bytes | None = None,
 
     Every text becomes a string whose tokens are separated by spaces (an
     ASCII text through one ``bytes.translate`` of the batch: token bytes
-    lowercased, the others spaces); then the runs are found with a few
-    vectorized passes, and the tokens are the runs' bytes back to back."""
+    lowercased, the others spaces), the texts joined by spaces; then the runs
+    are found with a few vectorized passes (:func:`_spaced_runs`), and the
+    tokens are the runs' bytes back to back."""
+    spaced, starts, lengths, counts = _spaced_runs(texts, joined, ascii_token, long)
+    token_offsets = np.zeros(len(starts) + 1, np.int32)
+    np.cumsum(lengths, out=token_offsets[1:])
+    # the tokens' bytes: the spaces deleted, in one C pass (a mask's gather costs more)
+    tokens = pa.Array.from_buffers(pa.binary(), len(starts),
+                                   [None, pa.py_buffer(token_offsets), pa.py_buffer(spaced.translate(None, b" "))])
+    return tokens, counts
+
+
+def _spaced_runs(texts: pa.Array, joined, ascii_token: bytes | None = None,
+                 long: int | None = None) -> tuple[bytes, np.ndarray, np.ndarray, np.ndarray]:
+    """(the texts' spaced forms, each followed by a space, then 8 more; the
+    start and the length of each run of non-space bytes in it; each text's
+    number of runs): :func:`token_stream`'s tokens, before they are copied
+    out."""
     n = len(texts)
-    plain = (np.zeros(n, bool) if ascii_token is None
-             else pc.string_is_ascii(texts).to_numpy(zero_copy_only=False))
-    table = None if ascii_token is None else bytes(
-        (c + 32 if 65 <= c <= 90 else c) if ascii_token[c] else _SPACE for c in range(256))
     offsets, buf = _string_buffers(texts)
-    translated = buf.tobytes().translate(table) if plain.any() else b""
+    raw = b"" if ascii_token is None else buf.tobytes()
+    if ascii_token is None:
+        plain = np.zeros(n, bool)
+    elif raw.isascii():  # the usual case, one C pass: string_is_ascii costs several times more
+        plain = np.ones(n, bool)
+    else:
+        plain = pc.string_is_ascii(texts).to_numpy(zero_copy_only=False)
+    translated = raw.translate(_lowered(ascii_token)) if plain.any() else b""
+    bounds, strings = offsets.tolist(), None
     while True:
         if plain.all():
-            offsets_now, data = offsets, np.frombuffer(translated, np.uint8)
+            forms = [translated[a:b] for a, b in zip(bounds, bounds[1:])]
+            form_at = offsets + np.arange(n + 1)
         else:
-            forms = pa.array([translated[offsets[i]:offsets[i + 1]] if p
-                              else joined(t).encode("utf-8", "surrogatepass")
-                              for i, (t, p) in enumerate(zip(texts.to_pylist(), plain))], pa.binary())
-            offsets_now, data = _string_buffers(forms)
-        starts, ends, counts, is_token = _runs(data, offsets_now)
+            strings = texts.to_pylist() if strings is None else strings
+            forms = [translated[a:b] if p else joined(t).encode("utf-8", "surrogatepass")
+                     for a, b, t, p in zip(bounds, bounds[1:], strings, plain)]
+            form_at = np.zeros(n + 1, np.int64)
+            np.cumsum([len(f) + 1 for f in forms], out=form_at[1:])
+        # a space after each text, so no run goes on into the next one
+        spaced = b" ".join([*forms, _KEY_PAD])
+        # where the mask of token bytes changes: starts and ends alternately
+        # (it ends in spaces, and is False before the first byte)
+        is_token = np.zeros(len(spaced) + 1, bool)
+        np.not_equal(np.frombuffer(spaced, np.uint8), _SPACE, out=is_token[1:])
+        edges = np.flatnonzero(is_token[1:] != is_token[:-1])
+        starts = edges[0::2]
+        lengths = edges[1::2] - starts
         if long is not None and plain.any():
-            too_long = np.flatnonzero((ends - starts) > long)
-            text_of = np.searchsorted(offsets_now, starts[too_long], side="right") - 1
+            text_of = np.searchsorted(form_at, starts[lengths > long], side="right") - 1
             text_of = text_of[plain[text_of]]
             if len(text_of):
                 plain = plain.copy()
                 plain[text_of] = False
                 continue
-        break
-    token_offsets = np.zeros(len(starts) + 1, np.int32)
-    np.cumsum(ends - starts, out=token_offsets[1:])
-    tokens = pa.Array.from_buffers(pa.binary(), len(starts),
-                                   [None, pa.py_buffer(token_offsets), pa.py_buffer(data[is_token])])
-    return tokens, counts
+        return spaced, starts, lengths, np.diff(np.searchsorted(starts, form_at))
+
+
+@functools.lru_cache(maxsize=8)
+def _lowered(ascii_token: bytes) -> bytes:
+    """The ``bytes.translate`` table of ``ascii_token``: token bytes lowercased, the others spaces."""
+    return bytes((c + 32 if 65 <= c <= 90 else c) if ascii_token[c] else _SPACE for c in range(256))
 
 
 def _string_buffers(strings: pa.Array) -> tuple[np.ndarray, np.ndarray]:
@@ -157,25 +272,6 @@ def _string_buffers(strings: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     data = (np.frombuffer(data_buffer, np.uint8)[offsets[0]:offsets[-1]] if offsets[-1] > offsets[0]
             else np.empty(0, np.uint8))
     return offsets - offsets[0], data
-
-
-def _runs(data: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(starts, ends, each string's count, the token-byte mask) of the runs of
-    non-space bytes of strings given back to back; no run crosses from one
-    string into the next."""
-    is_token = data != _SPACE
-    inner = offsets[(offsets > 0) & (offsets < len(data))]  # where a string begins after another
-    before = np.empty(len(data), bool)
-    before[:1] = False
-    before[1:] = is_token[:-1]
-    before[inner] = False
-    starts = np.flatnonzero(is_token & ~before)
-    after = before  # reused: is_token shifted the other way
-    after[-1:] = False
-    after[:-1] = is_token[1:]
-    after[inner - 1] = False
-    ends = np.flatnonzero(is_token & ~after) + 1
-    return starts, ends, np.diff(np.searchsorted(starts, offsets)), is_token
 
 
 def id_lists(lists: pa.ListArray, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -208,7 +304,9 @@ def with_separators(flat: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, 
     return out, starts
 
 
-PIECE_BYTES = 32 << 20  # text tokenized at once: token_stream holds about ten times this
+# Text tokenized at once: token_stream's arrays (about ten times this) stay in
+# the caches and the allocator's free lists, not fresh pages of big arrays.
+PIECE_BYTES = 256 << 10
 
 
 def _pieces(texts: pa.Array, size: int) -> list[pa.Array]:
@@ -236,14 +334,16 @@ def write_token_ids(batches, out, joined, ascii_token: bytes | None = None, long
         for keys, texts in batches:
             if not len(keys):
                 continue
-            parts, counts, new = [], [], []
+            token_keys, is_long, longer, counts = [], [], [], []
             for piece in _pieces(texts, PIECE_BYTES):
-                tokens, piece_counts = token_stream(piece, joined, ascii_token, long)
-                piece_ids, piece_new = vocab.encode_strings(tokens)
-                parts.append(piece_ids)
+                spaced, starts, lengths, piece_counts = _spaced_runs(piece, joined, ascii_token, long)
+                # keys while the piece is in the caches; only the longer tokens' bytes are copied out
+                token_keys.append(_keys(spaced, starts, lengths))
+                is_long.append(lengths > 8)
+                longer.append(_runs_bytes(spaced, starts[is_long[-1]], lengths[is_long[-1]]))
                 counts.append(piece_counts)
-                new += piece_new
-            flat, counts = np.concatenate(parts), np.concatenate(counts)
+            flat, new = vocab.encode_keys(token_keys, is_long, pa.chunked_array(longer, pa.binary()))
+            counts = np.concatenate(counts)
             offsets = np.zeros(len(counts) + 1, np.int32)
             np.cumsum(counts, out=offsets[1:])
             ids = pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(flat, pa.int32()))
