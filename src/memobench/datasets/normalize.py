@@ -14,6 +14,7 @@ import hashlib
 import json
 import re
 import struct
+import threading
 from array import array
 from bisect import bisect_left
 from contextlib import contextmanager
@@ -101,12 +102,120 @@ def _digest(scope: str, session_id: str, texts: list, roles: list, dia_ids: list
     return h.digest()
 
 
+class _WriteBehind:
+    """One thread that writes the row groups of a dataset's tables, so that
+    Parquet's encoding and zstd (pyarrow releases the GIL there) run on
+    another core while the next items are parsed. Each table's batches are
+    written in the order handed over, so the files are the same. At most
+    ``depth`` batches are handed over and not yet written (the memory of that
+    many batches more than writing in place). A failed write is raised again,
+    the same exception, at the next hand-over or at :meth:`wait`; later
+    batches are dropped, as the tables are then aborted."""
+
+    def __init__(self, depth: int = 1):
+        self.slots = threading.Semaphore(depth)
+        self.tasks: list = []
+        self.ready = threading.Condition()
+        self.busy = 0  # batches handed over and not yet written or dropped
+        self.error: BaseException | None = None
+        self.dropping = False
+        self.thread: threading.Thread | None = None
+
+    def put(self, writer, batch, rows: int) -> None:
+        self.check()
+        self.slots.acquire()
+        with self.ready:
+            self.tasks.append((writer, batch, rows))
+            self.busy += 1
+            self.ready.notify_all()
+        if self.thread is None:
+            self.thread = threading.Thread(target=self._run, name="normalize-writer", daemon=True)
+            self.thread.start()
+
+    def _run(self) -> None:
+        while True:
+            with self.ready:
+                while not self.tasks:
+                    self.ready.wait()
+                task = self.tasks.pop(0)
+            if task is None:
+                return
+            writer, batch, rows = task
+            try:
+                if self.error is None and not self.dropping:
+                    writer.write_batch(batch, row_group_size=rows)
+            except BaseException as e:  # raised again in the parsing thread
+                self.error = e
+            finally:
+                del task, batch
+                with self.ready:
+                    self.busy -= 1
+                    self.ready.notify_all()
+                self.slots.release()
+
+    def check(self) -> None:
+        if self.error is not None:
+            raise self.error
+
+    def wait(self) -> None:
+        """Until every batch handed over is written; raises a failed write's error."""
+        with self.ready:
+            while self.busy:
+                self.ready.wait()
+        self.check()
+
+    def stop(self, drop: bool = False) -> None:
+        """Ends the thread (after the batches handed over, written or, with
+        ``drop``, not)."""
+        self.dropping = self.dropping or drop
+        if self.thread is not None:
+            with self.ready:
+                self.tasks.append(None)
+                self.ready.notify_all()
+            self.thread.join()
+            self.thread = None
+
+
+class _BehindWriter(TableWriter):
+    """A :class:`TableWriter` whose row groups :class:`_WriteBehind` writes."""
+
+    def __init__(self, path, schema: pa.Schema, behind: _WriteBehind, batch_rows: int = 65536):
+        super().__init__(path, schema, batch_rows=batch_rows)
+        self.write_behind = behind
+
+    def flush(self) -> None:
+        if not self.pending:
+            return
+        batch = pa.record_batch([self._column(f) for f in self.schema], schema=self.schema)
+        self.write_behind.put(self.writer, batch, self.batch_rows)
+        self.rows += self.pending
+        self.columns = {name: [] for name in self.schema.names}
+        self.arrays = {name: [] for name in self.schema.names}
+        self.pending = 0
+
+    def close(self) -> None:
+        try:
+            self.flush()
+            self.write_behind.wait()  # its row groups are all in the file before the footer
+        except BaseException:
+            self.abort()
+            raise
+        super().close()
+
+    def abort(self) -> None:
+        self.write_behind.stop(drop=True)  # the writer is not in use while it is closed
+        super().abort()
+
+
 class SessionStore:
     """Assigns a key to each distinct session and writes sessions and events once."""
 
-    def __init__(self, out_dir: Path):
-        self.sessions = TableWriter(out_dir / "sessions.parquet", SESSIONS)
-        self.events = TableWriter(out_dir / "events.parquet", EVENTS)
+    def __init__(self, out_dir: Path, behind: _WriteBehind | None = None):
+        def writer(path, schema):
+            return TableWriter(path, schema) if behind is None else _BehindWriter(path, schema, behind)
+
+        self.sessions = writer(out_dir / "sessions.parquet", SESSIONS)
+        self.events = writer(out_dir / "events.parquet", EVENTS)
         self.keys: dict[bytes, int] = {}
         self.n_events = 0
 
@@ -383,16 +492,24 @@ class _Tables:
     removes every temporary file; ``close()`` moves them all into place."""
 
     def __init__(self, out_dir: Path):
-        self.store = SessionStore(out_dir)
-        self.questions = TableWriter(out_dir / "questions.parquet", QUESTIONS, batch_rows=4096)
-        self.haystacks = TableWriter(out_dir / "haystacks.parquet", HAYSTACKS)
+        self.behind = _WriteBehind()
+        self.store = SessionStore(out_dir, self.behind)
+        self.questions = _BehindWriter(out_dir / "questions.parquet", QUESTIONS, self.behind, batch_rows=4096)
+        self.haystacks = _BehindWriter(out_dir / "haystacks.parquet", HAYSTACKS, self.behind)
 
     def close(self) -> None:
-        self.questions.close()
-        self.haystacks.close()
-        self.store.close()
+        try:
+            # every last batch handed over first: one is built while another is written
+            for t in (self.questions, self.haystacks, self.store.sessions, self.store.events):
+                t.flush()
+            self.questions.close()
+            self.haystacks.close()
+            self.store.close()
+        finally:
+            self.behind.stop()
 
     def abort(self) -> None:
+        self.behind.stop(drop=True)
         self.questions.abort()
         self.haystacks.abort()
         self.store.abort()
