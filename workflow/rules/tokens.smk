@@ -10,8 +10,10 @@ rule tokens:
     params:
         code=code("tokens"),
     # tokens and retrieve lie on the path to every result: a free core takes
-    # them before side jobs (manifest, qrels, session_json)
-    priority: 1
+    # them before side jobs (manifest, qrels, session_json); a tokens job also
+    # before any retrieve job (priority 1) and the long per-dataset jobs (2),
+    # since each tokenizer's table holds up all of its variants' jobs
+    priority: 3
     benchmark:
         f"{BENCHMARKS}/tokens/{{dataset}}/{{tokenizer}}.tsv"
     log:
