@@ -354,11 +354,19 @@ class Ranker:
         self.recipe = recipe
         if recipe.backend == "fts":
             self.backend = FtsBackend(corpus, recipe.fts_limit, matcher)
+            backend_key = ("fts", recipe.fts_limit)
         elif recipe.backend == "index":
             self.backend = IndexBackend(corpus)
+            backend_key = ("index",)
         else:
             raise ValueError(f"unknown backend {recipe.backend!r}")
         self.seq = SEQ[recipe.seq]
+        # What a candidate list depends on besides the haystack, the phrase, its
+        # kind's check mode and min_time: rankers with the same key get the same lists.
+        self._list_key = (recipe.seq, backend_key)
+        # {key: candidates} of the current question, shared by the rankers of a
+        # pass over one corpus (run_segments clears it between questions); None: not shared
+        self.shared: dict | None = None
 
     def check_tokens(self, phrase: str, kind: str) -> tuple:
         r = self.recipe
@@ -387,6 +395,17 @@ class Ranker:
         its own representative (docs/harnesses.md#the-inverted-index), so one id can fill two places of a list,
         and the merge adds its weight once per place (docs/edge-cases.md,
         "Repeated session ids")."""
+        shared = self.shared
+        if shared is not None:
+            mode = self.recipe.question_check if kind == "question" else self.recipe.token_check
+            key = (self._list_key, mode, phrase, min_time)
+            found = shared.get(key)
+            if found is None:
+                found = shared[key] = self._candidates(hay, phrase, kind, min_time)
+            return found
+        return self._candidates(hay, phrase, kind, min_time)
+
+    def _candidates(self, hay: Haystack, phrase: str, kind: str, min_time: int | None) -> list[tuple]:
         check = self.check_tokens(phrase, kind)
         seq_name = self.recipe.seq
         reps = self.corpus.hay_events(hay, seq_name).reps(check)

@@ -165,6 +165,11 @@ def run_segments(variants: list[Variant], questions, haystacks, corpus: Corpus, 
     matcher = (PhraseMatcher(Unicode61(), max(limits), corpus.fts_vocab)
                if limits and not fts_sqlite else None)
     rankers = [Ranker(corpus, v.recipe, matcher) for v in variants]
+    # the variants' candidate lists of the current question, each computed once
+    # (a list depends on the tokenizer, backend, check mode, phrase and min_time)
+    shared: dict = {}
+    for ranker in rankers:
+        ranker.shared = shared
     last_use: dict[int, int] = {}
     for n, q in enumerate(questions):
         hay = haystacks.get(q["haystack_id"])
@@ -176,6 +181,7 @@ def run_segments(variants: list[Variant], questions, haystacks, corpus: Corpus, 
     started = time.monotonic()
     for n, q in enumerate(questions):
         hay = haystacks.get(q["haystack_id"])
+        shared.clear()
         for variant, ranker in zip(variants, rankers):
             skip, miss = skip_reason(variant.skip, q, hay, variant)
             if skip is None and miss is None:
