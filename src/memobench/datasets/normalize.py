@@ -107,13 +107,13 @@ class _WriteBehind:
     Parquet's encoding and zstd (pyarrow releases the GIL there) run on
     another core while the next items are parsed. Each table's batches are
     written in the order handed over, so the files are the same. At most
-    ``depth`` batches are handed over and not yet written (the memory of that
-    many batches more than writing in place). A failed write is raised again,
+    ``in_flight`` batches are handed over and not yet written (the memory of
+    that many batches more than writing in place). A failed write is raised again,
     the same exception, at the next hand-over or at :meth:`wait`; later
     batches are dropped, as the tables are then aborted."""
 
-    def __init__(self, depth: int = 1):
-        self.slots = threading.Semaphore(depth)
+    def __init__(self, in_flight: int = 1):
+        self.slots = threading.Semaphore(in_flight)
         self.tasks: list = []
         self.ready = threading.Condition()
         self.busy = 0  # batches handed over and not yet written or dropped
