@@ -180,12 +180,15 @@ class TableWriter:
     def flush(self) -> None:
         if not self.pending:
             return
-        batch = pa.record_batch([self._column(f) for f in self.schema], schema=self.schema)
-        self.writer.write_batch(batch, row_group_size=self.batch_rows)
+        self._write(pa.record_batch([self._column(f) for f in self.schema], schema=self.schema))
         self.rows += self.pending
         self.columns = {name: [] for name in self.schema.names}
         self.arrays = {name: [] for name in self.schema.names}
         self.pending = 0
+
+    def _write(self, batch: pa.RecordBatch) -> None:
+        """One row group of the table (a subclass may hand it to another thread)."""
+        self.writer.write_batch(batch, row_group_size=self.batch_rows)
 
     def close(self) -> None:
         try:

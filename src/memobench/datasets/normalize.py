@@ -14,9 +14,9 @@ import hashlib
 import json
 import re
 import struct
-import threading
 from array import array
 from bisect import bisect_left
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from itertools import accumulate, chain, repeat
 from pathlib import Path
@@ -106,74 +106,29 @@ class _WriteBehind:
     """One thread that writes the row groups of a dataset's tables, so that
     Parquet's encoding and zstd (pyarrow releases the GIL there) run on
     another core while the next items are parsed. Each table's batches are
-    written in the order handed over, so the files are the same. At most
-    ``in_flight`` batches are handed over and not yet written (the memory of
-    that many batches more than writing in place). A failed write is raised again,
-    the same exception, at the next hand-over or at :meth:`wait`; later
-    batches are dropped, as the tables are then aborted."""
+    written in the order handed over, so the files are the same. One batch is
+    written while the next is built, no more (one batch's memory more than
+    writing in place). A failed write is raised again, the same exception, at
+    the next hand-over or at :meth:`wait`; nothing is handed over after it,
+    as the tables are then aborted."""
 
-    def __init__(self, in_flight: int = 1):
-        self.slots = threading.Semaphore(in_flight)
-        self.tasks: list = []
-        self.ready = threading.Condition()
-        self.busy = 0  # batches handed over and not yet written or dropped
-        self.error: BaseException | None = None
-        self.dropping = False
-        self.thread: threading.Thread | None = None
+    def __init__(self):
+        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="normalize-writer")
+        self.writing = None  # the batch being written (a Future)
 
     def put(self, writer, batch, rows: int) -> None:
-        self.check()
-        self.slots.acquire()
-        with self.ready:
-            self.tasks.append((writer, batch, rows))
-            self.busy += 1
-            self.ready.notify_all()
-        if self.thread is None:
-            self.thread = threading.Thread(target=self._run, name="normalize-writer", daemon=True)
-            self.thread.start()
-
-    def _run(self) -> None:
-        while True:
-            with self.ready:
-                while not self.tasks:
-                    self.ready.wait()
-                task = self.tasks.pop(0)
-            if task is None:
-                return
-            writer, batch, rows = task
-            try:
-                if self.error is None and not self.dropping:
-                    writer.write_batch(batch, row_group_size=rows)
-            except BaseException as e:  # raised again in the parsing thread
-                self.error = e
-            finally:
-                del task, batch
-                with self.ready:
-                    self.busy -= 1
-                    self.ready.notify_all()
-                self.slots.release()
-
-    def check(self) -> None:
-        if self.error is not None:
-            raise self.error
+        self.wait()
+        self.writing = self.pool.submit(writer.write_batch, batch, row_group_size=rows)
 
     def wait(self) -> None:
-        """Until every batch handed over is written; raises a failed write's error."""
-        with self.ready:
-            while self.busy:
-                self.ready.wait()
-        self.check()
+        """Until the batch handed over is written; raises a failed write's error."""
+        writing, self.writing = self.writing, None
+        if writing is not None:
+            writing.result()
 
-    def stop(self, drop: bool = False) -> None:
-        """Ends the thread (after the batches handed over, written or, with
-        ``drop``, not)."""
-        self.dropping = self.dropping or drop
-        if self.thread is not None:
-            with self.ready:
-                self.tasks.append(None)
-                self.ready.notify_all()
-            self.thread.join()
-            self.thread = None
+    def stop(self) -> None:
+        """Ends the thread, after the write under way (none is waiting)."""
+        self.pool.shutdown(wait=True)
 
 
 class _BehindWriter(TableWriter):
@@ -183,15 +138,8 @@ class _BehindWriter(TableWriter):
         super().__init__(path, schema, batch_rows=batch_rows)
         self.write_behind = behind
 
-    def flush(self) -> None:
-        if not self.pending:
-            return
-        batch = pa.record_batch([self._column(f) for f in self.schema], schema=self.schema)
+    def _write(self, batch: pa.RecordBatch) -> None:
         self.write_behind.put(self.writer, batch, self.batch_rows)
-        self.rows += self.pending
-        self.columns = {name: [] for name in self.schema.names}
-        self.arrays = {name: [] for name in self.schema.names}
-        self.pending = 0
 
     def close(self) -> None:
         try:
@@ -203,7 +151,7 @@ class _BehindWriter(TableWriter):
         super().close()
 
     def abort(self) -> None:
-        self.write_behind.stop(drop=True)  # the writer is not in use while it is closed
+        self.write_behind.stop()  # the writer is not in use while it is closed
         super().abort()
 
 
@@ -509,7 +457,7 @@ class _Tables:
             self.behind.stop()
 
     def abort(self) -> None:
-        self.behind.stop(drop=True)
+        self.behind.stop()
         self.questions.abort()
         self.haystacks.abort()
         self.store.abort()
