@@ -108,36 +108,34 @@ def seq_ascii(text: str) -> list[str]:
     return _RE_ASCII.findall(text.lower())
 
 
-def seq_cjkr(text: str) -> list[str]:
-    """S-CJKR: maximal runs of ``[a-z0-9]`` and U+3400..U+9FFF (mixed runs are one token)."""
+def _han_aware(regex: re.Pattern, text: str) -> list[str]:
+    """``regex``'s matches in ``lower(text)``; text with no character a
+    non-ASCII tokenizer treats apart (most English text) takes the cheaper
+    S-ASCII scan, which gives the same tokens there."""
     lower = text.lower()
     if lower.isascii() or not _RE_ANY_HAN.search(lower):  # isascii() is O(1)
         return _RE_ASCII.findall(lower)
-    return _RE_CJKR.findall(lower)
+    return regex.findall(lower)
+
+
+def seq_cjkr(text: str) -> list[str]:
+    """S-CJKR: maximal runs of ``[a-z0-9]`` and U+3400..U+9FFF (mixed runs are one token)."""
+    return _han_aware(_RE_CJKR, text)
 
 
 def seq_zh(text: str) -> list[str]:
     """S-ZH: maximal runs of ``[a-z0-9]`` and Script=Han (mixed runs are one token)."""
-    lower = text.lower()
-    if lower.isascii() or not _RE_ANY_HAN.search(lower):  # isascii() is O(1)
-        return _RE_ASCII.findall(lower)
-    return _RE_ZH.findall(lower)
+    return _han_aware(_RE_ZH, text)
 
 
 def seq_exp6(text: str) -> list[str]:
     """S-EXP6: ``[a-z0-9]+`` or Han runs, separately; Han runs of UTF-16 length 1 dropped."""
-    lower = text.lower()
-    if lower.isascii() or not _RE_ANY_HAN.search(lower):  # isascii() is O(1)
-        return _RE_ASCII.findall(lower)
-    return _RE_EXP6.findall(lower)
+    return _han_aware(_RE_EXP6, text)
 
 
 def seq_prod(text: str) -> list[str]:
     """S-PROD: like S-EXP6 but Han runs of any length are kept."""
-    lower = text.lower()
-    if lower.isascii() or not _RE_ANY_HAN.search(lower):  # isascii() is O(1)
-        return _RE_ASCII.findall(lower)
-    return _RE_PROD.findall(lower)
+    return _han_aware(_RE_PROD, text)
 
 
 def joined_tokens(text: str, seq) -> str:
