@@ -60,7 +60,7 @@ _TOL = 1e-12
 def read_outcomes(outcome_paths) -> tuple[dict[int, dict[str, float]], dict[int, str]]:
     """A variant's evaluated questions: ({q_index: {hit@1, hit@5, mrr}},
     {q_index: question type} of those the harness counts in its per-type table)."""
-    out, types = {}, {}
+    out, types = PerQuestion(), {}
     for p in outcome_paths:
         t = read_table(p, columns=["q_index", "status", "gold_rank", "question_type", "in_types"]).to_pydict()
         for qi, status, rank, qt, in_types in zip(t["q_index"], t["status"], t["gold_rank"], t["question_type"],
@@ -265,12 +265,8 @@ class Draws:
             flips = self._exact_products([s[:, at] for s in self.signs], x)
             for j, d, scale, (ka, kb) in members:
                 ca, cb = index[ka], index[kb]
-                with np.errstate(invalid="ignore", divide="ignore"):
-                    boots = (sums[:, ca] - sums[:, cb]) / (drawn * scale)
-                boots = boots[drawn > 0]
-                extreme = int((np.abs(flips[:, ca] - flips[:, cb]) >= abs(totals[ca] - totals[cb]) - 0.5).sum())
-                ci = [float(v) for v in np.percentile(boots, [2.5, 97.5])] if boots.size else None
-                out[j] = {"diff": float(d.mean()), "ci95": ci, "p": float((1 + extreme) / (1 + self.n_perm))}
+                out[j] = self._summary(d, sums[:, ca] - sums[:, cb], drawn, scale, flips[:, ca] - flips[:, cb],
+                                       totals[ca] - totals[cb], 0.5)
         return out
 
     def evaluate(self, jobs: list[tuple[list[int], np.ndarray]], block: int = 256) -> list[dict]:
@@ -306,17 +302,21 @@ class Draws:
             drawn = np.concatenate([c.astype(np.float64) @ masks for c in self.counts])
             flips = np.concatenate([s.astype(np.float64) @ num for s in self.signs])
             for k, (j, pos, d, scale) in enumerate(part):
-                den = drawn[:, mask_of[tuple(pos)]]
-                with np.errstate(invalid="ignore", divide="ignore"):
-                    boots = sums[:, k] / (den * (scale or 1))
-                boots = boots[den > 0]
-                total = num[:, k].sum()
                 # exact integer sums when scaled; a tolerance for float ones
-                tol = 0.5 if scale else _TOL * len(pos)
-                extreme = int((np.abs(flips[:, k]) >= abs(total) - tol).sum())
-                ci = [float(x) for x in np.percentile(boots, [2.5, 97.5])] if boots.size else None
-                out[j] = {"diff": float(d.mean()), "ci95": ci, "p": float((1 + extreme) / (1 + self.n_perm))}
+                out[j] = self._summary(d, sums[:, k], drawn[:, mask_of[tuple(pos)]], scale or 1, flips[:, k],
+                                       num[:, k].sum(), 0.5 if scale else _TOL * len(pos))
         return out
+
+    def _summary(self, d, sums, drawn, scale, flips, total, tol) -> dict:
+        """A job's mean, bootstrap 95% interval and randomization p from its
+        resamples' sums and drawn counts and its sign-flip sums (at ``scale``;
+        ``total``: the sum of its scaled differences)."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            boots = sums / (drawn * scale)
+        boots = boots[drawn > 0]
+        extreme = int((np.abs(flips) >= abs(total) - tol).sum())
+        ci = [float(x) for x in np.percentile(boots, [2.5, 97.5])] if boots.size else None
+        return {"diff": float(d.mean()), "ci95": ci, "p": float((1 + extreme) / (1 + self.n_perm))}
 
 
 def p_analytic(metric: str, d: np.ndarray) -> float | None:
@@ -380,22 +380,26 @@ def holm(pvalues: list[float]) -> list[float]:
     return adj
 
 
-_MATRICES: dict[int, tuple[dict, np.ndarray, np.ndarray]] = {}
+class PerQuestion(dict):
+    """{q_index: {hit@1, hit@5, mrr}} of a variant, which also keeps its
+    questions as a matrix (one column per metric, q_index ascending), built
+    the first time a pair reads it (the dict is not changed after reading): a dataset's pairs take their rows from it
+    instead of reading the dicts again for every pair."""
+
+    _matrix: tuple[np.ndarray, np.ndarray] | None = None
+
+    def rows(self, common) -> np.ndarray:
+        if self._matrix is None:
+            keys = sorted(self)
+            self._matrix = (np.array(keys, dtype=np.int64), np.array(
+                [[self[q][m] for m in METRICS] for q in keys], dtype=np.float64).reshape(len(keys), len(METRICS)))
+        keys, matrix = self._matrix
+        return matrix[np.searchsorted(keys, np.asarray(common, dtype=np.int64))]
 
 
 def _rows_of(x: dict[int, dict], common: list[int]) -> np.ndarray:
-    """``x``'s metrics (one column each) at the questions ``common``. Each
-    variant's questions are put in a matrix once (keyed by the dict's id, so
-    the dict is kept with it), a pair's rows taken from it by position."""
-    got = _MATRICES.get(id(x))
-    if got is None or got[0] is not x:
-        if len(_MATRICES) > 64:  # callers outside dataset_stats (which clears it) keep it small
-            _MATRICES.clear()
-        keys = sorted(x)
-        got = _MATRICES[id(x)] = (x, np.array(keys, dtype=np.int64), np.array(
-            [[x[q][m] for m in METRICS] for q in keys], dtype=np.float64).reshape(len(keys), len(METRICS)))
-    _, keys, matrix = got
-    return matrix[np.searchsorted(keys, np.asarray(common, dtype=np.int64))]
+    """``x``'s metrics (one column each) at the questions ``common``."""
+    return (x if isinstance(x, PerQuestion) else PerQuestion(x)).rows(common)
 
 
 def _aligned(a: dict[int, dict], b: dict[int, dict], common: list[int]) -> tuple[np.ndarray, np.ndarray]:
@@ -585,7 +589,6 @@ def dataset_stats(dataset: str, variants: dict[str, str], outcomes: dict[str, li
     chosen = [v for v in variants if compare_set is None or v in compare_set]
     pairs = _pair_rows(all_pairs(chosen), per, draws)
     log(f"{dataset}: {len(pairs)} pairs of {len(chosen)} variants")
-    _MATRICES.clear()
     family_size = _apply_holm(rows + pairs)
     return {"dataset": dataset, "seed": SEED, "bootstrap": BOOTSTRAP, "permutations": PERMUTATIONS,
             "saturated_at": SATURATED, "metrics": list(METRICS), "comparisons": rows,
