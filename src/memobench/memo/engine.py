@@ -349,7 +349,7 @@ WEIGHTS = {
 class Ranker:
     """Ranks one question's haystack under one recipe."""
 
-    def __init__(self, corpus: Corpus, recipe: Recipe, matcher=None):
+    def __init__(self, corpus: Corpus, recipe: Recipe, matcher=None, shared: dict | None = None):
         self.corpus = corpus
         self.recipe = recipe
         if recipe.backend == "fts":
@@ -366,7 +366,7 @@ class Ranker:
         self._list_key = (recipe.seq, backend_key)
         # {key: candidates} of the current question, shared by the rankers of a
         # pass over one corpus (run_segments clears it between questions); None: not shared
-        self.shared: dict | None = None
+        self.shared = shared
 
     def check_tokens(self, phrase: str, kind: str) -> tuple:
         r = self.recipe

@@ -164,12 +164,10 @@ def run_segments(variants: list[Variant], questions, haystacks, corpus: Corpus, 
     limits = [v.recipe.fts_limit for v in variants if v.recipe.backend == "fts"]
     matcher = (PhraseMatcher(Unicode61(), max(limits), corpus.fts_vocab)
                if limits and not fts_sqlite else None)
-    rankers = [Ranker(corpus, v.recipe, matcher) for v in variants]
     # the variants' candidate lists of the current question, each computed once
     # (a list depends on the tokenizer, backend, check mode, phrase and min_time)
     shared: dict = {}
-    for ranker in rankers:
-        ranker.shared = shared
+    rankers = [Ranker(corpus, v.recipe, matcher, shared) for v in variants]
     last_use: dict[int, int] = {}
     for n, q in enumerate(questions):
         hay = haystacks.get(q["haystack_id"])
