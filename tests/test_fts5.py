@@ -165,7 +165,7 @@ def datasets(tmp_path_factory, locomo_path):
     normalize_locomo(locomo_path, root / "locomo", log=lambda m: None)
     for d in ("lme", "locomo"):
         for seq in ("fts5", *SEQ):
-            write_tokens(root / d / "events.parquet", seq, root / d / f"{seq}.parquet", log=lambda m: None)
+            write_tokens(root / d / "events.parquet", seq, root / d / f"{seq}.arrow", log=lambda m: None)
     return root
 
 
@@ -180,8 +180,8 @@ def test_segments_equal_per_haystack_fts5_tables(datasets, name, family, variant
         variant = resolve(v, family)
         tables = {}
         for how, kwargs in {"sqlite": {}, "memory": {},
-                            "tokens stage": {"tokens": {"fts5": d / "fts5.parquet",
-                                                        variant.recipe.seq: d / f"{variant.recipe.seq}.parquet"},
+                            "tokens stage": {"tokens": {"fts5": d / "fts5.arrow",
+                                                        variant.recipe.seq: d / f"{variant.recipe.seq}.arrow"},
                                              "texts": False}}.items():
             qs, hs, corpus = load_segment(d / "questions.parquet", d / "haystacks.parquet", d / "events.parquet",
                                           1, 1, **kwargs)

@@ -98,7 +98,7 @@ def test_search_inputs_name_the_base_datasets_tables(cfg):
     got = plan.search_inputs(cfg, "cn", {"questions", "haystacks", "tokens", "fts_tokens", "embeddings"}, "cjkr")
     assert got == {"questions": "results/cn/normalized/questions.parquet",
                    "haystacks": "results/s/normalized/haystacks.parquet",
-                   "tokens": "results/s/tokens/cjkr.parquet", "fts_tokens": "results/s/tokens/fts5.parquet",
+                   "tokens": "results/s/tokens/cjkr.arrow", "fts_tokens": "results/s/tokens/fts5.arrow",
                    "embeddings": "results/s/embeddings/minilm.parquet"}
     fused = plan.search_inputs(cfg, "s", {"fused"}, "ascii", "f", "seg1", ["v0.8.0", "bm25s"])
     assert fused == {"fused": ["results/s/v0.8.0/segments/seg1.deep.parquet",

@@ -29,7 +29,7 @@ def tables(tmp_path_factory):
     write_longmemeval(raw, n_questions=30, sessions_per_question=20, seed=3, spice=True)
     normalize.normalize_longmemeval(raw, d, log=QUIET)
     for seq in ("ascii", "cjkr", "fts5"):
-        tokenize.write_tokens(d / "events.parquet", seq, d / f"tokens_{seq}.parquet", log=QUIET)
+        tokenize.write_tokens(d / "events.parquet", seq, d / f"tokens_{seq}.arrow", log=QUIET)
     return d
 
 
@@ -39,9 +39,9 @@ def _config(names):
 
 def _inputs(d, seq="ascii", fts=True):
     out = {"questions": d / "questions.parquet", "haystacks": d / "haystacks.parquet",
-           "events": d / "events.parquet", "tokens": d / f"tokens_{seq}.parquet"}
+           "events": d / "events.parquet", "tokens": d / f"tokens_{seq}.arrow"}
     if fts:
-        out["fts_tokens"] = d / "tokens_fts5.parquet"
+        out["fts_tokens"] = d / "tokens_fts5.arrow"
     return {k: str(v) for k, v in out.items()}
 
 
@@ -57,8 +57,8 @@ def _alone(d, tmp_path, name, seg=1):
     outs = {k: tmp_path / f"alone.{name}.{k}.parquet" for k in KINDS}
     retrievers.write_segment(v, d / "questions.parquet", d / "haystacks.parquet", d / "events.parquet", seg, 2,
                              outs["rankings"], outs["outcomes"], log=QUIET,
-                             tokens_path=d / f"tokens_{v.recipe.seq}.parquet",
-                             fts_tokens_path=d / "tokens_fts5.parquet", deep_out=outs["deep"])
+                             tokens_path=d / f"tokens_{v.recipe.seq}.arrow",
+                             fts_tokens_path=d / "tokens_fts5.arrow", deep_out=outs["deep"])
     return {k: pq.read_table(p) for k, p in outs.items()}
 
 
@@ -139,7 +139,7 @@ def test_an_entry_is_used_only_under_its_key(tables, tmp_path):
     assert _run(tables, tmp_path, "v0.5.0", cfg, code="c2") == {"reused": False, "computed": ["v0.5.0", "v0.8.0"],
                                                                   "rejected": None}
     # a replaced input (new stamp): no match either, and the stale entry is collected
-    tok = tables / "tokens_ascii.parquet"
+    tok = tables / "tokens_ascii.arrow"
     st = os.stat(tok)
     try:
         os.utime(tok, ns=(st.st_atime_ns, st.st_mtime_ns + 100 * 10**9))  # newer than every entry

@@ -20,7 +20,7 @@ QUIET = lambda *a, **k: None  # noqa: E731
 def _prepare(d, seqs):
     tokens = {}
     for seq in {*seqs, "fts5"}:
-        tokens[seq] = d / f"tokens_{seq}.parquet"
+        tokens[seq] = d / f"tokens_{seq}.arrow"
         tokenize.write_tokens(d / "events.parquet", seq, tokens[seq], log=QUIET)
     return tokens
 

@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memobench.memo.fts5 import Unicode61
-from memobench.memo.termids import (SEPARATOR, Concat, HayEvents, Vocab, id_lists, read_vocab, token_stream,
-                               with_separators, write_token_ids)
+from memobench.memo.termids import (SEPARATOR, Concat, HayEvents, Vocab, id_lists, open_tokens, read_vocab,
+                                    token_batches, token_stream, with_separators, write_token_ids)
 from memobench.memo.tokenize import ASCII_TOKEN, SEQ, joined_tokens
 
 WORDS = st.sampled_from(["a", "b", "ab", "the", "x1", "漢字", "é"])
@@ -40,6 +40,11 @@ def test_encode_strings_gives_ids_in_order_of_first_sight(batches):
 # case is ASCII, a dotted capital I), and empty ones.
 TEXTS = st.lists(st.text(alphabet=st.sampled_from(list("aZ9 _-.'\t\n") + ["é", "漢", "\u212a", "\u0130", "’"]),
                          max_size=12), max_size=10)
+
+
+def _ids(path) -> list[list[int]]:
+    """Each row's ids of a tokens table."""
+    return [row for batch in token_batches(path) for row in batch.column("ids").to_pylist()]
 
 
 def _stream_tokens(texts, joined, ascii_token, long=None):
@@ -99,26 +104,36 @@ def test_token_ids_table_round_trips(tmp_path):
     texts = [["The garden", "", "gärden PLAN"], ["plan b", "!!"], ["new words here", "the"]]
     batches = [(pa.array(range(10 * n, 10 * n + len(b)), pa.int32()), pa.array(b, pa.string()))
                for n, b in enumerate(texts)]
-    path = tmp_path / "fts5.parquet"
+    path = tmp_path / "fts5.arrow"
     write_token_ids(iter(batches), path, u61.joined, u61.ascii_token)
-    t = pq.read_table(path)
+    t = pa.Table.from_batches(list(token_batches(path)))
     vocab = read_vocab(path)
     assert [[vocab.tokens()[i] for i in row] for row in t.column("ids").to_pylist()] == [
         u61.joined(x).split() for b in texts for x in b]
     assert t.column("session_key").to_pylist() == [k for keys, _ in batches for k in keys.to_pylist()]
-    assert pq.ParquetFile(path).metadata.num_row_groups == 3
+    assert open_tokens(path).num_record_batches == 3
 
 
 def test_a_tokens_table_of_another_layout_is_refused(tmp_path):
-    """A tokens table from before ids (a joined column) names itself and the fix."""
+    """A tokens table of an earlier version (Parquet; or ids as a joined
+    column), or one cut short, names itself and the fix."""
     import pytest
 
     from memobench.errors import DataError
 
-    path = tmp_path / "fts5.parquet"
-    pq.write_table(pa.table({"session_key": pa.array([1], pa.int32()), "joined": [" a "]}), path)
-    with pytest.raises(DataError, match="fts5.parquet: not a tokens table of this version; delete it and rerun"):
-        read_vocab(path)
+    old = pa.table({"session_key": pa.array([1], pa.int32()), "joined": [" a "]})
+    parquet = tmp_path / "fts5.parquet"
+    pq.write_table(old, parquet)
+    other = tmp_path / "other.arrow"
+    with pa.OSFile(str(other), "wb") as sink, pa.ipc.new_file(sink, old.schema) as writer:
+        writer.write_table(old)
+    cut = tmp_path / "cut.arrow"
+    u61 = Unicode61()
+    write_token_ids(iter([(pa.array([0], pa.int32()), pa.array(["a b"]))]), cut, u61.joined, u61.ascii_token)
+    cut.write_bytes(cut.read_bytes()[:-10])
+    for path in (parquet, other, cut):
+        with pytest.raises(DataError, match=f"{path.name}: not a tokens table of this version.*; delete it and rerun"):
+            read_vocab(path)
 
 
 def _naive_representative(events: list[list[str]], lengths: list[int], phrase: list[str]):
@@ -182,7 +197,7 @@ def test_a_batch_cut_into_pieces_gives_the_same_table(tmp_path_factory, texts, s
     batch = [(pa.array(range(len(texts)), pa.int32()), pa.array(texts, pa.string()))]
     pieces = termids._pieces(batch[0][1], size)
     assert [t for p in pieces for t in p.to_pylist()] == texts
-    whole, cut = (tmp_path_factory.mktemp("t") / name for name in ("whole.parquet", "cut.parquet"))
+    whole, cut = (tmp_path_factory.mktemp("t") / name for name in ("whole.arrow", "cut.arrow"))
     write_token_ids(iter(batch), whole, u61.joined, u61.ascii_token)
     saved = termids.PIECE_BYTES
     termids.PIECE_BYTES = size
@@ -190,7 +205,7 @@ def test_a_batch_cut_into_pieces_gives_the_same_table(tmp_path_factory, texts, s
         write_token_ids(iter(batch), cut, u61.joined, u61.ascii_token)
     finally:
         termids.PIECE_BYTES = saved
-    assert pq.read_table(whole).equals(pq.read_table(cut))
+    assert whole.read_bytes() == cut.read_bytes()
 
 
 def test_a_token_fts5_cuts_inside_a_character_round_trips(tmp_path):
@@ -203,11 +218,11 @@ def test_a_token_fts5_cuts_inside_a_character_round_trips(tmp_path):
     texts = ["a " + "漢" * 10923 + " b", "漢漢"]
     want = [u61.joined(t).split() for t in texts]
     assert any("\udc80" <= c <= "\udcff" for c in want[0][1])
-    path = tmp_path / "fts5.parquet"
+    path = tmp_path / "fts5.arrow"
     write_token_ids(iter([(pa.array([0, 1], pa.int32()), pa.array(texts, pa.string()))]), path,
                     u61.joined, u61.ascii_token, _LONG)
     vocab = read_vocab(path)
-    assert [[vocab.tokens()[i] for i in row] for row in pq.read_table(path).column("ids").to_pylist()] == want
+    assert [[vocab.tokens()[i] for i in row] for row in _ids(path)] == want
     assert vocab.lookup(u61.joined(texts[0]).split()) is not None
 
 
@@ -248,7 +263,7 @@ def test_a_token_ids_table_holds_each_tokenizers_tokens(tmp_path_factory, texts,
     cut = data.draw(st.integers(0, len(texts)))
     batches = [(pa.array(range(a, b), pa.int32()), pa.array(texts[a:b], pa.string()))
                for a, b in ((0, cut), (cut, len(texts)))]
-    path = tmp_path_factory.mktemp("t") / "tokens.parquet"
+    path = tmp_path_factory.mktemp("t") / "tokens.arrow"
     saved = termids.PIECE_BYTES
     termids.PIECE_BYTES = size
     try:
@@ -256,5 +271,5 @@ def test_a_token_ids_table_holds_each_tokenizers_tokens(tmp_path_factory, texts,
     finally:
         termids.PIECE_BYTES = saved
     vocab = read_vocab(path)
-    rows = pq.read_table(path).column("ids").to_pylist()
+    rows = _ids(path)
     assert [[vocab.tokens()[i] for i in row] for row in rows] == [joined(t).split() for t in texts]

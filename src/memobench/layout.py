@@ -26,7 +26,7 @@ NORMALIZED = f"{DATASET}/normalized"
 NORMALIZED_TABLE = f"{NORMALIZED}/{{table}}.parquet"
 NORMALIZED_SUMMARY = f"{NORMALIZED}/summary.json"
 # ``{tokenizer}``: a recipe's tokenizer (its ``seq`` field) or fts5
-TOKENS = f"{DATASET}/tokens/{{tokenizer}}.parquet"
+TOKENS = f"{DATASET}/tokens/{{tokenizer}}.arrow"
 EMBEDDINGS = f"{DATASET}/embeddings/{{model}}.parquet"
 PREPARED = f"{DATASET}/prepared/{{variant}}.parquet"
 SESSIONS_JSON = f"{DATASET}/exports/sessions.bin"

@@ -38,7 +38,7 @@ class Recipe:
                                  "documents (docs/baselines.md: bm25-official, bm25s, fts5-bm25, minilm, wordllama)",
                           ("fts", "index", *REFERENCE_BACKENDS))
     seq: str = _field("ascii", "the tokenizer: the JS tokenizer of events and phrases, whose token table "
-                               "the variant reads (tokens/{tokenizer}.parquet; see docs/harnesses.md#tokenizers "
+                               "the variant reads (tokens/{tokenizer}.arrow; see docs/harnesses.md#tokenizers "
                                "for S-ASCII, S-CJKR, S-ZH, exp6, the product's)", ("ascii", "cjkr", "zh", "exp6", "prod"))
     question_check: str = _field("seq", "tokens of the whole-question phrase check: the tokenizer, or "
                                         "exp.cjs's question.split(' ') bug", ("seq", "raw_split"))

@@ -66,7 +66,7 @@ def _load_events(corpus: Corpus, events_path, needed: list[int], tokens: dict | 
     table's become each session's FTS5 body column (``Corpus.fts_ids``); a JS
     tokenizer's its events' ids, each followed by a separator
     (``Corpus.token_ids``)."""
-    from ..memo.termids import id_lists, read_vocab, with_separators
+    from ..memo.termids import id_lists, read_vocab, token_batches, with_separators
 
     wanted = np.asarray(needed, dtype=np.int64)
     tokens = tokens or {}
@@ -75,8 +75,7 @@ def _load_events(corpus: Corpus, events_path, needed: list[int], tokens: dict | 
     fts = FTS5_TOKENS in tokens
     columns = ["session_key", "length", "text"] if texts else ["session_key", "length"]
     batches = pq.ParquetFile(events_path).iter_batches(batch_size=65536, columns=columns)
-    readers = [pq.ParquetFile(tokens[name]).iter_batches(batch_size=65536, columns=["session_key", "ids"])
-               for name in seqs]
+    readers = [token_batches(tokens[name]) for name in seqs]
     for name in seqs:
         if name == FTS5_TOKENS:
             corpus.fts_vocab = read_vocab(tokens[name])
