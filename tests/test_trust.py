@@ -5,6 +5,7 @@ apart from bugs."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -106,6 +107,10 @@ def test_replacing_a_raw_file_reruns_verify_and_what_follows(tmp_path):
     snakemake(tmp_path, "--cores", "2", configfile=cfg)
     assert dry_run_jobs(tmp_path, configfile=cfg) == {}
     first = json.loads((tmp_path / "results/lme/verified.json").read_text())
+    # no sha256 configured: verify checks the byte count, the manifest records the hash
+    assert first["sha256"] is None and first["sha256_checked"] is False
+    (first_entry,) = json.loads((tmp_path / "results/manifest.json").read_text())["files"]
+    assert first_entry["sha256"] == hashlib.sha256(raw.read_bytes()).hexdigest()
 
     # another file of exactly the same size (one letter changed), old mtime kept
     blob = bytearray(raw.read_bytes())
@@ -122,10 +127,31 @@ def test_replacing_a_raw_file_reruns_verify_and_what_follows(tmp_path):
 
     snakemake(tmp_path, "--cores", "2", configfile=cfg)
     second = json.loads((tmp_path / "results/lme/verified.json").read_text())
-    assert second["sha256"] != first["sha256"] and raw.exists()
+    assert second["stamp"] != first["stamp"] and raw.exists()
+    (second_entry,) = json.loads((tmp_path / "results/manifest.json").read_text())["files"]
+    assert second_entry["sha256"] == hashlib.sha256(bytes(blob)).hexdigest() != first_entry["sha256"]
     # a forced rerun of everything never deletes the raw file
     snakemake(tmp_path, "--cores", "2", "--forceall", configfile=cfg)
     assert raw.read_bytes() == bytes(blob)
+
+
+def test_the_manifest_hashes_only_the_file_verify_accepted(tmp_path):
+    """A raw file replaced between verify and the manifest job (same size) is
+    never hashed into the manifest as if accepted: the job fails in one line."""
+    from memobench.datasets.download import DownloadError
+    from memobench.provenance import file_stamp
+    from memobench.stages.manifest import _accepted_sha256
+
+    raw = tmp_path / "lme.json"
+    raw.write_bytes(b"[1, 2, 3]")
+    entry = {"dataset": "lme", "file": str(raw), "bytes": 9, "sha256": None, "sha256_checked": False,
+             "stamp": file_stamp(raw)}
+    assert _accepted_sha256(entry, log=None) == hashlib.sha256(b"[1, 2, 3]").hexdigest()
+    replacement = tmp_path / "new.json"
+    replacement.write_bytes(b"[1, 2, 4]")
+    os.replace(replacement, raw)  # another inode
+    with pytest.raises(DownloadError, match=r"^lme.json: changed since verify accepted it .*; run again to verify it$"):
+        _accepted_sha256(entry, log=None)
 
 
 # --------------------------------------------------------------------------- results

@@ -1,5 +1,7 @@
 # results/manifest.json: the bytes and sha256 of every accepted raw file and
-# what produced the results.
+# what produced the results. A file verify checked by its byte count alone is
+# hashed here, through its verified.json: the job fails unless the file still
+# has the stamp verify recorded (a replaced file reruns verify first).
 
 
 rule manifest:

@@ -1,7 +1,10 @@
-# Check each raw file against its published byte count (and sha256 when
-# configured; manifest.smk records those of every accepted file). The raw
-# file is an input and its stamp (size, mtime, inode) a param: replacing it,
-# whatever its size, reruns verify and everything that depends on it.
+# Check each raw file against its published byte count, and its sha256 when
+# configured (a check that must come before normalize). Where none is
+# configured (LongMemEval's published facts are byte counts), manifest.smk
+# hashes the accepted file for its record, beside normalize instead of on the
+# path to every result. The raw file is an input and its stamp (size, mtime,
+# inode) a param: replacing it, whatever its size, reruns verify and
+# everything that depends on it.
 
 
 rule verify:

@@ -116,6 +116,26 @@ def _check_sha_arg(sha256: str | None) -> str | None:
     return sha
 
 
+def check_bytes(path: str | Path, expected_bytes: int) -> None:
+    """Raise ``DownloadError`` (one line) unless ``path`` has ``expected_bytes`` bytes."""
+    path = Path(path)
+    size = _size_of(path)
+    if size is None:
+        raise DownloadError(f"{path.name}: not found at {path.absolute()}")
+    if size != expected_bytes:
+        raise DownloadError(
+            f"{path.name}: expected {expected_bytes} bytes, got {size} ({path.absolute()})"
+        )
+
+
+def sha256_of(path: str | Path, log: Callable[[str], object] | None = None) -> str:
+    """The hex sha256 of ``path``; with ``log``, the hashing logs its progress."""
+    path = Path(path)
+    progress = (Progress(log, f"sha256 {path.name}", path.stat().st_size, every_s=PROGRESS_INTERVAL, unit="bytes")
+                if log is not None else None)
+    return _sha256_file(path, progress=progress).hexdigest()
+
+
 def verify(path: str | Path, expected_bytes: int, sha256: str | None = None,
            log: Callable[[str], object] | None = None) -> str:
     """Check ``path`` has ``expected_bytes`` bytes (and ``sha256``); return its sha256.
@@ -126,16 +146,8 @@ def verify(path: str | Path, expected_bytes: int, sha256: str | None = None,
     """
     path = Path(path)
     want = _check_sha_arg(sha256)
-    size = _size_of(path)
-    if size is None:
-        raise DownloadError(f"{path.name}: not found at {path.absolute()}")
-    if size != expected_bytes:
-        raise DownloadError(
-            f"{path.name}: expected {expected_bytes} bytes, got {size} ({path.absolute()})"
-        )
-    progress = (Progress(log, f"sha256 {path.name}", size, every_s=PROGRESS_INTERVAL, unit="bytes")
-                if log is not None else None)
-    digest = _sha256_file(path, progress=progress).hexdigest()
+    check_bytes(path, expected_bytes)
+    digest = sha256_of(path, log)
     if want is not None and digest != want:
         raise DownloadError(
             f"{path.name}: sha256 mismatch: expected {want}, got {digest} ({path.absolute()})"

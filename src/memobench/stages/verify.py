@@ -12,7 +12,7 @@ from .adapter import Job, stage
 def verify(job: Job) -> None:
     """Check the raw file; a dataset whose download failed has none (raw_file
     in common.smk) and fails here, the one job a target of it reaches."""
-    from ..datasets.download import DownloadError
+    from ..datasets.download import DownloadError, check_bytes
     from ..datasets.download import verify as verify_file
     from ..provenance import file_stamp
 
@@ -22,9 +22,15 @@ def verify(job: Job) -> None:
 
         raise DownloadError(how_to_get(job.wildcards.dataset, read_receipt(job.input.receipt)))
     job.log(f"verifying {raw}: expecting {p.bytes} bytes" + (f" and sha256 {p.sha256}" if p.sha256 else ""))
-    digest = verify_file(raw, p.bytes, p.sha256, log=job.log)
+    if p.sha256:
+        digest = verify_file(raw, p.bytes, p.sha256, log=job.log)
+    else:
+        # nothing to check a hash against: the manifest job records it (stages/manifest.py),
+        # beside normalize instead of before it (5 s of one core for LongMemEval-M)
+        check_bytes(raw, p.bytes)
+        digest = None
     size = Path(raw).stat().st_size
-    job.log(f"ok: {size} bytes, sha256 {digest}")
+    job.log(f"ok: {size} bytes" + (f", sha256 {digest}" if digest else ", no sha256 configured"))
     write_json(job.output.verified, {"dataset": job.wildcards.dataset, "file": str(raw), "bytes": size,
                                      "sha256": digest, "sha256_checked": bool(p.sha256),
                                      "stamp": file_stamp(raw)})
