@@ -92,6 +92,30 @@ def test_groups_lock_apart(tmp_path):
     assert lock_path(tmp_path, 1, by_name["v0.8.0"]) != lock_path(tmp_path, 2, by_name["v0.8.0"])
 
 
+def test_each_group_leader_ranks_its_whole_group():
+    """The job the workflow starts first in each group (the retrieve rule's
+    priority) is one whose pass ranks every other variant of the group, an
+    index variant listed first notwithstanding; one leader per group."""
+    from memobench.retrieve.shared_retrieval import group_leaders, needed_inputs, share_group
+
+    # an index variant of the ascii tokenizer listed before the FTS ones of its group
+    names = ["v0.8.0-index", "ascii-index", "exp4-A0-base", "exp3-T2h", "v0.5.0", "v0.8.0", "exp-V1", "exp5-S2"]
+    cfg = {**_config(names), "variants": {"ascii-index": {"base": "v0.8.0", "recipe": {"backend": "index"}}}}
+    resolved = [variants.resolve(n, "s", cfg["variants"]) for n in names]
+    leaders = group_leaders(resolved)
+    groups = {share_group(v) for v in resolved}
+    assert len(groups) > 1 and len(leaders) == len(groups)
+    for lead in (v for v in resolved if v.name in leaders):
+        members = {v.name for v in resolved if share_group(v) == share_group(lead)} - {lead.name}
+        inputs = {n: None for n in needed_inputs(lead)}
+        assert members <= {s.name for s in siblings(cfg, "ds", lead, inputs)}, lead.name
+    # a group with an FTS and an index variant: the FTS one leads, whatever the order
+    fts = {v.name for v in resolved if v.recipe.backend == "fts"}
+    index_first = [v for v in resolved if v.recipe.backend != "fts" and
+                   any(share_group(w) == share_group(v) for w in resolved if w.name in fts)]
+    assert index_first and not {v.name for v in index_first} & leaders
+
+
 def test_first_job_ranks_siblings_and_their_jobs_copy_them(tables, tmp_path):
     names = ["v0.8.0", "v0.5.0", "exp-V1", "exp3-T2m"]
     cfg = _config(names)

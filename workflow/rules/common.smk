@@ -19,6 +19,7 @@ from memobench.provenance import file_stamp
 from memobench.memo.recipe import ANALYZE_RECIPE, EMBEDDING_INPUTS, FIELDS, input_names
 from memobench.retrievers.registry import code_fingerprint, inputs_of
 from memobench.memo.variants import from_spec
+from memobench.retrieve.shared_retrieval import group_leaders
 
 
 def fail(msg):
@@ -107,6 +108,16 @@ def dataset_of(w):
 
 def variant_of(w):
     return checked(plan.check_variant, config, VARIANT_SPECS, w.dataset, w.variant)
+
+
+# each dataset's retrieve jobs that lead a group of siblings (shared_retrieval.group_leaders)
+RETRIEVE_LEADERS = {ds: group_leaders([from_spec(s) for s in specs.values()]) for ds, specs in VARIANT_SPECS.items()}
+
+
+def retrieve_priority(w):
+    """A group's leading job (its pass ranks the siblings) before the others,
+    which mostly copy what it ranked; both before side jobs (0)."""
+    return 1 if w.variant in RETRIEVE_LEADERS.get(w.dataset, ()) else 0.5
 
 
 def segment_of(w):

@@ -19,7 +19,9 @@ rule retrieve:
         code=retrieve_code,
     wildcard_constraints:
         variant=RANKED_VARIANTS,  # not an imported run (import_run reads those)
-    priority: 1
+    # a group's leading job first, so the other core takes another group's pass
+    # rather than a sibling that would wait for this one's (common.smk)
+    priority: retrieve_priority
     benchmark:
         f"{BENCHMARKS}/retrieve/{{dataset}}/{{variant}}/{{segment}}.tsv"
     log:

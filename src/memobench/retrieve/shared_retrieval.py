@@ -161,6 +161,26 @@ def siblings(config: dict, dataset: str, variant: Variant, inputs: dict) -> list
     return out
 
 
+def group_leaders(variants: list[Variant]) -> frozenset[str]:
+    """The variants (a dataset's, in configured order) whose retrieve jobs the
+    workflow starts before their siblings' (the rule's priority): one per
+    group, the one whose pass can rank all the others (the most inputs: an
+    FTS variant ranks the index ones of its tokenizer, not the reverse), the
+    first configured among equals. A free core then takes another group's
+    pass, not a sibling's job that would wait on the lock of a pass running.
+    A variant that ranks alone (a user's retriever) is its own group."""
+    ranked = [v for v in variants if v.run is None]
+    best: dict[str, Variant] = {}
+    for v in ranked:
+        if not retriever_of(v).shares:
+            continue
+        group = share_group(v)
+        if group not in best or len(needed_inputs(v)) > len(needed_inputs(best[group])):
+            best[group] = v
+    return frozenset([v.name for v in best.values()]
+                     + [v.name for v in ranked if not retriever_of(v).shares])
+
+
 @contextmanager
 def _locked(path: Path):
     path.parent.mkdir(parents=True, exist_ok=True)
