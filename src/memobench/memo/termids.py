@@ -386,12 +386,18 @@ def token_batches(path):
 
 def read_vocab(path) -> Vocab:
     """The vocabulary of a ``tables.TOKEN_IDS`` table: its ``new_tokens`` in row order."""
+    reader = open_tokens(path)
+    return vocab_of([reader.get_batch(i).column(2) for i in range(reader.num_record_batches)], path)
+
+
+def vocab_of(new_tokens: list, path) -> Vocab:
+    """The vocabulary of a tokens table (``path``, named in errors) from its
+    batches' ``new_tokens`` columns, in order: what a job reading all its
+    batches anyway collects on the way, instead of reading them twice."""
     from ..errors import DataError
 
-    reader = open_tokens(path)
-    lists = [reader.get_batch(i).column(2) for i in range(reader.num_record_batches)]
     tokens = [t.decode("utf-8", "surrogatepass")
-              for t in pa.chunked_array(lists, TOKEN_LIST).combine_chunks().flatten().to_pylist()]
+              for t in pa.chunked_array(new_tokens, TOKEN_LIST).combine_chunks().flatten().to_pylist()]
     vocab = Vocab(tokens)
     if len(vocab) != len(tokens):
         raise DataError(path, None, "its vocabulary lists a token twice; delete it and rerun")

@@ -66,7 +66,7 @@ def _load_events(corpus: Corpus, events_path, needed: list[int], tokens: dict | 
     table's become each session's FTS5 body column (``Corpus.fts_ids``); a JS
     tokenizer's its events' ids, each followed by a separator
     (``Corpus.token_ids``)."""
-    from ..memo.termids import id_lists, read_vocab, token_batches, with_separators
+    from ..memo.termids import id_lists, token_batches, vocab_of, with_separators
 
     wanted = np.asarray(needed, dtype=np.int64)
     tokens = tokens or {}
@@ -76,11 +76,7 @@ def _load_events(corpus: Corpus, events_path, needed: list[int], tokens: dict | 
     columns = ["session_key", "length", "text"] if texts else ["session_key", "length"]
     batches = pq.ParquetFile(events_path).iter_batches(batch_size=65536, columns=columns)
     readers = [token_batches(tokens[name]) for name in seqs]
-    for name in seqs:
-        if name == FTS5_TOKENS:
-            corpus.fts_vocab = read_vocab(tokens[name])
-        else:
-            corpus.vocabs[name] = read_vocab(tokens[name])
+    new_tokens = {name: [] for name in seqs}  # each table's vocabulary, batch by batch (termids.vocab_of)
 
     def new_pending():
         return [], [], {name: [] for name in js_seqs}, []
@@ -105,6 +101,7 @@ def _load_events(corpus: Corpus, events_path, needed: list[int], tokens: dict | 
                 # Both tables are written in the same row order and row groups; anything
                 # else means a stale or foreign tokens file.
                 raise DataError(tokens[name], None, f"not aligned with {events_path}; delete it and rerun")
+            new_tokens[name].append(tb.column(2))
         rows = np.flatnonzero(np.isin(keys, wanted))
         if not len(rows):
             continue
@@ -134,6 +131,11 @@ def _load_events(corpus: Corpus, events_path, needed: list[int], tokens: dict | 
     for name, r in zip(seqs, readers):
         if next(r, None) is not None:
             raise DataError(tokens[name], None, f"has more rows than {events_path}; delete it and rerun")
+    for name in seqs:
+        if name == FTS5_TOKENS:
+            corpus.fts_vocab = vocab_of(new_tokens[name], tokens[name])
+        else:
+            corpus.vocabs[name] = vocab_of(new_tokens[name], tokens[name])
     pa.default_memory_pool().release_unused()
 
 
