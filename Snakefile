@@ -41,6 +41,7 @@ localrules:
     manifest,
     merge,
     falsify,
+    forest,
     report,
     datasets,
 
