@@ -16,9 +16,9 @@ session has matches nothing. Two layouts:
   since an event is what a phrase is counted in (the representative event).
 
 The tokens stage writes every tokenizer's tokens this way
-(``tables.TOKEN_IDS``, an Arrow IPC file: :func:`open_tokens`): each event's ids, and the vocabulary as the tokens
-first seen in each batch, in id order (:func:`write_token_ids`,
-:func:`read_vocab`). The ASCII texts of a batch are tokenized all at once on
+(``tables.TOKEN_IDS``, an Arrow IPC file: :func:`open_tokens`): each event's
+ids, and the vocabulary as the tokens first seen in each batch, in id order
+(:func:`write_token_ids`, :func:`read_vocab`). The ASCII texts of a batch are tokenized all at once on
 their bytes (:func:`token_stream`), the others by their tokenizer, and the
 tokens turned into ids by Arrow's dictionary encoding of a 64-bit key per
 token, Python touching only each batch's distinct tokens

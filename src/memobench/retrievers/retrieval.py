@@ -98,8 +98,9 @@ def _load_events(corpus: Corpus, events_path, needed: list[int], tokens: dict | 
         tok_batches = [next(r, None) for r in readers]
         for name, tb in zip(seqs, tok_batches):
             if tb is None or not np.array_equal(tb.column(0).to_numpy(), keys):
-                # Both tables are written in the same row order and row groups; anything
-                # else means a stale or foreign tokens file.
+                # Both tables are written in the same row order and batches (a row group
+                # of events, a record batch of tokens); anything else means a stale or
+                # foreign tokens file.
                 raise DataError(tokens[name], None, f"not aligned with {events_path}; delete it and rerun")
             new_tokens[name].append(tb.column(2))
         rows = np.flatnonzero(np.isin(keys, wanted))
