@@ -113,6 +113,11 @@ def _escape_unit(m) -> str:
     return "\\u%04x" % ord(m.group())
 
 
+# Rows per row group of the normalized tables, and per batch where they are read
+# back: a tokens table's record batches are the events table's batches of this
+# size, which a retrieve job reads in step with them (retrieval._load_events).
+BATCH_ROWS = 65536
+
 TABLES = {"questions": QUESTIONS, "haystacks": HAYSTACKS, "sessions": SESSIONS, "events": EVENTS}
 
 
@@ -123,7 +128,7 @@ class TableWriter:
     half-written table is never visible under its final name.
     """
 
-    def __init__(self, path, schema: pa.Schema, batch_rows: int = 65536):
+    def __init__(self, path, schema: pa.Schema, batch_rows: int = BATCH_ROWS):
         self.path = Path(path)
         self.schema = schema
         self.batch_rows = batch_rows

@@ -31,8 +31,8 @@ from .jsonguard import (MARK, GuardedReader, LimitExceeded, check_bytes, lone_es
                         parse_error_offset, restore)
 from ..jsmath import MISSING, js_string
 from ..progress import Progress
-from ..tables import (EVENTS, HAYSTACKS, LONE_SURROGATE, QUESTIONS, SESSIONS, TableWriter, escape_lone, read_table,
-                     utf8_text)
+from ..tables import (BATCH_ROWS, EVENTS, HAYSTACKS, LONE_SURROGATE, QUESTIONS, SESSIONS, TableWriter, escape_lone,
+                      read_table, utf8_text)
 
 DAY_MS = 86_400_000
 SESSION_KEY_RE = re.compile(r"session_([0-9]+)\Z")
@@ -134,7 +134,7 @@ class _WriteBehind:
 class _BehindWriter(TableWriter):
     """A :class:`TableWriter` whose row groups :class:`_WriteBehind` writes."""
 
-    def __init__(self, path, schema: pa.Schema, behind: _WriteBehind, batch_rows: int = 65536):
+    def __init__(self, path, schema: pa.Schema, behind: _WriteBehind, batch_rows: int = BATCH_ROWS):
         super().__init__(path, schema, batch_rows=batch_rows)
         self.write_behind = behind
 

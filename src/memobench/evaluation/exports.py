@@ -42,7 +42,7 @@ from ..formats import LME_FORMATS
 from ..errors import DataError
 from ..progress import Progress
 from ..protocol import DEPTH
-from ..tables import atomic_path, escape_lone, exact_text, read_table
+from ..tables import BATCH_ROWS, atomic_path, escape_lone, exact_text, read_table
 
 
 # what json.dumps(ensure_ascii=False) writes for a str (the C encoder where built)
@@ -248,7 +248,7 @@ def write_session_json(events_path, out, log=print) -> dict:
         events = pq.ParquetFile(events_path)
         progress = Progress(log, "session json", total=events.metadata.num_rows, unit="events")
         done = 0
-        for batch in events.iter_batches(batch_size=65536, columns=columns + ["text_exact"] * exact):
+        for batch in events.iter_batches(batch_size=BATCH_ROWS, columns=columns + ["text_exact"] * exact):
             progress(done)
             done += batch.num_rows
             c = batch.to_pydict()

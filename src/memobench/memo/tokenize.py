@@ -240,6 +240,7 @@ def write_tokens(events_path, seq_name: str, out, log=print) -> None:
     from .fts5 import _LONG, FTS5_TOKENS, Unicode61
     from ..progress import Progress
     from .termids import write_token_ids
+    from ..tables import BATCH_ROWS
 
     events = pq.ParquetFile(events_path)
     progress = Progress(log, f"tokens {seq_name}", total=events.metadata.num_rows, unit="events")
@@ -257,7 +258,7 @@ def write_tokens(events_path, seq_name: str, out, log=print) -> None:
         ascii_token, long = (ASCII_TOKEN if seq in _ASCII_RUNS_WHEN_ASCII else None), None
 
     def batches():
-        for batch in events.iter_batches(batch_size=65536, columns=["session_key", "text"]):
+        for batch in events.iter_batches(batch_size=BATCH_ROWS, columns=["session_key", "text"]):
             yield batch.column(0), batch.column(1)
 
     def count(n):

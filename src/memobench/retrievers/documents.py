@@ -31,7 +31,7 @@ from ..errors import DataError
 from .harness import SegmentRows, run_scores, skip_reason
 from ..progress import Progress
 from ..protocol import DEPTH, TOP
-from ..tables import exact_text, read_table
+from ..tables import BATCH_ROWS, exact_text, read_table
 
 
 def user_turns_only(fmt: str) -> bool:
@@ -40,7 +40,7 @@ def user_turns_only(fmt: str) -> bool:
     return fmt in USER_TURN_FORMATS or fmt == "user"
 
 
-def session_documents(events_path, fmt: str, keys=None, batch_rows: int = 65536,
+def session_documents(events_path, fmt: str, keys=None, batch_rows: int = BATCH_ROWS,
                       exact: bool = False) -> dict[int, str]:
     """``{session_key: document text}`` for the wanted sessions (all when ``keys``
     is None). Streams the events table a batch at a time; every wanted session
@@ -81,7 +81,7 @@ def session_documents(events_path, fmt: str, keys=None, batch_rows: int = 65536,
     return {key: " ".join(t for _, t in sorted(p)) for key, p in parts.items()}
 
 
-def iter_session_documents(events_path, fmt: str, batch_rows: int = 65536):
+def iter_session_documents(events_path, fmt: str, batch_rows: int = BATCH_ROWS):
     """``(session_key, document)`` for every session of the events table, in
     table order, streaming (LongMemEval-M's table does not fit as one dict of
     texts comfortably). The table holds each session's events together, in

@@ -67,6 +67,7 @@ def _load_events(corpus: Corpus, events_path, needed: list[int], tokens: dict | 
     tokenizer's its events' ids, each followed by a separator
     (``Corpus.token_ids``)."""
     from ..memo.termids import id_lists, token_batches, vocab_of, with_separators
+    from ..tables import BATCH_ROWS
 
     wanted = np.asarray(needed, dtype=np.int64)
     tokens = tokens or {}
@@ -74,7 +75,7 @@ def _load_events(corpus: Corpus, events_path, needed: list[int], tokens: dict | 
     js_seqs = [name for name in seqs if name != FTS5_TOKENS]
     fts = FTS5_TOKENS in tokens
     columns = ["session_key", "length", "text"] if texts else ["session_key", "length"]
-    batches = pq.ParquetFile(events_path).iter_batches(batch_size=65536, columns=columns)
+    batches = pq.ParquetFile(events_path).iter_batches(batch_size=BATCH_ROWS, columns=columns)
     readers = [token_batches(tokens[name]) for name in seqs]
     new_tokens = {name: [] for name in seqs}  # each table's vocabulary, batch by batch (termids.vocab_of)
 
