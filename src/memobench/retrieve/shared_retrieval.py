@@ -169,16 +169,16 @@ def group_leaders(variants: list[Variant]) -> frozenset[str]:
     first configured among equals. A free core then takes another group's
     pass, not a sibling's job that would wait on the lock of a pass running.
     A variant that ranks alone (a user's retriever) is its own group."""
-    ranked = [v for v in variants if v.run is None]
     best: dict[str, Variant] = {}
-    for v in ranked:
+    alone: list[str] = []
+    for v in (v for v in variants if v.run is None):
         if not retriever_of(v).shares:
+            alone.append(v.name)
             continue
         group = share_group(v)
         if group not in best or len(needed_inputs(v)) > len(needed_inputs(best[group])):
             best[group] = v
-    return frozenset([v.name for v in best.values()]
-                     + [v.name for v in ranked if not retriever_of(v).shares])
+    return frozenset([*(v.name for v in best.values()), *alone])
 
 
 @contextmanager

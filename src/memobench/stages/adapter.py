@@ -77,6 +77,11 @@ class Names:
     def get(self, name, default=None):
         return self._values.get(name, default)
 
+    def files(self, name) -> list:
+        """The files bound to ``name`` as a list, whether one or several."""
+        value = getattr(self, name)
+        return value if isinstance(value, list) else [value]
+
     def __contains__(self, name) -> bool:
         return name in self._values
 

@@ -9,6 +9,6 @@ from .adapter import Job, stage
 def forest(job: Job) -> None:
     from ..reporting.report import draw_forest
 
-    stats = job.input.stats if isinstance(job.input.stats, list) else [job.input.stats]
+    stats = job.input.files("stats")
     draw_forest(stats, job.output.forest)
     job.log(f"forest: {len(stats)} stats files")

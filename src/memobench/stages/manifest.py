@@ -13,8 +13,7 @@ from .adapter import Job, stage
 def manifest(job: Job) -> None:
     from ..provenance import provenance
 
-    paths = job.input.verified if isinstance(job.input.verified, list) else [job.input.verified]
-    entries = [json.loads(Path(p).read_text(encoding="utf-8")) for p in paths]
+    entries = [json.loads(Path(p).read_text(encoding="utf-8")) for p in job.input.files("verified")]
     for entry in entries:
         if entry["sha256"] is None:  # verify checked its byte count only (no sha256 configured)
             entry["sha256"] = _accepted_sha256(entry, job.log)
