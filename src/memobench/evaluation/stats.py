@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 import numpy as np
 
@@ -136,24 +136,43 @@ class Draws:
         self.dataset = dataset
         self.index = list(index)
         self.pos = {q: i for i, q in enumerate(self.index)}
-        self.n_boot, self.n_perm = n_boot, n_perm
-        big = len(self.index)
-        rng = _rng(dataset)
-        dtype = np.uint16 if big < 2 ** 16 else np.int32
-        # counts: how often each question is drawn in each resample; draws: the
-        # draws themselves, in order (full_paired sums some of them in that order)
-        self.counts, self.draws, self.signs = [], [], []
+        self.n_boot, self.n_perm, self._chunk = n_boot, n_perm, chunk
+
+    @cached_property
+    def _stream(self) -> tuple[list, list, list]:
+        """(counts, draws, signs), drawn on first use: a dataset with nothing
+        to compare (one variant, say) never pays for its resamples."""
+        big, chunk = len(self.index), self._chunk
+        counts, draws, signs = [], [], []
         if not big:
-            return
-        for lo in range(0, n_boot, chunk):
-            c = min(chunk, n_boot - lo)
+            return counts, draws, signs
+        rng = _rng(self.dataset)
+        dtype = np.uint16 if big < 2 ** 16 else np.int32
+        for lo in range(0, self.n_boot, chunk):
+            c = min(chunk, self.n_boot - lo)
             idx = rng.integers(0, big, size=(c, big))
-            self.draws.append(idx.astype(dtype))
+            draws.append(idx.astype(dtype))
             flat = (idx + (np.arange(c) * big)[:, None]).ravel()
-            self.counts.append(np.bincount(flat, minlength=c * big).reshape(c, big).astype(dtype))
-        for lo in range(0, n_perm, chunk):
-            c = min(chunk, n_perm - lo)
-            self.signs.append((rng.integers(0, 2, size=(c, big)) * 2 - 1).astype(np.int8))
+            counts.append(np.bincount(flat, minlength=c * big).reshape(c, big).astype(dtype))
+        for lo in range(0, self.n_perm, chunk):
+            c = min(chunk, self.n_perm - lo)
+            signs.append((rng.integers(0, 2, size=(c, big)) * 2 - 1).astype(np.int8))
+        return counts, draws, signs
+
+    @property
+    def counts(self) -> list[np.ndarray]:
+        """How often each question is drawn in each resample, in chunks of resamples."""
+        return self._stream[0]
+
+    @property
+    def draws(self) -> list[np.ndarray]:
+        """The draws themselves, in order (full_paired sums some of them in that order)."""
+        return self._stream[1]
+
+    @property
+    def signs(self) -> list[np.ndarray]:
+        """Each sign flip's signs (+1 / -1), in chunks of flips."""
+        return self._stream[2]
 
     def _exact_products(self, draws: list[np.ndarray], x: np.ndarray) -> np.ndarray:
         """Every resample's (or sign flip's) sums of the integer columns ``x``
