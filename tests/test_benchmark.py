@@ -116,3 +116,23 @@ def test_normalize_is_stated_against_a_bare_ijson_pass(tmp_path):
     assert benchmark._figure(123.4) == "123" and benchmark._figure(0.0123) == "0.012"
     assert benchmark._figure(0.3456, 2) == "0.35" and benchmark._figure(0.0023, 2) == "0.0023"
     assert "no benchmark file" in benchmark.normalize_vs_ijson(raw, tmp_path / "none", "bench_s")
+
+
+def test_the_environment_line_names_the_runtimes_the_timings_depend_on(tmp_path, monkeypatch):
+    from importlib import metadata
+
+    line = benchmark.environment(with_node=False)
+    assert f"Python {sys.version.split()[0]}, Snakemake {metadata.version('snakemake')}" in line
+    installed = [d.metadata["Name"] for d in metadata.distributions()
+                 if (d.metadata["Name"] or "").startswith("snakemake-executor-plugin-")]
+    assert all(p in line for p in installed) and ("none" in line) == (not installed)
+    assert "Node" not in line
+    # the node the run-harness script would find on PATH, and none at all
+    node = tmp_path / "bin" / "node"
+    node.parent.mkdir()
+    node.write_text("#!/bin/sh\necho v22.99.0\n")
+    node.chmod(0o755)
+    monkeypatch.setenv("PATH", str(node.parent))
+    assert benchmark.environment(with_node=True).endswith("the originals on Node v22.99.0.")
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert benchmark.environment(with_node=True).endswith("the originals on Node not found.")

@@ -340,6 +340,27 @@ class Original:
         return timed(cmd, f"{harness}.cjs", output=self.out / f"{label}.out")
 
 
+def environment(with_node: bool) -> str:
+    """The runtimes the timings depend on: Python and Snakemake (and its
+    executor plugins: Snakemake imports every installed one at each start,
+    and the Slurm plugin brings pandas, about 0.2 s), and with the originals
+    the Node that runs them (Node 22+ has node:sqlite; on older Node the
+    run-harness script maps it onto better-sqlite3, which changes their times)."""
+    from importlib import metadata
+
+    plugins = sorted(d.metadata["Name"] for d in metadata.distributions()
+                     if (d.metadata["Name"] or "").startswith("snakemake-executor-plugin-"))
+    line = (f"Python {sys.version.split()[0]}, Snakemake {metadata.version('snakemake')}, executor plugins: "
+            f"{', '.join(plugins) or 'none'}")
+    if with_node:
+        try:
+            node = subprocess.run(["node", "--version"], capture_output=True, text=True, check=True).stdout.strip()
+        except (OSError, subprocess.CalledProcessError):
+            node = "not found"
+        line += f"; the originals on Node {node}"
+    return line + "."
+
+
 def _ratio(a: float, b: float) -> str:
     return f"**{a / b:.1f}x**" if b > 0 else "-"
 
@@ -638,7 +659,8 @@ def main(argv=None) -> int:
         if not needed:
             raise SystemExit("--original: the harnesses run beside the all and mshape scales; add one to --scales")
         original = Original.find(args.original, args.run_harness, work, needed)
-    sections = [f"## Benchmark ({time.strftime('%Y-%m-%d')}, {sys.platform}, --cores 2)", ""]
+    sections = [f"## Benchmark ({time.strftime('%Y-%m-%d')}, {sys.platform}, --cores 2)", "",
+                environment(original is not None), ""]
     for name in ("s", "m"):
         if name not in scales:
             continue
