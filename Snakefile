@@ -61,3 +61,12 @@ rule all:
         # present_only: not those of a dataset whose download failed
         present_only(RESULT_FILES),
     default_target: True
+
+
+# What Snakemake keeps for the whole run (the parsed rules, the config, the
+# modules) exists by now: set it aside from the cyclic garbage collector, whose
+# passes over it cost this process 0.15 s at exit alone (gc.freeze; objects
+# made later are collected as usual, and these live until the end anyway).
+import gc
+
+gc.freeze()
