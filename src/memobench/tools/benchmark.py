@@ -348,8 +348,8 @@ def environment(with_node: bool) -> str:
     run-harness script maps it onto better-sqlite3, which changes their times)."""
     from importlib import metadata
 
-    plugins = sorted(d.metadata["Name"] for d in metadata.distributions()
-                     if (d.metadata["Name"] or "").startswith("snakemake-executor-plugin-"))
+    plugins = sorted({d.metadata["Name"] for d in metadata.distributions()  # a set: a path may list one twice
+                      if (d.metadata["Name"] or "").startswith("snakemake-executor-plugin-")})
     line = (f"Python {sys.version.split()[0]}, Snakemake {metadata.version('snakemake')}, executor plugins: "
             f"{', '.join(plugins) or 'none'}")
     if with_node:
