@@ -126,6 +126,12 @@ def test_the_environment_line_names_the_runtimes_the_timings_depend_on(tmp_path,
     installed = [d.metadata["Name"] for d in metadata.distributions()
                  if (d.metadata["Name"] or "").startswith("snakemake-executor-plugin-")]
     assert all(p in line for p in installed) and ("none" in line) == (not installed)
+    # held against the import system too, not only the metadata the line reads
+    # (the test extra installs the Slurm plugin)
+    import importlib.util
+
+    if importlib.util.find_spec("snakemake_executor_plugin_slurm") is not None:
+        assert "snakemake-executor-plugin-slurm" in line
     assert "Node" not in line
     # the node the run-harness script would find on PATH, and none at all
     node = tmp_path / "bin" / "node"
