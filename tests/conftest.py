@@ -105,6 +105,17 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.write_line(f"memobench: exactness tests ran on the real LoCoMo file ({_LOCOMO[1]})")
 
 
+def pytest_configure(config):
+    """tqdm's monitor thread off: bm25s makes tqdm bars (disabled ones too),
+    whose monitor then lives as long as the test process, and normalize forks
+    its workers only from a process with a single thread (datasets/parts.py)."""
+    try:
+        import tqdm
+    except ImportError:
+        return
+    tqdm.tqdm.monitor_interval = 0
+
+
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *args):
         pass

@@ -17,7 +17,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 import tracemalloc
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -61,6 +60,7 @@ class Server:
         self.routes: dict[str, Route] = {}
         self.requests: list[Request] = []
         self.lock = threading.Lock()
+        self.closing = threading.Event()
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -117,7 +117,7 @@ class Server:
                 rec.sent = len(body)
                 if cut is not None:
                     if route.stall:
-                        time.sleep(route.stall)
+                        outer.closing.wait(route.stall)  # ends with the server, leaving no thread behind
                     self.close_connection = True
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -136,8 +136,14 @@ class Server:
         return [r for r in self.requests if r.path == path]
 
     def close(self):
+        """Stops the server and waits for its request threads: a test after
+        this one sees only its own (normalize forks only when single-threaded)."""
+        self.closing.set()
         self.httpd.shutdown()
         self.httpd.server_close()
+        for t in threading.enumerate():
+            if t.name.endswith("(process_request_thread)"):
+                t.join(timeout=10)
 
 
 @pytest.fixture

@@ -19,10 +19,11 @@ class DatasetFormat:
     scorer: str | None  # the official metrics: "longmemeval" (and the retrieval log), "locomo", or none
     raw_file: bool = True  # read from a downloaded or placed file (else embedded in the package)
     searches_haystacks_of: str | None = None  # the format whose haystacks its questions search
+    reads_in_parts: bool = False  # its reader takes ``workers`` and reads a large file in parts (datasets/parts.py)
 
 
 FORMATS = {f.name: f for f in (
-    DatasetFormat("longmemeval", "normalize_longmemeval", ("s", "m"), "user", "longmemeval"),
+    DatasetFormat("longmemeval", "normalize_longmemeval", ("s", "m"), "user", "longmemeval", reads_in_parts=True),
     DatasetFormat("locomo", "normalize_locomo", ("locomo",), "all", "locomo"),
     DatasetFormat("longmemeval_cn", "normalize_cn", ("cn",), "user", "longmemeval",
                   searches_haystacks_of="longmemeval"),

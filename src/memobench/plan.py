@@ -15,6 +15,7 @@ import os
 import re
 
 from . import layout
+from .datasets.parts import MAX_PARTS, parts_for
 from .config import RESERVED, SAFE_NAME, dataset_family
 from .formats import FORMATS, LME_FORMATS, has_raw_file
 from .errors import ConfigError
@@ -173,6 +174,14 @@ def normalize_inputs(config: dict, ds: str) -> dict:
     if FORMATS[fmt].searches_haystacks_of:
         inputs["base_questions"] = normalized(base_dataset(config, ds), "questions")
     return inputs
+
+
+def normalize_threads(config: dict, ds: str) -> int:
+    """The cores a dataset's normalize job asks for (Snakemake gives it at
+    most ``--cores``): a large file of a format read in parts gets one per
+    part it would be read in (datasets/parts.py); its tables do not depend on it."""
+    d = config["datasets"][ds]
+    return parts_for(d.get("bytes"), MAX_PARTS) if FORMATS[d["format"]].reads_in_parts else 1
 
 
 def search_inputs(config: dict, ds: str, names, tokenizer: str, variant: str | None = None,

@@ -132,15 +132,19 @@ class TableWriter:
         self.path = Path(path)
         self.schema = schema
         self.batch_rows = batch_rows
-        self.tmp = tmp_path(self.path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.writer = pq.ParquetWriter(self.tmp, schema, compression="zstd")
-        self.behind = SyncBehind(self.tmp)  # on disk as it grows (atomic.py)
-        self.behind.start()
         self.columns = {name: [] for name in schema.names}
         self.arrays: dict[str, list] = {name: [] for name in schema.names}  # Arrow pieces before the values in columns
         self.pending = 0
         self.rows = 0
+        self._open()
+
+    def _open(self) -> None:
+        """The temporary file and its writer (a subclass may write another format)."""
+        self.tmp = tmp_path(self.path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.writer = pq.ParquetWriter(self.tmp, self.schema, compression="zstd")
+        self.behind = SyncBehind(self.tmp)  # on disk as it grows (atomic.py)
+        self.behind.start()
 
     def append(self, **row) -> None:
         for name, col in self.columns.items():

@@ -15,6 +15,8 @@ rule normalize:
         # The streamed M harnesses skip elements that do not parse; run.cjs stops.
         lenient=lambda w: family(w.dataset) == "m",
         code=code("normalize"),
+    # a large LongMemEval file is read in parts, one per core (the tables are the same bytes)
+    threads: lambda w: plan.normalize_threads(config, w.dataset)
     benchmark:
         f"{BENCHMARKS}/normalize/{{dataset}}.tsv"
     log:

@@ -13,11 +13,14 @@ import gc
 import hashlib
 import json
 import re
+import shutil
 import struct
+import tempfile
 from array import array
 from bisect import bisect_left
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from functools import partial
 from itertools import accumulate, chain, repeat
 from pathlib import Path
 
@@ -27,6 +30,7 @@ import pyarrow.parquet as pq
 
 from .dates import parse_lme_all, parse_locomo
 from ..errors import DataError
+from .parts import Slice, Worker, can_fork, cut_points, parts_for
 from .jsonguard import (MARK, GuardedReader, LimitExceeded, check_bytes, lone_escape_byte, may_hold_lone,
                         parse_error_offset, restore)
 from ..jsmath import MISSING, js_string
@@ -83,6 +87,7 @@ def _answer_json(item: dict) -> str | None:
     return escape_lone(json.dumps(item["answer"], ensure_ascii=False, default=float))
 
 
+DIGEST_BYTES = hashlib.sha256().digest_size  # a session's identity (SessionStore.keys)
 _NULL = "\x00null"  # how the first version of the session hash wrote a None part; kept so equality stays the same
 
 
@@ -158,12 +163,10 @@ class _BehindWriter(TableWriter):
 class SessionStore:
     """Assigns a key to each distinct session and writes sessions and events once."""
 
-    def __init__(self, out_dir: Path, behind: _WriteBehind | None = None):
-        def writer(path, schema):
-            return TableWriter(path, schema) if behind is None else _BehindWriter(path, schema, behind)
-
-        self.sessions = writer(out_dir / "sessions.parquet", SESSIONS)
-        self.events = writer(out_dir / "events.parquet", EVENTS)
+    def __init__(self, out_dir: Path, make_writer=TableWriter):
+        """``make_writer(path, schema)``: each table's writer."""
+        self.sessions = make_writer(out_dir / "sessions.parquet", SESSIONS)
+        self.events = make_writer(out_dir / "events.parquet", EVENTS)
         self.keys: dict[bytes, int] = {}
         self.n_events = 0
 
@@ -435,29 +438,69 @@ def _question_text(path, index: int, item: dict) -> str:
     return q
 
 
+class _PartWriter(TableWriter):
+    """A :class:`TableWriter` of an Arrow IPC file, uncompressed: the rows of
+    a part of a file that a worker read (parts.py), which the job appends to
+    its own tables. ``close()`` leaves it under its name; nothing commits it."""
+
+    def _open(self) -> None:
+        self.writer = pa.ipc.new_file(str(self.path), self.schema)
+
+    def _write(self, batch: pa.RecordBatch) -> None:
+        self.writer.write_batch(batch)
+
+    def close(self) -> None:
+        self.flush()
+        self.writer.close()
+
+    def abort(self) -> None:
+        try:
+            self.writer.close()
+        except Exception:
+            pass
+        self.path.unlink(missing_ok=True)
+
+
+QUESTION_BATCH_ROWS = 4096  # rows per row group of the questions table
+
+
 class _Tables:
     """The four tables of one dataset. Used as a context manager: an exception
-    removes every temporary file; ``close()`` moves them all into place."""
+    removes every temporary file; ``close()`` moves them all into place.
+    ``part``: a part's tables, as :class:`_PartWriter` files (no thread)."""
 
-    def __init__(self, out_dir: Path):
-        self.behind = _WriteBehind()
-        self.store = SessionStore(out_dir, self.behind)
-        self.questions = _BehindWriter(out_dir / "questions.parquet", QUESTIONS, self.behind, batch_rows=4096)
-        self.haystacks = _BehindWriter(out_dir / "haystacks.parquet", HAYSTACKS, self.behind)
+    def __init__(self, out_dir: Path, part: bool = False):
+        self.behind = None if part else _WriteBehind()
+
+        def make_writer(path, schema, **options):
+            if part:
+                return _PartWriter(Path(path).with_suffix(PART_SUFFIX), schema, **options)
+            return _BehindWriter(path, schema, self.behind, **options)
+
+        self.store = SessionStore(out_dir, make_writer)
+        self.questions = make_writer(out_dir / "questions.parquet", QUESTIONS, batch_rows=QUESTION_BATCH_ROWS)
+        self.haystacks = make_writer(out_dir / "haystacks.parquet", HAYSTACKS)
+
+    def writers(self) -> dict[str, TableWriter]:
+        """Each table's writer, by table name."""
+        return {"questions": self.questions, "haystacks": self.haystacks, "sessions": self.store.sessions,
+                "events": self.store.events}
 
     def close(self) -> None:
         try:
             # every last batch handed over first: one is built while another is written
-            for t in (self.questions, self.haystacks, self.store.sessions, self.store.events):
+            for t in self.writers().values():
                 t.flush()
             self.questions.close()
             self.haystacks.close()
             self.store.close()
         finally:
-            self.behind.stop()
+            if self.behind is not None:
+                self.behind.stop()
 
     def abort(self) -> None:
-        self.behind.stop()
+        if self.behind is not None:
+            self.behind.stop()
         self.questions.abort()
         self.haystacks.abort()
         self.store.abort()
@@ -473,8 +516,8 @@ class _Tables:
 class _LmeTables(_Tables):
     """The tables of a LongMemEval-format file, filled item by item."""
 
-    def __init__(self, path: Path, out_dir: Path):
-        super().__init__(out_dir)
+    def __init__(self, path: Path, out_dir: Path, part: bool = False):
+        super().__init__(out_dir, part)
         self.path = path
         self.stats = {"questions": 0, "date_fallbacks": 0, "duplicate_question_ids": 0, "unparseable_items": 0}
         self.seen_ids: set[str] = set()
@@ -552,7 +595,7 @@ def _gc_paused():
             gc.enable()
 
 
-def normalize_longmemeval(path, out_dir, log=print, lenient: bool = False) -> dict:
+def normalize_longmemeval(path, out_dir, log=print, lenient: bool = False, workers: int = 1) -> dict:
     """Stream a LongMemEval JSON array into the tables.
 
     ``lenient`` follows the streamed M harnesses (run-m, exp*-m): an element
@@ -560,28 +603,30 @@ def normalize_longmemeval(path, out_dir, log=print, lenient: bool = False) -> di
     (docs/harnesses.md#streaming-the-m-file). Otherwise, like run.cjs's JSON.parse of the whole file,
     malformed JSON is an error naming the item and the exact byte. Either way
     the bytes pass :mod:`jsonguard` first: nesting deeper than ``MAX_DEPTH`` or
-    a number literal longer than ``MAX_NUMBER`` characters is an error."""
+    a number literal longer than ``MAX_NUMBER`` characters is an error.
+
+    ``workers``: the cores it may use. A large file is then read in parts at
+    once (parts.py, :func:`_normalize_in_parts`); the tables are the same
+    bytes as one pass's, and a file whose parts do not each read cleanly is
+    read in one pass, which reports its errors as above."""
     path, out_dir = Path(path), Path(out_dir)
     size = path.stat().st_size
+    n_parts = parts_for(size, workers)
+    if n_parts > 1 and can_fork():
+        cuts = cut_points(path, n_parts)
+        stats = _normalize_in_parts(path, out_dir, cuts, log) if cuts else None
+        if stats is not None:
+            return stats
     progress = Progress(log, f"normalize {path.name}", unit="items")
     tables = _LmeTables(path, out_dir)
-    index = -1
+    reading = _Reading()
     try:
         with open(path, "rb") as raw, _gc_paused():
             f = GuardedReader(raw, escapes=True)
-            escapes = f.escapes.offsets  # raw offsets of the rewrites so far, in order; grows in place
-            start = 0  # a byte at or before the next item's first
             try:
-                for index, item in enumerate(ijson.items(f, "item")):
-                    # Rewrites (rare) since ``start`` may be in this item: its strings are turned back
-                    # and checked. None there: it has no lone surrogate and no NUL, nothing to do.
-                    if escapes and bisect_left(escapes, start) < len(escapes):
-                        tables.add(index, item, _Lone(path, f"item {index}", start), marks=True)
-                    else:
-                        tables.add(index, item)
-                    start = f.escapes.to_raw(f.handed - f.last)
-                    progress(index + 1, f", {f.tell() * 100 // max(size, 1)}% of bytes")
+                _read_items(f, tables, progress, size, reading)
             except ijson.JSONError as e:
+                index = reading.index
                 where = parse_error_offset(GuardedReader(raw, escapes=True), f.handed, hint=f.handed - f.last)
                 if f.error is not None and (where is None or where >= f.handed):
                     raise _limit_error(path, f"item {index + 1}", f.error) from None
@@ -594,10 +639,10 @@ def normalize_longmemeval(path, out_dir, log=print, lenient: bool = False) -> di
                     "element scanner, which skips elements that do not parse")
                 tables.abort()
                 tables = _LmeTables(path, out_dir)
-                index = _normalize_scanned(GuardedReader(raw), tables, progress, size)
+                _normalize_scanned(GuardedReader(raw), tables, progress, size)
             else:
                 if f.error is not None:  # the bytes before the violation were a complete document
-                    raise _limit_error(path, f"item {index + 1}", f.error)
+                    raise _limit_error(path, f"item {reading.index + 1}", f.error)
         if tables.stats["questions"] + tables.stats["unparseable_items"] == 0:
             raise DataError(path, None, "no items: expected a JSON array of LongMemEval objects")
         tables.close()
@@ -607,6 +652,154 @@ def normalize_longmemeval(path, out_dir, log=print, lenient: bool = False) -> di
         raise
     progress(stats["items"], ", done", force=True)
     return stats
+
+
+class _Reading:
+    """Where a pass over a file's items is: the index of the last item read."""
+
+    index = -1
+
+
+def _read_items(f: GuardedReader, tables: _LmeTables, progress, size: int, reading: _Reading) -> None:
+    """Every item ijson reads from ``f`` (a GuardedReader of ``size`` raw
+    bytes, with escapes) into ``tables``, ``reading.index`` kept up to date."""
+    escapes = f.escapes.offsets  # raw offsets of the rewrites so far, in order; grows in place
+    start = 0  # a byte at or before the next item's first
+    for reading.index, item in enumerate(ijson.items(f, "item")):
+        index = reading.index
+        # Rewrites (rare) since ``start`` may be in this item: its strings are turned back
+        # and checked. None there: it has no lone surrogate and no NUL, nothing to do.
+        if escapes and bisect_left(escapes, start) < len(escapes):
+            tables.add(index, item, _Lone(tables.path, f"item {index}", start), marks=True)
+        else:
+            tables.add(index, item)
+        start = f.escapes.to_raw(f.handed - f.last)
+        progress(index + 1, f", {f.tell() * 100 // max(size, 1)}% of bytes")
+
+
+PART_SUFFIX = ".arrow"  # a part's table, beside where the table goes
+
+
+def _normalize_in_parts(path: Path, out_dir: Path, cuts: list[int], log) -> dict | None:
+    """The tables of a LongMemEval file cut at ``cuts`` (parts.py), its parts
+    read at once: the job reads the first, a forked worker each other one
+    into Arrow files (:func:`_read_part`), and the job then appends their rows
+    in file order (:func:`_append_part`). None, with the tables and the
+    workers' files gone, when a part does not read on its own."""
+    size = path.stat().st_size
+    bounds = [0, *cuts, size]
+    n = len(bounds) - 1
+    out_dir.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=".normalize-parts-", dir=out_dir))
+    overall = Progress(log, f"normalize {path.name}", unit="items")
+    log(f"normalize {path.name}: {n} parts read at once, cut at bytes {', '.join(map(str, cuts))}")
+    workers: list[Worker] = []
+    tables = None
+    try:
+        for k in range(1, n):
+            part_dir = scratch / f"part{k + 1}"
+            part_dir.mkdir()
+            read = partial(_read_part, path, bounds[k] + 1, bounds[k + 1], k == n - 1, part_dir, log,
+                           f"part {k + 1} of {n}")
+            workers.append(Worker(read, part_dir / "error.txt"))
+        tables = _LmeTables(path, out_dir)
+        progress = Progress(log, f"normalize {path.name} (part 1 of {n})", unit="items")
+        failed = None
+        try:
+            with open(path, "rb") as raw, _gc_paused():
+                f = GuardedReader(Slice(raw.fileno(), 0, bounds[1], suffix=b"]"), escapes=True)
+                _read_items(f, tables, progress, bounds[1], _Reading())
+                if f.error is not None:
+                    failed = f"part 1: {f.error}"
+        except Exception as e:  # noqa: BLE001 - the one-pass reading reports it, at its place
+            failed = f"part 1: {type(e).__name__}: {_first_line(e)}"
+        for k, worker in enumerate(workers, 2):
+            if failed is None and not worker.wait():
+                failed = f"part {k}: {worker.error}"
+            if failed is None:
+                _append_part(tables, scratch / f"part{k}", log, f"part {k} of {n}")
+        if failed is not None:
+            log(f"normalize {path.name}: {failed}; reading the file in one pass instead")
+            for worker in workers:
+                worker.kill()
+            tables.abort()
+            return None
+        tables.close()
+    except BaseException:
+        for worker in workers:
+            worker.kill()
+        if tables is not None:
+            tables.abort()
+        raise
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    stats = tables.summary()
+    overall(stats["items"], ", done", force=True)
+    return stats
+
+
+def _read_part(path: Path, start: int, end: int, last: bool, part_dir: Path, log, label: str) -> None:
+    """A worker's part: the items in bytes ``start`` to ``end`` of ``path``
+    (read as ``[`` and those bytes, and ``]`` unless ``last``) into Arrow
+    files in ``part_dir``, with each new session's digest in key order and
+    the part's counts. Anything amiss raises (the job then reads in one pass)."""
+    tables = _LmeTables(path, part_dir, part=True)
+    progress = Progress(log, f"normalize {path.name} ({label})", unit="items")
+    with open(path, "rb") as raw, _gc_paused():
+        f = GuardedReader(Slice(raw.fileno(), start, end, b"[", b"" if last else b"]"), escapes=True)
+        _read_items(f, tables, progress, end - start, _Reading())
+        if f.error is not None:
+            raise f.error
+    tables.close()
+    (part_dir / "digests.bin").write_bytes(b"".join(tables.store.keys))  # in key order: dicts keep it
+    (part_dir / "counts.json").write_text(json.dumps(tables.stats), encoding="utf-8")
+
+
+def _append_part(tables: _LmeTables, part_dir: Path, log, label: str) -> None:
+    """A worker's part (:func:`_read_part`) appended to ``tables`` as one pass
+    would have written it: item numbers after the items so far; each session
+    seen before gets its key and is not stored again, each new one the next
+    key, in the order the part first saw them (its own key order); duplicate
+    question ids counted against every item before."""
+    import pyarrow.compute as pc
+
+    base = tables.stats["questions"]  # items before this part (a part has no unparseable one)
+    digests = (part_dir / "digests.bin").read_bytes()
+    keys, mapping, is_new = tables.store.keys, [], []
+    for i in range(0, len(digests), DIGEST_BYTES):
+        digest = digests[i:i + DIGEST_BYTES]
+        key = keys.get(digest)
+        is_new.append(key is None)
+        if key is None:
+            key = keys[digest] = len(keys)
+        mapping.append(key)
+    seen_before = is_new.count(False)
+    mapping, is_new = pa.array(mapping, pa.int32()), pa.array(is_new, pa.bool_())
+    offset = pa.scalar(base, pa.int32())
+    for name, writer in tables.writers().items():
+        reader = pa.ipc.open_file(pa.memory_map(str(part_dir / f"{name}{PART_SUFFIX}")))
+        for i in range(reader.num_record_batches):
+            batch = reader.get_batch(i)
+            if name in ("sessions", "events"):  # a session seen before is stored once, already
+                batch = batch.filter(pc.take(is_new, batch.column("session_key")))
+            columns = dict(zip(batch.schema.names, batch.columns))
+            if "session_key" in columns:
+                columns["session_key"] = pc.take(mapping, columns["session_key"])
+            if "haystack_id" in columns:  # a LongMemEval item's haystack is its own: its number
+                columns["haystack_id"] = pc.add(columns["haystack_id"], offset)
+            if name == "questions":
+                columns["q_index"] = pc.add(columns["q_index"], offset)
+                for qid in columns["question_id"].to_pylist():
+                    tables.stats["duplicate_question_ids"] += qid in tables.seen_ids
+                    tables.seen_ids.add(qid)
+            elif name == "events":
+                tables.store.n_events += batch.num_rows
+            writer.extend(**columns)
+    counts = json.loads((part_dir / "counts.json").read_text(encoding="utf-8"))
+    for name in ("questions", "date_fallbacks"):
+        tables.stats[name] += counts[name]
+    log(f"normalize {tables.path.name} ({label}): {counts['questions']} items appended, "
+        f"{seen_before} of its {len(mapping)} sessions seen before")
 
 
 def _at(offset: int, size: int) -> str:
@@ -840,7 +1033,7 @@ def normalize_cn(path, base_dir, out_dir, log=print) -> dict:
     path, base_dir, out_dir = Path(path), Path(base_dir), Path(out_dir)
     base = read_table(base_dir / "questions.parquet", columns=["question_id", "haystack_id", "gold", "question_type", "question_date"]).to_pylist()
     by_id = {row["question_id"]: row for row in base}  # last entry per id wins
-    questions = TableWriter(out_dir / "questions.parquet", QUESTIONS, batch_rows=4096)
+    questions = TableWriter(out_dir / "questions.parquet", QUESTIONS, batch_rows=QUESTION_BATCH_ROWS)
     stats = {"rows": 0, "paired": 0, "unpaired": 0}
     size = path.stat().st_size
     progress = Progress(log, f"normalize {path.name}", unit="rows")

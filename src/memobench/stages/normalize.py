@@ -21,6 +21,8 @@ def normalize(job: Job) -> None:
     if fmt.searches_haystacks_of:
         sources.append(str(Path(job.input.base_questions).parent))
     options = {"lenient": True} if p.lenient else {}  # the M family's streamed harnesses (longmemeval only)
+    if fmt.reads_in_parts:
+        options["workers"] = job.threads
     stats = getattr(nz, fmt.reader)(*sources, out_dir, log=job.log, **options)
     # CN rows search another dataset's haystacks: their own tables stay empty
     from ..tables import TABLES, write_table
