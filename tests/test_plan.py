@@ -88,7 +88,7 @@ def test_result_jobs_cover_every_result_rule(cfg):
     specs = plan.variant_specs(cfg)
     jobs = plan.result_jobs(cfg, specs, [("s", "v0.8.0")])
     rules = {rule for rule, _ in jobs}
-    assert rules == {"retrieve", "merge", "retrievallog", "qrels", "stats", "analyze", "falsify", "forest", "report",
+    assert rules == {"retrieve", "merge", "retrievallog", "qrels", "stats", "analyze", "falsify", "report",
                      "manifest"}
     assert ("retrieve", {"dataset": "s", "variant": "v0.8.0", "segment": "seg2"}) in jobs
     assert ("analyze", {"dataset": "zh"}) not in jobs and ("analyze", {"dataset": "s"}) in jobs

@@ -229,7 +229,7 @@ def _reruns(work, cfg) -> tuple[dict, set]:
     return job_counts(proc.stdout + proc.stderr), jobs
 
 
-ONE_VARIANT = {"retrieve": 3, "merge": 2, "retrievallog": 1, "stats": 2, "forest": 1, "report": 1, "all": 1}
+ONE_VARIANT = {"retrieve": 3, "merge": 2, "retrievallog": 1, "stats": 2, "report": 1, "all": 1}
 
 
 @pytest.mark.parametrize("edit", ["retriever", "helper", "params", "index", "touch", "unrelated file"])

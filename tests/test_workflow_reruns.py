@@ -39,7 +39,7 @@ def test_engine_edit_reruns_retrieval_merge_report_only(project):
     try:
         engine.write_text(original + "\n# an edit\n")
         # the official metrics, TREC run and statistics read the rankings: they follow
-        assert _jobs(project) == {"retrieve": 3, "merge": 3, "stats": 1, "forest": 1, "report": 1, "all": 1}
+        assert _jobs(project) == {"retrieve": 3, "merge": 3, "stats": 1, "report": 1, "all": 1}
     finally:
         engine.write_text(original)
     assert _jobs(project) == {}
@@ -66,7 +66,7 @@ def test_variant_setting_reruns_only_that_variant(project):
         variants={"mine": {"base": "v0.8.0", "recipe": {"weights": "len", "window": "plain"}}},
     )
     proc = snakemake(proj, "-n", "--cores", "1", configfile=cfg, snakefile=proj / "Snakefile")
-    assert _jobs(project, cfg) == {"retrieve": 1, "merge": 1, "stats": 1, "forest": 1, "report": 1, "all": 1}
+    assert _jobs(project, cfg) == {"retrieve": 1, "merge": 1, "stats": 1, "report": 1, "all": 1}
     assert "results/locomo10/mine/segments/seg1.parquet" in proc.stdout
 
 

@@ -334,7 +334,7 @@ def result_jobs(config: dict, specs: dict, logs) -> list[tuple[str, dict]]:
         if config["datasets"][ds]["analyze"]:
             out.append(("analyze", {"dataset": ds}))
     out += [("falsify", {"dataset": ds}) for ds in falsified_datasets(config, specs)]
-    return out + [("forest", {}), ("report", {}), ("manifest", {})]
+    return out + [("report", {}), ("manifest", {})]
 
 
 # --------------------------------------------------------------------------- missing datasets (memobench.datasets.missing)

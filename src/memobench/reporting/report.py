@@ -891,22 +891,13 @@ def _draw(plots: list[tuple], workers: int) -> None:
             pending.get()
 
 
-def draw_forest(stats_paths, png_out) -> None:
-    """The forest plot of the stats files' comparisons (:func:`forest_plot`):
-    the workflow's forest rule, which runs once stats.json is there, beside
-    the merge jobs, instead of in the report, the run's last job."""
-    forest_plot([json.loads(Path(p).read_text(encoding="utf-8")) for p in stats_paths], png_out)
-
-
 def build_report(metrics_paths, extra_paths, md_out, html_out, png_out, official_paths=(), stats_paths=(),
                  forest_out=None, heatmap_out=None, manifest_path=None, log=print, missing=None,
-                 workers: int = 1, draw_forest_plot: bool = True) -> None:
+                 workers: int = 1) -> None:
     """``extra_paths``: analyze summaries (analyze/summary.json) and falsifier
     results (falsifier.json); ``missing``: {dataset: why} of the datasets that
     could not run (missing.py), listed with how to get them at the top;
-    ``workers``: the plots drawn at once; ``forest_out``: the forest plot,
-    drawn here unless ``draw_forest_plot`` is false (the workflow's forest
-    rule draws it: :func:`draw_forest`)."""
+    ``workers``: the plots drawn at once; ``forest_out``: the forest plot."""
     runs = [json.loads(Path(p).read_text(encoding="utf-8")) for p in metrics_paths]
     official = {}
     for p in official_paths:
@@ -923,8 +914,7 @@ def build_report(metrics_paths, extra_paths, md_out, html_out, png_out, official
     plots = [(plot, runs, png_out)]
     images = {"hitk": Path(png_out).name}
     if forest_out:
-        if draw_forest_plot:
-            plots.append((forest_plot, stats, forest_out))
+        plots.append((forest_plot, stats, forest_out))
         images["forest"] = Path(forest_out).name
     if heatmap_out:
         plots.append((heatmap, runs, heatmap_out))
