@@ -17,6 +17,11 @@ rule normalize:
         code=code("normalize"),
     # a large LongMemEval file is read in parts, one per core (the tables are the same bytes)
     threads: lambda w: plan.normalize_threads(config, w.dataset)
+    # every later job of the dataset waits for it: its cores go to it before a
+    # side job that would hold one of them (the manifest hashing the same
+    # file kept the 2.7 GB M file's normalize waiting 2.1 s), and before the
+    # tokens jobs (3) of a dataset normalized already
+    priority: 4
     benchmark:
         f"{BENCHMARKS}/normalize/{{dataset}}.tsv"
     log:
