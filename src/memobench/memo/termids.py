@@ -354,11 +354,13 @@ def write_token_ids(batches, out, joined, ascii_token: bytes | None = None, long
                 log_progress(len(keys))
 
 
-# The tokens table is an Arrow IPC file with LZ4 buffers, not Parquet: every
-# retrieve job reads whole tables of it, and decoding Parquet's list levels was
-# most of a job's read (0.85 s against 0.13 s for a tokens table of the 2.7 GB
-# M file), for no smaller file than zstd's dictionary pages give.
-TOKENS_COMPRESSION = "lz4"
+# The tokens table is an Arrow IPC file, not Parquet: every retrieve job reads
+# whole tables of it, and decoding Parquet's list levels was most of a job's
+# read (0.85 s for a tokens table of the 2.7 GB M file). Its buffers are not
+# compressed: a job maps the file and reads them in place, where LZ4 had each
+# job decompress every table it reads again (1.25 s of a 5.8 s v0.8.0 job on
+# M, which reads two), for 1.8x the bytes (476 MB against 269 MB a tokenizer).
+TOKENS_COMPRESSION = None
 TOKEN_LIST = pa.list_(pa.binary())  # the type of a tokens table's new_tokens
 
 
