@@ -98,6 +98,16 @@ def test_parts_give_the_bytes_of_one_pass(tmp_path, small_parts, workers, ensure
     assert not list((tmp_path / "many").glob(".normalize-parts-*"))  # the workers' files are gone
 
 
+def test_a_killed_jobs_workers_files_are_removed(tmp_path, small_parts):
+    raw = tmp_path / "lme.json"
+    _write(raw, _items(20))
+    stale = tmp_path / "out" / ".normalize-parts-killed"
+    (stale / "part2").mkdir(parents=True)
+    (stale / "part2" / "events.arrow").write_bytes(b"x" * 1000)
+    assert _read_in_parts(_normalize(raw, tmp_path / "out", 2)[2])
+    assert not stale.exists()
+
+
 def test_duplicate_question_ids_are_counted_across_parts(tmp_path, small_parts):
     items = _items(40)
     for i in range(20, 40, 4):
