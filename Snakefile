@@ -41,7 +41,6 @@ localrules:
     manifest,
     merge,
     falsify,
-    forest,
     report,
     datasets,
 

@@ -27,7 +27,7 @@ rule normalize:
     log:
         f"{LOGS}/normalize/{{dataset}}.log",
     resources:
-        mem_mb=2000,
+        mem_mb=3000,  # the job and a worker per part (the M file: 0.8 GB and 0.5 GB each)
     conda:
         "../../envs/memobench.yaml"
     script:
