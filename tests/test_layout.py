@@ -92,7 +92,7 @@ FACTS = {
                      "src/memobench/layout.py"),
     # the normalized tables' names, assigned at module level (memobench.tables.TABLES)
     "table names": (re.compile(r"""(?m)^\w+\s*=\s*[\[({]\s*["']questions["'][^\n]*["']haystacks["'][^\n]*"""
-                               r"""["']sessions["'][^\n]*["']events["']"""), "src/memobench/tables.py"),
+                               r"""["']sessions["'][^\n]*["']events["']"""), "src/memobench/layout.py"),
     # the list depths: the harness list and the deep list (memobench.protocol), as module constants or defaults
     "list depths": (re.compile(r"""(?m)^(?:DEPTH|DEEP|TOP)\s*=\s*\d|depth: int = \d"""), "src/memobench/protocol.py"),
     # the dataset formats: one row each (memobench.formats), no list of them anywhere else
@@ -113,5 +113,5 @@ def test_no_second_definition_of_the_removed_copies():
         for name in ("LME_FORMATS", "TABLE_NAMES", "RETRIEVAL_LOG_FORMATS", "DEFAULT_FAMILY", "USER_TURNS_ONLY",
                      "_USER_TURNS", "HAYSTACK_FORMATS"):
             defs = re.findall(r"(?m)^%s\s*=" % name, code)
-            home = {"LME_FORMATS": "formats.py", "DEFAULT_FAMILY": "formats.py", "TABLE_NAMES": "plan.py"}.get(name)
+            home = {"LME_FORMATS": "formats.py", "DEFAULT_FAMILY": "formats.py", "TABLE_NAMES": "layout.py"}.get(name)
             assert not defs or f.name == home, f"{f}: defines {name} (the package's: {home})"

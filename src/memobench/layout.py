@@ -24,6 +24,8 @@ RAW_RECEIPT = f"{DATASET}/raw.json"
 VERIFIED = f"{DATASET}/verified.json"
 NORMALIZED = f"{DATASET}/normalized"
 NORMALIZED_TABLE = f"{NORMALIZED}/{{table}}.parquet"
+# the four normalized tables, in the order normalize writes them (their schemas: tables.TABLES)
+TABLE_NAMES = ("questions", "haystacks", "sessions", "events")
 NORMALIZED_SUMMARY = f"{NORMALIZED}/summary.json"
 # ``{tokenizer}``: a recipe's tokenizer (its ``seq`` field) or fts5
 TOKENS = f"{DATASET}/tokens/{{tokenizer}}.arrow"

@@ -19,13 +19,9 @@ from .datasets.parts import MAX_PARTS, parts_for
 from .config import RESERVED, SAFE_NAME, dataset_family
 from .formats import FORMATS, LME_FORMATS, has_raw_file
 from .errors import ConfigError
-from .memo.fts5 import FTS5_TOKENS
+from .memo.tokenize import FTS5_TOKENS
 from .memo.recipe import EMBEDDING_INPUTS
-from .tables import TABLES
 from .memo.variants import resolve, to_spec
-
-# the normalize rule's tables (memobench.tables.TABLES), in the order it writes them
-TABLE_NAMES = list(TABLES)
 
 
 # --------------------------------------------------------------------------- datasets and variants

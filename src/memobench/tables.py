@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 # The one atomic writer and its text/JSON forms live in atomic.py (no pyarrow),
 # re-exported here for the modules that write tables too.
 from .atomic import SyncBehind, atomic_path, commit, tmp_path, write_json, write_text  # noqa: F401
+from .layout import TABLE_NAMES  # the names here; layout.py has them so that the Snakemake process needs no pyarrow
 
 QUESTIONS = pa.schema(
     [
@@ -118,7 +119,7 @@ def _escape_unit(m) -> str:
 # size, which a retrieve job reads in step with them (retrieval._load_events).
 BATCH_ROWS = 65536
 
-TABLES = {"questions": QUESTIONS, "haystacks": HAYSTACKS, "sessions": SESSIONS, "events": EVENTS}
+TABLES = dict(zip(TABLE_NAMES, (QUESTIONS, HAYSTACKS, SESSIONS, EVENTS)))
 
 
 class TableWriter:

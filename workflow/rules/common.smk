@@ -13,7 +13,7 @@ from memobench.config import retrieval_log_pairs, validate
 from memobench.formats import has_raw_file
 from memobench.errors import ConfigError
 from memobench.fingerprint import stage_fingerprint
-from memobench.memo.fts5 import FTS5_TOKENS
+from memobench.memo.tokenize import FTS5_TOKENS
 from memobench.datasets.missing import attempt_param, read_receipt
 from memobench.provenance import file_stamp
 from memobench.memo.recipe import ANALYZE_RECIPE, EMBEDDING_INPUTS, FIELDS, input_names

@@ -9,7 +9,13 @@
 # Device (minilm): a CUDA GPU through PyTorch when both are present, else the
 # CPU; wordllama runs on the CPU.
 
-from memobench.retrievers.baselines.embeddings import code_fingerprint as embeddings_code
+
+
+def embeddings_code(w):
+    """The job's code fingerprint (its module imported here, not at parse: it imports numpy and pyarrow)."""
+    from memobench.retrievers.baselines.embeddings import code_fingerprint
+
+    return code_fingerprint(w.model, STAGE_SCRIPT_PATH)
 
 
 rule embeddings:
@@ -22,7 +28,7 @@ rule embeddings:
         format=lambda w: DATASETS[dataset_of(w)]["format"],
         model=lambda w: w.model,
         # the stage's code less the other model's encoder: editing one model reruns only its tables
-        code=lambda w: embeddings_code(w.model, STAGE_SCRIPT_PATH),
+        code=embeddings_code,
     threads: 2
     resources:
         mem_mb=4000,

@@ -7,7 +7,7 @@ rule normalize:
     input:
         unpack(normalize_inputs),
     output:
-        **{t: layout.path(layout.NORMALIZED_TABLE, table=t) for t in plan.TABLE_NAMES},
+        **{t: layout.path(layout.NORMALIZED_TABLE, table=t) for t in layout.TABLE_NAMES},
         summary=layout.NORMALIZED_SUMMARY,
     params:
         raw=lambda w: raw_path(w.dataset) if has_raw_file(DATASETS[w.dataset]["format"]) else None,

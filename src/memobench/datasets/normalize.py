@@ -35,8 +35,8 @@ from .jsonguard import (MARK, GuardedReader, LimitExceeded, check_bytes, lone_es
                         parse_error_offset, restore)
 from ..jsmath import MISSING, js_string
 from ..progress import Progress
-from ..tables import (BATCH_ROWS, EVENTS, HAYSTACKS, LONE_SURROGATE, QUESTIONS, SESSIONS, TableWriter, escape_lone,
-                      read_table, utf8_text)
+from ..tables import (BATCH_ROWS, EVENTS, HAYSTACKS, LONE_SURROGATE, QUESTIONS, SESSIONS, TABLE_NAMES, TableWriter,
+                      escape_lone, read_table, utf8_text)
 
 DAY_MS = 86_400_000
 SESSION_KEY_RE = re.compile(r"session_([0-9]+)\Z")
@@ -483,8 +483,7 @@ class _Tables:
 
     def writers(self) -> dict[str, TableWriter]:
         """Each table's writer, by table name."""
-        return {"questions": self.questions, "haystacks": self.haystacks, "sessions": self.store.sessions,
-                "events": self.store.events}
+        return dict(zip(TABLE_NAMES, (self.questions, self.haystacks, self.store.sessions, self.store.events)))
 
     def close(self) -> None:
         try:

@@ -18,7 +18,8 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass
 
-from .fts5 import FTS5_TOKENS, Unicode61
+from .fts5 import Unicode61
+from .tokenize import FTS5_TOKENS
 from ..jsmath import js_log, utf16_key, utf16_len
 from ..protocol import DEPTH, TOP
 from .recipe import Recipe

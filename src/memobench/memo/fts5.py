@@ -27,7 +27,6 @@ import sqlite3
 
 from .termids import Concat, Vocab
 
-FTS5_TOKENS = "fts5"  # the tokens stage's name for these tokens (tokens/fts5.arrow)
 MAX_TOKEN_BYTES = 32768  # FTS5_MAX_TOKEN_SIZE
 _LONG = MAX_TOKEN_BYTES // 4  # tokens up to this many characters are never cut
 

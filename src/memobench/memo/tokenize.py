@@ -160,6 +160,11 @@ def ascii_joined(lower: str) -> str:
     return (b" " + b"  ".join(lower.encode("ascii").translate(_NOT_ASCII_TOKEN).split()) + b" ").decode("ascii")
 
 
+# The tokens stage's name for SQLite FTS5's unicode61 tokens (fts5.py; tokens/fts5.arrow),
+# here with the JS tokenizers' names, not in fts5.py: the Snakemake process reads it,
+# and fts5.py imports numpy and pyarrow.
+FTS5_TOKENS = "fts5"
+
 SEQ = {
     "ascii": seq_ascii,
     "cjkr": seq_cjkr,
@@ -237,7 +242,7 @@ def write_tokens(events_path, seq_name: str, out, log=print) -> None:
     ASCII texts of each batch tokenized at once on their bytes."""
     import pyarrow.parquet as pq
 
-    from .fts5 import _LONG, FTS5_TOKENS, Unicode61
+    from .fts5 import _LONG, Unicode61
     from ..progress import Progress
     from .termids import write_token_ids
     from ..tables import BATCH_ROWS

@@ -95,7 +95,7 @@ class Segment:
 def token_tables(seq: str, tokens_path=None, fts_tokens_path=None) -> dict:
     """The ``tokens`` argument of load_segment/write_segments: tokenizer name
     -> tokens stage table, for a recipe's tokenizer and the FTS5 tokens."""
-    from ..memo.fts5 import FTS5_TOKENS
+    from ..memo.tokenize import FTS5_TOKENS
 
     tokens = {seq: tokens_path} if tokens_path else {}
     if fts_tokens_path:

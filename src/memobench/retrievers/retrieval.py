@@ -18,7 +18,8 @@ import pyarrow.parquet as pq
 
 from ..memo.engine import Corpus, Haystack, Ranker
 from ..errors import DataError
-from ..memo.fts5 import FTS5_TOKENS, PhraseMatcher, Unicode61
+from ..memo.fts5 import PhraseMatcher, Unicode61
+from ..memo.tokenize import FTS5_TOKENS
 from .harness import (DEEP, OUTCOMES, RANKINGS, SegmentRows, load_questions, segment_bounds, skip_reason,
                       token_tables)
 from ..progress import Progress
