@@ -135,6 +135,20 @@ def test_a_cut_inside_a_nested_object_reads_in_one_pass(tmp_path, small_parts):
     assert not list((tmp_path / "many").glob(".normalize-parts-*"))
 
 
+def test_a_first_part_without_items_is_not_an_empty_array(tmp_path, small_parts):
+    body = json.dumps(_items(1))[1:-1]
+    raw = tmp_path / "bad.json"
+    raw.write_text("[" + " " * (len(body) + 100) + "," + body + "]", encoding="utf-8")  # a comma before any item
+    assert parts.cut_points(raw, 2) == [len(body) + 101]
+    with pytest.raises(DataError) as one:
+        _normalize(raw, tmp_path / "one", 1)
+    logged: list[str] = []
+    with pytest.raises(DataError) as many:
+        nz.normalize_longmemeval(raw, tmp_path / "many", log=logged.append, workers=2)
+    assert str(many.value) == str(one.value)
+    assert any("no item before the first cut" in line for line in logged)
+
+
 def _late(items, text: str) -> str:
     """The file's JSON with ``text`` put in the last item's last turn (raw)."""
     data = json.dumps(items)

@@ -710,9 +710,12 @@ def _normalize_in_parts(path: Path, out_dir: Path, cuts: list[int], log) -> dict
         try:
             with open(path, "rb") as raw, _gc_paused():
                 f = GuardedReader(Slice(raw.fileno(), 0, bounds[1], suffix=b"]"), escapes=True)
-                _read_items(f, tables, progress, bounds[1], _Reading())
+                reading = _Reading()
+                _read_items(f, tables, progress, bounds[1], reading)
                 if f.error is not None:
                     failed = f"part 1: {f.error}"
+                elif reading.index < 0:  # "[ ]" reads, but "[ ,{...}" does not: an item must come before a cut
+                    failed = "part 1: no item before the first cut"
         except Exception as e:  # noqa: BLE001 - the one-pass reading reports it, at its place
             failed = f"part 1: {type(e).__name__}: {_first_line(e)}"
         for k, worker in enumerate(workers, 2):

@@ -11,8 +11,8 @@ file for a comma before an item's first key (``,{"question_id":``; in valid
 JSON a quote there cannot be inside a string, as a string would end at it).
 Each part is then read as a whole array of its own, the first as its bytes
 and a ``]``, a later one as a ``[`` and its bytes (and a ``]`` unless it is
-the last). If the first reads as an array and the rest does, the file is
-exactly their items in order: JSON is parsed left to right, and after the
+the last). If the first reads as an array of at least one item and the rest
+does, the file is exactly their items in order: JSON is parsed left to right, and after the
 first part's items the parser is where ``[`` leaves it. A part that does not
 read (a cut inside a nested object that happens to have that key, malformed
 JSON, a bound of the JSON guard) sends the whole file to the one-pass
