@@ -178,6 +178,14 @@ def search_inputs(ds, names, tokenizer, variant=None, segment=None, fused=()):
     return plan.search_inputs(config, ds, names, tokenizer, variant, segment, fused)
 
 
+def embeddings_code(w):
+    """An embeddings job's code fingerprint: the stage less the other models'
+    encoders (its module imported here, not at parse: it imports numpy and pyarrow)."""
+    from memobench.retrievers.baselines.embeddings import code_fingerprint
+
+    return code_fingerprint(w.model, STAGE_SCRIPT_PATH)
+
+
 def retrieve_inputs(w):
     segment_of(w)
     spec = variant_of(w)

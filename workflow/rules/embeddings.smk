@@ -10,14 +10,6 @@
 # CPU; wordllama runs on the CPU.
 
 
-
-def embeddings_code(w):
-    """The job's code fingerprint (its module imported here, not at parse: it imports numpy and pyarrow)."""
-    from memobench.retrievers.baselines.embeddings import code_fingerprint
-
-    return code_fingerprint(w.model, STAGE_SCRIPT_PATH)
-
-
 rule embeddings:
     input:
         events=layout.path(layout.NORMALIZED_TABLE, table="events"),
