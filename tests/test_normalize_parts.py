@@ -140,13 +140,19 @@ def test_a_first_part_without_items_is_not_an_empty_array(tmp_path, small_parts)
     raw = tmp_path / "bad.json"
     raw.write_text("[" + " " * (len(body) + 100) + "," + body + "]", encoding="utf-8")  # a comma before any item
     assert parts.cut_points(raw, 2) == [len(body) + 101]
+    logged = _same_error_as_one_pass(raw, tmp_path)
+    assert any("no item before the first cut" in line for line in logged)
+
+
+def _same_error_as_one_pass(raw, tmp_path) -> list[str]:
+    """Reading ``raw`` in two parts raises the DataError one pass raises; the parts' log."""
     with pytest.raises(DataError) as one:
         _normalize(raw, tmp_path / "one", 1)
     logged: list[str] = []
     with pytest.raises(DataError) as many:
         nz.normalize_longmemeval(raw, tmp_path / "many", log=logged.append, workers=2)
     assert str(many.value) == str(one.value)
-    assert any("no item before the first cut" in line for line in logged)
+    return logged
 
 
 def _late(items, text: str) -> str:
@@ -172,12 +178,7 @@ def test_errors_in_a_later_part_are_those_of_one_pass(tmp_path, small_parts, cas
         data = json.dumps(items)
     raw = tmp_path / "bad.json"
     raw.write_text(data, encoding="utf-8")
-    with pytest.raises(DataError) as one:
-        _normalize(raw, tmp_path / "one", 1)
-    logged: list[str] = []
-    with pytest.raises(DataError) as many:
-        nz.normalize_longmemeval(raw, tmp_path / "many", log=logged.append, workers=2)
-    assert str(many.value) == str(one.value)
+    logged = _same_error_as_one_pass(raw, tmp_path)
     assert any("reading the file in one pass instead" in line for line in logged)
     assert not [p.name for p in (tmp_path / "many").iterdir()]  # no table, no worker's file
 
