@@ -76,7 +76,7 @@ def _stop_after_first_sibling_pass(work: Path, cfg: Path) -> Path:
     """Start the run on one core, wait for the first sibling entry, take the
     segment's lock as soon as the job that wrote it lets it go (so no sibling
     job can copy the entry), and SIGKILL the run's whole process group.
-    Returns the segment's cache folder."""
+    Returns the folder of the entry's group (results/g/cache/{segment}/{group})."""
     cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(work),
            "--configfile", str(cfg), "--cores", "1"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
@@ -86,7 +86,7 @@ def _stop_after_first_sibling_pass(work: Path, cfg: Path) -> Path:
         while True:
             # an entry's tables are there: the job that writes them holds the segment's lock
             # until it has written them all and sealed them
-            entries = sorted(cache_root.glob("seg*/*.deep.parquet")) if cache_root.is_dir() else []
+            entries = sorted(cache_root.glob("seg*/*/*.deep.parquet")) if cache_root.is_dir() else []
             if entries:
                 break
             if proc.poll() is not None:
@@ -94,7 +94,8 @@ def _stop_after_first_sibling_pass(work: Path, cfg: Path) -> Path:
             if time.monotonic() > deadline:
                 pytest.fail("no sibling entry was ever written")
             time.sleep(0.01)
-        seg = entries[0].parent
+        group = entries[0].parent
+        seg = group.parent
         with contextlib.ExitStack() as locks:
             # every group's lock of the segment: after the job that wrote the entry, before any other
             for path in sorted(cache_root.glob(f"{seg.name}.*.lock")):
@@ -105,7 +106,7 @@ def _stop_after_first_sibling_pass(work: Path, cfg: Path) -> Path:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-    return seg
+    return group
 
 
 def test_kill_between_sibling_pass_and_copies_with_damaged_entries(tmp_path, raw, built):
@@ -115,7 +116,7 @@ def test_kill_between_sibling_pass_and_copies_with_damaged_entries(tmp_path, raw
     work = tmp_path / "work"
     work.mkdir()
     cache = _stop_after_first_sibling_pass(work, cfg)
-    seg = cache.name
+    seg = cache.parent.name
     keys = sorted(p.name.split(".", 1)[0] for p in cache.glob("*.deep.parquet"))
     # the entries wait for the jobs of the variants whose segment outputs are still missing
     waiting = [v for v in VARIANTS if not (work / "results" / "g" / v / "segments" / f"{seg}.parquet").exists()]

@@ -62,6 +62,11 @@ def _alone(d, tmp_path, name, seg=1):
     return {k: pq.read_table(p) for k, p in outs.items()}
 
 
+def _entries(root, seg=1, group="tokens-ascii"):
+    """The folder a group's cached entries live in (v0.8.0's and v0.5.0's: tokens-ascii)."""
+    return root / "ds" / "cache" / f"seg{seg}" / group
+
+
 def _run(d, root, name, config, code="c1", seg=1):
     v = variants.resolve(name, "s")
     return write_segment_shared(v, config, "ds", seg, 2, _inputs(d, v.recipe.seq, v.recipe.backend == "fts"),
@@ -123,8 +128,8 @@ def test_first_job_ranks_siblings_and_their_jobs_copy_them(tables, tmp_path):
     assert first == {"reused": False, "computed": names, "rejected": None}
     for name in names[1:]:
         assert _run(tables, tmp_path, name, cfg) == {"reused": True, "computed": [], "rejected": None}
-    assert not list((tmp_path / "ds" / "cache" / "seg1").glob("*.parquet"))  # used entries are removed
-    assert not list((tmp_path / "ds" / "cache" / "seg1").glob("*.sha256.json"))  # with their seals
+    assert not list((tmp_path / "ds" / "cache" / "seg1").rglob("*.parquet"))  # used entries are removed
+    assert not list((tmp_path / "ds" / "cache" / "seg1").rglob("*.sha256.json"))  # with their seals
     for name in names:
         alone = _alone(tables, tmp_path, name)
         for k in KINDS:
@@ -155,7 +160,7 @@ def test_up_to_date_siblings_are_not_recomputed(tables, tmp_path):
 def test_an_entry_is_used_only_under_its_key(tables, tmp_path):
     cfg = _config(["v0.8.0", "v0.5.0"])
     _run(tables, tmp_path, "v0.8.0", cfg)
-    cache = tmp_path / "ds" / "cache" / "seg1"
+    cache = _entries(tmp_path)
     [entry] = {p.name.split(".")[0] for p in cache.glob("*.parquet")}
     write_plan(tmp_path, [("ds", "v0.8.0", 1), ("ds", "v0.5.0", 1)], complete=True)
     # another code fingerprint: the entry does not match, the job ranks its own lists (and
@@ -249,7 +254,7 @@ def test_a_damaged_entry_is_never_copied(tables, tmp_path, how, capsys):
 
     cfg = _config(["v0.8.0", "v0.5.0"])
     assert _run(tables, tmp_path, "v0.8.0", cfg)["computed"] == ["v0.8.0", "v0.5.0"]
-    cache = tmp_path / "ds" / "cache" / "seg1"
+    cache = _entries(tmp_path)
     [key] = {p.name.split(".")[0] for p in cache.glob("*.parquet")}
     _damage(_entry(cache, key), _seal_path(cache, key), how)
     lines = []
@@ -274,7 +279,7 @@ def test_an_unsealed_entry_is_ranked_again_by_the_next_pass(tables, tmp_path):
 
     cfg = _config(["v0.8.0", "v0.5.0"])
     _run(tables, tmp_path, "v0.8.0", cfg)
-    cache = tmp_path / "ds" / "cache" / "seg1"
+    cache = _entries(tmp_path)
     [key] = {p.name.split(".")[0] for p in cache.glob("*.parquet")}
     _seal_path(cache, key).unlink()
     reverse_lists(_entry(cache, key)["rankings"])
@@ -285,3 +290,178 @@ def test_an_unsealed_entry_is_ranked_again_by_the_next_pass(tables, tmp_path):
     alone = _alone(tables, tmp_path, "v0.5.0")
     for k in KINDS:
         assert pq.read_table(_outputs(tmp_path, "v0.5.0")[k]).equals(alone[k]), k
+
+
+# --------------------------------------------------------------------------- jobs of one segment at once
+
+
+def _job(d, root, name, cfg, code="c1"):
+    """A retrieve job of ``name`` in segment 1 (a variant of ``cfg``'s own ``variants`` too)."""
+    v = variants.resolve(name, "s", cfg["variants"])
+    return write_segment_shared(v, cfg, "ds", 1, 2, _inputs(d, v.recipe.seq, v.recipe.backend == "fts"),
+                                _outputs(root, name), code, log=QUIET)
+
+
+class _Threads:
+    """Jobs run in threads (each its own lock handle, as separate processes
+    have), their results or errors kept by name."""
+
+    def __init__(self):
+        import threading
+
+        self.threads, self.results, self.errors, self.names = [], {}, {}, threading.local()
+
+    def start(self, name, fn):
+        import threading
+
+        def body():
+            self.names.job = name
+            try:
+                self.results[name] = fn()
+            except BaseException as e:  # noqa: BLE001 - the test reports it
+                self.errors[name] = e
+
+        t = threading.Thread(target=body, daemon=True)
+        self.threads.append(t)
+        t.start()
+
+    def current(self):
+        return getattr(self.names, "job", None)
+
+    def join(self, timeout=120):
+        for t in self.threads:
+            t.join(timeout)
+            assert not t.is_alive(), "a job did not finish"
+        assert not self.errors, self.errors
+
+
+def test_cleanup_beside_another_groups_writes(tables, tmp_path, monkeypatch):
+    """The race made to happen: one job cleans up while another group's job of
+    the same segment has a table under its temporary name, and moves it into
+    place between the clean-up's listing and what it does with the files. The
+    clean-up lists only its own group's folder, so the other job's files are
+    never in its listing; both jobs finish, and every entry serves its job."""
+    import threading
+
+    from memobench import atomic
+    from memobench.retrieve import shared_retrieval
+
+    cfg = _config(["v0.8.0", "v0.5.0", "exp4-A0-base", "exp4-A1+5"])
+    jobs = _Threads()
+    writing, listed, moved = threading.Event(), threading.Event(), threading.Event()
+    commit, listing = atomic.commit, shared_retrieval._listing
+    seen = {}
+
+    def slow_commit(tmp, final):
+        # the cjkr job's first cached table: held under its temporary name until the other job has listed
+        first = jobs.current() == "cjkr" and "cache" in tmp.parts and not writing.is_set()
+        if first:
+            writing.set()
+            assert listed.wait(60)
+        commit(tmp, final)
+        if first:
+            moved.set()
+
+    def paused_listing(folder):
+        if jobs.current() != "ascii":
+            return listing(folder)
+        assert writing.wait(60)  # the other job's temporary file is there now
+        seen["ascii"] = listing(folder)
+        listed.set()
+        assert moved.wait(60)  # and moved into place before this job goes on
+        return seen["ascii"]
+
+    monkeypatch.setattr(atomic, "commit", slow_commit)
+    monkeypatch.setattr(shared_retrieval, "_listing", paused_listing)
+    jobs.start("ascii", lambda: _job(tables, tmp_path, "v0.8.0", cfg))
+    jobs.start("cjkr", lambda: _job(tables, tmp_path, "exp4-A0-base", cfg))
+    jobs.join()
+    assert moved.is_set() and seen["ascii"]
+    assert all(p.parent == _entries(tmp_path) for p in seen["ascii"])
+    assert jobs.results["ascii"]["computed"] == ["v0.8.0", "v0.5.0"]
+    assert jobs.results["cjkr"]["computed"] == ["exp4-A0-base", "exp4-A1+5"]
+    monkeypatch.undo()
+    for name in ("v0.5.0", "exp4-A1+5"):
+        assert _job(tables, tmp_path, name, cfg)["reused"] is True, name
+        alone = _alone(tables, tmp_path, name)
+        for k in KINDS:
+            assert pq.read_table(_outputs(tmp_path, name)[k]).equals(alone[k]), (name, k)
+
+
+def test_jobs_of_one_group_take_turns(tables, tmp_path, monkeypatch):
+    """A sibling's job waits while a job of its group cleans up (it holds the
+    group's lock), then copies its entry; a file that vanished between the
+    listing and the clean-up's look at it is no error."""
+    import threading
+    import time
+
+    from memobench.retrieve import shared_retrieval
+
+    cfg = _config(["v0.8.0", "v0.5.0"])
+    jobs = _Threads()
+    listed, release = threading.Event(), threading.Event()
+    listing = shared_retrieval._listing
+
+    def paused_listing(folder):
+        files = listing(folder)
+        if jobs.current() == "leader":
+            stray = folder / "0123456789abcdef0123456789abcdef.rankings.parquet"
+            stray.write_bytes(b"left by a killed job")
+            files.append(stray)
+            stray.unlink()  # gone before the clean-up looks at it
+            listed.set()
+            assert release.wait(60)
+        return files
+
+    monkeypatch.setattr(shared_retrieval, "_listing", paused_listing)
+    jobs.start("leader", lambda: _job(tables, tmp_path, "v0.8.0", cfg))
+    assert listed.wait(120)
+    jobs.start("sibling", lambda: _job(tables, tmp_path, "v0.5.0", cfg))
+    time.sleep(1.0)
+    assert "sibling" not in jobs.results  # waiting for the lock
+    release.set()
+    jobs.join()
+    assert jobs.results["leader"]["computed"] == ["v0.8.0", "v0.5.0"]
+    assert jobs.results["sibling"] == {"reused": True, "computed": [], "rejected": None}
+
+
+def test_an_entry_still_needed_is_kept_however_old(tables, tmp_path):
+    """Inputs rewritten with the same content (as --forceall does) are newer
+    than the entries ranked before them; a job reading them cleans up, and an
+    entry whose own inputs are unchanged stays for the job that copies it:
+    staleness is decided by the stamps an entry was ranked from, not by age.
+    An entry ranked from an input since replaced is removed."""
+    from memobench.retrieve.shared_retrieval import _entry
+
+    names = ["v0.8.0", "v0.5.0", "ascii-index", "exp4-A0-base", "exp4-A1+5"]
+    cfg = {**_config(names), "variants": {"ascii-index": {"base": "v0.8.0", "recipe": {"backend": "index"}}}}
+    def cached():
+        return {p.name.split(".")[0] for p in (tmp_path / "ds" / "cache" / "seg1").rglob("*.parquet")}
+
+    assert _job(tables, tmp_path, "v0.8.0", cfg)["computed"] == ["v0.8.0", "v0.5.0", "ascii-index"]
+    waiting = cached()
+    assert len(waiting) == 2
+    newer = {}
+    try:
+        for seq in ("cjkr", "fts5"):  # rewritten: newer than every entry, same content
+            p = tables / f"tokens_{seq}.arrow"
+            st = os.stat(p)
+            newer[p] = st
+            os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns + 100 * 10**9))
+        # another group's job, whose newest input is newer than the entries
+        assert _job(tables, tmp_path, "exp4-A0-base", cfg)["computed"] == ["exp4-A0-base", "exp4-A1+5"]
+        assert waiting < cached()
+        # this group's leader again (its FTS input changed): ascii-index reads no FTS
+        # input, so its entry is still the one its job needs; v0.5.0's is ranked again
+        write_plan(tmp_path, [("ds", n, 1) for n in names], complete=True)
+        assert _job(tables, tmp_path, "v0.8.0", cfg)["computed"] == ["v0.8.0", "v0.5.0"]
+        now = {p.name.split(".")[0] for p in _entries(tmp_path).glob("*.parquet")}
+        assert len(now) == 2 and len(now & waiting) == 1  # v0.5.0's old entry is gone, ascii-index's kept
+        [kept] = now & waiting
+        assert all(p.exists() for p in _entry(_entries(tmp_path), kept).values())
+        for name in ("ascii-index", "v0.5.0", "exp4-A1+5"):
+            assert _job(tables, tmp_path, name, cfg)["reused"] is True, name
+    finally:
+        for p, st in newer.items():
+            os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert not list(_entries(tmp_path).iterdir())

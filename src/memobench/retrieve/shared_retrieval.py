@@ -7,8 +7,9 @@ tokenized sessions, representative events, FTS5 rows) is the same for every
 variant that reads the same inputs, so the first job of a segment computes its
 *siblings* too, in one process (``retrievers.registry.write_segments``: each list
 identical to the one the variant gets alone, tested), and leaves their tables
-in ``results/{dataset}/cache/{segment}/``. A sibling's own job, when Snakemake
-runs it, finds its tables there and copies them into its outputs.
+in ``results/{dataset}/cache/{segment}/{group}/`` (:func:`share_group`). A
+sibling's own job, when Snakemake runs it, finds its tables there and copies
+them into its outputs.
 
 An entry is used only under its key: the variant's list-deciding spec, the
 segment, the retrieve stage's code fingerprint and the stamp (size, mtime,
@@ -38,6 +39,18 @@ read), and the jobs of one segment and group take a lock, so a sibling's job
 waits for the job that is computing its tables instead of computing them a
 second time, while a job of another group (which never ranks this one's
 lists) runs beside them.
+
+Each group's entry folder is written, sealed, copied and cleaned only under
+that group's lock, so no job ever lists, hashes or removes a file that another
+job is writing; jobs of other groups, running beside it, keep to their own
+folders. The clean-up decides by key, never by time: an entry is removed when
+no job can use it any more, that is when an input it was ranked from has
+another stamp now (replaced: no key can match it again), when it is of a
+variant whose current key this job knows and is another, or when it is an
+unsealed or temporary leftover of a killed job. An entry ranked from the
+current inputs is kept, however old, for the job that will copy it. On a
+filesystem without locks nothing is cleaned (entries are still verified
+before any copy).
 """
 
 from __future__ import annotations
@@ -45,7 +58,6 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
-import os
 import sys
 from contextlib import contextmanager
 from pathlib import Path
@@ -84,6 +96,12 @@ def lock_path(cache: Path, segment: int, variant: Variant) -> Path:
     return cache.parent / f"seg{segment}.{share_group(variant)}.lock"
 
 
+def entry_folder(cache: Path, variant: Variant) -> Path:
+    """Where the entries of the variant's group (in this segment's ``cache``
+    folder) live: only jobs holding the group's lock touch it."""
+    return cache / share_group(variant)
+
+
 def list_spec(variant: Variant) -> dict:
     from dataclasses import asdict
 
@@ -93,12 +111,15 @@ def list_spec(variant: Variant) -> dict:
     return spec
 
 
+def input_stamps(inputs: dict) -> dict:
+    """The stamp of each input a key covers (a name may stand for several files: a fusion's ``fused``)."""
+    return {n: [file_stamp(x) for x in p] if isinstance(p, list) else file_stamp(p) for n, p in sorted(inputs.items())}
+
+
 def retrieval_key(spec: dict, segment: int, n_segments: int, code: str, inputs: dict) -> str:
     """Everything a variant's segment lists depend on, hashed."""
     blob = json.dumps({"spec": {k: spec[k] for k in LIST_FIELDS if k in spec}, "segment": segment,
-                       "n_segments": n_segments,
-                       "code": code, "inputs": {n: [file_stamp(x) for x in p] if isinstance(p, list) else file_stamp(p)
-                                                for n, p in sorted(inputs.items())}},
+                       "n_segments": n_segments, "code": code, "inputs": input_stamps(inputs)},
                       sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:32]
 
@@ -183,15 +204,16 @@ def group_leaders(variants: list[Variant]) -> frozenset[str]:
 
 @contextmanager
 def _locked(path: Path):
+    """Holds the lock at ``path``; yields whether it is held."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a") as f:
         try:
             fcntl.flock(f, fcntl.LOCK_EX)
         except OSError:  # a filesystem without locks: jobs may rank a list twice, never a wrong one
-            yield
+            yield False
             return
         try:
-            yield
+            yield True
         finally:
             fcntl.flock(f, fcntl.LOCK_UN)
 
@@ -215,12 +237,16 @@ def _drop(cache: Path, key: str) -> None:
         p.unlink(missing_ok=True)
 
 
-def _seal(cache: Path, key: str) -> None:
-    """Record the sha256 of the entry's tables as written, with its key."""
+def _seal(cache: Path, key: str, variant: str, inputs: dict) -> None:
+    """Record the sha256 of the entry's tables as written, with its key, its
+    variant and the path and stamp of each input it was ranked from (what
+    the clean-up decides by)."""
     from ..atomic import write_json
 
+    stamps = [[str(p), file_stamp(p)] for ps in inputs.values() for p in (ps if isinstance(ps, list) else [ps])]
     write_json(_seal_path(cache, key),
-               {"key": key, "sha256": {kind: _sha256(p.read_bytes()) for kind, p in _entry(cache, key).items()}})
+               {"key": key, "variant": variant, "inputs": stamps,
+                "sha256": {kind: _sha256(p.read_bytes()) for kind, p in _entry(cache, key).items()}})
 
 
 def _sealed(cache: Path, key: str) -> bool:
@@ -282,6 +308,7 @@ def write_segment_shared(variant: Variant, config: dict, dataset: str, segment: 
     # the results folder this job writes under (a test's tmp_path, or results/)
     root = layout.root_of(outputs["rankings"], layout.path(layout.SEGMENT_TABLE, suffix=""))
     cache = Path(layout.path(layout.SHARED_CACHE, root=root, dataset=dataset, segment=f"seg{segment}"))
+    entries = entry_folder(cache, variant)
     codes = {variant.name: code}
 
     def key_of(v: Variant) -> str:
@@ -297,21 +324,21 @@ def write_segment_shared(variant: Variant, config: dict, dataset: str, segment: 
 
     key = key_of(variant)
     planned, complete = read_plan(root)
-    with _locked(lock_path(cache, segment, variant)):
+    with _locked(lock_path(cache, segment, variant)) as held:
         rejected = None
-        if _present(cache, key):
-            tables, why = _verified(cache, key)
+        if _present(entries, key):
+            tables, why = _verified(entries, key)
             if tables is not None:
                 for kind in KINDS:
                     _write_bytes(tables[kind], outputs[kind])
-                _drop(cache, key)
+                _drop(entries, key)
                 _record_key(cache, variant.name, key)
                 log(f"{variant.name} segment {segment}/{n_segments}: lists computed by a sibling's job "
-                    f"(key {key}, sha256 verified), copied from {cache}")
+                    f"(key {key}, sha256 verified), copied from {entries}")
                 return {"reused": True, "computed": [], "rejected": None}
             rejected = why
-            _drop(cache, key)
-            warn(f"{variant.name} segment {segment}/{n_segments}: the cached entry {key} in {cache} is not "
+            _drop(entries, key)
+            warn(f"{variant.name} segment {segment}/{n_segments}: the cached entry {key} in {entries} is not "
                  f"used: {why}; ranking this variant's segment itself")
         todo = [variant]
         outs = {variant.name: dict(outputs)}
@@ -320,8 +347,9 @@ def write_segment_shared(variant: Variant, config: dict, dataset: str, segment: 
         if candidates and code_of is not None and code_of(variant) != code:
             log(f"{variant.name}: the code fingerprint computed here differs from the rule's; ranking no sibling")
             candidates = []
+        current = {variant.name: key}  # the variants whose key this job knows
         for other in candidates:
-            k = key_of(other)
+            k = current[other.name] = key_of(other)
             theirs = own_outputs(other)
             if complete:
                 if (dataset, other.name, segment) not in planned:
@@ -330,11 +358,11 @@ def write_segment_shared(variant: Variant, config: dict, dataset: str, segment: 
                 continue  # without a complete plan, only missing outputs are ranked ahead
             if stored_key(cache, other.name) == k and all(Path(p).exists() for p in theirs.values()):
                 continue  # its outputs are up to date
-            if _sealed(cache, k):
+            if _sealed(entries, k):
                 continue  # already waiting for its job (which verifies it)
-            _drop(cache, k)  # a part left unsealed: ranked again, and sealed once written
+            _drop(entries, k)  # a part left unsealed: ranked again, and sealed once written
             todo.append(other)
-            outs[other.name] = {kind: str(p) for kind, p in _entry(cache, k).items()}
+            outs[other.name] = {kind: str(p) for kind, p in _entry(entries, k).items()}
             metas[other.name] = k
         from ..retrievers.harness import token_tables
         from ..retrievers.registry import write_segments
@@ -348,25 +376,52 @@ def write_segment_shared(variant: Variant, config: dict, dataset: str, segment: 
                        embeddings_path=inputs.get("embeddings"), inputs=inputs,
                        metadata=metadata() if callable(metadata) else metadata)
         for other in todo[1:]:
-            _seal(cache, metas[other.name])
+            _seal(entries, metas[other.name], other.name, {n: inputs[n] for n in needed_inputs(other)})
         _record_key(cache, variant.name, key)
-        _collect(cache, keep={k for k in metas.values()}, older_than=_newest(inputs))
+        if held:  # without the lock another job of the group may be writing here
+            _collect(entries, current)
     return {"reused": False, "computed": [v.name for v in todo], "rejected": rejected}
 
 
-def _newest(inputs: dict) -> float:
-    """The newest mtime of the inputs (a name may stand for several files: a fusion's ``fused``)."""
-    return max(os.stat(p).st_mtime for ps in inputs.values() for p in (ps if isinstance(ps, list) else [ps]))
+def _listing(folder: Path) -> list[Path]:
+    """The files in an entry folder (none when it is not there)."""
+    try:
+        return [p for p in folder.iterdir() if not p.is_dir()]
+    except FileNotFoundError:
+        return []
 
 
-def _collect(cache: Path, keep: set[str], older_than: float) -> None:
-    """Remove entries older than this job's newest input: they were computed
-    from inputs since replaced, so no key can match them again."""
-    if not cache.is_dir():
-        return
-    for p in cache.iterdir():
-        if p.is_dir():
-            continue
-        key = p.name.split(".", 1)[0]
-        if key not in keep and p.stat().st_mtime < older_than:
+def _usable(seal_path: Path, key: str, current: dict[str, str]) -> bool:
+    """Whether a sealed entry can still be copied by some job: its seal is
+    readable, it is not of a variant whose key is now another, and every input
+    it was ranked from still has the stamp it had."""
+    try:
+        seal = json.loads(seal_path.read_text())
+        if seal.get("key") != key or current.get(seal["variant"], key) != key:
+            return False
+        return all(file_stamp(path) == stamp for path, stamp in seal["inputs"])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):  # unreadable, or an input gone
+        return False
+
+
+def _collect(entries: Path, current: dict[str, str]) -> None:
+    """Remove what no job can use from a group's entry folder (the caller
+    holds the group's lock, so nothing here is being written or copied):
+    temporary files and unsealed tables of killed jobs, and sealed entries
+    that :func:`_usable` rejects. ``current`` maps the variants whose key this
+    job computed to that key; their entries under it are kept."""
+    by_key: dict[str, list[Path]] = {}
+    for p in _listing(entries):
+        if p.name.endswith(".tmp"):
             p.unlink(missing_ok=True)
+        else:
+            by_key.setdefault(p.name.split(".", 1)[0], []).append(p)
+    keep = set(current.values())
+    for key, files in by_key.items():
+        if key in keep:
+            continue
+        seal = _seal_path(entries, key)
+        if not (seal in files and _usable(seal, key, current)):
+            _drop(entries, key)  # the seal first, so what is left is never sealed
+            for p in files:
+                p.unlink(missing_ok=True)
