@@ -53,6 +53,18 @@ benchmark file) against a bare ``ijson.items(f, 'item')`` pass of ijson's C
 backend over the same file (one extra read of it), with both peak RSS: how
 close the stage runs to the streaming parser it is built on.
 
+``stress`` is a load test, not a timing: ``--stress-runs`` (default 20) cold
+runs of the ``all`` case (its file, its 33 variants plus analyze), each with
+``snakemake --cores`` ``--stress-cores`` (default 4, twice this machine's two
+cores) while ``--stress-burners`` processes (default one per core) keep every
+core busy beside it. Each run's results (everything under ``results/`` but
+the logs and the retrieve stage's internal cache) are compared byte for byte
+with the first run's; it prints each run's exit, wall time and differing
+files, and a last line with the count of failures and of differing runs. A
+failed run's folder is kept (``--work``/stress/failed_{i}) with its
+Snakemake output, and so are run 1's and any differing run's; the others are
+removed once compared.
+
 ``--checkout`` is the workflow (the directory holding the Snakefile and src/)
 that is measured; it is an explicit argument, never derived from this file's
 location, so a second checkout (``git worktree add /tmp/bench-base main``) can
@@ -468,6 +480,92 @@ def run_all_variants(work: Path, raw: Path, questions: int, checkouts: dict[str,
     return "\n".join(rows) + "\n"
 
 
+def burn() -> None:
+    """A CPU burner: spins until killed."""
+    while True:
+        pass
+
+
+def result_digests(results: Path) -> dict[str, str]:
+    """sha256 of every file under ``results``, the logs and the retrieve
+    stage's cache excepted (they hold times and file stamps): what must be the
+    same bytes run after run."""
+    import hashlib
+
+    skip = {Path(layout.LOGS).name, "cache"}
+    return {str(p.relative_to(results)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(results.rglob("*")) if p.is_file() and not skip & set(p.relative_to(results).parts)}
+
+
+def differing(first: dict[str, str], other: dict[str, str]) -> list[str]:
+    """The files in either digest map that the other lacks or holds other bytes for."""
+    return sorted(k for k in first.keys() | other.keys() if first.get(k) != other.get(k))
+
+
+def run_stress(work: Path, raw: Path, runs: int, cores: int, burners: int, checkout: Path) -> str:
+    """``runs`` cold runs of the all case under ``--cores cores`` with
+    ``burners`` CPU burners beside them; every run's results against the
+    first's (see the module's help)."""
+    import multiprocessing
+    import shutil
+
+    name = "bench_all"
+    base = work / "stress"
+    if base.exists():
+        shutil.rmtree(base)
+    base.mkdir(parents=True)
+    cfg = base / "cfg.yaml"
+    cfg.write_text(yaml.safe_dump({"data_dir": str(work / "data"), "run": [name], "datasets": {name: {
+        "format": "longmemeval", "family": "s", "file": str(raw), "bytes": raw.stat().st_size, "segments": 2,
+        "variants": harness_variants(), "analyze": True}}}))
+    procs = [multiprocessing.Process(target=burn, daemon=True) for _ in range(burners)]
+    for proc in procs:
+        proc.start()
+    rows = [f"### Stress: {runs} cold runs of the all case ({len(harness_variants())} variants + analyze, "
+            f"{raw.stat().st_size / 1e6:.0f} MB), --cores {cores} with {burners} CPU burner(s) on "
+            f"{multiprocessing.cpu_count()} cores", "",
+            "| run | exit | wall s | files | differing from run 1 |", "|---|---|---|---|---|"]
+    first: dict[str, str] | None = None
+    failures = differ = 0
+    try:
+        for i in range(1, runs + 1):
+            workdir = base / f"run_{i}"
+            cmd = [sys.executable, "-m", "snakemake", "-s", str(checkout / "Snakefile"), "-d", str(workdir),
+                   "--configfile", str(cfg), "--cores", str(cores), "--quiet", "all"]
+            t = time.monotonic()
+            proc = subprocess.run(cmd, capture_output=True, text=True)
+            wall = time.monotonic() - t
+            digests = result_digests(workdir / "results")
+            diff = differing(first, digests) if first is not None else []
+            if proc.returncode:
+                failures += 1
+                kept = base / f"failed_{i}"
+                workdir.rename(kept)
+                (kept / "snakemake.out").write_text(proc.stdout + proc.stderr)
+                errors = [ln.strip() for ln in (proc.stdout + proc.stderr).splitlines()
+                          if "memobench:" in ln or "Error in rule" in ln][:5]
+                log(f"stress run {i}: exit {proc.returncode}; kept in {kept}: " + " | ".join(errors))
+                note = f"failed ({'; '.join(errors) or 'see snakemake.out'})"
+            else:
+                if first is None:
+                    first = digests
+                elif diff:
+                    differ += 1
+                note = ", ".join(diff[:5]) + (f" and {len(diff) - 5} more" if len(diff) > 5 else "") or "none"
+                if i > 1 and not diff:  # run 1 and any differing run stay, to be compared by hand
+                    shutil.rmtree(workdir)
+            log(f"stress run {i}/{runs}: exit {proc.returncode}, {wall:.1f} s, {len(digests)} files, "
+                f"differing: {note}")
+            rows.append(f"| {i} | {proc.returncode} | {wall:.1f} | {len(digests)} | {note} |")
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.join()
+    rows += ["", f"stress: {runs} runs, {failures} failed, {differ} differed from run 1 "
+                 f"(--cores {cores}, {burners} burner(s), {multiprocessing.cpu_count()} cores)"]
+    return "\n".join(rows) + "\n"
+
+
 def run_mshape(work: Path, questions: int, sessions: int, checkout: Path, original: Original | None = None,
                segments: int = 5) -> str:
     """An M-shaped file through the pipeline (M family, v0.8.0 and
@@ -623,7 +721,7 @@ def main(argv=None) -> int:
                         help="the workflow to measure: the directory holding its Snakefile and src/")
     parser.add_argument("--work", default="bench_work", help="generated files and runs (cached)")
     parser.add_argument("--scales", default="s,m,scaling",
-                        help="comma-separated: all, mshape, s, m, scaling, shared")
+                        help="comma-separated: all, mshape, s, m, scaling, shared, stress")
     parser.add_argument("--vocab", default=None, help="LoCoMo file whose words the all and shared cases' file uses")
     parser.add_argument("--all-questions", type=int, default=1986,
                         help="questions of the all case's file (default 1986, ~190 MB; fewer: same bytes each)")
@@ -640,6 +738,10 @@ def main(argv=None) -> int:
     parser.add_argument("--no-naive", action="store_true", help=argparse.SUPPRESS)  # the default now
     parser.add_argument("--baseline", default=None,
                         help="another checkout measured beside --checkout in the 'all' cases (e.g. today's main)")
+    parser.add_argument("--stress-runs", type=int, default=20, help="stress: cold runs of the all case")
+    parser.add_argument("--stress-cores", type=int, default=4, help="stress: snakemake --cores")
+    parser.add_argument("--stress-burners", type=int, default=None,
+                        help="stress: CPU burners beside each run (default: one per core)")
     args = parser.parse_args(argv)
     global REPO
     REPO = Path(args.checkout).resolve()
@@ -647,9 +749,9 @@ def main(argv=None) -> int:
         raise SystemExit(f"--checkout {REPO}: no Snakefile there")
     work = Path(args.work).resolve()
     scales = args.scales.split(",")
-    unknown = sorted(set(scales) - {"all", "mshape", "s", "m", "scaling", "shared"})
+    unknown = sorted(set(scales) - {"all", "mshape", "s", "m", "scaling", "shared", "stress"})
     if unknown:
-        raise SystemExit(f"--scales: unknown {', '.join(unknown)} (all, mshape, s, m, scaling, shared)")
+        raise SystemExit(f"--scales: unknown {', '.join(unknown)} (all, mshape, s, m, scaling, shared, stress)")
     naive = Path(args.naive).resolve() if args.naive else None
     if naive is not None and not naive.is_file():
         raise SystemExit(f"--naive {naive}: no such file")
@@ -703,6 +805,13 @@ def main(argv=None) -> int:
         checkouts["checkout"] = REPO
         raw = all_file(work, args.vocab, args.all_questions)
         sections.append(run_all_variants(work, raw, args.all_questions, checkouts, original))
+        print(sections[-1], flush=True)
+    if "stress" in scales:
+        import os
+
+        burners = args.stress_burners if args.stress_burners is not None else os.cpu_count() or 1
+        sections.append(run_stress(work, all_file(work, args.vocab, args.all_questions), args.stress_runs,
+                                   args.stress_cores, burners, REPO))
         print(sections[-1], flush=True)
     if "mshape" in scales:
         sections.append(run_mshape(work, args.mshape_questions, args.mshape_sessions, REPO, original))
