@@ -465,3 +465,17 @@ def test_an_entry_still_needed_is_kept_however_old(tables, tmp_path):
         for p, st in newer.items():
             os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))
     assert not list(_entries(tmp_path).iterdir())
+
+
+def test_an_entry_gone_before_its_job_is_ranked_by_the_job(tables, tmp_path):
+    """The whole entry removed (the cache folder deleted, or a clean-up) before
+    the sibling's job runs: the job ranks its own lists, the true ones."""
+    import shutil
+
+    cfg = _config(["v0.8.0", "v0.5.0"])
+    assert _run(tables, tmp_path, "v0.8.0", cfg)["computed"] == ["v0.8.0", "v0.5.0"]
+    shutil.rmtree(_entries(tmp_path))
+    assert _run(tables, tmp_path, "v0.5.0", cfg) == {"reused": False, "computed": ["v0.5.0"], "rejected": None}
+    alone = _alone(tables, tmp_path, "v0.5.0")
+    for k in KINDS:
+        assert pq.read_table(_outputs(tmp_path, "v0.5.0")[k]).equals(alone[k]), k
