@@ -13,6 +13,7 @@ the same test the stats stage runs) are printed.
 
 from __future__ import annotations
 
+import codecs
 import json
 import re
 import subprocess
@@ -48,12 +49,16 @@ def add_arguments(p) -> None:
 
 def sniff(path: Path) -> str:
     """A file's run format: a first line that is a JSON object with
-    ``retrieval_results`` is a retrieval log, other text starting with "{" a
-    JSON run, anything else TREC."""
+    ``retrieval_results`` is a retrieval log, other text starting with "{" or
+    "[" JSON (a JSON run; the reader names what an array is not), anything
+    else TREC. A UTF-8 byte order mark is not text (RFC 8259 lets a reader
+    ignore it; imported.read_run does)."""
     with open(path, "rb") as f:
-        first = f.readline()
+        first = f.readline().removeprefix(codecs.BOM_UTF8)
         while first and not first.strip():
             first = f.readline()
+    if first.lstrip().startswith(b"["):
+        return "json"
     if not first.lstrip().startswith(b"{"):
         return "trec"
     try:

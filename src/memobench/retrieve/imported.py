@@ -43,6 +43,7 @@ names none of the dataset's questions.
 from __future__ import annotations
 
 import bisect
+import codecs
 import hashlib
 import json
 import math
@@ -446,7 +447,10 @@ def read_run(path, fmt: str, questions: list[dict], dataset: str, log=print) -> 
     path = str(path)
     if fmt not in READERS:
         raise DataError(path, None, f"unknown run format {fmt!r}; give one of {', '.join(READERS)}")
-    data = Path(path).read_bytes()
+    raw = Path(path).read_bytes()
+    # a UTF-8 byte order mark is no part of the text (RFC 8259 lets a JSON reader ignore it; a TREC
+    # qid is never meant to start with one); the sha256 and size are the file's own
+    data = raw.removeprefix(codecs.BOM_UTF8)
 
     def err(line, what):
         return DataError(path, f"line {line}" if line else None, what)
@@ -497,7 +501,7 @@ def read_run(path, fmt: str, questions: list[dict], dataset: str, log=print) -> 
                             f"give each question one list")
         raise err(line, f"question {token!r} is not a question of dataset {dataset!r}; list only its questions "
                         f"(their question_id)")
-    summary = {"format": fmt, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest(),
+    summary = {"format": fmt, "bytes": len(raw), "sha256": hashlib.sha256(raw).hexdigest(),
                "questions_listed": len(lists), "entries": sum(len(x.tokens) for x in lists.values())}
     log(f"run {path}: {summary}")
     return Run(path, fmt, dataset, lists, summary, locate)
