@@ -180,6 +180,47 @@ def test_memobench_score_end_to_end(locomo):
                        f"by their ids")
 
 
+def test_memobench_score_never_writes_over_another_variants_results(locomo):
+    """A file named after a variant the user's overlay configures (an imported
+    run of its own) is refused, as is a second file of the same name;
+    re-scoring the same file under its name runs nothing."""
+    work, runs = locomo["work"], locomo["runs"]
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+
+    def score(run, *args, configfile=locomo["cfg"]):
+        return subprocess.run([sys.executable, "-m", "memobench.cli", "score", str(run), "--dataset", "locomo10",
+                               "--against", "v0.5.0", "--configfile", str(configfile), "-d", str(work), *args],
+                              capture_output=True, text=True, env=env, timeout=600)
+
+    def ours(proc):
+        return [line for line in proc.stderr.splitlines() if line.startswith("memobench:")]
+
+    other = runs / "other"
+    other.mkdir()
+    theirs = shutil.copy(runs / "v05.json", other / "imp-trec.json")
+    configured = work / "results" / "locomo10" / "imp-trec"
+    before = {p.name: p.stat().st_mtime_ns for p in configured.rglob("*") if p.is_file()}
+    proc = score(theirs, configfile=locomo["cfg2"])
+    assert proc.returncode == 1 and ours(proc) == [
+        f"memobench: {theirs}: the variant name 'imp-trec' is taken (a built-in or configured variant); give "
+        f"another with --name"], proc.stderr[-3000:]
+    assert {p.name: p.stat().st_mtime_ns for p in configured.rglob("*") if p.is_file()} == before
+    # x.json, then x.trec: the second would replace the first's results
+    first, second = shutil.copy(runs / "v05.json", runs / "x.json"), shutil.copy(runs / "v05.trec", runs / "x.trec")
+    assert score(first).returncode == 0
+    made = (work / "results" / "locomo10" / "x" / "metrics.json").stat().st_mtime_ns
+    proc = score(second)
+    assert proc.returncode == 1 and ours(proc) == [
+        f"memobench: {second}: results/locomo10/x/ holds the results of {first}; give this run another name with "
+        f"--name"], proc.stderr[-3000:]
+    assert results(work, "locomo10", "x")["run"]["file"] == str(first)
+    again = score(first)
+    assert again.returncode == 0 and "rule import_run" not in again.stdout + again.stderr
+    assert (work / "results" / "locomo10" / "x" / "metrics.json").stat().st_mtime_ns == made
+    assert score(second, "--name", "x-trec").returncode == 0
+    assert results(work, "locomo10", "x-trec")["run"]["file"] == str(second)
+
+
 def test_replacing_a_run_file_reruns_only_its_scoring(locomo):
     work, cfg2, runs = locomo["work"], locomo["cfg2"], locomo["runs"]
     assert dry_run_jobs(work, *locomo["targets"], configfile=cfg2) == {}
