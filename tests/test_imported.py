@@ -370,3 +370,36 @@ def test_a_byte_order_mark_is_no_part_of_the_text_and_an_array_is_json(lme, tmp_
     assert sniff(array) == "json"
     assert error(lme, array, "json") == (f"{array}: line 1: expected '{{' (the run's object), found '['; a JSON run "
                                          f"is one object {{question_id: [session_id, ...]}}")
+
+
+def test_segments_check_the_bytes_they_read_against_the_runs_record(lme, tmp_path):
+    """A segment reads the file the run recorded (record_run's sha256) or
+    fails in one line; merge never joins segments that read different files."""
+    import pyarrow as pa
+
+    q = evaluated(lme)[0]
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps({q["question_id"]: lme["ids"][q["haystack_id"]][:1]}), encoding="utf-8")
+    sha = hashlib.sha256(path.read_bytes()).hexdigest()
+    record = tmp_path / "run-file.json"
+    record.write_text(json.dumps({"file": str(path), "bytes": path.stat().st_size, "sha256": sha}), encoding="utf-8")
+    d = lme["dir"]
+
+    def segment():
+        return import_segment(variant(path, "json"), path, d / "questions.parquet", d / "haystacks.parquet",
+                              d / "events.parquet", "lme", 1, 1, log=lambda m: None, record=record)
+
+    assert segment()[1]["sha256"] == sha
+    path.write_text(json.dumps({q["question_id"]: []}), encoding="utf-8")
+    now = hashlib.sha256(path.read_bytes()).hexdigest()
+    with pytest.raises(DataError) as e:
+        segment()
+    assert str(e.value) == (f"{path}: its sha256 is {now}, not the {sha} recorded in {record} before the run's "
+                            f"segments read it: the file changed while it was scored; rerun to score it as it is now")
+    tables = [pa.table({"q_index": [i]}).replace_schema_metadata(
+        {metrics.IMPORTED_KEY: json.dumps({"sha256": s, "listed": 1, "absent": 0, "truncated": 0, "ignored": {}})})
+        for i, s in enumerate((sha, now))]
+    with pytest.raises(DataError, match=rf"^run.json: its segments read different files \(sha256 {sha[:12]}, "
+                                        rf"{now[:12]}\); rerun to score the file as it is now$"):
+        metrics.imported_summary(tables, "run.json")
+    assert metrics.imported_summary(tables[:1] * 2, "run.json")["listed"] == 2

@@ -218,7 +218,7 @@ def run_file(w):
 
 def import_inputs(w):
     segment_of(w)
-    return plan.import_inputs(config, w.dataset, run_file(w), variant_of(w)["run"]["format"])
+    return plan.import_inputs(config, w.dataset, w.variant, run_file(w), variant_of(w)["run"]["format"])
 
 
 def prepare_spec(w):
