@@ -113,7 +113,7 @@ def check_owner(workdir: Path, dataset: str, name: str, run: Path) -> None:
     if not folder.is_dir() or not any(folder.iterdir()):
         return
     owner = None
-    metrics = folder / "metrics.json"
+    metrics = workdir / layout.path(layout.METRICS, dataset=dataset, variant=name)
     overlay = workdir / layout.path(layout.SCORE_OVERLAY, dataset=dataset, variant=name)
     try:
         if metrics.is_file():
