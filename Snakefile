@@ -38,6 +38,7 @@ include: "workflow/rules/datasets.smk"
 localrules:
     all,
     download,
+    record_run,
     manifest,
     merge,
     falsify,

@@ -9,7 +9,9 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import snakemake, write_config
+from conftest import REPO, snakemake, write_config
+from memobench.config import validate
+from memobench.errors import ConfigError
 from memobench.errors import DataError
 from memobench.evaluation.metrics import compute
 from memobench.datasets.normalize import normalize_cn, normalize_locomo, normalize_longmemeval, scan_elements
@@ -294,3 +296,43 @@ def test_an_error_names_an_item_with_control_characters_on_one_line():
     e = DataError("lme.json", "s\x00a\nqa 0", "what")
     assert str(e) == "lme.json: 's\\x00a\\nqa 0': what" and len(str(e).splitlines()) == 1
     assert str(DataError("f.json", "question é 1", "x")) == "f.json: question é 1: x"
+
+
+TINY = REPO / ".test" / "data" / "lme_tiny.json"
+
+
+def _retriever_config(params: str) -> str:
+    """A config (YAML text) of the committed tiny file run by a user retriever with ``params``."""
+    return (f"data_dir: {TINY.parent}\nrun: [tiny]\n"
+            f"datasets:\n  tiny: {{format: longmemeval, file: {TINY.name}, bytes: {TINY.stat().st_size}, "
+            f"variants: [v0.8.0, mine]}}\n"
+            f"variants:\n  mine:\n    retriever:\n      callable: my.py:rank\n      params: {params}\n")
+
+
+@pytest.mark.parametrize("params, why", [
+    ("{since: 2024-01-01}", "params.since: a YAML date, which JSON cannot hold; quote it ('2024-01-01')"),
+    ("{at: 2024-01-01 10:00:00}", "params.at: a YAML timestamp, which JSON cannot hold; quote it "
+                                  "('2024-01-01 10:00:00')"),
+    ("{tags: !!set {a, b}}", "params.tags: a YAML set (!!set), which JSON cannot hold; give a list"),
+    ("{blob: !!binary aGVsbG8=}", "params.blob: YAML binary data (!!binary), which JSON cannot hold; give a string"),
+    ("{1: x}", "params: key 1 is an integer, not a string; quote it ('1')"),
+    ("{w: [1, .inf]}", "params.w.1: inf is not a JSON number; give a finite number"),
+])
+def test_params_json_cannot_hold_are_refused_by_the_config_check(params, why):
+    """The params reach the job as JSON: a value JSON has no type for fails the check, naming the variant and key."""
+    import yaml
+
+    with pytest.raises(ConfigError) as e:
+        validate(yaml.safe_load(_retriever_config(params)), REPO / "workflow" / "schemas" / "config.schema.yaml")
+    assert one_line(e) == f"config: variants.mine.retriever.{why}"
+
+
+def test_a_yaml_date_in_params_is_one_line_before_any_job(tmp_path):
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text(_retriever_config("{since: 2024-01-01}"), encoding="utf-8")
+    proc = snakemake(tmp_path, "--cores", "1", configfile=cfg, check=False)
+    ours = [line for line in proc.stderr.splitlines() if line.startswith("memobench:")]
+    assert proc.returncode == 1 and ours == [
+        "memobench: config: variants.mine.retriever.params.since: a YAML date, which JSON cannot hold; quote it "
+        "('2024-01-01')"], proc.stderr[-2000:]
+    assert "Traceback" not in proc.stdout + proc.stderr and not (tmp_path / "results").exists()

@@ -218,6 +218,19 @@ def test_resolve_errors_name_the_variant(fuse, why):
         resolve("rrf", "s", custom)
 
 
+@pytest.mark.parametrize("custom,cycle", [
+    ({"fa": {"fuse": {"of": ["v0.8.0", "fb"]}}, "fb": {"fuse": {"of": ["bm25s", "fa"]}}}, "fa -> fb -> fa"),
+    ({"fa": {"fuse": {"of": ["v0.8.0", "fb"]}}, "fb": {"fuse": {"of": ["bm25s", "fc"]}},
+      "fc": {"fuse": {"of": ["fa", "bm25s"]}}}, "fa -> fb -> fc -> fa"),
+])
+def test_a_fusion_cycle_is_named_in_one_line(custom, cycle):
+    """Fusions that fuse each other: the loop, not an 'unknown variant' that the config declares."""
+    with pytest.raises(ConfigError) as e:
+        resolve("fa", "s", custom)
+    assert str(e.value) == (f"variant 'fa': fuse: a fusion cycle: {cycle}; a fusion fuses variants that are not "
+                            f"fusions")
+
+
 def test_a_fusion_takes_no_base(tmp_path):
     with pytest.raises(ConfigError, match="a fusion variant takes no base, recipe, retriever or run"):
         validate(_config(tmp_path, {"rrf": {"fuse": {"of": ["v0.8.0", "bm25s"]}, "base": "v0.8.0"}},

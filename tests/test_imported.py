@@ -6,6 +6,7 @@ repeated question id, and one haystack that holds a session twice)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -339,3 +340,66 @@ def test_the_score_command_reads_the_format_from_the_file(tmp_path):
         (tmp_path / name).write_text(text, encoding="utf-8")
     assert {n: sniff(tmp_path / n) for n in cases} == {"run.txt": "trec", "run.json": "json", "flat.json": "json",
                                                        "log.jsonl": "retrievallog"}
+
+
+def test_a_byte_order_mark_is_no_part_of_the_text_and_an_array_is_json(lme, tmp_path):
+    """A UTF-8 BOM (which RFC 8259 lets a JSON reader ignore) before a JSON
+    run, a retrieval log or a TREC run: read as the file without it, under
+    the sha256 of the file's own bytes; a JSON array is read as JSON and
+    refused as such, in one line."""
+    from memobench.score import sniff
+
+    qs = evaluated(lme)[:3]
+    lists = {q["question_id"]: lme["ids"][q["haystack_id"]][:2] for q in qs}
+    log = "".join(json.dumps({"question_id": q, "retrieval_results": {"ranked_items": [{"corpus_id": c} for c in ids]}})
+                  + "\n" for q, ids in lists.items())
+    texts = {"json": json.dumps(lists), "retrievallog": log,
+             "trec": "".join(f"{q} Q0 {sid} {r} {9 - r} t\n" for q, ids in lists.items() for r, sid in enumerate(ids, 1))}
+    for fmt, text in texts.items():
+        plain, marked = tmp_path / f"plain.{fmt}", tmp_path / f"bom.{fmt}"
+        plain.write_text(text, encoding="utf-8")
+        marked.write_bytes(b"\xef\xbb\xbf" + text.encode())
+        assert sniff(marked) == fmt
+        (a, _, deep_a), _ = imported(lme, plain, fmt)
+        (b, _, deep_b), summary = imported(lme, marked, fmt)
+        assert deep_a.to_pylist() == deep_b.to_pylist() and deep_b.num_rows == 6
+        assert (summary["bytes"], summary["sha256"]) == (3 + len(text.encode()),
+                                                         hashlib.sha256(marked.read_bytes()).hexdigest())
+    array = tmp_path / "array.json"
+    array.write_bytes(b"\xef\xbb\xbf" + json.dumps([lists]).encode())
+    assert sniff(array) == "json"
+    assert error(lme, array, "json") == (f"{array}: line 1: expected '{{' (the run's object), found '['; a JSON run "
+                                         f"is one object {{question_id: [session_id, ...]}}")
+
+
+def test_segments_check_the_bytes_they_read_against_the_runs_record(lme, tmp_path):
+    """A segment reads the file the run recorded (record_run's sha256) or
+    fails in one line; merge never joins segments that read different files."""
+    import pyarrow as pa
+
+    q = evaluated(lme)[0]
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps({q["question_id"]: lme["ids"][q["haystack_id"]][:1]}), encoding="utf-8")
+    sha = hashlib.sha256(path.read_bytes()).hexdigest()
+    record = tmp_path / "run-file.json"
+    record.write_text(json.dumps({"file": str(path), "bytes": path.stat().st_size, "sha256": sha}), encoding="utf-8")
+    d = lme["dir"]
+
+    def segment():
+        return import_segment(variant(path, "json"), path, d / "questions.parquet", d / "haystacks.parquet",
+                              d / "events.parquet", "lme", 1, 1, log=lambda m: None, record=record)
+
+    assert segment()[1]["sha256"] == sha
+    path.write_text(json.dumps({q["question_id"]: []}), encoding="utf-8")
+    now = hashlib.sha256(path.read_bytes()).hexdigest()
+    with pytest.raises(DataError) as e:
+        segment()
+    assert str(e.value) == (f"{path}: its sha256 is {now}, not the {sha} recorded in {record} before the run's "
+                            f"segments read it: the file changed while it was scored; rerun to score it as it is now")
+    tables = [pa.table({"q_index": [i]}).replace_schema_metadata(
+        {metrics.IMPORTED_KEY: json.dumps({"sha256": s, "listed": 1, "absent": 0, "truncated": 0, "ignored": {}})})
+        for i, s in enumerate((sha, now))]
+    with pytest.raises(DataError, match=rf"^run.json: its segments read different files \(sha256 {sha[:12]}, "
+                                        rf"{now[:12]}\); rerun to score the file as it is now$"):
+        metrics.imported_summary(tables, "run.json")
+    assert metrics.imported_summary(tables[:1] * 2, "run.json")["listed"] == 2

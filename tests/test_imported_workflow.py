@@ -5,6 +5,7 @@ replacing a run file reruns only its scoring."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -180,6 +181,47 @@ def test_memobench_score_end_to_end(locomo):
                        f"by their ids")
 
 
+def test_memobench_score_never_writes_over_another_variants_results(locomo):
+    """A file named after a variant the user's overlay configures (an imported
+    run of its own) is refused, as is a second file of the same name;
+    re-scoring the same file under its name runs nothing."""
+    work, runs = locomo["work"], locomo["runs"]
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+
+    def score(run, *args, configfile=locomo["cfg"]):
+        return subprocess.run([sys.executable, "-m", "memobench.cli", "score", str(run), "--dataset", "locomo10",
+                               "--against", "v0.5.0", "--configfile", str(configfile), "-d", str(work), *args],
+                              capture_output=True, text=True, env=env, timeout=600)
+
+    def ours(proc):
+        return [line for line in proc.stderr.splitlines() if line.startswith("memobench:")]
+
+    other = runs / "other"
+    other.mkdir()
+    theirs = shutil.copy(runs / "v05.json", other / "imp-trec.json")
+    configured = work / "results" / "locomo10" / "imp-trec"
+    before = {p.name: p.stat().st_mtime_ns for p in configured.rglob("*") if p.is_file()}
+    proc = score(theirs, configfile=locomo["cfg2"])
+    assert proc.returncode == 1 and ours(proc) == [
+        f"memobench: {theirs}: the variant name 'imp-trec' is taken (a built-in or configured variant); give "
+        f"another with --name"], proc.stderr[-3000:]
+    assert {p.name: p.stat().st_mtime_ns for p in configured.rglob("*") if p.is_file()} == before
+    # x.json, then x.trec: the second would replace the first's results
+    first, second = shutil.copy(runs / "v05.json", runs / "x.json"), shutil.copy(runs / "v05.trec", runs / "x.trec")
+    assert score(first).returncode == 0
+    made = (work / "results" / "locomo10" / "x" / "metrics.json").stat().st_mtime_ns
+    proc = score(second)
+    assert proc.returncode == 1 and ours(proc) == [
+        f"memobench: {second}: results/locomo10/x/ holds the results of {first}; give this run another name with "
+        f"--name"], proc.stderr[-3000:]
+    assert results(work, "locomo10", "x")["run"]["file"] == str(first)
+    again = score(first)
+    assert again.returncode == 0 and "rule import_run" not in again.stdout + again.stderr
+    assert (work / "results" / "locomo10" / "x" / "metrics.json").stat().st_mtime_ns == made
+    assert score(second, "--name", "x-trec").returncode == 0
+    assert results(work, "locomo10", "x-trec")["run"]["file"] == str(second)
+
+
 def test_replacing_a_run_file_reruns_only_its_scoring(locomo):
     work, cfg2, runs = locomo["work"], locomo["cfg2"], locomo["runs"]
     assert dry_run_jobs(work, *locomo["targets"], configfile=cfg2) == {}
@@ -191,7 +233,8 @@ def test_replacing_a_run_file_reruns_only_its_scoring(locomo):
     old = (runs / "again.json").stat()
     os.utime(new, ns=(old.st_atime_ns, old.st_mtime_ns - 10**9))  # older than the outputs: the stamp still sees it
     os.replace(new, runs / "again.json")
-    assert dry_run_jobs(work, *locomo["targets"], configfile=cfg2) == {"import_run": 1, "merge": 1, "stats": 1}
+    assert dry_run_jobs(work, *locomo["targets"], configfile=cfg2) == {"record_run": 1, "import_run": 1, "merge": 1,
+                                                                     "stats": 1}
     snakemake(work, "--cores", "2", *locomo["targets"], configfile=cfg2)
     m = results(work, "locomo10", "again")
     assert m["counted_as_miss"] == {ABSENT: 1} and m["run"]["absent"] == 1
@@ -240,7 +283,7 @@ def lme(tmp_path_factory):
                                   "imp-json": {"run": {"file": str(runs / "idx.json"), "format": "json"}}})
     snakemake(work, "--cores", "2", *[f"results/lme/{v}/metrics.json" for v in names], "results/lme/stats.json",
               "results/lme/imp-log/retrievallog.jsonl", configfile=cfg2)
-    return {"work": work, "runs": runs}
+    return {"work": work, "runs": runs, "root": root, "data": data, "ds": ds}
 
 
 def test_lme_retrieval_log_and_json_imported_back_give_the_same_numbers(lme):
@@ -275,3 +318,53 @@ def test_lme_trec_imported_back(lme):
         assert absent == empty
     if absent == empty:
         assert_same_numbers(work, "lme", "v0.8.0-index", "imp-trec", absent=absent)
+
+
+def test_a_run_file_replaced_between_two_segments_is_one_line_never_a_mixed_result(lme):
+    """Segment 1 read the file, then it was replaced in place (same size,
+    mtime and inode: what a segment job that starts after the replacement
+    sees, as in one run) before segment 2 read it: segment 2 fails in one
+    line, nothing is merged; once the file is recorded again, every segment
+    reads the new file and the numbers are a fresh import's of it."""
+    work, runs = lme["work"], lme["runs"]
+    pairs = json.loads((runs / "idx.json").read_text(encoding="utf-8"), object_pairs_hook=list)  # ids repeat
+
+    def text(lists):
+        return "{" + ", ".join(f"{json.dumps(q)}: {json.dumps(ids)}" for q, ids in lists) + "}"
+
+    old_text = text(pairs)
+    swap = runs / "swap.json"
+    swap.write_text(old_text, encoding="utf-8")
+    # the same bytes in another order: each list reversed (another run, same size)
+    new_text = text([(q, ids[::-1]) for q, ids in pairs])
+    assert len(new_text) == swap.stat().st_size and new_text != swap.read_text(encoding="utf-8")
+    fresh = runs / "fresh.json"
+    fresh.write_text(new_text, encoding="utf-8")
+    names = ["v0.8.0", "swap", "fresh"]
+    cfg = write_config(lme["root"] / "swap.yaml", data_dir=str(lme["data"]), run=["lme"],
+                       datasets={"lme": {**lme["ds"], "variants": names}},
+                       variants={"swap": {"run": {"file": str(swap), "format": "json"}},
+                                 "fresh": {"run": {"file": str(fresh), "format": "json"}}})
+    snakemake(work, "--cores", "1", "results/lme/swap/segments/seg1.outcomes.parquet", configfile=cfg)
+    st = swap.stat()
+    with open(swap, "r+b") as f:  # in place: the inode stays
+        f.write(new_text.encode())
+    os.utime(swap, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert (swap.stat().st_size, swap.stat().st_ino) == (st.st_size, st.st_ino)
+    proc = snakemake(work, "--cores", "1", "results/lme/swap/metrics.json", configfile=cfg, check=False)
+    ours = [line for line in proc.stderr.splitlines() if line.startswith("memobench:")]
+    new_sha = hashlib.sha256(new_text.encode()).hexdigest()
+    old_sha = hashlib.sha256(old_text.encode()).hexdigest()
+    assert proc.returncode == 1 and ours == [
+        f"memobench: {swap}: its sha256 is {new_sha}, not the {old_sha} recorded in "
+        f"results/lme/swap/segments/run-file.json before the run's segments read it: the file changed while it was "
+        f"scored; rerun to score it as it is now"], proc.stderr[-3000:]
+    assert not (work / "results" / "lme" / "swap" / "metrics.json").exists()
+    os.utime(swap)  # a replacement by any ordinary means gives the file a new mtime: it is recorded again
+    snakemake(work, "--cores", "1", "results/lme/swap/metrics.json", "results/lme/fresh/metrics.json",
+              configfile=cfg)
+    m = results(work, "lme", "swap")
+    assert m["run"]["sha256"] == new_sha
+    assert {k: m[k] for k in COUNTS} == {k: results(work, "lme", "fresh")[k] for k in COUNTS}
+    assert results(work, "lme", "swap", "official.json")["official"] == \
+        results(work, "lme", "fresh", "official.json")["official"]

@@ -222,6 +222,34 @@ def test_a_target_of_a_missing_dataset_fails_in_one_line(tmp_path, http_dir):
     assert (tmp_path / target).exists()
 
 
+@pytest.mark.parametrize("variant, line", [
+    ({"run": {"file": "no/such.trec", "format": "trec"}},
+     "config: variants.gone: no/such.trec: no such file (relative paths start from the working directory, {work}); "
+     "give the run file's path"),
+    ({"retriever": {"callable": "no_such.py:rank"}},
+     "config: dataset 'mine': variant 'gone': no file no_such.py (looked for {work}/no_such.py)"),
+])
+def test_a_config_error_comes_before_any_job_whatever_the_data(tmp_path, http_dir, variant, line):
+    """A variant's file missing, in a dataset still to download: the line
+    comes before the download job (its input functions ran only after it)."""
+    www, base = http_dir
+    lme = www / "mine.json"
+    write_longmemeval(lme, n_questions=4, sessions_per_question=3, seed=8)
+    work = tmp_path / "work"
+    work.mkdir()
+    cfg = write_config(tmp_path / "cfg.yaml", data_dir=str(tmp_path / "data"), run=["mine"], datasets={
+        "mine": {"format": "longmemeval", "family": "s", "file": "mine.json", "bytes": lme.stat().st_size,
+                 "urls": [f"{base}/mine.json"], "segments": 1, "variants": ["v0.8.0", "gone"]}},
+        variants={"gone": variant})
+    proc = snakemake(work, "--cores", "1", configfile=cfg, check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1
+    assert [ln for ln in proc.stderr.splitlines() if ln.startswith("memobench:")] == [
+        "memobench: " + line.format(work=work).replace("variants.gone:", "variants.gone.run.file:")], out[-3000:]
+    assert "rule download" not in out and "Error in rule" not in out and "Traceback" not in out, out[-3000:]
+    assert not (tmp_path / "data" / "mine.json").exists() and not (work / "results").exists()
+
+
 # --- the package side (memobench.datasets.missing) -----------------------------------
 
 

@@ -3,6 +3,7 @@ the schema's defaults applied, and the checks a schema cannot express."""
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from pathlib import Path
@@ -48,6 +49,10 @@ def validate(config: dict, schema_path) -> None:
     import jsonschema
     import yaml
 
+    non_json = not_json(config)
+    if non_json:
+        # the config reaches the jobs as JSON (params): a value JSON cannot hold would fail there, mid-run
+        raise ConfigError(f"config: {non_json}")
     schema = yaml.safe_load(Path(schema_path).read_text(encoding="utf-8"))
     validator = _with_defaults(jsonschema.Draft202012Validator)(schema)
     errors = sorted(validator.iter_errors(config), key=lambda e: (len(e.path), list(map(str, e.path))))
@@ -64,6 +69,38 @@ def validate(config: dict, schema_path) -> None:
         more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
         raise ConfigError(f"config: {_where(e.path)}: {what}{more}")
     check(config)
+
+
+# what YAML gives for values JSON has no type for (safe_load's tags)
+_YAML_TYPES = {"date": "a YAML date", "datetime": "a YAML timestamp", "set": "a YAML set (!!set)",
+               "bytes": "YAML binary data (!!binary)", "int": "an integer", "float": "a number",
+               "bool": "a boolean", "NoneType": "null", "tuple": "a list"}
+
+
+def not_json(value, path: tuple = ()) -> str | None:
+    """Where and what the first value of ``value`` that JSON cannot hold is
+    (a date, a set, binary data, a non-string key, a non-finite number), as
+    ``path: what; the fix``; None when it is all JSON."""
+    where = _where(path)
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if not isinstance(k, str):
+                return (f"{where}: key {k!r} is {_YAML_TYPES.get(type(k).__name__, f'a {type(k).__name__}')}, "
+                        f"not a string; quote it ('{k}')")
+            found = not_json(v, (*path, k))
+            if found:
+                return found
+        return None
+    if isinstance(value, list):
+        return next((f for i, v in enumerate(value) if (f := not_json(v, (*path, i)))), None)
+    if value is None or isinstance(value, (str, bool, int)):
+        return None
+    if isinstance(value, float):
+        return None if math.isfinite(value) else f"{where}: {value!r} is not a JSON number; give a finite number"
+    what = _YAML_TYPES.get(type(value).__name__, f"a {type(value).__name__}")
+    fix = "give a list" if isinstance(value, (set, frozenset)) else f"quote it ('{value}')" \
+        if not isinstance(value, bytes) else "give a string"
+    return f"{where}: {what}, which JSON cannot hold; {fix}"
 
 
 def check(config: dict) -> None:

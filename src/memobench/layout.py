@@ -51,6 +51,8 @@ SEGMENTS = f"{VARIANT}/segments"
 # ``{suffix}``: one of SEGMENT_SUFFIXES
 SEGMENT_TABLE = f"{SEGMENTS}/{{segment}}{{suffix}}"
 SEGMENT_SUFFIXES = {"rankings": ".parquet", "outcomes": ".outcomes.parquet", "deep": ".deep.parquet"}
+# an imported run's file as recorded once (its bytes and sha256), before any of its segments reads it
+RUN_RECORD = f"{SEGMENTS}/run-file.json"
 RANKINGS = f"{VARIANT}/rankings.parquet"
 OUTCOMES = f"{VARIANT}/outcomes.parquet"
 # deprecated: OUTCOMES under its old name, a hard link the merge job leaves

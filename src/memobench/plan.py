@@ -142,6 +142,29 @@ def run_file(spec: dict, ds: str, variant: str, cwd: str) -> str:
     return path
 
 
+def check_files(config: dict, specs: dict, cwd: str) -> None:
+    """The files the run's variants name, there (an imported run's file, a
+    retriever's modules), or the ConfigError line :func:`run_file` and the
+    retrieve and prepare rules' code fingerprints would raise. Checked when
+    the workflow is parsed: those are input functions and params of jobs
+    that follow a download checkpoint, evaluated only once it has run, so
+    the line came after the downloads."""
+    from .memo.variants import PYTHON_BACKEND
+    from .retrievers.pyretriever import sources
+
+    for ds in config["run"]:
+        for v, spec in specs[ds].items():
+            if spec.get("run"):
+                run_file(spec, ds, v, cwd)
+            elif spec["recipe"]["backend"] == PYTHON_BACKEND:
+                for key in ("callable", "prepare"):
+                    if spec["retriever"].get(key):
+                        try:
+                            sources(spec["retriever"][key], cwd)
+                        except (ConfigError, OSError) as e:
+                            raise ConfigError(f"config: dataset {ds!r}: variant {v!r}: {e}") from None
+
+
 def prepare_spec(config: dict, ds: str, variant: str) -> dict:
     """The settings that decide a prepared table: the variant resolved for
     the dataset (the base dataset of those that search its haystacks)."""
@@ -204,9 +227,11 @@ def search_inputs(config: dict, ds: str, names, tokenizer: str, variant: str | N
     return {n: p for n, p in paths.items() if n in names}
 
 
-def import_inputs(config: dict, ds: str, run: str, run_format: str) -> dict:
+def import_inputs(config: dict, ds: str, variant: str, run: str, run_format: str) -> dict:
+    """An import_run job's inputs: the run file and its record (its sha256, taken once for every segment)."""
     base = base_dataset(config, ds)
-    inputs = {"run": run, "questions": normalized(ds, "questions"), "haystacks": normalized(base, "haystacks")}
+    inputs = {"run": run, "record": layout.path(layout.RUN_RECORD, dataset=ds, variant=variant),
+              "questions": normalized(ds, "questions"), "haystacks": normalized(base, "haystacks")}
     if run_format == "retrievallog":  # scoring ids: which sessions hold a user target
         inputs["events"] = normalized(base, "events")
     return inputs

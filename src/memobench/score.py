@@ -13,6 +13,7 @@ the same test the stats stage runs) are printed.
 
 from __future__ import annotations
 
+import codecs
 import json
 import re
 import subprocess
@@ -48,12 +49,16 @@ def add_arguments(p) -> None:
 
 def sniff(path: Path) -> str:
     """A file's run format: a first line that is a JSON object with
-    ``retrieval_results`` is a retrieval log, other text starting with "{" a
-    JSON run, anything else TREC."""
+    ``retrieval_results`` is a retrieval log, other text starting with "{" or
+    "[" JSON (a JSON run; the reader names what an array is not), anything
+    else TREC. A UTF-8 byte order mark is not text (RFC 8259 lets a reader
+    ignore it; imported.read_run does)."""
     with open(path, "rb") as f:
-        first = f.readline()
+        first = f.readline().removeprefix(codecs.BOM_UTF8)
         while first and not first.strip():
             first = f.readline()
+    if first.lstrip().startswith(b"["):
+        return "json"
     if not first.lstrip().startswith(b"{"):
         return "trec"
     try:
@@ -91,11 +96,36 @@ def variant_name(path: Path, given: str | None, config: dict) -> str:
     if not re.fullmatch(SAFE_NAME, name) or name in RESERVED:
         raise ScoreError(f"--name {name!r}: a variant name holds only letters, digits and ._+- (not starting "
                          f"with a symbol) and is not one of {', '.join(sorted(RESERVED))}")
-    theirs = (config.get("variants") or {}).get(name)
-    if name in known_variants() or (theirs is not None and "run" not in theirs):
+    # a configured imported run too: its folder holds the results the config's report shows
+    configured = name in (config.get("variants") or {}) or any(
+        name in (ds.get("variants") or []) for ds in config["datasets"].values())
+    if name in known_variants() or configured:
         raise ScoreError(f"{path}: the variant name {name!r} is taken (a built-in or configured variant); "
                          f"give another with --name")
     return name
+
+
+def check_owner(workdir: Path, dataset: str, name: str, run: Path) -> None:
+    """The variant's folder holds nothing, or what this command made of the
+    same file (its metrics.json's run.file; before that, its overlay's):
+    another file's results are never replaced."""
+    folder = workdir / layout.path(layout.VARIANT, dataset=dataset, variant=name)
+    if not folder.is_dir() or not any(folder.iterdir()):
+        return
+    owner = None
+    metrics = workdir / layout.path(layout.METRICS, dataset=dataset, variant=name)
+    overlay = workdir / layout.path(layout.SCORE_OVERLAY, dataset=dataset, variant=name)
+    try:
+        if metrics.is_file():
+            owner = (json.loads(metrics.read_text(encoding="utf-8")).get("run") or {}).get("file")
+        elif overlay.is_file():
+            owner = json.loads(overlay.read_text(encoding="utf-8"))["variants"][name]["run"]["file"]
+    except (ValueError, KeyError, TypeError, OSError):
+        owner = None
+    if owner != str(run):
+        what = f"the results of {owner}" if owner else "another variant's results"
+        raise ScoreError(f"{run}: {folder.relative_to(workdir)}/ holds {what}; give this run another name with "
+                         f"--name")
 
 
 def targets(dataset: str, variants: list[str]) -> list[str]:
@@ -173,6 +203,7 @@ def score(args) -> str:
     custom = config.get("variants") or {}
     fmt = args.format or sniff(run)
     name = variant_name(run, args.name, config)
+    check_owner(workdir, ds, name, run)
     against = args.against
     if against is None:
         try:

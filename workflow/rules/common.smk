@@ -42,6 +42,8 @@ try:
     RETRIEVAL_LOGS = retrieval_log_pairs(config)
     # Every configured variant, resolved now, so a bad name fails before any job runs.
     VARIANT_SPECS = plan.variant_specs(config)
+    # and the files they name, there: a job's input function would say so only after the downloads
+    plan.check_files(config, VARIANT_SPECS, os.getcwd())
 except ConfigError as e:
     fail(str(e))
 
@@ -216,7 +218,7 @@ def run_file(w):
 
 def import_inputs(w):
     segment_of(w)
-    return plan.import_inputs(config, w.dataset, run_file(w), variant_of(w)["run"]["format"])
+    return plan.import_inputs(config, w.dataset, w.variant, run_file(w), variant_of(w)["run"]["format"])
 
 
 def prepare_spec(w):

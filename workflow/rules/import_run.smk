@@ -2,12 +2,37 @@
 # `run: {file, format}` is another system's ranked lists, read from its file
 # into the segment tables a retrieve job writes, under the dataset's skip rule
 # (src/memobench/retrieve/imported.py). merge, official metrics, stats, exports and the
-# report then treat it like any variant. The file is an input, and its stamp
-# (size, mtime, inode) a param: replacing it reruns its own scoring only.
+# report then treat it like any variant. The file is recorded once (record_run:
+# its size and sha256), and every segment checks the bytes it read against
+# that record, so a file replaced between two segments' jobs fails in one line
+# instead of giving numbers of two files. The file is an input, and its stamp
+# (size, mtime, inode) a param of the record: replacing it reruns its own
+# scoring only.
 
 
 # Its input functions (run_file, import_inputs) and IMPORTED_VARIANTS live in
 # common.smk (snakemake --lint: a rule file holds only its rules).
+
+
+rule record_run:
+    input:
+        run=run_file,
+    output:
+        record=layout.RUN_RECORD,
+    params:
+        # a file replaced by another (whatever its mtime) is recorded again, and every segment reread
+        stamp=lambda w: file_stamp(run_file(w)),
+        code=code("record_run"),
+    wildcard_constraints:
+        variant=IMPORTED_VARIANTS,
+    benchmark:
+        f"{BENCHMARKS}/record_run/{{dataset}}/{{variant}}.tsv"
+    log:
+        f"{LOGS}/record_run/{{dataset}}/{{variant}}.log",
+    conda:
+        "../../envs/memobench.yaml"
+    script:
+        STAGE_SCRIPT
 
 
 rule import_run:
@@ -21,8 +46,6 @@ rule import_run:
         variant=lambda w: {k: variant_of(w)[k] for k in ("name", "recipe", "skip", "run")},
         segment=segment_of,
         n_segments=lambda w: len(segments(w.dataset)),
-        # a file replaced by another (whatever its mtime) reruns the import
-        stamp=lambda w: file_stamp(run_file(w)),
         code=code("import_run"),
     wildcard_constraints:
         variant=IMPORTED_VARIANTS,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from ..errors import DataError
 from ..jsmath import to_fixed
 
 
@@ -107,7 +108,7 @@ def pct(count: int, n: int, digits: int = 1) -> str:
 IMPORTED_KEY = b"memobench.imported"
 
 
-def imported_summary(seg_tables) -> dict | None:
+def imported_summary(seg_tables, file: str = "the run file") -> dict | None:
     """The segments' import records as one: the file's fields once, the counts summed."""
     import json
 
@@ -115,6 +116,11 @@ def imported_summary(seg_tables) -> dict | None:
              if IMPORTED_KEY in (t.schema.metadata or {})]
     if not parts:
         return None
+    if len({p["sha256"] for p in parts}) > 1:
+        # each segment checked its bytes against the run's record: segments of two records never merge
+        raise DataError(file, None,
+                        f"its segments read different files (sha256 {', '.join(p['sha256'][:12] for p in parts)}); "
+                        f"rerun to score the file as it is now")
     out = dict(parts[0])
     for k in ("listed", "absent", "truncated"):
         out[k] = sum(p[k] for p in parts)
@@ -178,7 +184,7 @@ def merge_segments(dataset: str, variant_spec: dict, rankings_in, outcomes_in, d
             "description": variant_spec["description"], "recipe": variant_spec["recipe"],
             "skip_rule": variant_spec["skip"], "baseline": variant_spec.get("baseline", ""),
             "provenance": seen[0] if len(seen) == 1 else seen,
-            **({"run": {**variant_spec["run"], **(imported_summary(seg_tables) or {})}} if variant_spec.get("run") else {}),
+            **({"run": {**variant_spec["run"], **(imported_summary(seg_tables, variant_spec["run"]["file"]) or {})}} if variant_spec.get("run") else {}),
             # what normalization counted (date fallbacks, unmatched evidence, ...)
             "data": {k: v for k, v in json.loads(Path(data_summary).read_text(encoding="utf-8")).items()
                      if k != "source"}}

@@ -354,6 +354,11 @@ def fusion_variant(name: str, family: str, entry: dict, others: dict | None = No
     k = f.get("k", RRF_K)
     if method == "rrf" and (not isinstance(k, int) or isinstance(k, bool) or k < 0):
         raise ConfigError(f"{where}: k must be an integer >= 0, not {k!r}")
+    cycle = _fusion_cycle(name, of, others or {})
+    if cycle:
+        # resolving it would pass through the fusion itself, which ``others`` leaves out: name the loop instead
+        raise ConfigError(f"{where}: a fusion cycle: {' -> '.join(cycle)}; a fusion fuses variants that are not "
+                          f"fusions")
     for o in of:
         if resolve(o, family, others).recipe.backend == FUSION_BACKEND:
             raise ConfigError(f"{where}: {o!r} is itself a fusion; fuse the variants it fuses instead")
@@ -362,6 +367,29 @@ def fusion_variant(name: str, family: str, entry: dict, others: dict | None = No
     return Variant(name, Recipe(backend=FUSION_BACKEND), _SKIP[family], f"fusion: {what}",
                    entry.get("description", f"the deep lists of {', '.join(of)} fused by {what.split(' of ')[0]}"),
                    retriever=spec)
+
+
+def _fusion_cycle(name: str, of: list, others: dict) -> list[str] | None:
+    """The path [name, ..., name] by which a fusion reaches itself through the
+    user variants it fuses (their ``fuse.of``, or a ``base``), or None."""
+    def via(v: str) -> list:
+        entry = others.get(v)
+        if not isinstance(entry, dict):
+            return []
+        fuse = entry.get("fuse")
+        got = list(fuse.get("of") or []) if isinstance(fuse, dict) and isinstance(fuse.get("of"), list) else []
+        return got + ([entry["base"]] if isinstance(entry.get("base"), str) else [])
+
+    stack, seen = [(o, [name, o]) for o in reversed(of)], set()
+    while stack:
+        v, path = stack.pop()
+        if v == name:
+            return path
+        if v in seen:
+            continue
+        seen.add(v)
+        stack += [(w, path + [w]) for w in reversed(via(v))]
+    return None
 
 
 def _callable_spec(text) -> bool:

@@ -43,6 +43,7 @@ names none of the dataset's questions.
 from __future__ import annotations
 
 import bisect
+import codecs
 import hashlib
 import json
 import math
@@ -446,7 +447,10 @@ def read_run(path, fmt: str, questions: list[dict], dataset: str, log=print) -> 
     path = str(path)
     if fmt not in READERS:
         raise DataError(path, None, f"unknown run format {fmt!r}; give one of {', '.join(READERS)}")
-    data = Path(path).read_bytes()
+    raw = Path(path).read_bytes()
+    # a UTF-8 byte order mark is no part of the text (RFC 8259 lets a JSON reader ignore it; a TREC
+    # qid is never meant to start with one); the sha256 and size are the file's own
+    data = raw.removeprefix(codecs.BOM_UTF8)
 
     def err(line, what):
         return DataError(path, f"line {line}" if line else None, what)
@@ -497,7 +501,7 @@ def read_run(path, fmt: str, questions: list[dict], dataset: str, log=print) -> 
                             f"give each question one list")
         raise err(line, f"question {token!r} is not a question of dataset {dataset!r}; list only its questions "
                         f"(their question_id)")
-    summary = {"format": fmt, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest(),
+    summary = {"format": fmt, "bytes": len(raw), "sha256": hashlib.sha256(raw).hexdigest(),
                "questions_listed": len(lists), "entries": sum(len(x.tokens) for x in lists.values())}
     log(f"run {path}: {summary}")
     return Run(path, fmt, dataset, lists, summary, locate)
@@ -506,12 +510,25 @@ def read_run(path, fmt: str, questions: list[dict], dataset: str, log=print) -> 
 # --------------------------------------------------------------------------- a segment's tables
 
 
+def check_record(run: Run, record_path) -> None:
+    """The bytes a segment read are the file its run recorded once
+    (``record_path``: the record_run stage's sha256), so that every segment
+    of a run reads the same file: one replaced between two segments' jobs
+    fails here instead of giving a result of two files."""
+    record = json.loads(Path(record_path).read_text(encoding="utf-8"))
+    if record["sha256"] != run.summary["sha256"]:
+        raise DataError(run.path, None, f"its sha256 is {run.summary['sha256']}, not the {record['sha256']} recorded "
+                                        f"in {record_path} before the run's segments read it: the file changed while "
+                                        f"it was scored; rerun to score it as it is now")
+
+
 def import_segment(variant, run_path, questions_path, haystacks_path, events_path, dataset: str, segment: int,
-                   n_segments: int, log=print) -> tuple[tuple, dict]:
+                   n_segments: int, log=print, record=None) -> tuple[tuple, dict]:
     """One segment's (rankings, outcomes, deep) tables from a run file, under
     the variant's skip rule, and what the import counted (``ignored``: lists
     given for questions the rule skips, by reason;
-    ``truncated``: lists cut at :data:`DEPTH`)."""
+    ``truncated``: lists cut at :data:`DEPTH`). ``record``: the run file's
+    record (:func:`check_record`), which the bytes read must match."""
     from types import SimpleNamespace
 
     import pyarrow as pa
@@ -524,6 +541,8 @@ def import_segment(variant, run_path, questions_path, haystacks_path, events_pat
     every = [{"q_index": i, "question_id": q} for i, q in zip(table.column("q_index").to_pylist(),
                                                                 table.column("question_id").to_pylist())]
     run = read_run(run_path, variant.run["format"], every, dataset, log=log)
+    if record is not None:
+        check_record(run, record)
     lo, hi = segment_bounds(table.num_rows, segment, n_segments)
     questions = table.slice(lo, hi - lo).to_pylist()
     hids = sorted({q["haystack_id"] for q in questions if q["haystack_id"] >= 0})

@@ -7,7 +7,7 @@ import json
 from .adapter import Job, stage
 
 
-@stage("import_run", inputs=["run", "questions", "haystacks"], optional=["events"],
+@stage("import_run", inputs=["run", "record", "questions", "haystacks"], optional=["events"],
        outputs=["rankings", "outcomes", "deep"], params=["variant", "segment", "n_segments"])
 def import_run(job: Job) -> None:
     """An imported run's segment: another system's lists read from its file
@@ -22,7 +22,7 @@ def import_run(job: Job) -> None:
     i, o, p = job.input, job.output, job.params
     (rankings, outcomes, deep), summary = import_segment(
         from_spec(p.variant), i.run, i.questions, i.haystacks, i.get("events"), job.wildcards.dataset, p.segment,
-        p.n_segments, log=job.log)
+        p.n_segments, log=job.log, record=i.record)
     meta = {PROVENANCE_KEY: json.dumps(provenance(), sort_keys=True), IMPORTED_KEY: json.dumps(summary, sort_keys=True)}
     write_table(o.outcomes, outcomes.replace_schema_metadata(meta))
     write_table(o.deep, deep)
