@@ -150,18 +150,21 @@ def markdown(missing: dict[str, dict]) -> str:
     return to_markdown(blocks(missing)) if missing else ""
 
 
-def summary(missing: dict[str, dict]) -> str:
-    """The run's last line while datasets are missing."""
-    return (f"{len(missing)} dataset(s) missing: {', '.join(missing)}; results/report.md covers the others and "
-            f"says how to get these; rerun the same command once they are there")
+def summary(missing: dict[str, dict], others: list[str]) -> str:
+    """The run's last line while datasets are missing; ``others``: the run's
+    datasets that are there (the report covers them; it lists the missing
+    ones either way)."""
+    report = ("results/report.md covers the others and says how to get these" if others
+              else "none of the run's datasets is there, so nothing ran; results/report.md says how to get them")
+    return f"{len(missing)} dataset(s) missing: {', '.join(missing)}; {report}; rerun the same command once they are there"
 
 
-def end_lines(missing: dict[str, dict]) -> list[str]:
+def end_lines(missing: dict[str, dict], others: list[str]) -> list[str]:
     """What the end of the run says: one line per missing dataset and the
-    summary; nothing when none is missing."""
+    summary; nothing when none is missing. ``others``: as :func:`summary`'s."""
     if not missing:
         return []
-    return [how_to_get(ds, why) for ds, why in missing.items()] + [summary(missing)]
+    return [how_to_get(ds, why) for ds, why in missing.items()] + [summary(missing, others)]
 
 
 def datasets_record(run, receipts: dict, needs: dict) -> dict:
@@ -171,4 +174,4 @@ def datasets_record(run, receipts: dict, needs: dict) -> dict:
     them (``lines``). ``receipts``: dataset -> receipt path."""
     missing = find_missing(receipts, needs)
     return {"run": list(run), "present": sorted(ds for ds in receipts if ds not in missing),
-            "missing": list(missing), "lines": end_lines(missing)}
+            "missing": list(missing), "lines": end_lines(missing, [ds for ds in run if ds not in missing])}
