@@ -403,3 +403,23 @@ def test_matrix_fits_the_page_in_a_browser(ten_variants, tmp_path):
     assert set(right) >= {"matrix", "paired", "paired bytype"}
     # the matrix and every other table inside the 1400-pixel window, not scrolled
     assert max(r["tables"]) <= browser.WIDTH, list(zip(r["tableClasses"], r["tables"]))
+
+
+def test_hitk_plot_axis_ends_at_100_percent_with_every_value_inside(tmp_path, monkeypatch):
+    """A rate's axis ends at 100%; a bar near it carries its value inside its end."""
+    res = tmp_path / "results"
+    m0, _ = _run(res, "lme", "v0.8.0", [1] * 39 + [3], ["t"] * 40)  # hit@1 97.5%, hit@5 100%
+    m1, _ = _run(res, "lme", "mine", [1] * 10 + [0] * 30, ["t"] * 40)
+    figs = []
+    monkeypatch.setattr(report, "_save", lambda fig, png: figs.append(fig))
+    report.plot([json.loads(p.read_text()) for p in (m0, m1)], tmp_path / "hitk.png")
+    (fig,) = figs
+    renderer = fig.canvas.get_renderer()
+    for ax in fig.axes:
+        assert ax.get_xlim() == (0, 100)
+        box = ax.get_window_extent(renderer)
+        texts = [t for t in ax.texts if t.get_text()]
+        assert {t.get_text() for t in texts} >= {"97.5", "100.0", "25.0"}
+        for t in texts:
+            tb = t.get_window_extent(renderer)
+            assert box.x0 <= tb.x0 and tb.x1 <= box.x1, (t.get_text(), tb, box)

@@ -748,6 +748,7 @@ def markdown_report(runs, stats, extras: list, missing: list | None = None) -> s
 STYLE = {"font.size": 11, "axes.titlesize": 12, "axes.labelsize": 11, "xtick.labelsize": 10,
          "ytick.labelsize": 10, "legend.fontsize": 10}
 UP, DOWN, FLAT = "#1a7f37", "#b42318", "#555555"
+INSIDE_FROM = 90  # hit@k plot: a bar longer than this (%) carries its value inside its end, within the axis
 
 
 def _pyplot():
@@ -783,11 +784,15 @@ def plot(runs: list[dict], png_out) -> None:
                 vals = [m.get(k + "_rate") for m in ms]
                 ax.barh(ys, [100 * (v or 0) for v in vals], bar, label=k, color=colors[k])
                 for y, v, m in zip(ys, vals, ms):
-                    if v is not None:  # the value the tables print
-                        ax.text(100 * v + 0.8, y, printed(m, k), va="center", fontsize=10)
+                    if v is None:
+                        continue
+                    # the value the tables print: after the bar, or inside its end where it would pass 100%
+                    inside = 100 * v > INSIDE_FROM
+                    ax.text(100 * v + (-0.8 if inside else 0.8), y, printed(m, k), va="center", fontsize=10,
+                            ha="right" if inside else "left", color="white" if inside and k != "hit@10" else "black")
             ax.set_yticks(range(len(ms)), [label(m) for m in ms])
             ax.set_ylim(len(ms) - 0.5, -0.5)
-            ax.set_xlim(0, 109)
+            ax.set_xlim(0, 100)  # a rate: the axis ends at 100%
             ax.set_xticks(range(0, 101, 20))
             n = max(m["questions"] for m in ms)
             ax.set_title(f"{ds}: harness hit@k, % of the evaluated questions (n = {n})", loc="left")
