@@ -423,3 +423,20 @@ def test_hitk_plot_axis_ends_at_100_percent_with_every_value_inside(tmp_path, mo
         for t in texts:
             tb = t.get_window_extent(renderer)
             assert box.x0 <= tb.x0 and tb.x1 <= box.x1, (t.get_text(), tb, box)
+
+
+def test_provenance_gives_versions_and_says_fts5_beside_sqlite(tmp_path):
+    import sqlite3
+
+    from memobench.provenance import provenance
+
+    m = json.loads(_run(tmp_path, "lme", "v0.8.0", [1, 2, 0], ["t"] * 3)[0].read_text())
+    m["provenance"] = provenance()
+    (table,) = [b for b in report.provenance_blocks(None, [m]) if isinstance(b, doc.Table)]
+    rows = {r[0]: r[1] for r in table.rows}
+    assert "fts5" not in rows and all(v not in (True, False, "True", "False") for v in rows.values()), rows
+    assert rows["sqlite"] == f"{sqlite3.sqlite_version} (FTS5 compiled in)"
+    from importlib.metadata import version
+
+    for dist in ("snakemake", "numpy", "pandas", "scipy"):
+        assert rows[dist] == version(dist), dist

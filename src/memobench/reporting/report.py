@@ -535,6 +535,19 @@ def per_type_blocks(runs: list[dict], heatmap: str | None = None) -> list:
     return out
 
 
+def provenance_rows(env: dict) -> list[list]:
+    """(what, version) rows of an environment: whether SQLite has FTS5 is said
+    beside its version (the record's ``fts5`` is a flag, not a version)."""
+    rows = []
+    for k, v in env.items():
+        if k == "fts5":
+            continue
+        if k == "sqlite" and "fts5" in env:
+            v = f"{v} ({'FTS5 compiled in' if env['fts5'] else 'without FTS5'})"
+        rows.append([k, v])
+    return rows
+
+
 def provenance_blocks(manifest_path, runs) -> list:
     """What produced the results, once: the environment of the runs (a run
     computed with another SQLite, Python or library version is named), and the
@@ -559,7 +572,7 @@ def provenance_blocks(manifest_path, runs) -> list:
     for n, (env, names) in enumerate(ordered):
         if n:
             out.append(Para(f"Also computed with other versions: {', '.join(names)}"))
-        out.append(Table(["what", "version"], [[k, v] for k, v in json.loads(env).items()], left=2))
+        out.append(Table(["what", "version"], provenance_rows(json.loads(env)), left=2))
     explain = ("The source fingerprint is a hash (sha256, first 16 hex digits) of the memobench package's own "
                "source files (its .py, .txt and .json files) as they were when a run was computed: the same "
                "fingerprint means the same code. ")
