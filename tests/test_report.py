@@ -224,6 +224,25 @@ def test_variants_cli_names_each_familys_harness(capsys):
     assert "run.cjs (s), run-m.cjs (m), locomo.cjs (locomo)" in line
 
 
+def test_variants_cli_lists_memo_variants_then_the_references_under_a_header_in_aligned_columns(capsys):
+    from memobench.memo.variants import FAMILIES, references
+
+    refs = {n for f in FAMILIES for n in references(f)}
+    for argv in (["variants"], ["variants", "--family", "s"], ["variants", "--family", "zh"]):
+        cli.main(argv)
+        lines = capsys.readouterr().out.splitlines()
+        header, rows = lines[0], lines[1:]
+        assert header.split() == ["variant", "families", "harness", "description"], header
+        starts = [header.index(w) for w in ("families", "harness", "description")]
+        for row in rows:
+            for at in starts:  # every column starts where its header does
+                assert row[at - 2:at] == "  " and row[at] != " ", (argv, row, at)
+        names = [r.split()[0] for r in rows]
+        kinds = [n in refs for n in names]
+        assert any(kinds) and not all(kinds)
+        assert kinds == sorted(kinds), (argv, names)  # the reference retrievers last, as the help says
+
+
 def _conventions(n_rr, n_prm, v):
     metrics = {f"{name}@{k}": v for name in ("recall_any", "recall_all", "ndcg_any") for k in official.KS}
     conv = {"run_retrieval": {"convention": official.CONVENTIONS["run_retrieval"], "questions": n_rr,
