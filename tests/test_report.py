@@ -197,11 +197,36 @@ def test_report_in_a_browser_keeps_hostile_values_inert(hostile_report, tmp_path
     assert len(r["images"]) == 3 and all(w > 0 for w, _ in r["images"])
 
 
-def test_missing_dataset_cells_wrap(tmp_path):
-    gone = {"far": missing.missing_receipt(tmp_path / ("deep" * 40) / "far.json", "far.json: could not download",
-                                           5, "ab" * 32, ["http://example.invalid/" + "x" * 200], {missing.ATTEMPT: 1})}
-    html = doc.to_html(missing.blocks(gone))
-    assert html.count("class='l wrap'") == 3 and "`" not in html and "<code>memobench:</code>" in html
+def test_missing_datasets_read_at_1400_pixels_in_a_browser(tmp_path):
+    """The "Missing datasets" section in headless chromium at 1,400 pixels: the
+    place to put the file, its sha256 and each URL each on one line of its
+    own, none broken every few characters into a narrow column."""
+    path = tmp_path / "home" / "someone" / "projects" / "memobench-checkout" / "data" / "longmemeval_s.json"
+    urls = ["https://huggingface.co/datasets/xiaowu0162/longmemeval/resolve/main/longmemeval_s",
+            "https://hf-mirror.com/datasets/xiaowu0162/longmemeval/resolve/main/longmemeval_s"]
+    reason = (f"longmemeval_s.json: could not download (no network?): tried {urls[0]} (Name or service not known), "
+              f"{urls[1]} (Name or service not known). Place the file (278025796 bytes) at {path} and rerun.")
+    gone = {"longmemeval_s": missing.missing_receipt(path, reason, 278025796, "ab" * 32, urls, {missing.ATTEMPT: 1}),
+            "longmemeval_cn": {"needs": "longmemeval_s"}}
+    res = tmp_path / "results"
+    m0, _ = _run(res, "zh", "zh-B", [1, 2, 0], ["t"] * 3)
+    build_report([m0], [], res / "report.md", res / "report.html", res / "hitk.png", log=lambda m: None, missing=gone)
+    r = browser.measure(res / "report.html", tmp_path, section="missing")
+    assert r["scrollWidth"] <= browser.WIDTH, r["scrollWidth"]
+    boxes = r["section"]
+
+    def one_line(text):
+        box = [b for b in boxes if b["text"] == text][-1]  # the innermost element holding exactly it
+        assert box["height"] < 1.6 * box["lineHeight"], (text, box)  # not wrapped
+        return box
+
+    place, sha = one_line(str(path)), one_line("ab" * 32)
+    assert place["width"] > 300 and sha["width"] > 300, (place, sha)
+    lines = [one_line(u) for u in urls]  # each URL an element of its own, on its own line
+    assert lines[0]["top"] + 0.9 * lines[0]["height"] <= lines[1]["top"], lines
+    # the dataset that waits for another says so in its own table
+    assert any(b["text"] == "searches the haystacks of longmemeval_s, which is missing" for b in boxes)
+    assert browser.screenshot(res / "report.html", tmp_path / "shot.png", tmp_path, height=1400) > 0.01
 
 
 def test_markdown_code_spans_and_line_starts():

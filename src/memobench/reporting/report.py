@@ -594,6 +594,8 @@ th,td{border:1px solid #ccc;padding:3px 7px;text-align:right;vertical-align:top}
 th{background:#f2f2f2}
 td.l,th.l{text-align:left}
 td.wrap{overflow-wrap:anywhere}
+table.missing{min-width:40em} table.missing td.l:first-child{white-space:nowrap;color:#444}
+.line{display:block}
 table.paired td:not(.l),table.paired td:first-child{white-space:nowrap}
 table.paired th:not(.l){white-space:normal}
 table.paired td.lines,table.paired td.lines .sub{white-space:normal} .keep{white-space:nowrap}
