@@ -5,7 +5,8 @@ images load) with a measuring script appended, in a 1400-pixel-wide window,
 and returns what the script found after the page loaded: the page's scroll
 width, the right edge of every table and image, the cell count of every table
 row against its header (colspans counted), each table's class, the cells and text holding a
-backtick, the scripts on the page and whether an injected one ran.
+backtick, the scripts on the page and whether an injected one ran, and where asked the
+geometry of one section's table cells.
 :func:`screenshot` takes a PNG of the page and returns the share of pixels
 that are not white.
 
@@ -44,6 +45,15 @@ window.addEventListener('load', () => {
   }
   for (const c of document.querySelectorAll('td,th')) if (c.textContent.includes('`')) r.backtickCells.push(c.textContent);
   for (const i of document.images) r.images.push([i.naturalWidth, right(i)]);
+  // the table cells and their elements in the section under the heading with id `section`, as laid out
+  r.section = [];
+  const sec = document.getElementById(SECTION);
+  for (let el = sec && sec.nextElementSibling; el && el.tagName !== 'H2'; el = el.nextElementSibling)
+    for (const c of el.querySelectorAll('td, td *')) {
+      const b = c.getBoundingClientRect(), lh = parseFloat(getComputedStyle(c).lineHeight);
+      r.section.push({tag: c.tagName, cls: c.className, text: c.textContent, width: b.width, height: b.height,
+                      top: b.top, left: b.left, lineHeight: lh});
+    }
   const out = document.createElement('pre');
   out.id = 'memobench-measured';
   out.textContent = JSON.stringify(r);
@@ -70,10 +80,14 @@ def _run(args: list[str], profile: Path, timeout: float = 60) -> subprocess.Comp
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=True)
 
 
-def measure(html_path: Path, work: Path) -> dict:
+def measure(html_path: Path, work: Path, section: str = "") -> dict:
+    """``section``: the id of an h2 whose section's table cells (and the
+    elements in them) are measured too, as ``section``: tag, class, text,
+    width, height, top, left and line height of each."""
     html_path = Path(html_path)
     copy = html_path.with_name(html_path.stem + ".measure.html")
-    copy.write_text(html_path.read_text(encoding="utf-8").replace("</body>", MEASURE + "</body>"), encoding="utf-8")
+    script = MEASURE.replace("SECTION", json.dumps(section))
+    copy.write_text(html_path.read_text(encoding="utf-8").replace("</body>", script + "</body>"), encoding="utf-8")
     try:
         proc = _run(["--virtual-time-budget=10000", "--dump-dom", copy.as_uri()], work / "profile-measure")
     finally:

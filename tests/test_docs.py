@@ -132,3 +132,34 @@ def test_citation_file_is_cff_with_the_works_it_reproduces():
     for work in ("Memo", "LongMemEval", "Very Long-Term Conversational Memory"):
         assert work in titles
     assert (REPO / "LICENSE").read_text(encoding="utf-8").startswith("MIT License")
+
+
+def test_every_listed_variant_is_in_the_readmes_variant_table():
+    """`memobench variants` lists what the README's Variants table names (a
+    `name` or a `prefix-*` pattern in its first column)."""
+    import fnmatch
+
+    from memobench.cli import variant_rows
+    from memobench.memo.variants import FAMILIES
+
+    section = README.read_text(encoding="utf-8").split("\n## Variants\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| `")]
+    names = [n for line in rows for n in re.findall(r"`([^`]+)`", line.split("|")[1])]
+    listed = [r[0] for r in variant_rows(FAMILIES)]
+    assert len(listed) > 40
+    assert [v for v in listed if not any(fnmatch.fnmatchcase(v, n) for n in names)] == []
+
+
+def test_testing_doc_names_where_the_tests_find_locomo_in_their_order():
+    """docs/testing.md gives the places the tests look for the real LoCoMo file
+    in conftest.find_locomo's order, the README's `data/locomo10.json` among them."""
+    import yaml as _yaml
+
+    section = (REPO / "docs" / "testing.md").read_text(encoding="utf-8").split("## The real LoCoMo file", 1)[1]
+    section = section.split("\n## ", 1)[0]
+    data_dir = _yaml.safe_load((REPO / "config.yaml").read_text(encoding="utf-8"))["data_dir"]
+    placed = f"{data_dir}/locomo10.json"
+    assert placed in README.read_text(encoding="utf-8")
+    order = ["MEMOBENCH_LOCOMO", placed, "MEMOBENCH_CACHE", "beside the checkout"]
+    at = [section.find(w) for w in order]
+    assert -1 not in at and at == sorted(at), dict(zip(order, at))

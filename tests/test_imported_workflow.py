@@ -18,6 +18,7 @@ import pytest
 from conftest import REPO, data_dir, dry_run_jobs, snakemake, write_config
 from memobench.evaluation import exports
 from memobench.retrieve.imported import ABSENT, decode_trec_id
+from memobench.reporting.figures import percent
 from memobench.reporting.report import markdown_report
 from memobench.evaluation.stats import compare, per_question
 from memobench.tables import read_table
@@ -161,8 +162,9 @@ def test_memobench_score_end_to_end(locomo):
     assert any(line.lstrip().startswith("v0.5.0 ") and "(published: hit@1 53.2" in line for line in lines)
     assert "absent from the run (counted as misses): 0" in proc.stdout
     off = results(work, "locomo10", "scored", "official.json")["official"]
-    assert f"recall_any@5 {off['recall_any@5']:.4f}" in proc.stdout
-    assert any(line.lstrip().startswith("hit@1      +0.0 [+0.0, +0.0]  p 1.0000") for line in lines)
+    assert f"recall_any@5 {percent(off['recall_any@5'])}" in proc.stdout  # in percent, as the report prints it
+    assert any(line.lstrip().startswith("hit@1  +0.0 [+0.0, +0.0]  p: randomization 1.0000; McNemar 1.0000")
+               for line in lines)
     assert (work / "results" / ".score" / "locomo10" / "scored.yaml").exists()
     # the compared variant's cached results were reused, and a second call does nothing
     assert (work / "results" / "locomo10" / "v0.5.0" / "metrics.json").stat().st_mtime_ns == before

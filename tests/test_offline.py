@@ -195,6 +195,23 @@ def test_the_exit_status_tells_the_truth_whatever_ran_before(tmp_path, http_dir)
     default_run(expect=3)
 
 
+def test_a_run_where_nothing_is_there_says_so(tmp_path, http_dir):
+    """Offline with only a missing dataset in the run: the summary says that
+    nothing ran (there are no others for the report to cover), and the report
+    it names is there and says how to get the file."""
+    _, base = http_dir
+    cfg = write_config(tmp_path / "cfg.yaml", data_dir=str(tmp_path / "data"), run=["mine"], datasets={
+        "mine": {"format": "longmemeval", "family": "s", "file": "mine.json", "bytes": 10,
+                 "urls": [f"{base}/mine.json"], "segments": 1, "variants": ["v0.8.0"]}})
+    proc = snakemake(tmp_path, "--cores", "1", configfile=cfg, check=False)
+    assert proc.returncode == 1, (proc.stdout + proc.stderr)[-3000:]
+    _ends_with_our_lines(proc, 1)
+    last = proc.stderr.splitlines()[-1]
+    assert "covers the others" not in last and "so nothing ran" in last, last
+    report = (tmp_path / "results" / "report.md").read_text()
+    assert "## Missing datasets" in report and "| mine | mine.json |" in report
+
+
 def test_a_target_of_a_missing_dataset_fails_in_one_line(tmp_path, http_dir):
     """README "Running one segment" for a dataset that is not there: one line
     with what to place where, no MissingInputException; placed, it runs."""
@@ -263,12 +280,17 @@ def test_missing_datasets_include_those_that_need_them_and_say_how_to_get_them(t
     assert f"| s | s.json | {tmp_path / 's.json'} | 5 | {'ab' * 32} | u | could not download (no network?): " \
            f"tried u (x). |" in md
     assert missing.markdown({}) == ""
-    assert missing.end_lines(found) == [
+    assert missing.end_lines(found, ["m"]) == [
         f"missing dataset s: {gone['missing']}",
         "missing dataset cn: it searches the haystacks of s, which is missing; it runs once s is there",
         "2 dataset(s) missing: s, cn; results/report.md covers the others and says how to get these; "
         "rerun the same command once they are there"]
-    assert missing.end_lines({}) == []
+    assert missing.end_lines({}, ["m"]) == []
+    # nothing else in the run: no "others" for the report to cover
+    record = missing.datasets_record(["s", "cn"], {"s": gone}, {"cn": "s"})
+    assert record["present"] == [] and record["lines"][-1] == (
+        "2 dataset(s) missing: s, cn; none of the run's datasets is there, so nothing ran; results/report.md says "
+        "how to get them; rerun the same command once they are there")
 
 
 def test_the_attempt_param_counts_retries_and_says_why_in_words():

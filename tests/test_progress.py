@@ -116,3 +116,25 @@ def test_embeddings_report_each_batch_with_the_total(clock, tmp_path):
     assert n >= 8 and len(rows) >= n // 4 + 1, log  # a line per batch of 4, and the end
     assert {m["total"] for m in rows} == {str(n)} and rows[-1]["done"] == str(n)
     assert [int(m["done"]) for m in rows] == sorted(int(m["done"]) for m in rows)
+
+
+@pytest.mark.parametrize("names", [("bm25s",), ("v0.8.0",), ("v0.8.0", "bm25s")])
+def test_a_segments_progress_line_reads_what_then_counts(tmp_path, names):
+    """The retrieve job's last progress line names the variant and segment
+    once, then the counts: ``bm25s segment 1/1: 9 / 9 questions (...)``."""
+    from memobench.datasets import normalize
+    from memobench.memo import variants
+    from memobench.retrievers import registry as retrievers
+
+    normalize.normalize_longmemeval(REPO / ".test/data/lme_tiny.json", tmp_path, log=lambda m: None)
+    vs = [variants.resolve(n, "s") for n in names]
+    outs = {v.name: {k: tmp_path / f"{v.name}.{k}.parquet" for k in ("rankings", "outcomes", "deep")} for v in vs}
+    lines = []
+    retrievers.write_segments(vs, tmp_path / "questions.parquet", tmp_path / "haystacks.parquet",
+                              tmp_path / "events.parquet", 1, 1, outs, log=lines.append)
+    counted = [ln for ln in lines if re.search(r": \d+ / \d+ questions", ln)]
+    assert counted, lines
+    label = names[0] if len(names) == 1 else f"{len(names)} variants"
+    for ln in counted:
+        m = LINE.match(ln)
+        assert m and m["what"].startswith(f"{label} segment 1/1") and "::" not in ln, ln

@@ -178,12 +178,14 @@ def test_locomo_categories_pairs_and_p_values(hostile_report):
     # mine vs v0.8.0: 35 hits lost of 40, no sign flip gets there: a bound, not a value
     mine = next(r for r in rows if r[0].strip() == "mine")
     # under it the p-value after Holm over the dataset's 3 pairs: McNemar's exact p (5 wins, 30 losses) x 3
-    assert mine[5].strip() == "< 0.0001 < 0.0001" and mine[4].strip().startswith("-")
+    assert mine[5].strip() == "randomization < 0.0001 McNemar < 0.0001, Holm < 0.0001"
+    assert mine[4].strip().startswith("-")
     assert "p < 0.0001" in md and "| 0.0001 |" not in paired
     # the MRR difference in MRR units: -0.7083 = 5/40 - (30 + 10/3)/40, its minimum detectable difference beside it
     assert re.fullmatch(r"-0\.7083 \[-0\.\d{4}, -0\.\d{4}\] MDE 0\.\d{4}", mine[8].strip()), mine[8]
     twin = next(r for r in rows if r[0].strip() == "twin" and r[2].strip().startswith("mine"))
-    assert twin[5].strip() == "1.0000 1.0000"  # the same outcomes: nothing to correct
+    # the same outcomes: nothing to correct
+    assert twin[5].strip() == "randomization 1.0000 McNemar 1.0000, Holm 1.0000"
 
 
 def test_report_in_a_browser_keeps_hostile_values_inert(hostile_report, tmp_path):
@@ -195,11 +197,36 @@ def test_report_in_a_browser_keeps_hostile_values_inert(hostile_report, tmp_path
     assert len(r["images"]) == 3 and all(w > 0 for w, _ in r["images"])
 
 
-def test_missing_dataset_cells_wrap(tmp_path):
-    gone = {"far": missing.missing_receipt(tmp_path / ("deep" * 40) / "far.json", "far.json: could not download",
-                                           5, "ab" * 32, ["http://example.invalid/" + "x" * 200], {missing.ATTEMPT: 1})}
-    html = doc.to_html(missing.blocks(gone))
-    assert html.count("class='l wrap'") == 3 and "`" not in html and "<code>memobench:</code>" in html
+def test_missing_datasets_read_at_1400_pixels_in_a_browser(tmp_path):
+    """The "Missing datasets" section in headless chromium at 1,400 pixels: the
+    place to put the file, its sha256 and each URL each on one line of its
+    own, none broken every few characters into a narrow column."""
+    path = tmp_path / "home" / "someone" / "projects" / "memobench-checkout" / "data" / "longmemeval_s.json"
+    urls = ["https://huggingface.co/datasets/xiaowu0162/longmemeval/resolve/main/longmemeval_s",
+            "https://hf-mirror.com/datasets/xiaowu0162/longmemeval/resolve/main/longmemeval_s"]
+    reason = (f"longmemeval_s.json: could not download (no network?): tried {urls[0]} (Name or service not known), "
+              f"{urls[1]} (Name or service not known). Place the file (278025796 bytes) at {path} and rerun.")
+    gone = {"longmemeval_s": missing.missing_receipt(path, reason, 278025796, "ab" * 32, urls, {missing.ATTEMPT: 1}),
+            "longmemeval_cn": {"needs": "longmemeval_s"}}
+    res = tmp_path / "results"
+    m0, _ = _run(res, "zh", "zh-B", [1, 2, 0], ["t"] * 3)
+    build_report([m0], [], res / "report.md", res / "report.html", res / "hitk.png", log=lambda m: None, missing=gone)
+    r = browser.measure(res / "report.html", tmp_path, section="missing")
+    assert r["scrollWidth"] <= browser.WIDTH, r["scrollWidth"]
+    boxes = r["section"]
+
+    def one_line(text):
+        box = [b for b in boxes if b["text"] == text][-1]  # the innermost element holding exactly it
+        assert box["height"] < 1.6 * box["lineHeight"], (text, box)  # not wrapped
+        return box
+
+    place, sha = one_line(str(path)), one_line("ab" * 32)
+    assert place["width"] > 300 and sha["width"] > 300, (place, sha)
+    lines = [one_line(u) for u in urls]  # each URL an element of its own, on its own line
+    assert lines[0]["top"] + 0.9 * lines[0]["height"] <= lines[1]["top"], lines
+    # the dataset that waits for another says so in its own table
+    assert any(b["text"] == "searches the haystacks of longmemeval_s, which is missing" for b in boxes)
+    assert browser.screenshot(res / "report.html", tmp_path / "shot.png", tmp_path, height=1400) > 0.01
 
 
 def test_markdown_code_spans_and_line_starts():
@@ -222,6 +249,25 @@ def test_variants_cli_names_each_familys_harness(capsys):
     cli.main(["variants"])
     line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("v0.8.0 "))
     assert "run.cjs (s), run-m.cjs (m), locomo.cjs (locomo)" in line
+
+
+def test_variants_cli_lists_memo_variants_then_the_references_under_a_header_in_aligned_columns(capsys):
+    from memobench.memo.variants import FAMILIES, references
+
+    refs = {n for f in FAMILIES for n in references(f)}
+    for argv in (["variants"], ["variants", "--family", "s"], ["variants", "--family", "zh"]):
+        cli.main(argv)
+        lines = capsys.readouterr().out.splitlines()
+        header, rows = lines[0], lines[1:]
+        assert header.split() == ["variant", "families", "harness", "description"], header
+        starts = [header.index(w) for w in ("families", "harness", "description")]
+        for row in rows:
+            for at in starts:  # every column starts where its header does
+                assert row[at - 2:at] == "  " and row[at] != " ", (argv, row, at)
+        names = [r.split()[0] for r in rows]
+        kinds = [n in refs for n in names]
+        assert any(kinds) and not all(kinds)
+        assert kinds == sorted(kinds), (argv, names)  # the reference retrievers last, as the help says
 
 
 def _conventions(n_rr, n_prm, v):
@@ -394,6 +440,37 @@ def test_paired_and_per_type_tables_carry_mde_and_holm(ten_variants):
     assert rows[0][2].strip() == f"{stats.fmt_ci(b['hit@1'])} {stats.fmt_ci(b['mrr'], 1, 3)}"
 
 
+P_CELL = re.compile(r"randomization (< )?(\d\.\d{4}) (McNemar|t-test) (< )?(\d\.\d{4}), Holm (< )?(\d\.\d{4})")
+
+
+def test_each_p_value_is_named_by_its_test_and_holm_sits_beside_the_p_it_corrects(ten_variants):
+    """The randomization p stands apart; Holm's correction is of the McNemar
+    (hit@k) or t-test (MRR) p and is printed beside it, so it never reads
+    smaller than the p next to it."""
+    md, _, s, _ = ten_variants
+    paired = md.split("## Paired differences (harness")[1].split("\n## ")[0]
+    (header, rows), = _md_rows(paired)
+    heads = [h.strip() for h in header]
+    assert heads[5] == "p: randomization; McNemar, Holm" and heads[9] == "p: randomization; t-test, Holm"
+    comps = {(c["variant"], c["baseline"]): c for c in s["comparisons"]}
+    assert len(rows) == len(comps)
+    for r in rows:
+        c = next(c for (v, b), c in comps.items() if v == r[0].strip() and r[2].strip().startswith(b))
+        for col, key in ((5, "hit@1"), (7, "hit@5"), (9, "mrr")):
+            m = P_CELL.fullmatch(r[col].strip())
+            assert m, r[col]
+            assert m[3] == ("t-test" if key == "mrr" else "McNemar")
+            mm = c["metrics"][key]
+            assert float(m[5]) == pytest.approx(max(mm["p_analytic"], 1e-4) if m[4] else mm["p_analytic"], abs=5e-5)
+            assert float(m[7]) >= float(m[5]) or m[4], r[col]  # corrected, beside what it corrects
+    # the McNemar and t-test p of the single pair memobench score compares read the same, without Holm
+    from memobench.reporting import figures
+
+    mm = {**s["comparisons"][0]["metrics"]["hit@1"]}
+    mm.pop("p_holm")
+    assert figures.p_test(mm, "hit@1").startswith("McNemar ") and "Holm" not in figures.p_test(mm, "hit@1")
+
+
 def test_matrix_fits_the_page_in_a_browser(ten_variants, tmp_path):
     _, html_path, _, _ = ten_variants
     r = browser.measure(html_path, tmp_path)
@@ -403,3 +480,78 @@ def test_matrix_fits_the_page_in_a_browser(ten_variants, tmp_path):
     assert set(right) >= {"matrix", "paired", "paired bytype"}
     # the matrix and every other table inside the 1400-pixel window, not scrolled
     assert max(r["tables"]) <= browser.WIDTH, list(zip(r["tableClasses"], r["tables"]))
+
+
+def test_hitk_plot_axis_ends_at_100_percent_with_every_value_inside(tmp_path, monkeypatch):
+    """A rate's axis ends at 100%; a bar near it carries its value inside its end."""
+    res = tmp_path / "results"
+    m0, _ = _run(res, "lme", "v0.8.0", [1] * 39 + [3], ["t"] * 40)  # hit@1 97.5%, hit@5 100%
+    m1, _ = _run(res, "lme", "mine", [1] * 10 + [0] * 30, ["t"] * 40)
+    figs = []
+    monkeypatch.setattr(report, "_save", lambda fig, png: figs.append(fig))
+    report.plot([json.loads(p.read_text()) for p in (m0, m1)], tmp_path / "hitk.png")
+    (fig,) = figs
+    renderer = fig.canvas.get_renderer()
+    for ax in fig.axes:
+        assert ax.get_xlim() == (0, 100)
+        box = ax.get_window_extent(renderer)
+        texts = [t for t in ax.texts if t.get_text()]
+        assert {t.get_text() for t in texts} >= {"97.5", "100.0", "25.0"}
+        for t in texts:
+            tb = t.get_window_extent(renderer)
+            assert box.x0 <= tb.x0 and tb.x1 <= box.x1, (t.get_text(), tb, box)
+
+
+def test_provenance_gives_versions_and_says_fts5_beside_sqlite(tmp_path):
+    import sqlite3
+
+    from memobench.provenance import provenance
+
+    m = json.loads(_run(tmp_path, "lme", "v0.8.0", [1, 2, 0], ["t"] * 3)[0].read_text())
+    m["provenance"] = provenance()
+    (table,) = [b for b in report.provenance_blocks(None, [m]) if isinstance(b, doc.Table)]
+    rows = {r[0]: r[1] for r in table.rows}
+    assert "fts5" not in rows and all(v not in (True, False, "True", "False") for v in rows.values()), rows
+    assert rows["sqlite"] == f"{sqlite3.sqlite_version} (FTS5 compiled in)"
+    from importlib.metadata import version
+
+    for dist in ("snakemake", "numpy", "pandas", "scipy"):
+        assert rows[dist] == version(dist), dist
+
+
+def test_memobench_score_prints_each_figure_as_the_report_does(ten_variants, tmp_path):
+    """The same comparison, rates and official metrics read the same in the
+    report and in `memobench score`'s output: p-values named by their test,
+    MRR differences in MRR units, official metrics in percent."""
+    from memobench import score
+
+    md, html_path, s, names = ten_variants
+    c = next(c for c in s["comparisons"] if c["baseline"] == "v0.8.0" and c["variant"] != names[1])
+    paired = md.split("## Paired differences (harness")[1].split("\n## ")[0]
+    (header, rows), = _md_rows(paired)
+    row = next(r for r in rows if r[0].strip() == c["variant"] and r[2].strip() == "v0.8.0")
+    lines = score.paired_lines(c)
+    for line, (d_col, p_col) in zip(lines[1:], ((4, 5), (6, 7), (8, 9))):
+        m = re.fullmatch(r"  (\S+)\s+(.+?)  p: (.+?); (.+)", line)
+        assert m, line
+        diff, rand, test = m[2], m[3], m[4]
+        assert row[d_col].strip() == f"{diff} MDE {row[d_col].split('MDE ')[1].strip()}", (line, row[d_col])
+        assert "Holm" not in test or test.count("Holm") == 1
+        assert row[p_col].strip() == f"{rand} {test}", (line, row[p_col])
+    assert re.fullmatch(r"  MRR    [+-]0\.\d{4} \[[+-]0\.\d{4}, [+-]0\.\d{4}\]  p: randomization .+", lines[3])
+    # harness rates: the report's main table cell starts with what memobench score prints
+    runs = {p.parent.name: json.loads(p.read_text()) for p in html_path.parent.glob("lme/*/metrics.json")}
+    main_rows = {r[1].strip(): r for r in _md_rows(md.split("## Harness metrics")[1].split("\n## ")[0])[0][1]}
+    for v, m in runs.items():
+        line = score.harness_line(v, m)
+        for col, key in ((3, "hit@1"), (4, "hit@5"), (5, "hit@10"), (6, "mrr")):
+            printed_cli = re.search(rf" {re.escape(key)} (\S+)", line)[1]
+            assert main_rows[v][col].strip().split(" ")[0] == printed_cli, (v, key, line, main_rows[v][col])
+    # official metrics: the report's official table and memobench score print the same percent
+    m = dict(runs[names[0]])
+    m["official"] = {**_conventions(100, 110, 0.43215), "rules": "LongMemEval official"}
+    (table,) = [b for b in report.md_official([m]) if isinstance(b, doc.Table)]
+    cells = dict(zip(table.header, table.rows[0]))
+    line = score.official_line(names[0], m["official"], "longmemeval")
+    for k in score.OFFICIAL_SHOWN["lme"]:
+        assert f"{k} {cells[k]}" in line, (k, line, cells[k])

@@ -24,6 +24,30 @@ def harness_text(harnesses: dict[str, str]) -> str:
     return "; ".join(f"{h} ({family})" for family, h in harnesses.items())
 
 
+VARIANT_HEADER = ("variant", "families", "harness", "description")
+
+
+def variant_rows(families) -> list[tuple[str, str, str, str]]:
+    """One row per built-in variant of ``families``: the Memo variants, then
+    the reference retrievers (as the help says), each with the families it
+    applies to and its harness per family."""
+    memo: dict[str, tuple] = {}
+    refs: dict[str, tuple] = {}
+    for family in families:
+        for table, variants in ((memo, builtin(family)), (refs, references(family))):
+            for name, var in variants.items():
+                table.setdefault(name, (var, {}))[1][family] = var.harness
+    return [(name, ",".join(harnesses), harness_text(harnesses), var.description)
+            for name, (var, harnesses) in {**memo, **refs}.items()]
+
+
+def aligned(header, rows) -> list[str]:
+    """The header and rows as lines of columns two spaces apart, each column as
+    wide as its widest cell (the last one left as it is)."""
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header) - 1)]
+    return ["  ".join([*(c.ljust(w) for c, w in zip(r, widths)), r[-1]]).rstrip() for r in [header, *rows]]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="memobench", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -44,13 +68,7 @@ def main(argv: list[str] | None = None) -> int:
 
         print(markdown_table(), end="")
     if args.command == "variants":
-        seen: dict[str, tuple] = {}
-        for family in [args.family] if args.family else FAMILIES:
-            for name, var in {**builtin(family), **references(family)}.items():
-                entry = seen.setdefault(name, (var, {}))
-                entry[1][family] = var.harness
-        for name, (var, harnesses) in seen.items():
-            print(f"{name:20s} {','.join(harnesses):12s} {harness_text(harnesses):28s} {var.description}")
+        print("\n".join(aligned(VARIANT_HEADER, variant_rows([args.family] if args.family else FAMILIES))))
     return 0
 
 

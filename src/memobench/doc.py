@@ -10,7 +10,8 @@ link, a tag or an entity) and folds line breaks into spaces; HTML is
 by parsing the Markdown back, so a ``|`` in a value stays inside its cell.
 
 Inline content is a string, or a list of parts: plain strings, :class:`Code`
-(a code span) and :class:`Strong`. Stdlib only: :mod:`memobench.datasets.missing`,
+(a code span), :class:`Strong`, :class:`Keep` (kept on one line in HTML) and
+:class:`Line` (a line of its own in HTML). Stdlib only: :mod:`memobench.datasets.missing`,
 which the workflow's input functions import, writes its section with it.
 """
 
@@ -27,6 +28,16 @@ class Code(str):
 
 class Strong(str):
     """Bold text."""
+
+
+class Line(str):
+    """A line of its own in HTML (one URL of a list); plain text in Markdown,
+    where the parts around it separate it."""
+
+
+class Keep(str):
+    """Text kept on one line in HTML (a label with its value), so a line breaks
+    only between such parts; plain text in Markdown."""
 
 
 Inline = "str | Code | Strong | list"
@@ -144,6 +155,10 @@ def html_inline(content) -> str:
             out.append(f"<code>{html.escape(str(p))}</code>")
         elif isinstance(p, Strong):
             out.append(f"<b>{html.escape(str(p))}</b>")
+        elif isinstance(p, Keep):
+            out.append(f"<span class='keep'>{html.escape(str(p))}</span>")
+        elif isinstance(p, Line):
+            out.append(f"<span class='line'>{html.escape(str(p))}</span>")
         else:
             out.append(html.escape(str(p)))
     return "".join(out)

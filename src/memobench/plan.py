@@ -384,7 +384,8 @@ def end_lines(config: dict, planned) -> list[str]:
 
     receipts = {ds: read_receipt(layout.path(layout.RAW_RECEIPT, dataset=ds)) for ds in downloaded_datasets(config)
                 if ds in planned and not os.path.exists(raw_path(config, ds))}
-    return lines_of(find_missing(receipts, {ds: b for ds, b in needs(config).items() if b in planned}))
+    missing = find_missing(receipts, {ds: b for ds, b in needs(config).items() if b in planned})
+    return lines_of(missing, [ds for ds in config["run"] if ds not in missing])
 
 
 # --------------------------------------------------------------------------- wildcard constraints

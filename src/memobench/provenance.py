@@ -1,5 +1,6 @@
 """What produced a result: package and source fingerprint, Python, SQLite (with
-whether FTS5 is compiled in), pyarrow and ijson (with its backend). Recorded in
+whether FTS5 is compiled in), pyarrow and ijson (with its backend), and the
+installed versions of Snakemake, numpy, pandas and scipy. Recorded in
 ``results/manifest.json`` and every ``metrics.json``, so a rerun on another
 SQLite or another package version is visible next to its numbers."""
 
@@ -15,6 +16,8 @@ from pathlib import Path
 PACKAGE_DIR = Path(__file__).resolve().parent
 # Parquet key-value metadata key under which a retrieve job records its provenance.
 PROVENANCE_KEY = b"memobench.provenance"
+# read from the installed distributions' metadata, not imported: the package never imports Snakemake
+DISTRIBUTIONS = ("snakemake", "numpy", "pandas", "scipy")
 
 
 def source_fingerprint() -> str:
@@ -38,6 +41,15 @@ def fts5_available() -> bool:
         db.close()
 
 
+def distribution_version(name: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return "not installed"
+
+
 @lru_cache(maxsize=1)
 def provenance() -> dict:
     import ijson
@@ -53,6 +65,7 @@ def provenance() -> dict:
         "fts5": fts5_available(),
         "pyarrow": pyarrow.__version__,
         "ijson": f"{ijson.__version__} ({ijson.backend})",
+        **{name: distribution_version(name) for name in DISTRIBUTIONS},
     }
 
 

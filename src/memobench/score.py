@@ -148,18 +148,11 @@ def run_snakemake(cmd: list[str]) -> None:
         raise ScoreError(f"the pipeline failed (snakemake exit status {proc.returncode}); the line above says why")
 
 
-def _rate(m: dict, key: str) -> str:
-    from .jsmath import to_fixed
-    from .evaluation.metrics import pct
-
-    if key == "mrr":
-        return to_fixed(m["mrr"], 4) if m.get("mrr") is not None else "-"
-    return pct(m[key], m["hit_denominator"]) + "%" if m.get("hit_denominator") else "-"
-
-
 def harness_line(label: str, m: dict, published: dict | None = None) -> str:
+    from .reporting.figures import level
+
     line = f"  {label:24s} n {m['questions']:5d}  " + "  ".join(
-        f"{k} {_rate(m, k)}" for k in ("hit@1", "hit@5", "hit@10", "mrr"))
+        f"{k} {level(m, k)}" for k in ("hit@1", "hit@5", "hit@10", "mrr"))
     if published:
         line += "  (published: " + ", ".join(f"{k} {v}" for k, v in published.items()) + ")"
     return line
@@ -168,9 +161,28 @@ def harness_line(label: str, m: dict, published: dict | None = None) -> str:
 def official_line(label: str, block: dict | None, fmt: str) -> str:
     if not block:
         return f"  {label:24s} (no official scorer for this dataset)"
+    from .reporting.figures import percent
+
     names = OFFICIAL_SHOWN["locomo" if fmt == "locomo" else "lme"]
-    cells = "  ".join(f"{k} {block[k]:.4f}" if block.get(k) is not None else f"{k} -" for k in names)
+    cells = "  ".join(f"{k} {percent(block.get(k))}" for k in names)
     return f"  {label:24s} n {block['questions']:5d}  {cells}"
+
+
+def paired_lines(c: dict) -> list[str]:
+    """The paired comparison of :func:`memobench.evaluation.stats.compare`, one
+    line per metric, each figure as the report prints it (reporting/figures.py)."""
+    from .evaluation.stats import METRICS
+    from .reporting.figures import difference, p_randomization, p_test
+
+    out = [f"paired against {c['baseline']} (per question, {c['variant']} - {c['baseline']}; hit@k in percentage "
+           f"points, MRR in MRR units; bootstrap 95% interval; p-values: randomization, and McNemar (hit@k) or "
+           f"paired t-test (MRR)), n {c['n']}:"]
+    for k in METRICS:
+        mm = c["metrics"][k]
+        test = p_test(mm, k)
+        out.append(f"  {'MRR' if k == 'mrr' else k:6s} {difference(mm, k)}  p: {p_randomization(mm)}"
+                   + (f"; {test}" if test else ""))
+    return out
 
 
 def main(args) -> int:
@@ -184,7 +196,7 @@ def main(args) -> int:
 
 def score(args) -> str:
     from .evaluation.published import published
-    from .evaluation.stats import METRICS, compare, fmt_ci, per_question
+    from .evaluation.stats import compare, per_question
 
     run = Path(args.run).resolve()
     if not run.is_file():
@@ -263,12 +275,5 @@ def score(args) -> str:
                                            suffix=layout.SEGMENT_SUFFIXES["outcomes"]) for i in range(1, n_seg + 1)]
                     for v in (name, against)]
         a, b = per_question(outcomes[0]), per_question(outcomes[1])
-        c = compare(name, against, a, b, ds)
-        out += ["", f"paired against {against} (per question, {name} - {against}; percentage points, "
-                    f"bootstrap 95% interval, randomization p), n {c['n']}:"]
-        for k in METRICS:
-            mm = c["metrics"][k]
-            label = "MRR x 100" if k == "mrr" else k
-            p = "-" if mm["p"] is None else f"{mm['p']:.4f}"
-            out.append(f"  {label:10s} {fmt_ci(mm)}  p {p}")
+        out += ["", *paired_lines(compare(name, against, a, b, ds))]
     return "\n".join(out)

@@ -117,30 +117,39 @@ def how_to_get(ds: str, why: dict) -> str:
 
 
 def blocks(missing: dict[str, dict]) -> list:
-    """The report's "Missing datasets" section (doc.py blocks; none when nothing is missing)."""
-    from ..doc import Cell, Code, Heading, Para, Table
+    """The report's "Missing datasets" section (doc.py blocks; none when nothing is missing): in Markdown one
+    table, a row per dataset; in HTML a two-column table per dataset, so a path, a sha256 and each URL (a line
+    of its own) get the page's width instead of a column squeezed between six others."""
+    from ..doc import Cell, Code, Heading, Html, Line, Markdown, Para, Strong, Table, to_html, to_markdown
 
     if not missing:
         return []
-    rows = []
+    rows, cards = [], []
     for ds, why in missing.items():
         if "needs" in why:
-            rows.append([ds, "-", "-", "-", "-", "-", f"searches the haystacks of {why['needs']}, which is missing"])
+            reason = f"searches the haystacks of {why['needs']}, which is missing"
+            rows.append([ds, "-", "-", "-", "-", "-", reason])
+            cards.append(Table(["dataset", Strong(ds)], [["why", reason]], left=2, cls="missing"))
             continue
         path = Path(why["file"])
         # the table says where to place the file: the reason without that advice
         reason = re.sub(r"\s*Place the file .*$", "", why["missing"].removeprefix(f"{path.name}: "))
-        # long paths, hashes and URLs break anywhere in HTML, so the table fits the page
-        rows.append([ds, path.name, Cell(str(path), cls="wrap"), why.get("bytes", "-"),
-                     Cell(why.get("sha256") or "-", cls="wrap"), Cell(" ".join(why.get("urls") or []) or "-", cls="wrap"),
-                     reason])
+        urls = why.get("urls") or []
+        rows.append([ds, path.name, str(path), why.get("bytes", "-"), why.get("sha256") or "-",
+                     " ".join(urls) or "-", reason])
+        cards.append(Table(["dataset", Strong(ds)], [
+            ["file", Code(path.name)], ["place it at", Cell(Code(str(path)), cls="wrap")],
+            ["bytes", why.get("bytes", "-")], ["sha256", Cell(Code(why.get("sha256") or "-"), cls="wrap")],
+            ["download from", Cell([x for u in urls for x in (Line(u), " ")][:-1] or "-", cls="wrap")],
+            ["why", reason]], left=2, cls="missing"))
+    table = Table(["dataset", "file", "place it at", "bytes", "sha256", "download from", "why"], rows, left=7)
     return [Heading(2, "Missing datasets", anchor="missing"),
             Para([f"{len(missing)} dataset(s) did not run: their raw file is not there and could not be downloaded. "
                   "Place each file (exactly that many bytes; the sha256 when given) where the table says, or give "
                   "the machine network, and rerun the same command: the failed downloads are retried and only what "
                   "is missing runs. Until then the run ends with one ", Code("memobench:"),
                   " line per missing dataset and a non-zero exit status."]),
-            Table(["dataset", "file", "place it at", "bytes", "sha256", "download from", "why"], rows, left=7)]
+            Markdown(to_markdown([table])), Html(to_html(cards))]
 
 
 def markdown(missing: dict[str, dict]) -> str:
@@ -150,18 +159,21 @@ def markdown(missing: dict[str, dict]) -> str:
     return to_markdown(blocks(missing)) if missing else ""
 
 
-def summary(missing: dict[str, dict]) -> str:
-    """The run's last line while datasets are missing."""
-    return (f"{len(missing)} dataset(s) missing: {', '.join(missing)}; results/report.md covers the others and "
-            f"says how to get these; rerun the same command once they are there")
+def summary(missing: dict[str, dict], others: list[str]) -> str:
+    """The run's last line while datasets are missing; ``others``: the run's
+    datasets that are there (the report covers them; it lists the missing
+    ones either way)."""
+    report = ("results/report.md covers the others and says how to get these" if others
+              else "none of the run's datasets is there, so nothing ran; results/report.md says how to get them")
+    return f"{len(missing)} dataset(s) missing: {', '.join(missing)}; {report}; rerun the same command once they are there"
 
 
-def end_lines(missing: dict[str, dict]) -> list[str]:
+def end_lines(missing: dict[str, dict], others: list[str]) -> list[str]:
     """What the end of the run says: one line per missing dataset and the
-    summary; nothing when none is missing."""
+    summary; nothing when none is missing. ``others``: as :func:`summary`'s."""
     if not missing:
         return []
-    return [how_to_get(ds, why) for ds, why in missing.items()] + [summary(missing)]
+    return [how_to_get(ds, why) for ds, why in missing.items()] + [summary(missing, others)]
 
 
 def datasets_record(run, receipts: dict, needs: dict) -> dict:
@@ -171,4 +183,4 @@ def datasets_record(run, receipts: dict, needs: dict) -> dict:
     them (``lines``). ``receipts``: dataset -> receipt path."""
     missing = find_missing(receipts, needs)
     return {"run": list(run), "present": sorted(ds for ds in receipts if ds not in missing),
-            "missing": list(missing), "lines": end_lines(missing)}
+            "missing": list(missing), "lines": end_lines(missing, [ds for ds in run if ds not in missing])}

@@ -12,8 +12,10 @@ percent of the questions (their differences in percentage points), MRR as the
 harness prints it, a fraction from 0 to 1 (its differences in MRR units).
 
 Paired statistics (stats.py) give each variant's difference to its baseline
-and to v0.8.0 with a 95% interval, its minimum detectable difference and its
-p-value after Holm's correction, in one table per dataset and a forest plot
+and to v0.8.0 with a 95% interval, its minimum detectable difference, its
+randomization p-value and its McNemar or t-test p-value with that p-value
+after Holm's correction beside it (figures.py names each by its test), in one
+table per dataset and a forest plot
 with one row of panels per dataset (each on its own scale); a matrix per
 dataset marks who beats whom on hit@1 and MRR after the correction, over every
 pair of the compared variants; a table per dataset splits each comparison by
@@ -35,15 +37,15 @@ import os
 from decimal import Decimal
 from pathlib import Path
 
-from ..doc import Bullets, Cell, Code, Group, Heading, Html, Para, Strong, Table, to_html, to_markdown
+from ..doc import Bullets, Cell, Code, Group, Heading, Html, Keep, Para, Strong, Table, to_html, to_markdown
 from ..errors import DataError
 from ..jsmath import to_fixed
-from ..evaluation.metrics import pct
 from ..datasets.missing import blocks as missing_blocks
 from ..evaluation.official import LOCOMO_CATEGORIES
 from ..evaluation.published import GUIDE_TABLE, HARNESS_PROTOCOL, PUBLISHED_OFFICIAL, published
 from ..memo.recipe import REFERENCE_BACKENDS
-from ..evaluation.stats import ALPHA, BOOTSTRAP, PERMUTATIONS, POWER, REFERENCE, fmt_ci, fmt_p
+from ..evaluation.stats import ALPHA, BOOTSTRAP, PERMUTATIONS, POWER, REFERENCE, fmt_ci
+from .figures import TESTS, difference, level, p_randomization, p_test, percent, printed
 from ..memo.variants import FUSION_BACKEND, PYTHON_BACKEND
 from ..tables import atomic_path, write_text
 
@@ -107,40 +109,11 @@ def type_label(m: dict, t: str) -> str:
     return f"{t} ({name})" if name else t
 
 
-def printed(m: dict, key: str, digits: int | None = None) -> str | None:
-    """The value as the harness prints it: ``(100 * count / n).toFixed(1)`` for
-    a hit rate (in that order: 100 * (count / n) rounds some ties differently),
-    ``(sum / n).toFixed(4)`` for MRR."""
-    if key == "mrr":
-        return to_fixed(m["mrr"], 4 if digits is None else digits) if m.get("mrr") is not None else None
-    if not m.get("hit_denominator"):
-        return None
-    return pct(m[key], m["hit_denominator"], 1 if digits is None else digits)
-
-
-def level(m: dict, key: str, mrr_digits: int = 4) -> str:
-    """A rate in its unit: ``60.2%``, MRR ``0.7183``; ``-`` when there is none."""
-    text = printed(m, key, mrr_digits if key == "mrr" else None)
-    return "-" if text is None else text + ("%" if key != "mrr" else "")
-
-
-def diff_text(mm: dict, key: str) -> str:
-    """A paired difference with its interval in the metric's unit: percentage
-    points for a hit rate, MRR units for MRR."""
-    return fmt_ci(mm, 100, 1) if key != "mrr" else fmt_ci(mm, 1, 4)
-
-
 def _diff(m: dict, key: str, theirs: str) -> str:
     """Difference at the published value's own precision (0.651 is 3 decimals)."""
     digits = len(theirs.split(".")[1]) if "." in theirs else 0
     d = Decimal(printed(m, key, digits)) - Decimal(theirs)
     return "=" if d == 0 else f"{d:+}"
-
-
-def _pct(x) -> str:
-    """A rate in %, rounded as the harness rounds (JS toFixed: ties away from zero), so a
-    rate printed from a fraction reads as the harness's count-based one (77/80: 96.3%)."""
-    return "-" if x is None else to_fixed(100 * x, 1) + "%"
 
 
 def _e(x) -> str:
@@ -180,9 +153,10 @@ def reading_guide(html_colours: bool = False) -> list:
          f"two-sided paired randomization p-value ({PERMUTATIONS:,} sign flips; ", Code(f"p < {1 / PERMUTATIONS:g}"),
          " when no flip was as extreme, the most the test can say). Every comparison on a dataset uses the same "
          f"resamples, so identical outcomes give identical intervals.{colours}"],
-        [Strong("Multiple comparisons"), ": ", Code("Holm"), " is each p-value after Holm's correction over every "
-         "pair of variants compared on the dataset, per metric (exact McNemar test for hit@k, paired t-test for "
-         "MRR); the comparison matrix marks only differences that survive it. ", Code("MDE"), " is the minimum "
+        [Strong("Multiple comparisons"), ": each difference also has the p-value of an exact McNemar test (hit@k) "
+         "or a paired t-test (MRR), and beside it, as ", Code("Holm"), ", that p-value after Holm's correction over "
+         "every pair of variants compared on the dataset, per metric; Holm corrects these, not the randomization "
+         "p. The comparison matrix marks only differences that survive it. ", Code("MDE"), " is the minimum "
          f"detectable difference at that n ({100 * (1 - ALPHA):g}% two-sided, {100 * POWER:g}% power): a "
          "smaller observed difference is one the set is too small to show reliably."],
     ], cls="note")]
@@ -207,7 +181,7 @@ def md_main(runs: list[dict]) -> list:
         pub = published(m["dataset"], m["variant"])
         rnd = (m.get("random") or {}).get("hit@1")
         rows.append([m["dataset"], label(m), m["questions"], *(_published_cell(m, k, pub) for k in METRICS),
-                     _pct(rnd)])
+                     percent(rnd)])
     return [Heading(2, "Harness metrics"),
             Para(["Each cell: our value (count) / the published value and the difference (", Code("="),
                   " when equal to the printed digit). Rates are over the evaluated questions."]),
@@ -223,7 +197,7 @@ def md_official(runs: list[dict]) -> list:
             continue
         exc = ", ".join(f"{k} {v}" for k, v in o["excluded"].items())
         rows.append([m["dataset"], label(m), o["questions"], exc, o["depth"]]
-                    + [_pct(o.get(f"{n}@{k}")) for k in (5, 10) for n in ("recall_any", "recall_all", "ndcg_any")])
+                    + [percent(o.get(f"{n}@{k}")) for k in (5, 10) for n in ("recall_any", "recall_all", "ndcg_any")])
     if not rows:
         return []
     return [Heading(2, "Official metrics (LongMemEval's own scoring, LoCoMo's evidence sessions; not the harness's "
@@ -249,10 +223,12 @@ def _delta_cell(c: dict, key: str) -> Cell:
     cls = "up" if lo > 0 else "down" if hi < 0 else ""
     if mm.get("saturated"):
         cls += " sat"
-    lv = (lambda x: "-" if x is None else f"{x:.4f}") if key == "mrr" else _pct
+    lv = (lambda x: "-" if x is None else f"{x:.4f}") if key == "mrr" else percent
     title = (f"{c['variant']} {lv(mm['variant'])}, {c['baseline']} {lv(mm['baseline'])} over the {c['n']} "
              f"paired questions" + (" (saturated: 95% or more)" if mm.get("saturated") else ""))
-    return Cell(diff_text(mm, key), cls=cls.strip(), title=title, note=_mde_note(mm, key))
+    value, interval = difference(mm, key).split(" ", 1)
+    return Cell([Keep(value), " ", Keep(interval)], cls=f"{cls} lines".strip(), title=title,
+                note=_mde_note(mm, key))
 
 
 def _mde_text(x, key: str) -> str:
@@ -264,12 +240,15 @@ def _mde_note(mm: dict, key: str) -> str | None:
     return None if mm.get("mde") is None else f"MDE {_mde_text(mm['mde'], key)}"
 
 
-def fmt_holm(p) -> str:
-    return "-" if p is None else "< 0.0001" if p < 0.0001 else f"{p:.4f}"
-
-
-def _p_cell(mm: dict, n_perm: int) -> Cell:
-    return Cell(fmt_p(mm["p"], n_perm), note=None if mm.get("p_holm") is None else fmt_holm(mm["p_holm"]))
+def _p_cell(mm: dict, key: str, n_perm: int) -> Cell:
+    """The randomization p, and under it the test's p that Holm corrects, with the corrected one beside it.
+    In HTML (class lines) a cell breaks only between a test's name and its value or between two p-values, so
+    the table fits the page."""
+    label, value = p_randomization(mm, n_perm).split(" ", 1)
+    test = p_test(mm, key)
+    parts = test.split(", ") if test else []
+    note = [Keep(parts[0]), *(x for part in parts[1:] for x in (", ", Keep(part)))] if parts else None
+    return Cell([Keep(label), " ", Keep(value)], cls="lines", note=note)
 
 
 def paired_blocks(runs: list[dict], stats: list[dict]) -> list:
@@ -290,12 +269,12 @@ def paired_blocks(runs: list[dict], stats: list[dict]) -> list:
             row = [c["variant"], kind(m), _against(c),
                    Cell(c["n"], note="; ".join(only) or None)]
             for k in PAIRED:
-                row += [_delta_cell(c, k), _p_cell(c["metrics"][k], n_perm)]
+                row += [_delta_cell(c, k), _p_cell(c["metrics"][k], k, n_perm)]
             rows.append(row)
         header = ["variant", "kind", "against", "n (paired)"]
         for k in PAIRED:
             unit = "points" if k != "mrr" else "MRR units"
-            header += [f"Δ{metric_name(k)} ({unit}) [95% CI]", "p"]
+            header += [f"Δ{metric_name(k)} ({unit}) [95% CI]", f"p: randomization; {TESTS[k]}, Holm"]
         out += [Heading(3, s["dataset"]), Table(header, rows, left=3, cls="paired")]
     if not out:
         return []
@@ -303,8 +282,9 @@ def paired_blocks(runs: list[dict], stats: list[dict]) -> list:
                     anchor="paired"),
             Para(["Variant minus the variant in ", Strong("against"), ", per question over the questions both "
                   "evaluated: the mean difference with its bootstrap 95% interval and, after it, the minimum "
-                  "detectable difference (", Code("MDE"), "); the paired randomization p-value and, after it, the "
-                  "p-value after Holm's correction over all the dataset's pairs (", Code("Holm"), "). hit@k in "
+                  "detectable difference (", Code("MDE"), "); the paired randomization p-value, then the McNemar "
+                  "(hit@k) or paired t-test (MRR) p-value with, beside it, that p-value after Holm's correction over "
+                  "all the dataset's pairs (", Code("Holm"), "), each named by its test. hit@k in "
                   "percentage points, MRR in MRR units. Each pair appears once."], cls="note"),
             Html("<p class='note'>Green: the interval lies above 0; red: below. A shaded difference: one of its "
                  "two rates is 95% or more (saturated). Hover a difference for both rates.</p>"),
@@ -331,7 +311,7 @@ def _signed(mm: dict, sign: int, key: str) -> str:
         return "-"
     lo, hi = mm["ci95"]
     flipped = {"diff": sign * mm["diff"], "ci95": [lo, hi] if sign > 0 else [-hi, -lo]}
-    return diff_text(flipped, key)
+    return difference(flipped, key)
 
 
 def _mde_line(s: dict) -> Para | None:
@@ -384,8 +364,8 @@ def matrix_blocks(runs: list[dict], stats: list[dict]) -> list:
                 cls = "up" if BETTER in marks and WORSE not in marks else \
                     "down" if WORSE in marks and BETTER not in marks else "mixed" if BETTER in marks else ""
                 title = f"{r} − {c} over {p['n']} questions: " + "; ".join(
-                    f"{metric_name(k)} {_signed(p['metrics'][k], sign, k)}, Holm p "
-                    f"{fmt_holm(p['metrics'][k].get('p_holm'))}" for k in MATRIX)
+                    f"{metric_name(k)} {_signed(p['metrics'][k], sign, k)}, {p_test(p['metrics'][k], k)}"
+                    for k in MATRIX)
                 cells.append(Cell("".join(marks), cls=cls, title=title))
             wins = " · ".join(f"{w}/{lo}" for w, lo in tally.values())
             rows.append([f"{i + 1}", r, *cells, wins])
@@ -439,8 +419,8 @@ def type_paired_blocks(runs: list[dict], stats: list[dict]) -> list:
                     continue
                 lo, hi = h["ci95"] or (0, 0)
                 cls = "up" if lo > 0 else "down" if hi < 0 else ""
-                row.append(Cell(diff_text(h, "hit@1"), cls=cls, note=fmt_ci(r, 1, 3),
-                                title=f"n {b['n']}; hit@1 p {fmt_p(h['p'])}, MRR p {fmt_p(r['p'])} (uncorrected)"))
+                row.append(Cell(difference(h, "hit@1"), cls=cls, note=fmt_ci(r, 1, 3),
+                                title=f"n {b['n']}; hit@1: {p_randomization(h)}; MRR: {p_randomization(r)} (uncorrected)"))
             rows.append(row)
         header = ["variant", "against", *[f"{type_label(m0, t)} (n {n[t]})" for t in types]]
         out += [Heading(3, s["dataset"]), Table(header, rows, left=2, cls="paired bytype")]
@@ -483,8 +463,8 @@ def _run_facts(m: dict) -> str:
     facts = []
     if m.get("mean_pool_size"):
         rnd = m["random"]
-        facts.append(f"Mean pool {m['mean_pool_size']:.1f} sessions; random ranking: hit@1 {_pct(rnd['hit@1'])}, "
-                     f"hit@5 {_pct(rnd['hit@5'])}, hit@10 {_pct(rnd['hit@10'])}.")
+        facts.append(f"Mean pool {m['mean_pool_size']:.1f} sessions; random ranking: hit@1 {percent(rnd['hit@1'])}, "
+                     f"hit@5 {percent(rnd['hit@5'])}, hit@10 {percent(rnd['hit@10'])}.")
     skipped = ", ".join(f"{k} {v}" for k, v in m["skipped"].items()) or "none"
     forced = ", ".join(f"{k} {v}" for k, v in m["counted_as_miss"].items()) or "none"
     facts.append(f"Items {m['items']}; evaluated {m['questions']}; skipped: {skipped}; counted as misses: {forced}.")
@@ -535,6 +515,19 @@ def per_type_blocks(runs: list[dict], heatmap: str | None = None) -> list:
     return out
 
 
+def provenance_rows(env: dict) -> list[list]:
+    """(what, version) rows of an environment: whether SQLite has FTS5 is said
+    beside its version (the record's ``fts5`` is a flag, not a version)."""
+    rows = []
+    for k, v in env.items():
+        if k == "fts5":
+            continue
+        if k == "sqlite" and "fts5" in env:
+            v = f"{v} ({'FTS5 compiled in' if env['fts5'] else 'without FTS5'})"
+        rows.append([k, v])
+    return rows
+
+
 def provenance_blocks(manifest_path, runs) -> list:
     """What produced the results, once: the environment of the runs (a run
     computed with another SQLite, Python or library version is named), and the
@@ -559,7 +552,7 @@ def provenance_blocks(manifest_path, runs) -> list:
     for n, (env, names) in enumerate(ordered):
         if n:
             out.append(Para(f"Also computed with other versions: {', '.join(names)}"))
-        out.append(Table(["what", "version"], [[k, v] for k, v in json.loads(env).items()], left=2))
+        out.append(Table(["what", "version"], provenance_rows(json.loads(env)), left=2))
     explain = ("The source fingerprint is a hash (sha256, first 16 hex digits) of the memobench package's own "
                "source files (its .py, .txt and .json files) as they were when a run was computed: the same "
                "fingerprint means the same code. ")
@@ -601,7 +594,11 @@ th,td{border:1px solid #ccc;padding:3px 7px;text-align:right;vertical-align:top}
 th{background:#f2f2f2}
 td.l,th.l{text-align:left}
 td.wrap{overflow-wrap:anywhere}
-table.paired td:not(.l),table.paired th:not(.l),table.paired td:first-child{white-space:nowrap}
+table.missing{min-width:40em} table.missing td.l:first-child{white-space:nowrap;color:#444}
+.line{display:block}
+table.paired td:not(.l),table.paired td:first-child{white-space:nowrap}
+table.paired th:not(.l){white-space:normal}
+table.paired td.lines,table.paired td.lines .sub{white-space:normal} .keep{white-space:nowrap}
 th.harness{background:#dde8f6} th.official{background:#f6e7d6}
 td.sat{background:#fff3c4}
 td.up{color:#1a7f37;font-weight:600} td.down{color:#b42318;font-weight:600}
@@ -655,7 +652,7 @@ def _official_cells(o: dict | None, names: list[str]) -> str:
             continue
         mark = "<sup title='k beyond the list depth: the list is shorter than k'>†</sup>" if k > o["depth"] else ""
         sat = n.startswith("recall") and v >= 0.95
-        cells.append(f"<td class='{'sat' if sat else ''}'>{_pct(v)}{mark}</td>")
+        cells.append(f"<td class='{'sat' if sat else ''}'>{percent(v)}{mark}</td>")
     return "".join(cells)
 
 
@@ -681,7 +678,7 @@ def html_main_tables(runs: list[dict]) -> list[str]:
             out.append(f"<tr><td class='l'>{_e(label(m))}</td><td>{_e(m['questions'])}</td>"
                        + "".join(_rate_cell(m, k, pub) for k in METRICS)
                        + _official_cells(m.get("official"), names)
-                       + f"<td>{_pct(rnd)}</td></tr>")
+                       + f"<td>{percent(rnd)}</td></tr>")
         out.append("</table>")
         excl = [(label(m), m["official"]) for m in ms if m.get("official")]
         if excl:
@@ -691,7 +688,7 @@ def html_main_tables(runs: list[dict]) -> list[str]:
             if "categories_1_4" in o0:
                 names14 = ", ".join(f"{c} {LOCOMO_CATEGORIES[c]}" for c in ("1", "2", "3", "4"))
                 extra = (f" Categories 1-4 only ({names14}; mem0's convention leaves out 5, adversarial): "
-                         + "; ".join(f"{_e(v)} recall_all@10 {_pct(o['categories_1_4'].get('recall_all@10'))} "
+                         + "; ".join(f"{_e(v)} recall_all@10 {percent(o['categories_1_4'].get('recall_all@10'))} "
                                      f"(n {_e(o['categories_1_4']['questions'])})" for v, o in excl) + ".")
             out.append(f"<p class='note'>Official: averaged over {_e(o0['questions'])} questions; excluded: "
                        f"{_e(parts)}; lists to depth {_e(o0['depth'])} († marks k beyond it). Questions a variant "
@@ -748,6 +745,7 @@ def markdown_report(runs, stats, extras: list, missing: list | None = None) -> s
 STYLE = {"font.size": 11, "axes.titlesize": 12, "axes.labelsize": 11, "xtick.labelsize": 10,
          "ytick.labelsize": 10, "legend.fontsize": 10}
 UP, DOWN, FLAT = "#1a7f37", "#b42318", "#555555"
+INSIDE_FROM = 90  # hit@k plot: a bar longer than this (%) carries its value inside its end, within the axis
 
 
 def _pyplot():
@@ -783,11 +781,15 @@ def plot(runs: list[dict], png_out) -> None:
                 vals = [m.get(k + "_rate") for m in ms]
                 ax.barh(ys, [100 * (v or 0) for v in vals], bar, label=k, color=colors[k])
                 for y, v, m in zip(ys, vals, ms):
-                    if v is not None:  # the value the tables print
-                        ax.text(100 * v + 0.8, y, printed(m, k), va="center", fontsize=10)
+                    if v is None:
+                        continue
+                    # the value the tables print: after the bar, or inside its end where it would pass 100%
+                    inside = 100 * v > INSIDE_FROM
+                    ax.text(100 * v + (-0.8 if inside else 0.8), y, printed(m, k), va="center", fontsize=10,
+                            ha="right" if inside else "left", color="white" if inside and k != "hit@10" else "black")
             ax.set_yticks(range(len(ms)), [label(m) for m in ms])
             ax.set_ylim(len(ms) - 0.5, -0.5)
-            ax.set_xlim(0, 109)
+            ax.set_xlim(0, 100)  # a rate: the axis ends at 100%
             ax.set_xticks(range(0, 101, 20))
             n = max(m["questions"] for m in ms)
             ax.set_title(f"{ds}: harness hit@k, % of the evaluated questions (n = {n})", loc="left")
@@ -953,7 +955,7 @@ def convention_rows(runs: list[dict]) -> list[list]:
             exc = ", ".join(f"{k} {v}" for k, v in c.get("excluded", {}).items()) or "-"
             mark = comparable_to(m, m["dataset"], name, c["questions"])
             rows.append([m["dataset"], label(m), Code(name), c["questions"], exc,
-                         *(_pct(c.get(k)) if k in c else "-" for k in CONVENTION_METRICS),
+                         *(percent(c.get(k)) if k in c else "-" for k in CONVENTION_METRICS),
                          Strong(mark) if mark.startswith("comparable") else mark or "-"])
     return rows
 
@@ -961,7 +963,7 @@ def convention_rows(runs: list[dict]) -> list[list]:
 def published_rows(runs: list[dict]) -> list[list]:
     rows = []
     for pub in PUBLISHED_OFFICIAL:
-        values = "; ".join(f"{k} {_pct(v)}" for k, v in pub["values"].items())
+        values = "; ".join(f"{k} {percent(v)}" for k, v in pub["values"].items())
         ours = [label(m) for m in runs if m["dataset"] == pub["dataset"]
                 and comparable_to(m, pub["dataset"], pub["convention"],
                                   (((m.get("official") or {}).get("conventions") or {}).get(pub["convention"])

@@ -165,6 +165,6 @@ def rank_segment(variants, segment, log=print) -> dict:
             fused = fuse([d.get(q["q_index"]) for d in deep], spec["method"], spec.get("k", RRF_K))[:DEPTH]
             ids = [sid for sid, _ in fused]
             rows.add(q, hay, final=ids[:TOP], deep=ids, scores=run_scores([s for _, s in fused]))
-        log(f"{segment.label} {v.name}: {spec['method']} of {', '.join(of)}, {len(segment.questions)} questions")
+        log(f"{segment.label}: {v.name}: {spec['method']} of {', '.join(of)}, {len(segment.questions)} questions")
         out[v.name] = rows.tables()
     return out
