@@ -266,6 +266,25 @@ def test_an_edit_reruns_only_its_variant(run, edit, tmp_path):
     assert dry_run_jobs(work, configfile=run[2]) == {}
 
 
+def test_a_deleted_prepared_table_is_made_again(run):
+    """The prepare step's table is read only by retrieve jobs that are up to
+    date: the next run makes it again all the same."""
+    import shutil
+
+    work, _, cfg, _ = run
+    table = work / "results" / "lme" / "prepared" / "mine-prep.parquet"
+    kept = work / "kept.parquet"
+    shutil.copy2(table, kept)
+    table.unlink()
+    try:
+        _, jobs = _reruns(work, cfg)
+        assert ("prepare", "lme", "mine-prep") in jobs
+    finally:
+        shutil.copy2(kept, table)
+        kept.unlink()
+    assert dry_run_jobs(work, configfile=cfg) == {}
+
+
 # --------------------------------------------------------------------------- bad returns
 
 BAD = '''\

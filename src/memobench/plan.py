@@ -323,6 +323,10 @@ def result_jobs(config: dict, specs: dict, logs) -> list[tuple[str, dict]]:
     for ds, v in run_pairs(config):
         out += [("retrieve", {"dataset": ds, "variant": v, "segment": s}) for s in segments(config, ds)]
         out.append(("merge", {"dataset": ds, "variant": v}))
+        # a user retriever's prepared table: read only by up-to-date retrieve
+        # jobs, a deleted one would otherwise stay deleted
+        if ((specs.get(ds) or {}).get(v, {}).get("retriever") or {}).get("prepare"):
+            out.append(("prepare", {"dataset": base_dataset(config, ds), "variant": v}))
     out += [("retrievallog", {"dataset": ds, "variant": v}) for ds, v in logs]
     for ds in config["run"]:
         if config["datasets"][ds]["variants"]:
