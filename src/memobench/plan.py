@@ -21,7 +21,7 @@ from .formats import FORMATS, LME_FORMATS, has_raw_file
 from .errors import ConfigError
 from .memo.tokenize import FTS5_TOKENS
 from .memo.recipe import EMBEDDING_INPUTS
-from .memo.variants import resolve, to_spec
+from .memo.variants import PYTHON_BACKEND, resolve, to_spec
 
 
 # --------------------------------------------------------------------------- datasets and variants
@@ -140,6 +140,18 @@ def run_file(spec: dict, ds: str, variant: str, cwd: str) -> str:
         raise ConfigError(f"config: variants.{variant}.run.file: {path}: no such file (relative paths start "
                           f"from the working directory, {cwd}); give the run file's path")
     return path
+
+
+def retrieve_spec(config: dict, spec: dict) -> dict:
+    """The retrieve rule's ``variant`` param: what decides a variant's lists
+    (a description does not); a user's Python retriever carries the run's
+    ``user_retrievers`` limits, since a timed-out question is ranked as a miss."""
+    out = {k: v for k, v in spec.items() if k in ("name", "recipe", "skip", "retriever")}
+    if out["recipe"].get("backend") == PYTHON_BACKEND:
+        limits = config.get("user_retrievers") or {}
+        out["retriever"] = {**out["retriever"], "limits": {k: limits[k] for k in ("timeout_s", "max_timeouts")
+                                                           if k in limits}}
+    return out
 
 
 def prepare_spec(config: dict, ds: str, variant: str) -> dict:
