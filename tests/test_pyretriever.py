@@ -253,8 +253,9 @@ def test_an_edit_reruns_only_its_variant(run, edit, tmp_path):
     file beside it does not (its params name such a file)."""
     work, data, cfg, datasets = run
     retr = work / "retr"
-    target = {"retriever": retr / "my_retrievers.py", "helper": retr / "helper.py", "dynamic helper": retr / "dyn_helper.py",
-              "index": work / "prep" / "my_index.py", "touch": retr / "my_retrievers.py"}.get(edit)
+    target = {"retriever": retr / "my_retrievers.py", "helper": retr / "helper.py",
+              "dynamic helper": retr / "dyn_helper.py", "index": work / "prep" / "my_index.py",
+              "touch": retr / "my_retrievers.py"}.get(edit)
     original = target.read_text(encoding="utf-8") if target else None
     try:
         if edit == "params":
