@@ -21,7 +21,7 @@ from .formats import FORMATS, LME_FORMATS, has_raw_file
 from .errors import ConfigError
 from .memo.tokenize import FTS5_TOKENS
 from .memo.recipe import EMBEDDING_INPUTS
-from .memo.variants import resolve, to_spec
+from .memo.variants import PYTHON_BACKEND, resolve, to_spec
 
 
 # --------------------------------------------------------------------------- datasets and variants
@@ -149,7 +149,6 @@ def check_files(config: dict, specs: dict, cwd: str) -> None:
     the workflow is parsed: those are input functions and params of jobs
     that follow a download checkpoint, evaluated only once it has run, so
     the line came after the downloads."""
-    from .memo.variants import PYTHON_BACKEND
     from .retrievers.pyretriever import sources
 
     for ds in config["run"]:
@@ -163,6 +162,18 @@ def check_files(config: dict, specs: dict, cwd: str) -> None:
                             sources(spec["retriever"][key], cwd)
                         except (ConfigError, OSError) as e:
                             raise ConfigError(f"config: dataset {ds!r}: variant {v!r}: {e}") from None
+
+
+def retrieve_spec(config: dict, spec: dict) -> dict:
+    """The retrieve rule's ``variant`` param: what decides a variant's lists
+    (a description does not); a user's Python retriever carries the run's
+    ``user_retrievers`` limits, since a timed-out question is ranked as a miss."""
+    out = {k: v for k, v in spec.items() if k in ("name", "recipe", "skip", "retriever")}
+    if out["recipe"].get("backend") == PYTHON_BACKEND:
+        limits = config.get("user_retrievers") or {}
+        out["retriever"] = {**out["retriever"], "limits": {k: limits[k] for k in ("timeout_s", "max_timeouts")
+                                                           if k in limits}}
+    return out
 
 
 def prepare_spec(config: dict, ds: str, variant: str) -> dict:
@@ -348,6 +359,10 @@ def result_jobs(config: dict, specs: dict, logs) -> list[tuple[str, dict]]:
     for ds, v in run_pairs(config):
         out += [("retrieve", {"dataset": ds, "variant": v, "segment": s}) for s in segments(config, ds)]
         out.append(("merge", {"dataset": ds, "variant": v}))
+        # a user retriever's prepared table: read only by up-to-date retrieve
+        # jobs, a deleted one would otherwise stay deleted
+        if ((specs.get(ds) or {}).get(v, {}).get("retriever") or {}).get("prepare"):
+            out.append(("prepare", {"dataset": base_dataset(config, ds), "variant": v}))
     out += [("retrievallog", {"dataset": ds, "variant": v}) for ds, v in logs]
     for ds in config["run"]:
         if config["datasets"][ds]["variants"]:

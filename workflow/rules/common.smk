@@ -112,6 +112,10 @@ def variant_of(w):
     return checked(plan.check_variant, config, VARIANT_SPECS, w.dataset, w.variant)
 
 
+def retrieve_variant(w):
+    return plan.retrieve_spec(config, variant_of(w))
+
+
 # each dataset's retrieve jobs that lead a group of siblings (shared_retrieval.group_leaders)
 RETRIEVE_LEADERS = {ds: group_leaders([from_spec(s) for s in specs.values()]) for ds, specs in VARIANT_SPECS.items()}
 

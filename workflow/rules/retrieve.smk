@@ -12,7 +12,8 @@ rule retrieve:
         deep=layout.path(layout.SEGMENT_TABLE, suffix=layout.SEGMENT_SUFFIXES["deep"]),
     params:
         # only what decides the lists: editing a description reruns no retrieval
-        variant=lambda w: {k: v for k, v in variant_of(w).items() if k in ("name", "recipe", "skip", "retriever")},
+        # (a user retriever's: with the user_retrievers limits)
+        variant=retrieve_variant,
         segment=segment_of,
         n_segments=lambda w: len(segments(w.dataset)),
         # the variant's retriever's code only (common.smk): editing one retriever reruns its variants

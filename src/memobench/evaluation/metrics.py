@@ -130,6 +130,30 @@ def imported_summary(seg_tables, file: str = "the run file") -> dict | None:
     out["ignored"] = dict(sorted(ignored.items()))
     return out
 
+def checks_summary(seg_tables) -> dict:
+    """The segments' checks of a user's retriever (harness.CHECKS_KEY) as
+    one, metrics.json's ``determinism`` and ``timeouts`` (empty for any other
+    variant): the counts summed and the question ids listed, never a rate
+    averaged."""
+    import json
+
+    from ..retrievers.harness import CHECKS_KEY
+
+    parts = [json.loads(t.schema.metadata[CHECKS_KEY]) for t in seg_tables
+             if CHECKS_KEY in (t.schema.metadata or {})]
+    if not parts:
+        return {}
+    limits = sorted({p["timeouts"]["limit_s"] for p in parts}, key=lambda x: (x is None, x))
+    return {
+        "determinism": {"checked": sum(p["determinism"]["checked"] for p in parts),
+                        "differing": sum(p["determinism"]["differing"] for p in parts),
+                        "questions": [q for p in parts for q in p["determinism"]["questions"]]},
+        "timeouts": {"limit_s": limits[0] if len(limits) == 1 else limits,
+                     "count": sum(p["timeouts"]["count"] for p in parts),
+                     "questions": [q for p in parts for q in p["timeouts"]["questions"]]},
+    }
+
+
 def concat_rankings(paths):
     """The segments' ranking tables (top-10 or deep) in question order."""
     import pyarrow as pa
@@ -190,7 +214,7 @@ def merge_segments(dataset: str, variant_spec: dict, rankings_in, outcomes_in, d
                      if k != "source"}}
     write_table(rankings_out, rankings)
     write_table(outcomes_out, merged)
-    write_json(metrics_out, {**meta, **result})
+    write_json(metrics_out, {**meta, **result, **checks_summary(seg_tables)})
     log(f"{dataset} {variant_spec['name']}: {result['questions']} questions, hit@1 {result['hit@1']}, "
         f"hit@5 {result['hit@5']}, hit@10 {result['hit@10']}, MRR sum {result['mrr_sum']}, "
         f"{result['empty_lists']} empty lists")

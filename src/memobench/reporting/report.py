@@ -485,6 +485,7 @@ def _run_card(m: dict, facts: bool) -> list:
                          f" ({r['format']}, sha256 {r['sha256'][:16]}); lists for {r['questions_listed']} questions; "
                          f"absent from the run (counted as misses): {r['absent']}; lists ignored for questions the "
                          f"harness rules skip: {ignored}; cut at depth 50: {r['truncated']}."], cls="note"))
+    out += retriever_checks(m)
     if m.get("by_type"):
         out.append(_type_table(m))
     segs = m.get("segments") or []
@@ -496,6 +497,25 @@ def _run_card(m: dict, facts: bool) -> list:
             out.append(Para(f"Mean of the printed segment MRRs (how the published M total was formed): "
                             f"{to_fixed(mm, 4)}; exact merged MRR: {printed(m, 'mrr')}.", cls="note"))
     return out
+
+
+def retriever_checks(m: dict) -> list:
+    """What a user retriever's jobs checked (metrics.json ``determinism``
+    and ``timeouts``; pyretriever.py): a note under its card, bold where a
+    check failed."""
+    det, out = m.get("determinism"), m.get("timeouts")
+    if det is None:
+        return []
+    n = det["checked"]
+    if det["differing"]:
+        text = [Strong(f"Nondeterministic: {det['differing']} of the {n} questions ranked twice got two different "
+                       f"rankings"), f" ({', '.join(det['questions'])}); its numbers would change on a rerun."]
+    else:
+        text = [f"Deterministic on the {n} questions ranked twice."]
+    if out and out["count"]:
+        text += [" ", Strong(f"{out['count']} questions took more than {out['limit_s']} s and were ranked as empty "
+                             f"lists (misses): {', '.join(out['questions'])}.")]
+    return [Para(text, cls="note")]
 
 
 def per_type_blocks(runs: list[dict], heatmap: str | None = None) -> list:

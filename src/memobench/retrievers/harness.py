@@ -28,6 +28,10 @@ from ..tables import read_table
 from ..memo.tokenize import SEQ
 
 
+# Parquet key-value metadata of a user retriever's outcomes tables: what its
+# job checked (pyretriever.rank_segment; merged into metrics.json by the merge stage).
+CHECKS_KEY = b"memobench.checks"
+
 RANKINGS = pa.schema(
     [("question_id", pa.string()), ("rank", pa.int8()), ("session_id", pa.string()), ("q_index", pa.int32())]
 )

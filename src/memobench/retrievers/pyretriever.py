@@ -23,15 +23,30 @@ values of its haystack's sessions, in haystack order, as a third argument:
 A file path is read from the working directory; the file's folder (or, for
 a file inside a package, the folder above the top package) goes first on
 ``sys.path``, so the file imports its neighbours as usual. A module name is
-imported with the working directory first on ``sys.path``. The callable's
-source and the files it imports from the same folder or package
-(:func:`sources`) are hashed into the retrieve job's code fingerprint: an edit
-to them reruns the variant, and nothing else does.
+imported with the working directory first on ``sys.path``. Every Python file
+of the callable's folder or package, and what it imports from there
+(:func:`sources`), is hashed into the retrieve job's code fingerprint: an edit
+to one reruns the variant, however the code loads it (an ``import``
+statement, ``importlib.import_module``, ``__import__``). A module the job
+loaded from inside that folder that the fingerprint does not hold (a folder
+without ``__init__.py`` below it) stops the job with one line, rather than
+leaving a result that its next edit would not rerun.
+
+Each call of the user's code (:class:`Calls`) writes its stdout and stderr to
+the job's log, gets back the working directory it changed, and ``rank`` has
+``timeout_s`` seconds per question (config ``user_retrievers``): a question
+past it is ranked as an empty list (a miss), counted in the outcomes
+table's metadata and so in ``metrics.json``; more than ``max_timeouts`` in
+one job stop it. The first :data:`DETERMINISM_SAMPLE` ranked questions of
+each segment are ranked twice and the two answers compared (``metrics.json``'s
+``determinism``).
 
 A bad return (not a list, an id not in the haystack, an id or position given
-twice, a non-finite score, a count of scores unlike the ranking's) or an
-exception is one ``memobench:`` line naming the variant, the question and
-what is wrong; an exception's traceback goes to the job's log.
+twice, a non-finite or too large score, a count of scores unlike the
+ranking's) or an exception (``KeyboardInterrupt`` and ``SystemExit``
+included; a real Ctrl-C still interrupts) is one ``memobench:`` line naming
+the variant, the question and what is wrong; an exception's traceback goes
+to the job's log.
 """
 
 from __future__ import annotations
@@ -39,7 +54,11 @@ from __future__ import annotations
 import hashlib
 import importlib
 import math
+import os
+import signal
 import sys
+import tempfile
+import threading
 import traceback
 from dataclasses import dataclass
 from functools import lru_cache
@@ -155,10 +174,35 @@ def _local_imports(path: Path, name: str, root: Path) -> set[str]:
     return out
 
 
+def _package_files(folder: Path) -> set[Path]:
+    """The Python files of a package, its subpackages' included."""
+    out = set()
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames[:] = sorted(d for d in dirnames if (Path(dirpath, d) / "__init__.py").is_file())
+        out |= {Path(dirpath, f).resolve() for f in filenames if f.endswith(".py")}
+    return out
+
+
+def scope_files(scope: Path) -> set[Path]:
+    """Every Python file of a callable's scope, imported or not (a module
+    loaded by name at run time, ``importlib.import_module(name)``, is not
+    visible in the source): a package's files, or a folder's modules and
+    the packages in it; an installed single module is itself."""
+    if scope.is_file():
+        return {scope.resolve()}
+    if (scope / "__init__.py").is_file():
+        return _package_files(scope)
+    out = {p.resolve() for p in scope.glob("*.py") if p.is_file()}
+    for sub in scope.iterdir():
+        if sub.is_dir() and (sub / "__init__.py").is_file():
+            out |= _package_files(sub)
+    return out
+
+
 @lru_cache(maxsize=None)
 def _sources(target: str, cwd: str) -> tuple[Path, ...]:
     path, root, name, scope = locate(target, cwd)
-    files = {path: name}
+    files = {path: name, **{f: "" for f in scope_files(scope)}}
     todo = [(path, name)]
     while todo:
         p, n = todo.pop()
@@ -172,11 +216,38 @@ def _sources(target: str, cwd: str) -> tuple[Path, ...]:
 
 
 def sources(spec: str, cwd=None) -> list[Path]:
-    """The files of a callable's code that are the user's: its module, and
-    every module it imports, transitively, from the same folder or package
-    (an import inside a function or a ``try`` counts; what it loads by other
-    means, a model or data file, does not: name such a thing in ``params``)."""
+    """The files of a callable's code that are the user's: every Python
+    file of its folder or package (:func:`scope_files`), and every module it
+    imports, transitively, from there (an import inside a function or a
+    ``try`` counts, and reaches a folder without ``__init__.py``; a data or
+    model file it reads does not: name such a thing in ``params``)."""
     return list(_sources(_split(spec)[0], str(Path(cwd or Path.cwd()).resolve())))
+
+
+def uncovered(spec: str, scope: Path, cwd=None) -> list[Path]:
+    """Modules loaded in this process from inside ``scope`` that
+    :func:`sources` does not hold (a module that a name built at run time
+    loads from a folder without ``__init__.py``): an edit to one would not
+    rerun the variant. Installed packages and memobench's own are not the
+    user's, wherever they sit."""
+    from ..fingerprint import PACKAGE_DIR
+
+    if scope.is_file():
+        return []
+    known = set(sources(spec, cwd))
+    prefixes = {Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+    out = set()
+    for module in list(sys.modules.values()):
+        f = getattr(module, "__file__", None)
+        if not f or not f.endswith(".py"):
+            continue
+        p = Path(f).resolve()
+        if p in known or not p.is_relative_to(scope) or p.is_relative_to(PACKAGE_DIR) \
+                or any(p.is_relative_to(x) for x in prefixes) or {"site-packages", "dist-packages"} & set(p.parts) \
+                or any(part.startswith(".") for part in p.relative_to(scope).parts):
+            continue  # not the user's: installed, memobench's, or hidden (Snakemake's copy of the job's script)
+        out.add(p)
+    return sorted(out)
 
 
 def _allow_pandas() -> None:
@@ -185,8 +256,10 @@ def _allow_pandas() -> None:
     sys.meta_path[:] = [f for f in sys.meta_path if type(f).__name__ != "_NoPandas"]
 
 
-def load(spec: str, variant: str):
-    """The callable ``spec`` names, imported (a one-line error when it cannot be)."""
+def load(spec: str, variant: str, log=None):
+    """The callable ``spec`` names, imported (a one-line error when it
+    cannot be); the import runs through :class:`Calls` (its output and its
+    traceback go to ``log``)."""
     target, func = _split(spec)
     where = f"variant {variant!r}: {spec}"
     try:
@@ -196,10 +269,8 @@ def load(spec: str, variant: str):
     _allow_pandas()
     if str(root) not in sys.path:
         sys.path.insert(0, str(root))
-    try:
-        module = importlib.import_module(name)
-    except (Exception, SystemExit) as e:
-        raise RetrieverError(f"{where}: importing {target} raised {describe(e, scope)}") from None
+    module, _ = Calls(log or (lambda msg: None), scope).call(f"{where}: importing {target}", importlib.import_module,
+                                                             name)
     got = getattr(module, "__file__", None)
     if got is None or Path(got).resolve() != path:
         raise RetrieverError(f"{where}: the module name {name!r} is already taken by {got or 'a built-in module'}; "
@@ -220,7 +291,7 @@ def describe(e: BaseException, scope: Path | None = None) -> str:
     frames = traceback.extract_tb(e.__traceback__)
     mine = [f for f in frames if scope is not None and _inside(f.filename, scope)]
     frame = (mine or frames or [None])[-1]
-    text = " ".join(f"{type(e).__name__}: {e}".split())
+    text = " ".join((f"{type(e).__name__}: {e}" if str(e) else type(e).__name__).split())
     if frame is None:
         return text
     try:
@@ -236,6 +307,124 @@ def _inside(filename: str, scope: Path) -> bool:
     except OSError:
         return False
     return p == scope or p.is_relative_to(scope)
+
+
+# --------------------------------------------------------------------------- calling the user's code
+
+
+class _TimedOut(BaseException):
+    """Raised in the user's code when its time is up (a BaseException, so
+    that an ``except Exception`` of theirs does not swallow it)."""
+
+
+class Calls:
+    """Every call of a user's code in a job goes through :meth:`call`: its
+    stdout and stderr (the file descriptors, so a C library's and a child
+    process's output too) go to the job's log, not the console; a working
+    directory it changed is changed back (the job's outputs are relative
+    paths); a ``KeyboardInterrupt`` it raises is its failure, one line, while
+    a real SIGINT still interrupts the job; and with ``timeout_s`` it is
+    stopped after that many seconds (SIGALRM: code that never returns to the
+    interpreter, a C extension's long loop, is stopped when it does)."""
+
+    def __init__(self, log, scope: Path | None, timeout_s: float | None = None):
+        self.log, self.scope, self.timeout_s = log, scope, timeout_s
+        self._out = tempfile.TemporaryFile()
+        # for sys.stdout and sys.stderr, whatever they are now (a test's capture, say)
+        self._text = open(self._out.fileno(), "w", encoding="utf-8", errors="replace", closefd=False)
+
+    def call(self, where: str, fn, *args, **kwargs):
+        """``(fn's result, False)``, or ``(None, True)`` when it timed out; a
+        one-line RetrieverError (``where`` first) when it raised."""
+        state = {"sigint": False, "alarm": False, "done": False}
+        cwd = os.getcwd()
+        main = threading.current_thread() is threading.main_thread()
+        _flush()
+        saved = [os.dup(1), os.dup(2), sys.stdout, sys.stderr]
+        os.dup2(self._out.fileno(), 1)
+        os.dup2(self._out.fileno(), 2)
+        sys.stdout = sys.stderr = self._text
+        handlers = {}
+        if main:
+            def on_sigint(signum, frame):
+                state["sigint"] = True
+                raise KeyboardInterrupt
+
+            def on_alarm(signum, frame):
+                if not state["done"]:
+                    state["alarm"] = True
+                    raise _TimedOut
+
+            handlers[signal.SIGINT] = signal.signal(signal.SIGINT, on_sigint)
+            if self.timeout_s:
+                handlers[signal.SIGALRM] = signal.signal(signal.SIGALRM, on_alarm)
+                signal.setitimer(signal.ITIMER_REAL, self.timeout_s)
+        try:
+            try:
+                result = fn(*args, **kwargs)
+            finally:  # from here on the alarm stops nothing
+                state["done"] = True
+        except _TimedOut:
+            result = None
+        except BaseException as e:
+            if state["sigint"]:
+                raise
+            if not state["alarm"]:
+                self._restore(cwd, saved, handlers)
+                self.log("".join(traceback.format_exception(e)).rstrip())
+                raise RetrieverError(f"{where} raised {describe(e, self.scope)}") from None
+            result = None
+        finally:
+            self._restore(cwd, saved, handlers)
+        # a timeout its code caught still ran out its time
+        return (None, True) if state["alarm"] else (result, False)
+
+    def _restore(self, cwd: str, saved: list, handlers: dict) -> None:
+        if saved[0] is None:  # restored already (an exception's traceback is logged first)
+            return
+        if signal.SIGALRM in handlers:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+        handlers.clear()
+        _flush()
+        self._text.flush()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        os.close(saved[0])
+        os.close(saved[1])
+        sys.stdout, sys.stderr = saved[2], saved[3]
+        saved[:] = [None] * 4
+        self._drain()
+        try:
+            now = os.getcwd()
+        except OSError:  # it removed the folder it moved to
+            now = None
+        if now != cwd:
+            os.chdir(cwd)
+            self.log(f"the retriever changed the working directory to {now}; changed back to {cwd}")
+
+    def _drain(self) -> None:
+        """The captured output, into the log."""
+        fd = self._out.fileno()
+        size = os.lseek(fd, 0, os.SEEK_CUR)
+        if not size:
+            return
+        os.lseek(fd, 0, os.SEEK_SET)
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        os.ftruncate(fd, 0)
+        os.lseek(fd, 0, os.SEEK_SET)
+        self.log(b"".join(chunks).decode("utf-8", "replace").rstrip("\n"))
+
+
+def _flush() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (AttributeError, OSError, ValueError):
+            pass
 
 
 # --------------------------------------------------------------------------- what rank returns
@@ -260,6 +449,10 @@ def check_ranking(result, haystack: Haystack, where: str) -> tuple[list[int], li
     order, scores = result, None
     if isinstance(result, tuple) and len(result) == 2 and all(_is_sequence(x) for x in result):
         order, scores = result
+    elif isinstance(result, tuple) and len(result) == 2 and _is_sequence(result[0]) and not _is_sequence(result[1]):
+        raise RetrieverError(f"{where} returned (ranking, {_what(result[1])}); the second item of a pair is the "
+                             f"scores, a list of numbers, one per ranked session: return the ranking alone when "
+                             f"it has no scores")
     if not _is_sequence(order):
         raise RetrieverError(f"{where} returned {_what(result)}; return the haystack's positions or session ids, "
                              f"best first, or (ranking, scores)")
@@ -300,51 +493,135 @@ def check_ranking(result, haystack: Haystack, where: str) -> tuple[list[int], li
     values = scores.tolist() if isinstance(scores, np.ndarray) else list(scores)
     if len(values) != len(positions):
         raise RetrieverError(f"{where} returned {len(values)} scores for {len(positions)} ranked sessions")
+    floats: list[float] = []
     for r, x in enumerate(values, 1):
         if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, np.integer, np.floating)):
             raise RetrieverError(f"{where} returned score {x!r} at rank {r}, not a number")
-        if not math.isfinite(x):
+        try:
+            value = float(x)
+        except OverflowError:  # an int beyond a float's range
+            raise RetrieverError(f"{where} returned score {_short(x)} at rank {r}, an integer too large for a float "
+                                 f"(over 1.8e308); scores must be finite floats") from None
+        if not math.isfinite(value):
             raise RetrieverError(f"{where} returned score {x} at rank {r}; scores must be finite")
-    return positions, [float(x) for x in values]
+        floats.append(value)
+    return positions, floats
+
+
+def check_covered(variant: str, spec: str, scope: Path) -> None:
+    """Stop when the job loaded a module of the user's that the code
+    fingerprint misses (:func:`uncovered`)."""
+    missed = uncovered(spec, scope)
+    if missed:
+        raise RetrieverError(f"variant {variant!r}: {spec} loaded {missed[0]}, which is not in its code "
+                             f"fingerprint (a folder without __init__.py inside {scope}), so an edit to it would "
+                             f"not rerun the variant; add an __init__.py to its folder or import it with an "
+                             f"import statement")
+
+
+def _short(x) -> str:
+    """An integer for a one-line message: a huge one by its digit count."""
+    try:
+        text = str(x)
+    except ValueError:  # past int_max_str_digits
+        return f"of about {int(abs(int(x)).bit_length() * math.log10(2)) + 1} digits"
+    return text if len(text) <= 20 else f"{text[:6]}... ({len(text.lstrip('-'))} digits)"
 
 
 # --------------------------------------------------------------------------- the retrieve stage
+
+# the first ranked questions of each segment that are ranked twice, the two answers compared
+DETERMINISM_SAMPLE = 5
 
 
 def rank_segment(variants, segment, log=print) -> dict:
     """The seam's entry (``retrievers``): rank one segment (``harness.Segment``)
     under users' Python retrievers, question by question
-    (``documents.rank_by_documents``)."""
+    (``documents.rank_by_documents``). Each outcomes table carries, in its
+    Parquet metadata (``harness.CHECKS_KEY``), the segment's determinism
+    check and timed-out questions."""
+    import json
+
     from .documents import rank_by_documents, segment_documents
+    from .harness import CHECKS_KEY
 
     docs = segment_documents(segment, {v.recipe.documents for v in variants})
-    rankers = {v.name: _ranker(v, segment, docs[v.recipe.documents], log) for v in variants}
-    return rank_by_documents(variants, segment, rankers, log, docs=docs)
+    rankers = {v.name: _Ranker(v, segment, docs[v.recipe.documents], log) for v in variants}
+    tables = rank_by_documents(variants, segment, rankers, log, docs=docs)
+    out = {}
+    for v in variants:
+        ranker = rankers[v.name]
+        ranker.check_covered()
+        rankings, outcomes, deep = tables[v.name]
+        meta = {**(outcomes.schema.metadata or {}), CHECKS_KEY: json.dumps(ranker.checks(), sort_keys=True)}
+        out[v.name] = (rankings, outcomes.replace_schema_metadata(meta), deep)
+    return out
 
 
-def _ranker(variant, segment, docs: dict, log):
-    spec = variant.retriever
-    fn, scope = load(spec["callable"], variant.name)
-    params = dict(spec.get("params") or {})
-    prepared = (_prepared_values(variant, segment.inputs.get("prepared"), docs) if spec.get("prepare")
-                else None)
-    name = spec["callable"]
+class _Ranker:
+    """``ranker(q, hay, texts)``: one question's (positions, scores) under a
+    user's retriever (``documents.rank_by_documents``), every call through
+    :class:`Calls`; what the checks found: :meth:`checks`."""
 
-    def ranked(q, hay, texts):
+    def __init__(self, variant, segment, docs: dict, log):
+        spec = variant.retriever
+        limits = spec.get("limits") or {}
+        self.variant, self.log, self.name = variant, log, spec["callable"]
+        self.fn, self.scope = load(spec["callable"], variant.name, log)
+        self.params = dict(spec.get("params") or {})
+        self.prepared = (_prepared_values(variant, segment.inputs.get("prepared"), docs) if spec.get("prepare")
+                         else None)
+        self.timeout_s = limits.get("timeout_s")
+        self.max_timeouts = limits.get("max_timeouts")
+        self.calls = Calls(log, self.scope, self.timeout_s)
+        self.checked: list[str] = []
+        self.differing: list[str] = []
+        self.timed_out: list[str] = []
+
+    def __call__(self, q, hay, texts):
         question = Question(q["question_id"], q["question"], q["question_date"], q["question_type"])
         haystack = Haystack(tuple(hay.ids), tuple(texts), tuple(hay.dates))
-        where = f"variant {variant.name!r}: question {question.id!r}: {name}"
-        try:
-            if prepared is None:
-                result = fn(question, haystack, **params)
-            else:
-                result = fn(question, haystack, [prepared[k] for k in hay.keys], **params)
-        except (Exception, SystemExit) as e:
-            log("".join(traceback.format_exception(e)).rstrip())
-            raise RetrieverError(f"{where} raised {describe(e, scope)}") from None
-        return check_ranking(result, haystack, where)
+        where = f"variant {self.variant.name!r}: question {question.id!r}: {self.name}"
 
-    return ranked
+        def rank():
+            args = (question, haystack) if self.prepared is None else (
+                question, haystack, [self.prepared[k] for k in hay.keys])
+            result, timed_out = self.calls.call(where, self.fn, *args, **self.params)
+            return None if timed_out else check_ranking(result, haystack, where)
+
+        got = rank()
+        if got is not None and len(self.checked) < DETERMINISM_SAMPLE:
+            again = rank()
+            if again is not None:
+                self.checked.append(question.id)
+                if again != got:
+                    self.differing.append(question.id)
+                    self.log(f"{where}: ranked twice, the two answers differ (a nondeterministic retriever)")
+            got = again  # a second call past the time limit times the question out too
+        if got is None:
+            self._timed_out(question.id)
+            return [], None
+        return got
+
+    def _timed_out(self, qid: str) -> None:
+        self.timed_out.append(qid)
+        self.log(f"variant {self.variant.name!r}: question {qid!r}: {self.name} took more than {self.timeout_s} s; "
+                 f"ranked as an empty list (a miss)")
+        if self.max_timeouts is not None and len(self.timed_out) > self.max_timeouts:
+            raise RetrieverError(f"variant {self.variant.name!r}: {self.name} took more than {self.timeout_s} s on "
+                                 f"{len(self.timed_out)} questions of this job ({', '.join(self.timed_out[:3])}"
+                                 f"{', ...' if len(self.timed_out) > 3 else ''}), more than user_retrievers."
+                                 f"max_timeouts ({self.max_timeouts}); make it faster or raise "
+                                 f"user_retrievers.timeout_s")
+
+    def check_covered(self) -> None:
+        check_covered(self.variant.name, self.name, self.scope)
+
+    def checks(self) -> dict:
+        return {"determinism": {"checked": len(self.checked), "differing": len(self.differing),
+                                "questions": list(self.differing)},
+                "timeouts": {"limit_s": self.timeout_s, "count": len(self.timed_out),
+                             "questions": list(self.timed_out)}}
 
 
 def text_hash(text: str) -> bytes:
@@ -415,7 +692,8 @@ def prepare_sessions(variant, events_path, out, log=print, sessions_path=None, c
     from ..tables import TableWriter, read_table
 
     spec = variant.retriever
-    fn, scope = load(spec["prepare"], variant.name)
+    fn, scope = load(spec["prepare"], variant.name, log)
+    calls = Calls(log, scope)
     params = dict(spec.get("params") or {})
     where = f"variant {variant.name!r}: {spec['prepare']}"
     meta = {"variant": variant.name, "prepare": spec["prepare"], "documents": variant.recipe.documents}
@@ -430,11 +708,7 @@ def prepare_sessions(variant, events_path, out, log=print, sessions_path=None, c
     stats = {"sessions": 0, "distinct": 0, "calls": 0}
 
     def flush():
-        try:
-            values = fn(list(texts), **params)
-        except (Exception, SystemExit) as e:
-            log("".join(traceback.format_exception(e)).rstrip())
-            raise RetrieverError(f"{where} raised {describe(e, scope)}") from None
+        values, _ = calls.call(where, fn, list(texts), **params)
         if not _is_sequence(values) or len(values) != len(texts):
             got = f"{len(values)} values" if _is_sequence(values) else _what(values)
             raise RetrieverError(f"{where} returned {got} for {len(texts)} sessions; return one value per "
@@ -471,6 +745,7 @@ def prepare_sessions(variant, events_path, out, log=print, sessions_path=None, c
                 add("")
         if texts:
             flush()
+        check_covered(variant.name, spec["prepare"], scope)
         writer.close()
     except BaseException:
         writer.abort()

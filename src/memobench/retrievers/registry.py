@@ -198,7 +198,9 @@ def write_segments(variants: list[Variant], questions_path, haystacks_path, even
     for v in variants:
         out = outs[v.name]
         rankings, outcomes, deep = tables[v.name]
-        meta = {**(metadata or {}), **((variant_metadata or {}).get(v.name) or {})}
+        # a retriever's own metadata (a user retriever's checks) stays
+        meta = {**(outcomes.schema.metadata or {}), **(metadata or {}),
+                **((variant_metadata or {}).get(v.name) or {})}
         write_table(out["outcomes"], outcomes.replace_schema_metadata(meta) if meta else outcomes)
         if out.get("deep") is not None:
             write_table(out["deep"], deep)
