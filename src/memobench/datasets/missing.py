@@ -31,6 +31,8 @@ import json
 import re
 from pathlib import Path
 
+from .. import layout
+
 
 ATTEMPT = "download attempt"
 RETRYING = "retrying after"
@@ -163,8 +165,8 @@ def summary(missing: dict[str, dict], others: list[str]) -> str:
     """The run's last line while datasets are missing; ``others``: the run's
     datasets that are there (the report covers them; it lists the missing
     ones either way)."""
-    report = ("results/report.md covers the others and says how to get these" if others
-              else "none of the run's datasets is there, so nothing ran; results/report.md says how to get them")
+    report = (f"{layout.REPORT_MD} covers the others and says how to get these" if others
+              else f"none of the run's datasets is there, so nothing ran; {layout.REPORT_MD} says how to get them")
     return f"{len(missing)} dataset(s) missing: {', '.join(missing)}; {report}; rerun the same command once they are there"
 
 

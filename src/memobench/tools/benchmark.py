@@ -535,7 +535,7 @@ def run_stress(work: Path, raw: Path, runs: int, cores: int, burners: int, check
             t = time.monotonic()
             proc = subprocess.run(cmd, capture_output=True, text=True)
             wall = time.monotonic() - t
-            digests = result_digests(workdir / "results")
+            digests = result_digests(workdir / layout.RESULTS)
             diff = differing(first, digests) if first is not None else []
             if proc.returncode:
                 failures += 1
