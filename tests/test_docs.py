@@ -163,3 +163,34 @@ def test_testing_doc_names_where_the_tests_find_locomo_in_their_order():
     order = ["MEMOBENCH_LOCOMO", placed, "MEMOBENCH_CACHE", "beside the checkout"]
     at = [section.find(w) for w in order]
     assert -1 not in at and at == sorted(at), dict(zip(order, at))
+
+
+def test_each_users_question_has_one_page():
+    """What is measured is defined in protocol.md alone, how to read the result
+    files in results.md alone: the other pages link there instead of repeating
+    the definitions (a repeated one drifts)."""
+    definitions = {  # a phrase only the home page's definition uses -> its page
+        "(k = 1, 5, 10)": "protocol.md",  # hit@k's definition
+        "sum of 1/rank": "protocol.md",  # MRR's
+        "undiscounted": "protocol.md",  # ndcg_any@k's discount
+        "`mrr_mean_of_printed_segments` reproduces": "results.md",  # metrics.json's fields
+    }
+    for phrase, home in definitions.items():
+        where = [p.name for p in PAGES if phrase in p.read_text(encoding="utf-8")]
+        assert where == [home], (phrase, where)
+
+
+def test_benchmarks_show_current_figures_and_the_changelog_states_changes():
+    """benchmarks.md holds one set of figures (no dated rounds in its headings);
+    the changelog's Unreleased entries are short statements of a change, with no
+    run timings."""
+    heads = [h for h in (REPO / "docs" / "benchmarks.md").read_text(encoding="utf-8").splitlines()
+             if h.startswith("#")]
+    assert "## How to measure" in heads
+    assert [h for h in heads if re.search(r"\d{4}-\d{2}-\d{2}|round", h)] == []
+    text = (REPO / "docs" / "changelog.md").read_text(encoding="utf-8")
+    unreleased = text.split("\n## Unreleased\n", 1)[1].split("\n## ", 1)[0]
+    entries = [e for block in unreleased.split("\n\n") for e in re.split(r"\n(?=- )", block)]
+    long = [e[:60] for e in entries if e.startswith("- ") and len(e.rstrip().splitlines()) > 3]
+    timed = [e[:60] for e in entries if re.search(r"\b\d+(\.\d+)? ?(s|ms|min)\b|\d+(\.\d+)?x\b", e)]
+    assert long == [] and timed == [], (long, timed)
