@@ -65,7 +65,7 @@ rule all:
 
 # What Snakemake keeps for the whole run (the parsed rules, the config, the
 # modules) exists by now: set it aside from the cyclic garbage collector, whose
-# passes over it cost this process 0.15 s at exit alone (gc.freeze; objects
+# passes over it at exit are work for nothing (gc.freeze; objects
 # made later are collected as usual, and these live until the end anyway).
 import gc
 

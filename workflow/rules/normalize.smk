@@ -19,7 +19,7 @@ rule normalize:
     threads: lambda w: plan.normalize_threads(config, w.dataset)
     # every later job of the dataset waits for it: its cores go to it before a
     # side job that would hold one of them (the manifest hashing the same
-    # file kept the 2.7 GB M file's normalize waiting 2.1 s), and before the
+    # file would keep a large file's normalize waiting), and before the
     # tokens jobs (3) of a dataset normalized already
     priority: 4
     benchmark:

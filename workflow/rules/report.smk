@@ -30,8 +30,8 @@ rule report:
     # its three plots are drawn at once (the bytes do not depend on it); the
     # report is the run's last job, so nothing waits for these cores. The
     # forest plot is one of them: as a job of its own it held up a run of one
-    # variant by its start and matplotlib's import (0.65 s), more than it
-    # saved a run of 33 beside their merge jobs (0.3 s of the report)
+    # variant by its start and matplotlib's import, more than it saved a run
+    # of many variants beside their merge jobs
     threads: 2
     log:
         f"{LOGS}/report.log",

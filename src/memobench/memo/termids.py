@@ -6,8 +6,8 @@ on a LongMemEval-M haystack of 500 sessions that is megabytes scanned per
 phrase and per session. Here each token is an id (:class:`Vocab`, one per
 tokenizer and corpus), a session is the array of its tokens' ids, and a
 haystack is its sessions' arrays back to back with :data:`SEPARATOR` between
-them, where a sequence is found with a few vectorized compares (about 0.8 ms
-per phrase on such a haystack, against 6 ms). A sequence holding a token no
+them, where a sequence is found with a few vectorized compares instead of a
+scan of strings. A sequence holding a token no
 session has matches nothing. Two layouts:
 
 * :class:`Concat`: the FTS5 body column (fts5.PhraseMatcher), where a phrase
@@ -356,10 +356,9 @@ def write_token_ids(batches, out, joined, ascii_token: bytes | None = None, long
 
 # The tokens table is an Arrow IPC file, not Parquet: every retrieve job reads
 # whole tables of it, and decoding Parquet's list levels was most of a job's
-# read (0.85 s for a tokens table of the 2.7 GB M file). Its buffers are not
-# compressed: a job maps the file and reads them in place, where LZ4 had each
-# job decompress every table it reads again (1.25 s of a 5.8 s v0.8.0 job on
-# M, which reads two), for 1.8x the bytes (476 MB against 269 MB a tokenizer).
+# read. Its buffers are not compressed: a job maps the file and reads them in
+# place, where LZ4 had each job decompress every table it reads again; the
+# price is a larger file (docs/benchmarks.md).
 TOKENS_COMPRESSION = None
 TOKEN_LIST = pa.list_(pa.binary())  # the type of a tokens table's new_tokens
 

@@ -185,16 +185,16 @@ def run(smk) -> None:
                console=f"{smk.rule} {'/'.join(map(str, wildcards.values()))}".rstrip(),
                threads=int(getattr(smk, "threads", 1) or 1))
     # The job is done and its files are closed: what it still holds goes with
-    # the process, so the collector's last pass over it is skipped (0.14 s at
-    # exit after matplotlib, 0.03 s after pyarrow alone; gc.freeze).
+    # the process, so the collector's last pass over it is skipped (gc.freeze):
+    # after matplotlib or pyarrow it is a pass over many objects for nothing.
     gc.freeze()
 
 
 def without_pandas() -> None:
     """Tell pyarrow that pandas is absent. No stage of ours uses pandas, but
-    pyarrow imports it (about 0.4 s) the first time ``pa.array`` or a dataset
-    read checks whether it was handed a pandas object; with ~100 jobs in a
-    full run that is 40 s of CPU for nothing. A stage running model code
+    pyarrow imports it the first time ``pa.array`` or a dataset read checks
+    whether it was handed a pandas object, a slow import repeated by every
+    job of a run for nothing. A stage running model code
     (``models=True``) keeps the normal import system."""
     if "pandas" not in sys.modules and not any(isinstance(f, _NoPandas) for f in sys.meta_path):
         sys.meta_path.insert(0, _NoPandas())

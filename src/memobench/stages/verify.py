@@ -26,7 +26,7 @@ def verify(job: Job) -> None:
         digest = verify_file(raw, p.bytes, p.sha256, log=job.log)
     else:
         # nothing to check a hash against: the manifest job records it (stages/manifest.py),
-        # beside normalize instead of before it (5 s of one core for LongMemEval-M)
+        # beside normalize instead of before it (hashing a large file would delay normalize)
         check_bytes(raw, p.bytes)
         digest = None
     size = Path(raw).stat().st_size
