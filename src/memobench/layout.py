@@ -55,9 +55,6 @@ SEGMENT_SUFFIXES = {"rankings": ".parquet", "outcomes": ".outcomes.parquet", "de
 RUN_RECORD = f"{SEGMENTS}/run-file.json"
 RANKINGS = f"{VARIANT}/rankings.parquet"
 OUTCOMES = f"{VARIANT}/outcomes.parquet"
-# deprecated: OUTCOMES under its old name, a hard link the merge job leaves
-# for one release (docs/changelog.md, docs/tables.md)
-OUTCOMES_OLD_NAME = f"{VARIANT}/questions.parquet"
 METRICS = f"{VARIANT}/metrics.json"
 DEEP = f"{VARIANT}/deep.parquet"
 OFFICIAL = f"{VARIANT}/official.json"
