@@ -58,7 +58,8 @@ from json.encoder import encode_basestring as _enc_u
 from json.encoder import encode_basestring_ascii as _enc_a
 from contextlib import contextmanager
 
-from ..tables import atomic_path, escape_lone
+from ..atomic import atomic_path
+from ..tables import escape_lone
 
 __all__ = [
     "write_longmemeval",
