@@ -103,7 +103,7 @@ def long_question_input(n_docs: int, words: int) -> tuple[str, list[str]]:
     the documents depend only on ``n_docs``."""
     import random
 
-    from .generate import _vocab
+    from .generate.vocabulary import _vocab
 
     vocab = _vocab(0, None)
     rng = random.Random(f"docs {n_docs}")
