@@ -108,7 +108,7 @@ def pytest_terminal_summary(terminalreporter):
 def pytest_configure(config):
     """tqdm's monitor thread off: bm25s makes tqdm bars (disabled ones too),
     whose monitor then lives as long as the test process, and normalize forks
-    its workers only from a process with a single thread (datasets/parts.py)."""
+    its workers only from a process with a single thread (datasets/inparts.py)."""
     try:
         import tqdm
     except ImportError:

@@ -14,7 +14,8 @@ from memobench.config import validate
 from memobench.errors import ConfigError
 from memobench.errors import DataError
 from memobench.evaluation.metrics import compute
-from memobench.datasets.normalize import normalize_cn, normalize_locomo, normalize_longmemeval, scan_elements
+from memobench.datasets.normalize import normalize_cn, normalize_locomo, normalize_longmemeval
+from memobench.datasets.readers.longmemeval import scan_elements
 from memobench.retrievers.retrieval import load_segment, run_segment
 from memobench.memo.variants import resolve
 

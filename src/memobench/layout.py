@@ -101,6 +101,14 @@ def root_of(made: str | Path, pattern: str) -> Path:
     return Path(made).parents[depth - 1]
 
 
+def table_paths(folder) -> dict[str, Path]:
+    """The normalized tables' files in ``folder`` (a dataset's normalized
+    folder, or a test's), by table name in :data:`TABLE_NAMES` order: the
+    names of :data:`NORMALIZED_TABLE`."""
+    name = PurePosixPath(NORMALIZED_TABLE).name
+    return {t: Path(folder) / path(name, table=t) for t in TABLE_NAMES}
+
+
 def dataset_prefix(dataset: str) -> str:
     """What every path of one dataset's results starts with (``results/{dataset}/``)."""
     return path(DATASET, dataset=dataset) + "/"

@@ -15,7 +15,7 @@ import os
 import re
 
 from . import layout
-from .datasets.parts import MAX_PARTS, parts_for
+from .datasets.inparts import MAX_PARTS, parts_for
 from .config import RESERVED, SAFE_NAME, dataset_family
 from .formats import FORMATS, LME_FORMATS, has_raw_file
 from .errors import ConfigError
@@ -209,7 +209,7 @@ def normalize_inputs(config: dict, ds: str) -> dict:
 def normalize_threads(config: dict, ds: str) -> int:
     """The cores a dataset's normalize job asks for (Snakemake gives it at
     most ``--cores``): a large file of a format read in parts gets one per
-    part it would be read in (datasets/parts.py); its tables do not depend on it."""
+    part it would be read in (datasets/inparts.py); its tables do not depend on it."""
     d = config["datasets"][ds]
     return parts_for(d.get("bytes"), MAX_PARTS) if FORMATS[d["format"]].reads_in_parts else 1
 
