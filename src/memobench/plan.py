@@ -60,7 +60,7 @@ def is_lme(config: dict, ds: str) -> bool:
 
 
 def segments(config: dict, ds: str) -> list[str]:
-    return [f"seg{i}" for i in range(1, config["datasets"][ds]["segments"] + 1)]
+    return [layout.segment_name(i) for i in range(1, config["datasets"][ds]["segments"] + 1)]
 
 
 def segment_files(config: dict, ds: str, variant: str, suffix: str = ".parquet") -> list[str]:
@@ -123,10 +123,10 @@ def check_variant(config: dict, specs: dict, ds: str, variant: str) -> dict:
 
 def check_segment(config: dict, ds: str, variant: str, segment: str) -> int:
     n = config["datasets"][check_dataset(config, ds)]["segments"]
-    i = int(segment[3:])
+    i = layout.segment_index(segment)
     if not 1 <= i <= n:
         raise ConfigError(f"{layout.path(layout.SEGMENTS, dataset=ds, variant=variant)}/{segment}...: dataset {ds!r} has "
-                          f"{n} segment(s): seg1..seg{n}")
+                          f"{n} segment(s): {layout.segment_name(1)}..{layout.segment_name(n)}")
     return i
 
 

@@ -271,7 +271,7 @@ def score(args) -> str:
     if against:
         out.append(official_line(against, aoff["official"], fmt_ds))
         n_seg = entry["segments"]
-        outcomes = [[workdir / layout.path(layout.SEGMENT_TABLE, dataset=ds, variant=v, segment=f"seg{i}",
+        outcomes = [[workdir / layout.path(layout.SEGMENT_TABLE, dataset=ds, variant=v, segment=layout.segment_name(i),
                                            suffix=layout.SEGMENT_SUFFIXES["outcomes"]) for i in range(1, n_seg + 1)]
                     for v in (name, against)]
         a, b = per_question(outcomes[0]), per_question(outcomes[1])
