@@ -14,8 +14,7 @@ from ...jsmath import MISSING, js_string
 from ...tables import LONE_SURROGATE
 from ..jsonguard import LimitExceeded, check_bytes, lone_escape_byte, may_hold_lone
 
-
-DAY_MS = 86_400_000
+DAY_MS = 86_400_000  # a day, in ms: the date fallbacks' step
 
 
 def _turn_text(turn, field: str) -> str:
