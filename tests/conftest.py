@@ -108,7 +108,7 @@ def pytest_terminal_summary(terminalreporter):
 def pytest_configure(config):
     """tqdm's monitor thread off: bm25s makes tqdm bars (disabled ones too),
     whose monitor then lives as long as the test process, and normalize forks
-    its workers only from a process with a single thread (datasets/parts.py)."""
+    its workers only from a process with a single thread (datasets/inparts.py)."""
     try:
         import tqdm
     except ImportError:
@@ -150,7 +150,7 @@ def small_datasets(data: Path, locomo_path: Path, variants: list[str], seed: int
     running ``variants``."""
     import json
 
-    from memobench.tools.generate import write_longmemeval
+    from memobench.tools.generate.longmemeval import write_longmemeval
 
     data.mkdir(parents=True, exist_ok=True)
     convs = json.loads(locomo_path.read_text(encoding="utf-8"))
@@ -220,10 +220,10 @@ def tiny_normalized(tmp_path: Path) -> Path:
     """A generated LongMemEval file (4 questions x 8 sessions, seed 5),
     normalized: the folder of its four tables (the embedding tests' input)."""
     from memobench.datasets.normalize import normalize_longmemeval
-    from memobench.tools import generate
+    from memobench.tools.generate.longmemeval import write_longmemeval
 
     raw = tmp_path / "lme.json"
-    generate.write_longmemeval(raw, 4, 8, seed=5, turns=(2, 4), words_per_turn=(4, 20))
+    write_longmemeval(raw, 4, 8, seed=5, turns=(2, 4), words_per_turn=(4, 20))
     norm = tmp_path / "norm"
     normalize_longmemeval(raw, norm, log=lambda m: None)
     return norm

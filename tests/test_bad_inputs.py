@@ -14,7 +14,8 @@ from memobench.config import validate
 from memobench.errors import ConfigError
 from memobench.errors import DataError
 from memobench.evaluation.metrics import compute
-from memobench.datasets.normalize import normalize_cn, normalize_locomo, normalize_longmemeval, scan_elements
+from memobench.datasets.normalize import normalize_cn, normalize_locomo, normalize_longmemeval
+from memobench.datasets.readers.longmemeval import scan_elements
 from memobench.retrievers.retrieval import load_segment, run_segment
 from memobench.memo.variants import resolve
 
@@ -71,7 +72,7 @@ def test_m_stream_skips_an_element_that_does_not_parse_and_counts_it(tmp_path):
 
 
 def test_scanner_equals_ijson_on_well_formed_files(tmp_path):
-    from memobench.tools.generate import write_longmemeval
+    from memobench.tools.generate.longmemeval import write_longmemeval
 
     raw = tmp_path / "g.json"
     write_longmemeval(raw, n_questions=12, sessions_per_question=6, seed=4, spice=True)

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memobench.tools import generate
+from memobench.tools.generate.longmemeval import write_longmemeval
 from memobench.retrievers.baselines.rankers import rank
 from memobench.retrievers.documents import haystack_documents, session_documents
 from memobench.retrievers.baselines import lexical
@@ -31,7 +31,7 @@ def lme(tmp_path_factory):
     """A generated LongMemEval file (40 questions x 30 sessions) and its tables."""
     root = tmp_path_factory.mktemp("lme")
     raw = root / "lme.json"
-    generate.write_longmemeval(raw, 40, 30, seed=11)
+    write_longmemeval(raw, 40, 30, seed=11)
     normalize_longmemeval(raw, root / "norm", log=lambda m: None)
     return json.loads(raw.read_text(encoding="utf-8")), root / "norm"
 

@@ -19,7 +19,7 @@ from memobench.retrievers import retrieval
 from memobench.memo import variants
 from memobench.memo.engine import Ranker, deep_list, merge_final
 from memobench.protocol import DEPTH as DEEP
-from memobench.tools.generate import write_longmemeval
+from memobench.tools.generate.longmemeval import write_longmemeval
 
 QUIET = lambda *a, **k: None  # noqa: E731
 

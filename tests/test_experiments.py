@@ -14,7 +14,8 @@ from memobench.evaluation.analyze import RECIPE as ANALYZE_RECIPE
 from memobench.evaluation.analyze import analyze_question
 from memobench.memo.engine import Ranker
 from memobench.evaluation.falsifier import verdict
-from memobench.tools.generate import write_cn, write_longmemeval
+from memobench.tools.generate.cn import write_cn
+from memobench.tools.generate.longmemeval import write_longmemeval
 from memobench.evaluation.metrics import compute
 from memobench.datasets.normalize import normalize_longmemeval
 from memobench.retrievers.retrieval import load_segment, run_segment

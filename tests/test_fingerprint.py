@@ -23,7 +23,7 @@ from conftest import REPO, copy_project, dry_run_jobs, snakemake, write_config
 from memobench.fingerprint import stage_modules
 from memobench.retrievers.registry import retriever_of
 from memobench.memo.variants import resolve
-from memobench.tools.generate import write_longmemeval
+from memobench.tools.generate.longmemeval import write_longmemeval
 from memobench.stages import all_stages
 
 PKG = REPO / "src" / "memobench"

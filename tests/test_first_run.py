@@ -27,7 +27,7 @@ from packaging.utils import canonicalize_name
 import conftest
 from conftest import REPO, dry_run_jobs, snakemake, write_config
 from memobench.datasets.download import verify
-from memobench.tools.generate import write_longmemeval
+from memobench.tools.generate.longmemeval import write_longmemeval
 
 DEFAULT_PROFILE = str(REPO / "workflow" / "profiles" / "default")
 

@@ -30,8 +30,8 @@ def test_each_format_has_its_reader_and_rules(name):
     fmt = FORMATS[name]
     reader = getattr(normalize, fmt.reader)
     params = list(inspect.signature(reader).parameters)
-    # what the normalize stage passes: the raw file, the base dataset's tables, the output folder
-    expected = (["path"] if fmt.raw_file else []) + (["base_dir"] if fmt.searches_haystacks_of else []) + ["out_dir"]
+    # what the normalize stage passes: the raw file, the base dataset's questions table, the output tables
+    expected = (["path"] if fmt.raw_file else []) + (["base"] if fmt.searches_haystacks_of else []) + ["out"]
     assert params[:len(expected)] == expected
     assert DEFAULT_FAMILY[name] == fmt.families[0] == dataset_family({"format": name})
     assert user_turns_only(name) == (fmt.documents == "user")

@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import snakemake, write_config
-from memobench.tools.generate import write_longmemeval
+from memobench.tools.generate.longmemeval import write_longmemeval
 from test_fusion import reference_fusion
 
 HAVE_STATIC = all(importlib.util.find_spec(m) for m in ("safetensors", "tokenizers", "wordllama"))

@@ -15,7 +15,14 @@ from pathlib import Path
 import ijson
 import pytest
 
-from memobench.tools import generate as g
+from memobench.tools.generate import locomo as gen_locomo
+from memobench.tools.generate import longmemeval as gen_lme
+from memobench.tools.generate import vocabulary as gen_vocab
+from memobench.tools.generate.cn import write_cn
+from memobench.tools.generate.locomo import LOCOMO_SPICE_CASES, write_locomo
+from memobench.tools.generate.longmemeval import LME_SPICE_CASES, write_longmemeval
+from memobench.tools.generate.vocabulary import QUESTION_TYPES
+from memobench.tools.generate.__main__ import main as generate_main
 
 HERE = Path(__file__).resolve()
 REAL_LOCOMO_CANDIDATES = [
@@ -45,7 +52,7 @@ LME_KEYS = ["question_id", "question_type", "question", "answer", "question_date
             "answer_session_ids"]
 LME_DATE = re.compile(r"(\d{4})/(\d{2})/(\d{2}) \((Mon|Tue|Wed|Thu|Fri|Sat|Sun)\) (\d{2}):(\d{2})")
 LOCOMO_DATE = re.compile(r"(\d{1,2}):(\d{2}) (am|pm) on (\d{1,2}) ([A-Za-z]+), (\d{4})")
-STOP = g._HARNESS_STOP
+STOP = gen_vocab._HARNESS_STOP
 
 
 def sha(path) -> str:
@@ -57,7 +64,7 @@ def parse_lme_date(s: str) -> dt.datetime:
     assert m, s
     y, mo, d, wd, h, mi = m.groups()
     t = dt.datetime(int(y), int(mo), int(d), int(h), int(mi))
-    assert g._WEEKDAYS[t.weekday()] == wd, s
+    assert gen_vocab._WEEKDAYS[t.weekday()] == wd, s
     return t
 
 
@@ -68,7 +75,7 @@ def parse_lme_date(s: str) -> dt.datetime:
 @pytest.fixture(scope="module")
 def lme(tmp_path_factory):
     p = tmp_path_factory.mktemp("lme") / "s.json"
-    info = g.write_longmemeval(p, 120, 16, seed=7)
+    info = write_longmemeval(p, 120, 16, seed=7)
     return p, info
 
 
@@ -81,7 +88,7 @@ def lme_items(lme):
 @pytest.fixture(scope="module")
 def spicy(tmp_path_factory):
     p = tmp_path_factory.mktemp("spicy") / "s.json"
-    g.write_longmemeval(p, 60, 12, seed=3, spice=True)
+    write_longmemeval(p, 60, 12, seed=3, spice=True)
     return p
 
 
@@ -94,7 +101,7 @@ def spicy_items(spicy):
 @pytest.fixture(scope="module")
 def locomo(tmp_path_factory):
     p = tmp_path_factory.mktemp("locomo") / "locomo.json"
-    g.write_locomo(p, 6, seed=1, sessions=(8, 14), turns=(6, 20), qa_per_conversation=(30, 60))
+    write_locomo(p, 6, seed=1, sessions=(8, 14), turns=(6, 20), qa_per_conversation=(30, 60))
     return p
 
 
@@ -104,8 +111,8 @@ def locomo(tmp_path_factory):
 
 def test_lme_deterministic(tmp_path, lme):
     a, b, c = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "c.json"
-    g.write_longmemeval(a, 120, 16, seed=7)
-    g.write_longmemeval(c, 120, 16, seed=8)
+    write_longmemeval(a, 120, 16, seed=7)
+    write_longmemeval(c, 120, 16, seed=8)
     assert sha(a) == sha(lme[0])
     assert sha(a) != sha(c)
     # a fresh interpreter with another hash seed, through the CLI
@@ -118,7 +125,7 @@ def test_lme_deterministic(tmp_path, lme):
 
 def test_lme_spice_deterministic(tmp_path, spicy):
     p = tmp_path / "s.json"
-    g.write_longmemeval(p, 60, 12, seed=3, spice=True)
+    write_longmemeval(p, 60, 12, seed=3, spice=True)
     assert sha(p) == sha(spicy)
 
 
@@ -139,7 +146,7 @@ def test_lme_structure(lme_items):
     for it in lme_items:
         assert list(it) == LME_KEYS
         assert isinstance(it["question_id"], str) and it["question_id"]
-        assert it["question_type"] in g.QUESTION_TYPES
+        assert it["question_type"] in QUESTION_TYPES
         assert isinstance(it["question"], str) and it["question"]
         assert isinstance(it["answer"], (str, int))
         ids, dates, sess = (it["haystack_session_ids"], it["haystack_dates"],
@@ -197,7 +204,7 @@ def test_lme_sessions_shared_with_differing_dates(lme_items):
 
 def test_lme_abs_ids(tmp_path):
     p = tmp_path / "s.json"
-    g.write_longmemeval(p, 300, 3, seed=0, turns=(2, 3), words_per_turn=(3, 6))
+    write_longmemeval(p, 300, 3, seed=0, turns=(2, 3), words_per_turn=(3, 6))
     items = json.loads(p.read_text(encoding="utf-8"))
     n_abs = sum(it["question_id"].endswith("_abs") for it in items)
     assert 3 <= n_abs <= 35
@@ -206,21 +213,21 @@ def test_lme_abs_ids(tmp_path):
 
 def test_lme_target_bytes(tmp_path):
     p = tmp_path / "s.json"
-    info = g.write_longmemeval(p, 40, 30, seed=2, target_bytes=4_000_000)
+    info = write_longmemeval(p, 40, 30, seed=2, target_bytes=4_000_000)
     assert abs(os.path.getsize(p) - 4_000_000) < 0.1 * 4_000_000
     assert info["words_per_turn"] != (8, 120)
 
 
 def test_lme_ensure_ascii_and_vocab(tmp_path):
     p = tmp_path / "a.json"
-    g.write_longmemeval(p, 40, 6, seed=1, spice=True, ensure_ascii=True)
+    write_longmemeval(p, 40, 6, seed=1, spice=True, ensure_ascii=True)
     raw = p.read_bytes()
     assert raw.isascii() and b"\\u0130" in raw and b"\\ud840\\udc00" in raw
     items = json.loads(raw)
     assert json.dumps(items) == raw.decode()
     if REAL_LOCOMO is not None:
         q = tmp_path / "v.json"
-        g.write_longmemeval(q, 10, 5, seed=1, vocab_source=REAL_LOCOMO)
+        write_longmemeval(q, 10, 5, seed=1, vocab_source=REAL_LOCOMO)
         text = q.read_text(encoding="utf-8")
         assert "Caroline" in text or "Melanie" in text
         json.loads(text)
@@ -283,8 +290,8 @@ def test_lme_spice_cases(spicy, spicy_items):
     assert qids.most_common(1)[0][1] >= 2
     assert any("question_type" not in it for it in items)
     # the planned cases are all there
-    plan = g._spice_plan(60, 3, g.LME_SPICE_CASES)
-    assert sorted({c for cs in plan.values() for c in cs}) == sorted(g.LME_SPICE_CASES)
+    plan = gen_lme._spice_plan(60, 3, LME_SPICE_CASES)
+    assert sorted({c for cs in plan.values() for c in cs}) == sorted(LME_SPICE_CASES)
 
 
 def _repeats(item):
@@ -299,10 +306,10 @@ def _repeats(item):
 
 def test_lme_repeat_ids(tmp_path, lme_items):
     p = tmp_path / "r.json"
-    info = g.write_longmemeval(p, 120, 16, seed=7, repeat_ids=0.3)
+    info = write_longmemeval(p, 120, 16, seed=7, repeat_ids=0.3)
     items = json.loads(p.read_text(encoding="utf-8"))
     again = tmp_path / "r2.json"
-    g.main(["longmemeval", "--out", str(again), "--questions", "120", "--sessions", "16", "--seed", "7",
+    generate_main(["longmemeval", "--out", str(again), "--questions", "120", "--sessions", "16", "--seed", "7",
             "--repeat-ids", "0.3", "--quiet"])
     assert sha(again) == sha(p)
     repeated = [i for i, it in enumerate(items) if _repeats(it)]
@@ -333,7 +340,7 @@ def test_lme_repeat_ids(tmp_path, lme_items):
     assert all(kinds[k] for k in ("twice", "three or more", "gold", "same turns", "other turns",
                                   "neighbouring", "distant")), kinds
     q = tmp_path / "any.json"
-    g.write_longmemeval(q, 60, 16, seed=7, repeat_ids=1.0, repeat_ids_any_length=True)
+    write_longmemeval(q, 60, 16, seed=7, repeat_ids=1.0, repeat_ids_any_length=True)
     lengths = [{len(it["haystack_sessions"][i] or []) for i in pos}
                for it in json.loads(q.read_text(encoding="utf-8")) for pos in _repeats(it).values()]
     assert any(len(n) > 1 for n in lengths)
@@ -341,9 +348,9 @@ def test_lme_repeat_ids(tmp_path, lme_items):
 
 def test_lme_uneven_ids(tmp_path, lme_items):
     p = tmp_path / "u.json"
-    info = g.write_longmemeval(p, 120, 16, seed=7, uneven_ids=0.5)
+    info = write_longmemeval(p, 120, 16, seed=7, uneven_ids=0.5)
     again = tmp_path / "u2.json"
-    g.main(["longmemeval", "--out", str(again), "--questions", "120", "--sessions", "16", "--seed", "7",
+    generate_main(["longmemeval", "--out", str(again), "--questions", "120", "--sessions", "16", "--seed", "7",
             "--uneven-ids", "0.5", "--quiet"])
     assert sha(again) == sha(p)
     kinds = Counter()
@@ -368,10 +375,10 @@ def test_lme_uneven_ids(tmp_path, lme_items):
 
 
 def test_lme_spice_plan_covers_small_files():
-    for n in (len(g.LME_SPICE_CASES), 100, 450):
-        plan = g._spice_plan(n, 0, g.LME_SPICE_CASES)
-        assert {c for cs in plan.values() for c in cs} == set(g.LME_SPICE_CASES)
-        assert all(len(cs) == 1 for cs in plan.values()) or n < len(g.LME_SPICE_CASES)
+    for n in (len(LME_SPICE_CASES), 100, 450):
+        plan = gen_lme._spice_plan(n, 0, LME_SPICE_CASES)
+        assert {c for cs in plan.values() for c in cs} == set(LME_SPICE_CASES)
+        assert all(len(cs) == 1 for cs in plan.values()) or n < len(LME_SPICE_CASES)
         assert "duplicate_question_id" not in plan.get(0, [])
 
 
@@ -381,8 +388,8 @@ def test_lme_spice_plan_covers_small_files():
 
 def test_locomo_deterministic(tmp_path, locomo):
     a, b = tmp_path / "a.json", tmp_path / "b.json"
-    g.write_locomo(a, 6, seed=1, sessions=(8, 14), turns=(6, 20), qa_per_conversation=(30, 60))
-    g.write_locomo(b, 6, seed=2, sessions=(8, 14), turns=(6, 20), qa_per_conversation=(30, 60))
+    write_locomo(a, 6, seed=1, sessions=(8, 14), turns=(6, 20), qa_per_conversation=(30, 60))
+    write_locomo(b, 6, seed=2, sessions=(8, 14), turns=(6, 20), qa_per_conversation=(30, 60))
     assert sha(a) == sha(locomo)
     assert sha(a) != sha(b)
 
@@ -428,10 +435,10 @@ def test_locomo_structure(locomo):
         dia = set()
         for s in snums:
             m = LOCOMO_DATE.fullmatch(conv[f"session_{s}_date_time"])
-            assert m and m.group(5) in g._MONTHS
+            assert m and m.group(5) in gen_vocab._MONTHS
             h, mi, ap, d, mon, y = m.groups()
             hh = int(h) % 12 + (12 if ap == "pm" else 0)
-            t = dt.datetime(int(y), g._MONTHS.index(mon) + 1, int(d), hh, int(mi))
+            t = dt.datetime(int(y), gen_vocab._MONTHS.index(mon) + 1, int(d), hh, int(mi))
             assert prev is None or t > prev
             prev = t
             for k, turn in enumerate(conv[f"session_{s}"], 1):
@@ -456,7 +463,7 @@ def test_locomo_structure(locomo):
     assert orphans > 0
     assert empty > 0
     assert n_ok / n_ev > 0.97
-    for m in g.LOCOMO_MESSY_ALONE + g.LOCOMO_MESSY_WITH:
+    for m in gen_locomo.LOCOMO_MESSY_ALONE + gen_locomo.LOCOMO_MESSY_WITH:
         assert m in bad_evidence, m
     assert {1, 2, 3, 4, 5} == {q["category"] for c in data for q in c["qa"]}
     turns = [t for c in data for k, v in c["conversation"].items()
@@ -466,7 +473,7 @@ def test_locomo_structure(locomo):
 
 def test_locomo_defaults_look_like_the_real_file(tmp_path):
     p = tmp_path / "l.json"
-    info = g.write_locomo(p, 10, seed=0)
+    info = write_locomo(p, 10, seed=0)
     data = json.loads(p.read_text())
     assert 1000 <= info["qa"] <= 2500
     for c in data:
@@ -478,14 +485,14 @@ def test_locomo_defaults_look_like_the_real_file(tmp_path):
         dia = {t["dia_id"] for k, v in c["conversation"].items()
                if re.fullmatch(r"session_\d+", k) for t in v}
         skipped += sum(1 for q in c["qa"] if not (set(q["evidence"]) & dia))
-    assert skipped >= len(g.LOCOMO_MESSY_ALONE) + 1
+    assert skipped >= len(gen_locomo.LOCOMO_MESSY_ALONE) + 1
 
 
 def test_locomo_spice(tmp_path):
     p = tmp_path / "l.json"
-    info = g.write_locomo(p, 4, seed=5, sessions=(5, 12), turns=(4, 12),
+    info = write_locomo(p, 4, seed=5, sessions=(5, 12), turns=(4, 12),
                           qa_per_conversation=(10, 20), spice=True)
-    assert info["spice_cases"] == sorted(g.LOCOMO_SPICE_CASES)
+    assert info["spice_cases"] == sorted(LOCOMO_SPICE_CASES)
     raw = p.read_text()
     assert raw.isascii()
     data = json.loads(raw)
@@ -534,7 +541,7 @@ def _cn_rows(path):
 
 def test_cn_pairs(tmp_path, lme, lme_items):
     out = tmp_path / "cn.jsonl"
-    info = g.write_cn(out, lme[0], seed=4)
+    info = write_cn(out, lme[0], seed=4)
     lines = _cn_rows(out)
     assert "" in lines
     rows = [json.loads(x) for x in lines if x.strip()]
@@ -564,17 +571,17 @@ def test_cn_pairs(tmp_path, lme, lme_items):
                for r in rows)
     # deterministic, and the same from items as from the file
     out2 = tmp_path / "cn2.jsonl"
-    g.write_cn(out2, lme_items, seed=4)
+    write_cn(out2, lme_items, seed=4)
     assert sha(out) == sha(out2)
     out3 = tmp_path / "cn3.jsonl"
-    g.write_cn(out3, lme[0], seed=5, fraction=0.5)
+    write_cn(out3, lme[0], seed=5, fraction=0.5)
     rows3 = [json.loads(x) for x in _cn_rows(out3) if x]
     assert 30 < len(rows3) < 100
 
 
 def test_cn_on_spicy_file(tmp_path, spicy, spicy_items):
     out = tmp_path / "cn.jsonl"
-    g.write_cn(out, spicy, seed=0)
+    write_cn(out, spicy, seed=0)
     rows = [json.loads(x) for x in _cn_rows(out) if x]
     ids = {it["question_id"] for it in spicy_items}
     assert sum(r["questionId"].removesuffix("_cn") in ids for r in rows) >= len(ids)
@@ -586,11 +593,11 @@ def test_cn_on_spicy_file(tmp_path, spicy, spicy_items):
 
 def test_cli(tmp_path, capsys):
     s, l, c = tmp_path / "s.json", tmp_path / "l.json", tmp_path / "c.jsonl"
-    assert g.main(["longmemeval", "--out", str(s), "--questions", "5", "--sessions", "4",
+    assert generate_main(["longmemeval", "--out", str(s), "--questions", "5", "--sessions", "4",
                    "--seed", "1", "--spice", "--target-bytes", "200k", "--quiet"]) == 0
-    assert g.main(["locomo", "--out", str(l), "--conversations", "2", "--sessions", "3", "5",
+    assert generate_main(["locomo", "--out", str(l), "--conversations", "2", "--sessions", "3", "5",
                    "--turns", "4", "8", "--qa", "5", "10"]) == 0
-    assert g.main(["cn", "--out", str(c), "--lme", str(s)]) == 0
+    assert generate_main(["cn", "--out", str(c), "--lme", str(s)]) == 0
     out = capsys.readouterr().out.strip().split("\n")
     infos = [json.loads(x) for x in out]
     assert [i["path"] for i in infos] == [str(s), str(l), str(c)]

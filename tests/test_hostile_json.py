@@ -232,7 +232,7 @@ def test_numbers_up_to_the_bound_are_read_as_the_harness_reads_them(tmp_path):
 
 @pytest.fixture(scope="module")
 def lme_file(tmp_path_factory):
-    from memobench.tools.generate import write_longmemeval
+    from memobench.tools.generate.longmemeval import write_longmemeval
 
     path = tmp_path_factory.mktemp("g") / "g.json"
     write_longmemeval(path, n_questions=30, sessions_per_question=6, seed=4)

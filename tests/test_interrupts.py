@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, data_dir, snakemake, write_config
-from memobench.tools.generate import write_longmemeval
+from memobench.tools.generate.longmemeval import write_longmemeval
 
 
 def digest_tree(results: Path) -> dict[str, str]:

@@ -26,6 +26,18 @@ def test_patterns_are_the_rules_outputs_and_fill_in():
     assert layout.path(layout.SHARED_CACHE, root=Path("r"), dataset="s", segment="seg2") == "r/s/cache/seg2"
 
 
+def test_segment_names_and_table_paths():
+    assert [layout.segment_name(i) for i in (1, 12)] == ["seg1", "seg12"]
+    assert layout.segment_index("seg12") == 12 and re.fullmatch(layout.SEGMENT_PATTERN, "seg3")
+    for bad in ("seg", "seg1a", "part1"):
+        with pytest.raises(ValueError):
+            layout.segment_index(bad)
+    paths = layout.table_paths(Path("n"))
+    assert list(paths) == list(layout.TABLE_NAMES)
+    assert paths["events"] == Path("n/events.parquet") == \
+        Path("n") / Path(layout.path(layout.NORMALIZED_TABLE, dataset="x", table="events")).name
+
+
 @pytest.mark.parametrize("made", ["results/s/v/segments/seg1.parquet", "/abs/w/results/s/v/segments/seg1.parquet"])
 def test_root_of_finds_the_results_folder(made):
     root = layout.root_of(made, layout.path(layout.SEGMENT_TABLE, suffix=".parquet"))
@@ -93,6 +105,12 @@ FACTS = {
     # the normalized tables' names, assigned at module level (memobench.tables.TABLES)
     "table names": (re.compile(r"""(?m)^\w+\s*=\s*[\[({]\s*["']questions["'][^\n]*["']haystacks["'][^\n]*"""
                                r"""["']sessions["'][^\n]*["']events["']"""), "src/memobench/layout.py"),
+    # the normalized tables' file names (normalize writes to the paths the rule gives it: layout.table_paths)
+    "table file names": (re.compile(r"""(?:questions|haystacks|sessions|events)\.parquet|\{+(?:table|name|t)\}+\.parquet"""),
+                         "src/memobench/layout.py"),
+    # a segment's name and its pattern (layout.segment_name, segment_index, SEGMENT_PATTERN)
+    "segment name": (re.compile(r"""seg\{|["']seg["']|["'/.]seg[0-9]+[./]|seg\[0-9\]|seg\(?(?:\\d|\[0-9)|"""
+                                r"""segment\[3:\]"""), "src/memobench/layout.py"),
     # the list depths: the harness list and the deep list (memobench.protocol), as module constants or defaults
     "list depths": (re.compile(r"""(?m)^(?:DEPTH|DEEP|TOP)\s*=\s*\d|depth: int = \d"""), "src/memobench/protocol.py"),
     # the dataset formats: one row each (memobench.formats), no list of them anywhere else

@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, data_dir, snakemake, write_config
-from memobench.tools.generate import write_longmemeval
+from memobench.tools.generate.longmemeval import write_longmemeval
 from test_interrupts import digest_tree, rerun_after_crash
 from test_shared_retrieval import reverse_lists
 

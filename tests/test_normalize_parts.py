@@ -1,5 +1,5 @@
 """normalize reads a large LongMemEval file in parts, one per core
-(datasets/parts.py): the tables must be the bytes of one pass, with every
+(datasets/inparts.py): the tables must be the bytes of one pass, with every
 quirk real files hold (session ids repeated inside a haystack, sessions
 shared across items and parts, abstention questions, escaped non-ASCII,
 surrogate pairs, lone surrogates and NULs in texts); a file whose parts do not
@@ -15,8 +15,9 @@ import threading
 import pytest
 
 from memobench import plan
+from memobench.datasets import inparts as parts
 from memobench.datasets import normalize as nz
-from memobench.datasets import parts
+from memobench.datasets import store
 from memobench.errors import DataError
 from memobench.stages.adapter import load_stage, run_logged
 from memobench.tables import escape_lone
@@ -68,7 +69,7 @@ def _write(path, items, ensure_ascii=True) -> None:
 def small_parts(monkeypatch):
     """Parts of any size, and row groups of 64 rows (many of them cut across the parts)."""
     monkeypatch.setattr(parts, "PART_MIN_BYTES", 1)
-    monkeypatch.setattr(nz._BehindWriter.__init__, "__defaults__", (64,))
+    monkeypatch.setattr(store._BehindWriter.__init__, "__defaults__", (64,))
     assert threading.active_count() == 1, "a thread left running by an earlier test stops normalize from forking"
 
 

@@ -16,7 +16,9 @@ import pytest
 
 from conftest import REPO, dry_run_jobs, snakemake, write_config
 from memobench.datasets import missing
-from memobench.tools.generate import write_cn, write_locomo, write_longmemeval
+from memobench.tools.generate.cn import write_cn
+from memobench.tools.generate.locomo import write_locomo
+from memobench.tools.generate.longmemeval import write_longmemeval
 
 
 # a progress line (memobench.progress): done[ / total] unit (share%, rate)

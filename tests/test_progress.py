@@ -96,7 +96,7 @@ def test_embeddings_report_each_batch_with_the_total(clock, tmp_path):
     dense = pytest.importorskip("memobench.retrievers.baselines.dense")
     from memobench.retrievers.baselines.embeddings import embed_sessions
     from memobench.errors import ConfigError
-    from memobench.tools.generate import write_longmemeval
+    from memobench.tools.generate.longmemeval import write_longmemeval
     from memobench.datasets.normalize import normalize_longmemeval
 
     try:

@@ -53,7 +53,8 @@ from memobench.memo import variants
 VARIANTS = ["v0.8.0", "v0.5.0", "v0.4.0", "v0.8.0-index"]
 
 try:  # written concurrently by someone else; used when present
-    from memobench.tools.generate import write_locomo, write_longmemeval  # type: ignore
+    from memobench.tools.generate.locomo import write_locomo  # type: ignore
+    from memobench.tools.generate.longmemeval import write_longmemeval
 except Exception:  # pragma: no cover - depends on the tree state
     write_longmemeval = write_locomo = None
 

@@ -22,7 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import reference_experiments as ref  # noqa: E402
 
-from memobench.tools.generate import write_cn, write_longmemeval  # noqa: E402
+from memobench.tools.generate.cn import write_cn  # noqa: E402
+from memobench.tools.generate.longmemeval import write_longmemeval
 from memobench.datasets.normalize import normalize_cn, normalize_longmemeval  # noqa: E402
 from memobench.retrievers.retrieval import load_segment, run_segment  # noqa: E402
 from memobench.memo.variants import resolve  # noqa: E402

@@ -15,7 +15,7 @@ from conftest import snakemake, write_config
 from memobench.datasets import normalize
 from memobench.retrievers import retrieval, registry as retrievers
 from memobench.memo import tokenize, variants
-from memobench.tools.generate import write_longmemeval
+from memobench.tools.generate.longmemeval import write_longmemeval
 from memobench.retrieve.shared_retrieval import siblings, read_plan, stored_key, write_plan, write_segment_shared
 
 QUIET = lambda *a, **k: None  # noqa: E731

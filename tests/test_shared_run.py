@@ -12,7 +12,7 @@ from memobench.datasets import normalize
 from memobench.retrievers import retrieval, registry as retrievers
 from memobench.memo import tokenize, variants
 from memobench.memo.fts5 import PhraseMatcher, Unicode61
-from memobench.tools.generate import write_longmemeval
+from memobench.tools.generate.longmemeval import write_longmemeval
 
 QUIET = lambda *a, **k: None  # noqa: E731
 

@@ -40,7 +40,10 @@ from memobench.evaluation import exports, official
 from memobench.retrievers.documents import session_documents
 from memobench.errors import DataError
 from memobench.memo.fts5 import Unicode61
-from memobench.tools.generate import SURROGATE_CASES, write_cn, write_locomo, write_longmemeval
+from memobench.tools.generate.cn import write_cn
+from memobench.tools.generate.locomo import write_locomo
+from memobench.tools.generate.longmemeval import write_longmemeval
+from memobench.tools.generate.surrogates import SURROGATE_CASES
 from memobench.datasets.jsonguard import GuardedReader, restore
 from memobench.datasets.normalize import normalize_cn, normalize_locomo, normalize_longmemeval
 from memobench.tables import exact_text

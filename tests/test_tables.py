@@ -182,33 +182,3 @@ def test_a_failed_write_reports_its_own_error_not_the_sync_s(tmp_path, failing_s
             _write_slowly(tmp)
             raise ValueError("the body's own error")
     assert not out.exists() and not (tmp_path / "big.bin.tmp").exists()
-
-
-# --------------------------------------------------------------------------- a file under a second name
-
-
-def test_link_or_copy_links_and_replaces_an_older_file(tmp_path):
-    """The merge job's deprecated questions.parquet: the same inode as
-    outcomes.parquet, replacing whatever the old name held."""
-    from memobench.atomic import link_or_copy
-
-    src, dst = tmp_path / "outcomes.parquet", tmp_path / "questions.parquet"
-    src.write_bytes(b"new")
-    dst.write_bytes(b"old")
-    assert link_or_copy(src, dst) == "link"
-    assert os.path.samefile(src, dst) and dst.read_bytes() == b"new"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["outcomes.parquet", "questions.parquet"]
-
-
-def test_link_or_copy_copies_where_links_fail(tmp_path, monkeypatch):
-    from memobench import atomic
-
-    def no_links(src, dst):
-        raise OSError(errno.EXDEV, "cross-device link")
-
-    monkeypatch.setattr(atomic.os, "link", no_links)
-    src, dst = tmp_path / "outcomes.parquet", tmp_path / "questions.parquet"
-    src.write_bytes(b"table")
-    assert atomic.link_or_copy(src, dst) == "copy"
-    assert not os.path.samefile(src, dst) and dst.read_bytes() == b"table"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["outcomes.parquet", "questions.parquet"]

@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import dry_run_jobs, snakemake, write_config
-from memobench.tools.generate import write_longmemeval
+from memobench.tools.generate.longmemeval import write_longmemeval
 
 ONE_LINE_NO_TRACEBACK = "Traceback"
 

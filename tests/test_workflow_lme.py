@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import dry_run_jobs, snakemake, write_config
-from memobench.tools.generate import write_longmemeval
+from memobench.tools.generate.longmemeval import write_longmemeval
 
 
 def _dataset(path, segments, family="s", variants=("v0.8.0", "v0.8.0-index")):

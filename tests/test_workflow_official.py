@@ -15,7 +15,7 @@ import pytest
 
 from conftest import data_dir, snakemake, write_config
 from memobench.evaluation import official
-from memobench.tools.generate import write_longmemeval
+from memobench.tools.generate.longmemeval import write_longmemeval
 
 ir_measures = pytest.importorskip("ir_measures")
 from ir_measures import RR, Success  # noqa: E402

@@ -10,6 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from memobench.datasets import normalize as nz
+from memobench.datasets import store
 
 
 def _items(n=40, sessions=30, turns=6):
@@ -32,12 +33,12 @@ def lme(tmp_path):
 
 def _inline(monkeypatch):
     """Batches written where they are handed over (the former behaviour)."""
-    monkeypatch.setattr(nz._WriteBehind, "put", lambda self, writer, batch, rows:
+    monkeypatch.setattr(store._WriteBehind, "put", lambda self, writer, batch, rows:
                         writer.write_batch(batch, row_group_size=rows))
 
 
 def test_same_files_as_writing_in_place(lme, tmp_path, monkeypatch):
-    monkeypatch.setattr(nz._BehindWriter.__init__, "__defaults__", (64,))  # many row groups, many hand-overs
+    monkeypatch.setattr(store._BehindWriter.__init__, "__defaults__", (64,))  # many row groups, many hand-overs
     a = nz.normalize_longmemeval(lme, tmp_path / "behind", log=lambda m: None)
     _inline(monkeypatch)
     b = nz.normalize_longmemeval(lme, tmp_path / "inline", log=lambda m: None)
@@ -49,7 +50,7 @@ def test_same_files_as_writing_in_place(lme, tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("fail_at", [1, 3, 10 ** 6])  # the first row group, a later one, none before close
 def test_failed_write_fails_the_job(lme, tmp_path, monkeypatch, fail_at):
-    monkeypatch.setattr(nz._BehindWriter.__init__, "__defaults__", (64,))
+    monkeypatch.setattr(store._BehindWriter.__init__, "__defaults__", (64,))
     calls = {"n": 0}
     real = pq.ParquetWriter.write_batch
 

@@ -106,27 +106,3 @@ def write_text(path, text: str) -> None:
 def write_json(path, obj) -> None:
     write_text(path, json.dumps(obj, indent=2, ensure_ascii=False) + "\n")
 
-
-def link_or_copy(src, dst) -> str:
-    """``dst`` made the same file as ``src``: a hard link where the filesystem
-    allows one, else a copy (another filesystem, a filesystem without links).
-    Made under a temporary name and moved into place, like every write here.
-    Returns ``"link"`` or ``"copy"``."""
-    import shutil
-
-    src, dst = Path(src), Path(dst)
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    tmp = tmp_path(dst)
-    tmp.unlink(missing_ok=True)
-    try:
-        try:
-            os.link(src, tmp)
-            how = "link"
-        except OSError:
-            shutil.copyfile(src, tmp)
-            how = "copy"
-        commit(tmp, dst)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return how

@@ -13,13 +13,13 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class DatasetFormat:
     name: str
-    reader: str  # the function of memobench.datasets.normalize that writes its tables
+    reader: str  # the function of memobench.datasets.normalize that writes its tables (readers/ holds the reader)
     families: tuple[str, ...]  # the harness families that read it; the first is the default
     documents: str  # a session document for the reference retrievers: "user" turns or "all" turns
     scorer: str | None  # the official metrics: "longmemeval" (and the retrieval log), "locomo", or none
     raw_file: bool = True  # read from a downloaded or placed file (else embedded in the package)
     searches_haystacks_of: str | None = None  # the format whose haystacks its questions search
-    reads_in_parts: bool = False  # its reader takes ``workers`` and reads a large file in parts (datasets/parts.py)
+    reads_in_parts: bool = False  # its reader takes ``workers`` and reads a large file in parts (datasets/inparts.py)
 
 
 FORMATS = {f.name: f for f in (

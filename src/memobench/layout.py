@@ -48,6 +48,9 @@ SHARED_CACHE = f"{DATASET}/cache/{{segment}}"
 # is the normalized input table's)
 VARIANT = f"{DATASET}/{{variant}}"
 SEGMENTS = f"{VARIANT}/segments"
+# a segment's name, the ``{segment}`` wildcard: seg1, seg2, ... (segment_name, segment_index)
+_SEGMENT_PREFIX = "seg"
+SEGMENT_PATTERN = f"{_SEGMENT_PREFIX}[0-9]+"  # the wildcard's constraint (a regular expression)
 # ``{suffix}``: one of SEGMENT_SUFFIXES
 SEGMENT_TABLE = f"{SEGMENTS}/{{segment}}{{suffix}}"
 SEGMENT_SUFFIXES = {"rankings": ".parquet", "outcomes": ".outcomes.parquet", "deep": ".deep.parquet"}
@@ -55,9 +58,6 @@ SEGMENT_SUFFIXES = {"rankings": ".parquet", "outcomes": ".outcomes.parquet", "de
 RUN_RECORD = f"{SEGMENTS}/run-file.json"
 RANKINGS = f"{VARIANT}/rankings.parquet"
 OUTCOMES = f"{VARIANT}/outcomes.parquet"
-# deprecated: OUTCOMES under its old name, a hard link the merge job leaves
-# for one release (docs/changelog.md, docs/tables.md)
-OUTCOMES_OLD_NAME = f"{VARIANT}/questions.parquet"
 METRICS = f"{VARIANT}/metrics.json"
 DEEP = f"{VARIANT}/deep.parquet"
 OFFICIAL = f"{VARIANT}/official.json"
@@ -102,6 +102,26 @@ def root_of(made: str | Path, pattern: str) -> Path:
     path(SEGMENT_TABLE, suffix=".parquet"))`` is ``results``."""
     depth = len(PurePosixPath(pattern).parts) - len(PurePosixPath(RESULTS).parts)
     return Path(made).parents[depth - 1]
+
+
+def segment_name(i: int) -> str:
+    """Segment ``i``'s name (1-based): ``segment_name(2) == "seg2"``."""
+    return f"{_SEGMENT_PREFIX}{i}"
+
+
+def segment_index(name: str) -> int:
+    """The number of the segment named ``name`` (:func:`segment_name`'s inverse)."""
+    if not re.fullmatch(SEGMENT_PATTERN, name):
+        raise ValueError(f"not a segment name: {name!r}")
+    return int(name[len(_SEGMENT_PREFIX):])
+
+
+def table_paths(folder) -> dict[str, Path]:
+    """The normalized tables' files in ``folder`` (a dataset's normalized
+    folder, or a test's), by table name in :data:`TABLE_NAMES` order: the
+    names of :data:`NORMALIZED_TABLE`."""
+    name = PurePosixPath(NORMALIZED_TABLE).name
+    return {t: Path(folder) / path(name, table=t) for t in TABLE_NAMES}
 
 
 def dataset_prefix(dataset: str) -> str:

@@ -15,7 +15,7 @@ import os
 import re
 
 from . import layout
-from .datasets.parts import MAX_PARTS, parts_for
+from .datasets.inparts import MAX_PARTS, parts_for
 from .config import RESERVED, SAFE_NAME, dataset_family
 from .formats import FORMATS, LME_FORMATS, has_raw_file
 from .errors import ConfigError
@@ -60,7 +60,7 @@ def is_lme(config: dict, ds: str) -> bool:
 
 
 def segments(config: dict, ds: str) -> list[str]:
-    return [f"seg{i}" for i in range(1, config["datasets"][ds]["segments"] + 1)]
+    return [layout.segment_name(i) for i in range(1, config["datasets"][ds]["segments"] + 1)]
 
 
 def segment_files(config: dict, ds: str, variant: str, suffix: str = ".parquet") -> list[str]:
@@ -123,10 +123,10 @@ def check_variant(config: dict, specs: dict, ds: str, variant: str) -> dict:
 
 def check_segment(config: dict, ds: str, variant: str, segment: str) -> int:
     n = config["datasets"][check_dataset(config, ds)]["segments"]
-    i = int(segment[3:])
+    i = layout.segment_index(segment)
     if not 1 <= i <= n:
         raise ConfigError(f"{layout.path(layout.SEGMENTS, dataset=ds, variant=variant)}/{segment}...: dataset {ds!r} has "
-                          f"{n} segment(s): seg1..seg{n}")
+                          f"{n} segment(s): {layout.segment_name(1)}..{layout.segment_name(n)}")
     return i
 
 
@@ -209,7 +209,7 @@ def normalize_inputs(config: dict, ds: str) -> dict:
 def normalize_threads(config: dict, ds: str) -> int:
     """The cores a dataset's normalize job asks for (Snakemake gives it at
     most ``--cores``): a large file of a format read in parts gets one per
-    part it would be read in (datasets/parts.py); its tables do not depend on it."""
+    part it would be read in (datasets/inparts.py); its tables do not depend on it."""
     d = config["datasets"][ds]
     return parts_for(d.get("bytes"), MAX_PARTS) if FORMATS[d["format"]].reads_in_parts else 1
 

@@ -9,12 +9,18 @@ stages (normalized tables, the compared variant's lists) are reused, nothing
 needs a config edit, and a rerun with the same file does nothing. Then the
 harness metrics, the official metrics and the paired comparison (stats.py,
 the same test the stats stage runs) are printed.
+
+The workflow is found without assuming where the package is installed:
+``--workflow DIR``, else ``$MEMOBENCH_WORKFLOW``, else the current directory
+or the nearest parent holding the project's Snakefile (beside
+``workflow/rules/``); ``--snakefile`` names the file itself.
 """
 
 from __future__ import annotations
 
 import codecs
 import json
+import os
 import re
 import subprocess
 import sys
@@ -25,7 +31,7 @@ from .config import RESERVED, SAFE_NAME, dataset_family, validate
 from .errors import ConfigError
 from .memo.variants import RUN_FORMATS, known_variants, resolve
 
-REPO = Path(__file__).resolve().parents[2]
+WORKFLOW_ENV = "MEMOBENCH_WORKFLOW"
 REFERENCE = "v0.8.0"
 OFFICIAL_SHOWN = {"lme": ("recall_all@5", "ndcg_any@5", "recall_all@10", "ndcg_any@10"),
                   "locomo": ("recall_any@5", "recall_all@5", "recall_any@10", "recall_all@10")}
@@ -44,7 +50,34 @@ def add_arguments(p) -> None:
     p.add_argument("--configfile", nargs="+", default=[], help="config overlays, as given to snakemake")
     p.add_argument("--directory", "-d", default=".", help="the working directory holding results/ (default: .)")
     p.add_argument("--cores", default="1", help="snakemake --cores (default 1)")
-    p.add_argument("--snakefile", default=str(REPO / "Snakefile"), help="the workflow (default: this checkout's)")
+    p.add_argument("--workflow", metavar="DIR",
+                   help=f"the project's checkout holding the workflow (default: ${WORKFLOW_ENV}, else the current "
+                        "directory or the nearest parent with the Snakefile)")
+    p.add_argument("--snakefile", help="the workflow's Snakefile itself (default: the one of --workflow)")
+
+
+def _is_workflow(folder: Path) -> bool:
+    return (folder / "Snakefile").is_file() and (folder / "workflow" / "rules").is_dir()
+
+
+def find_workflow(given: str | None = None, env=os.environ, cwd: Path | None = None) -> Path:
+    """The workflow's Snakefile: in ``given`` (``--workflow``), else in
+    ``$MEMOBENCH_WORKFLOW``, else in the current directory or the nearest
+    parent that holds a Snakefile beside ``workflow/rules/``."""
+    named = given or env.get(WORKFLOW_ENV)
+    if named:
+        folder = Path(named).expanduser().resolve()
+        if not _is_workflow(folder):
+            how = "--workflow" if given else f"${WORKFLOW_ENV}"
+            raise ScoreError(f"{how} {named}: no memobench workflow there (a Snakefile beside workflow/rules/); "
+                             "give the folder of the project's checkout")
+        return folder / "Snakefile"
+    start = (cwd or Path.cwd()).resolve()
+    for folder in (start, *start.parents):
+        if _is_workflow(folder):
+            return folder / "Snakefile"
+    raise ScoreError(f"no memobench workflow in {start} or a folder above it; run memobench score inside the "
+                     f"project's checkout, or point at it with --workflow DIR or {WORKFLOW_ENV}=DIR")
 
 
 def sniff(path: Path) -> str:
@@ -201,7 +234,7 @@ def score(args) -> str:
     run = Path(args.run).resolve()
     if not run.is_file():
         raise ScoreError(f"{args.run}: no such file; give the run file's path")
-    snakefile = Path(args.snakefile).resolve()
+    snakefile = Path(args.snakefile).resolve() if args.snakefile else find_workflow(args.workflow)
     if not snakefile.is_file():
         raise ScoreError(f"{snakefile}: no Snakefile there; give the workflow with --snakefile")
     workdir = Path(args.directory).resolve()
@@ -271,7 +304,7 @@ def score(args) -> str:
     if against:
         out.append(official_line(against, aoff["official"], fmt_ds))
         n_seg = entry["segments"]
-        outcomes = [[workdir / layout.path(layout.SEGMENT_TABLE, dataset=ds, variant=v, segment=f"seg{i}",
+        outcomes = [[workdir / layout.path(layout.SEGMENT_TABLE, dataset=ds, variant=v, segment=layout.segment_name(i),
                                            suffix=layout.SEGMENT_SUFFIXES["outcomes"]) for i in range(1, n_seg + 1)]
                     for v in (name, against)]
         a, b = per_question(outcomes[0]), per_question(outcomes[1])

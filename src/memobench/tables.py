@@ -17,9 +17,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-# The one atomic writer and its text/JSON forms live in atomic.py (no pyarrow),
-# re-exported here for the modules that write tables too.
-from .atomic import SyncBehind, atomic_path, commit, tmp_path, write_json, write_text  # noqa: F401
+from .atomic import SyncBehind, atomic_path, commit, tmp_path
 from .layout import TABLE_NAMES  # the names here; layout.py has them so that the Snakemake process needs no pyarrow
 
 QUESTIONS = pa.schema(

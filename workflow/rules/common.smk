@@ -288,7 +288,7 @@ def datasets_receipts(w):
 wildcard_constraints:
     dataset=plan.NAME,
     variant=plan.NAME,
-    segment=r"seg[0-9]+",
+    segment=layout.SEGMENT_PATTERN,
     # a recipe's tokenizer (the recipe field seq) or fts5
     tokenizer="|".join([*FIELDS["seq"].metadata["choices"], FTS5_TOKENS]),
     model="|".join(EMBEDDING_INPUTS),

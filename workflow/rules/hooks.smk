@@ -56,7 +56,7 @@ def write_retrieve_plan():
 
     try:
         dag = workflow.dag
-        jobs = [(j.wildcards.dataset, j.wildcards.variant, int(j.wildcards.segment[3:]))
+        jobs = [(j.wildcards.dataset, j.wildcards.variant, layout.segment_index(j.wildcards.segment))
                 for j in dag.needrun_jobs() if j.rule.name == "retrieve"]
         complete = not any(dag.checkpoint_jobs)
     except Exception:

@@ -1,6 +1,5 @@
 # Merge a variant's segments: rankings concatenated in question order, the
-# per-question outcomes (outcomes.parquet, with each list's length; also
-# under its deprecated old name questions.parquet, a hard link), and the counts and sums
+# per-question outcomes (outcomes.parquet, with each list's length), and the counts and sums
 # recomputed over all questions (never an average of rates). The same job
 # scores the merged deep list with LongMemEval's official metrics
 # (official.json) and writes the TREC run (docs/protocol.md#deep-lists-and-exports). The
@@ -14,8 +13,6 @@ rule merge:
     output:
         rankings=layout.RANKINGS,
         outcomes=layout.OUTCOMES,
-        # deprecated old name of outcomes (a hard link to it), for one release
-        outcomes_old_name=layout.OUTCOMES_OLD_NAME,
         metrics=layout.METRICS,
         deep=layout.DEEP,
         official=layout.OFFICIAL,

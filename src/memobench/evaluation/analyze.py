@@ -16,7 +16,8 @@ from ..jsmath import to_fixed
 from . import metrics
 from ..progress import Progress
 from ..retrievers.retrieval import load_segment, token_tables
-from ..tables import write_json, write_table, write_text
+from ..atomic import write_json, write_text
+from ..tables import write_table
 from ..memo.tokenize import seq_ascii
 
 RECIPE = ANALYZE_RECIPE

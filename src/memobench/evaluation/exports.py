@@ -42,7 +42,8 @@ from ..formats import LME_FORMATS
 from ..errors import DataError
 from ..progress import Progress
 from ..protocol import DEPTH
-from ..tables import BATCH_ROWS, atomic_path, escape_lone, exact_text, read_table
+from ..atomic import atomic_path
+from ..tables import BATCH_ROWS, escape_lone, exact_text, read_table
 
 
 # what json.dumps(ensure_ascii=False) writes for a str (the C encoder where built)

@@ -178,7 +178,8 @@ def merge_segments(dataset: str, variant_spec: dict, rankings_in, outcomes_in, d
     import pyarrow.compute as pc
 
     from ..provenance import PROVENANCE_KEY
-    from ..tables import read_table, write_json, write_table
+    from ..atomic import write_json
+    from ..tables import read_table, write_table
 
     rankings = concat_rankings(rankings_in)
     seg_tables = [read_table(p).sort_by("q_index") for p in outcomes_in]

@@ -325,7 +325,8 @@ def write_token_ids(batches, out, joined, ascii_token: bytes | None = None, long
     """A tokens stage table (``tables.TOKEN_IDS``, an Arrow IPC file) from
     (session keys, texts) batches of Arrow arrays, tokenized as
     :func:`token_stream` does: one record batch per batch."""
-    from ..tables import TOKEN_IDS, atomic_path
+    from ..atomic import atomic_path
+    from ..tables import TOKEN_IDS
 
     vocab = Vocab()
     options = pa.ipc.IpcWriteOptions(compression=TOKENS_COMPRESSION)

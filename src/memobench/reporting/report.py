@@ -47,7 +47,7 @@ from ..memo.recipe import REFERENCE_BACKENDS
 from ..evaluation.stats import ALPHA, BOOTSTRAP, PERMUTATIONS, POWER, REFERENCE, fmt_ci
 from .figures import TESTS, difference, level, p_randomization, p_test, percent, printed
 from ..memo.variants import FUSION_BACKEND, PYTHON_BACKEND
-from ..tables import atomic_path, write_text
+from ..atomic import atomic_path, write_text
 
 METRICS = ("hit@1", "hit@5", "hit@10", "mrr")
 HITS = ("hit@1", "hit@5", "hit@10")

@@ -93,7 +93,7 @@ def share_group(variant: Variant) -> str:
 
 def lock_path(cache: Path, segment: int, variant: Variant) -> Path:
     """The lock the jobs of this segment and the variant's group take."""
-    return cache.parent / f"seg{segment}.{share_group(variant)}.lock"
+    return cache.parent / f"{layout.segment_name(segment)}.{share_group(variant)}.lock"
 
 
 def entry_folder(cache: Path, variant: Variant) -> Path:
@@ -307,7 +307,7 @@ def write_segment_shared(variant: Variant, config: dict, dataset: str, segment: 
             print(f"memobench: {msg}", file=sys.stderr)
     # the results folder this job writes under (a test's tmp_path, or results/)
     root = layout.root_of(outputs["rankings"], layout.path(layout.SEGMENT_TABLE, suffix=""))
-    cache = Path(layout.path(layout.SHARED_CACHE, root=root, dataset=dataset, segment=f"seg{segment}"))
+    cache = Path(layout.path(layout.SHARED_CACHE, root=root, dataset=dataset, segment=layout.segment_name(segment)))
     entries = entry_folder(cache, variant)
     codes = {variant.name: code}
 
@@ -319,7 +319,7 @@ def write_segment_shared(variant: Variant, config: dict, dataset: str, segment: 
 
     def own_outputs(v: Variant) -> dict:
         return {kind: Path(layout.path(layout.SEGMENT_TABLE, root=root, dataset=dataset, variant=v.name,
-                                       segment=f"seg{segment}", suffix=suffix))
+                                       segment=layout.segment_name(segment), suffix=suffix))
                 for kind, suffix in layout.SEGMENT_SUFFIXES.items()}
 
     key = key_of(variant)

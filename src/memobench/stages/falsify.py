@@ -12,7 +12,7 @@ from .adapter import Job, stage
 @stage("falsify", inputs=["metrics"], outputs=["json", "md"])
 def falsify(job: Job) -> None:
     from ..evaluation.falsifier import compare, markdown
-    from ..tables import write_text
+    from ..atomic import write_text
 
     metrics = {}
     for path in job.input.metrics:

@@ -4,18 +4,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..atomic import link_or_copy, write_json
+from ..atomic import write_json
 from .adapter import Job, stage
 
 
 @stage("merge", inputs=["rankings", "outcomes", "deep", "data_summary", "questions", "haystacks", "events"],
-       outputs=["rankings", "outcomes", "outcomes_old_name", "metrics", "deep", "official", "run"], params=["variant", "fmt"])
+       outputs=["rankings", "outcomes", "metrics", "deep", "official", "run"], params=["variant", "fmt"])
 def merge(job: Job) -> None:
     """A variant's segments merged, then the field's yardsticks on the merged
     deep list: official metrics (official.json) and the TREC run. One job, so
-    a variant's results cost one process start. The outcomes table is also
-    left under its old name, questions.parquet (deprecated, kept for one
-    release): a hard link to outcomes.parquet, or a copy where links fail."""
+    a variant's results cost one process start."""
     from ..evaluation import exports
     from ..evaluation import official as off
     from ..evaluation.metrics import concat_rankings, merge_segments
@@ -24,8 +22,6 @@ def merge(job: Job) -> None:
     i, o, w = job.input, job.output, job.wildcards
     merge_segments(w.dataset, job.params.variant, i.rankings, i.outcomes, i.data_summary,
                    o.rankings, o.outcomes, o.metrics, log=job.log)
-    if link_or_copy(o.outcomes, o.outcomes_old_name) == "copy":
-        job.log(f"{o.outcomes_old_name}: a copy of {Path(o.outcomes).name} (no hard link here)")
     # the deep lists (depth 50), concatenated in question order like the rankings
     write_table(o.deep, concat_rankings(i.deep))
     block, _ = off.compute(job.params.fmt, i.questions, i.haystacks, i.events, o.deep, log=job.log)

@@ -14,16 +14,18 @@ from .adapter import Job, stage
 def normalize(job: Job) -> None:
     from ..datasets import normalize as nz
     from ..formats import FORMATS
+    from ..layout import TABLE_NAMES
 
-    p, out_dir = job.params, str(Path(job.output.summary).parent)
+    p = job.params
     fmt = FORMATS[p.format]  # its reader and what the reader reads
     sources = [p.raw] if fmt.raw_file else []
     if fmt.searches_haystacks_of:
-        sources.append(str(Path(job.input.base_questions).parent))
+        sources.append(job.input.base_questions)
+    out = {name: getattr(job.output, name) for name in TABLE_NAMES}  # the rule's outputs, by table name
     options = {"lenient": True} if p.lenient else {}  # the M family's streamed harnesses (longmemeval only)
     if fmt.reads_in_parts:
         options["workers"] = job.threads
-    stats = getattr(nz, fmt.reader)(*sources, out_dir, log=job.log, **options)
+    stats = getattr(nz, fmt.reader)(*sources, out, log=job.log, **options)
     # CN rows search another dataset's haystacks: their own tables stay empty
     from ..tables import TABLES, write_table
 

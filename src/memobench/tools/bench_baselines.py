@@ -43,13 +43,15 @@ def _peak_mb() -> float:
 
 
 def run_lexical(norm: Path, name: str) -> dict:
+    from ..layout import table_paths
     from ..retrievers.baselines.rankers import rank
     from ..retrievers.documents import haystack_documents
     from ..tables import read_table
 
     t0, c0 = time.monotonic(), time.process_time()
-    questions = read_table(norm / "questions.parquet").to_pylist()
-    hays = haystack_documents(norm / "haystacks.parquet", norm / "events.parquet", "longmemeval")
+    tables = table_paths(norm)
+    questions = read_table(tables["questions"]).to_pylist()
+    hays = haystack_documents(tables["haystacks"], tables["events"], "longmemeval")
     t_docs = time.monotonic() - t0
     n = 0
     for q in questions:
@@ -69,14 +71,16 @@ def run_dense(norm: Path, sample: int, model: str = "minilm") -> dict:
     retriever on the CPU, as the embeddings stage does."""
     import pyarrow.parquet as pq
 
+    from ..layout import table_paths
     from ..retrievers.baselines.embeddings import encoder_for, iter_session_documents
 
+    tables = table_paths(norm)
     docs = []
-    for key, doc in iter_session_documents(norm / "events.parquet", "longmemeval"):
+    for key, doc in iter_session_documents(tables["events"], "longmemeval"):
         docs.append(doc)
         if sample and len(docs) >= sample:
             break
-    n_sessions = pq.read_metadata(norm / "sessions.parquet").num_rows
+    n_sessions = pq.read_metadata(tables["sessions"]).num_rows
     t = time.monotonic()
     enc = encoder_for(model, device="cpu")
     load_s = time.monotonic() - t
@@ -103,7 +107,7 @@ def long_question_input(n_docs: int, words: int) -> tuple[str, list[str]]:
     the documents depend only on ``n_docs``."""
     import random
 
-    from .generate import _vocab
+    from .generate.vocabulary import _vocab
 
     vocab = _vocab(0, None)
     rng = random.Random(f"docs {n_docs}")
@@ -172,11 +176,12 @@ def main(argv=None) -> int:
         return 0
     from .benchmark import SCALES, generate
     from ..datasets.normalize import normalize_longmemeval
+    from ..layout import table_paths
 
     s = SCALES["s"]
     raw = generate(a.work, "bench_s", s["questions"], s["sessions"], s["target"], s["seed"])
     norm = a.work / "bench_s_normalized"
-    if not (norm / "events.parquet").exists():
+    if not table_paths(norm)["events"].exists():
         normalize_longmemeval(raw, norm, log=lambda m: None)
     rows = []
     for name in [*LEXICAL, "minilm", "wordllama"]:

@@ -603,7 +603,7 @@ def run_mshape(work: Path, questions: int, sessions: int, checkout: Path, origin
             runs = []
             for i in range(1, segments + 1):
                 lo, hi = segment_bounds(questions, i, segments)
-                runs.append(original.run(h, data, f"{raw.stem}.{h}.seg{i}", M_START=lo, M_LIMIT=hi - lo))
+                runs.append(original.run(h, data, f"{raw.stem}.{h}.{layout.segment_name(i)}", M_START=lo, M_LIMIT=hi - lo))
             theirs[h] = _sum(runs)
             rows.append(f"| original: {h}.cjs, {segments} segments (M_START/M_LIMIT) one after another | "
                         f"{theirs[h]['wall']:.1f} | {theirs[h]['cpu']:.1f} |")
@@ -636,7 +636,7 @@ def run_pipeline(work: Path, name: str, raw: Path, segments: int, family: str, c
                for v in VARIANTS}
     seg1 = {}
     for v in VARIANTS:
-        with open(workdir / layout.BENCHMARKS / "retrieve" / name / v / "seg1.tsv") as f:
+        with open(workdir / layout.BENCHMARKS / "retrieve" / name / v / f"{layout.segment_name(1)}.tsv") as f:
             seg1[v] = float(next(csv.DictReader(f, delimiter="\t"))["s"])
     return {"total": total, "cpu": cpu, "stages": stages, "rerun": rerun, "metrics": metrics, "seg1": seg1,
             "normalize": normalize_vs_ijson(raw, workdir, name)}

@@ -1,0 +1,212 @@
+"""What the generators build text from, and what they share: the embedded
+word lists (package data, Zipf-weighted), a vocabulary read from a source
+file, the seeded random streams (a BLAKE2 digest of the seed and a purpose,
+so no output depends on the process), the LongMemEval and LoCoMo date
+formats, and the file that appears only when complete."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import functools
+import hashlib
+import itertools
+import json
+import random
+import re
+from contextlib import contextmanager
+
+from ...atomic import atomic_path
+
+# ---------------------------------------------------------------------------
+# Embedded vocabulary: the 3,001 most frequent lower-case words of LoCoMo10
+# conversation text (plus "I"), in rank order.  Weights are Zipf-like.
+# ---------------------------------------------------------------------------
+
+def _word_list(name: str) -> list[str]:
+    """A word list shipped as package data (src/memobench/data/NAME.txt), one word a line."""
+    from importlib.resources import files
+
+    return files("memobench").joinpath("data", f"{name}.txt").read_text(encoding="utf-8").split()
+
+
+_WORDS = " ".join(_word_list("words"))
+
+# Proper nouns (people, places, brands) used in questions and answer turns;
+# the CN generator leaves them untranslated, as real translations do.
+_ENTITIES = tuple(_word_list("entities"))
+
+_FIRST_NAMES = tuple(_word_list("first_names"))
+
+# Two-character Chinese words used to "translate" English keywords (CN).
+_ZH_WORDS = tuple(_word_list("zh_words"))
+
+# The 45-word base stop list of the harnesses (docs/harnesses.md#stop-lists); keywords
+# that build questions avoid it so questions have content words.
+_HARNESS_STOP = frozenset(_word_list("harness_stop"))
+
+QUESTION_TYPES = (
+    "single-session-user",
+    "single-session-assistant",
+    "single-session-preference",
+    "multi-session",
+    "temporal-reasoning",
+    "knowledge-update",
+)
+# Counts in the real LongMemEval-S (500 questions).
+_QTYPE_WEIGHTS = (70, 56, 30, 133, 133, 78)
+
+_WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+_MONTHS = ("January", "February", "March", "April", "May", "June", "July",
+           "August", "September", "October", "November", "December")
+_ALNUM = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+_HEX = "0123456789abcdef"
+
+
+def _rng(*parts) -> random.Random:
+    """A ``random.Random`` seeded from a stable digest of ``parts``."""
+    key = "\x1f".join(str(p) for p in parts).encode("utf-8")
+    return random.Random(int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "big"))
+
+
+def _randstr(rng: random.Random, alphabet: str, n: int) -> str:
+    return "".join(rng.choices(alphabet, k=n))
+
+
+def lme_date(dt: _dt.datetime) -> str:
+    """Format like LongMemEval: ``2023/05/20 (Sat) 02:21`` (locale-free)."""
+    return (f"{dt.year:04d}/{dt.month:02d}/{dt.day:02d} "
+            f"({_WEEKDAYS[dt.weekday()]}) {dt.hour:02d}:{dt.minute:02d}")
+
+
+def locomo_date(dt: _dt.datetime) -> str:
+    """Format like LoCoMo: ``1:56 pm on 8 May, 2023``."""
+    h = dt.hour % 12 or 12
+    ampm = "am" if dt.hour < 12 else "pm"
+    return f"{h}:{dt.minute:02d} {ampm} on {dt.day} {_MONTHS[dt.month - 1]}, {dt.year}"
+
+
+def _cap(s: str) -> str:
+    return s[:1].upper() + s[1:]
+
+
+@contextmanager
+def _atomic_open(path, binary: bool = False, buffering: int = 1 << 20):
+    """An open file that appears at ``path`` only when complete (tables.atomic_path)."""
+    with atomic_path(path) as tmp:
+        if binary:
+            with open(tmp, "wb", buffering=buffering) as f:
+                yield f
+        else:
+            with open(tmp, "w", encoding="utf-8", newline="", buffering=buffering) as f:
+                yield f
+
+
+# ---------------------------------------------------------------------------
+# Vocabulary and text
+# ---------------------------------------------------------------------------
+
+_WORD_RE = re.compile(r"[A-Za-z]+(?:'[A-Za-z]+)?")
+
+
+def _vocab_from_source(path) -> tuple[list[str], list[float]]:
+    """Words and counts from a LoCoMo-shaped JSON file (turn ``text``) or plain text."""
+    counts: dict[str, int] = {}
+    forms: dict[str, dict[str, int]] = {}
+
+    def feed(text):
+        for w in _WORD_RE.findall(text):
+            lw = w.lower()
+            counts[lw] = counts.get(lw, 0) + 1
+            f = forms.setdefault(lw, {})
+            f[w] = f.get(w, 0) + 1
+
+    with open(path, encoding="utf-8") as fh:
+        raw = fh.read()
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        data = None
+    if isinstance(data, list):
+        for conv in data:
+            c = conv.get("conversation", {}) if isinstance(conv, dict) else {}
+            for key in sorted(c):
+                v = c[key]
+                if isinstance(v, list):
+                    for t in v:
+                        if isinstance(t, dict) and isinstance(t.get("text"), str):
+                            feed(t["text"])
+    else:
+        feed(raw)
+    if len(counts) < 50:
+        raise ValueError(f"vocab_source {path!r} has too few words ({len(counts)})")
+    # rank by count, ties by word (deterministic); keep the most common form
+    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    words, weights = [], []
+    for lw, n in ranked:
+        f = forms[lw]
+        words.append(max(sorted(f), key=lambda s: f[s]))
+        weights.append(float(n))
+    return words, weights
+
+
+class _Vocab:
+    """Zipf-weighted words, and a bank of pre-built word chunks for fast text."""
+
+    BANK = 1 << 16
+    _CHUNK_SIZES = (1, 2, 2, 3, 3, 3, 4, 4, 5, 6)
+
+    def __init__(self, seed, source=None):
+        if source is None:
+            words = _WORDS.split()
+            weights = [1.0 / (r + 2.0) ** 1.05 for r in range(len(words))]
+        else:
+            words, weights = _vocab_from_source(source)
+        self.words = words
+        cum = list(itertools.accumulate(weights))
+        rng = _rng(seed, "bank", len(words))
+        bank = []
+        nwords = nbytes = 0
+        sizes = self._CHUNK_SIZES
+        for _ in range(self.BANK):
+            n = rng.choice(sizes)
+            s = " ".join(rng.choices(words, cum_weights=cum, k=n))
+            r = rng.random()
+            if r < 0.13:
+                s += "."
+            elif r < 0.18:
+                s += ","
+            elif r < 0.20:
+                s += "?"
+            elif r < 0.21:
+                s += "!"
+            bank.append(s)
+            nwords += n
+            nbytes += len(s.encode("utf-8")) + 1
+        self.bank = bank
+        self.mean_words = nwords / self.BANK
+        self.mean_chunk_bytes = nbytes / self.BANK
+        start = min(150, len(words) // 10)
+        kws = []
+        seen = set()
+        for w in words[start:]:
+            lw = w.lower()
+            if (w.isascii() and w.isalpha() and w.islower() and len(w) >= 3
+                    and lw not in _HARNESS_STOP and lw not in seen):
+                seen.add(lw)
+                kws.append(w)
+        if len(kws) < 20:
+            kws = [w for w in words if w.isascii() and w.isalpha() and len(w) >= 3]
+        self.keywords = kws
+        self.keyword_set = frozenset(k.lower() for k in kws)
+
+    def text(self, rng: random.Random, nwords: int) -> str:
+        k = max(1, int(nwords / self.mean_words + 0.5))
+        return " ".join(rng.choices(self.bank, k=k))
+
+    def keyword(self, rng: random.Random) -> str:
+        return rng.choice(self.keywords)
+
+
+@functools.lru_cache(maxsize=8)
+def _vocab(seed, source) -> _Vocab:
+    return _Vocab(seed, source)
