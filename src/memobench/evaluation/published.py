@@ -1,6 +1,8 @@
 """Published numbers (docs/harnesses.md#published-numbers), as
 printed: percentages with one decimal, MRR with the printed digits."""
 
+REFERENCE = "v0.8.0"  # the release every variant is compared against (stats.json, memobench score)
+
 # (dataset key, variant) -> {metric: printed value}
 PUBLISHED = {
     ("longmemeval_s", "v0.8.0"): {"hit@1": "78.2", "hit@5": "92.4", "hit@10": "97.4", "mrr": "0.8469"},
