@@ -437,7 +437,7 @@ def test_paired_and_per_type_tables_carry_mde_and_holm(ten_variants):
     assert [x.strip() for x in header[2:]] == [f"{t} (n 20)" for t in LME_TYPES]
     assert len(rows) == len(s["comparisons"])
     b = c["by_type"][LME_TYPES[0]]["metrics"]
-    assert rows[0][2].strip() == f"{numbers.fmt_ci(b['hit@1'])} {numbers.fmt_ci(b['mrr'], 1, 3)}"
+    assert rows[0][2].strip() == f"{numbers.fmt_ci(b['hit@1'], 100, 1)} {numbers.fmt_ci(b['mrr'], 1, 3)}"
 
 
 P_CELL = re.compile(r"randomization (< )?(\d\.\d{4}) (McNemar|t-test) (< )?(\d\.\d{4}), Holm (< )?(\d\.\d{4})")

@@ -91,12 +91,13 @@ def _reciprocal_rank(rank: int) -> float:
     return 1.0 / rank if rank > 0 else 0.0
 
 
-_MCNEMAR = "McNemar exact (two-sided binomial test of the wins among the discordant questions)"
+MCNEMAR, T_TEST = "McNemar", "t-test"  # the paired tests' names (paired.py computes them)
+_MCNEMAR_TEXT = "McNemar exact (two-sided binomial test of the wins among the discordant questions)"
 
 
 def _hit(k: int, test: bool, matrix: bool = False) -> Measure:
     return Measure(f"hit@{k}", f"hit@{k}", HARNESS, RATE, 1, 1, 1, _hit_at(k), k,
-                   "McNemar" if test else "", _MCNEMAR if test else "", matrix)
+                   MCNEMAR if test else "", _MCNEMAR_TEXT if test else "", matrix)
 
 
 def _official(name: str, k: int, unit: Unit, score_formats: tuple[str, ...], lme_only: bool = False) -> Measure:
@@ -108,7 +109,7 @@ MEASURES: dict[str, Measure] = {m.name: m for m in [
     _hit(1, test=True, matrix=True),
     _hit(5, test=True),
     _hit(10, test=False),  # saturates too often to compare
-    Measure("mrr", "MRR", HARNESS, FRACTION, 4, 4, 3, _reciprocal_rank, None, "t-test", "paired t-test (two-sided)",
+    Measure("mrr", "MRR", HARNESS, FRACTION, 4, 4, 3, _reciprocal_rank, None, T_TEST, "paired t-test (two-sided)",
             matrix=True),
     *(m for k in (5, 10) for m in (
         _official("recall_any", k, RATE, ("locomo",)),

@@ -11,7 +11,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .measures import MEASURES
+from .measures import MCNEMAR, MEASURES, T_TEST
 
 
 def p_analytic(metric: str, d: np.ndarray) -> float | None:
@@ -53,4 +53,4 @@ def _mcnemar(wins: int, discordant: int) -> float:
     return float(sps.binomtest(wins, discordant, 0.5).pvalue)
 
 
-TESTS = {"McNemar": mcnemar, "t-test": t_test}  # a measure's ``test`` -> its p-value of the differences
+TESTS = {MCNEMAR: mcnemar, T_TEST: t_test}  # a measure's ``test`` -> its p-value of the differences

@@ -76,7 +76,8 @@ def fmt_p(p: float | None, n_perm: int = PERMUTATIONS) -> str:
     return f"{p:.4f}"
 
 
-def fmt_ci(m: dict, scale: float = 100.0, digits: int = 1) -> str:
+def fmt_ci(m: dict, scale: float, digits: int) -> str:
+    """A difference with its 95% interval: ``+2.5 [-1.0, +6.0]`` (scaled, then at ``digits``)."""
     if m["diff"] is None:
         return "-"
     lo, hi = m["ci95"]
