@@ -77,7 +77,7 @@ GUIDE_TABLE = [
 # printed under. ``convention``: the official.json convention it was averaged
 # by (official.CONVENTIONS); ``match``: the recipe fields a run needs to be
 # the same system; ``questions``: the count it was averaged over. A run is
-# comparable to a figure only when all three agree (report.py).
+# comparable to a figure only when all three agree (reporting/conventions.py).
 PUBLISHED_OFFICIAL = [
     {"source": "LongMemEval paper, Table 9", "system": "flat BM25, session level", "dataset": "longmemeval_m",
      "convention": "print_retrieval_metrics", "questions": 470,

@@ -210,5 +210,6 @@ def dataset_stats(dataset: str, variants: dict[str, str], outcomes: dict[str, li
     return {"dataset": dataset, "seed": SEED, "bootstrap": BOOTSTRAP, "permutations": PERMUTATIONS,
             "saturated_at": SATURATED, "metrics": list(PAIRED), "comparisons": rows,
             "resampled_questions": len(draws.index), "compared": chosen, "pairs": pairs,
-            "holm": {"alpha": ALPHA, "family": FAMILY, "pairs": family_size, "tests": {m: MEASURES[m].test_text for m in PAIRED}},
+            "holm": {"alpha": ALPHA, "family": FAMILY, "pairs": family_size,
+                     "tests": {m: MEASURES[m].test_text for m in PAIRED}},
             "power": power_summary(rows + pairs, family_size)}

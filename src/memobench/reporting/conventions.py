@@ -75,7 +75,8 @@ def convention_blocks(runs: list[dict]) -> list:
                   Code("all_categories"), " and ", Code("categories_1_4"), f" ({names14}: the memory-system "
                   "convention of mem0's evaluation, adversarial 5 left out). recall_any@k is not recall_all@k: "
                   "quote each under its own name and convention."]),
-            Table(["dataset", "variant", "convention", "n", "excluded", *(MEASURES[k].label for k in OFFICIAL_MEASURES), "published figure"],
+            Table(["dataset", "variant", "convention", "n", "excluded",
+                   *(MEASURES[k].label for k in OFFICIAL_MEASURES), "published figure"],
                   rows, left=(0, 1, 2, 4, 11)),
             Heading(3, "Published figures"),
             Para("Each with the protocol it was published under. A figure is comparable only to a run of the same "

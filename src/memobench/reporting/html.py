@@ -99,7 +99,8 @@ def html_main_tables(runs: list[dict]) -> list[str]:
         rules = ("LongMemEval official rules" if lme else "LoCoMo evidence sessions") if offs else "none for this format"
         out.append(f"<h3>{_e(ds)}</h3><table>")
         out.append("<tr><th class='l' rowspan='2'>variant</th>"
-                   f"<th class='harness' colspan='{1 + len(HARNESS_MEASURES)}'>HARNESS metrics (Memo harness rules, what we reproduce)</th>"
+                   f"<th class='harness' colspan='{1 + len(HARNESS_MEASURES)}'>"
+                   "HARNESS metrics (Memo harness rules, what we reproduce)</th>"
                    f"<th class='official' colspan='{len(names) + 1}'>OFFICIAL metrics ({_e(rules)})</th>"
                    "<th rowspan='2'>random hit@1</th></tr>")
         out.append("<tr><th class='harness'>n</th>" + "".join(

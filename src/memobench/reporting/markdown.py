@@ -34,8 +34,8 @@ def md_main(runs: list[dict]) -> list:
     return [Heading(2, "Harness metrics"),
             Para(["Each cell: our value (count) / the published value and the difference (", Code("="),
                   " when equal to the printed digit). Rates are over the evaluated questions."]),
-            Table(["dataset", "variant", "questions", *(MEASURES[k].label for k in HARNESS_MEASURES), "random hit@1"], rows,
-                  left=2)]
+            Table(["dataset", "variant", "questions", *(MEASURES[k].label for k in HARNESS_MEASURES), "random hit@1"],
+                  rows, left=2)]
 
 
 def md_official(runs: list[dict]) -> list:

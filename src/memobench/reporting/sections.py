@@ -82,8 +82,8 @@ def _delta_cell(c: dict, key: str) -> Cell:
     cls = "up" if lo > 0 else "down" if hi < 0 else ""
     if mm.get("saturated"):
         cls += " sat"
-    title = (f"{c['variant']} {value_text(mm['variant'], key)}, {c['baseline']} {value_text(mm['baseline'], key)} over the {c['n']} "
-             f"paired questions" + (" (saturated: 95% or more)" if mm.get("saturated") else ""))
+    title = (f"{c['variant']} {value_text(mm['variant'], key)}, {c['baseline']} {value_text(mm['baseline'], key)} "
+             f"over the {c['n']} paired questions" + (" (saturated: 95% or more)" if mm.get("saturated") else ""))
     value, interval = difference(mm, key).split(" ", 1)
     return Cell([Keep(value), " ", Keep(interval)], cls=f"{cls} lines".strip(), title=title,
                 note=_mde_note(mm, key))
@@ -177,7 +177,8 @@ def _mde_line(s: dict) -> Para | None:
         m = ms.get(k) or {}
         if not m.get("pairs"):
             continue
-        parts.append(f"{metric_name(k)} {mde_text(m['mde_median'], k)}{MEASURES[k].mde_suffix} ({mde_text(m['mde_min'], k)} to "
+        parts.append(f"{metric_name(k)} {mde_text(m['mde_median'], k)}{MEASURES[k].mde_suffix} "
+                     f"({mde_text(m['mde_min'], k)} to "
                      f"{mde_text(m['mde_max'], k)}; {mde_text(m['mde_first_holm_step'], k)} at Holm's first step)")
     if not parts:
         return None
@@ -350,7 +351,8 @@ def _run_card(m: dict, facts: bool) -> list:
         mm = m.get("mrr_mean_of_printed_segments")
         if mm is not None:
             out.append(Para(f"Mean of the printed segment MRRs (how the published M total was formed): "
-                            f"{to_fixed(mm, MEASURES['mrr'].digits)}; exact merged MRR: {printed(m, 'mrr')}.", cls="note"))
+                            f"{to_fixed(mm, MEASURES['mrr'].digits)}; exact merged MRR: {printed(m, 'mrr')}.",
+                            cls="note"))
     return out
 
 
