@@ -12,19 +12,18 @@ from ..errors import DataError
 from ..jsmath import to_fixed
 from .measures import HITS, MEASURES
 
+_CUTOFFS = tuple((k, MEASURES[k].cutoff) for k in HITS)  # (hit@k, k) of each harness hit rate
+
 
 def _block() -> dict:
-    return {"questions": 0, "hit@1": 0, "hit@5": 0, "hit@10": 0, "mrr_sum": 0.0}
+    return {"questions": 0, **{k: 0 for k in HITS}, "mrr_sum": 0.0}
 
 
 def _add(block: dict, rank: int) -> None:
     block["questions"] += 1
-    if rank == 1:
-        block["hit@1"] += 1
-    if 1 <= rank <= 5:
-        block["hit@5"] += 1
-    if 1 <= rank <= 10:
-        block["hit@10"] += 1
+    for k, cutoff in _CUTOFFS:
+        if 1 <= rank <= cutoff:
+            block[k] += 1
     if rank > 0:
         block["mrr_sum"] += 1 / rank
 
@@ -74,8 +73,7 @@ def compute(outcomes: list[dict], segments: list[list[dict]] | None = None) -> d
     result["mean_pool_size"] = sum(pools) / len(pools) if pools else None
     # Expected hit@k of a uniformly random ranking of each question's pool.
     result["random"] = {
-        k: (sum(min(c, p) / p for p in pools) / len(pools) if pools else None)
-        for k, c in ((k, MEASURES[k].cutoff) for k in HITS)
+        k: (sum(min(c, p) / p for p in pools) / len(pools) if pools else None) for k, c in _CUTOFFS
     }
     if segments is not None:
         segs = []

@@ -10,6 +10,7 @@ from ..evaluation.published import HARNESS_PROTOCOL, PUBLISHED_OFFICIAL, REFEREN
 from .labels import is_imported, label
 from .numbers import percent
 
+
 def comparable_to(m: dict, dataset: str, convention: str, n) -> str:
     """The published figure a run's convention row can be compared with, or
     why a figure of the same system is not ("" when none is near)."""

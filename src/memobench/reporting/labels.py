@@ -8,6 +8,7 @@ from ..evaluation.official import LOCOMO_CATEGORIES
 from ..memo.recipe import REFERENCE_BACKENDS
 from ..memo.variants import FUSION_BACKEND, PYTHON_BACKEND
 
+
 def is_reference(m: dict) -> bool:
     """A run of a reference retriever (its recipe's backend), not a Memo variant."""
     return (m.get("recipe") or {}).get("backend") in REFERENCE_BACKENDS

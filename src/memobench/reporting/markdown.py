@@ -11,6 +11,7 @@ from .numbers import percent, printed, published_diff
 from .sections import (matrix_blocks, paired_blocks, per_type_blocks, reading_guide, type_paired_blocks,
                        variant_table)
 
+
 def _published_cell(m: dict, key: str, pub: dict) -> str:
     """Markdown main table: ``60.2% (1190) / 60.2 =``."""
     ours = printed(m, key)

@@ -45,6 +45,7 @@ from .html import html_report
 from .markdown import markdown_report
 from .sections import extra_blocks, provenance_blocks
 
+
 def build_report(metrics_paths, extra_paths, md_out, html_out, png_out, official_paths=(), stats_paths=(),
                  forest_out=None, heatmap_out=None, manifest_path=None, log=print, missing=None,
                  workers: int = 1) -> None:
