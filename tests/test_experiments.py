@@ -172,7 +172,7 @@ def test_cn_through_the_workflow(tmp_path, lme):
 
 def test_printed_percentages_round_like_the_harness():
     from memobench.evaluation.metrics import pct
-    from memobench.reporting.report import printed
+    from memobench.reporting.numbers import printed
 
     # 100 * 23 / 80 is exactly 28.75 and toFixed rounds the tie up; 100 * (23 / 80)
     # is 28.749999... and would print 28.7.

@@ -88,6 +88,7 @@ def _strip_docs(text: str) -> str:
 # One fact, one place: each result path (its file name, its folder under a
 # dataset or variant, the results root itself) and each list of names is
 # spelled in exactly one file's code (comments and docstrings may name them).
+MEASURES = "src/memobench/evaluation/measures.py"
 _FILES = ["raw.json", "verified.json", "summary.json", "sessions.bin", "qrels.trec", "stats.json", "falsifier.json",
           "falsifier.md", "analyze.md", "rankings.parquet", "metrics.json", "official.json", "run.trec",
           "retrievallog.jsonl", "deep.parquet", "outcomes.parquet", ".outcomes.parquet", ".deep.parquet", "report.md", "report.html",
@@ -116,7 +117,18 @@ FACTS = {
     # the dataset formats: one row each (memobench.formats), no list of them anywhere else
     "dataset formats": (re.compile(r"""DatasetFormat\(["']|["']longmemeval["'],\s*["']longmemeval_cn["']|"""
                                    r"""["']longmemeval_cn["']:|["']embedded["']:"""), "src/memobench/formats.py"),
+    # a measure's facts: one row each (memobench.evaluation.measures): its label, its paired test's name, the
+    # lists of measures and cutoffs a report, the statistics or memobench score go through
+    "measure labels": (re.compile(r"""["']MRR["']"""), MEASURES),
+    "paired tests": (re.compile(r"""["'](?:McNemar|t-test)["']"""), MEASURES),
+    "lists of measures": (re.compile(r"""["']hit@1["']\s*,\s*["']hit@5["']|["']recall_any@5["']\s*,|"""
+                                     r"""\(\s*1\s*,\s*5\s*,\s*10\s*\)|\(\s*5\s*,\s*10\s*\)"""), MEASURES),
 }
+# what no module does: choose a measure's unit, digits or test by its name (its row in measures.py says them)
+MEASURE_BY_NAME = re.compile(
+    r"""(?:==|!=)\s*["'](?:mrr|hit@\d+|recall\w*|ndcg\w*)["']|["'](?:mrr|hit@\d+)["']\s*(?:==|!=)|"""
+    r"""\.startswith\(\s*["'](?:hit@|recall|ndcg|mrr)|"""  # a unit or a test told apart by the name
+    r"""to_fixed\([^()\n]*mrr[^()\n]*,\s*\d\s*\)|fmt_ci\([^()\n]*,\s*[\d.]+\s*,\s*\d\s*\)""")  # digits spelled
 
 
 @pytest.mark.parametrize("fact", FACTS)
@@ -124,6 +136,12 @@ def test_each_fact_is_defined_once(fact):
     pattern, home = FACTS[fact]
     sites = sorted(str(f.relative_to(REPO)) for f, code in _code().items() if pattern.search(code))
     assert sites == [home], f"{fact}: spelled in {sites}; define it in {home} and import it"
+
+
+def test_no_module_chooses_a_measures_unit_or_digits_by_its_name():
+    sites = sorted(f"{f.relative_to(REPO)}: {m.group(0)}" for f, code in _code().items()
+                   for m in MEASURE_BY_NAME.finditer(code))
+    assert not sites, f"a measure's unit, digits or test chosen by its name: {sites}; read its row in {MEASURES}"
 
 
 def test_no_second_definition_of_the_removed_copies():

@@ -21,7 +21,7 @@ import browser
 from memobench.evaluation import analyze, falsifier, metrics, official, stats
 from memobench import cli, doc
 from memobench.datasets import missing
-from memobench.reporting import report
+from memobench.reporting import conventions, figures, markdown, numbers, sections
 from memobench.reporting.report import build_report
 from memobench.retrievers.retrieval import OUTCOMES
 
@@ -324,9 +324,9 @@ def test_conventions_table_marks_comparable_only_where_the_protocol_matches(tmp_
     assert "hit@1 54.6%" in next(r[6] for r in memo if r[2].strip() == "longmemeval_m")
     # a subset of M under M's name: same system and convention, another n
     bm25 = {"recipe": runs[0][2]}
-    assert report.comparable_to(bm25, "longmemeval_m", "print_retrieval_metrics", 470).startswith("comparable")
-    assert report.comparable_to(bm25, "longmemeval_m", "print_retrieval_metrics", 45).startswith("not comparable")
-    assert report.comparable_to({**bm25, "run": {"file": "x"}}, "longmemeval_m", "print_retrieval_metrics", 470) == ""
+    assert conventions.comparable_to(bm25, "longmemeval_m", "print_retrieval_metrics", 470).startswith("comparable")
+    assert conventions.comparable_to(bm25, "longmemeval_m", "print_retrieval_metrics", 45).startswith("not comparable")
+    assert conventions.comparable_to({**bm25, "run": {"file": "x"}}, "longmemeval_m", "print_retrieval_metrics", 470) == ""
     # the HTML from the same rows
     p = _Tables()
     p.feed(out["html"].read_text())
@@ -437,7 +437,7 @@ def test_paired_and_per_type_tables_carry_mde_and_holm(ten_variants):
     assert [x.strip() for x in header[2:]] == [f"{t} (n 20)" for t in LME_TYPES]
     assert len(rows) == len(s["comparisons"])
     b = c["by_type"][LME_TYPES[0]]["metrics"]
-    assert rows[0][2].strip() == f"{stats.fmt_ci(b['hit@1'])} {stats.fmt_ci(b['mrr'], 1, 3)}"
+    assert rows[0][2].strip() == f"{numbers.fmt_ci(b['hit@1'], 100, 1)} {numbers.fmt_ci(b['mrr'], 1, 3)}"
 
 
 P_CELL = re.compile(r"randomization (< )?(\d\.\d{4}) (McNemar|t-test) (< )?(\d\.\d{4}), Holm (< )?(\d\.\d{4})")
@@ -464,11 +464,10 @@ def test_each_p_value_is_named_by_its_test_and_holm_sits_beside_the_p_it_correct
             assert float(m[5]) == pytest.approx(max(mm["p_analytic"], 1e-4) if m[4] else mm["p_analytic"], abs=5e-5)
             assert float(m[7]) >= float(m[5]) or m[4], r[col]  # corrected, beside what it corrects
     # the McNemar and t-test p of the single pair memobench score compares read the same, without Holm
-    from memobench.reporting import figures
 
     mm = {**s["comparisons"][0]["metrics"]["hit@1"]}
     mm.pop("p_holm")
-    assert figures.p_test(mm, "hit@1").startswith("McNemar ") and "Holm" not in figures.p_test(mm, "hit@1")
+    assert numbers.p_test(mm, "hit@1").startswith("McNemar ") and "Holm" not in numbers.p_test(mm, "hit@1")
 
 
 def test_matrix_fits_the_page_in_a_browser(ten_variants, tmp_path):
@@ -488,8 +487,8 @@ def test_hitk_plot_axis_ends_at_100_percent_with_every_value_inside(tmp_path, mo
     m0, _ = _run(res, "lme", "v0.8.0", [1] * 39 + [3], ["t"] * 40)  # hit@1 97.5%, hit@5 100%
     m1, _ = _run(res, "lme", "mine", [1] * 10 + [0] * 30, ["t"] * 40)
     figs = []
-    monkeypatch.setattr(report, "_save", lambda fig, png: figs.append(fig))
-    report.plot([json.loads(p.read_text()) for p in (m0, m1)], tmp_path / "hitk.png")
+    monkeypatch.setattr(figures, "_save", lambda fig, png: figs.append(fig))
+    figures.plot([json.loads(p.read_text()) for p in (m0, m1)], tmp_path / "hitk.png")
     (fig,) = figs
     renderer = fig.canvas.get_renderer()
     for ax in fig.axes:
@@ -509,7 +508,7 @@ def test_provenance_gives_versions_and_says_fts5_beside_sqlite(tmp_path):
 
     m = json.loads(_run(tmp_path, "lme", "v0.8.0", [1, 2, 0], ["t"] * 3)[0].read_text())
     m["provenance"] = provenance()
-    (table,) = [b for b in report.provenance_blocks(None, [m]) if isinstance(b, doc.Table)]
+    (table,) = [b for b in sections.provenance_blocks(None, [m]) if isinstance(b, doc.Table)]
     rows = {r[0]: r[1] for r in table.rows}
     assert "fts5" not in rows and all(v not in (True, False, "True", "False") for v in rows.values()), rows
     assert rows["sqlite"] == f"{sqlite3.sqlite_version} (FTS5 compiled in)"
@@ -550,8 +549,8 @@ def test_memobench_score_prints_each_figure_as_the_report_does(ten_variants, tmp
     # official metrics: the report's official table and memobench score print the same percent
     m = dict(runs[names[0]])
     m["official"] = {**_conventions(100, 110, 0.43215), "rules": "LongMemEval official"}
-    (table,) = [b for b in report.md_official([m]) if isinstance(b, doc.Table)]
+    (table,) = [b for b in markdown.md_official([m]) if isinstance(b, doc.Table)]
     cells = dict(zip(table.header, table.rows[0]))
     line = score.official_line(names[0], m["official"], "longmemeval")
-    for k in score.OFFICIAL_SHOWN["lme"]:
+    for k in score.official_shown("longmemeval"):
         assert f"{k} {cells[k]}" in line, (k, line, cells[k])

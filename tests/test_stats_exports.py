@@ -11,8 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memobench.evaluation import exports, stats
+from memobench.evaluation import exports, resampling, stats
 from memobench.errors import DataError
+from memobench.reporting.numbers import fmt_p
 from memobench.retrievers.retrieval import OUTCOMES, RANKINGS
 
 
@@ -22,13 +23,13 @@ def _rng():
 
 def test_identical_variants_differ_by_zero_with_p_one():
     a = np.array([[1.0], [0.0], [1.0]])
-    (r,) = stats.paired(a, a.copy(), _rng())
+    (r,) = resampling.paired(a, a.copy(), _rng())
     assert r["diff"] == 0.0 and r["ci95"] == [0.0, 0.0] and r["p"] == 1.0
 
 
 def test_constant_difference_has_a_tight_interval_and_a_small_p():
     a, b = np.ones((20, 1)), np.zeros((20, 1))
-    (r,) = stats.paired(a, b, _rng(), n_boot=2000, n_perm=2000)
+    (r,) = resampling.paired(a, b, _rng(), n_boot=2000, n_perm=2000)
     assert r["diff"] == 1.0 and r["ci95"] == [1.0, 1.0]
     # all 20 signs equal has probability 2 / 2**20: no flip reaches it
     assert r["p"] == 1 / 2001
@@ -37,7 +38,7 @@ def test_constant_difference_has_a_tight_interval_and_a_small_p():
 def test_one_nonzero_difference_is_never_significant():
     # d = [1, 0, 0, 0]: every sign flip gives |mean| = 0.25 = the observed one
     a = np.array([[1.0], [0.0], [0.0], [0.0]])
-    (r,) = stats.paired(a, np.zeros((4, 1)), _rng(), n_boot=1000, n_perm=1000)
+    (r,) = resampling.paired(a, np.zeros((4, 1)), _rng(), n_boot=1000, n_perm=1000)
     assert r["diff"] == 0.25 and r["p"] == 1.0
     # bootstrap means of d over 4 draws lie in {0, .25, .5, .75, 1}; P(0) = (3/4)^4 > 2.5%
     assert r["ci95"][0] == 0.0 and r["ci95"][1] in (0.75, 1.0)
@@ -90,8 +91,8 @@ def test_comparisons_on_a_dataset_draw_the_same_resamples(tmp_path):
 
 
 def test_p_at_the_permutation_floor_reads_as_a_bound():
-    assert stats.fmt_p(1 / 10_001) == "< 0.0001" and stats.fmt_p(2 / 10_001) == "0.0002"
-    assert stats.fmt_p(1 / 2001, 2000) == "< 0.0005" and stats.fmt_p(None) == "-" and stats.fmt_p(1.0) == "1.0000"
+    assert fmt_p(1 / 10_001) == "< 0.0001" and fmt_p(2 / 10_001) == "0.0002"
+    assert fmt_p(1 / 2001, 2000) == "< 0.0005" and fmt_p(None) == "-" and fmt_p(1.0) == "1.0000"
 
 
 def test_comparisons_against_baseline_and_reference():

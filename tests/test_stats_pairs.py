@@ -16,7 +16,8 @@ import pytest
 from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 
-from memobench.evaluation import stats
+from memobench.evaluation import correction, paired, resampling, stats
+from memobench.evaluation.measures import PAIRED
 from memobench.retrievers.retrieval import OUTCOMES
 
 TYPES = ("knowledge-update", "multi-session", "temporal-reasoning")
@@ -69,7 +70,7 @@ def test_holm_matches_statsmodels(five):
     """Per metric, over the distinct pairs of pairs and comparisons together."""
     s, _, _ = five
     rows = s["pairs"] + s["comparisons"]
-    for m in stats.METRICS:
+    for m in PAIRED:
         family = {}
         for r in rows:
             family.setdefault(frozenset((r["variant"], r["baseline"])), r["metrics"][m])
@@ -90,9 +91,9 @@ def test_holm_on_ties_bounds_and_order():
     rng = np.random.default_rng(9)
     for size in (1, 2, 5, 8, 12):  # tied p-values among them
         p = list(rng.choice([0.001, 0.01, 0.02, 0.04, 0.3, 1.0], size=size) * rng.random())
-        assert stats.holm(p) == pytest.approx(list(multipletests(p, method="holm")[1]), rel=1e-12)
-    assert stats.holm([]) == []
-    assert stats.holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+        assert correction.holm(p) == pytest.approx(list(multipletests(p, method="holm")[1]), rel=1e-12)
+    assert correction.holm([]) == []
+    assert correction.holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
 
 
 def test_family_covers_comparisons_outside_the_compared_set(tmp_path):
@@ -104,7 +105,7 @@ def test_family_covers_comparisons_outside_the_compared_set(tmp_path):
     assert s["compared"] == ["a", "c"]  # the dataset's order
     assert [(p["variant"], p["baseline"]) for p in s["pairs"]] == [("c", "a")]
     # the pair plus the comparisons a-v0.8.0, b-a, b-v0.8.0, c-b, c-v0.8.0
-    assert s["holm"]["pairs"] == {m: 6 for m in stats.METRICS}
+    assert s["holm"]["pairs"] == {m: 6 for m in PAIRED}
     none = stats.dataset_stats("f", variants, files, log=lambda m: None, compare_set=[])
     assert none["pairs"] == [] and none["holm"]["pairs"]["mrr"] == 5
 
@@ -120,26 +121,26 @@ def test_mcnemar_is_the_exact_sign_flip_test():
         k = wins + losses
         obs = abs(d.sum())
         extreme = sum(abs(sum(s)) >= obs for s in itertools.product((1, -1), repeat=k))
-        assert stats.p_analytic("hit@1", d) == pytest.approx(extreme / 2 ** k, rel=1e-12)
-        (mc,) = stats.paired(d[:, None], np.zeros((len(d), 1)), stats._rng("x"), n_boot=10, n_perm=20_000)
+        assert paired.p_analytic("hit@1", d) == pytest.approx(extreme / 2 ** k, rel=1e-12)
+        (mc,) = resampling.paired(d[:, None], np.zeros((len(d), 1)), resampling.seeded("x"), n_boot=10, n_perm=20_000)
         exact = extreme / 2 ** k
         assert abs(mc["p"] - exact) < 4 * math.sqrt(exact * (1 - exact) / 20_000) + 1 / 20_000
-    assert stats.p_analytic("hit@5", np.zeros(4)) == 1.0 and stats.p_analytic("hit@1", np.array([])) is None
+    assert paired.p_analytic("hit@5", np.zeros(4)) == 1.0 and paired.p_analytic("hit@1", np.array([])) is None
 
 
 def test_mrr_p_is_the_paired_t_test():
     rng = np.random.default_rng(8)
     a = 1 / rng.integers(1, 11, 60)
     b = np.where(rng.random(60) < 0.3, 0.0, 1 / rng.integers(1, 11, 60))
-    assert stats.p_analytic("mrr", a - b) == pytest.approx(sps.ttest_rel(a, b).pvalue, rel=1e-9)
-    assert stats.p_analytic("mrr", np.full(5, 0.5)) == 0.0 and stats.p_analytic("mrr", np.zeros(5)) == 1.0
+    assert paired.p_analytic("mrr", a - b) == pytest.approx(sps.ttest_rel(a, b).pvalue, rel=1e-9)
+    assert paired.p_analytic("mrr", np.full(5, 0.5)) == 0.0 and paired.p_analytic("mrr", np.zeros(5)) == 1.0
     # scipy.special's functions, to the bit what scipy.stats gives (stats.json keeps its bytes)
     for n in (2, 7, 60, 1986):
         d = rng.normal(0.01, 0.3, n)
         t = d.mean() / (d.std(ddof=1) / math.sqrt(n))
-        assert stats.p_analytic("mrr", d) == float(min(1.0, 2 * sps.t.sf(abs(t), n - 1)))
+        assert paired.p_analytic("mrr", d) == float(min(1.0, 2 * sps.t.sf(abs(t), n - 1)))
     for q in (0.975, 0.8, 1 - 0.05 / 2 / 528):
-        assert stats.z(q) == float(sps.norm.ppf(q))
+        assert correction.z(q) == float(sps.norm.ppf(q))
 
 
 def test_mde_is_detected_with_the_stated_power():
@@ -148,21 +149,21 @@ def test_mde_is_detected_with_the_stated_power():
     n, sims = 300, 1500
     # a continuous difference (MRR-like) under the t-test
     sd = 0.4
-    delta = (stats.z(0.975) + stats.z(0.8)) * sd / math.sqrt(n)
-    rate = np.mean([stats.p_analytic("mrr", rng.normal(delta, sd, n)) <= 0.05 for _ in range(sims)])
+    delta = (correction.z(0.975) + correction.z(0.8)) * sd / math.sqrt(n)
+    rate = np.mean([paired.p_analytic("mrr", rng.normal(delta, sd, n)) <= 0.05 for _ in range(sims)])
     assert 0.76 < rate < 0.84, rate
     # paired hits under McNemar: 30% discordant, the MDE from the spread of such differences
     disc = 0.3
     d0 = np.array([1.0] * 45 + [-1.0] * 45 + [0.0] * 210)
-    delta = stats.mde(d0)  # sd of a 0/+-1 difference with 30% discordance, at n = 300
+    delta = correction.mde(d0)  # sd of a 0/+-1 difference with 30% discordance, at n = 300
     p_win = (disc + delta) / 2
     rejects = 0
     for _ in range(sims):
         u = rng.random(n)
         d = np.where(u < p_win, 1.0, np.where(u < disc, -1.0, 0.0))
-        rejects += stats.p_analytic("hit@1", d) <= 0.05
+        rejects += paired.p_analytic("hit@1", d) <= 0.05
     assert 0.72 < rejects / sims < 0.86, rejects / sims
-    assert stats.mde(np.array([1.0])) is None
+    assert correction.mde(np.array([1.0])) is None
 
 
 def test_power_section(five):
@@ -170,7 +171,7 @@ def test_power_section(five):
     pw = s["power"]
     assert (pw["alpha"], pw["power"]) == (0.05, 0.8)
     assert pw["z_alpha"] == pytest.approx(1.959964, abs=1e-6) and pw["z_power"] == pytest.approx(0.841621, abs=1e-6)
-    for m in stats.METRICS:
+    for m in PAIRED:
         pm = pw["metrics"][m]
         mdes = []
         for r in s["pairs"]:
@@ -190,14 +191,14 @@ def test_comparisons_over_every_question_keep_the_draws_of_paired(five):
     per = {v: stats.per_question(f) for v, f in files.items()}
     row = next(c for c in s["comparisons"] if (c["variant"], c["baseline"]) == ("b", "v0.8.0"))
     common = sorted(per["b"])
-    A = np.array([[per["b"][q][m] for m in stats.METRICS] for q in common])
-    B = np.array([[per["v0.8.0"][q][m] for m in stats.METRICS] for q in common])
-    old = stats.paired(A, B, stats._rng("five"))
-    for m, o in zip(stats.METRICS, old):
+    A = np.array([[per["b"][q][m] for m in PAIRED] for q in common])
+    B = np.array([[per["v0.8.0"][q][m] for m in PAIRED] for q in common])
+    old = resampling.paired(A, B, resampling.seeded("five"))
+    for m, o in zip(PAIRED, old):
         assert {k: row["metrics"][m][k] for k in ("diff", "ci95", "p")} == o
     # and the same pair in pairs, from the counts: equal to rounding
     pair = next(p for p in s["pairs"] if (p["variant"], p["baseline"]) == ("b", "v0.8.0"))
-    for m in stats.METRICS:
+    for m in PAIRED:
         assert pair["metrics"][m]["diff"] == row["metrics"][m]["diff"]
         assert pair["metrics"][m]["p"] == row["metrics"][m]["p"]
         assert pair["metrics"][m]["ci95"] == pytest.approx(row["metrics"][m]["ci95"], abs=1e-12)
@@ -222,12 +223,12 @@ def test_fewer_questions_read_the_same_draws_restricted(tmp_path):
     sub = next(c for c in s["comparisons"] if c["variant"] == "sub")
     whole = next(c for c in s["comparisons"] if c["variant"] == "full")
     assert (sub["n"], whole["n"]) == (48, 60)
-    for m in stats.METRICS:
+    for m in PAIRED:
         assert sub["metrics"][m]["diff"] == pytest.approx(whole["metrics"][m]["diff"] * 60 / 48)
         assert 0.001 < sub["metrics"][m]["p"] < 0.9 and sub["metrics"][m]["p"] == whole["metrics"][m]["p"]
     # the bootstrap from the stream itself: draws over the 60 questions, means over the drawn copies of C
-    r = stats._rng("r")
-    idx = np.concatenate([r.integers(0, n, size=(500, n)) for _ in range(stats.BOOTSTRAP // 500)])
+    r = resampling.seeded("r")
+    idx = np.concatenate([r.integers(0, n, size=(500, n)) for _ in range(resampling.BOOTSTRAP // 500)])
     keep = np.array([q not in skip for q in range(n)])
     d = np.array([float(b == 1) - float(a == 1) for a, b in zip(base, better)])
     drawn = keep[idx]
@@ -247,7 +248,7 @@ def test_per_type_intervals(five):
             qs = [q for q in common if q % 3 == i]
             b = c["by_type"][t]
             assert b["n"] == len(qs)
-            for m in stats.METRICS:
+            for m in PAIRED:
                 mm = b["metrics"][m]
                 want = np.mean([per[c["variant"]][q][m] - per[c["baseline"]][q][m] for q in qs])
                 assert mm["diff"] == pytest.approx(want)
@@ -278,7 +279,7 @@ def test_a_variant_that_evaluated_nothing(tmp_path):
         assert p.get("by_type", {}) == {}
         for mm in p["metrics"].values():
             assert (mm["diff"], mm["ci95"], mm["p"], mm["p_analytic"], mm["p_holm"], mm["mde"]) == (None,) * 6
-    assert s["holm"]["pairs"] == {m: 1 for m in stats.METRICS} and s["power"]["metrics"]["mrr"]["pairs"] == 1
+    assert s["holm"]["pairs"] == {m: 1 for m in PAIRED} and s["power"]["metrics"]["mrr"]["pairs"] == 1
 
 
 def _differences(rng, n, on_grid=True):
@@ -299,11 +300,11 @@ def test_comparisons_at_once_equal_paired_bit_for_bit(n):
     comparison whose differences are not on the reciprocal-rank grid (paired
     itself)."""
     rng = np.random.default_rng(n)
-    draws = stats.Draws(f"d{n}", list(range(n)), n_boot=700, n_perm=600)
+    draws = resampling.Draws(f"d{n}", list(range(n)), n_boot=700, n_perm=600)
     for k in (1, 2, 5):
         ds = [_differences(rng, n, on_grid=(i != 3)) for i in range(k)]
         for d, got in zip(ds, draws.full_paired(ds)):
-            assert got == stats.paired(d, np.zeros_like(d), stats._rng(f"d{n}"), n_boot=700, n_perm=600)
+            assert got == resampling.paired(d, np.zeros_like(d), resampling.seeded(f"d{n}"), n_boot=700, n_perm=600)
 
 
 def test_column_differences_equal_evaluate():
@@ -313,7 +314,7 @@ def test_column_differences_equal_evaluate():
     for columns off the grid (evaluate itself)."""
     rng = np.random.default_rng(8)
     n = 83
-    draws = stats.Draws("cols", list(range(n)), n_boot=900, n_perm=800)
+    draws = resampling.Draws("cols", list(range(n)), n_boot=900, n_perm=800)
     variants = {v: _differences(rng, n) + 1.0 for v in "abcd"}  # columns of values >= 0, as outcomes are
     variants["e"] = rng.random((n, 3))  # not on any grid
     subsets = [list(range(n)), sorted(rng.choice(n, 40, replace=False).tolist()), [5], []]

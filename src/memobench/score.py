@@ -29,12 +29,11 @@ from pathlib import Path
 from . import layout
 from .config import RESERVED, SAFE_NAME, dataset_family, validate
 from .errors import ConfigError
+from .evaluation.measures import HARNESS_MEASURES, MEASURES, OFFICIAL_MEASURES, PAIRED
+from .evaluation.published import REFERENCE
 from .memo.variants import RUN_FORMATS, known_variants, resolve
 
 WORKFLOW_ENV = "MEMOBENCH_WORKFLOW"
-REFERENCE = "v0.8.0"
-OFFICIAL_SHOWN = {"lme": ("recall_all@5", "ndcg_any@5", "recall_all@10", "ndcg_any@10"),
-                  "locomo": ("recall_any@5", "recall_all@5", "recall_any@10", "recall_all@10")}
 
 
 class ScoreError(Exception):
@@ -182,38 +181,42 @@ def run_snakemake(cmd: list[str]) -> None:
 
 
 def harness_line(label: str, m: dict, published: dict | None = None) -> str:
-    from .reporting.figures import level
+    from .reporting.numbers import level
 
     line = f"  {label:24s} n {m['questions']:5d}  " + "  ".join(
-        f"{k} {level(m, k)}" for k in ("hit@1", "hit@5", "hit@10", "mrr"))
+        f"{k} {level(m, k)}" for k in HARNESS_MEASURES)
     if published:
         line += "  (published: " + ", ".join(f"{k} {v}" for k, v in published.items()) + ")"
     return line
 
 
+def official_shown(fmt: str) -> list[str]:
+    """The official measures printed for a dataset of format ``fmt``."""
+    shown = "locomo" if fmt == "locomo" else "lme"
+    return [k for k in OFFICIAL_MEASURES if shown in MEASURES[k].score_formats]
+
+
 def official_line(label: str, block: dict | None, fmt: str) -> str:
     if not block:
         return f"  {label:24s} (no official scorer for this dataset)"
-    from .reporting.figures import percent
+    from .reporting.numbers import percent
 
-    names = OFFICIAL_SHOWN["locomo" if fmt == "locomo" else "lme"]
-    cells = "  ".join(f"{k} {percent(block.get(k))}" for k in names)
+    cells = "  ".join(f"{k} {percent(block.get(k))}" for k in official_shown(fmt))
     return f"  {label:24s} n {block['questions']:5d}  {cells}"
 
 
 def paired_lines(c: dict) -> list[str]:
     """The paired comparison of :func:`memobench.evaluation.stats.compare`, one
-    line per metric, each figure as the report prints it (reporting/figures.py)."""
-    from .evaluation.stats import METRICS
-    from .reporting.figures import difference, p_randomization, p_test
+    line per measure, each figure as the report prints it (reporting/numbers.py)."""
+    from .reporting.numbers import difference, p_randomization, p_test
 
     out = [f"paired against {c['baseline']} (per question, {c['variant']} - {c['baseline']}; hit@k in percentage "
            f"points, MRR in MRR units; bootstrap 95% interval; p-values: randomization, and McNemar (hit@k) or "
            f"paired t-test (MRR)), n {c['n']}:"]
-    for k in METRICS:
+    for k in PAIRED:
         mm = c["metrics"][k]
         test = p_test(mm, k)
-        out.append(f"  {'MRR' if k == 'mrr' else k:6s} {difference(mm, k)}  p: {p_randomization(mm)}"
+        out.append(f"  {MEASURES[k].label:6s} {difference(mm, k)}  p: {p_randomization(mm)}"
                    + (f"; {test}" if test else ""))
     return out
 

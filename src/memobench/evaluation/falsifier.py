@@ -5,6 +5,7 @@ whether the direction is the same in every segment."""
 from __future__ import annotations
 
 from ..jsmath import to_fixed
+from .measures import MEASURES
 
 
 def verdict(deltas: list[int]) -> str:
@@ -30,7 +31,7 @@ def compare(metrics: dict[str, dict]) -> list[dict]:
             d_mrr = (sv["mrr"] or 0.0) - (sb["mrr"] or 0.0)
             segs.append({"segment": sv["segment"], "hit@1": sv["hit@1"], "base_hit@1": sb["hit@1"],
                          "delta_hit@1": sv["hit@1"] - sb["hit@1"], "delta_mrr": d_mrr,
-                         "delta_mrr_printed": to_fixed(d_mrr, 4)})
+                         "delta_mrr_printed": to_fixed(d_mrr, MEASURES["mrr"].diff_digits)})
         rows.append({"variant": name, "baseline": base, "segments": segs,
                      "verdict": verdict([s["delta_hit@1"] for s in segs])})
     return rows

@@ -10,20 +10,20 @@ from collections import Counter
 
 from ..errors import DataError
 from ..jsmath import to_fixed
+from .measures import HITS, MEASURES
+
+_CUTOFFS = tuple((k, MEASURES[k].cutoff) for k in HITS)  # (hit@k, k) of each harness hit rate
 
 
 def _block() -> dict:
-    return {"questions": 0, "hit@1": 0, "hit@5": 0, "hit@10": 0, "mrr_sum": 0.0}
+    return {"questions": 0, **{k: 0 for k in HITS}, "mrr_sum": 0.0}
 
 
 def _add(block: dict, rank: int) -> None:
     block["questions"] += 1
-    if rank == 1:
-        block["hit@1"] += 1
-    if 1 <= rank <= 5:
-        block["hit@5"] += 1
-    if 1 <= rank <= 10:
-        block["hit@10"] += 1
+    for k, cutoff in _CUTOFFS:
+        if 1 <= rank <= cutoff:
+            block[k] += 1
     if rank > 0:
         block["mrr_sum"] += 1 / rank
 
@@ -36,7 +36,7 @@ def _rates(block: dict, hit_denominator: int | None = None) -> dict:
     d = n if hit_denominator is None else hit_denominator
     out = dict(block)
     out["hit_denominator"] = d
-    for k in ("hit@1", "hit@5", "hit@10"):
+    for k in HITS:
         out[k + "_rate"] = block[k] / d if d else None
     out["mrr"] = block["mrr_sum"] / n if n else None
     return out
@@ -73,7 +73,7 @@ def compute(outcomes: list[dict], segments: list[list[dict]] | None = None) -> d
     result["mean_pool_size"] = sum(pools) / len(pools) if pools else None
     # Expected hit@k of a uniformly random ranking of each question's pool.
     result["random"] = {
-        f"hit@{k}": (sum(min(k, p) / p for p in pools) / len(pools) if pools else None) for k in (1, 5, 10)
+        k: (sum(min(c, p) / p for p in pools) / len(pools) if pools else None) for k, c in _CUTOFFS
     }
     if segments is not None:
         segs = []
@@ -87,7 +87,7 @@ def compute(outcomes: list[dict], segments: list[list[dict]] | None = None) -> d
                     seg_unrecorded += 1
             r = _rates(b, b["questions"] + seg_unrecorded if seg_unrecorded else None)
             r["segment"] = i
-            r["mrr_printed"] = to_fixed(r["mrr"], 4) if r["mrr"] is not None else None
+            r["mrr_printed"] = to_fixed(r["mrr"], MEASURES["mrr"].digits) if r["mrr"] is not None else None
             segs.append(r)
         result["segments"] = segs
         printed = [float(s["mrr_printed"]) for s in segs if s["mrr_printed"] is not None]

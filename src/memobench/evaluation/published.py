@@ -1,6 +1,8 @@
 """Published numbers (docs/harnesses.md#published-numbers), as
 printed: percentages with one decimal, MRR with the printed digits."""
 
+REFERENCE = "v0.8.0"  # the release every variant is compared against (stats.json, memobench score)
+
 # (dataset key, variant) -> {metric: printed value}
 PUBLISHED = {
     ("longmemeval_s", "v0.8.0"): {"hit@1": "78.2", "hit@5": "92.4", "hit@10": "97.4", "mrr": "0.8469"},
@@ -75,7 +77,7 @@ GUIDE_TABLE = [
 # printed under. ``convention``: the official.json convention it was averaged
 # by (official.CONVENTIONS); ``match``: the recipe fields a run needs to be
 # the same system; ``questions``: the count it was averaged over. A run is
-# comparable to a figure only when all three agree (report.py).
+# comparable to a figure only when all three agree (reporting/conventions.py).
 PUBLISHED_OFFICIAL = [
     {"source": "LongMemEval paper, Table 9", "system": "flat BM25, session level", "dataset": "longmemeval_m",
      "convention": "print_retrieval_metrics", "questions": 470,

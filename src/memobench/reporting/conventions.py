@@ -1,0 +1,87 @@
+"""The official metrics by averaging convention beside the published
+official-metric figures, each with the protocol it was published under."""
+
+from __future__ import annotations
+
+from ..doc import Code, Heading, Para, Strong, Table
+from ..evaluation.measures import HITS, MEASURES, OFFICIAL_MEASURES
+from ..evaluation.official import LOCOMO_CATEGORIES
+from ..evaluation.published import HARNESS_PROTOCOL, PUBLISHED_OFFICIAL, REFERENCE, published
+from .labels import is_imported, label
+from .numbers import percent
+
+
+def comparable_to(m: dict, dataset: str, convention: str, n) -> str:
+    """The published figure a run's convention row can be compared with, or
+    why a figure of the same system is not ("" when none is near)."""
+    recipe = m.get("recipe") or {}
+    for pub in PUBLISHED_OFFICIAL:
+        if (pub["dataset"] != dataset or pub["convention"] != convention or is_imported(m)
+                or any(recipe.get(k) != v for k, v in pub["match"].items())):
+            continue
+        if n != pub["questions"]:
+            return f"not comparable: same protocol as {pub['source']}, but n {n} (it: {pub['questions']})"
+        return f"comparable: {pub['source']}"
+    return ""
+
+
+def convention_rows(runs: list[dict]) -> list[list]:
+    rows = []
+    for m in runs:
+        convs = (m.get("official") or {}).get("conventions") or {}
+        for name, c in convs.items():
+            exc = ", ".join(f"{k} {v}" for k, v in c.get("excluded", {}).items()) or "-"
+            mark = comparable_to(m, m["dataset"], name, c["questions"])
+            rows.append([m["dataset"], label(m), Code(name), c["questions"], exc,
+                         *(percent(c.get(k)) if k in c else "-" for k in OFFICIAL_MEASURES),
+                         Strong(mark) if mark.startswith("comparable") else mark or "-"])
+    return rows
+
+
+def published_rows(runs: list[dict]) -> list[list]:
+    rows = []
+    for pub in PUBLISHED_OFFICIAL:
+        values = "; ".join(f"{k} {percent(v)}" for k, v in pub["values"].items())
+        ours = [label(m) for m in runs if m["dataset"] == pub["dataset"]
+                and comparable_to(m, pub["dataset"], pub["convention"],
+                                  (((m.get("official") or {}).get("conventions") or {}).get(pub["convention"])
+                                   or {}).get("questions", -1)).startswith("comparable")]
+        rows.append([pub["source"], pub["system"], pub["dataset"], pub["protocol"],
+                     Code(pub["convention"]), pub["questions"], values,
+                     Strong("comparable: " + ", ".join(ours)) if ours else "no run here under its protocol"])
+    for ds in sorted({m["dataset"] for m in runs}):
+        pub = published(ds, REFERENCE)
+        hits = "; ".join(f"{k} {pub[k]}%" for k in HITS if k in pub)
+        if hits:
+            rows.append([f"Memo {REFERENCE} (benchmark guide)", "Memo", ds, HARNESS_PROTOCOL, "-", "-", hits,
+                         "not an official convention: compare in the Harness metrics table"])
+    return rows
+
+
+def convention_blocks(runs: list[dict]) -> list:
+    """Each run's official metrics under every averaging convention (official.json's
+    ``conventions``), beside the published official-metric figures and the
+    protocol each was published under; a figure is marked comparable only to
+    a run of the same system, convention and question count."""
+    rows = convention_rows(runs)
+    if not rows:
+        return []
+    names14 = ", ".join(f"{c} {LOCOMO_CATEGORIES[c]}" for c in ("1", "2", "3", "4"))
+    return [Heading(2, "Official metrics by convention", anchor="conventions"),
+            Para(["The same per-question official metrics averaged over the question sets the field quotes: ",
+                  Code("run_retrieval"), " (LongMemEval's run_retrieval.py: abstention and no-user-target "
+                  "questions left out; the Official metrics table), ", Code("print_retrieval_metrics"),
+                  " (its print_retrieval_metrics.py, which printed the paper's tables: abstentions only, a "
+                  "no-user-target question counting with recall_any 0, recall_all 1, ndcg_any 0), LoCoMo's ",
+                  Code("all_categories"), " and ", Code("categories_1_4"), f" ({names14}: the memory-system "
+                  "convention of mem0's evaluation, adversarial 5 left out). recall_any@k is not recall_all@k: "
+                  "quote each under its own name and convention."]),
+            Table(["dataset", "variant", "convention", "n", "excluded",
+                   *(MEASURES[k].label for k in OFFICIAL_MEASURES), "published figure"],
+                  rows, left=(0, 1, 2, 4, 11)),
+            Heading(3, "Published figures"),
+            Para("Each with the protocol it was published under. A figure is comparable only to a run of the same "
+                 "system under the same convention over the same number of questions; memory-system LoCoMo "
+                 "evaluations report over categories 1-4, so compare them with categories_1_4."),
+            Table(["source", "system", "dataset", "protocol", "convention", "n", "figures", "comparable"],
+                  published_rows(runs), left=(0, 1, 2, 3, 4, 6, 7))]

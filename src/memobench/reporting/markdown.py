@@ -1,0 +1,68 @@
+"""results/report.md: the Markdown-only tables (harness and official metrics)
+and the whole Markdown report."""
+
+from __future__ import annotations
+
+from ..doc import Code, Heading, Para, Table, to_markdown
+from ..evaluation.measures import HARNESS_MEASURES, MEASURES, OFFICIAL_MEASURES
+from ..evaluation.published import published
+from .labels import label
+from .numbers import percent, printed, published_diff
+from .sections import (matrix_blocks, paired_blocks, per_type_blocks, reading_guide, type_paired_blocks,
+                       variant_table)
+
+
+def _published_cell(m: dict, key: str, pub: dict) -> str:
+    """Markdown main table: ``60.2% (1190) / 60.2 =``."""
+    ours = printed(m, key)
+    if ours is None:
+        return "-"
+    text = ours + MEASURES[key].unit.suffix
+    if MEASURES[key].counted:
+        text += f" ({m[key]})"
+    if key in pub:
+        text += f" / {pub[key]} {published_diff(m, key, pub[key])}"
+    return text
+
+
+def md_main(runs: list[dict]) -> list:
+    rows = []
+    for m in runs:
+        pub = published(m["dataset"], m["variant"])
+        rnd = (m.get("random") or {}).get("hit@1")
+        rows.append([m["dataset"], label(m), m["questions"], *(_published_cell(m, k, pub) for k in HARNESS_MEASURES),
+                     percent(rnd)])
+    return [Heading(2, "Harness metrics"),
+            Para(["Each cell: our value (count) / the published value and the difference (", Code("="),
+                  " when equal to the printed digit). Rates are over the evaluated questions."]),
+            Table(["dataset", "variant", "questions", *(MEASURES[k].label for k in HARNESS_MEASURES), "random hit@1"],
+                  rows, left=2)]
+
+
+def md_official(runs: list[dict]) -> list:
+    rows = []
+    for m in runs:
+        o = m.get("official")
+        if not o:
+            continue
+        exc = ", ".join(f"{k} {v}" for k, v in o["excluded"].items())
+        rows.append([m["dataset"], label(m), o["questions"], exc, o["depth"]]
+                    + [percent(o.get(k)) for k in OFFICIAL_MEASURES])
+    if not rows:
+        return []
+    return [Heading(2, "Official metrics (LongMemEval's own scoring, LoCoMo's evidence sessions; not the harness's "
+                       "hit@k)"),
+            Para("recall_all@k: every gold session in the top k; recall_any@k: at least one; ndcg_any@k with "
+                 "LongMemEval's discount. Averaged over the file's questions less abstention and no-user-target "
+                 "questions (LongMemEval); LoCoMo over questions with evidence sessions."),
+            Table(["dataset", "variant", "n", "excluded", "depth", *(MEASURES[k].label for k in OFFICIAL_MEASURES)],
+                  rows, left=2)]
+
+
+def markdown_report(runs, stats, extras: list, missing: list | None = None) -> str:
+    blocks = [Heading(1, "memobench report"), *reading_guide(), *(missing or []), *md_main(runs),
+              *md_official(runs), *paired_blocks(runs, stats), *matrix_blocks(runs, stats),
+              *type_paired_blocks(runs, stats), *variant_table(runs), *per_type_blocks(runs)]
+    for b in extras:
+        blocks += b
+    return to_markdown(blocks).rstrip("\n") + "\n"
