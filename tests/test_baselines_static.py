@@ -111,7 +111,7 @@ def test_a_table_of_the_other_model_is_refused(tmp_path):
     """A retrieve job checks the table's files against its model's: minilm's
     vectors (or a stale wordllama table) are not read as wordllama's."""
     from memobench.retrievers import registry as retrievers
-    from memobench.memo import variants
+    from memobench.catalog import variants
     from memobench.retrievers.baselines.embeddings import embed_sessions
     from memobench.errors import DataError
 

@@ -20,7 +20,7 @@ from memobench.datasets.normalize import normalize_locomo, normalize_longmemeval
 from memobench.retrievers.retrieval import load_segment, run_segment
 from memobench.memo.termids import Vocab
 from memobench.memo.tokenize import SEQ, write_tokens
-from memobench.memo.variants import resolve
+from memobench.catalog.variants import resolve
 
 U61 = Unicode61()
 

@@ -18,7 +18,7 @@ from conftest import REPO, snakemake, write_config
 from memobench.retrievers import fusion
 from memobench.config import validate
 from memobench.errors import ConfigError
-from memobench.memo.variants import resolve
+from memobench.catalog.variants import resolve
 
 SCHEMA = REPO / "workflow/schemas/config.schema.yaml"
 

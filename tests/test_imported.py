@@ -20,7 +20,7 @@ from memobench.retrieve.imported import ABSENT, _read_trec_columns, _read_trec_l
 from memobench.datasets.normalize import normalize_longmemeval
 from memobench.evaluation.official import scoring_id, user_target_sessions
 from memobench.tables import read_table
-from memobench.memo.variants import resolve
+from memobench.catalog.variants import resolve
 
 
 @pytest.fixture(scope="module")

@@ -123,7 +123,7 @@ def test_a_segments_progress_line_reads_what_then_counts(tmp_path, names):
     """The retrieve job's last progress line names the variant and segment
     once, then the counts: ``bm25s segment 1/1: 9 / 9 questions (...)``."""
     from memobench.datasets import normalize
-    from memobench.memo import variants
+    from memobench.catalog import variants
     from memobench.retrievers import registry as retrievers
 
     normalize.normalize_longmemeval(REPO / ".test/data/lme_tiny.json", tmp_path, log=lambda m: None)

@@ -411,7 +411,7 @@ def tiny(tmp_path_factory):
 
 def _rank(root, func, name="bad"):
     from memobench.retrievers import registry as retrievers
-    from memobench.memo.variants import python_variant
+    from memobench.retrievers.pyretriever import python_variant
 
     v = python_variant(name, "s", {"retriever": {"callable": f"{root}/{func}"}} if ":" in func else
                        {"retriever": {"callable": f"{root}/bad.py:{func}"}})
@@ -453,7 +453,7 @@ def test_a_callable_that_cannot_be_loaded_is_one_line(tiny, callable_, why):
 def test_a_bad_prepare_return_is_one_line(tmp_path):
     from memobench.datasets import normalize
     from memobench.retrievers.pyretriever import RetrieverError, prepare_sessions
-    from memobench.memo.variants import python_variant
+    from memobench.retrievers.pyretriever import python_variant
 
     normalize.normalize_longmemeval(REPO / ".test/data/lme_tiny.json", tmp_path, log=lambda m: None)
     (tmp_path / "prep.py").write_text("def embed(texts):\n    return texts[1:]\n", encoding="utf-8")
@@ -628,7 +628,7 @@ def test_too_many_timeouts_stop_the_job(tiny):
     """One more timed-out question than user_retrievers.max_timeouts: one line."""
     from memobench.retrievers import registry as retrievers
     from memobench.retrievers.pyretriever import RetrieverError
-    from memobench.memo.variants import python_variant
+    from memobench.retrievers.pyretriever import python_variant
 
     root, _ = tiny
     (root / "sleepy.py").write_text("import time\ndef rank(question, haystack):\n    time.sleep(5)\n    return []\n",

@@ -252,7 +252,8 @@ def test_variants_cli_names_each_familys_harness(capsys):
 
 
 def test_variants_cli_lists_memo_variants_then_the_references_under_a_header_in_aligned_columns(capsys):
-    from memobench.memo.variants import FAMILIES, references
+    from memobench.catalog.variant import FAMILIES
+    from memobench.catalog.variants import references
 
     refs = {n for f in FAMILIES for n in references(f)}
     for argv in (["variants"], ["variants", "--family", "s"], ["variants", "--family", "zh"]):

@@ -14,7 +14,8 @@ import pytest
 from conftest import snakemake, write_config
 from memobench.datasets import normalize
 from memobench.retrievers import retrieval, registry as retrievers
-from memobench.memo import tokenize, variants
+from memobench.memo import tokenize
+from memobench.catalog import variants
 from memobench.tools.generate import write_longmemeval
 from memobench.retrieve.shared_retrieval import siblings, read_plan, stored_key, write_plan, write_segment_shared
 

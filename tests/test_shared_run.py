@@ -10,7 +10,8 @@ import pytest
 
 from memobench.datasets import normalize
 from memobench.retrievers import retrieval, registry as retrievers
-from memobench.memo import tokenize, variants
+from memobench.memo import tokenize
+from memobench.catalog import variants
 from memobench.memo.fts5 import PhraseMatcher, Unicode61
 from memobench.tools.generate import write_longmemeval
 

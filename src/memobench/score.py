@@ -23,7 +23,8 @@ from pathlib import Path
 from . import layout
 from .config import RESERVED, SAFE_NAME, dataset_family, validate
 from .errors import ConfigError
-from .memo.variants import RUN_FORMATS, known_variants, resolve
+from .catalog.variants import known_variants, resolve
+from .retrieve.imported import FORMATS as RUN_FORMATS
 
 REPO = Path(__file__).resolve().parents[2]
 REFERENCE = "v0.8.0"

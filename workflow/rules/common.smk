@@ -16,9 +16,9 @@ from memobench.fingerprint import stage_fingerprint
 from memobench.memo.tokenize import FTS5_TOKENS
 from memobench.datasets.missing import attempt_param, read_receipt
 from memobench.provenance import file_stamp
-from memobench.memo.recipe import ANALYZE_RECIPE, EMBEDDING_INPUTS, FIELDS, input_names
-from memobench.retrievers.registry import code_fingerprint, inputs_of
-from memobench.memo.variants import from_spec
+from memobench.memo.recipe import ANALYZE_RECIPE, FIELDS
+from memobench.catalog.registry import code_fingerprint, embedding_inputs, input_names, inputs_of
+from memobench.catalog.variant import from_spec
 from memobench.retrieve.shared_retrieval import group_leaders
 
 
@@ -69,7 +69,7 @@ _RETRIEVE_CODES = {}
 def retrieve_code(w):
     """A retrieve job's code fingerprint: the stage's shared modules and its
     variant's retriever's code (the Memo engine, the reference retrievers, or
-    a user's source files; retrievers.registry.code_fingerprint), so editing one
+    a user's source files; catalog.registry.code_fingerprint), so editing one
     retriever reruns only the variants it ranks."""
     spec = variant_of(w)
     key = repr(spec)
@@ -291,7 +291,7 @@ wildcard_constraints:
     segment=r"seg[0-9]+",
     # a recipe's tokenizer (the recipe field seq) or fts5
     tokenizer="|".join([*FIELDS["seq"].metadata["choices"], FTS5_TOKENS]),
-    model="|".join(EMBEDDING_INPUTS),
+    model="|".join(embedding_inputs()),
 
 
 # Imported runs (import_run.smk) are read, never ranked: the retrieve rule

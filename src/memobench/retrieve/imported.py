@@ -53,6 +53,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from ..catalog.row import Row, register
 from ..errors import DataError
 from ..protocol import DEPTH, TOP
 
@@ -437,6 +438,44 @@ def _scan_json(path: str, data: bytes, err) -> list[tuple[str, int, list[str], l
 
 
 READERS = {"trec": _read_trec, "retrievallog": _read_log, "json": _read_json}
+FORMATS = tuple(READERS)
+
+
+def imported_variant(name: str, family: str, entry: dict, others: dict | None = None):
+    """An imported run (config ``variants.<name>.run``) as a variant of a
+    family: the family's skip rule on the default recipe (as the reference
+    retrievers), so its questions, gold and denominators are the Memo
+    variants'; ``against`` is the variant its paired statistics compare it
+    with (besides v0.8.0)."""
+    from ..catalog.variant import LME, SKIP, Variant
+    from ..errors import ConfigError
+    from ..memo.recipe import Recipe
+
+    extra = sorted(set(entry) - {"run", "against", "description"})
+    if extra:
+        raise ConfigError(f"variant {name!r}: an imported run takes no {', '.join(extra)} "
+                          f"(only run, against and description)")
+    run = entry["run"]
+    fmt = run.get("format")
+    if fmt not in FORMATS or not run.get("file"):
+        raise ConfigError(f"variant {name!r}: run needs file (a path) and format ({', '.join(FORMATS)})")
+    if fmt == "retrievallog" and family not in (*LME, "cn"):
+        raise ConfigError(f"variant {name!r}: a retrieval log is LongMemEval's format; a dataset of family "
+                          f"{family!r} takes format trec or json")
+    against = entry.get("against") or ""
+    if against == name:
+        raise ConfigError(f"variant {name!r}: against names the variant itself; name another variant")
+    spec = {"file": str(run["file"]), "format": fmt}
+    return Variant(name, Recipe(backend=BACKEND), SKIP[family], f"imported {fmt} run",
+                   entry.get("description", f"ranked lists read from {spec['file']}"), against, run=spec)
+
+
+# An imported run (config ``variants.<name>.run``): another system's lists read from a file; not a
+# recipe choice: a user variant states it by ``run``.
+BACKEND = "imported"
+register(Row(BACKEND, "imported", label="imported run", description="another system's ranked lists read from a run "
+             "file (TREC, a LongMemEval retrieval log, or JSON)", module=__name__, config_key="run",
+             make_variant=imported_variant))
 
 
 def read_run(path, fmt: str, questions: list[dict], dataset: str, log=print) -> Run:

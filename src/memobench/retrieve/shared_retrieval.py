@@ -66,8 +66,9 @@ from .. import layout
 from ..atomic import atomic_path
 from ..config import dataset_family
 from ..provenance import file_stamp
-from ..retrievers.registry import inputs_of, retriever_of
-from ..memo.variants import Variant, resolve
+from ..catalog.registry import inputs_of, retriever_of
+from ..catalog.variant import Variant
+from ..catalog.variants import resolve
 
 # pyarrow and the engine are imported where lists are ranked: a job whose
 # lists a sibling's job left only copies files, and starts without them.
@@ -295,7 +296,7 @@ def write_segment_shared(variant: Variant, config: dict, dataset: str, segment: 
     ``metadata`` (a dict, or a function returning one, called only when lists
     are ranked) goes into each outcomes table. ``code`` is this job's code
     fingerprint; ``code_of(v)`` gives another variant's (each retriever has its
-    own: retrievers.registry.code_fingerprint; without it, every sibling's is taken to
+    own: catalog.registry.code_fingerprint; without it, every sibling's is taken to
     be ``code``). Where ``code_of`` disagrees with ``code`` for this variant,
     no sibling is ranked. ``warn`` (default: ``log``, and a ``memobench:``
     line on stderr) says why a cached entry was not used. Returns what

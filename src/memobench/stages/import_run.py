@@ -17,7 +17,7 @@ def import_run(job: Job) -> None:
     from ..evaluation.metrics import IMPORTED_KEY
     from ..provenance import PROVENANCE_KEY, provenance
     from ..tables import write_table
-    from ..memo.variants import from_spec
+    from ..catalog.variant import from_spec
 
     i, o, p = job.input, job.output, job.params
     (rankings, outcomes, deep), summary = import_segment(

@@ -19,9 +19,9 @@ def retrieve(job: Job) -> None:
     sibling variants' lists are computed in the same pass when their jobs have
     not run yet (shared_retrieval.py), each keyed by its own code fingerprint."""
     from ..provenance import PROVENANCE_KEY, provenance
-    from ..retrievers.registry import code_fingerprint
+    from ..catalog.registry import code_fingerprint
     from ..retrieve.shared_retrieval import write_segment_shared
-    from ..memo.variants import from_spec
+    from ..catalog.variant import from_spec
 
     i, o, p = job.input, job.output, job.params
     names = ("questions", "haystacks", "events", "tokens", "fts_tokens", "embeddings", "wordllama_embeddings",

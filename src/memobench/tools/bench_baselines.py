@@ -35,7 +35,6 @@ import sys
 import time
 from pathlib import Path
 
-LEXICAL = ["bm25-official", "bm25s", "fts5-bm25"]
 
 
 def _peak_mb() -> float:
@@ -179,7 +178,9 @@ def main(argv=None) -> int:
     if not (norm / "events.parquet").exists():
         normalize_longmemeval(raw, norm, log=lambda m: None)
     rows = []
-    for name in [*LEXICAL, "minilm", "wordllama"]:
+    from ..catalog.registry import names
+
+    for name in names("reference"):
         p = subprocess.run([sys.executable, "-m", "memobench.tools.bench_baselines", "--only", name, "--norm", str(norm),
                             "--minilm-sessions", str(a.minilm_sessions),
                             "--wordllama-sessions", str(a.wordllama_sessions)], capture_output=True, text=True)
