@@ -43,10 +43,9 @@ from ..jsmath import to_fixed
 from ..datasets.missing import blocks as missing_blocks
 from ..evaluation.official import LOCOMO_CATEGORIES
 from ..evaluation.published import GUIDE_TABLE, HARNESS_PROTOCOL, PUBLISHED_OFFICIAL, published
-from ..memo.recipe import REFERENCE_BACKENDS
+from ..catalog.registry import kind_of
 from ..evaluation.stats import ALPHA, BOOTSTRAP, PERMUTATIONS, POWER, REFERENCE, fmt_ci
 from .figures import TESTS, difference, level, p_randomization, p_test, percent, printed
-from ..memo.variants import FUSION_BACKEND, PYTHON_BACKEND
 from ..tables import atomic_path, write_text
 
 METRICS = ("hit@1", "hit@5", "hit@10", "mrr")
@@ -66,7 +65,7 @@ DATA_COUNTS = {
 
 def is_reference(m: dict) -> bool:
     """A run of a reference retriever (its recipe's backend), not a Memo variant."""
-    return (m.get("recipe") or {}).get("backend") in REFERENCE_BACKENDS
+    return kind_of(m) == "reference"
 
 
 def is_imported(m: dict) -> bool:
@@ -76,12 +75,12 @@ def is_imported(m: dict) -> bool:
 
 def is_yours(m: dict) -> bool:
     """A run of a user's Python retriever (config ``variants.<name>.retriever``; pyretriever.py)."""
-    return (m.get("recipe") or {}).get("backend") == PYTHON_BACKEND
+    return kind_of(m) == "python"
 
 
 def is_fusion(m: dict) -> bool:
     """A fusion of other variants' lists (config ``variants.<name>.fuse``; fusion.py)."""
-    return (m.get("recipe") or {}).get("backend") == FUSION_BACKEND
+    return kind_of(m) == "fusion"
 
 
 def kind(m: dict) -> str:
