@@ -15,7 +15,7 @@ from memobench.errors import ConfigError
 from memobench.errors import DataError
 from memobench.evaluation.metrics import compute
 from memobench.datasets.normalize import normalize_cn, normalize_locomo, normalize_longmemeval, scan_elements
-from memobench.retrievers.retrieval import load_segment, run_segment
+from memobench.retrieval.memo import load_segment, run_segment
 from memobench.catalog.variants import resolve
 
 

@@ -83,3 +83,22 @@ def test_kind_of_user_variants():
               "theirs": {"run": {"file": "run.json", "format": "json"}}}
     assert {n: registry.kind_of(resolve(n, "s", custom)) for n in custom} == {
         "mine": "python", "fused": "fusion", "theirs": "imported"}
+
+
+def test_run_formats_are_the_runs_modules():
+    """One module per run format (runs/), each reading it; the config schema's
+    run.format enum, ``memobench score --format`` and the imported runs'
+    readers are its FORMATS."""
+    import importlib
+
+    import yaml
+
+    from memobench import runs
+    from memobench.retrieval.imported import READERS
+
+    for name, module in runs.FORMATS.items():
+        assert importlib.import_module(f"memobench.runs.{module}").NAME == name
+    assert list(READERS) == list(runs.FORMATS)
+    schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text(encoding="utf-8"))
+    run = schema["properties"]["variants"]["additionalProperties"]["properties"]["run"]
+    assert run["properties"]["format"]["enum"] == list(runs.FORMATS)

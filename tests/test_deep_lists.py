@@ -15,7 +15,7 @@ import pytest
 
 from memobench.evaluation import analyze
 from memobench.datasets import normalize
-from memobench.retrievers import retrieval
+from memobench.retrieval import memo as retrieval
 from memobench.catalog import variants
 from memobench.memo.engine import Ranker, deep_list, merge_final
 from memobench.protocol import DEPTH as DEEP

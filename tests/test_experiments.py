@@ -17,7 +17,7 @@ from memobench.evaluation.falsifier import verdict
 from memobench.tools.generate import write_cn, write_longmemeval
 from memobench.evaluation.metrics import compute
 from memobench.datasets.normalize import normalize_longmemeval
-from memobench.retrievers.retrieval import load_segment, run_segment
+from memobench.retrieval.memo import load_segment, run_segment
 from memobench.memo.timewords import date_words, relative_days, relative_min_time
 from memobench.catalog.variants import resolve
 

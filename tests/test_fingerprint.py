@@ -131,14 +131,14 @@ def scanned_embedding_modules(model: str) -> set[str]:
 
 
 def test_scan_sees_the_subpackage():
-    assert {"retrievers.baselines", "retrievers.baselines.segment", "retrievers.baselines.dense", "retrievers.baselines.embeddings"} <= set(MODULES)
-    assert {"retrievers.baselines", "retrievers.baselines.segment", "retrievers.baselines.rankers", "retrievers.baselines.lexical"} <= scanned_stage_modules("retrieve")
-    assert {"retrievers.baselines", "retrievers.baselines.embeddings", "retrievers.baselines.dense"} <= scanned_stage_modules("embeddings")
+    assert {"retrieval.reference", "retrieval.reference.segment", "retrieval.reference.dense", "retrieval.reference.embeddings"} <= set(MODULES)
+    assert {"retrieval.reference", "retrieval.reference.segment", "retrieval.reference.ranking", "retrieval.reference.lexical"} <= scanned_stage_modules("retrieve")
+    assert {"retrieval.reference", "retrieval.reference.embeddings", "retrieval.reference.dense"} <= scanned_stage_modules("embeddings")
     # a BM25 edit does not rerun the embeddings jobs (the package's __init__ imports nothing; the catalog's
     # registering modules are not an embeddings job's code, but its own model's)
     for model in ("minilm", "wordllama"):
-        assert not {"retrievers.baselines.lexical", "memo.engine"} & scanned_embedding_modules(model)
-    assert not {"retrievers.baselines", "retrievers.retrieval"} & scanned_stage_modules("merge")
+        assert not {"retrieval.reference.lexical", "memo.engine"} & scanned_embedding_modules(model)
+    assert not {"retrieval.reference", "retrieval.memo"} & scanned_stage_modules("merge")
 
 
 @pytest.mark.parametrize("stage", sorted(STAGES))
@@ -211,7 +211,7 @@ def test_statement_scan_misses_no_import_in_tricky_source(case):
 
 def test_retrieval_code_is_not_in_download_or_normalize():
     for stage in ("download", "verify", "normalize"):
-        assert not {"memo.engine", "retrievers.retrieval", "catalog.variants"} & stage_modules(stage), stage
+        assert not {"memo.engine", "retrieval.memo", "catalog.variants"} & stage_modules(stage), stage
 
 
 def test_each_retriever_has_its_own_code():
@@ -221,11 +221,11 @@ def test_each_retriever_has_its_own_code():
     and together they are the whole stage (nothing a job can run is missed)."""
     # every kind, the imported runs' too (no retrieve job ranks one, but the catalog loads its row)
     own = {kind: scanned_variant_modules(kind) for kind in kind_modules()}
-    assert {"memo.engine", "retrievers.retrieval", "memo.stemmer"} <= own["memo"]
-    assert not {"memo.engine", "retrievers.retrieval", "memo.stemmer"} & (own["reference"] | own["python"])
-    assert {"retrievers.baselines", "retrievers.baselines.lexical", "retrievers.baselines.segment"} <= own["reference"]
-    assert not {"retrievers.baselines", "retrievers.baselines.lexical"} & (own["memo"] | own["python"])
-    assert "retrievers.pyretriever" in own["python"] and not {"retrievers.pyretriever", "retrievers.documents"} & own["memo"]
+    assert {"memo.engine", "retrieval.memo", "memo.stemmer"} <= own["memo"]
+    assert not {"memo.engine", "retrieval.memo", "memo.stemmer"} & (own["reference"] | own["python"])
+    assert {"retrieval.reference", "retrieval.reference.lexical", "retrieval.reference.segment"} <= own["reference"]
+    assert not {"retrieval.reference", "retrieval.reference.lexical"} & (own["memo"] | own["python"])
+    assert "retrieval.python" in own["python"] and not {"retrieval.python", "retrieval.documents"} & own["memo"]
     assert set.union(*own.values()) == scanned_stage_modules("retrieve")
     # the catalog's modules are what it loads by name (the scan follows them)
     loads = scanned_imports((PKG / "catalog" / "registry.py").read_text(encoding="utf-8"), "catalog.registry")
@@ -426,10 +426,10 @@ REFERENCE = (["minilm"] if HAVE_DENSE else ["bm25s"]) + (["wordllama"] if HAVE_S
 
 
 @pytest.mark.parametrize("edited,variants", [
-    ("src/memobench/retrievers/baselines/lexical.py", REFERENCE),
+    ("src/memobench/retrieval/reference/lexical.py", REFERENCE),
     # the fusion of v0.8.0 and mine follows its inputs
     ("src/memobench/memo/engine.py", ["v0.8.0", "v0.8.0-index", "exp3-V6", "exp3-T1", "zh-A", "zh-B", "fused"]),
-    ("src/memobench/retrievers/pyretriever.py", ["mine", "fused"]),
+    ("src/memobench/retrieval/python.py", ["mine", "fused"]),
     ("src/memobench/retrievers/fusion.py", ["fused"]),
     ("src/memobench/retrievers/harness.py", ["v0.8.0", "v0.8.0-index", "exp3-V6", "exp3-T1", "zh-A", "zh-B", "mine", "fused"]
      + REFERENCE),
@@ -452,8 +452,8 @@ def test_editing_one_retriever_reruns_only_its_variants(scratch, edited, variant
 
 
 @pytest.mark.skipif(not (HAVE_DENSE and HAVE_STATIC), reason="needs both embedding models ([dense], [static])")
-@pytest.mark.parametrize("edited,model", [("src/memobench/retrievers/baselines/dense.py", "minilm"),
-                                          ("src/memobench/retrievers/baselines/static.py", "wordllama")])
+@pytest.mark.parametrize("edited,model", [("src/memobench/retrieval/reference/dense.py", "minilm"),
+                                          ("src/memobench/retrieval/reference/static.py", "wordllama")])
 def test_editing_one_model_reruns_only_its_embeddings(scratch, edited, model):
     proj, cfg, _ = scratch
     path = proj / edited

@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import REPO, snakemake, write_config
-from memobench.retrievers import fusion
+from memobench.retrieval import fusion
 from memobench.config import validate
 from memobench.errors import ConfigError
 from memobench.catalog.variants import resolve
@@ -154,7 +154,7 @@ def test_forced_miss_and_skips_on_the_committed_tiny_file(tmp_path):
     and bm25s skips exactly v0.8.0's questions and fuses the forced miss
     from bm25s's list alone."""
     from memobench.datasets import normalize
-    from memobench.retrievers import registry as retrievers
+    from memobench.retrieval import sharing as retrievers
 
     normalize.normalize_longmemeval(REPO / ".test/data/lme_tiny.json", tmp_path, log=lambda m: None)
     q, h, e = (tmp_path / f"{n}.parquet" for n in ("questions", "haystacks", "events"))

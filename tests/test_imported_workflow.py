@@ -17,7 +17,7 @@ import pytest
 
 from conftest import REPO, data_dir, dry_run_jobs, snakemake, write_config
 from memobench.evaluation import exports
-from memobench.retrieve.imported import ABSENT, decode_trec_id
+from memobench.retrieval.imported import ABSENT, decode_trec_id
 from memobench.reporting.figures import percent
 from memobench.reporting.report import markdown_report
 from memobench.evaluation.stats import compare, per_question

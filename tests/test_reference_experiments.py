@@ -24,7 +24,7 @@ import reference_experiments as ref  # noqa: E402
 
 from memobench.tools.generate import write_cn, write_longmemeval  # noqa: E402
 from memobench.datasets.normalize import normalize_cn, normalize_longmemeval  # noqa: E402
-from memobench.retrievers.retrieval import load_segment, run_segment  # noqa: E402
+from memobench.retrieval.memo import load_segment, run_segment  # noqa: E402
 from memobench.catalog.variants import resolve  # noqa: E402
 
 QUIET = lambda m: None  # noqa: E731

@@ -137,7 +137,7 @@ def test_reference_backends_are_the_catalogs_rows():
     assert registry.recipe_backends() == registry.names("memo") + registry.names("reference")
     assert set(registry.names("reference")) == {"bm25-official", "bm25s", "fts5-bm25", "minilm", "wordllama"}
     for r in registry.rows("reference"):
-        assert callable(r.rank) and r.module.startswith("retrievers.baselines."), r
+        assert callable(r.rank) and r.module.startswith("retrieval.reference."), r
     with pytest.raises(ConfigError, match="is not one of"):
         resolve("mine", "s", {"mine": {"base": "v0.8.0", "recipe": {"backend": "python"}}})
 
@@ -159,8 +159,8 @@ def test_retrieve_stage_declares_what_every_backend_reads():
     the one place saying what a variant reads: the retrieve stage requires
     what every retriever reads and allows the rest."""
     from memobench.catalog.registry import inputs_of
-    from memobench.retrievers.fusion import fusion_variant
-    from memobench.retrievers.pyretriever import python_variant
+    from memobench.retrieval.fusion import fusion_variant
+    from memobench.retrieval.python import python_variant
 
     st = STAGES["retrieve"]
     reads = {b: inputs_of(variants_with_backend(b)) for b in registry.recipe_backends()}

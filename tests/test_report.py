@@ -23,7 +23,7 @@ from memobench import cli, doc
 from memobench.datasets import missing
 from memobench.reporting import report
 from memobench.reporting.report import build_report
-from memobench.retrievers.retrieval import OUTCOMES
+from memobench.retrieval.memo import OUTCOMES
 
 # a question type, a LoCoMo category, a variant's description or a reason holding
 # a cell separator, a line break, markup, a code span and a script

@@ -17,7 +17,7 @@ from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 
 from memobench.evaluation import stats
-from memobench.retrievers.retrieval import OUTCOMES
+from memobench.retrieval.memo import OUTCOMES
 
 TYPES = ("knowledge-update", "multi-session", "temporal-reasoning")
 

@@ -24,7 +24,7 @@ from . import layout
 from .config import RESERVED, SAFE_NAME, dataset_family, validate
 from .errors import ConfigError
 from .catalog.variants import known_variants, resolve
-from .retrieve.imported import FORMATS as RUN_FORMATS
+from .runs import FORMATS as RUN_FORMATS
 
 REPO = Path(__file__).resolve().parents[2]
 REFERENCE = "v0.8.0"

@@ -19,7 +19,7 @@ from memobench.provenance import file_stamp
 from memobench.memo.recipe import ANALYZE_RECIPE, FIELDS
 from memobench.catalog.registry import code_fingerprint, embedding_inputs, input_names, inputs_of
 from memobench.catalog.variant import from_spec
-from memobench.retrieve.shared_retrieval import group_leaders
+from memobench.retrieval.sharing import group_leaders
 
 
 def fail(msg):
@@ -116,7 +116,7 @@ def retrieve_variant(w):
     return plan.retrieve_spec(config, variant_of(w))
 
 
-# each dataset's retrieve jobs that lead a group of siblings (shared_retrieval.group_leaders)
+# each dataset's retrieve jobs that lead a group of siblings (retrieval.sharing.group_leaders)
 RETRIEVE_LEADERS = {ds: group_leaders([from_spec(s) for s in specs.values()]) for ds, specs in VARIANT_SPECS.items()}
 
 
@@ -187,7 +187,7 @@ def search_inputs(ds, names, tokenizer, variant=None, segment=None, fused=()):
 def embeddings_code(w):
     """An embeddings job's code fingerprint: the stage less the other models'
     encoders (its module imported here, not at parse: it imports numpy and pyarrow)."""
-    from memobench.retrievers.baselines.embeddings import code_fingerprint
+    from memobench.retrieval.reference.embeddings import code_fingerprint
 
     return code_fingerprint(w.model, STAGE_SCRIPT_PATH)
 
@@ -231,7 +231,7 @@ def prepare_spec(w):
 
 
 def prepare_code(w):
-    from memobench.retrievers.pyretriever import prepare_fingerprint
+    from memobench.retrieval.python import prepare_fingerprint
 
     try:
         return prepare_fingerprint(from_spec(prepare_spec(w)), STAGE_SCRIPT_PATH)

@@ -29,9 +29,9 @@ from .row import RETRIEVERS, ROWS, Retriever, Row
 
 # the modules that register rows and retrievers (dotted, below the package); fingerprint.py reads this
 # tuple as imports of this module
-LOADS = ("retrievers.retrieval", "retrievers.baselines.lexical", "retrievers.baselines.dense",
-         "retrievers.baselines.static", "retrievers.baselines.segment", "retrievers.pyretriever",
-         "retrievers.fusion", "retrieve.imported")
+LOADS = ("retrieval.memo", "retrieval.reference.lexical", "retrieval.reference.dense",
+         "retrieval.reference.static", "retrieval.reference.segment", "retrieval.python",
+         "retrieval.fusion", "retrieval.imported")
 _loaded = False
 
 

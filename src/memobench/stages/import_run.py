@@ -13,7 +13,7 @@ def import_run(job: Job) -> None:
     """An imported run's segment: another system's lists read from its file
     (imported.py) into the tables a retrieve job writes, under the variant's
     skip rule; what the import counted goes into the outcomes' metadata."""
-    from ..retrieve.imported import import_segment
+    from ..retrieval.imported import import_segment
     from ..evaluation.metrics import IMPORTED_KEY
     from ..provenance import PROVENANCE_KEY, provenance
     from ..tables import write_table

@@ -42,8 +42,8 @@ def _peak_mb() -> float:
 
 
 def run_lexical(norm: Path, name: str) -> dict:
-    from ..retrievers.baselines.rankers import rank
-    from ..retrievers.documents import haystack_documents
+    from ..retrieval.reference.ranking import rank
+    from ..retrieval.documents import haystack_documents
     from ..tables import read_table
 
     t0, c0 = time.monotonic(), time.process_time()
@@ -68,7 +68,7 @@ def run_dense(norm: Path, sample: int, model: str = "minilm") -> dict:
     retriever on the CPU, as the embeddings stage does."""
     import pyarrow.parquet as pq
 
-    from ..retrievers.baselines.embeddings import encoder_for, iter_session_documents
+    from ..retrieval.reference.embeddings import encoder_for, iter_session_documents
 
     docs = []
     for key, doc in iter_session_documents(norm / "events.parquet", "longmemeval"):
@@ -111,8 +111,8 @@ def long_question_input(n_docs: int, words: int) -> tuple[str, list[str]]:
 
 
 def run_long_question(n_docs: int, words: int, path: str) -> dict:
-    from ..retrievers.baselines.rankers import rank
-    from ..retrievers.baselines.lexical import Fts5Bm25
+    from ..retrieval.reference.ranking import rank
+    from ..retrieval.reference.lexical import Fts5Bm25
 
     t0, c0 = time.monotonic(), time.process_time()
     question, docs = long_question_input(n_docs, words)

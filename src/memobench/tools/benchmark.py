@@ -203,7 +203,7 @@ def _figure(x: float, decimals: int = 0) -> str:
 SHARED_CODE = """
 import json, resource, sys, time
 sys.path.insert(0, sys.argv[1])
-from memobench.retrievers import registry as retrievers
+from memobench.retrieval import sharing as retrievers
 from memobench import layout
 from memobench.catalog.variants import builtin
 root, dataset, names = sys.argv[2], sys.argv[3], sys.argv[4].split(",")
@@ -571,7 +571,7 @@ def run_mshape(work: Path, questions: int, sessions: int, checkout: Path, origin
     """An M-shaped file through the pipeline (M family, v0.8.0 and
     v0.8.0-index, ``segments`` segments, cold, end to end) and, with
     ``original``, run-m.cjs and exp6-m.cjs over the same segments."""
-    from memobench.retrievers.retrieval import segment_bounds
+    from memobench.retrieval.memo import segment_bounds
 
     if questions < segments:
         raise SystemExit(f"--mshape-questions {questions}: at least one question per segment ({segments})")

@@ -63,7 +63,7 @@ def rank_segment(variants, segment, log=print) -> dict:
     retriever reads its session vectors from its embeddings input (its row's
     ``embedding``). Returns {variant name:
     (rankings, outcomes, deep) tables}."""
-    from .rankers import rank
+    from .ranking import rank
 
     keys = sorted({k for h in segment.haystacks.values() for k in h.keys})
     stores = {}

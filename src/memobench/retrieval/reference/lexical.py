@@ -3,7 +3,7 @@ bm25s, and SQLite FTS5's ``bm25()``.
 
 Each ranks one haystack: it takes the question text and the haystack's
 documents in haystack order, and returns the whole haystack as a
-:class:`~memobench.retrievers.baselines.Ranking` (positions best first, with the score of
+:class:`~memobench.retrieval.reference.Ranking` (positions best first, with the score of
 each). Statistics (IDF, average length) are always those of that haystack
 alone, as in LongMemEval's own retrieval, where the corpus is the question's
 haystack.
