@@ -430,8 +430,8 @@ REFERENCE = (["minilm"] if HAVE_DENSE else ["bm25s"]) + (["wordllama"] if HAVE_S
     # the fusion of v0.8.0 and mine follows its inputs
     ("src/memobench/memo/engine.py", ["v0.8.0", "v0.8.0-index", "exp3-V6", "exp3-T1", "zh-A", "zh-B", "fused"]),
     ("src/memobench/retrieval/python.py", ["mine", "fused"]),
-    ("src/memobench/retrievers/fusion.py", ["fused"]),
-    ("src/memobench/retrievers/harness.py", ["v0.8.0", "v0.8.0-index", "exp3-V6", "exp3-T1", "zh-A", "zh-B", "mine", "fused"]
+    ("src/memobench/retrieval/fusion.py", ["fused"]),
+    ("src/memobench/retrieval/harness.py", ["v0.8.0", "v0.8.0-index", "exp3-V6", "exp3-T1", "zh-A", "zh-B", "mine", "fused"]
      + REFERENCE),
 ])
 def test_editing_one_retriever_reruns_only_its_variants(scratch, edited, variants):

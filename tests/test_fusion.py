@@ -1,4 +1,4 @@
-"""Fusion of other variants' deep lists (src/memobench/retrievers/fusion.py): the fused
+"""Fusion of other variants' deep lists (src/memobench/retrieval/fusion.py): the fused
 order against a second implementation written here from the formulas (RRF:
 Cormack, Clarke and Buettcher 2009, in exact fractions; CombSUM of min-max
 normalized scores; BordaFuse), the documented tie-break, repeated sessions,

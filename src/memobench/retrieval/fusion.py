@@ -237,29 +237,6 @@ def _fusion_cycle(name: str, of: list, others: dict) -> list[str] | None:
     return None
 
 
-def _fusion_cycle(name: str, of: list, others: dict) -> list[str] | None:
-    """The path [name, ..., name] by which a fusion reaches itself through the
-    user variants it fuses (their ``fuse.of``, or a ``base``), or None."""
-    def via(v: str) -> list:
-        entry = others.get(v)
-        if not isinstance(entry, dict):
-            return []
-        fuse = entry.get("fuse")
-        got = list(fuse.get("of") or []) if isinstance(fuse, dict) and isinstance(fuse.get("of"), list) else []
-        return got + ([entry["base"]] if isinstance(entry.get("base"), str) else [])
-
-    stack, seen = [(o, [name, o]) for o in reversed(of)], set()
-    while stack:
-        v, path = stack.pop()
-        if v == name:
-            return path
-        if v in seen:
-            continue
-        seen.add(v)
-        stack += [(w, path + [w]) for w in reversed(via(v))]
-    return None
-
-
 # The recipe backend of a fusion variant (config ``variants.<name>.fuse``): its list is fused from other
 # variants' deep lists; not a recipe choice either.
 BACKEND = "fusion"
