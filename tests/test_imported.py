@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from memobench.runs import trec
-from memobench.evaluation import exports, metrics
+from memobench.evaluation import metrics
 from memobench.errors import ConfigError, DataError
 from memobench.retrieval.imported import ABSENT, import_segment
 from memobench.runs.trec import _read_trec_columns, _read_trec_lines, read_id as decode_trec_id
@@ -313,12 +313,10 @@ def test_trec_by_columns_reads_what_the_line_reader_reads(lme):
 
 
 def test_the_trec_decode_hook(tmp_path):
-    """A token without "%" is never decoded; with the exports' decoder
-    (trec.decode_trec_id, where present) an encoded id reads back."""
+    """A token without "%" is never decoded; an encoded id (as runs.trec
+    writes it) reads back."""
     assert decode_trec_id("session_1") == ("session_1", 1)
     assert decode_trec_id("50%off") == ("50%off", 1)  # not an encoding: the id itself
-    if not hasattr(exports, "decode_trec_id"):
-        pytest.skip("exports has no decode_trec_id: every TREC id is read as itself")
     assert decode_trec_id(trec.trec_id("a b", 2)) == ("a b", 2)
 
 
