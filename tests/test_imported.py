@@ -14,11 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from memobench.runs import trec
 from memobench.evaluation import metrics
 from memobench.errors import ConfigError, DataError
 from memobench.retrieval.imported import ABSENT, import_segment
-from memobench.runs.trec import _read_trec_columns, _read_trec_lines, read_id as decode_trec_id
+from memobench.runs.trec import _read_trec_columns, _read_trec_lines, read_id as decode_trec_id, trec_id
 from memobench.datasets.normalize import normalize_longmemeval
 from memobench.evaluation.official import scoring_id, user_target_sessions
 from memobench.tables import read_table
@@ -317,7 +316,7 @@ def test_the_trec_decode_hook(tmp_path):
     writes it) reads back."""
     assert decode_trec_id("session_1") == ("session_1", 1)
     assert decode_trec_id("50%off") == ("50%off", 1)  # not an encoding: the id itself
-    assert decode_trec_id(trec.trec_id("a b", 2)) == ("a b", 2)
+    assert decode_trec_id(trec_id("a b", 2)) == ("a b", 2)
 
 
 def test_config_errors_are_one_line():
