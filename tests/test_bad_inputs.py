@@ -16,8 +16,8 @@ from memobench.errors import DataError
 from memobench.evaluation.metrics import compute
 from memobench.datasets.normalize import normalize_cn, normalize_locomo, normalize_longmemeval
 from memobench.datasets.readers.longmemeval import scan_elements
-from memobench.retrievers.retrieval import load_segment, run_segment
-from memobench.memo.variants import resolve
+from memobench.retrieval.memo import load_segment, run_segment
+from memobench.catalog.variants import resolve
 
 
 def item(qid, question="Where did we go hiking last spring?", sessions=None, ids=None, dates=None, gold=None, **extra):

@@ -14,7 +14,7 @@ from conftest import tiny_normalized
 from memobench.errors import ConfigError
 from memobench.datasets.normalize import normalize_longmemeval
 
-dense = pytest.importorskip("memobench.retrievers.baselines.dense")
+dense = pytest.importorskip("memobench.retrieval.reference.dense")
 
 WEATHER = ["The weather is lovely today.", "It's so sunny outside!", "He drove to the stadium."]
 # sentence-transformers' README: SentenceTransformer("all-MiniLM-L6-v2"), model.similarity of these three
@@ -72,9 +72,9 @@ def test_refuses_files_that_are_not_the_model(model, tmp_path):
 
 
 def test_embedding_stage_and_ranking(model, tmp_path):
-    from memobench.retrievers.baselines.rankers import rank
-    from memobench.retrievers.documents import haystack_documents
-    from memobench.retrievers.baselines.embeddings import SessionVectors, embed_sessions, read_meta
+    from memobench.retrieval.reference.ranking import rank
+    from memobench.retrieval.documents import haystack_documents
+    from memobench.retrieval.reference.embeddings import SessionVectors, embed_sessions, read_meta
 
     norm = tiny_normalized(tmp_path)
     out = tmp_path / "embeddings.parquet"
@@ -105,7 +105,7 @@ def test_sessions_without_events_get_the_empty_documents_vector(model, tmp_path)
     """The committed spiced tiny file has a session with no turn at all: it has
     no row in events.parquet, yet its haystacks rank it (as the empty text)."""
     from conftest import REPO
-    from memobench.retrievers.baselines.embeddings import SessionVectors, embed_sessions
+    from memobench.retrieval.reference.embeddings import SessionVectors, embed_sessions
 
     normalize_longmemeval(REPO / ".test/data/lme_tiny.json", tmp_path, log=lambda m: None)
     sessions = pq.read_table(tmp_path / "sessions.parquet").to_pydict()

@@ -17,10 +17,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memobench.tools.generate.longmemeval import write_longmemeval
-from memobench.retrievers.baselines.rankers import rank
-from memobench.retrievers.documents import haystack_documents, session_documents
-from memobench.retrievers.baselines import lexical
-from memobench.retrievers.baselines.lexical import Fts5Bm25, bm25s_tokenize
+from memobench.retrieval.reference.ranking import rank
+from memobench.retrieval.documents import haystack_documents, session_documents
+from memobench.retrieval.reference import lexical
+from memobench.retrieval.reference.lexical import Fts5Bm25, bm25s_tokenize
 from memobench.datasets.normalize import normalize_locomo, normalize_longmemeval
 
 rank_bm25 = pytest.importorskip("rank_bm25")

@@ -17,7 +17,7 @@ from conftest import REPO, tiny_normalized
 from memobench.errors import ConfigError
 from memobench.datasets.normalize import normalize_longmemeval
 
-static = pytest.importorskip("memobench.retrievers.baselines.static")
+static = pytest.importorskip("memobench.retrieval.reference.static")
 if importlib.util.find_spec("wordllama") is None:
     pytest.skip("wordllama needs the [static] extra", allow_module_level=True)
 
@@ -50,7 +50,7 @@ def test_vectors_are_the_packages_bit_for_bit(model, package_model):
 
 
 def test_ranking_is_the_cosine_of_the_packages_vectors(model, package_model):
-    from memobench.retrievers.baselines.rankers import rank
+    from memobench.retrieval.reference.ranking import rank
 
     docs = TEXTS[1:] + [TEXTS[1]]  # a repeated document ties: haystack order
     r = rank("wordllama", "where is Tokyo?", docs, encoder=model)
@@ -80,9 +80,9 @@ def test_files_are_pinned_and_foreign_ones_refused(model, tmp_path):
 
 
 def test_embeddings_table_and_cached_ranking(model, tmp_path):
-    from memobench.retrievers.baselines.rankers import rank
-    from memobench.retrievers.documents import haystack_documents
-    from memobench.retrievers.baselines.embeddings import SessionVectors, embed_sessions, read_meta
+    from memobench.retrieval.reference.ranking import rank
+    from memobench.retrieval.documents import haystack_documents
+    from memobench.retrieval.reference.embeddings import SessionVectors, embed_sessions, read_meta
 
     norm = tiny_normalized(tmp_path)
     out = tmp_path / "wordllama.parquet"
@@ -110,9 +110,9 @@ def test_embeddings_table_and_cached_ranking(model, tmp_path):
 def test_a_table_of_the_other_model_is_refused(tmp_path):
     """A retrieve job checks the table's files against its model's: minilm's
     vectors (or a stale wordllama table) are not read as wordllama's."""
-    from memobench.retrievers import registry as retrievers
-    from memobench.memo import variants
-    from memobench.retrievers.baselines.embeddings import embed_sessions
+    from memobench.retrieval import sharing as retrievers
+    from memobench.catalog import variants
+    from memobench.retrieval.reference.embeddings import embed_sessions
     from memobench.errors import DataError
 
     normalize_longmemeval(REPO / ".test/data/lme_tiny.json", tmp_path, log=lambda m: None)

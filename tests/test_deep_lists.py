@@ -15,8 +15,8 @@ import pytest
 
 from memobench.evaluation import analyze
 from memobench.datasets import normalize
-from memobench.retrievers import retrieval
-from memobench.memo import variants
+from memobench.retrieval import memo as retrieval
+from memobench.catalog import variants
 from memobench.memo.engine import Ranker, deep_list, merge_final
 from memobench.protocol import DEPTH as DEEP
 from memobench.tools.generate.longmemeval import write_longmemeval

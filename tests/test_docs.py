@@ -140,7 +140,7 @@ def test_every_listed_variant_is_in_the_readmes_variant_table():
     import fnmatch
 
     from memobench.cli import variant_rows
-    from memobench.memo.variants import FAMILIES
+    from memobench.catalog.variant import FAMILIES
 
     section = README.read_text(encoding="utf-8").split("\n## Variants\n", 1)[1].split("\n## ", 1)[0]
     rows = [line for line in section.splitlines() if line.startswith("| `")]

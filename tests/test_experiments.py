@@ -18,9 +18,9 @@ from memobench.tools.generate.cn import write_cn
 from memobench.tools.generate.longmemeval import write_longmemeval
 from memobench.evaluation.metrics import compute
 from memobench.datasets.normalize import normalize_longmemeval
-from memobench.retrievers.retrieval import load_segment, run_segment
+from memobench.retrieval.memo import load_segment, run_segment
 from memobench.memo.timewords import date_words, relative_days, relative_min_time
-from memobench.memo.variants import resolve
+from memobench.catalog.variants import resolve
 
 
 @pytest.fixture(scope="module")

@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import REPO, snakemake, write_config
-from memobench.evaluation import exports
+from memobench.runs import trec
 
 ir_measures = pytest.importorskip("ir_measures")
 from ir_measures import RR, Success  # noqa: E402
@@ -202,7 +202,7 @@ def test_trec_eval_gives_the_harness_numbers(run, ds, variant):
         assert sum(q[f"Success@{k}"] for q in per_q.values()) == m[f"hit@{k}"], k
     assert math.isclose(sum(q["RR@10"] for q in per_q.values()), m["mrr_sum"], rel_tol=1e-12, abs_tol=1e-12)
     # question by question: the harness's rank, counted over positions
-    tokens = exports.question_tokens(_questions(results, ds))
+    tokens = trec.question_tokens(_questions(results, ds))
     outcomes = pq.read_table(results / ds / variant / "outcomes.parquet").to_pylist()
     for o in outcomes:
         if o["status"] != "evaluated" or tokens[o["q_index"]] not in per_q:
@@ -218,13 +218,13 @@ def test_trec_eval_gives_the_harness_numbers(run, ds, variant):
 def test_the_files_decode_to_the_lists_and_the_gold(run, ds):
     results = run[0]
     questions = _questions(results, ds)
-    tokens = exports.question_tokens(questions)
+    tokens = trec.question_tokens(questions)
     by_token = {t: qi for qi, t in tokens.items()}
     assert len(by_token) == len(questions)
     gold = {}
     for line in (results / ds / "qrels.trec").read_text(encoding="utf-8").splitlines():
         qid, _, docno, rel = line.split(" ")
-        sid, n = exports.decode_trec_id(docno)
+        sid, n = trec.decode_trec_id(docno)
         assert n == 1 and rel == "1"
         gold.setdefault(by_token[qid], []).append(sid)
     assert gold == {q["q_index"]: q["gold"] for q in questions if q["gold"] and q["haystack_id"] >= 0}
@@ -232,8 +232,8 @@ def test_the_files_decode_to_the_lists_and_the_gold(run, ds):
         lists: dict[int, list] = {}
         for line in (results / ds / v / "run.trec").read_text(encoding="utf-8").splitlines():
             qid, _, docno, rank, score, tag = line.split(" ")
-            assert exports.decode_trec_id(qid)[0] == questions[by_token[qid]]["question_id"] and tag == v
-            lists.setdefault(by_token[qid], []).append((int(rank), exports.decode_trec_id(docno)))
+            assert trec.decode_trec_id(qid)[0] == questions[by_token[qid]]["question_id"] and tag == v
+            lists.setdefault(by_token[qid], []).append((int(rank), trec.decode_trec_id(docno)))
         deep = _deep(results / ds / v / "deep.parquet")
         assert lists.keys() == deep.keys()
         for qi, rows in deep.items():

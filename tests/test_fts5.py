@@ -17,10 +17,10 @@ from memobench.memo.engine import fts_quote
 from memobench.memo.fts5 import MAX_TOKEN_BYTES, PhraseMatcher, Unicode61
 from memobench.tools.generate.longmemeval import write_longmemeval
 from memobench.datasets.normalize import normalize_locomo, normalize_longmemeval
-from memobench.retrievers.retrieval import load_segment, run_segment
+from memobench.retrieval.memo import load_segment, run_segment
 from memobench.memo.termids import Vocab
 from memobench.memo.tokenize import SEQ, write_tokens
-from memobench.memo.variants import resolve
+from memobench.catalog.variants import resolve
 
 U61 = Unicode61()
 

@@ -1,4 +1,4 @@
-"""Fusion of other variants' deep lists (src/memobench/retrievers/fusion.py): the fused
+"""Fusion of other variants' deep lists (src/memobench/retrieval/fusion.py): the fused
 order against a second implementation written here from the formulas (RRF:
 Cormack, Clarke and Buettcher 2009, in exact fractions; CombSUM of min-max
 normalized scores; BordaFuse), the documented tie-break, repeated sessions,
@@ -15,10 +15,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import REPO, snakemake, write_config
-from memobench.retrievers import fusion
+from memobench.retrieval import fusion
 from memobench.config import validate
 from memobench.errors import ConfigError
-from memobench.memo.variants import resolve
+from memobench.catalog.variants import resolve
 
 SCHEMA = REPO / "workflow/schemas/config.schema.yaml"
 
@@ -154,7 +154,7 @@ def test_forced_miss_and_skips_on_the_committed_tiny_file(tmp_path):
     and bm25s skips exactly v0.8.0's questions and fuses the forced miss
     from bm25s's list alone."""
     from memobench.datasets import normalize
-    from memobench.retrievers import registry as retrievers
+    from memobench.retrieval import sharing as retrievers
 
     normalize.normalize_longmemeval(REPO / ".test/data/lme_tiny.json", tmp_path, log=lambda m: None)
     q, h, e = (tmp_path / f"{n}.parquet" for n in ("questions", "haystacks", "events"))

@@ -133,7 +133,7 @@ def test_wordllama_equals_the_packages_own_embed_and_a_cosine(run, ds):
     normalized tables) and the question; a cosine in numpy ranks them."""
     from wordllama import WordLlama
 
-    from memobench.retrievers.documents import haystack_documents
+    from memobench.retrieval.documents import haystack_documents
 
     work, _, _ = run
     norm = work / "results" / ds / "normalized"

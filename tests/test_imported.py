@@ -1,4 +1,4 @@
-"""Imported runs read and checked without the workflow (src/memobench/retrieve/imported.py):
+"""Imported runs read and checked without the workflow (src/memobench/retrieval/imported.py):
 each bad run file is one line naming the file, the line and the fix; questions
 absent from a run are counted misses; the skip rule and gold are the dataset's.
 The data: a small generated LongMemEval file (the generator's edge cases, a
@@ -14,13 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from memobench.evaluation import exports, metrics
+from memobench.evaluation import metrics
 from memobench.errors import ConfigError, DataError
-from memobench.retrieve.imported import ABSENT, _read_trec_columns, _read_trec_lines, decode_trec_id, import_segment
+from memobench.retrieval.imported import ABSENT, import_segment
+from memobench.runs.trec import _read_trec_columns, _read_trec_lines, read_id as decode_trec_id, trec_id
 from memobench.datasets.normalize import normalize_longmemeval
 from memobench.evaluation.official import scoring_id, user_target_sessions
 from memobench.tables import read_table
-from memobench.memo.variants import resolve
+from memobench.catalog.variants import resolve
 
 
 @pytest.fixture(scope="module")
@@ -111,7 +112,7 @@ def test_lists_counts_and_absent_questions_are_misses_in_the_denominator(lme, tm
 
 def test_skipped_questions_are_the_family_rules_and_their_lists_are_ignored(lme, tmp_path):
     reference = resolve("v0.8.0", "s")
-    from memobench.retrievers.harness import skip_reason
+    from memobench.retrieval.harness import skip_reason
 
     skipped = [q for q in lme["questions"] if q["haystack_id"] in lme["ids"] and not q["gold"]]
     assert skipped, "the generated file has a question with no gold"
@@ -311,13 +312,11 @@ def test_trec_by_columns_reads_what_the_line_reader_reads(lme):
 
 
 def test_the_trec_decode_hook(tmp_path):
-    """A token without "%" is never decoded; with the exports' decoder
-    (exports.decode_trec_id, where present) an encoded id reads back."""
+    """A token without "%" is never decoded; an encoded id (as runs.trec
+    writes it) reads back."""
     assert decode_trec_id("session_1") == ("session_1", 1)
     assert decode_trec_id("50%off") == ("50%off", 1)  # not an encoding: the id itself
-    if not hasattr(exports, "decode_trec_id"):
-        pytest.skip("exports has no decode_trec_id: every TREC id is read as itself")
-    assert decode_trec_id(exports.trec_id("a b", 2)) == ("a b", 2)
+    assert decode_trec_id(trec_id("a b", 2)) == ("a b", 2)
 
 
 def test_config_errors_are_one_line():

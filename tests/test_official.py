@@ -11,10 +11,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from memobench.runs import retrieval_log
 from memobench.evaluation import official
 from memobench.errors import DataError
 from memobench.datasets.normalize import normalize_locomo, normalize_longmemeval
-from memobench.retrievers.retrieval import RANKINGS
+from memobench.retrieval.memo import RANKINGS
 
 L3 = math.log2(3)
 
@@ -257,14 +258,14 @@ def test_a_rankers_own_positions_score_the_copy_it_ranked(tmp_path):
     position, and the official scorer and the retrieval log read that copy;
     a harness list (no positions) places the n-th occurrence at the n-th copy."""
     from memobench.evaluation import exports
-    from memobench.retrievers.retrieval import DEEP
+    from memobench.retrieval.memo import DEEP
 
     target, plain = _turns(("u", True), ("a", False)), _turns(("u", None))
     (tmp_path / "lme.json").write_text(json.dumps([
         _item("q0", ["answer_d", "f1", "answer_d", "f2"], [plain, plain, target, plain], ["answer_d"])]))
     out = tmp_path / "norm"
     normalize_longmemeval(tmp_path / "lme.json", out, log=lambda m: None)
-    exports.write_session_json(out / "events.parquet", tmp_path / "s.bin", log=lambda m: None)
+    retrieval_log.write_session_json(out / "events.parquet", tmp_path / "s.bin", log=lambda m: None)
 
     def deep(name, positions):
         ids = ["answer_d", "f1", "answer_d"]
@@ -298,7 +299,7 @@ def test_the_merge_jobs_work_leaves_pandas_unimported(tmp_path):
     import sys
     from types import SimpleNamespace
 
-    from memobench.retrievers.harness import SegmentRows
+    from memobench.retrieval.harness import SegmentRows
 
     out = tmp_path / "norm"
     summary = normalize_longmemeval(lme_file(tmp_path / "lme.json"), out, log=lambda m: None)
@@ -313,7 +314,8 @@ def test_the_merge_jobs_work_leaves_pandas_unimported(tmp_path):
     spec = {"name": "v", "harness": "h", "description": "", "recipe": {}, "skip": "run"}
     code = f"""
 import sys
-from memobench.evaluation import exports, official
+from memobench.evaluation import official
+from memobench.runs import trec
 from memobench.evaluation.metrics import concat_rankings, merge_segments
 from memobench.tables import write_table
 d, n, quiet = {str(tmp_path)!r} + "/", {str(out)!r} + "/", lambda m: None
@@ -322,7 +324,7 @@ merge_segments("ds", {spec!r}, [d + "seg1.parquet"], [d + "seg1.outcomes.parquet
 write_table(d + "deep.parquet", concat_rankings([d + "seg1.deep.parquet"]))
 block, _ = official.compute("longmemeval", n + "questions.parquet", n + "haystacks.parquet", n + "events.parquet",
                             d + "deep.parquet", log=quiet)
-run = exports.write_run(d + "deep.parquet", n + "questions.parquet", "v", d + "run.trec", log=quiet)
+run = trec.write(d + "deep.parquet", n + "questions.parquet", "v", d + "run.trec", log=quiet)
 print(block["questions"], run["lines"], "pandas" in sys.modules)
 """
     src = Path(official.__file__).resolve().parents[2]

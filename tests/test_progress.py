@@ -93,8 +93,8 @@ def test_embeddings_report_each_batch_with_the_total(clock, tmp_path):
     """The MiniLM stage used to log nothing until a chunk of 4096 sessions was
     done (166 s of silence on LoCoMo's 272 sessions): now every batch, out of
     the total."""
-    dense = pytest.importorskip("memobench.retrievers.baselines.dense")
-    from memobench.retrievers.baselines.embeddings import embed_sessions
+    dense = pytest.importorskip("memobench.retrieval.reference.dense")
+    from memobench.retrieval.reference.embeddings import embed_sessions
     from memobench.errors import ConfigError
     from memobench.tools.generate.longmemeval import write_longmemeval
     from memobench.datasets.normalize import normalize_longmemeval
@@ -123,8 +123,8 @@ def test_a_segments_progress_line_reads_what_then_counts(tmp_path, names):
     """The retrieve job's last progress line names the variant and segment
     once, then the counts: ``bm25s segment 1/1: 9 / 9 questions (...)``."""
     from memobench.datasets import normalize
-    from memobench.memo import variants
-    from memobench.retrievers import registry as retrievers
+    from memobench.catalog import variants
+    from memobench.retrieval import sharing as retrievers
 
     normalize.normalize_longmemeval(REPO / ".test/data/lme_tiny.json", tmp_path, log=lambda m: None)
     vs = [variants.resolve(n, "s") for n in names]

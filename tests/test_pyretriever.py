@@ -1,5 +1,5 @@
 """A user's own Python retriever as a variant (config ``variants.<name>.retriever``,
-src/memobench/retrievers/pyretriever.py, docs/retrievers.md), end to end through
+src/memobench/retrieval/python.py, docs/retrievers.md), end to end through
 Snakemake: a retriever file and the helper module it imports, written into a
 scratch folder, ranked on LoCoMo (the real file's first conversation) and a
 generated LongMemEval file in two segments; a second retriever, named as a
@@ -121,7 +121,7 @@ def _user_module(path, name):
 def _raw_questions(data, ds):
     """(question, haystack) per question id, from the raw file as a user reads it:
     LongMemEval's user turns, LoCoMo's turns, each joined with single spaces; and the gold."""
-    from memobench.retrievers.pyretriever import Haystack, Question
+    from memobench.retrieval.python import Haystack, Question
 
     out = {}
     if ds == "lme":
@@ -203,7 +203,7 @@ def test_lists_and_metrics_equal_the_functions_called_directly(run, ds, variant)
 def test_prepare_runs_once_per_distinct_document(run):
     """One prepare job per dataset: every distinct document of the file once,
     each value prepare's own for that document."""
-    from memobench.retrievers.pyretriever import text_hash
+    from memobench.retrieval.python import text_hash
 
     work, data, _, _ = run
     index = _user_module(work / "prep" / "my_index.py", "direct_my_index2")
@@ -410,8 +410,8 @@ def tiny(tmp_path_factory):
 
 
 def _rank(root, func, name="bad"):
-    from memobench.retrievers import registry as retrievers
-    from memobench.memo.variants import python_variant
+    from memobench.retrieval import sharing as retrievers
+    from memobench.retrieval.python import python_variant
 
     v = python_variant(name, "s", {"retriever": {"callable": f"{root}/{func}"}} if ":" in func else
                        {"retriever": {"callable": f"{root}/bad.py:{func}"}})
@@ -423,7 +423,7 @@ def _rank(root, func, name="bad"):
 
 @pytest.mark.parametrize("func", sorted(BAD_RETURNS))
 def test_a_bad_return_is_one_line_naming_variant_question_and_problem(tiny, func):
-    from memobench.retrievers.pyretriever import RetrieverError
+    from memobench.retrieval.python import RetrieverError
 
     root, first = tiny
     with pytest.raises(RetrieverError) as e:
@@ -441,7 +441,7 @@ def test_a_bad_return_is_one_line_naming_variant_question_and_problem(tiny, func
     ("json.py:rank", r"the module name 'json' is already taken by \S+; rename json.py"),
 ])
 def test_a_callable_that_cannot_be_loaded_is_one_line(tiny, callable_, why):
-    from memobench.retrievers.pyretriever import RetrieverError
+    from memobench.retrieval.python import RetrieverError
 
     root, _ = tiny
     with pytest.raises(RetrieverError) as e:
@@ -452,8 +452,8 @@ def test_a_callable_that_cannot_be_loaded_is_one_line(tiny, callable_, why):
 
 def test_a_bad_prepare_return_is_one_line(tmp_path):
     from memobench.datasets import normalize
-    from memobench.retrievers.pyretriever import RetrieverError, prepare_sessions
-    from memobench.memo.variants import python_variant
+    from memobench.retrieval.python import RetrieverError, prepare_sessions
+    from memobench.retrieval.python import python_variant
 
     normalize.normalize_longmemeval(REPO / ".test/data/lme_tiny.json", tmp_path, log=lambda m: None)
     (tmp_path / "prep.py").write_text("def embed(texts):\n    return texts[1:]\n", encoding="utf-8")
@@ -512,7 +512,7 @@ def test_sources_are_the_file_and_its_local_imports(tmp_path):
     """The fingerprint's files: the callable's module and what it imports from
     its folder or package, however written; not third-party modules, not
     neighbours it does not import."""
-    from memobench.retrievers.pyretriever import sources
+    from memobench.retrieval.python import sources
 
     pkg = tmp_path / "pkg"
     (pkg / "sub").mkdir(parents=True)
@@ -547,7 +547,7 @@ def test_a_module_loaded_from_outside_the_fingerprint_stops_the_job(tiny):
     """A folder without __init__.py below the retriever's, put on sys.path
     and loaded by name: not in the fingerprint, so the job stops rather
     than leave a result its next edit would not rerun."""
-    from memobench.retrievers.pyretriever import RetrieverError
+    from memobench.retrieval.python import RetrieverError
 
     root, _ = tiny
     (root / "lib").mkdir(exist_ok=True)
@@ -576,7 +576,7 @@ def test_a_real_sigint_still_interrupts(tmp_path):
     import signal
     import time
 
-    from memobench.retrievers.pyretriever import Calls
+    from memobench.retrieval.python import Calls
 
     def interrupted_while_running():
         os.kill(os.getpid(), signal.SIGINT)
@@ -594,7 +594,7 @@ def test_a_call_s_output_cwd_and_time_are_contained(tmp_path, capfd):
     import os
     import time
 
-    from memobench.retrievers.pyretriever import Calls
+    from memobench.retrieval.python import Calls
 
     logged = []
     calls = Calls(logged.append, tmp_path, timeout_s=0.2)
@@ -626,9 +626,9 @@ def test_a_call_s_output_cwd_and_time_are_contained(tmp_path, capfd):
 
 def test_too_many_timeouts_stop_the_job(tiny):
     """One more timed-out question than user_retrievers.max_timeouts: one line."""
-    from memobench.retrievers import registry as retrievers
-    from memobench.retrievers.pyretriever import RetrieverError
-    from memobench.memo.variants import python_variant
+    from memobench.retrieval import sharing as retrievers
+    from memobench.retrieval.python import RetrieverError
+    from memobench.retrieval.python import python_variant
 
     root, _ = tiny
     (root / "sleepy.py").write_text("import time\ndef rank(question, haystack):\n    time.sleep(5)\n    return []\n",

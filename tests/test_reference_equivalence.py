@@ -47,8 +47,8 @@ import pytest
 from naive import reference_exp6, reference_locomo, reference_run
 
 from memobench.datasets import normalize
-from memobench.retrievers import registry as retrievers
-from memobench.memo import variants
+from memobench.retrieval import sharing as retrievers
+from memobench.catalog import variants
 
 VARIANTS = ["v0.8.0", "v0.5.0", "v0.4.0", "v0.8.0-index"]
 

@@ -25,8 +25,8 @@ import reference_experiments as ref  # noqa: E402
 from memobench.tools.generate.cn import write_cn  # noqa: E402
 from memobench.tools.generate.longmemeval import write_longmemeval
 from memobench.datasets.normalize import normalize_cn, normalize_longmemeval  # noqa: E402
-from memobench.retrievers.retrieval import load_segment, run_segment  # noqa: E402
-from memobench.memo.variants import resolve  # noqa: E402
+from memobench.retrieval.memo import load_segment, run_segment  # noqa: E402
+from memobench.catalog.variants import resolve  # noqa: E402
 
 QUIET = lambda m: None  # noqa: E731
 

@@ -12,7 +12,8 @@ from conftest import REPO
 from memobench.memo import engine, recipe, tokenize
 from memobench.errors import ConfigError
 from memobench.stages import all_stages, check_names
-from memobench.memo.variants import known_variants, resolve
+from memobench.catalog import registry
+from memobench.catalog.variants import known_variants, resolve
 
 STAGES = all_stages()
 
@@ -20,11 +21,12 @@ STAGES = all_stages()
 def test_schema_recipe_block_is_the_registry():
     schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text(encoding="utf-8"))
     block = schema["properties"]["variants"]["additionalProperties"]["properties"]["recipe"]
-    assert block == recipe.json_schema()
+    assert block == registry.recipe_schema()
 
 
 def test_engine_tables_hold_exactly_the_registry_values():
     choices = {name: set(f.metadata["choices"] or ()) for name, f in recipe.FIELDS.items()}
+    assert not choices["backend"]  # the catalog's (test_reference_backends_are_the_catalogs_rows)
     assert choices["weights"] == set(engine.WEIGHTS)
     assert choices["window"] == set(tokenize.WINDOWS)
     assert choices["stop"] == set(tokenize.STOP_LISTS)
@@ -34,7 +36,7 @@ def test_engine_tables_hold_exactly_the_registry_values():
 def test_docs_recipe_table_is_the_generated_one():
     doc = (REPO / "docs" / "variants.md").read_text(encoding="utf-8")
     block = re.search(r"<!-- recipe-table:start[^\n]*-->\n(.*?)<!-- recipe-table:end -->", doc, re.S)
-    assert block and block.group(1) == recipe.markdown_table()
+    assert block and block.group(1) == registry.recipe_table()
 
 
 def test_tokenizer_wildcard_comes_from_the_registry():
@@ -51,7 +53,7 @@ def test_every_builtin_recipe_passes_the_registry():
             except ConfigError:
                 continue
             for field, value in vars(v.recipe).items():
-                assert recipe.check_value(field, value) is None, (name, field, value)
+                assert registry.check_value(field, value) is None, (name, field, value)
 
 
 @pytest.mark.parametrize("field,value,why", [
@@ -129,11 +131,15 @@ def test_retrieve_stage_finds_the_workflow_script():
     assert retrieve.SCRIPT == REPO / "workflow" / "scripts" / "stage.py" and retrieve.SCRIPT.is_file()
 
 
-def test_reference_backends_are_the_baselines_retrievers():
-    from memobench.retrievers.baselines import rankers as baselines
-
-    assert recipe.REFERENCE_BACKENDS == baselines.NAMES
-    assert set(recipe.REFERENCE_BACKENDS) <= set(recipe.FIELDS["backend"].metadata["choices"])
+def test_reference_backends_are_the_catalogs_rows():
+    """The recipe's backend choices are the catalog's Memo and reference rows;
+    every reference row ranks through its own rank function."""
+    assert registry.recipe_backends() == registry.names("memo") + registry.names("reference")
+    assert set(registry.names("reference")) == {"bm25-official", "bm25s", "fts5-bm25", "minilm", "wordllama"}
+    for r in registry.rows("reference"):
+        assert callable(r.rank) and r.module.startswith("retrieval.reference."), r
+    with pytest.raises(ConfigError, match="is not one of"):
+        resolve("mine", "s", {"mine": {"base": "v0.8.0", "recipe": {"backend": "python"}}})
 
 
 @pytest.mark.parametrize("family", ["s", "m", "locomo", "cn", "zh"])
@@ -141,23 +147,23 @@ def test_reference_variants_take_the_familys_skip_rule(family):
     """Same questions and gold as the Memo variants: the skip rule of the
     family's shipped pipeline (v0.8.0, or cn-A / zh-A)."""
     memo = {"cn": "cn-A", "zh": "zh-A"}.get(family, "v0.8.0")
-    for name in recipe.REFERENCE_BACKENDS:
+    for name in registry.names("reference"):
         v = resolve(name, family)
-        assert v.recipe.backend == name and v.recipe.reference
+        assert v.recipe.backend == name and registry.kind_of(v) == "reference"
         assert v.skip == resolve(memo, family).skip
         assert v.recipe.documents == ("user" if family in ("s", "m", "cn") else "all")
 
 
 def test_retrieve_stage_declares_what_every_backend_reads():
-    """The retriever registry (retrievers.inputs_of; recipe.input_names for
-    the Memo and reference backends) is the one place saying what a variant
-    reads: the retrieve stage requires what every retriever reads and allows
-    the rest."""
-    from memobench.retrievers.registry import inputs_of
-    from memobench.memo.variants import fusion_variant, python_variant
+    """The catalog (registry.inputs_of: each kind's inputs and its rows') is
+    the one place saying what a variant reads: the retrieve stage requires
+    what every retriever reads and allows the rest."""
+    from memobench.catalog.registry import inputs_of
+    from memobench.retrieval.fusion import fusion_variant
+    from memobench.retrieval.python import python_variant
 
     st = STAGES["retrieve"]
-    reads = {b: inputs_of(variants_with_backend(b)) for b in recipe.FIELDS["backend"].metadata["choices"]}
+    reads = {b: inputs_of(variants_with_backend(b)) for b in registry.recipe_backends()}
     for prepare in (None, "my.py:embed"):
         v = python_variant("mine", "s", {"retriever": {"callable": "my.py:rank", "prepare": prepare}})
         reads[f"python {prepare}"] = inputs_of(v)

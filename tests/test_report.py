@@ -23,7 +23,7 @@ from memobench import cli, doc
 from memobench.datasets import missing
 from memobench.reporting import conventions, figures, markdown, numbers, sections
 from memobench.reporting.report import build_report
-from memobench.retrievers.retrieval import OUTCOMES
+from memobench.retrieval.memo import OUTCOMES
 
 # a question type, a LoCoMo category, a variant's description or a reason holding
 # a cell separator, a line break, markup, a code span and a script
@@ -252,7 +252,8 @@ def test_variants_cli_names_each_familys_harness(capsys):
 
 
 def test_variants_cli_lists_memo_variants_then_the_references_under_a_header_in_aligned_columns(capsys):
-    from memobench.memo.variants import FAMILIES, references
+    from memobench.catalog.variant import FAMILIES
+    from memobench.catalog.variants import references
 
     refs = {n for f in FAMILIES for n in references(f)}
     for argv in (["variants"], ["variants", "--family", "s"], ["variants", "--family", "zh"]):

@@ -13,10 +13,11 @@ import pytest
 
 from conftest import snakemake, write_config
 from memobench.datasets import normalize
-from memobench.retrievers import retrieval, registry as retrievers
-from memobench.memo import tokenize, variants
+from memobench.retrieval import memo as retrieval, sharing as retrievers
+from memobench.memo import tokenize
+from memobench.catalog import variants
 from memobench.tools.generate.longmemeval import write_longmemeval
-from memobench.retrieve.shared_retrieval import siblings, read_plan, stored_key, write_plan, write_segment_shared
+from memobench.retrieval.sharing import siblings, read_plan, stored_key, write_plan, write_segment_shared
 
 QUIET = lambda *a, **k: None  # noqa: E731
 KINDS = ("rankings", "outcomes", "deep")
@@ -85,7 +86,7 @@ def test_groups_lock_apart(tmp_path):
     """Variants of one tokenizer share a group and a segment's lock; another
     tokenizer's jobs take another lock (they never rank each other's lists),
     so they run beside a job that is ranking its siblings instead of waiting."""
-    from memobench.retrieve.shared_retrieval import lock_path, share_group
+    from memobench.retrieval.sharing import lock_path, share_group
 
     by_name = {n: variants.resolve(n, "s") for n in ("v0.8.0", "v0.5.0", "v0.8.0-index", "exp4-A0-base")}
     seqs = {n: v.recipe.seq for n, v in by_name.items()}
@@ -101,7 +102,7 @@ def test_each_group_leader_ranks_its_whole_group():
     """The job the workflow starts first in each group (the retrieve rule's
     priority) is one whose pass ranks every other variant of the group, an
     index variant listed first notwithstanding; one leader per group."""
-    from memobench.retrieve.shared_retrieval import group_leaders, needed_inputs, share_group
+    from memobench.retrieval.sharing import group_leaders, needed_inputs, share_group
 
     # an index variant of the ascii tokenizer listed before the FTS ones of its group
     names = ["v0.8.0-index", "ascii-index", "exp4-A0-base", "exp3-T2h", "v0.5.0", "v0.8.0", "exp-V1", "exp5-S2"]
@@ -250,7 +251,7 @@ def _damage(entry: dict, seal, how: str) -> None:
 def test_a_damaged_entry_is_never_copied(tables, tmp_path, how, capsys):
     """A sibling's entry whose bytes are not what was sealed, or that has no
     seal, is removed and the job ranks its own lists (which equal the true ones)."""
-    from memobench.retrieve.shared_retrieval import _entry, _seal_path
+    from memobench.retrieval.sharing import _entry, _seal_path
 
     cfg = _config(["v0.8.0", "v0.5.0"])
     assert _run(tables, tmp_path, "v0.8.0", cfg)["computed"] == ["v0.8.0", "v0.5.0"]
@@ -275,7 +276,7 @@ def test_a_damaged_entry_is_never_copied(tables, tmp_path, how, capsys):
 def test_an_unsealed_entry_is_ranked_again_by_the_next_pass(tables, tmp_path):
     """Tables left without their seal (a kill between the two) are not taken
     as waiting for their job: the next sibling pass ranks and seals them."""
-    from memobench.retrieve.shared_retrieval import _entry, _seal_path
+    from memobench.retrieval.sharing import _entry, _seal_path
 
     cfg = _config(["v0.8.0", "v0.5.0"])
     _run(tables, tmp_path, "v0.8.0", cfg)
@@ -344,7 +345,7 @@ def test_cleanup_beside_another_groups_writes(tables, tmp_path, monkeypatch):
     import threading
 
     from memobench import atomic
-    from memobench.retrieve import shared_retrieval
+    from memobench.retrieval import sharing as shared_retrieval
 
     cfg = _config(["v0.8.0", "v0.5.0", "exp4-A0-base", "exp4-A1+5"])
     jobs = _Threads()
@@ -395,7 +396,7 @@ def test_jobs_of_one_group_take_turns(tables, tmp_path, monkeypatch):
     import threading
     import time
 
-    from memobench.retrieve import shared_retrieval
+    from memobench.retrieval import sharing as shared_retrieval
 
     cfg = _config(["v0.8.0", "v0.5.0"])
     jobs = _Threads()
@@ -431,7 +432,7 @@ def test_an_entry_still_needed_is_kept_however_old(tables, tmp_path):
     entry whose own inputs are unchanged stays for the job that copies it:
     staleness is decided by the stamps an entry was ranked from, not by age.
     An entry ranked from an input since replaced is removed."""
-    from memobench.retrieve.shared_retrieval import _entry
+    from memobench.retrieval.sharing import _entry
 
     names = ["v0.8.0", "v0.5.0", "ascii-index", "exp4-A0-base", "exp4-A1+5"]
     cfg = {**_config(names), "variants": {"ascii-index": {"base": "v0.8.0", "recipe": {"backend": "index"}}}}

@@ -1,4 +1,4 @@
-"""Variants ranked together in one process (retrievers.write_segments: shared
+"""Variants ranked together in one process (sharing.write_segments: shared
 tokens, representatives and FTS rows) give every variant exactly the tables it
 gets alone with the per-question FTS5 tables of the harnesses (the path the
 independent references check)."""
@@ -9,8 +9,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from memobench.datasets import normalize
-from memobench.retrievers import retrieval, registry as retrievers
-from memobench.memo import tokenize, variants
+from memobench.retrieval import memo as retrieval, sharing as retrievers
+from memobench.memo import tokenize
+from memobench.catalog import variants
 from memobench.memo.fts5 import PhraseMatcher, Unicode61
 from memobench.tools.generate.longmemeval import write_longmemeval
 

@@ -11,10 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from memobench.runs import retrieval_log, trec
 from memobench.evaluation import exports, resampling, stats
 from memobench.errors import DataError
 from memobench.reporting.numbers import fmt_p
-from memobench.retrievers.retrieval import OUTCOMES, RANKINGS
+from memobench.retrieval.memo import OUTCOMES, RANKINGS
 
 
 def _rng():
@@ -129,7 +130,7 @@ def test_run_trec_writes_every_position_and_every_question(tmp_path):
     lines of their own, under the marked ids; the first occurrence keeps its id."""
     qs = _questions(tmp_path / "q.parquet", [("q0", ["a"]), ("q1", ["c"]), ("q0", ["z"])])
     rk = _rankings(tmp_path / "r.parquet", [(0, "q0", ["b", "a", "b", "b"]), (1, "q1", ["c"]), (2, "q0", ["z"])])
-    counts = exports.write_run(rk, qs, "v1", tmp_path / "run.trec", log=lambda m: None)
+    counts = trec.write(rk, qs, "v1", tmp_path / "run.trec", log=lambda m: None)
     assert (tmp_path / "run.trec").read_text() == (
         "q0 Q0 b 1 50 v1\nq0 Q0 a 2 49 v1\nq0 Q0 b%#2 3 48 v1\nq0 Q0 b%#3 4 47 v1\n"
         "q1 Q0 c 1 50 v1\nq0%#2 Q0 z 1 50 v1\n")
@@ -143,8 +144,8 @@ def _literal_run(rankings_path, questions_path, tag):
     from memobench.protocol import DEPTH
     from memobench.tables import read_table
 
-    tag = exports.trec_id(tag)
-    qtok = exports.question_tokens(read_table(questions_path, columns=["q_index", "question_id"]).to_pylist())
+    tag = trec.trec_id(tag)
+    qtok = trec.question_tokens(read_table(questions_path, columns=["q_index", "question_id"]).to_pylist())
     t = read_table(rankings_path).sort_by([("q_index", "ascending"), ("rank", "ascending")]).to_pydict()
     stats = {"questions": 0, "lines": 0, "repeated_question_ids": 0, "repeated_sessions": 0,
              "encoded_question_ids": 0, "encoded_session_ids": 0}
@@ -155,12 +156,12 @@ def _literal_run(rankings_path, questions_path, tag):
         if qi != current:
             current, occurrences, qid = qi, {}, qtok[qi]
             stats["questions"] += 1
-            stats["repeated_question_ids"] += exports.REPEAT_MARK in qid
-            stats["encoded_question_ids"] += "%" in qid.split(exports.REPEAT_MARK)[0]
+            stats["repeated_question_ids"] += trec.REPEAT_MARK in qid
+            stats["encoded_question_ids"] += "%" in qid.split(trec.REPEAT_MARK)[0]
         n = occurrences[sid] = occurrences.get(sid, 0) + 1
-        docno = exports.trec_id(sid, n)
+        docno = trec.trec_id(sid, n)
         stats["repeated_sessions"] += n > 1
-        stats["encoded_session_ids"] += "%" in docno.split(exports.REPEAT_MARK)[0]
+        stats["encoded_session_ids"] += "%" in docno.split(trec.REPEAT_MARK)[0]
         lines.append(f"{qid} Q0 {docno} {rank} {DEPTH + 1 - rank} {tag}\n")
         stats["lines"] += 1
     return "".join(lines), stats
@@ -191,7 +192,7 @@ def test_run_trec_is_the_line_by_line_text(tmp_path):
         order = rng.sample(range(len(cols["rank"])), len(cols["rank"]))
         pq.write_table(pa.table({c: [v[i] for i in order] for c, v in cols.items()}, schema=RANKINGS),
                        tmp_path / "r.parquet")
-        counts = exports.write_run(tmp_path / "r.parquet", qs, "tag 1", tmp_path / "run.trec", log=lambda m: None)
+        counts = trec.write(tmp_path / "r.parquet", qs, "tag 1", tmp_path / "run.trec", log=lambda m: None)
         text, want = _literal_run(tmp_path / "r.parquet", qs, "tag 1")
         assert (tmp_path / "run.trec").read_text(encoding="utf-8") == text
         assert list(counts.items()) == list(want.items())
@@ -201,7 +202,7 @@ def test_run_trec_refuses_a_list_of_no_question(tmp_path):
     qs = _questions(tmp_path / "q.parquet", [("q0", [])])
     rk = _rankings(tmp_path / "r.parquet", [(0, "q0", ["a"]), (5, "q5", ["b"])])
     with pytest.raises(DataError, match=r"r.parquet: q_index 5: is not a question of .*q.parquet"):
-        exports.write_run(rk, qs, "v1", tmp_path / "run.trec", log=lambda m: None)
+        trec.write(rk, qs, "v1", tmp_path / "run.trec", log=lambda m: None)
     assert not (tmp_path / "run.trec").exists()
 
 
@@ -210,7 +211,7 @@ def test_run_and_qrels_number_a_question_id_over_the_whole_file(tmp_path):
     second is still the id's second occurrence in both files."""
     qs = _questions(tmp_path / "q.parquet", [("q", []), ("q", ["a"])])
     rk = _rankings(tmp_path / "r.parquet", [(1, "q", ["a"])])
-    exports.write_run(rk, qs, "v1", tmp_path / "run.trec", log=lambda m: None)
+    trec.write(rk, qs, "v1", tmp_path / "run.trec", log=lambda m: None)
     exports.write_qrels(qs, tmp_path / "qrels.trec", log=lambda m: None)
     assert (tmp_path / "run.trec").read_text() == "q%#2 Q0 a 1 50 v1\n"
     assert (tmp_path / "qrels.trec").read_text() == "q%#2 0 a 1\n"
@@ -223,13 +224,13 @@ def test_run_and_qrels_number_a_question_id_over_the_whole_file(tmp_path):
 def test_an_id_trec_cannot_hold_is_percent_encoded(tmp_path, qid, sid, line):
     qs = _questions(tmp_path / "q.parquet", [(qid, [sid])])
     rk = _rankings(tmp_path / "r.parquet", [(0, qid, [sid])])
-    counts = exports.write_run(rk, qs, "v1", tmp_path / "run.trec", log=lambda m: None)
+    counts = trec.write(rk, qs, "v1", tmp_path / "run.trec", log=lambda m: None)
     assert (tmp_path / "run.trec").read_text(encoding="utf-8") == line
     assert (counts["encoded_question_ids"], counts["encoded_session_ids"]) == (qid != "q0", sid != "a")
     exports.write_qrels(qs, tmp_path / "qrels.trec", log=lambda m: None)
     qid_tok, _, sid_tok = line.split()[:3]
     assert (tmp_path / "qrels.trec").read_text(encoding="utf-8") == f"{qid_tok} 0 {sid_tok} 1\n"
-    assert exports.decode_trec_id(qid_tok) == (qid, 1) and exports.decode_trec_id(sid_tok) == (sid, 1)
+    assert trec.decode_trec_id(qid_tok) == (qid, 1) and trec.decode_trec_id(sid_tok) == (sid, 1)
 
 
 def _must_encode(c: str) -> bool:
@@ -245,7 +246,7 @@ def test_a_character_is_encoded_exactly_when_trec_cannot_hold_it():
     bad = []
     for cp in range(0x110000):
         c = chr(cp)
-        tok = exports.trec_id(f"a{c}b")
+        tok = trec.trec_id(f"a{c}b")
         if (tok != f"a{c}b") != _must_encode(c) or tok.split() != [tok] or tok.splitlines() != [tok]:
             bad.append(hex(cp))
     assert not bad
@@ -257,11 +258,11 @@ ids = st.text(st.characters(min_codepoint=0, max_codepoint=0x10FFFF, exclude_cat
 @given(ids, st.integers(1, 10_000))
 @settings(max_examples=500, deadline=None)
 def test_trec_ids_round_trip(value, n):
-    tok = exports.trec_id(value, n)
-    assert exports.decode_trec_id(tok) == (value, n)
+    tok = trec.trec_id(value, n)
+    assert trec.decode_trec_id(tok) == (value, n)
     assert tok and tok.split() == [tok] and tok.encode("utf-8")  # one field; valid UTF-8
     assert not any(_must_encode(c) for c in tok.replace("%", ""))
-    assert (exports.REPEAT_MARK in tok) == (n > 1)
+    assert (trec.REPEAT_MARK in tok) == (n > 1)
 
 
 @given(st.text(st.sampled_from("%#0123456789ABCDEFaef x\x00"), max_size=10))
@@ -270,15 +271,15 @@ def test_a_token_has_one_spelling(tok):
     """decode_trec_id takes what trec_id writes and nothing else (a token is
     the image of exactly one (id, occurrence))."""
     try:
-        value, n = exports.decode_trec_id(tok)
+        value, n = trec.decode_trec_id(tok)
     except ValueError:
         return
-    assert exports.trec_id(value, n) == tok
+    assert trec.trec_id(value, n) == tok
 
 
 def test_distinct_ids_and_occurrences_never_share_a_token():
     values = ["", "%", "%#2", "a", "a%#2", "a%232", "a%", "%%", " ", "%20", "\x00", "%00"]
-    toks = [exports.trec_id(v, n) for v in values for n in (1, 2, 12)]
+    toks = [trec.trec_id(v, n) for v in values for n in (1, 2, 12)]
     assert len(set(toks)) == len(toks)
 
 
@@ -297,7 +298,7 @@ def test_trec_eval_reads_the_positions_the_harness_counts(tmp_path):
             ("rep10", ["y"], ["x"] * 3 + ["y"])]
     qs = _questions(tmp_path / "q.parquet", [(qid, gold) for qid, gold, _ in rows])
     rk = _rankings(tmp_path / "r.parquet", [(i, qid, lst) for i, (qid, _, lst) in enumerate(rows)])
-    exports.write_run(rk, qs, "v1", tmp_path / "run.trec", log=lambda m: None)
+    trec.write(rk, qs, "v1", tmp_path / "run.trec", log=lambda m: None)
     exports.write_qrels(qs, tmp_path / "qrels.trec", log=lambda m: None)
     for f in ("run.trec", "qrels.trec"):  # raw NUL would abort pytrec_eval: none is written
         assert not any(_must_encode(c) for c in (tmp_path / f).read_text(encoding="utf-8").replace(" ", "")
@@ -310,7 +311,7 @@ def test_trec_eval_reads_the_positions_the_harness_counts(tmp_path):
     for m in ir_measures.iter_calc([RR @ 10], qrels, run):
         got[m.query_id][str(m.measure)] = m.value
     assert len(got) == len(rows)
-    toks = exports.question_tokens([{"q_index": i, "question_id": r[0]} for i, r in enumerate(rows)])
+    toks = trec.question_tokens([{"q_index": i, "question_id": r[0]} for i, r in enumerate(rows)])
     for i, (qid, gold, lst) in enumerate(rows):
         rank = next((r for r, sid in enumerate(lst[:10], 1) if sid in gold), 0)
         want = {f"Success@{k}": float(0 < rank <= k) for k in (1, 5, 10)}
@@ -346,8 +347,8 @@ def test_session_json_is_each_sessions_turns_as_json(tmp_path):
             (4, 0, "assistant", "x", False)]
     rows += [(k, 0, "user", f"t{k} ✓", False) for k in range(5, 40)]
     _events(tmp_path / "events.parquet", rows)
-    exports.write_session_json(tmp_path / "events.parquet", tmp_path / "s.bin", log=lambda m: None)
-    store = exports.SessionJson(tmp_path / "s.bin")
+    retrieval_log.write_session_json(tmp_path / "events.parquet", tmp_path / "s.bin", log=lambda m: None)
+    store = retrieval_log.SessionJson(tmp_path / "s.bin")
     turns = store.turns(1).decode("utf-8")
     assert json.loads(turns) == [{"role": "user", "content": "a \"q\"", "has_answer": True},
                                  {"role": "assistant", "content": "b é"}, {"role": "user", "content": "c"}]
@@ -361,7 +362,7 @@ def test_session_json_is_each_sessions_turns_as_json(tmp_path):
     store.close()
     (tmp_path / "bad.bin").write_bytes(b"x" * 100)
     with pytest.raises(DataError, match="not a session JSON file"):
-        exports.SessionJson(tmp_path / "bad.bin")
+        retrieval_log.SessionJson(tmp_path / "bad.bin")
 
 
 def test_session_json_equals_json_dumps_across_batches(tmp_path):
@@ -373,8 +374,8 @@ def test_session_json_equals_json_dumps_across_batches(tmp_path):
     rows += [(1, i, "user" if i % 3 else "assistant", texts[i % 4] + str(i), i % 7 == 0) for i in range(65540)]
     rows += [(2, 1, "assistant", texts[2], None), (2, 0, "user", texts[3], False)]
     _events(tmp_path / "events.parquet", rows)
-    exports.write_session_json(tmp_path / "events.parquet", tmp_path / "s.bin", log=lambda m: None)
-    store = exports.SessionJson(tmp_path / "s.bin")
+    retrieval_log.write_session_json(tmp_path / "events.parquet", tmp_path / "s.bin", log=lambda m: None)
+    store = retrieval_log.SessionJson(tmp_path / "s.bin")
     for key in (0, 1, 2):
         turns = sorted((r for r in rows if r[0] == key), key=lambda r: r[1])
         want = [{"role": r, "content": t, **({"has_answer": True} if ha else {})} for _, _, r, t, ha in turns]
@@ -387,5 +388,5 @@ def test_session_json_equals_json_dumps_across_batches(tmp_path):
 def test_session_json_refuses_unordered_events(tmp_path):
     _events(tmp_path / "events.parquet", [(2, 0, "user", "a", False), (1, 0, "user", "b", False)])
     with pytest.raises(DataError, match="session-key order"):
-        exports.write_session_json(tmp_path / "events.parquet", tmp_path / "s.bin", log=lambda m: None)
+        retrieval_log.write_session_json(tmp_path / "events.parquet", tmp_path / "s.bin", log=lambda m: None)
 

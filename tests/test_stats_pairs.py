@@ -18,7 +18,7 @@ from statsmodels.stats.multitest import multipletests
 
 from memobench.evaluation import correction, paired, resampling, stats
 from memobench.evaluation.measures import PAIRED
-from memobench.retrievers.retrieval import OUTCOMES
+from memobench.retrieval.memo import OUTCOMES
 
 TYPES = ("knowledge-update", "multi-session", "temporal-reasoning")
 

@@ -36,8 +36,9 @@ from test_reference_equivalence import compare, lme_reference, run_project
 import reference_experiments as refx
 from test_reference_experiments import compare as compare_exp, project as project_exp
 
+from memobench.runs import retrieval_log
 from memobench.evaluation import exports, official
-from memobench.retrievers.documents import session_documents
+from memobench.retrieval.documents import session_documents
 from memobench.errors import DataError
 from memobench.memo.fts5 import Unicode61
 from memobench.tools.generate.cn import write_cn
@@ -355,7 +356,7 @@ def test_retrieval_log_writes_the_exact_texts(files, tmp_path):
     rankings, _ = run_project(norm, "v0.8.0", "s", tmp_path / "run")
     rk = tmp_path / "rankings.parquet"
     rankings.to_parquet(rk)
-    exports.write_session_json(norm / "events.parquet", tmp_path / "sessions.bin", log=QUIET)
+    retrieval_log.write_session_json(norm / "events.parquet", tmp_path / "sessions.bin", log=QUIET)
     exports.write_retrievallog("longmemeval", norm / "questions.parquet", norm / "haystacks.parquet",
                                norm / "events.parquet", rk, tmp_path / "log.jsonl", tmp_path / "sessions.bin", log=QUIET)
     data = (tmp_path / "log.jsonl").read_bytes()

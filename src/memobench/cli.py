@@ -8,7 +8,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .memo.variants import FAMILIES, builtin, references
+from .catalog.variant import FAMILIES
+from .catalog.variants import builtin, references
 
 
 def harness_text(harnesses: dict[str, str]) -> str:

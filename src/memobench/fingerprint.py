@@ -109,12 +109,26 @@ def _walked(text: str) -> list:
     return [n for n in ast.walk(ast.parse(text)) if isinstance(n, (ast.Import, ast.ImportFrom))]
 
 
+# a module that imports modules by name (the catalog loading the modules that register its rows) lists
+# them in a tuple of dotted names at the start of a line: ``LOADS = ("a.b", ...)``
+_LOADS = re.compile(r"^LOADS = \(([^)]*)\)", re.M)
+
+
+def loads(text: str) -> set[str]:
+    """The package modules a module's ``LOADS`` tuple names (imported by name, so read as its imports)."""
+    m = _LOADS.search(text)
+    return set(re.findall(r"[\"']([\w.]+)[\"']", m.group(1))) if m else set()
+
+
 @lru_cache(maxsize=None)
 def imports_of(name: str) -> frozenset[str]:
-    """Every package module that module ``name`` imports, anywhere in its source."""
+    """Every package module that module ``name`` imports, anywhere in its
+    source, and those its ``LOADS`` names."""
     out: set[str] = set()
-    for node in import_statements(module_path(name).read_text(encoding="utf-8")):
+    text = module_path(name).read_text(encoding="utf-8")
+    for node in import_statements(text):
         out |= _resolve(node, name)
+    out |= {m for m in loads(text) if module_path(m) is not None}
     # a submodule's package __init__ runs first
     parts = name.split(".")
     for i in range(1, len(parts)):
@@ -152,7 +166,7 @@ def stage_modules(stage: str, exclude=frozenset()) -> set[str]:
     own module and their closure (the adapter imports no stage module, so no
     other stage's code is in it). Modules in ``exclude`` are left out, with
     what only they import (the retriever seam's implementations:
-    ``retrievers.registry.code_fingerprint``)."""
+    ``catalog.registry.code_fingerprint``)."""
     return set(_stage_modules(stage, frozenset(exclude)))
 
 

@@ -40,7 +40,7 @@ ANALYZE_SUMMARY = f"{ANALYZE}/summary.json"
 ANALYZE_MD = f"{ANALYZE}/analyze.md"
 FALSIFIER = f"{DATASET}/falsifier.json"
 FALSIFIER_MD = f"{DATASET}/falsifier.md"
-# a segment's tables a sibling variant's retrieve job computed ahead (memobench.retrieve.shared_retrieval)
+# a segment's tables a sibling variant's retrieve job computed ahead (memobench.retrieval.sharing)
 SHARED_CACHE = f"{DATASET}/cache/{{segment}}"
 
 # per dataset and variant: a segment's tables, then the merged ones (the
@@ -75,7 +75,7 @@ FOREST_PNG = f"{RESULTS}/forest.png"
 HEATMAP_PNG = f"{RESULTS}/heatmap.png"
 MANIFEST = f"{RESULTS}/manifest.json"
 DATASETS = f"{RESULTS}/datasets.json"
-# the retrieve jobs this invocation runs (memobench.retrieve.shared_retrieval.write_plan)
+# the retrieve jobs this invocation runs (memobench.retrieval.sharing.write_plan)
 RETRIEVE_PLAN = f"{RESULTS}/cache/retrieve_plan.json"
 # a job's log is LOGS/<rule>/<its wildcards>.log, its benchmark BENCHMARKS/<rule>/<its wildcards>.tsv
 LOGS = f"{RESULTS}/logs"

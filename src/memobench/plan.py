@@ -20,8 +20,9 @@ from .config import RESERVED, SAFE_NAME, dataset_family
 from .formats import FORMATS, LME_FORMATS, has_raw_file
 from .errors import ConfigError
 from .memo.tokenize import FTS5_TOKENS
-from .memo.recipe import EMBEDDING_INPUTS
-from .memo.variants import PYTHON_BACKEND, resolve, to_spec
+from .catalog.registry import embedding_inputs, kind_of
+from .catalog.variant import to_spec
+from .catalog.variants import resolve
 
 
 # --------------------------------------------------------------------------- datasets and variants
@@ -149,13 +150,13 @@ def check_files(config: dict, specs: dict, cwd: str) -> None:
     the workflow is parsed: those are input functions and params of jobs
     that follow a download checkpoint, evaluated only once it has run, so
     the line came after the downloads."""
-    from .retrievers.pyretriever import sources
+    from .retrieval.python import sources
 
     for ds in config["run"]:
         for v, spec in specs[ds].items():
             if spec.get("run"):
                 run_file(spec, ds, v, cwd)
-            elif spec["recipe"]["backend"] == PYTHON_BACKEND:
+            elif kind_of(spec) == "python":
                 for key in ("callable", "prepare"):
                     if spec["retriever"].get(key):
                         try:
@@ -169,7 +170,7 @@ def retrieve_spec(config: dict, spec: dict) -> dict:
     (a description does not); a user's Python retriever carries the run's
     ``user_retrievers`` limits, since a timed-out question is ranked as a miss."""
     out = {k: v for k, v in spec.items() if k in ("name", "recipe", "skip", "retriever")}
-    if out["recipe"].get("backend") == PYTHON_BACKEND:
+    if kind_of(out) == "python":
         limits = config.get("user_retrievers") or {}
         out["retriever"] = {**out["retriever"], "limits": {k: limits[k] for k in ("timeout_s", "max_timeouts")
                                                            if k in limits}}
@@ -218,7 +219,7 @@ def search_inputs(config: dict, ds: str, names, tokenizer: str, variant: str | N
                   segment: str | None = None, fused=()) -> dict:
     """The paths of the named inputs (``names``) of a job that ranks a
     dataset's questions: which ones a variant reads is its retriever's
-    (memobench.retrievers.registry.inputs_of; memobench.memo.recipe.input_names for the
+    (memobench.catalog.registry.inputs_of; memobench.catalog.registry.input_names for the
     Memo and reference backends: the FTS5 tokens only for the FTS backend, no
     tokens for a reference retriever, its session vectors for an embedding
     retriever, a user retriever's prepared table when it has a prepare step,
@@ -230,7 +231,7 @@ def search_inputs(config: dict, ds: str, names, tokenizer: str, variant: str | N
         "events": normalized(base, "events"),
         "tokens": layout.path(layout.TOKENS, dataset=base, tokenizer=tokenizer),
         "fts_tokens": layout.path(layout.TOKENS, dataset=base, tokenizer=FTS5_TOKENS),
-        **{name: layout.path(layout.EMBEDDINGS, dataset=base, model=model) for model, name in EMBEDDING_INPUTS.items()},
+        **{name: layout.path(layout.EMBEDDINGS, dataset=base, model=model) for model, name in embedding_inputs().items()},
         "prepared": layout.path(layout.PREPARED, dataset=base, variant=variant),
         "fused": [layout.path(layout.SEGMENT_TABLE, dataset=ds, variant=v, segment=segment,
                               suffix=layout.SEGMENT_SUFFIXES["deep"]) for v in fused],

@@ -31,7 +31,8 @@ from .config import RESERVED, SAFE_NAME, dataset_family, validate
 from .errors import ConfigError
 from .evaluation.measures import HARNESS_MEASURES, MEASURES, OFFICIAL_MEASURES, PAIRED
 from .evaluation.published import REFERENCE
-from .memo.variants import RUN_FORMATS, known_variants, resolve
+from .catalog.variants import known_variants, resolve
+from .runs import FORMATS as RUN_FORMATS
 
 WORKFLOW_ENV = "MEMOBENCH_WORKFLOW"
 

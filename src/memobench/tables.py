@@ -11,6 +11,8 @@ Every normalized dataset is four tables (see docs/tables.md):
 
 from __future__ import annotations
 
+from bisect import bisect_right
+
 import re
 from pathlib import Path
 
@@ -241,3 +243,15 @@ def write_table(path, table: pa.Table) -> None:
     """Write a whole table atomically."""
     with atomic_path(path) as tmp:
         pq.write_table(table, tmp, compression="zstd")
+
+
+def sorted_runs(values: list):
+    """(value, start, end) of each run of equal values of a sorted list (a
+    null run last, as Arrow sorts it), by binary search: a loop per run, not
+    per row."""
+    lo, n = 0, len(values)
+    while lo < n:
+        v = values[lo]
+        hi = n if v is None else bisect_right(values, v, lo)
+        yield v, lo, hi
+        lo = hi

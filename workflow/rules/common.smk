@@ -16,10 +16,10 @@ from memobench.fingerprint import stage_fingerprint
 from memobench.memo.tokenize import FTS5_TOKENS
 from memobench.datasets.missing import attempt_param, read_receipt
 from memobench.provenance import file_stamp
-from memobench.memo.recipe import ANALYZE_RECIPE, EMBEDDING_INPUTS, FIELDS, input_names
-from memobench.retrievers.registry import code_fingerprint, inputs_of
-from memobench.memo.variants import from_spec
-from memobench.retrieve.shared_retrieval import group_leaders
+from memobench.memo.recipe import ANALYZE_RECIPE, FIELDS
+from memobench.catalog.registry import code_fingerprint, embedding_inputs, input_names, inputs_of
+from memobench.catalog.variant import from_spec
+from memobench.retrieval.sharing import group_leaders
 
 
 def fail(msg):
@@ -69,7 +69,7 @@ _RETRIEVE_CODES = {}
 def retrieve_code(w):
     """A retrieve job's code fingerprint: the stage's shared modules and its
     variant's retriever's code (the Memo engine, the reference retrievers, or
-    a user's source files; retrievers.registry.code_fingerprint), so editing one
+    a user's source files; catalog.registry.code_fingerprint), so editing one
     retriever reruns only the variants it ranks."""
     spec = variant_of(w)
     key = repr(spec)
@@ -116,7 +116,7 @@ def retrieve_variant(w):
     return plan.retrieve_spec(config, variant_of(w))
 
 
-# each dataset's retrieve jobs that lead a group of siblings (shared_retrieval.group_leaders)
+# each dataset's retrieve jobs that lead a group of siblings (retrieval.sharing.group_leaders)
 RETRIEVE_LEADERS = {ds: group_leaders([from_spec(s) for s in specs.values()]) for ds, specs in VARIANT_SPECS.items()}
 
 
@@ -187,7 +187,7 @@ def search_inputs(ds, names, tokenizer, variant=None, segment=None, fused=()):
 def embeddings_code(w):
     """An embeddings job's code fingerprint: the stage less the other models'
     encoders (its module imported here, not at parse: it imports numpy and pyarrow)."""
-    from memobench.retrievers.baselines.embeddings import code_fingerprint
+    from memobench.retrieval.reference.embeddings import code_fingerprint
 
     return code_fingerprint(w.model, STAGE_SCRIPT_PATH)
 
@@ -231,7 +231,7 @@ def prepare_spec(w):
 
 
 def prepare_code(w):
-    from memobench.retrievers.pyretriever import prepare_fingerprint
+    from memobench.retrieval.python import prepare_fingerprint
 
     try:
         return prepare_fingerprint(from_spec(prepare_spec(w)), STAGE_SCRIPT_PATH)
@@ -291,7 +291,7 @@ wildcard_constraints:
     segment=layout.SEGMENT_PATTERN,
     # a recipe's tokenizer (the recipe field seq) or fts5
     tokenizer="|".join([*FIELDS["seq"].metadata["choices"], FTS5_TOKENS]),
-    model="|".join(EMBEDDING_INPUTS),
+    model="|".join(embedding_inputs()),
 
 
 # Imported runs (import_run.smk) are read, never ranked: the retrieve rule

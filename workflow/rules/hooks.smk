@@ -47,12 +47,12 @@ def missing_datasets():
 
 
 def write_retrieve_plan():
-    """Why: a retrieve job ranks its sibling variants ahead (shared_retrieval.py)
+    """Why: a retrieve job ranks its sibling variants ahead (retrieval/sharing.py)
     only when their own jobs are planned, so it needs the retrieve jobs this
     invocation runs. Snakemake's DAG is not a public API: without it the plan
     is marked incomplete and the jobs share only missing outputs (correct
     either way)."""
-    from memobench.retrieve.shared_retrieval import write_plan
+    from memobench.retrieval.sharing import write_plan
 
     try:
         dag = workflow.dag

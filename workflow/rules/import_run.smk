@@ -1,7 +1,7 @@
 # Imported runs (docs/imported-runs.md): a variant whose config entry has
 # `run: {file, format}` is another system's ranked lists, read from its file
 # into the segment tables a retrieve job writes, under the dataset's skip rule
-# (src/memobench/retrieve/imported.py). merge, official metrics, stats, exports and the
+# (src/memobench/retrieval/imported.py). merge, official metrics, stats, exports and the
 # report then treat it like any variant. The file is recorded once (record_run:
 # its size and sha256), and every segment checks the bytes it read against
 # that record, so a file replaced between two segments' jobs fails in one line

@@ -15,7 +15,7 @@ from ..memo.recipe import ANALYZE_RECIPE
 from ..jsmath import to_fixed
 from . import metrics
 from ..progress import Progress
-from ..retrievers.retrieval import load_segment, token_tables
+from ..retrieval.memo import load_segment, token_tables
 from ..atomic import write_json, write_text
 from ..tables import write_table
 from ..memo.tokenize import seq_ascii

@@ -137,7 +137,7 @@ def checks_summary(seg_tables) -> dict:
     averaged."""
     import json
 
-    from ..retrievers.harness import CHECKS_KEY
+    from ..retrieval.harness import CHECKS_KEY
 
     parts = [json.loads(t.schema.metadata[CHECKS_KEY]) for t in seg_tables
              if CHECKS_KEY in (t.schema.metadata or {})]

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from array import array
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left
 from collections import defaultdict
 
 import pyarrow as pa
@@ -37,7 +37,8 @@ import pyarrow.parquet as pq
 from ..formats import FORMATS, LME_FORMATS
 from ..errors import DataError
 from ..progress import Progress
-from ..tables import read_table
+from ..retrieval.harness import scoring_id, user_target_sessions  # the rules an imported run is read under too
+from ..tables import read_table, sorted_runs
 
 KS = (1, 3, 5, 10, 30, 50)
 # LoCoMo's question categories (``qa[].category``) by the names of the LoCoMo
@@ -65,15 +66,6 @@ CONVENTIONS = {
 
 
 # ---------------------------------------------------------------- the rules
-
-
-def scoring_id(session_id: str, user_has_answer: bool) -> str:
-    """The id a document is scored under: ``answer`` -> ``noans`` when none of
-    the session's user turns has ``has_answer`` (a session with no user turn
-    has none)."""
-    if "answer" in session_id and not user_has_answer:
-        return session_id.replace("answer", "noans")
-    return session_id
 
 
 def gold_ids(scoring: list[str]) -> set[str]:
@@ -255,18 +247,6 @@ def read_rankings(path) -> tuple[dict[int, list[str]], int, dict[int, list[int]]
     return out, depth or 0, known
 
 
-def sorted_runs(values: list):
-    """(value, start, end) of each run of equal values of a sorted list (a
-    null run last, as Arrow sorts it), by binary search: a loop per run, not
-    per row."""
-    lo, n = 0, len(values)
-    while lo < n:
-        v = values[lo]
-        hi = n if v is None else bisect_right(values, v, lo)
-        yield v, lo, hi
-        lo = hi
-
-
 def given_positions(ranked: list[str], positions: list[int], haystack: list[str], path="rankings",
                     item=None) -> list[int]:
     """A ranker's own positions, checked against its session ids and the haystack."""
@@ -293,14 +273,6 @@ def read_haystacks(path, hids=None, dates: bool = True) -> dict[int, dict[str, l
         return {hid: {"ids": ids[lo:hi], "keys": keys[lo:hi]} for hid, lo, hi in runs}
     days = t.column("date").to_pylist()
     return {hid: {"ids": ids[lo:hi], "keys": keys[lo:hi], "dates": days[lo:hi]} for hid, lo, hi in runs}
-
-
-def user_target_sessions(events_path) -> set[int]:
-    """Session keys with at least one user turn whose ``has_answer`` is true."""
-    t = read_table(events_path, columns=["session_key", "role", "has_answer"])
-    has_answer = t.column("has_answer")
-    t = t.filter(pc.and_kleene(pc.is_valid(has_answer), has_answer))  # true, not false or null
-    return {k for k, r in zip(t.column("session_key").to_pylist(), t.column("role").to_pylist()) if r == "user"}
 
 
 def _is_in(column, values):

@@ -1,9 +1,10 @@
 """The typed recipe registry: every field that decides a question's list,
 declared once with its allowed values and its meaning.
 
-Everything else is derived from or checked against this table: ``variants.resolve``
-validates user recipes with :func:`validate`; the config schema's recipe block
-equals :func:`json_schema` (tested); the workflow's ``tokenizer`` wildcard constraint
+Everything else is derived from or checked against this table: ``catalog.variants.resolve``
+validates user recipes with :func:`validate` (the backend's choices are the catalog's rows,
+``catalog.registry.RECIPE``); the config schema's recipe block
+equals :func:`json_schema` with them (tested); the workflow's ``tokenizer`` wildcard constraint
 (the ``seq`` field's values, and fts5) is built from :data:`FIELDS`; the README's recipe table is checked against it
 (tested); the engine's lookup tables (windows, stop lists, weights, tokenizers)
 must hold exactly the listed values (tested).
@@ -16,15 +17,6 @@ from dataclasses import MISSING, dataclass, field, fields
 from ..errors import ConfigError
 from .tokenize import STOP_LISTS, WINDOWS
 
-# The reference retrievers (docs/protocol.md#reference-retrievers; src/memobench/retrievers/baselines/): a
-# recipe whose backend is one of these is ranked by that retriever over whole
-# session documents, not by the Memo pipeline (only ``documents`` applies).
-REFERENCE_BACKENDS = ("bm25-official", "bm25s", "fts5-bm25", "minilm", "wordllama")
-# The embedding retrievers: each reads its own cached table of session vectors
-# (the embeddings stage), a retrieve job's input of this name.
-EMBEDDING_INPUTS = {"minilm": "embeddings", "wordllama": "wordllama_embeddings"}
-
-
 def _field(default, doc: str, choices: tuple | None = None, minimum: int | None = None):
     return field(default=default, metadata={"doc": doc, "choices": choices, "minimum": minimum})
 
@@ -33,10 +25,12 @@ def _field(default, doc: str, choices: tuple | None = None, minimum: int | None 
 class Recipe:
     """Everything that decides a question's list (one harness variant)."""
 
+    # the retriever that ranks: its choices are the catalog's rows (memobench.catalog.registry), which
+    # fills {references} and checks the value; a reference retriever ranks whole session documents, not
+    # the Memo pipeline (only ``documents`` applies)
     backend: str = _field("fts", "discovery: SQLite FTS5 + JS-token check (run.cjs), or the in-memory "
                                  "inverted index (exp6.cjs); or a reference retriever ranking whole session "
-                                 "documents (docs/baselines.md: bm25-official, bm25s, fts5-bm25, minilm, wordllama)",
-                          ("fts", "index", *REFERENCE_BACKENDS))
+                                 "documents (docs/baselines.md: {references})")
     seq: str = _field("ascii", "the tokenizer: the JS tokenizer of events and phrases, whose token table "
                                "the variant reads (tokens/{tokenizer}.arrow; see docs/harnesses.md#tokenizers "
                                "for S-ASCII, S-CJKR, S-ZH, exp6, the product's)", ("ascii", "cjkr", "zh", "exp6", "prod"))
@@ -71,11 +65,6 @@ class Recipe:
                                    "only (LongMemEval's run_retrieval.py); the Memo backends search every turn",
                             ("all", "user"))
 
-    @property
-    def reference(self) -> bool:
-        """Ranked by a reference retriever (src/memobench/retrievers/baselines/)."""
-        return self.backend in REFERENCE_BACKENDS
-
     def window_tokens(self, question: str) -> list[str]:
         return WINDOWS[self.window](question, STOP_LISTS[self.stop])
 
@@ -85,30 +74,21 @@ FIELDS = {f.name: f for f in fields(Recipe)}
 ANALYZE_RECIPE = Recipe(window="070", weights="len", fts_limit=2000)
 
 
-def input_names(backend: str) -> frozenset[str]:
-    """The named inputs a job ranking under a recipe with this backend reads
-    (common.smk's ``search_inputs`` gives their paths): the normalized tables;
-    for the Memo backends the tokenizer's tokens, and the FTS5 (unicode61)
-    tokens for ``fts``; for a reference retriever nothing more, but an
-    embedding retriever's session vectors (:data:`EMBEDDING_INPUTS`)."""
-    names = {"questions", "haystacks", "events"}
-    if backend in REFERENCE_BACKENDS:
-        if backend in EMBEDDING_INPUTS:
-            names.add(EMBEDDING_INPUTS[backend])
-    else:
-        names.add("tokens")
-        if backend == "fts":
-            names.add("fts_tokens")
-    return frozenset(names)
-
 
 def _type_name(f) -> str:
     return {"str": "string", "bool": "boolean", "int": "integer"}[f.type if isinstance(f.type, str)
                                                                    else f.type.__name__]
 
 
-def check_value(name: str, value) -> str | None:
-    """Why ``value`` is not allowed for field ``name`` (None when it is)."""
+def _meta(f, over: dict | None) -> dict:
+    """A field's metadata with ``over``'s entries for it (the catalog's backend choices and text)."""
+    return {**f.metadata, **((over or {}).get(f.name) or {})}
+
+
+def check_value(name: str, value, over: dict | None = None) -> str | None:
+    """Why ``value`` is not allowed for field ``name`` (None when it is).
+    ``over``: field name -> metadata entries that replace the declared ones
+    (``catalog.registry.RECIPE`` gives the backend's choices)."""
     f = FIELDS.get(name)
     if f is None:
         return f"unknown recipe field {name!r}; known: {', '.join(FIELDS)}"
@@ -117,7 +97,8 @@ def check_value(name: str, value) -> str | None:
                "integer": isinstance(value, int) and not isinstance(value, bool)}[kind]
     if not ok_type:
         return f"recipe field {name!r} takes a {kind}, not {value!r}"
-    choices, minimum = f.metadata["choices"], f.metadata["minimum"]
+    meta = _meta(f, over)
+    choices, minimum = meta["choices"], meta["minimum"]
     if choices is not None and value not in choices:
         return f"recipe field {name!r}: {value!r} is not one of {', '.join(map(repr, choices))}"
     if minimum is not None and value < minimum:
@@ -125,35 +106,38 @@ def check_value(name: str, value) -> str | None:
     return None
 
 
-def validate(over: dict, where: str) -> None:
+def validate(over: dict, where: str, fields_over: dict | None = None) -> None:
     """Raise a one-line ConfigError for the first bad field of a recipe override."""
     for name, value in over.items():
-        why = check_value(name, value)
+        why = check_value(name, value, fields_over)
         if why:
             raise ConfigError(f"{where}: {why}")
 
 
-def json_schema() -> dict:
-    """The config schema's recipe block (workflow/schemas/config.schema.yaml)."""
+def json_schema(over: dict | None = None) -> dict:
+    """The config schema's recipe block (workflow/schemas/config.schema.yaml:
+    ``catalog.registry.recipe_schema``, with the catalog's backends)."""
     props = {}
     for name, f in FIELDS.items():
+        meta = _meta(f, over)
         entry: dict = {"type": _type_name(f)}
-        if f.metadata["choices"] is not None:
-            entry = {"enum": list(f.metadata["choices"])}
-        if f.metadata["minimum"] is not None:
-            entry["minimum"] = f.metadata["minimum"]
-        entry["description"] = f.metadata["doc"]
+        if meta["choices"] is not None:
+            entry = {"enum": list(meta["choices"])}
+        if meta["minimum"] is not None:
+            entry["minimum"] = meta["minimum"]
+        entry["description"] = meta["doc"]
         props[name] = entry
     return {"type": "object", "additionalProperties": False, "properties": props}
 
 
-def markdown_table() -> str:
-    """The README's recipe table."""
+def markdown_table(over: dict | None = None) -> str:
+    """The docs' recipe table (``catalog.registry.recipe_table``, with the catalog's backends)."""
     rows = ["| field | default | allowed | meaning |", "|---|---|---|---|"]
     for name, f in FIELDS.items():
-        choices = f.metadata["choices"]
+        meta = _meta(f, over)
+        choices = meta["choices"]
         allowed = (", ".join(f"`{c}`" if c else '`""`' for c in choices) if choices is not None
-                   else _type_name(f) + (f" >= {f.metadata['minimum']}" if f.metadata["minimum"] is not None else ""))
+                   else _type_name(f) + (f" >= {meta['minimum']}" if meta["minimum"] is not None else ""))
         default = f.default if f.default is not MISSING else ""
-        rows.append(f"| `{name}` | `{default!r}` | {allowed} | {f.metadata['doc']} |")
+        rows.append(f"| `{name}` | `{default!r}` | {allowed} | {meta['doc']} |")
     return "\n".join(rows) + "\n"

@@ -4,14 +4,13 @@ type (LoCoMo's categories with their names), the runs by dataset."""
 
 from __future__ import annotations
 
+from ..catalog.registry import kind_of
 from ..evaluation.official import LOCOMO_CATEGORIES
-from ..memo.recipe import REFERENCE_BACKENDS
-from ..memo.variants import FUSION_BACKEND, PYTHON_BACKEND
 
 
 def is_reference(m: dict) -> bool:
     """A run of a reference retriever (its recipe's backend), not a Memo variant."""
-    return (m.get("recipe") or {}).get("backend") in REFERENCE_BACKENDS
+    return kind_of(m) == "reference"
 
 
 def is_imported(m: dict) -> bool:
@@ -20,13 +19,13 @@ def is_imported(m: dict) -> bool:
 
 
 def is_yours(m: dict) -> bool:
-    """A run of a user's Python retriever (config ``variants.<name>.retriever``; pyretriever.py)."""
-    return (m.get("recipe") or {}).get("backend") == PYTHON_BACKEND
+    """A run of a user's Python retriever (config ``variants.<name>.retriever``; retrieval/python.py)."""
+    return kind_of(m) == "python"
 
 
 def is_fusion(m: dict) -> bool:
     """A fusion of other variants' lists (config ``variants.<name>.fuse``; fusion.py)."""
-    return (m.get("recipe") or {}).get("backend") == FUSION_BACKEND
+    return kind_of(m) == "fusion"
 
 
 def kind(m: dict) -> str:

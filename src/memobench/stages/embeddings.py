@@ -14,7 +14,7 @@ def embeddings(job: Job) -> None:
     dataset, once: all-MiniLM-L6-v2 (``minilm``; on a CUDA GPU through
     PyTorch when both are present, else numpy on the CPU) or WordLlama
     (``wordllama``, numpy)."""
-    from ..retrievers.baselines.embeddings import embed_sessions
+    from ..retrieval.reference.embeddings import embed_sessions
 
     stats = embed_sessions(job.input.events, job.params.format, job.output.embeddings, log=job.log,
                            sessions_path=job.input.sessions, model=job.params.model)

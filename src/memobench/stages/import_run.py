@@ -13,11 +13,11 @@ def import_run(job: Job) -> None:
     """An imported run's segment: another system's lists read from its file
     (imported.py) into the tables a retrieve job writes, under the variant's
     skip rule; what the import counted goes into the outcomes' metadata."""
-    from ..retrieve.imported import import_segment
+    from ..retrieval.imported import import_segment
     from ..evaluation.metrics import IMPORTED_KEY
     from ..provenance import PROVENANCE_KEY, provenance
     from ..tables import write_table
-    from ..memo.variants import from_spec
+    from ..catalog.variant import from_spec
 
     i, o, p = job.input, job.output, job.params
     (rankings, outcomes, deep), summary = import_segment(

@@ -14,7 +14,7 @@ def merge(job: Job) -> None:
     """A variant's segments merged, then the field's yardsticks on the merged
     deep list: official metrics (official.json) and the TREC run. One job, so
     a variant's results cost one process start."""
-    from ..evaluation import exports
+    from ..runs import trec
     from ..evaluation import official as off
     from ..evaluation.metrics import concat_rankings, merge_segments
     from ..tables import write_table
@@ -25,6 +25,6 @@ def merge(job: Job) -> None:
     # the deep lists (depth 50), concatenated in question order like the rankings
     write_table(o.deep, concat_rankings(i.deep))
     block, _ = off.compute(job.params.fmt, i.questions, i.haystacks, i.events, o.deep, log=job.log)
-    run = exports.write_run(o.deep, i.questions, w.variant, o.run, log=job.log)
+    run = trec.write(o.deep, i.questions, w.variant, o.run, log=job.log)
     write_json(o.official, {"dataset": w.dataset, "variant": w.variant, "format": job.params.fmt,
                             "rankings": Path(o.deep).name, "official": block, "run_trec": run})

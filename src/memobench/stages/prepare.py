@@ -11,8 +11,8 @@ from .adapter import Job, stage
 def prepare(job: Job) -> None:
     """A user's retriever's per-session work (its ``prepare`` callable), once
     per distinct session document of a dataset, for every segment and rerun."""
-    from ..retrievers.pyretriever import prepare_sessions
-    from ..memo.variants import from_spec
+    from ..retrieval.python import prepare_sessions
+    from ..catalog.variant import from_spec
 
     stats = prepare_sessions(from_spec(job.params.variant), job.input.events, job.output.prepared, log=job.log,
                              sessions_path=job.input.sessions)

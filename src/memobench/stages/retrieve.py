@@ -15,13 +15,13 @@ SCRIPT = Path(__file__).resolve().parents[3] / "workflow" / "scripts" / "stage.p
        optional=["events", "tokens", "fts_tokens", "embeddings", "wordllama_embeddings", "prepared", "fused"],
        outputs=["rankings", "outcomes", "deep"], params=["variant", "segment", "n_segments"])
 def retrieve(job: Job) -> None:
-    """One variant's segment, ranked by its retriever (retrievers.py); its
+    """One variant's segment, ranked by its retriever (catalog.registry.retriever_of); its
     sibling variants' lists are computed in the same pass when their jobs have
-    not run yet (shared_retrieval.py), each keyed by its own code fingerprint."""
+    not run yet (sharing.py), each keyed by its own code fingerprint."""
     from ..provenance import PROVENANCE_KEY, provenance
-    from ..retrievers.registry import code_fingerprint
-    from ..retrieve.shared_retrieval import write_segment_shared
-    from ..memo.variants import from_spec
+    from ..catalog.registry import code_fingerprint
+    from ..retrieval.sharing import write_segment_shared
+    from ..catalog.variant import from_spec
 
     i, o, p = job.input, job.output, job.params
     names = ("questions", "haystacks", "events", "tokens", "fts_tokens", "embeddings", "wordllama_embeddings",

@@ -8,6 +8,6 @@ from .adapter import Job, stage
 @stage("session_json", inputs=["events"], outputs=["sessions"])
 def session_json(job: Job) -> None:
     """Each session's retrieval-log JSON, once per dataset (every variant's log joins it)."""
-    from ..evaluation.exports import write_session_json
+    from ..runs.retrieval_log import write_session_json
 
     write_session_json(job.input.events, job.output.sessions, log=job.log)

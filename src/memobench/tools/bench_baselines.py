@@ -35,7 +35,6 @@ import sys
 import time
 from pathlib import Path
 
-LEXICAL = ["bm25-official", "bm25s", "fts5-bm25"]
 
 
 def _peak_mb() -> float:
@@ -44,8 +43,8 @@ def _peak_mb() -> float:
 
 def run_lexical(norm: Path, name: str) -> dict:
     from ..layout import table_paths
-    from ..retrievers.baselines.rankers import rank
-    from ..retrievers.documents import haystack_documents
+    from ..retrieval.reference.ranking import rank
+    from ..retrieval.documents import haystack_documents
     from ..tables import read_table
 
     t0, c0 = time.monotonic(), time.process_time()
@@ -72,7 +71,7 @@ def run_dense(norm: Path, sample: int, model: str = "minilm") -> dict:
     import pyarrow.parquet as pq
 
     from ..layout import table_paths
-    from ..retrievers.baselines.embeddings import encoder_for, iter_session_documents
+    from ..retrieval.reference.embeddings import encoder_for, iter_session_documents
 
     tables = table_paths(norm)
     docs = []
@@ -116,8 +115,8 @@ def long_question_input(n_docs: int, words: int) -> tuple[str, list[str]]:
 
 
 def run_long_question(n_docs: int, words: int, path: str) -> dict:
-    from ..retrievers.baselines.rankers import rank
-    from ..retrievers.baselines.lexical import Fts5Bm25
+    from ..retrieval.reference.ranking import rank
+    from ..retrieval.reference.lexical import Fts5Bm25
 
     t0, c0 = time.monotonic(), time.process_time()
     question, docs = long_question_input(n_docs, words)
@@ -184,7 +183,9 @@ def main(argv=None) -> int:
     if not table_paths(norm)["events"].exists():
         normalize_longmemeval(raw, norm, log=lambda m: None)
     rows = []
-    for name in [*LEXICAL, "minilm", "wordllama"]:
+    from ..catalog.registry import names
+
+    for name in names("reference"):
         p = subprocess.run([sys.executable, "-m", "memobench.tools.bench_baselines", "--only", name, "--norm", str(norm),
                             "--minilm-sessions", str(a.minilm_sessions),
                             "--wordllama-sessions", str(a.wordllama_sessions)], capture_output=True, text=True)

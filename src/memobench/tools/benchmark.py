@@ -203,9 +203,9 @@ def _figure(x: float, decimals: int = 0) -> str:
 SHARED_CODE = """
 import json, resource, sys, time
 sys.path.insert(0, sys.argv[1])
-from memobench.retrievers import registry as retrievers
+from memobench.retrieval import sharing as retrievers
 from memobench import layout
-from memobench.memo.variants import builtin
+from memobench.catalog.variants import builtin
 root, dataset, names = sys.argv[2], sys.argv[3], sys.argv[4].split(",")
 vs = [builtin("s")[n] for n in names]
 tokens = {s: layout.path(layout.TOKENS, root=root, dataset=dataset, tokenizer=s)
@@ -223,7 +223,7 @@ print(json.dumps({"cpu": ru.ru_utime + ru.ru_stime, "rss_mb": ru.ru_maxrss / 102
 def run_shared(work: Path, vocab) -> str:
     """Every built-in S variant's retrieval of segment 1: one process per
     variant (as the workflow's retrieve jobs) against one process for all."""
-    from memobench.memo.variants import builtin
+    from memobench.catalog.variants import builtin
 
     raw = all_file(work, vocab)
     name = "bench_shared"
@@ -272,7 +272,7 @@ def run_shared(work: Path, vocab) -> str:
 # The variants of the eight original S harnesses (run, exp6, exp, exp2, exp3,
 # exp4, exp5; analyze is the dataset's analyze stage).
 def harness_variants() -> list[str]:
-    from memobench.memo.variants import builtin
+    from memobench.catalog.variants import builtin
 
     return sorted(n for n in builtin("s") if n not in ("v0.4.0", "v0.5.0") and not n.startswith(("exp4m", "exp5m")))
 
@@ -571,7 +571,7 @@ def run_mshape(work: Path, questions: int, sessions: int, checkout: Path, origin
     """An M-shaped file through the pipeline (M family, v0.8.0 and
     v0.8.0-index, ``segments`` segments, cold, end to end) and, with
     ``original``, run-m.cjs and exp6-m.cjs over the same segments."""
-    from memobench.retrievers.retrieval import segment_bounds
+    from memobench.retrieval.memo import segment_bounds
 
     if questions < segments:
         raise SystemExit(f"--mshape-questions {questions}: at least one question per segment ({segments})")

@@ -53,9 +53,10 @@ from pathlib import Path
 from ..errors import DataError
 from .harness import SegmentRows, run_scores, skip_reason
 from ..protocol import DEPTH, TOP
-from ..memo.variants import FUSION_METHODS, RRF_K
+from ..catalog.row import Retriever, Row, register, register_retriever
 
-METHODS = FUSION_METHODS
+METHODS = ("rrf", "combsum", "borda")
+RRF_K = 60  # rrf's constant k in 1 / (k + rank), Cormack et al.'s
 MIN_MAX_FLOOR = Fraction(1e-9)  # ranx's min-max norm: the denominator's floor
 FLOOR_RATIO = MIN_MAX_FLOOR.as_integer_ratio()  # (n, a power of two)
 
@@ -168,3 +169,79 @@ def rank_segment(variants, segment, log=print) -> dict:
         log(f"{segment.label}: {v.name}: {spec['method']} of {', '.join(of)}, {len(segment.questions)} questions")
         out[v.name] = rows.tables()
     return out
+
+
+def fusion_variant(name: str, family: str, entry: dict, others: dict | None = None):
+    """A fusion of other variants' deep lists (config ``variants.<name>.fuse``)
+    as a variant of a family: the family's skip
+    rule, as the reference retrievers'. ``others``: the config's other user
+    variants, which it may fuse (never another fusion)."""
+    from ..catalog.variant import SKIP, Variant
+    from ..catalog.variants import resolve
+    from ..errors import ConfigError
+    from ..memo.recipe import Recipe
+
+    where = f"variant {name!r}: fuse"
+    if set(entry) - {"fuse", "description"}:
+        extra = ", ".join(sorted(set(entry) - {"fuse", "description"}))
+        raise ConfigError(f"variant {name!r}: a fusion variant takes no {extra} (only fuse and description)")
+    f = entry["fuse"] or {}
+    of = f.get("of")
+    if not isinstance(of, list) or len(of) < 2 or not all(isinstance(o, str) for o in of):
+        raise ConfigError(f"{where}: of must list at least two variants, not {of!r}")
+    if len(set(of)) != len(of) or name in of:
+        raise ConfigError(f"{where}: of lists a variant twice or the fusion itself: {of}")
+    method = f.get("method", "rrf")
+    if method not in METHODS:
+        raise ConfigError(f"{where}: method {method!r} is not one of {', '.join(METHODS)}")
+    if "k" in f and method != "rrf":
+        raise ConfigError(f"{where}: k is the rrf constant; method {method!r} takes none")
+    k = f.get("k", RRF_K)
+    if method == "rrf" and (not isinstance(k, int) or isinstance(k, bool) or k < 0):
+        raise ConfigError(f"{where}: k must be an integer >= 0, not {k!r}")
+    cycle = _fusion_cycle(name, of, others or {})
+    if cycle:
+        # resolving it would pass through the fusion itself, which ``others`` leaves out: name the loop instead
+        raise ConfigError(f"{where}: a fusion cycle: {' -> '.join(cycle)}; a fusion fuses variants that are not "
+                          f"fusions")
+    for o in of:
+        if resolve(o, family, others).recipe.backend == BACKEND:
+            raise ConfigError(f"{where}: {o!r} is itself a fusion; fuse the variants it fuses instead")
+    spec = {"of": list(of), "method": method, **({"k": k} if method == "rrf" else {})}
+    what = f"{method}{f' (k {k})' if method == 'rrf' else ''} of {', '.join(of)}"
+    return Variant(name, Recipe(backend=BACKEND), SKIP[family], f"fusion: {what}",
+                   entry.get("description", f"the deep lists of {', '.join(of)} fused by {what.split(' of ')[0]}"),
+                   retriever=spec)
+
+
+def _fusion_cycle(name: str, of: list, others: dict) -> list[str] | None:
+    """The path [name, ..., name] by which a fusion reaches itself through the
+    user variants it fuses (their ``fuse.of``, or a ``base``), or None."""
+    def via(v: str) -> list:
+        entry = others.get(v)
+        if not isinstance(entry, dict):
+            return []
+        fuse = entry.get("fuse")
+        got = list(fuse.get("of") or []) if isinstance(fuse, dict) and isinstance(fuse.get("of"), list) else []
+        return got + ([entry["base"]] if isinstance(entry.get("base"), str) else [])
+
+    stack, seen = [(o, [name, o]) for o in reversed(of)], set()
+    while stack:
+        v, path = stack.pop()
+        if v == name:
+            return path
+        if v in seen:
+            continue
+        seen.add(v)
+        stack += [(w, path + [w]) for w in reversed(via(v))]
+    return None
+
+
+# The recipe backend of a fusion variant (config ``variants.<name>.fuse``): its list is fused from other
+# variants' deep lists; not a recipe choice either.
+BACKEND = "fusion"
+register(Row(BACKEND, "fusion", label="fusion", description="other variants' deep lists fused (rrf, combsum, borda)",
+             module=__name__, config_key="fuse", make_variant=fusion_variant))
+# ``fused``: the deep tables of the variants it fuses, of the job's segment, in ``of`` order
+register_retriever(Retriever("fusion", __name__, rank_segment, inputs=frozenset({"questions", "haystacks", "fused"}),
+                             shares=False))

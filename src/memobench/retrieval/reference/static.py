@@ -30,6 +30,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ...catalog.row import Row, register
 from ...errors import ConfigError
 from .modelfiles import checked_files, package_folder
 from .ranking import Ranking, rank_embedded
@@ -118,3 +119,15 @@ def rank_wordllama(question: str, docs: Sequence[str], vectors: np.ndarray | Non
     (``vectors``, rows in haystack order, from the embeddings stage's table;
     embedded now when not given), descending, ties by haystack position."""
     return rank_embedded("wordllama", DIM, question, docs, vectors, encoder, default_encoder, cosine=True)
+
+
+def new_encoder(device: str = "auto", batch_size: int | None = None) -> WordLlama:
+    """The embeddings stage's encoder (numpy on the CPU whatever ``device``)."""
+    return WordLlama()
+
+
+register(Row("wordllama", "reference", label="WordLlama l2_supercat 256",
+             description="static WordLlama embeddings (l2_supercat, 256 dimensions): the mean of a text's token "
+                         "vectors, cosine similarity", module=__name__, rank=rank_wordllama,
+             embedding="wordllama_embeddings", encoder=new_encoder,
+             default_encoder=default_encoder))

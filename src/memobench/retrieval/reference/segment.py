@@ -11,9 +11,10 @@ Memo variants' (``harness.RANKINGS``, ``OUTCOMES``, ``DEEP``).
   Memo tokenizer, counted as a miss with no list) stay in the denominators,
   but a reference retriever ranks them: that limit is the Memo pipeline's,
   not the question's.
-* Texts: ``bm25-official`` reads the exact turn texts and question (a lone
-  surrogate kept, as LongMemEval's own code reads the file), the others the
-  stored UTF-8 ones (``documents.session_documents``).
+* Texts: a retriever whose row says ``exact`` (LongMemEval's flat BM25)
+  reads the exact turn texts and question (a lone surrogate kept, as
+  LongMemEval's own code reads the file), the others the stored UTF-8 ones
+  (``documents.session_documents``).
 * Lists: the whole haystack ranked (every copy of a repeated session id is a
   document, as in LongMemEval's own retrieval and its official scorer), cut to
   depth 50; the top 10 is ``rankings``. A list is of positions: hit@k and the
@@ -27,14 +28,12 @@ Memo variants' (``harness.RANKINGS``, ``OUTCOMES``, ``DEEP``).
 
 from __future__ import annotations
 
+from ...catalog.registry import embedding_inputs, row
+from ...catalog.row import Retriever, register_retriever
 from ..documents import rank_by_documents, user_turns_only
 from ...errors import ConfigError, DataError
-from ..harness import run_scores  # noqa: F401 (this module gave it before harness)
 from ...protocol import DEPTH
-from ...memo.recipe import EMBEDDING_INPUTS
 from ...tables import exact_text
-
-EXACT_TEXT = frozenset({"bm25-official"})  # the retrievers that read the exact texts (module docstring)
 
 
 def _vectors(variants, embeddings_path, keys):
@@ -46,13 +45,8 @@ def _vectors(variants, embeddings_path, keys):
         raise ConfigError(f"{variants[0].name}: no embeddings table (the embeddings stage's output) was given")
     from .embeddings import SessionVectors, read_meta
 
-    if backend == "minilm":
-        from .dense import default_encoder
-    else:
-        from .static import default_encoder
-
     meta = read_meta(embeddings_path)
-    encoder = default_encoder()
+    encoder = row(backend).default_encoder()
     if meta.get("sha256") != encoder.sha256:
         raise DataError(embeddings_path, None, "was made with other model files; delete it and rerun")
     for v in variants:
@@ -66,28 +60,33 @@ def _vectors(variants, embeddings_path, keys):
 def rank_segment(variants, segment, log=print) -> dict:
     """Rank one segment (``harness.Segment``) under each reference variant.
     Session documents are read from the ``events`` input; an embedding
-    retriever (``minilm``, ``wordllama``) reads its session vectors from its
-    embeddings input (``recipe.EMBEDDING_INPUTS``). Returns {variant name:
+    retriever reads its session vectors from its embeddings input (its row's
+    ``embedding``). Returns {variant name:
     (rankings, outcomes, deep) tables}."""
-    from .rankers import rank
+    from .ranking import rank
 
     keys = sorted({k for h in segment.haystacks.values() for k in h.keys})
     stores = {}
-    for backend, name in EMBEDDING_INPUTS.items():
+    for backend, name in embedding_inputs().items():
         dense = [v for v in variants if v.recipe.backend == backend]
         if dense and keys:
             stores[backend] = _vectors(dense, segment.inputs.get(name), keys)
 
     def ranker(backend: str):
         store, encoder = stores.get(backend, (None, None))
+        exact = row(backend).exact
 
         def ranked(q, hay, texts):
             vectors = store.vectors(hay.keys) if store is not None else None
-            question = exact_text(q["question"], q.get("question_exact")) if backend in EXACT_TEXT else q["question"]
+            question = exact_text(q["question"], q.get("question_exact")) if exact else q["question"]
             r = rank(backend, question, texts, vectors=vectors, encoder=encoder).top(DEPTH)
             return r.positions.tolist(), r.scores
 
         return ranked
 
     return rank_by_documents(variants, segment, {v.name: ranker(v.recipe.backend) for v in variants}, log,
-                             exact={v.name for v in variants if v.recipe.backend in EXACT_TEXT})
+                             exact={v.name for v in variants if row(v.recipe.backend).exact})
+
+
+# the reference retrievers' seam: the rows of kind reference, each registered by the module that defines it
+register_retriever(Retriever("reference", __name__, rank_segment))

@@ -3,7 +3,7 @@ bm25s, and SQLite FTS5's ``bm25()``.
 
 Each ranks one haystack: it takes the question text and the haystack's
 documents in haystack order, and returns the whole haystack as a
-:class:`~memobench.retrievers.baselines.Ranking` (positions best first, with the score of
+:class:`~memobench.retrieval.reference.Ranking` (positions best first, with the score of
 each). Statistics (IDF, average length) are always those of that haystack
 alone, as in LongMemEval's own retrieval, where the corpus is the question's
 haystack.
@@ -16,6 +16,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ...catalog.row import Row, register
 from .ranking import Ranking
 
 
@@ -227,3 +228,14 @@ def rank_fts5_bm25(question: str, docs: Sequence[str]) -> Ranking:
     if _fts5 is None:
         _fts5 = Fts5Bm25()
     return _fts5(question, docs)
+
+
+register(Row("bm25-official", "reference", label="LongMemEval flat-bm25",
+             description="LongMemEval's flat BM25 exactly: rank_bm25 BM25Okapi defaults, split(' ') tokens, numpy "
+                         "argsort order", module=__name__, rank=rank_bm25_official, exact=True, all_turns=True))
+register(Row("bm25s", "reference", label="bm25s 0.3.16",
+             description="the bm25s library with its defaults (lucene BM25, k1 1.5, b 0.75) and default tokenizer, "
+                         "one index per haystack", module=__name__, rank=rank_bm25s))
+register(Row("fts5-bm25", "reference", label="SQLite FTS5 bm25()",
+             description="SQLite FTS5's own bm25() (k1 1.2, b 0.75, unicode61), one table per haystack",
+             module=__name__, rank=rank_fts5_bm25))

@@ -25,6 +25,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ...catalog.row import Row, register
 from ...errors import ConfigError
 from .modelfiles import checked_files, package_folder
 from .ranking import Ranking, rank_embedded
@@ -229,3 +230,15 @@ def rank_minilm(question: str, docs: Sequence[str], vectors: np.ndarray | None =
     haystack position (a stable sort), computed in float64 from the float32
     vectors."""
     return rank_embedded("minilm", DIM, question, docs, vectors, encoder, default_encoder)
+
+
+def new_encoder(device: str = "auto", batch_size: int | None = None) -> MiniLM:
+    """The embeddings stage's encoder (on ``device``)."""
+    enc = MiniLM(device=device)
+    enc.batch_size = batch_size or (256 if enc.device == "cuda" else 32)
+    return enc
+
+
+register(Row("minilm", "reference", label="all-MiniLM-L6-v2",
+             description="dense all-MiniLM-L6-v2 embeddings (truncated at 256 word pieces), cosine similarity",
+             module=__name__, rank=rank_minilm, embedding="embeddings", encoder=new_encoder, default_encoder=default_encoder))

@@ -3,7 +3,8 @@
 ``engine.Ranker`` over the corpus of the segment's sessions (their events
 and tokens), recorded under the harness rules (``harness``).
 
-The retriever seam (``retrievers``) calls :func:`rank_segment`; the harness
+The retrieve stage calls :func:`rank_segment` (this module registers the
+``memo`` retriever and its backends ``fts`` and ``index`` in the catalog); the harness
 rules and tables are ``harness``'s (re-exported here: ``RANKINGS``,
 ``OUTCOMES``, ``DEEP``, ``segment_bounds``).
 """
@@ -23,7 +24,8 @@ from ..memo.tokenize import FTS5_TOKENS
 from .harness import (DEEP, OUTCOMES, RANKINGS, SegmentRows, load_questions, segment_bounds, skip_reason,
                       token_tables)
 from ..progress import Progress
-from ..memo.variants import Variant
+from ..catalog.row import Retriever, Row, register, register_retriever
+from ..catalog.variant import Variant
 
 __all__ = ["DEEP", "OUTCOMES", "RANKINGS", "segment_bounds", "load_segment", "run_segment", "run_segments",
            "rank_segment", "token_tables"]
@@ -210,3 +212,11 @@ def rank_segment(variants: list[Variant], segment, log=print) -> dict[str, tuple
     texts = not wanted <= set(tokens)
     haystacks, corpus = _corpus(segment.haystacks, segment.inputs["events"], tokens, texts=texts)
     return run_segments(variants, segment.questions, haystacks, corpus, log, label=segment.label, release=True)
+
+
+register(Row("fts", "memo", label="the Memo engine, SQLite FTS5 discovery",
+             description="discovery: SQLite FTS5 + JS-token check (run.cjs)", module=__name__,
+             inputs=("tokens", "fts_tokens")))
+register(Row("index", "memo", label="the Memo engine, in-memory inverted index",
+             description="discovery: the in-memory inverted index (exp6.cjs)", module=__name__, inputs=("tokens",)))
+register_retriever(Retriever("memo", __name__, rank_segment))

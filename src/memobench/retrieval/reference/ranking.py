@@ -1,8 +1,10 @@
-"""The result every reference retriever returns, and the ranking of documents by vectors."""
+"""The result every reference retriever returns, the ranking of documents by
+vectors, and :func:`rank`: one haystack ranked by a reference retriever's own
+rank function (its catalog row's)."""
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import NamedTuple, Sequence
 
 import numpy as np
 
@@ -60,3 +62,21 @@ def rank_embedded(who: str, dim: int, question: str, docs, vectors, encoder, def
     elif vectors.shape != (n, dim) or (docs is not None and len(docs) and len(docs) != n):
         raise ValueError(f"{who}: vectors of shape {vectors.shape} for {len(docs)} documents")
     return rank_by_vectors(enc.encode([question])[0], vectors, cosine)
+
+
+def rank(name: str, question: str, docs: Sequence[str], vectors: np.ndarray | None = None,
+         encoder=None) -> Ranking:
+    """Rank one haystack with the reference retriever ``name``.
+
+    ``docs``: the haystack's documents in haystack order. For an embedding
+    retriever, ``vectors`` (one row per document, from the embedding stage)
+    is used when given, else the documents are embedded now with ``encoder``
+    (default: its shared one)."""
+    from ...catalog.registry import names, row
+
+    if name not in names("reference"):
+        raise ValueError(f"unknown reference retriever {name!r} (known: {', '.join(names('reference'))})")
+    r = row(name)
+    if r.embedding:
+        return r.rank(question, docs, vectors=vectors, encoder=encoder)
+    return r.rank(question, docs)

@@ -1,7 +1,7 @@
 """The harness rules every retriever is measured under: which questions of a
 segment count, how each one is recorded, and the three tables a retrieve job
 writes. The Memo engine (``retrieval``), the reference retrievers
-(``baselines.segment``) and a user's retriever (``pyretriever``) all go
+(``reference.segment``) and a user's retriever (``python``) all go
 through these, so a variant's questions, gold and denominators are its
 dataset family's whatever ranks it.
 
@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..protocol import DEPTH
 from ..tables import read_table
@@ -29,7 +30,7 @@ from ..memo.tokenize import SEQ
 
 
 # Parquet key-value metadata of a user retriever's outcomes tables: what its
-# job checked (pyretriever.rank_segment; merged into metrics.json by the merge stage).
+# job checked (python.rank_segment; merged into metrics.json by the merge stage).
 CHECKS_KEY = b"memobench.checks"
 
 RANKINGS = pa.schema(
@@ -218,3 +219,23 @@ class SegmentRows:
     def tables(self) -> tuple[pa.Table, pa.Table, pa.Table]:
         return (pa.table(self.rank, schema=RANKINGS), pa.table(self.out, schema=OUTCOMES),
                 pa.table(self.deep, schema=DEEP))
+
+
+# LongMemEval's official scoring rules (evaluation.official), which an imported retrieval log is read under too
+
+
+def scoring_id(session_id: str, user_has_answer: bool) -> str:
+    """The id a document is scored under: ``answer`` -> ``noans`` when none of
+    the session's user turns has ``has_answer`` (a session with no user turn
+    has none)."""
+    if "answer" in session_id and not user_has_answer:
+        return session_id.replace("answer", "noans")
+    return session_id
+
+
+def user_target_sessions(events_path) -> set[int]:
+    """Session keys with at least one user turn whose ``has_answer`` is true."""
+    t = read_table(events_path, columns=["session_key", "role", "has_answer"])
+    has_answer = t.column("has_answer")
+    t = t.filter(pc.and_kleene(pc.is_valid(has_answer), has_answer))  # true, not false or null
+    return {k for k, r in zip(t.column("session_key").to_pylist(), t.column("role").to_pylist()) if r == "user"}

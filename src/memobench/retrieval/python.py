@@ -55,6 +55,7 @@ import hashlib
 import importlib
 import math
 import os
+import re
 import signal
 import sys
 import tempfile
@@ -64,6 +65,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from ..catalog.row import Retriever, Row, register, register_retriever
 from ..errors import ConfigError, DataError
 
 
@@ -762,3 +764,62 @@ def prepare_fingerprint(variant, script) -> str:
     from ..fingerprint import stage_fingerprint
 
     return stage_fingerprint("prepare", script, *sources(variant.retriever["prepare"]))
+
+
+def python_variant(name: str, family: str, entry: dict, others: dict | None = None):
+    """A user's Python retriever (config ``variants.<name>.retriever``) as a
+    variant of a family: the family's skip rule, so its questions and gold
+    are the Memo variants'; its documents are the user's choice, by default
+    the family's rule (as the reference retrievers')."""
+    from ..catalog.variant import SKIP, Variant
+    from ..formats import USER_TURN_FAMILIES
+    from ..memo.recipe import Recipe, validate
+
+    if set(entry) - {"retriever", "description"}:
+        extra = ", ".join(sorted(set(entry) - {"retriever", "description"}))
+        raise ConfigError(f"variant {name!r}: a retriever variant takes no {extra} (only retriever and description)")
+    r = entry["retriever"]
+    where = f"variant {name!r}: retriever"
+    for key in ("callable", "prepare"):
+        if r.get(key) is not None and not _callable_spec(r[key]):
+            raise ConfigError(f"{where}: {key} {r[key]!r} is not 'module:function' or 'path/to/file.py:function'")
+    if not r.get("callable"):
+        raise ConfigError(f"{where}: callable is required ('module:function' or 'path/to/file.py:function')")
+    params = r.get("params") or {}
+    if not isinstance(params, dict):
+        raise ConfigError(f"{where}: params must be a mapping of keyword arguments, not {params!r}")
+    docs = r.get("documents") or ("user" if family in USER_TURN_FAMILIES else "all")
+    validate({"documents": docs}, where)
+    spec = {"callable": r["callable"], "prepare": r.get("prepare"), "params": params}
+    return Variant(name, Recipe(backend=BACKEND, documents=docs), SKIP[family],
+                   f"your retriever: {r['callable']}",
+                   entry.get("description", f"{r['callable']} over each session's "
+                                            f"{'user turns' if docs == 'user' else 'turns'}"),
+                   retriever=spec)
+
+
+def _callable_spec(text) -> bool:
+    """'module.sub:function' or 'path/to/file.py:function' (the function may be dotted: 'Class.method')."""
+    if not isinstance(text, str) or ":" not in text:
+        return False
+    target, _, func = text.rpartition(":")
+    if not re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", func):
+        return False
+    return target.endswith(".py") or bool(re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", target))
+
+
+def _inputs(variant) -> frozenset[str]:
+    return frozenset({"prepared"}) if (variant.retriever or {}).get("prepare") else frozenset()
+
+
+def _variant_sources(variant) -> tuple:
+    return tuple(sources(variant.retriever["callable"]))
+
+
+# The recipe backend of a user's Python retriever (config ``variants.<name>.retriever``): not a recipe
+# choice, a user variant states it by ``retriever``.
+BACKEND = "python"
+register(Row(BACKEND, "python", label="your retriever", description="a user's Python callable ranking each "
+             "question's session documents", module=__name__, config_key="retriever", make_variant=python_variant))
+register_retriever(Retriever("python", __name__, rank_segment, variant_inputs=_inputs, sources=_variant_sources,
+                             shares=False))

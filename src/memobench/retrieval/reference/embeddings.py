@@ -1,10 +1,9 @@
-"""The embedding stage of the embedding retrievers (``minilm``,
-``wordllama``): every distinct session of a dataset embedded once, shared by
+"""The embedding stage of the embedding retrievers (the catalog's rows with
+an ``embedding`` input): every distinct session of a dataset embedded once, shared by
 all segments, questions and reruns.
 
 ``embeddings/{model}.parquet``: one row per session (``session_key`` int32,
-``vector`` fixed-size list of float32: 384 unit-length for minilm, 256 mean
-token vectors for wordllama): the sessions of ``events.parquet`` in
+``vector`` fixed-size list of float32, the model's width): the sessions of ``events.parquet`` in
 session-key order, then (given ``sessions.parquet``) each session with no
 event at all, whose document is the empty text. Its schema metadata records
 the model, its files' sha256, the document rule and the device, so a stale
@@ -24,10 +23,15 @@ from ...progress import Progress
 from ...tables import TableWriter, read_table
 from ..documents import iter_session_documents, user_turns_only
 
-MODELS = ("minilm", "wordllama")
-# the modules of each model's encoder (the embeddings stage's code fingerprint is the stage's
-# modules less these, plus its own model's: editing one model reruns only its table)
-MODEL_MODULES = {"minilm": "retrievers.baselines.dense", "wordllama": "retrievers.baselines.static"}
+
+
+def _model(model: str):
+    """The catalog row of an embedding retriever."""
+    from ...catalog.registry import embedding_inputs, row
+
+    if model not in embedding_inputs():
+        raise ConfigError(f"unknown embedding model {model!r} (known: {', '.join(embedding_inputs())})")
+    return row(model)
 
 
 def schema(dim: int) -> pa.Schema:
@@ -36,35 +40,26 @@ def schema(dim: int) -> pa.Schema:
 
 
 def encoder_for(model: str, device: str = "auto", batch_size: int | None = None):
-    """The encoder of an embedding retriever (``minilm``: on ``device``)."""
-    if model == "minilm":
-        from .dense import MiniLM
-
-        enc = MiniLM(device=device)
-        enc.batch_size = batch_size or (256 if enc.device == "cuda" else 32)
-        return enc
-    if model == "wordllama":
-        from .static import WordLlama
-
-        return WordLlama()
-    raise ConfigError(f"unknown embedding model {model!r} (known: {', '.join(MODELS)})")
+    """The encoder of an embedding retriever (on ``device`` where it can choose)."""
+    return _model(model).encoder(device, batch_size)
 
 
 def code_fingerprint(model: str, script) -> str:
     """The embeddings job's code fingerprint for ``model``: the stage's
-    modules less every model's encoder, plus this model's (and ``script``)."""
+    modules less every retriever's (the catalog's registering modules), plus
+    this model's (and ``script``)."""
+    from ...catalog.registry import kind_modules
     from ...fingerprint import closure, digest, stage_modules
 
-    if model not in MODEL_MODULES:
-        raise ConfigError(f"unknown embedding model {model!r} (known: {', '.join(MODELS)})")
-    others = frozenset(MODEL_MODULES.values())
+    own = _model(model).module
+    others = frozenset().union(*kind_modules().values())
     shared = stage_modules("embeddings", exclude=others)
-    # the package's __init__ imports every model (inside rank()): not this job's code
-    return digest(shared | closure([MODEL_MODULES[model]], exclude=others - {MODEL_MODULES[model]}), [script])
+    # the catalog loads every retriever's module to read its row: not this job's code
+    return digest(shared | closure([own], exclude=others - {own}), [script])
 
 
 def embed_sessions(events_path, fmt: str, out, log=print, device: str = "auto", batch_size: int | None = None,
-                   chunk_sessions: int = 4096, encoder=None, sessions_path=None, model: str = "minilm") -> dict:
+                   chunk_sessions: int = 4096, encoder=None, sessions_path=None, model: str | None = None) -> dict:
     """Write ``out`` (embeddings/{model}.parquet) with ``model``'s encoder
     (or ``encoder``). Sessions are embedded in chunks of ``chunk_sessions`` in
     session-key order (minilm: within a chunk, by token length). With
