@@ -53,15 +53,17 @@ def pytest_terminal_summary(terminalreporter):
 def pytest_collection_modifyitems(config, items):
     """Every test under tests/workflow/ starts Snakemake (or a pipeline of
     processes as long): marked ``workflow``, so ``-m "not workflow"`` leaves
-    them out, and grouped per file on one xdist worker (``--dist loadgroup``),
-    so a file's module-scoped workflow run is made once."""
+    them out. A unit test marked ``slow`` (big data) is marked ``workflow``
+    too. Each file's tests form one xdist group (``--dist loadgroup`` runs a
+    group on one worker), so a module-scoped fixture, a file's shared
+    Snakemake run above all, is made once and not once per worker."""
     workflow = HERE / "workflow"
     for item in items:
         path = Path(str(item.fspath))
-        if workflow in path.parents:
+        if workflow in path.parents or item.get_closest_marker("slow"):
             item.add_marker(pytest.mark.workflow)
-            if not item.get_closest_marker("xdist_group"):
-                item.add_marker(pytest.mark.xdist_group(path.stem))
+        if not item.get_closest_marker("xdist_group"):
+            item.add_marker(pytest.mark.xdist_group(str(path.relative_to(HERE.parent))))
 
 
 def pytest_configure(config):

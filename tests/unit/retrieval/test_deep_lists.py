@@ -71,6 +71,7 @@ def _check(name, rankings, deep):
     return longer
 
 
+@pytest.mark.slow  # every variant on 60 questions x 40 sessions: the whole suite runs it, the unit run not
 @pytest.mark.parametrize("family", ["s", "m"])
 def test_every_lme_variant_keeps_its_top10(lme_dir, family):
     names = sorted(variants.builtin(family))
