@@ -516,7 +516,10 @@ def lme_reference(raw, variant_name, family):
 
 
 @pytest.mark.parametrize("variant_name", VARIANTS)
-@pytest.mark.parametrize("dataset", LOCOMO_FILES)
+# the whole real file (38 s of CPU) and the generated LongMemEval files (40 questions x 30
+# sessions, 37 s) are marked slow: the whole suite compares them, the unit run the small files
+@pytest.mark.parametrize("dataset", [pytest.param(n, marks=pytest.mark.slow) if n == "real" else n
+                                     for n in LOCOMO_FILES])
 def test_locomo_equals_reference(dataset, variant_name, locomo_dataset):
     raw, norm, d = locomo_dataset(dataset)
     if variant_name == "v0.8.0-index":
@@ -532,7 +535,8 @@ def test_locomo_equals_reference(dataset, variant_name, locomo_dataset):
 
 @pytest.mark.parametrize("family", ["s", "m"])
 @pytest.mark.parametrize("variant_name", VARIANTS)
-@pytest.mark.parametrize("dataset", list(LME_FILES))
+@pytest.mark.parametrize("dataset", [pytest.param(n, marks=pytest.mark.slow) if spec.get("generator") else n
+                                     for n, spec in LME_FILES.items()])
 def test_longmemeval_equals_reference(dataset, variant_name, family, lme_dataset):
     raw, norm, d = lme_dataset(dataset)
     ref = lme_reference(raw, variant_name, family)
