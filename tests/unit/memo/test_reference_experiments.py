@@ -281,7 +281,9 @@ LME_HARNESSES = [
 ]
 
 
-@pytest.mark.parametrize("dataset", ["crafted", "spiced", "plain", "repeats", "uneven"])
+# 2 s of CPU each: the unit run compares the crafted and spiced files, the whole suite all five
+@pytest.mark.parametrize("dataset", ["crafted", "spiced", *(pytest.param(d, marks=pytest.mark.slow)
+                                                         for d in ("plain", "repeats", "uneven"))])
 @pytest.mark.parametrize("harness,fn,variants", LME_HARNESSES, ids=[h[0] for h in LME_HARNESSES])
 def test_lme_experiments(datasets, dataset, harness, fn, variants):
     path, d = datasets[dataset]

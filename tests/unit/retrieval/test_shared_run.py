@@ -42,6 +42,7 @@ def _check_together_equals_alone(d, family, names, segments):
                 assert pq.read_table(outs[v.name][k]).equals(table), (v.name, seg, k)
 
 
+@pytest.mark.slow  # every variant, 11 s of CPU: the whole suite runs it, the unit run not
 def test_all_lme_variants_together(tmp_path):
     raw = tmp_path / "lme.json"
     # 700-session haystacks are not needed here: LIMIT cuts are covered by the matcher's prefix rule below
@@ -50,6 +51,7 @@ def test_all_lme_variants_together(tmp_path):
     _check_together_equals_alone(tmp_path, "s", sorted(variants.builtin("s")), segments=2)
 
 
+@pytest.mark.slow  # every variant on the whole real file
 def test_locomo_variants_together(tmp_path, locomo_path):
     normalize.normalize_locomo(locomo_path, tmp_path, log=QUIET)
     _check_together_equals_alone(tmp_path, "locomo", sorted(variants.builtin("locomo")), segments=1)

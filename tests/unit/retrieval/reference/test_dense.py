@@ -71,6 +71,7 @@ def test_refuses_files_that_are_not_the_model(model, tmp_path):
         dense.MiniLM(path=tmp_path)
 
 
+@pytest.mark.slow  # 16 s of CPU: the whole suite runs it, the unit run not
 def test_embedding_stage_and_ranking(model, tmp_path):
     from memobench.retrievers.baselines.rankers import rank
     from memobench.retrievers.documents import haystack_documents
@@ -101,6 +102,7 @@ def test_embedding_stage_and_ranking(model, tmp_path):
     assert pq.read_table(out2).equals(t)
 
 
+@pytest.mark.slow  # 10 s of CPU
 def test_sessions_without_events_get_the_empty_documents_vector(model, tmp_path):
     """The committed spiced tiny file has a session with no turn at all: it has
     no row in events.parquet, yet its haystacks rank it (as the empty text)."""
