@@ -172,7 +172,7 @@ def datasets(tmp_path_factory, locomo_path):
 @pytest.mark.parametrize("name,family,variants", [
     ("lme", "s", ["v0.8.0", "v0.5.0", "exp4-C-idfProxy", "exp-V1", "exp3-T2h"]),
     ("lme", "m", ["v0.8.0", "exp5m-S2"]),
-    ("locomo", "locomo", ["v0.8.0", "v0.4.0"]),
+    pytest.param("locomo", "locomo", ["v0.8.0", "v0.4.0"], marks=pytest.mark.slow),  # the whole real file
 ])
 def test_segments_equal_per_haystack_fts5_tables(datasets, name, family, variants):
     d = datasets / name
