@@ -49,21 +49,17 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.write_line(f"memobench: exactness tests ran on the real LoCoMo file ({_LOCOMO[1]})")
 
 
-@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """Every test under tests/workflow/ starts Snakemake (or a pipeline of
     processes as long): marked ``workflow``, so ``-m "not workflow"`` leaves
     them out. A unit test marked ``slow`` (big data) is marked ``workflow``
-    too. Each file's tests form one xdist group (``--dist loadgroup`` runs a
-    group on one worker), so a module-scoped fixture, a file's shared
-    Snakemake run above all, is made once and not once per worker."""
+    too. (The test command's ``--dist loadfile`` runs each file on one
+    worker, so a file's module-scoped Snakemake run is made once, not once
+    per worker.)"""
     workflow = HERE / "workflow"
     for item in items:
-        path = Path(str(item.fspath))
-        if workflow in path.parents or item.get_closest_marker("slow"):
+        if workflow in Path(str(item.fspath)).parents or item.get_closest_marker("slow"):
             item.add_marker(pytest.mark.workflow)
-        if not item.get_closest_marker("xdist_group"):
-            item.add_marker(pytest.mark.xdist_group(str(path.relative_to(HERE.parent))))
 
 
 def pytest_configure(config):
