@@ -208,8 +208,8 @@ class Cluster:
 
 def prepare(work: Path) -> Path:
     """Raw files and the configuration both runs use (same data_dir, same bytes)."""
-    sys.path.insert(0, str(REPO / "tests"))
-    from conftest import find_locomo  # the tests' way to get the real file
+    sys.path.insert(0, str(REPO))
+    from tests.helpers import find_locomo  # the tests' way to get the real file
     from memobench.tools.generate import write_longmemeval
 
     data = work / "data"

@@ -8,7 +8,7 @@ the patterns start from is :data:`RESULTS`, relative to the working
 directory; :func:`path` moves a pattern under another root (a test's
 ``tmp_path``, a benchmark's work folder) and :func:`root_of` finds the root
 again from a path made from a pattern. No path below is spelled anywhere
-else in ``src/`` or ``workflow/`` (tests/test_layout.py checks it).
+else in ``src/`` or ``workflow/`` (tests/unit/core/test_layout.py checks it).
 """
 
 from __future__ import annotations

@@ -5,4 +5,4 @@ module that defines the retriever (``row.register``); the catalog of rows
 harness family (``variants``).
 
 Imports nothing: a subpackage's __init__ is in the code fingerprint of each of its
-modules (tests/test_layers.py)."""
+modules (tests/unit/core/test_layers.py)."""

@@ -2,4 +2,4 @@
 run could not get.
 
 Imports nothing: a subpackage's __init__ is in the code fingerprint of each of its
-modules (tests/test_layers.py)."""
+modules (tests/unit/core/test_layers.py)."""

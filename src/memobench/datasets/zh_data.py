@@ -31,7 +31,7 @@ they only follow the *structure* described in docs/harnesses.md#the-zh-set:
 * :func:`pieces`: the pseudo-events of a session (the text split at the
   full-width 。！？).
 
-``tests/test_zh_data.py`` checks all of these properties and the published
+``tests/unit/datasets/test_zh_data.py`` checks all of these properties and the published
 outcome (A 0/11, B 10/11) through the engine.
 """
 

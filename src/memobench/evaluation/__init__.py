@@ -2,4 +2,4 @@
 tools, paired statistics, published numbers, the analyses (analyze.cjs, the M direction check).
 
 Imports nothing: a subpackage's __init__ is in the code fingerprint of each of its
-modules (tests/test_layers.py)."""
+modules (tests/unit/core/test_layers.py)."""

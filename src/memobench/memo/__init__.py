@@ -2,4 +2,4 @@
 recipe registry, the named variants, ranking, FTS5 discovery in memory, tokens as ids.
 
 Imports nothing: a subpackage's __init__ is in the code fingerprint of each of its
-modules (tests/test_layers.py)."""
+modules (tests/unit/core/test_layers.py)."""

@@ -7,7 +7,7 @@ of each row's two columns and of the phrase: a row matches when the phrase's
 tokens occur one after another within one column; no tokens, or a NUL in the
 phrase (FTS5 reads the MATCH text up to it: "unterminated string", which the
 harnesses take as no rows), match nothing. Tests hold both halves against real
-FTS5 tables (tests/test_fts5.py).
+FTS5 tables (tests/unit/memo/test_fts5.py).
 
 The tokenizer is SQLite's unicode61 with its defaults (remove_diacritics 1), a
 machine over single characters: a token starts at a token character, runs on

@@ -3,4 +3,4 @@ measured under, the Memo engine as a retriever, session documents, the reference
 (``baselines``), a user's Python callable, fusion.
 
 Imports nothing: a subpackage's __init__ is in the code fingerprint of each of its
-modules (tests/test_layers.py)."""
+modules (tests/unit/core/test_layers.py)."""

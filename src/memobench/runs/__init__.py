@@ -5,7 +5,7 @@ object of lists (``json_run``). An imported run is read by its format's
 retrieval log.
 
 Imports nothing: a subpackage's __init__ is in the code fingerprint of each of its
-modules (tests/test_layers.py)."""
+modules (tests/unit/core/test_layers.py)."""
 
 # each format's name (config ``variants.<name>.run.format``, the schema's enum, ``memobench score --format``)
 # -> its module here (which says the same name as its NAME)

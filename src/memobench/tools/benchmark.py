@@ -40,7 +40,7 @@ also runs there, in the same session, and the table gives the ratios.
 ~2.7 GB): variants v0.8.0 and v0.8.0-index, Snakemake's per-job benchmark
 files summed per stage (wall, CPU, peak RSS) and a retrieval-only rerun of
 one variant; with ``--naive FILE`` (a naive reference such as a checkout's
-``tests/naive.py``, loaded from that path: the file parsed whole, an FTS
+``tests/oracles/naive.py``, loaded from that path: the file parsed whole, an FTS
 table and every event's tokens rebuilt for every question and variant) also
 that baseline on the same file (on M its first 100-question segment,
 extrapolated). ``scaling``: S-shaped files with 100, 250 and 500 questions
@@ -642,7 +642,7 @@ def run_pipeline(work: Path, name: str, raw: Path, segments: int, family: str, c
             "normalize": normalize_vs_ijson(raw, workdir, name)}
 
 
-# The naive reference is a file given by path (e.g. a checkout's tests/naive.py),
+# The naive reference is a file given by path (e.g. a checkout's tests/oracles/naive.py),
 # loaded as a module of its own: the package never imports its tests.
 NAIVE_CODE = """
 import importlib.util, json, sys, time, resource
@@ -733,7 +733,7 @@ def main(argv=None) -> int:
     parser.add_argument("--run-harness", default=None, metavar="SCRIPT",
                         help="the script that runs one original harness (default: run-harness next to BENCH_DIR)")
     parser.add_argument("--naive", default=None, metavar="NAIVE_PY",
-                        help="a naive reference file (e.g. a checkout's tests/naive.py), timed on the s and m "
+                        help="a naive reference file (e.g. a checkout's tests/oracles/naive.py), timed on the s and m "
                              "files; not run without it")
     parser.add_argument("--no-naive", action="store_true", help=argparse.SUPPRESS)  # the default now
     parser.add_argument("--baseline", default=None,

@@ -1,0 +1,171 @@
+"""What the tests share beyond fixtures: the repository, how to find the real
+LoCoMo file, and how to run the real Snakemake workflow in a scratch
+directory (tests/workflow/ only: a unit test that starts it fails, naming
+where it belongs)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+SHARED_LOCOMO = REPO.parent / "shared" / "data" / "locomo10.json"
+SKIP_PREFIX = "real LoCoMo file unavailable"
+
+
+def locomo_cache() -> Path:
+    """Where the tests keep their downloaded copy: $MEMOBENCH_CACHE, else the
+    user's cache directory (~/.cache/memobench)."""
+    if os.environ.get("MEMOBENCH_CACHE"):
+        return Path(os.environ["MEMOBENCH_CACHE"])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "memobench"
+
+
+def find_locomo(config: Path = REPO / "config.yaml", shared: Path = SHARED_LOCOMO) -> tuple[Path | None, str]:
+    """The real locomo10.json the way a user gets it, and how it was found, in
+    this order: MEMOBENCH_LOCOMO when set; else where the README tells users
+    to place it, the config's ``data_dir`` (relative to the config's folder,
+    the repository root for config.yaml), when it has the published bytes and
+    sha256; else the pipeline's own download (config.yaml's URLs, byte count
+    and sha256) into the cache, once; else ../shared/data. Returns (None, why)
+    when none of them has it."""
+    from memobench.datasets.download import DownloadError, fetch, verify
+
+    cfg = yaml.safe_load(Path(config).read_text(encoding="utf-8"))
+    ds = cfg["datasets"]["locomo10"]
+    if os.environ.get("MEMOBENCH_LOCOMO"):
+        p = Path(os.environ["MEMOBENCH_LOCOMO"])
+        return (p, f"MEMOBENCH_LOCOMO={p}") if p.exists() else (None, f"MEMOBENCH_LOCOMO={p} does not exist")
+    tried = []
+
+    def verified(path: Path, where: str) -> bool:
+        try:
+            verify(path, ds["bytes"], ds["sha256"])
+            return True
+        except DownloadError as e:
+            tried.append(f"{where}: {e}")
+            return False
+
+    placed = Path(config).resolve().parent / cfg.get("data_dir", "data") / ds["file"]
+    if placed.exists() and verified(placed, "data_dir"):
+        return placed, f"data_dir {placed}"
+    cached = locomo_cache() / ds["file"]
+    if cached.exists():
+        if verified(cached, "cache"):
+            return cached, f"cache {cached}"
+    else:
+        try:
+            fetch(ds["urls"], cached, ds["bytes"], sha256=ds["sha256"], log=lambda msg: None)
+            return cached, f"downloaded into {cached}"
+        except DownloadError as e:
+            tried.append(f"download: {e}")
+    if shared.exists():
+        return shared, f"{shared}"
+    tried.append(f"not in data_dir ({placed}) nor at {shared}")
+    return None, "; ".join(tried) + f"; place it at {placed} or set MEMOBENCH_LOCOMO=/path/to/locomo10.json"
+
+
+def data_dir(root: Path, *files: Path) -> Path:
+    """``root/data`` holding copies of ``files`` (a user's hand-placed raw files)."""
+    data = root / "data"
+    data.mkdir(parents=True, exist_ok=True)
+    for f in files:
+        shutil.copy(f, data / f.name)
+    return data
+
+
+def small_datasets(data: Path, locomo_path: Path, variants: list[str], seed: int, spice: bool = False) -> dict:
+    """Write into ``data`` the real LoCoMo file's first conversation (19
+    sessions) with its first 40 questions, ``locomo1.json``, and a generated
+    LongMemEval file of 10 questions x 6 sessions, ``lme.json``; return their
+    ``datasets`` config (LoCoMo in one segment, LongMemEval in two), each
+    running ``variants``."""
+    import json
+
+    from memobench.tools.generate.longmemeval import write_longmemeval
+
+    data.mkdir(parents=True, exist_ok=True)
+    convs = json.loads(locomo_path.read_text(encoding="utf-8"))
+    (data / "locomo1.json").write_text(json.dumps([{**convs[0], "qa": convs[0]["qa"][:40]}]), encoding="utf-8")
+    write_longmemeval(data / "lme.json", n_questions=10, sessions_per_question=6, seed=seed, turns=(2, 5),
+                      words_per_turn=(4, 30), spice=spice)
+    return {
+        "locomo1": {"format": "locomo", "file": "locomo1.json", "bytes": (data / "locomo1.json").stat().st_size,
+                    "segments": 1, "variants": list(variants)},
+        "lme": {"format": "longmemeval", "family": "s", "file": "lme.json",
+                "bytes": (data / "lme.json").stat().st_size, "segments": 2, "variants": list(variants)},
+    }
+
+
+def write_config(path: Path, **config) -> Path:
+    path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def snakemake(workdir: Path, *args, configfile: Path | None = None, snakefile: Path | None = None,
+              check: bool = True, timeout: float = 600) -> subprocess.CompletedProcess:
+    """Run the real workflow (the repository's Snakefile unless given) in
+    ``workdir``: from a test under tests/workflow/ only, which the
+    ``workflow`` mark leaves out of the unit tests' run."""
+    current = os.environ.get("PYTEST_CURRENT_TEST", "")
+    if current and not current.startswith("tests/workflow/"):
+        raise AssertionError(f"{current.split('::')[0]} starts Snakemake: its test belongs under tests/workflow/")
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(snakefile or REPO / "Snakefile"), "-d", str(workdir)]
+    if configfile is not None:
+        cmd += ["--configfile", str(configfile)]
+    cmd += list(args)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"snakemake failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
+    return proc
+
+
+def dry_run_jobs(workdir: Path, *args, **kw) -> dict[str, int]:
+    """Job counts per rule of a dry run (empty when there is nothing to do)."""
+    proc = snakemake(workdir, "-n", *args, **kw)
+    return job_counts(proc.stdout + proc.stderr)
+
+
+def job_counts(out: str) -> dict[str, int]:
+    """Job counts per rule from a dry run's output (its "Job stats" table)."""
+    jobs: dict[str, int] = {}
+    if "Job stats:" not in out:
+        return jobs
+    table = out.split("Job stats:", 1)[1].splitlines()
+    for line in table[3:]:
+        parts = line.split()
+        if len(parts) != 2 or not parts[1].isdigit():
+            break
+        if parts[0] != "total":
+            jobs[parts[0]] = int(parts[1])
+    return jobs
+
+
+def copy_project(dest: Path) -> Path:
+    """A scratch copy of the workflow and package, for tests that edit code."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in ("Snakefile", "config.yaml", "workflow", "src", "envs"):
+        src = REPO / name
+        if src.is_dir():
+            shutil.copytree(src, dest / name, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+        else:
+            shutil.copy2(src, dest / name)
+    return dest
+
+
+def tiny_normalized(tmp_path: Path) -> Path:
+    """A generated LongMemEval file (4 questions x 8 sessions, seed 5),
+    normalized: the folder of its four tables (the embedding tests' input)."""
+    from memobench.datasets.normalize import normalize_longmemeval
+    from memobench.tools.generate.longmemeval import write_longmemeval
+
+    raw = tmp_path / "lme.json"
+    write_longmemeval(raw, 4, 8, seed=5, turns=(2, 4), words_per_turn=(4, 20))
+    norm = tmp_path / "norm"
+    normalize_longmemeval(raw, norm, log=lambda m: None)
+    return norm

@@ -1,0 +1,75 @@
+"""`memobench score` finds the workflow without assuming where the package is
+installed: --workflow DIR, else $MEMOBENCH_WORKFLOW, else the current folder
+or the nearest parent holding the project's Snakefile (beside
+workflow/rules/), else one `memobench:` line saying how to point at it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.helpers import REPO
+from memobench.score import WORKFLOW_ENV, ScoreError, find_workflow
+
+NOT_CONFIGURED = "memobench: --dataset 'no-such-dataset' is not configured"
+
+
+def _score(run, cwd, *args, env_workflow=None):
+    """`memobench score` in ``cwd``, on a dataset no config has: it stops, in
+    one line, right after reading the workflow's config (no Snakemake run)."""
+    env = {k: v for k, v in os.environ.items() if k != WORKFLOW_ENV}
+    env["PYTHONPATH"] = str(REPO / "src")
+    if env_workflow is not None:
+        env[WORKFLOW_ENV] = str(env_workflow)
+    return subprocess.run([sys.executable, "-m", "memobench.cli", "score", str(run), "--dataset", "no-such-dataset",
+                           *args], cwd=cwd, capture_output=True, text=True, env=env, timeout=120)
+
+
+@pytest.fixture
+def run(tmp_path):
+    path = tmp_path / "theirs.trec"
+    path.write_text("q Q0 s 1 1 theirs\n", encoding="utf-8")
+    return path
+
+
+def test_score_from_another_folder_with_workflow_or_its_variable(tmp_path, run):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    for proc in (_score(run, elsewhere, "--workflow", str(REPO)), _score(run, elsewhere, env_workflow=REPO)):
+        assert proc.returncode == 1
+        assert proc.stderr.splitlines()[0].startswith(NOT_CONFIGURED), proc.stderr
+
+
+def test_score_inside_the_checkout_finds_it_in_a_parent(run):
+    proc = _score(run, REPO / "docs")
+    assert proc.returncode == 1 and proc.stderr.splitlines()[0].startswith(NOT_CONFIGURED), proc.stderr
+
+
+def test_score_without_a_workflow_says_how_to_point_at_it(tmp_path, run):
+    proc = _score(run, tmp_path)
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines() == [
+        f"memobench: no memobench workflow in {tmp_path.resolve()} or a folder above it; run memobench score inside "
+        f"the project's checkout, or point at it with --workflow DIR or {WORKFLOW_ENV}=DIR"]
+    wrong = _score(run, tmp_path, "--workflow", str(tmp_path))
+    assert wrong.returncode == 1
+    assert wrong.stderr.splitlines() == [
+        f"memobench: --workflow {tmp_path}: no memobench workflow there (a Snakefile beside workflow/rules/); "
+        "give the folder of the project's checkout"]
+
+
+def test_find_workflow_order(tmp_path):
+    assert find_workflow(str(REPO), env={}) == REPO / "Snakefile"
+    assert find_workflow(None, env={WORKFLOW_ENV: str(REPO)}, cwd=tmp_path) == REPO / "Snakefile"
+    assert find_workflow(None, env={}, cwd=REPO / "workflow" / "rules") == REPO / "Snakefile"
+    # --workflow wins over the variable, the variable over the current folder
+    with pytest.raises(ScoreError, match=r"^--workflow "):
+        find_workflow(str(tmp_path), env={WORKFLOW_ENV: str(REPO)}, cwd=REPO)
+    with pytest.raises(ScoreError, match=rf"^\${WORKFLOW_ENV} "):
+        find_workflow(None, env={WORKFLOW_ENV: str(tmp_path)}, cwd=REPO)
+    (tmp_path / "Snakefile").write_text("")  # a Snakefile alone is not the project's
+    with pytest.raises(ScoreError, match="no memobench workflow in"):
+        find_workflow(None, env={}, cwd=tmp_path)

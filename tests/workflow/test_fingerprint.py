@@ -1,0 +1,253 @@
+"""Stale detection through Snakemake itself: what it reruns after an edit (a
+dry run in a scratch copy that ran every stage once) and which package
+modules each stage really loads when it runs, against the scan of
+tests/unit/core/test_fingerprint.py and ``memobench.fingerprint``."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+
+import pytest
+import yaml
+
+from tests.helpers import REPO, copy_project, dry_run_jobs, snakemake, write_config
+from tests.unit.core.test_fingerprint import (HAVE_DENSE, HAVE_STATIC, MODULES, STAGES, module_file,
+                                              scanned_embedding_modules, scanned_stage_modules,
+                                              scanned_variant_modules)
+from memobench.fingerprint import stage_modules
+from memobench.catalog.registry import retriever_of
+from memobench.catalog.variants import resolve
+from memobench.tools.generate.longmemeval import write_longmemeval
+
+SITECUSTOMIZE = '''
+import atexit, json, os, sys
+def _dump():
+    main = sys.modules.get("__main__")
+    smk = getattr(main, "snakemake", None)
+    if smk is None:
+        return
+    mods = sorted(m.split(".", 1)[1] for m in sys.modules if m.startswith("memobench."))
+    path = os.path.join(os.environ["MEMOBENCH_IMPORT_DUMP"], f"{os.getpid()}.json")
+    with open(path, "w") as f:
+        json.dump({"rule": smk.rule, "modules": mods}, f)
+atexit.register(_dump)
+'''
+
+
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory):
+    """A scratch copy of the project that ran every stage once (a generated
+    LongMemEval file in 2 segments with analyze and an experiment pair, plus
+    the embedded zh set), with each stage's loaded modules recorded."""
+    root = tmp_path_factory.mktemp("fingerprint")
+    proj = copy_project(root / "proj")
+    data = root / "data"
+    data.mkdir()
+    raw = data / "lme.json"
+    write_longmemeval(raw, n_questions=12, sessions_per_question=6, seed=7)
+    # an imported run (the import_run stage): each question's first session
+    run = root / "run.json"
+    run.write_text(json.dumps({q["question_id"]: q["haystack_session_ids"][:1]
+                               for q in json.loads(raw.read_text(encoding="utf-8"))}), encoding="utf-8")
+    # a user's Python retriever with a prepare step (its helper beside it): the prepare stage runs
+    retr = root / "retr"
+    retr.mkdir()
+    (retr / "helper.py").write_text("def words(t):\n    return set(t.lower().split())\n", encoding="utf-8")
+    (retr / "mine.py").write_text(
+        "from helper import words\n\n\ndef prepare(texts):\n    return [sorted(words(t)) for t in texts]\n\n\n"
+        "def rank(question, haystack, prepared):\n    q = words(question.text)\n"
+        "    return sorted(range(len(haystack)), key=lambda i: -len(q & set(prepared[i])))\n", encoding="utf-8")
+    cfg = write_config(
+        root / "cfg.yaml", data_dir=str(data), run=["lme", "zh"],
+        datasets={"lme": {"format": "longmemeval", "family": "s", "file": "lme.json",
+                          "bytes": raw.stat().st_size, "segments": 2, "analyze": True,
+                          "variants": ["v0.8.0", "v0.8.0-index", "exp3-V6", "exp3-T1", "imported"]
+                          # a reference retriever; minilm and wordllama also run the embeddings stage
+                          + (["minilm"] if HAVE_DENSE else ["bm25s"]) + (["wordllama"] if HAVE_STATIC else [])
+                          + ["mine", "fused"]}},
+        variants={"imported": {"run": {"file": str(run), "format": "json"}},
+                  "mine": {"retriever": {"callable": f"{retr}/mine.py:rank", "prepare": f"{retr}/mine.py:prepare"}},
+                  "fused": {"fuse": {"of": ["v0.8.0", "mine"]}}},
+        exports={"retrieval_log": ["lme/v0.8.0"]},  # so that session_json and retrievallog run
+    )
+    dump = root / "imports"
+    dump.mkdir()
+    site = root / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(SITECUSTOMIZE, encoding="utf-8")
+    import os
+
+    env_before = dict(os.environ)
+    os.environ["PYTHONPATH"] = str(site)
+    os.environ["MEMOBENCH_IMPORT_DUMP"] = str(dump)
+    try:
+        snakemake(proj, "--cores", "2", configfile=cfg, snakefile=proj / "Snakefile")
+    finally:
+        os.environ.clear()
+        os.environ.update(env_before)
+    loaded: dict[str, set[str]] = {}
+    for f in dump.glob("*.json"):
+        d = json.loads(f.read_text())
+        loaded.setdefault(d["rule"], set()).update(d["modules"])
+    return proj, cfg, loaded
+
+
+def test_every_stage_ran_and_loaded_only_its_closure(scratch):
+    _, _, loaded = scratch
+    # the embeddings stage runs for minilm or wordllama, which need the [dense] or [static] extra (CI installs both)
+    assert set(loaded) == set(STAGES) - (set() if HAVE_DENSE or HAVE_STATIC else {"embeddings"})
+    for rule, mods in loaded.items():
+        extra = mods - stage_modules(rule)
+        assert not extra, f"stage {rule} loaded {sorted(extra)} outside its fingerprint"
+
+
+def _job_graph(proj, cfg) -> tuple[dict[str, str], dict[str, set[str]], dict[str, str]]:
+    """Every job's rule, job -> the jobs that consume its outputs (Snakemake's
+    --dag; jobs, not rules: a rule's jobs of different datasets follow different
+    jobs), and each retrieve job's variant and embeddings job's model (from the
+    dry run of the same DAG: its labels leave some wildcards out)."""
+    out = snakemake(proj, "--dag", "--forceall", configfile=cfg, snakefile=proj / "Snakefile").stdout
+    rule = dict(re.findall(r'\t(\d+)\[label = "(\w+)', out))
+    down: dict[str, set[str]] = {job: set() for job in rule}
+    for a, b in re.findall(r"\t(\d+) -> (\d+)", out):
+        down[a].add(b)
+    dry = snakemake(proj, "-n", "--forceall", configfile=cfg, snakefile=proj / "Snakefile").stdout
+    variant = {}
+    for name, block in re.findall(r"^(?:local)?rule (\w+):\n((?:    .*\n)+)", dry, re.M):
+        job = re.search(r"jobid: (\d+)", block).group(1)
+        assert rule[job] == name, (job, name)  # the same DAG, the same job ids
+        if name == "retrieve":
+            variant[job] = re.search(r"variant=([^,\s]+)", block).group(1)
+        if name == "embeddings":
+            variant[job] = re.search(r"model=([^,\s]+)", block).group(1)
+    assert set(variant) == {job for job, r in rule.items() if r in ("retrieve", "embeddings")}
+    return rule, down, variant
+
+
+@pytest.fixture(scope="module")
+def job_graph(scratch):
+    proj, cfg, _ = scratch
+    return _job_graph(proj, cfg)
+
+
+def _with_downstream(jobs, down) -> set[str]:
+    """``jobs`` and every job that follows them."""
+    reached = set(jobs)
+    todo = list(reached)
+    while todo:
+        for nxt in down.get(todo.pop(), ()):
+            if nxt not in reached:
+                reached.add(nxt)
+                todo.append(nxt)
+    return reached
+
+
+def test_editing_each_module_reruns_exactly_its_importers_and_what_follows(scratch, job_graph):
+    proj, cfg, _ = scratch
+    assert dry_run_jobs(proj, configfile=cfg, snakefile=proj / "Snakefile") == {}
+    rule, down, variant = job_graph
+    spec = yaml.safe_load(cfg.read_text(encoding="utf-8"))
+    # the retriever module of each retrieve job's variant (its code: the shared modules and that retriever's)
+    own = {job: retriever_of(resolve(v, "zh" if v.startswith("zh-") else "s", spec.get("variants"))).name
+           for job, v in variant.items() if rule[job] == "retrieve"}
+    for module in MODULES:
+        importers = {s for s in STAGES if module in scanned_stage_modules(s)}
+        reached = _with_downstream({job for job, r in rule.items() if r in importers
+                                    and (r != "retrieve" or module in scanned_variant_modules(own[job]))
+                                    and (r != "embeddings" or module in scanned_embedding_modules(variant[job]))},
+                                   down)
+        expected = Counter(rule[job] for job in reached)
+        path = proj / module_file(module).relative_to(REPO)
+        original = path.read_bytes()
+        try:
+            path.write_bytes(original + b"\n# an edit\n")
+            jobs = dry_run_jobs(proj, configfile=cfg, snakefile=proj / "Snakefile")
+        finally:
+            path.write_bytes(original)
+        assert jobs == dict(expected), f"editing {module}.py"
+    assert dry_run_jobs(proj, configfile=cfg, snakefile=proj / "Snakefile") == {}
+
+
+
+# an early stage, one in the middle, the last one, and the adapter (None) that every stage runs
+@pytest.mark.parametrize("stage,upstream", [
+    ("verify", {"download"}),
+    ("merge", {"download", "verify", "normalize", "tokens", "retrieve", "embeddings", "prepare", "import_run",
+               "record_run"}),
+    ("report", {"download", "verify", "normalize", "retrieve", "merge", "stats", "falsify", "analyze", "manifest"}),
+    (None, set()),
+])
+def test_editing_one_stage_reruns_that_stage_and_what_follows_only(scratch, job_graph, stage, upstream):
+    """Each stage's code is its own module (stages/<stage>.py) and the
+    adapter: a statement added to one stage's module plans exactly that
+    stage's jobs and the jobs that follow them, nothing upstream; one added
+    to the adapter plans every job."""
+    proj, cfg, _ = scratch
+    rule, down, _ = job_graph
+    reached = _with_downstream({job for job, r in rule.items() if (r == stage if stage else r in STAGES)}, down)
+    expected = dict(Counter(rule[job] for job in reached))
+    if stage is None:
+        assert expected == dict(Counter(rule.values()))  # every job of the run
+    assert stage is None or stage in expected
+    assert not upstream & set(expected), upstream & set(expected)
+    path = proj / "src" / "memobench" / "stages" / f"{stage or 'adapter'}.py"
+    original = path.read_bytes()
+    try:
+        path.write_bytes(original + b"\n_EDITED = True\n")
+        jobs = dry_run_jobs(proj, configfile=cfg, snakefile=proj / "Snakefile")
+    finally:
+        path.write_bytes(original)
+    assert jobs == expected, f"editing stages/{stage or 'adapter'}.py"
+    assert dry_run_jobs(proj, configfile=cfg, snakefile=proj / "Snakefile") == {}
+
+def _retrieve_variants(proj, cfg) -> dict[str, int]:
+    """Retrieve jobs per variant in a dry run."""
+    out = snakemake(proj, "-n", configfile=cfg, snakefile=proj / "Snakefile").stdout
+    return dict(Counter(re.findall(r"rule retrieve:\n(?:    .*\n)*?    wildcards: dataset=[^,]+, variant=([^,\s]+)",
+                                   out)))
+
+
+REFERENCE = (["minilm"] if HAVE_DENSE else ["bm25s"]) + (["wordllama"] if HAVE_STATIC else [])
+
+
+@pytest.mark.parametrize("edited,variants", [
+    ("src/memobench/retrieval/reference/lexical.py", REFERENCE),
+    # the fusion of v0.8.0 and mine follows its inputs
+    ("src/memobench/memo/engine.py", ["v0.8.0", "v0.8.0-index", "exp3-V6", "exp3-T1", "zh-A", "zh-B", "fused"]),
+    ("src/memobench/retrieval/python.py", ["mine", "fused"]),
+    ("src/memobench/retrieval/fusion.py", ["fused"]),
+    ("src/memobench/retrieval/harness.py", ["v0.8.0", "v0.8.0-index", "exp3-V6", "exp3-T1", "zh-A", "zh-B", "mine", "fused"]
+     + REFERENCE),
+])
+def test_editing_one_retriever_reruns_only_its_variants(scratch, edited, variants):
+    """Each retrieve job's code is its variant's retriever's: an edit to the
+    lexical reference retrievers reruns the reference variants' segments and
+    no Memo variant's, an edit to the engine the Memo variants' only (and the
+    fusion of one of them), an edit to the fusion the fusion's only, an edit
+    to the harness rules every variant's."""
+    proj, cfg, _ = scratch
+    path = proj / edited
+    original = path.read_bytes()
+    try:
+        path.write_bytes(original + b"\n# an edit\n")
+        got = _retrieve_variants(proj, cfg)
+    finally:
+        path.write_bytes(original)
+    assert got == {v: 1 if v.startswith("zh-") else 2 for v in variants}  # lme has 2 segments, zh 1
+
+
+@pytest.mark.skipif(not (HAVE_DENSE and HAVE_STATIC), reason="needs both embedding models ([dense], [static])")
+@pytest.mark.parametrize("edited,model", [("src/memobench/retrieval/reference/dense.py", "minilm"),
+                                          ("src/memobench/retrieval/reference/static.py", "wordllama")])
+def test_editing_one_model_reruns_only_its_embeddings(scratch, edited, model):
+    proj, cfg, _ = scratch
+    path = proj / edited
+    original = path.read_bytes()
+    try:
+        path.write_bytes(original + b"\n# an edit\n")
+        out = snakemake(proj, "-n", configfile=cfg, snakefile=proj / "Snakefile").stdout
+    finally:
+        path.write_bytes(original)
+    assert re.findall(r"rule embeddings:\n(?:    .*\n)*?    wildcards: dataset=[^,]+, model=([^,\s]+)", out) == [model]
