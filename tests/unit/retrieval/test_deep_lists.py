@@ -85,6 +85,8 @@ def test_every_lme_variant_keeps_its_top10(lme_dir, family):
     assert short == ["exp-V1"] or short == [], short
 
 
+# every variant on the whole real file: the whole suite runs it, the unit run leaves it out
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(variants.builtin("locomo")))
 def test_every_locomo_variant_keeps_its_top10(locomo_dir, name):
     rankings, _, deep = _run(name, "locomo", locomo_dir)
