@@ -1,9 +1,9 @@
 """What a run of the workflow makes and what each job reads: the plan logic
 behind workflow/rules/common.smk, as plain functions of the validated config.
 
-``config`` is the config after :func:`memobench.config.validate` (defaults
+``config`` is the config after :func:`memobench.core.config.validate` (defaults
 applied); ``specs`` is :func:`variant_specs`'s ``{dataset: {variant: spec}}``.
-Paths come from :mod:`memobench.layout`. Nothing here imports Snakemake: a
+Paths come from :mod:`memobench.core.layout`. Nothing here imports Snakemake: a
 wrong target raises :class:`ConfigError` with the line common.smk prints, and
 the Snakemake side (checkpoints, rule outputs, the DAG) stays in the .smk
 files.
@@ -14,11 +14,11 @@ from __future__ import annotations
 import os
 import re
 
-from . import layout
+from .core import layout
 from .datasets.inparts import MAX_PARTS, parts_for
-from .config import RESERVED, SAFE_NAME, dataset_family
-from .formats import FORMATS, LME_FORMATS, has_raw_file
-from .errors import ConfigError
+from .core.config import RESERVED, SAFE_NAME, dataset_family
+from .core.formats import FORMATS, LME_FORMATS, has_raw_file
+from .core.errors import ConfigError
 from .memo.tokenize import FTS5_TOKENS
 from .catalog.registry import embedding_inputs, kind_of
 from .catalog.variant import to_spec
@@ -343,7 +343,7 @@ def export_files(config: dict) -> list[str]:
 def retrievallog_pairs(config: dict, listed, exists=os.path.exists) -> list[tuple[str, str]]:
     """The run's (dataset, variant) pairs whose retrieval log rule all keeps up
     to date: those exports.retrieval_log lists (``listed``,
-    memobench.config.retrieval_log_pairs), and those whose log is there (asked
+    memobench.core.config.retrieval_log_pairs), and those whose log is there (asked
     for by its path once: remade when its variant reruns, never left stale;
     deleting it is how one stops it)."""
     listed = set(listed)

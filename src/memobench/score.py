@@ -26,9 +26,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from . import layout
-from .config import RESERVED, SAFE_NAME, dataset_family, validate
-from .errors import ConfigError
+from .core import layout
+from .core.config import RESERVED, SAFE_NAME, dataset_family, validate
+from .core.errors import ConfigError
 from .evaluation.measures import HARNESS_MEASURES, MEASURES, OFFICIAL_MEASURES, PAIRED
 from .evaluation.published import REFERENCE
 from .catalog.variants import known_variants, resolve

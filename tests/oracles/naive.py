@@ -5,7 +5,7 @@ original harnesses do: the whole file parsed, everything rebuilt per question).
 Written from the harness description alone (docs/harnesses.md: the shared steps, run, run-m,
 locomo, exp6 and the traps), without
 looking at the project's engine / normalize / retrieval / variants modules.
-It only imports the node-verified building blocks: ``memobench.jsmath``,
+It only imports the node-verified building blocks: ``memobench.core.jsmath``,
 ``memobench.memo.tokenize`` (tokenizers and windows) and ``memobench.datasets.dates``.
 
 Everything is recomputed from scratch for every question, with plain loops:
@@ -29,7 +29,7 @@ import re
 import sqlite3
 
 from memobench.datasets.dates import parse_lme, parse_locomo
-from memobench.jsmath import MISSING, js_log, js_string, utf16_key, utf16_len
+from memobench.core.jsmath import MISSING, js_log, js_string, utf16_key, utf16_len
 from memobench.memo.tokenize import seq_ascii, seq_exp6, window_cf, window_exp6, window_plain
 
 DAY_MS = 86_400_000

@@ -4,7 +4,7 @@
 Written from docs/harnesses.md (the shared steps, cn.cjs, exp.cjs to exp5.cjs, the traps) without reading the
 project's engine / retrieval / variants modules. Reuses only the literal building blocks
 of ``memobench.naive`` (occurrences, representative, session_order, Fts, lme_sessions,
-gold_rank), the tokenizers/windows of ``memobench.memo.tokenize``, ``memobench.jsmath``,
+gold_rank), the tokenizers/windows of ``memobench.memo.tokenize``, ``memobench.core.jsmath``,
 ``memobench.datasets.dates.parse_lme`` and ``memobench.memo.stemmer.stem``.
 
 Everything is rebuilt per question from the raw JSON (``json.load``), with plain loops.
@@ -18,7 +18,7 @@ import json
 import re
 
 from memobench.datasets.dates import parse_lme
-from memobench.jsmath import MISSING, js_log, js_string, utf16_len
+from memobench.core.jsmath import MISSING, js_log, js_string, utf16_len
 from tests.oracles.naive import Fts, gold_rank, lme_gold, lme_sessions, representative, session_order
 from memobench.memo.stemmer import stem
 from memobench.memo.tokenize import (

@@ -14,8 +14,8 @@ import pytest
 
 from tests.helpers import REPO, data_dir, dry_run_jobs, snakemake, write_config
 from memobench.evaluation import exports, official
-from memobench.config import retrieval_log_pairs, validate
-from memobench.errors import ConfigError
+from memobench.core.config import retrieval_log_pairs, validate
+from memobench.core.errors import ConfigError
 from memobench.tools.generate.longmemeval import write_longmemeval
 
 VARIANTS = ["v0.8.0", "v0.8.0-index", "exp4-A0-base"]

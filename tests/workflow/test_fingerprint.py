@@ -1,7 +1,7 @@
 """Stale detection through Snakemake itself: what it reruns after an edit (a
 dry run in a scratch copy that ran every stage once) and which package
 modules each stage really loads when it runs, against the scan of
-tests/unit/core/test_fingerprint.py and ``memobench.fingerprint``."""
+tests/unit/core/test_fingerprint.py and ``memobench.core.fingerprint``."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from tests.helpers import REPO, copy_project, dry_run_jobs, snakemake, write_con
 from tests.unit.core.test_fingerprint import (HAVE_DENSE, HAVE_STATIC, MODULES, STAGES, module_file,
                                               scanned_embedding_modules, scanned_stage_modules,
                                               scanned_variant_modules)
-from memobench.fingerprint import stage_modules
+from memobench.core.fingerprint import stage_modules
 from memobench.catalog.registry import retriever_of
 from memobench.catalog.variants import resolve
 from memobench.tools.generate.longmemeval import write_longmemeval

@@ -22,7 +22,7 @@ from memobench.runs.trec import read_id as decode_trec_id
 from memobench.reporting.markdown import markdown_report
 from memobench.reporting.numbers import percent
 from memobench.evaluation.stats import compare, per_question
-from memobench.tables import read_table
+from memobench.core.tables import read_table
 
 COUNTS = ("items", "questions", "hit@1", "hit@5", "hit@10", "mrr_sum", "skipped", "by_type", "unrecorded",
           "random", "mean_pool_size")

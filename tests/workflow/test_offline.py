@@ -21,7 +21,7 @@ from memobench.tools.generate.locomo import write_locomo
 from memobench.tools.generate.longmemeval import write_longmemeval
 
 
-# a progress line (memobench.progress): done[ / total] unit (share%, rate)
+# a progress line (memobench.core.progress): done[ / total] unit (share%, rate)
 PROGRESS = re.compile(r": \d+(?: / \d+)? \w+ \((?:\d+%, )?[\d,.]+ (?:\w+|[KMG]iB|B)/s\)")
 
 

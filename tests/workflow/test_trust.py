@@ -139,7 +139,7 @@ def test_the_manifest_hashes_only_the_file_verify_accepted(tmp_path):
     """A raw file replaced between verify and the manifest job (same size) is
     never hashed into the manifest as if accepted: the job fails in one line."""
     from memobench.datasets.download import DownloadError
-    from memobench.provenance import file_stamp
+    from memobench.core.provenance import file_stamp
     from memobench.stages.manifest import _accepted_sha256
 
     raw = tmp_path / "lme.json"

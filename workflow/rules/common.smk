@@ -1,6 +1,6 @@
 # Config validation, input functions and wildcard constraints shared by all
 # rules: one-liners over the package. What a run makes and what each job reads
-# is src/memobench/plan.py, where every result lies src/memobench/layout.py;
+# is src/memobench/plan.py, where every result lies src/memobench/core/layout.py;
 # the handlers that reach into Snakemake's internals are hooks.smk.
 
 import os
@@ -8,14 +8,15 @@ import sys
 
 sys.path.insert(0, os.path.join(workflow.basedir, "src"))  # the package, installed or not
 
-from memobench import layout, plan
-from memobench.config import retrieval_log_pairs, validate
-from memobench.formats import has_raw_file
-from memobench.errors import ConfigError
-from memobench.fingerprint import stage_fingerprint
+from memobench import plan
+from memobench.core import layout
+from memobench.core.config import retrieval_log_pairs, validate
+from memobench.core.formats import has_raw_file
+from memobench.core.errors import ConfigError
+from memobench.core.fingerprint import stage_fingerprint
 from memobench.memo.tokenize import FTS5_TOKENS
 from memobench.datasets.missing import attempt_param, read_receipt
-from memobench.provenance import file_stamp
+from memobench.core.provenance import file_stamp
 from memobench.memo.recipe import ANALYZE_RECIPE, FIELDS
 from memobench.catalog.registry import code_fingerprint, embedding_inputs, input_names, inputs_of
 from memobench.catalog.variant import from_spec
@@ -58,7 +59,7 @@ STAGE_SCRIPT_PATH = os.path.join(workflow.basedir, "workflow", "scripts", "stage
 
 def code(stage):
     """The stage's code fingerprint: its module import closure and the script
-    (src/memobench/fingerprint.py). A params entry, so an edit reruns exactly
+    (src/memobench/core/fingerprint.py). A params entry, so an edit reruns exactly
     the stages that run the edited code, and what follows them."""
     return stage_fingerprint(stage, STAGE_SCRIPT_PATH)
 

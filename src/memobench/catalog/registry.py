@@ -24,7 +24,7 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 from .row import RETRIEVERS, ROWS, Retriever, Row
 
 # the modules that register rows and retrievers (dotted, below the package); fingerprint.py reads this
@@ -173,7 +173,7 @@ def code_fingerprint(variant, script) -> str:
     stage's modules that every retriever runs, this variant's kind's modules
     and their closure (less the other kinds' modules), ``script`` (the stage
     script) and the retriever's sources."""
-    from ..fingerprint import closure, digest, stage_modules
+    from ..core.fingerprint import closure, digest, stage_modules
 
     own = retriever_of(variant)
     kinds = kind_modules()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
 
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 from ..memo.recipe import Recipe
 
 FAMILIES = ("s", "m", "locomo", "cn", "zh")

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..errors import ConfigError
-from ..formats import USER_TURN_FAMILIES
+from ..core.errors import ConfigError
+from ..core.formats import USER_TURN_FAMILIES
 from ..memo.recipe import Recipe
 from . import registry
 from .variant import FAMILIES, LME, SKIP as _SKIP, Variant, check_family, with_recipe

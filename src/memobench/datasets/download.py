@@ -36,8 +36,8 @@ import urllib.request
 from pathlib import Path
 from typing import Callable, Iterable
 
-from ..errors import DownloadError
-from ..progress import Progress
+from ..core.errors import DownloadError
+from ..core.progress import Progress
 
 __all__ = ["DownloadError", "fetch", "verify", "main"]
 

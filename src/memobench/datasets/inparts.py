@@ -43,8 +43,8 @@ import traceback
 from functools import partial
 from pathlib import Path
 
-from ..layout import TABLE_NAMES
-from ..progress import Progress
+from ..core.layout import TABLE_NAMES
+from ..core.progress import Progress
 
 
 # A part is at least this many bytes: below, a fork and the append of its

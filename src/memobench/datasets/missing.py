@@ -31,7 +31,7 @@ import json
 import re
 from pathlib import Path
 
-from .. import layout
+from ..core import layout
 
 
 ATTEMPT = "download attempt"
@@ -122,7 +122,7 @@ def blocks(missing: dict[str, dict]) -> list:
     """The report's "Missing datasets" section (doc.py blocks; none when nothing is missing): in Markdown one
     table, a row per dataset; in HTML a two-column table per dataset, so a path, a sha256 and each URL (a line
     of its own) get the page's width instead of a column squeezed between six others."""
-    from ..doc import Cell, Code, Heading, Html, Line, Markdown, Para, Strong, Table, to_html, to_markdown
+    from ..core.doc import Cell, Code, Heading, Html, Line, Markdown, Para, Strong, Table, to_html, to_markdown
 
     if not missing:
         return []
@@ -156,7 +156,7 @@ def blocks(missing: dict[str, dict]) -> list:
 
 def markdown(missing: dict[str, dict]) -> str:
     """The report's "Missing datasets" section ("" when nothing is missing)."""
-    from ..doc import to_markdown
+    from ..core.doc import to_markdown
 
     return to_markdown(blocks(missing)) if missing else ""
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..layout import table_paths
+from ..core.layout import table_paths
 from .inparts import can_fork, cut_points, parts_for, read_in_parts
 
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from ..layout import TABLE_NAMES
-from ..tables import BATCH_ROWS, EVENTS, HAYSTACKS, QUESTIONS, SESSIONS, TableWriter, utf8_text
+from ..core.layout import TABLE_NAMES
+from ..core.tables import BATCH_ROWS, EVENTS, HAYSTACKS, QUESTIONS, SESSIONS, TableWriter, utf8_text
 
 
 DIGEST_BYTES = hashlib.sha256().digest_size  # a session's identity (SessionStore.keys)

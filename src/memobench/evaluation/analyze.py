@@ -12,12 +12,12 @@ import pyarrow as pa
 from ..memo.engine import REQUEST_LIMIT, Corpus, Haystack, Ranker, Recipe, Scorer, merge_final
 from ..memo.fts5 import PhraseMatcher, Unicode61
 from ..memo.recipe import ANALYZE_RECIPE
-from ..jsmath import to_fixed
+from ..core.jsmath import to_fixed
 from . import metrics
-from ..progress import Progress
+from ..core.progress import Progress
 from ..retrieval.memo import load_segment, token_tables
-from ..atomic import write_json, write_text
-from ..tables import write_table
+from ..core.atomic import write_json, write_text
+from ..core.tables import write_table
 from ..memo.tokenize import seq_ascii
 
 RECIPE = ANALYZE_RECIPE
@@ -155,7 +155,7 @@ def summarize(rows: list[dict]) -> dict:
 
 def markdown(dataset: str, s: dict) -> str:
     from .analyze_section import blocks
-    from ..doc import to_markdown
+    from ..core.doc import to_markdown
 
     return to_markdown(blocks(dataset, s))
 

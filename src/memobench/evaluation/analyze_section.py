@@ -7,7 +7,7 @@ from the same blocks.
 
 from __future__ import annotations
 
-from ..doc import Heading, Para, Table
+from ..core.doc import Heading, Para, Table
 
 
 def blocks(dataset: str, s: dict) -> list:

@@ -16,8 +16,8 @@ from __future__ import annotations
 from . import official
 from ..runs import retrieval_log
 from ..runs.trec import REPEAT_MARK, question_tokens, trec_id
-from ..atomic import atomic_path
-from ..tables import read_table
+from ..core.atomic import atomic_path
+from ..core.tables import read_table
 
 
 def write_qrels(questions_path, out, log=print) -> dict:

@@ -4,7 +4,7 @@ whether the direction is the same in every segment."""
 
 from __future__ import annotations
 
-from ..jsmath import to_fixed
+from ..core.jsmath import to_fixed
 from .measures import MEASURES
 
 
@@ -39,7 +39,7 @@ def compare(metrics: dict[str, dict]) -> list[dict]:
 
 def blocks(dataset: str, rows: list[dict]) -> list:
     """The report's falsifier section (doc.py blocks)."""
-    from ..doc import Heading, Para, Table
+    from ..core.doc import Heading, Para, Table
 
     table = []
     for r in rows:
@@ -55,6 +55,6 @@ def blocks(dataset: str, rows: list[dict]) -> list:
 
 
 def markdown(dataset: str, rows: list[dict]) -> str:
-    from ..doc import to_markdown
+    from ..core.doc import to_markdown
 
     return to_markdown(blocks(dataset, rows))

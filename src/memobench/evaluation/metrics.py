@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ..errors import DataError
-from ..jsmath import to_fixed
+from ..core.errors import DataError
+from ..core.jsmath import to_fixed
 from .measures import HITS, MEASURES
 
 _CUTOFFS = tuple((k, MEASURES[k].cutoff) for k in HITS)  # (hit@k, k) of each harness hit rate
@@ -158,7 +158,7 @@ def concat_rankings(paths):
     """The segments' ranking tables (top-10 or deep) in question order."""
     import pyarrow as pa
 
-    from ..tables import read_table
+    from ..core.tables import read_table
 
     t = pa.concat_tables([read_table(p) for p in paths])
     return t.sort_by([("q_index", "ascending"), ("rank", "ascending")])
@@ -177,9 +177,9 @@ def merge_segments(dataset: str, variant_spec: dict, rankings_in, outcomes_in, d
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from ..provenance import PROVENANCE_KEY
-    from ..atomic import write_json
-    from ..tables import read_table, write_table
+    from ..core.provenance import PROVENANCE_KEY
+    from ..core.atomic import write_json
+    from ..core.tables import read_table, write_table
 
     rankings = concat_rankings(rankings_in)
     seg_tables = [read_table(p).sort_by("q_index") for p in outcomes_in]

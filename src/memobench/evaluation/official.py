@@ -34,11 +34,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..formats import FORMATS, LME_FORMATS
-from ..errors import DataError
-from ..progress import Progress
+from ..core.formats import FORMATS, LME_FORMATS
+from ..core.errors import DataError
+from ..core.progress import Progress
 from ..retrieval.harness import scoring_id, user_target_sessions  # the rules an imported run is read under too
-from ..tables import read_table, sorted_runs
+from ..core.tables import read_table, sorted_runs
 
 KS = (1, 3, 5, 10, 30, 50)
 # LoCoMo's question categories (``qa[].category``) by the names of the LoCoMo

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..tables import read_table
+from ..core.tables import read_table
 from .correction import ALPHA, FAMILY, apply_holm, mde, power_summary
 from .measures import MEASURES, PAIRED, SATURATED
 from .paired import p_analytic

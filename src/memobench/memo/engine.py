@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 from .fts5 import Unicode61
 from .tokenize import FTS5_TOKENS
-from ..jsmath import js_log, utf16_key, utf16_len
-from ..protocol import DEPTH, TOP
+from ..core.jsmath import js_log, utf16_key, utf16_len
+from ..core.protocol import DEPTH, TOP
 from .recipe import Recipe
 from .termids import SEPARATOR, HayEvents, Vocab
 from .timewords import date_words, relative_min_time

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import MISSING, dataclass, field, fields
 
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 from .tokenize import STOP_LISTS, WINDOWS
 
 def _field(default, doc: str, choices: tuple | None = None, minimum: int | None = None):

@@ -325,8 +325,8 @@ def write_token_ids(batches, out, joined, ascii_token: bytes | None = None, long
     """A tokens stage table (``tables.TOKEN_IDS``, an Arrow IPC file) from
     (session keys, texts) batches of Arrow arrays, tokenized as
     :func:`token_stream` does: one record batch per batch."""
-    from ..atomic import atomic_path
-    from ..tables import TOKEN_IDS
+    from ..core.atomic import atomic_path
+    from ..core.tables import TOKEN_IDS
 
     vocab = Vocab()
     options = pa.ipc.IpcWriteOptions(compression=TOKENS_COMPRESSION)
@@ -368,8 +368,8 @@ def open_tokens(path) -> "pa.ipc.RecordBatchFileReader":
     """A tokens stage table's reader (one record batch per batch of events);
     a file of another format or schema (a tokens table of an earlier version)
     is a DataError naming it and the fix."""
-    from ..errors import DataError
-    from ..tables import TOKEN_IDS
+    from ..core.errors import DataError
+    from ..core.tables import TOKEN_IDS
 
     try:
         reader = pa.ipc.open_file(pa.memory_map(str(path)))
@@ -396,7 +396,7 @@ def vocab_of(new_tokens: list, path) -> Vocab:
     """The vocabulary of a tokens table (``path``, named in errors) from its
     batches' ``new_tokens`` columns, in order: what a job reading all its
     batches anyway collects on the way, instead of reading them twice."""
-    from ..errors import DataError
+    from ..core.errors import DataError
 
     tokens = [t.decode("utf-8", "surrogatepass")
               for t in pa.chunked_array(new_tokens, TOKEN_LIST).combine_chunks().flatten().to_pylist()]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from ..jsmath import utf16_len
+from ..core.jsmath import utf16_len
 
 __all__ = [
     "TERM_MAX",
@@ -243,9 +243,9 @@ def write_tokens(events_path, seq_name: str, out, log=print) -> None:
     import pyarrow.parquet as pq
 
     from .fts5 import _LONG, Unicode61
-    from ..progress import Progress
+    from ..core.progress import Progress
     from .termids import write_token_ids
-    from ..tables import BATCH_ROWS
+    from ..core.tables import BATCH_ROWS
 
     events = pq.ParquetFile(events_path)
     progress = Progress(log, f"tokens {seq_name}", total=events.metadata.num_rows, unit="events")

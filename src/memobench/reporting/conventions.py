@@ -3,7 +3,7 @@ official-metric figures, each with the protocol it was published under."""
 
 from __future__ import annotations
 
-from ..doc import Code, Heading, Para, Strong, Table
+from ..core.doc import Code, Heading, Para, Strong, Table
 from ..evaluation.measures import HITS, MEASURES, OFFICIAL_MEASURES
 from ..evaluation.official import LOCOMO_CATEGORIES
 from ..evaluation.published import HARNESS_PROTOCOL, PUBLISHED_OFFICIAL, REFERENCE, published

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 
 from ..evaluation.measures import HITS, MEASURES, PAIRED
-from ..atomic import atomic_path
+from ..core.atomic import atomic_path
 from .labels import by_dataset, is_locomo, label, type_label
 from .numbers import printed
 

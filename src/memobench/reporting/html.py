@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import html
 
-from ..doc import to_html
+from ..core.doc import to_html
 from ..evaluation.measures import HARNESS_MEASURES, MEASURES, OFFICIAL_MEASURES, SATURATED
 from ..evaluation.official import LOCOMO_CATEGORIES
 from ..evaluation.published import published

@@ -3,7 +3,7 @@ and the whole Markdown report."""
 
 from __future__ import annotations
 
-from ..doc import Code, Heading, Para, Table, to_markdown
+from ..core.doc import Code, Heading, Para, Table, to_markdown
 from ..evaluation.measures import HARNESS_MEASURES, MEASURES, OFFICIAL_MEASURES
 from ..evaluation.published import published
 from .labels import label

@@ -21,7 +21,7 @@ from decimal import Decimal
 from ..evaluation.measures import MEASURES
 from ..evaluation.metrics import pct
 from ..evaluation.resampling import PERMUTATIONS
-from ..jsmath import to_fixed
+from ..core.jsmath import to_fixed
 
 
 def printed(m: dict, key: str, digits: int | None = None) -> str | None:

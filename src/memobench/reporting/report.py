@@ -38,7 +38,7 @@ import json
 from pathlib import Path
 
 from ..datasets.missing import blocks as missing_blocks
-from ..atomic import write_text
+from ..core.atomic import write_text
 from .conventions import convention_blocks
 from .figures import draw, forest_plot, heatmap, plot
 from .html import html_report

@@ -9,14 +9,14 @@ import html
 import json
 from pathlib import Path
 
-from ..doc import Bullets, Cell, Code, Group, Heading, Html, Keep, Para, Strong, Table
-from ..errors import DataError
+from ..core.doc import Bullets, Cell, Code, Group, Heading, Html, Keep, Para, Strong, Table
+from ..core.errors import DataError
 from ..evaluation.correction import ALPHA, POWER
 from ..evaluation.measures import HARNESS_MEASURES, HITS, MATRIX, MEASURES, PAIRED, label as metric_name
 from ..evaluation.published import GUIDE_TABLE, REFERENCE, published
 from ..evaluation.resampling import BOOTSTRAP, PERMUTATIONS
 from .labels import by_dataset, is_imported, is_locomo, kind, label, type_label
-from ..jsmath import to_fixed
+from ..core.jsmath import to_fixed
 from .numbers import difference, level, mde_text, p_randomization, p_test, percent, printed, value_text
 
 BETTER, WORSE, EVEN = "▲", "▼", "·"

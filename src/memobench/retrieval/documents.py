@@ -26,12 +26,12 @@ import numpy as np
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..formats import USER_TURN_FORMATS
-from ..errors import DataError
+from ..core.formats import USER_TURN_FORMATS
+from ..core.errors import DataError
 from .harness import SegmentRows, run_scores, skip_reason
-from ..progress import Progress
-from ..protocol import DEPTH, TOP
-from ..tables import BATCH_ROWS, exact_text, read_table
+from ..core.progress import Progress
+from ..core.protocol import DEPTH, TOP
+from ..core.tables import BATCH_ROWS, exact_text, read_table
 
 
 def user_turns_only(fmt: str) -> bool:

@@ -50,9 +50,9 @@ import math
 from fractions import Fraction
 from pathlib import Path
 
-from ..errors import DataError
+from ..core.errors import DataError
 from .harness import SegmentRows, run_scores, skip_reason
-from ..protocol import DEPTH, TOP
+from ..core.protocol import DEPTH, TOP
 from ..catalog.row import Retriever, Row, register, register_retriever
 
 METHODS = ("rrf", "combsum", "borda")
@@ -128,7 +128,7 @@ def fuse(lists, method: str = "rrf", k: int = RRF_K) -> list[tuple[str, float]]:
 
 def read_deep(path) -> dict[int, list[tuple[str, float]]]:
     """{q_index: [(session id, score)] in rank order} of a segment's deep table."""
-    from ..tables import read_table
+    from ..core.tables import read_table
 
     t = read_table(path, columns=["q_index", "rank", "session_id", "score"]).sort_by(
         [("q_index", "ascending"), ("rank", "ascending")]).to_pydict()
@@ -178,7 +178,7 @@ def fusion_variant(name: str, family: str, entry: dict, others: dict | None = No
     variants, which it may fuse (never another fusion)."""
     from ..catalog.variant import SKIP, Variant
     from ..catalog.variants import resolve
-    from ..errors import ConfigError
+    from ..core.errors import ConfigError
     from ..memo.recipe import Recipe
 
     where = f"variant {name!r}: fuse"

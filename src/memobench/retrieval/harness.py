@@ -24,8 +24,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..protocol import DEPTH
-from ..tables import read_table
+from ..core.protocol import DEPTH
+from ..core.tables import read_table
 from ..memo.tokenize import SEQ
 
 

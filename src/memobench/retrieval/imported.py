@@ -52,8 +52,8 @@ from typing import Callable
 
 from ..catalog.row import Row, register
 from ..runs import FORMATS, json_run, retrieval_log, trec
-from ..errors import DataError
-from ..protocol import DEPTH, TOP
+from ..core.errors import DataError
+from ..core.protocol import DEPTH, TOP
 
 ABSENT = "absent_from_run"
 
@@ -150,7 +150,7 @@ def imported_variant(name: str, family: str, entry: dict, others: dict | None = 
     variants'; ``against`` is the variant its paired statistics compare it
     with (besides v0.8.0)."""
     from ..catalog.variant import LME, SKIP, Variant
-    from ..errors import ConfigError
+    from ..core.errors import ConfigError
     from ..memo.recipe import Recipe
 
     extra = sorted(set(entry) - {"run", "against", "description"})
@@ -273,7 +273,7 @@ def import_segment(variant, run_path, questions_path, haystacks_path, events_pat
     import pyarrow as pa
 
     from .harness import SegmentRows, load_questions, scoring_id, skip_reason, user_target_sessions
-    from ..tables import read_table
+    from ..core.tables import read_table
 
     table = read_table(questions_path).sort_by("q_index")
     every = [{"q_index": i, "question_id": q} for i, q in zip(table.column("q_index").to_pylist(),

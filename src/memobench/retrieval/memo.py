@@ -18,12 +18,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..memo.engine import Corpus, Haystack, Ranker
-from ..errors import DataError
+from ..core.errors import DataError
 from ..memo.fts5 import PhraseMatcher, Unicode61
 from ..memo.tokenize import FTS5_TOKENS
 from .harness import (DEEP, OUTCOMES, RANKINGS, SegmentRows, load_questions, segment_bounds, skip_reason,
                       token_tables)
-from ..progress import Progress
+from ..core.progress import Progress
 from ..catalog.row import Retriever, Row, register, register_retriever
 from ..catalog.variant import Variant
 
@@ -70,7 +70,7 @@ def _load_events(corpus: Corpus, events_path, needed: list[int], tokens: dict | 
     tokenizer's its events' ids, each followed by a separator
     (``Corpus.token_ids``)."""
     from ..memo.termids import id_lists, token_batches, vocab_of, with_separators
-    from ..tables import BATCH_ROWS
+    from ..core.tables import BATCH_ROWS
 
     wanted = np.asarray(needed, dtype=np.int64)
     tokens = tokens or {}

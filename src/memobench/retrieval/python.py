@@ -66,7 +66,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from ..catalog.row import Retriever, Row, register, register_retriever
-from ..errors import ConfigError, DataError
+from ..core.errors import ConfigError, DataError
 
 
 class RetrieverError(ConfigError):
@@ -152,7 +152,7 @@ def _local_imports(path: Path, name: str, root: Path) -> set[str]:
     """Dotted names (from ``root``) of the modules ``path`` (module ``name``) may import."""
     import ast
 
-    from ..fingerprint import import_statements
+    from ..core.fingerprint import import_statements
 
     is_package = path.name == "__init__.py"
     out: set[str] = set()
@@ -232,7 +232,7 @@ def uncovered(spec: str, scope: Path, cwd=None) -> list[Path]:
     loads from a folder without ``__init__.py``): an edit to one would not
     rerun the variant. Installed packages and memobench's own are not the
     user's, wherever they sit."""
-    from ..fingerprint import PACKAGE_DIR
+    from ..core.fingerprint import PACKAGE_DIR
 
     if scope.is_file():
         return []
@@ -690,8 +690,8 @@ def prepare_sessions(variant, events_path, out, log=print, sessions_path=None, c
     import pyarrow as pa
 
     from .documents import iter_session_documents
-    from ..progress import Progress
-    from ..tables import TableWriter, read_table
+    from ..core.progress import Progress
+    from ..core.tables import TableWriter, read_table
 
     spec = variant.retriever
     fn, scope = load(spec["prepare"], variant.name, log)
@@ -761,7 +761,7 @@ def prepare_fingerprint(variant, script) -> str:
     """The prepare job's code fingerprint: the stage's modules, ``script``
     and the ``prepare`` callable's sources (its edits rerun it, the ``rank``
     callable's do not)."""
-    from ..fingerprint import stage_fingerprint
+    from ..core.fingerprint import stage_fingerprint
 
     return stage_fingerprint("prepare", script, *sources(variant.retriever["prepare"]))
 
@@ -772,7 +772,7 @@ def python_variant(name: str, family: str, entry: dict, others: dict | None = No
     are the Memo variants'; its documents are the user's choice, by default
     the family's rule (as the reference retrievers')."""
     from ..catalog.variant import SKIP, Variant
-    from ..formats import USER_TURN_FAMILIES
+    from ..core.formats import USER_TURN_FAMILIES
     from ..memo.recipe import Recipe, validate
 
     if set(entry) - {"retriever", "description"}:

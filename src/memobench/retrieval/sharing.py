@@ -62,10 +62,10 @@ import sys
 from contextlib import contextmanager
 from pathlib import Path
 
-from .. import layout
-from ..atomic import atomic_path
-from ..config import dataset_family
-from ..provenance import file_stamp
+from ..core import layout
+from ..core.atomic import atomic_path
+from ..core.config import dataset_family
+from ..core.provenance import file_stamp
 from ..catalog.registry import inputs_of, retriever_of
 from ..catalog.row import RETRIEVERS
 from ..catalog.variant import Variant
@@ -148,7 +148,7 @@ def _record_key(cache: Path, name: str, key: str) -> None:
 def write_plan(results, jobs, complete: bool) -> None:
     """The retrieve jobs (dataset, variant, segment) this invocation will run;
     ``complete`` is false when the DAG can still grow (a checkpoint to run)."""
-    from ..atomic import write_json
+    from ..core.atomic import write_json
 
     write_json(layout.path(layout.RETRIEVE_PLAN, root=results), {"complete": bool(complete), "jobs": sorted([list(j) for j in jobs])})
 
@@ -243,7 +243,7 @@ def _seal(cache: Path, key: str, variant: str, inputs: dict) -> None:
     """Record the sha256 of the entry's tables as written, with its key, its
     variant and the path and stamp of each input it was ranked from (what
     the clean-up decides by)."""
-    from ..atomic import write_json
+    from ..core.atomic import write_json
 
     stamps = [[str(p), file_stamp(p)] for ps in inputs.values() for p in (ps if isinstance(ps, list) else [ps])]
     write_json(_seal_path(cache, key),
@@ -447,7 +447,7 @@ def write_segments(variants: list[Variant], questions_path, haystacks_path, even
     (the retrieve job's provenance), with ``variant_metadata[name]`` added for
     that variant."""
     from .harness import Segment, load_questions
-    from ..tables import write_table
+    from ..core.tables import write_table
 
     names = [v.name for v in variants]
     if len(set(names)) != len(names):

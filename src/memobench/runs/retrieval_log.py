@@ -17,11 +17,11 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 
-from ..errors import DataError
-from ..formats import LME_FORMATS
-from ..progress import Progress
-from ..protocol import DEPTH
-from ..tables import BATCH_ROWS, atomic_path, escape_lone, exact_text, read_table
+from ..core.errors import DataError
+from ..core.formats import LME_FORMATS
+from ..core.progress import Progress
+from ..core.protocol import DEPTH
+from ..core.tables import BATCH_ROWS, atomic_path, escape_lone, exact_text, read_table
 
 NAME = "retrievallog"
 FIX_LOG = ("a retrieval-log line is one JSON object with question_id and retrieval_results.ranked_items, "

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import bisect
 
-from ..errors import DataError
+from ..core.errors import DataError
 
 
 def line_of(starts: list[int], pos: int) -> int:

@@ -26,9 +26,9 @@ from bisect import bisect_right
 
 import numpy as np
 
-from ..errors import DataError
-from ..protocol import DEPTH
-from ..tables import atomic_path, read_table, sorted_runs
+from ..core.errors import DataError
+from ..core.protocol import DEPTH
+from ..core.tables import atomic_path, read_table, sorted_runs
 from .text import decode, parses
 
 NAME = "trec"

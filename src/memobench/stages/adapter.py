@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from ..errors import USER_ERRORS
-from ..progress import set_console
+from ..core.errors import USER_ERRORS
+from ..core.progress import set_console
 
 # Params every rule may carry for Snakemake's rerun triggers only.
 TRIGGER_PARAMS = frozenset({"code", "stamp"})

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..atomic import write_json
+from ..core.atomic import write_json
 from .adapter import Job, stage
 
 

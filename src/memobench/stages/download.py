@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ..atomic import write_json
+from ..core.atomic import write_json
 from .adapter import Job, stage
 
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..atomic import write_json
+from ..core.atomic import write_json
 from .adapter import Job, stage
 
 
 @stage("falsify", inputs=["metrics"], outputs=["json", "md"])
 def falsify(job: Job) -> None:
     from ..evaluation.falsifier import compare, markdown
-    from ..atomic import write_text
+    from ..core.atomic import write_text
 
     metrics = {}
     for path in job.input.metrics:

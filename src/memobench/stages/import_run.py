@@ -15,8 +15,8 @@ def import_run(job: Job) -> None:
     skip rule; what the import counted goes into the outcomes' metadata."""
     from ..retrieval.imported import import_segment
     from ..evaluation.metrics import IMPORTED_KEY
-    from ..provenance import PROVENANCE_KEY, provenance
-    from ..tables import write_table
+    from ..core.provenance import PROVENANCE_KEY, provenance
+    from ..core.tables import write_table
     from ..catalog.variant import from_spec
 
     i, o, p = job.input, job.output, job.params

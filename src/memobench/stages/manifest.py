@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..atomic import write_json
+from ..core.atomic import write_json
 from .adapter import Job, stage
 
 
 @stage("manifest", inputs=["verified"], outputs=["manifest"])
 def manifest(job: Job) -> None:
-    from ..provenance import provenance
+    from ..core.provenance import provenance
 
     entries = [json.loads(Path(p).read_text(encoding="utf-8")) for p in job.input.files("verified")]
     for entry in entries:
@@ -27,7 +27,7 @@ def _accepted_sha256(entry: dict, log) -> str:
     after hashing, or this is another file, and the error says to rerun (which
     verifies the new file first: the stamp is verify's rerun trigger)."""
     from ..datasets.download import DownloadError, sha256_of
-    from ..provenance import file_stamp
+    from ..core.provenance import file_stamp
 
     path = Path(entry["file"])
 

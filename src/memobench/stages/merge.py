@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..atomic import write_json
+from ..core.atomic import write_json
 from .adapter import Job, stage
 
 
@@ -17,7 +17,7 @@ def merge(job: Job) -> None:
     from ..runs import trec
     from ..evaluation import official as off
     from ..evaluation.metrics import concat_rankings, merge_segments
-    from ..tables import write_table
+    from ..core.tables import write_table
 
     i, o, w = job.input, job.output, job.wildcards
     merge_segments(w.dataset, job.params.variant, i.rankings, i.outcomes, i.data_summary,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..atomic import write_json
+from ..core.atomic import write_json
 from .adapter import Job, stage
 
 
@@ -13,8 +13,8 @@ from .adapter import Job, stage
        outputs=["questions", "haystacks", "sessions", "events", "summary"], params=["raw", "format", "lenient"])
 def normalize(job: Job) -> None:
     from ..datasets import normalize as nz
-    from ..formats import FORMATS
-    from ..layout import TABLE_NAMES
+    from ..core.formats import FORMATS
+    from ..core.layout import TABLE_NAMES
 
     p = job.params
     fmt = FORMATS[p.format]  # its reader and what the reader reads
@@ -27,7 +27,7 @@ def normalize(job: Job) -> None:
         options["workers"] = job.threads
     stats = getattr(nz, fmt.reader)(*sources, out, log=job.log, **options)
     # CN rows search another dataset's haystacks: their own tables stay empty
-    from ..tables import TABLES, write_table
+    from ..core.tables import TABLES, write_table
 
     for name, schema in TABLES.items():
         if not Path(getattr(job.output, name)).exists():

@@ -11,9 +11,9 @@ def record_run(job: Job) -> None:
     its size and sha256, which each ``import_run`` job checks the bytes it
     read against (a file replaced between two segments' jobs fails there,
     never a result that mixes two files)."""
-    from ..atomic import write_json
+    from ..core.atomic import write_json
     from ..datasets.download import sha256_of
-    from ..provenance import file_stamp
+    from ..core.provenance import file_stamp
 
     path = job.input.run
     stamp = file_stamp(path)

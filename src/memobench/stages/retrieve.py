@@ -18,7 +18,7 @@ def retrieve(job: Job) -> None:
     """One variant's segment, ranked by its retriever (catalog.registry.retriever_of); its
     sibling variants' lists are computed in the same pass when their jobs have
     not run yet (sharing.py), each keyed by its own code fingerprint."""
-    from ..provenance import PROVENANCE_KEY, provenance
+    from ..core.provenance import PROVENANCE_KEY, provenance
     from ..catalog.registry import code_fingerprint
     from ..retrieval.sharing import write_segment_shared
     from ..catalog.variant import from_spec

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..atomic import write_json
+from ..core.atomic import write_json
 from .adapter import Job, stage
 
 

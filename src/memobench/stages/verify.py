@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..atomic import write_json
+from ..core.atomic import write_json
 from .adapter import Job, stage
 
 
@@ -14,7 +14,7 @@ def verify(job: Job) -> None:
     in common.smk) and fails here, the one job a target of it reaches."""
     from ..datasets.download import DownloadError, check_bytes
     from ..datasets.download import verify as verify_file
-    from ..provenance import file_stamp
+    from ..core.provenance import file_stamp
 
     raw, p = job.input.raw, job.params
     if not raw:  # the download failed (missing.py): what to place where

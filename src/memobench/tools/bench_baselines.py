@@ -42,10 +42,10 @@ def _peak_mb() -> float:
 
 
 def run_lexical(norm: Path, name: str) -> dict:
-    from ..layout import table_paths
+    from ..core.layout import table_paths
     from ..retrieval.reference.ranking import rank
     from ..retrieval.documents import haystack_documents
-    from ..tables import read_table
+    from ..core.tables import read_table
 
     t0, c0 = time.monotonic(), time.process_time()
     tables = table_paths(norm)
@@ -70,7 +70,7 @@ def run_dense(norm: Path, sample: int, model: str = "minilm") -> dict:
     retriever on the CPU, as the embeddings stage does."""
     import pyarrow.parquet as pq
 
-    from ..layout import table_paths
+    from ..core.layout import table_paths
     from ..retrieval.reference.embeddings import encoder_for, iter_session_documents
 
     tables = table_paths(norm)
@@ -175,7 +175,7 @@ def main(argv=None) -> int:
         return 0
     from .benchmark import SCALES, generate
     from ..datasets.normalize import normalize_longmemeval
-    from ..layout import table_paths
+    from ..core.layout import table_paths
 
     s = SCALES["s"]
     raw = generate(a.work, "bench_s", s["questions"], s["sessions"], s["target"], s["seed"])

@@ -84,7 +84,7 @@ from pathlib import Path
 
 import yaml
 
-from .. import layout
+from ..core import layout
 
 REPO: Path | None = None  # the measured checkout (--checkout)
 VARIANTS = ["v0.8.0", "v0.8.0-index"]
@@ -204,7 +204,7 @@ SHARED_CODE = """
 import json, resource, sys, time
 sys.path.insert(0, sys.argv[1])
 from memobench.retrieval import sharing as retrievers
-from memobench import layout
+from memobench.core import layout
 from memobench.catalog.variants import builtin
 root, dataset, names = sys.argv[2], sys.argv[3], sys.argv[4].split(",")
 vs = [builtin("s")[n] for n in names]

@@ -10,7 +10,7 @@ import yaml
 
 from tests.helpers import REPO
 from memobench.memo import engine, recipe, tokenize
-from memobench.errors import ConfigError
+from memobench.core.errors import ConfigError
 from memobench.stages import all_stages, check_names
 from memobench.catalog import registry
 from memobench.catalog.variants import known_variants, resolve

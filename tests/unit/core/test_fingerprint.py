@@ -1,7 +1,7 @@
 """Stale detection is computed, not listed.
 
 Three independent views must agree:
-- ``memobench.fingerprint`` (the AST import closure the workflow hashes);
+- ``memobench.core.fingerprint`` (the AST import closure the workflow hashes);
 - a plain text scan of the sources written here (regexes, not ``ast``);
 - what Snakemake itself would rerun after an edit (a dry run in a scratch copy),
   and which package modules each stage really loads when it runs.
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import REPO
-from memobench.fingerprint import stage_modules
+from memobench.core.fingerprint import stage_modules
 from memobench.catalog.registry import kind_modules
 from memobench.stages import all_stages
 
@@ -141,7 +141,7 @@ def test_closure_matches_a_plain_text_scan(stage):
 
 def _walked_imports(name: str) -> set[str]:
     """The package modules every import node of the whole module's AST names."""
-    from memobench import fingerprint
+    from memobench.core import fingerprint
 
     found: set[str] = set()
     for node in ast.walk(ast.parse(module_file(name).read_text(encoding="utf-8"))):
@@ -155,7 +155,7 @@ def test_statement_scan_misses_no_import_of_the_whole_module_walk(name):
     whole module's AST is the oracle: the scan may see more (a string line that
     reads as an import), never less (an import after ``;`` or ``:`` on one line
     would be missed: write it on its own line)."""
-    from memobench import fingerprint
+    from memobench.core import fingerprint
 
     scanned = set()
     for node in fingerprint.import_statements(module_file(name).read_text(encoding="utf-8")):
@@ -163,24 +163,24 @@ def test_statement_scan_misses_no_import_of_the_whole_module_walk(name):
     assert _walked_imports(name) <= scanned
 
 
-# read as if they were the source of a top-level module (score), so "from .config" names a module
+# read as if they were the source of a top-level module (score), so "from .plan" names a module
 TRICKY_IMPORTS = {
-    "parenthesized": "def f():\n    from . import (\n        config,\n        tables as r,\n    )\n",
-    "backslash": "from . import config, \\\n    tables\n",
-    "paren in a comment in the list": "from . import (\n    config,  # the ranker (BM25)\n    tables,\n)\n",
-    "paren in a comment on the first line": "from . import (  # see stats (paired)\n    config,\n    tables,\n)\n",
-    "open paren in a trailing comment": "from .config import E  # (see\nfrom .tables import x\ny = (1,\n 2)\n",
-    "less indented continuation": "def f():\n    from . import (\n        config,\n    tables)\n",
-    "tab, then spaces": "def f():\n\tfrom . import (\n        config,\n        tables)\n",
-    "backslash, dedented": "def f():\n    from . import config, \\\ntables\n",
-    "after a colon": "if True: from . import config\n",
-    "after try:": "try: import memobench.config\nexcept ImportError: pass\n",
-    "after a semicolon": "x = 1; from . import config\n",
-    "no space after from": "from.config import Engine\nfrom .import tables\n",
-    "no space before the paren": "from . import(config)\n",
-    "form feed": "\x0cfrom . import config\n",
-    "in a string only": 's = """\nfrom . import config\n"""\n',
-    "a docstring line that reads like one": '"""doc\nimport nothing here at all\n"""\nfrom . import config\n',
+    "parenthesized": "def f():\n    from . import (\n        plan,\n        cli as r,\n    )\n",
+    "backslash": "from . import plan, \\\n    cli\n",
+    "paren in a comment in the list": "from . import (\n    plan,  # the ranker (BM25)\n    cli,\n)\n",
+    "paren in a comment on the first line": "from . import (  # see stats (paired)\n    plan,\n    cli,\n)\n",
+    "open paren in a trailing comment": "from .plan import E  # (see\nfrom .cli import x\ny = (1,\n 2)\n",
+    "less indented continuation": "def f():\n    from . import (\n        plan,\n    cli)\n",
+    "tab, then spaces": "def f():\n\tfrom . import (\n        plan,\n        cli)\n",
+    "backslash, dedented": "def f():\n    from . import plan, \\\ncli\n",
+    "after a colon": "if True: from . import plan\n",
+    "after try:": "try: import memobench.core.config\nexcept ImportError: pass\n",
+    "after a semicolon": "x = 1; from . import plan\n",
+    "no space after from": "from.plan import Engine\nfrom .import cli\n",
+    "no space before the paren": "from . import(plan)\n",
+    "form feed": "\x0cfrom . import plan\n",
+    "in a string only": 's = """\nfrom . import plan\n"""\n',
+    "a docstring line that reads like one": '"""doc\nimport nothing here at all\n"""\nfrom . import plan\n',
 }
 
 
@@ -189,7 +189,7 @@ def test_statement_scan_misses_no_import_in_tricky_source(case):
     """Each form an import can take (or a string can imitate): the scan finds
     every module the whole-module walk finds, falling back to that walk where
     a statement does not parse alone or may follow ``;`` or ``:``."""
-    from memobench import fingerprint
+    from memobench.core import fingerprint
 
     text = TRICKY_IMPORTS[case]
     walked: set[str] = set()

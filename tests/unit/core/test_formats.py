@@ -1,4 +1,4 @@
-"""The dataset-format table (memobench.formats) is the one home of what a
+"""The dataset-format table (memobench.core.formats) is the one home of what a
 format means: the schema's enum, the normalize readers, the families and the
 document rule all follow it, and a family that does not read a format is a
 config error naming both."""
@@ -11,9 +11,9 @@ import pytest
 import yaml
 
 from tests.helpers import REPO
-from memobench.config import ConfigError, dataset_family, validate
+from memobench.core.config import ConfigError, dataset_family, validate
 from memobench.datasets import normalize
-from memobench.formats import DEFAULT_FAMILY, FORMATS, LME_FORMATS, USER_TURN_FAMILIES
+from memobench.core.formats import DEFAULT_FAMILY, FORMATS, LME_FORMATS, USER_TURN_FAMILIES
 from memobench.retrieval.documents import user_turns_only
 
 SCHEMA = REPO / "workflow/schemas/config.schema.yaml"

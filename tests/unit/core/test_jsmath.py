@@ -1,4 +1,4 @@
-"""Tests for memobench.jsmath against V8 (node) as the oracle."""
+"""Tests for memobench.core.jsmath against V8 (node) as the oracle."""
 
 from __future__ import annotations
 
@@ -12,15 +12,7 @@ from decimal import Decimal
 
 import pytest
 
-from memobench.jsmath import (
-    MISSING,
-    js_log,
-    js_number_to_string,
-    js_string,
-    to_fixed,
-    utf16_key,
-    utf16_len,
-)
+from memobench.core.jsmath import MISSING, js_log, js_number_to_string, js_string, to_fixed, utf16_key, utf16_len
 
 NODE = shutil.which("node")
 needs_node = pytest.mark.skipif(NODE is None, reason="node (V8 oracle) not available")

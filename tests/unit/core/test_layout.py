@@ -1,4 +1,4 @@
-"""memobench.layout is the one home of the results tree: its patterns fill
+"""memobench.core.layout is the one home of the results tree: its patterns fill
 in and re-root as the rules and the package use them, and no path, table
 name or dataset-format list is spelled a second time in src/ or workflow/."""
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import REPO
-from memobench import layout
+from memobench.core import layout
 
 
 def test_patterns_are_the_rules_outputs_and_fill_in():
@@ -96,27 +96,27 @@ _FILES = ["raw.json", "verified.json", "summary.json", "sessions.bin", "qrels.tr
 _FOLDERS = ["normalized", "tokens", "embeddings", "prepared", "exports", "analyze", "segments", "cache", "logs",
             "benchmarks", ".score"]
 FACTS = {
-    **{f"file {name}": (re.compile(r"""["'/}]%s["']""" % re.escape(name)), "src/memobench/layout.py")
+    **{f"file {name}": (re.compile(r"""["'/}]%s["']""" % re.escape(name)), "src/memobench/core/layout.py")
        for name in _FILES},
     # a folder as a path component: "x/", "/x/", "/x", or a pathlib part joined with /
     **{f"folder {name}": (re.compile(r"""["'}/]%s/|/%s["']|["']%s["']\s*/|/\s*["']%s["']"""
-                                     % ((re.escape(name),) * 4)), "src/memobench/layout.py") for name in _FOLDERS},
+                                     % ((re.escape(name),) * 4)), "src/memobench/core/layout.py") for name in _FOLDERS},
     "results root": (re.compile(r"""["']results/|["']results["']\s*/|/\s*["']results["']|(?m:^\w+\s*=\s*["']results["'])"""),
-                     "src/memobench/layout.py"),
-    # the normalized tables' names, assigned at module level (memobench.tables.TABLES)
+                     "src/memobench/core/layout.py"),
+    # the normalized tables' names, assigned at module level (memobench.core.tables.TABLES)
     "table names": (re.compile(r"""(?m)^\w+\s*=\s*[\[({]\s*["']questions["'][^\n]*["']haystacks["'][^\n]*"""
-                               r"""["']sessions["'][^\n]*["']events["']"""), "src/memobench/layout.py"),
+                               r"""["']sessions["'][^\n]*["']events["']"""), "src/memobench/core/layout.py"),
     # the normalized tables' file names (normalize writes to the paths the rule gives it: layout.table_paths)
     "table file names": (re.compile(r"""(?:questions|haystacks|sessions|events)\.parquet|\{+(?:table|name|t)\}+\.parquet"""),
-                         "src/memobench/layout.py"),
+                         "src/memobench/core/layout.py"),
     # a segment's name and its pattern (layout.segment_name, segment_index, SEGMENT_PATTERN)
     "segment name": (re.compile(r"""seg\{|["']seg["']|["'/.]seg[0-9]+[./]|seg\[0-9\]|seg\(?(?:\\d|\[0-9)|"""
-                                r"""segment\[3:\]"""), "src/memobench/layout.py"),
-    # the list depths: the harness list and the deep list (memobench.protocol), as module constants or defaults
-    "list depths": (re.compile(r"""(?m)^(?:DEPTH|DEEP|TOP)\s*=\s*\d|depth: int = \d"""), "src/memobench/protocol.py"),
-    # the dataset formats: one row each (memobench.formats), no list of them anywhere else
+                                r"""segment\[3:\]"""), "src/memobench/core/layout.py"),
+    # the list depths: the harness list and the deep list (memobench.core.protocol), as module constants or defaults
+    "list depths": (re.compile(r"""(?m)^(?:DEPTH|DEEP|TOP)\s*=\s*\d|depth: int = \d"""), "src/memobench/core/protocol.py"),
+    # the dataset formats: one row each (memobench.core.formats), no list of them anywhere else
     "dataset formats": (re.compile(r"""DatasetFormat\(["']|["']longmemeval["'],\s*["']longmemeval_cn["']|"""
-                                   r"""["']longmemeval_cn["']:|["']embedded["']:"""), "src/memobench/formats.py"),
+                                   r"""["']longmemeval_cn["']:|["']embedded["']:"""), "src/memobench/core/formats.py"),
     # a measure's facts: one row each (memobench.evaluation.measures): its label, its paired test's name, the
     # lists of measures and cutoffs a report, the statistics or memobench score go through
     "measure labels": (re.compile(r"""["']MRR["']"""), MEASURES),

@@ -8,8 +8,8 @@ import yaml
 
 from tests.helpers import REPO
 from memobench import plan
-from memobench.config import validate
-from memobench.errors import ConfigError
+from memobench.core.config import validate
+from memobench.core.errors import ConfigError
 
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
 

@@ -1,6 +1,6 @@
 """Long stages say how far they are: done / total, the percentage and the
 rate in the job's log as they go, and on the console once a job has run for
-a while (memobench.progress); the embeddings stage reports each batch."""
+a while (memobench.core.progress); the embeddings stage reports each batch."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from tests.helpers import REPO
-from memobench import progress as pr
+from memobench.core import progress as pr
 
 LINE = re.compile(r"^(?P<what>.+): (?P<done>\d+) / (?P<total>\d+) (?P<unit>\w+) \((?P<pct>\d+)%, "
                   r"(?P<rate>[\d,.]+) (?P=unit)/s\)")
@@ -69,7 +69,7 @@ def test_a_stage_run_by_the_workflow_reports_on_the_console(tmp_path):
     """run_logged (every rule's job) puts a long job's progress on stderr
     under the job's name; the log has every line."""
     code = ("import sys; sys.path.insert(0, sys.argv[1])\n"
-            "from memobench import progress as pr\n"
+            "from memobench.core import progress as pr\n"
             "from memobench.stages import run_logged\n"
             "t = [0.0]\n"
             "pr.time.monotonic = lambda: t[0]\n"
@@ -95,7 +95,7 @@ def test_embeddings_report_each_batch_with_the_total(clock, tmp_path):
     the total."""
     dense = pytest.importorskip("memobench.retrieval.reference.dense")
     from memobench.retrieval.reference.embeddings import embed_sessions
-    from memobench.errors import ConfigError
+    from memobench.core.errors import ConfigError
     from memobench.tools.generate.longmemeval import write_longmemeval
     from memobench.datasets.normalize import normalize_longmemeval
 

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from memobench.tables import read_table
+from memobench.core.tables import read_table
 
 SRC = Path(__file__).resolve().parents[3] / "src"
 
@@ -63,7 +63,7 @@ import sys
 from memobench.stages import without_pandas
 without_pandas(); without_pandas()
 import pyarrow as pa
-from memobench.tables import read_table
+from memobench.core.tables import read_table
 t = pa.Table.from_pydict({{"a": pa.array([1, 2], pa.int8()), "b": ["x", None]}})
 n = read_table({str(table_path)!r}, where={{"k": [1]}}).num_rows
 print(t.num_rows, n, "pandas" in sys.modules)
@@ -90,7 +90,7 @@ def test_a_model_stage_keeps_pandas():
 
 @pytest.fixture
 def small_sync_step(monkeypatch):
-    from memobench import atomic
+    from memobench.core import atomic
 
     monkeypatch.setattr(atomic, "SYNC_STEP", 1 << 20)
     monkeypatch.setattr(atomic, "SYNC_POLL_S", 0.005)
@@ -130,7 +130,7 @@ def _write_slowly(path, chunks: int = 8) -> bytes:
 def test_atomic_path_syncs_a_growing_file_before_it_is_complete(tmp_path, small_sync_step):
     """A file written through atomic_path (by any writer) is synced while it
     grows, each sync covering a larger part, and lands whole."""
-    from memobench.atomic import atomic_path
+    from memobench.core.atomic import atomic_path
 
     out = tmp_path / "big.bin"
     with atomic_path(out) as tmp:
@@ -142,7 +142,7 @@ def test_atomic_path_syncs_a_growing_file_before_it_is_complete(tmp_path, small_
 
 
 def test_a_failed_background_sync_fails_the_write_and_leaves_nothing(tmp_path, failing_sync):
-    from memobench.atomic import atomic_path
+    from memobench.core.atomic import atomic_path
 
     out = tmp_path / "big.bin"
     with pytest.raises(OSError, match="Input/output error"):
@@ -152,7 +152,7 @@ def test_a_failed_background_sync_fails_the_write_and_leaves_nothing(tmp_path, f
 
 
 def test_table_writer_syncs_as_it_grows_and_aborts_cleanly(tmp_path, small_sync_step):
-    from memobench.tables import TableWriter
+    from memobench.core.tables import TableWriter
 
     schema = pa.schema([("k", pa.int64()), ("s", pa.string())])
     w = TableWriter(tmp_path / "t.parquet", schema, batch_rows=4096)
@@ -174,7 +174,7 @@ def test_table_writer_syncs_as_it_grows_and_aborts_cleanly(tmp_path, small_sync_
 def test_a_failed_write_reports_its_own_error_not_the_sync_s(tmp_path, failing_sync):
     """The body's error (a one-line DataError, say) is what the user sees,
     even when the background sync failed too; nothing is left behind."""
-    from memobench.atomic import atomic_path
+    from memobench.core.atomic import atomic_path
 
     out = tmp_path / "big.bin"
     with pytest.raises(ValueError, match="the body's own error"):

@@ -10,9 +10,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.helpers import REPO
-from memobench.config import validate
-from memobench.errors import ConfigError
-from memobench.errors import DataError
+from memobench.core.config import validate
+from memobench.core.errors import ConfigError
+from memobench.core.errors import DataError
 from memobench.evaluation.metrics import compute
 from memobench.datasets.normalize import normalize_cn, normalize_locomo, normalize_longmemeval
 from memobench.datasets.readers.longmemeval import scan_elements

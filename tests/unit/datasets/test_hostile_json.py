@@ -16,7 +16,7 @@ import textwrap
 
 import pytest
 
-from memobench.errors import DataError
+from memobench.core.errors import DataError
 from memobench.datasets.jsonguard import MAX_DEPTH, MAX_NUMBER, Guard, LimitExceeded, check_bytes
 from memobench.datasets.normalize import normalize_cn, normalize_locomo, normalize_longmemeval
 
@@ -116,7 +116,7 @@ def test_200000_brackets_stop_at_byte_64_in_bounded_memory(tmp_path):
     raw.write_bytes(b"[" * 200_000)
     for lenient in (False, True):
         proc = run_limited(f"""
-            from memobench.errors import DataError
+            from memobench.core.errors import DataError
             from memobench.datasets.normalize import normalize_longmemeval
             try:
                 normalize_longmemeval({str(raw)!r}, {str(tmp_path / 'n')!r}, log=lambda m: None, lenient={lenient})
@@ -186,7 +186,7 @@ def test_4301_digit_integer_is_an_error_not_a_crash(tmp_path):
     raw.write_bytes(head + b"7" * 4301 + b"}]")
     for lenient in (False, True):
         proc = run_limited(f"""
-            from memobench.errors import DataError
+            from memobench.core.errors import DataError
             from memobench.datasets.normalize import normalize_longmemeval
             try:
                 normalize_longmemeval({str(raw)!r}, {str(tmp_path / 'n')!r}, log=lambda m: None, lenient={lenient})

@@ -18,9 +18,9 @@ from memobench import plan
 from memobench.datasets import inparts as parts
 from memobench.datasets import normalize as nz
 from memobench.datasets import store
-from memobench.errors import DataError
+from memobench.core.errors import DataError
 from memobench.stages.adapter import load_stage, run_logged
-from memobench.tables import escape_lone
+from memobench.core.tables import escape_lone
 
 TABLES = ("questions", "haystacks", "sessions", "events")
 POOL = [  # session texts; the first ones shared by many items

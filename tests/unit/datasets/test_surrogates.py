@@ -39,7 +39,7 @@ from tests.unit.memo.test_reference_experiments import compare as compare_exp, p
 from memobench.runs import retrieval_log
 from memobench.evaluation import exports, official
 from memobench.retrieval.documents import session_documents
-from memobench.errors import DataError
+from memobench.core.errors import DataError
 from memobench.memo.fts5 import Unicode61
 from memobench.tools.generate.cn import write_cn
 from memobench.tools.generate.locomo import write_locomo
@@ -47,7 +47,7 @@ from memobench.tools.generate.longmemeval import write_longmemeval
 from memobench.tools.generate.surrogates import SURROGATE_CASES
 from memobench.datasets.jsonguard import GuardedReader, restore
 from memobench.datasets.normalize import normalize_cn, normalize_locomo, normalize_longmemeval
-from memobench.tables import exact_text
+from memobench.core.tables import exact_text
 from memobench.memo.tokenize import SEQ, STOP_BASE, WINDOWS
 
 QUIET = lambda *a, **k: None  # noqa: E731
@@ -164,7 +164,7 @@ def files(tmp_path_factory):
 
 def _raw_texts(kind, path):
     """(turn texts, questions) as the harnesses read them, through json.loads."""
-    from memobench.jsmath import js_string
+    from memobench.core.jsmath import js_string
 
     if kind == "cn":
         rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]

@@ -13,7 +13,7 @@ import pytest
 
 from memobench.runs import retrieval_log
 from memobench.evaluation import official
-from memobench.errors import DataError
+from memobench.core.errors import DataError
 from memobench.datasets.normalize import normalize_locomo, normalize_longmemeval
 from memobench.retrieval.memo import RANKINGS
 
@@ -317,7 +317,7 @@ import sys
 from memobench.evaluation import official
 from memobench.runs import trec
 from memobench.evaluation.metrics import concat_rankings, merge_segments
-from memobench.tables import write_table
+from memobench.core.tables import write_table
 d, n, quiet = {str(tmp_path)!r} + "/", {str(out)!r} + "/", lambda m: None
 merge_segments("ds", {spec!r}, [d + "seg1.parquet"], [d + "seg1.outcomes.parquet"], d + "summary.json",
                d + "r.parquet", d + "o.parquet", d + "m.json", log=quiet)

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from memobench.runs import retrieval_log, trec
 from memobench.evaluation import exports, resampling, stats
-from memobench.errors import DataError
+from memobench.core.errors import DataError
 from memobench.reporting.numbers import fmt_p
 from memobench.retrieval.memo import OUTCOMES, RANKINGS
 
@@ -116,7 +116,7 @@ def _rankings(path, rows):
 
 def _questions(path, rows):
     """A questions table: (question_id, gold) per question, haystack 0, in q_index order."""
-    from memobench.tables import QUESTIONS
+    from memobench.core.tables import QUESTIONS
 
     pq.write_table(pa.Table.from_pylist(
         [dict(q_index=i, question_id=qid, question="?", question_type="t", question_date=None, haystack_id=0,
@@ -141,8 +141,8 @@ def test_run_trec_writes_every_position_and_every_question(tmp_path):
 
 def _literal_run(rankings_path, questions_path, tag):
     """run.trec's text and counts as write_run first wrote them, line by line."""
-    from memobench.protocol import DEPTH
-    from memobench.tables import read_table
+    from memobench.core.protocol import DEPTH
+    from memobench.core.tables import read_table
 
     tag = trec.trec_id(tag)
     qtok = trec.question_tokens(read_table(questions_path, columns=["q_index", "question_id"]).to_pylist())
@@ -173,7 +173,7 @@ def test_run_trec_is_the_line_by_line_text(tmp_path):
     and counts as the line-by-line writing."""
     import random
 
-    from memobench.protocol import DEPTH
+    from memobench.core.protocol import DEPTH
 
     rng = random.Random(3)
     ids = ["a", "b", "", "x y", "50%", "p%#2", "answer_1", "é\u2028", "c\x00d", "%"]
@@ -321,7 +321,7 @@ def test_trec_eval_reads_the_positions_the_harness_counts(tmp_path):
 
 
 def test_qrels_leave_out_questions_without_gold(tmp_path):
-    from memobench.tables import QUESTIONS
+    from memobench.core.tables import QUESTIONS
 
     rows = [dict(q_index=i, question_id=f"q{i}", question="?", question_type="t", question_date=None,
                  haystack_id=h, gold=g, paired_question_id=None, parse_error=False, answer=None,

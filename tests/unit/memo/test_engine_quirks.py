@@ -7,7 +7,7 @@ import math
 import pytest
 
 from memobench.memo.engine import Corpus, Haystack, Ranker, Recipe, merge_final
-from memobench.jsmath import js_log
+from memobench.core.jsmath import js_log
 
 DAY = 86_400_000
 

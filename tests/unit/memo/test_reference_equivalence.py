@@ -566,7 +566,7 @@ def test_uneven_id_lists_move_counts_not_lists(lme_dataset):
     hit counts and MRR are the reference's."""
     from tests.oracles.naive import lme_gold, lme_sessions
 
-    from memobench.jsmath import js_string
+    from memobench.core.jsmath import js_string
     from memobench.evaluation.metrics import compute
     from memobench.memo.tokenize import seq_ascii
 

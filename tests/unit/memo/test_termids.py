@@ -119,7 +119,7 @@ def test_a_tokens_table_of_another_layout_is_refused(tmp_path):
     column), or one cut short, names itself and the fix."""
     import pytest
 
-    from memobench.errors import DataError
+    from memobench.core.errors import DataError
 
     old = pa.table({"session_key": pa.array([1], pa.int32()), "joined": [" a "]})
     parquet = tmp_path / "fts5.parquet"

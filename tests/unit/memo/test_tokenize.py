@@ -24,7 +24,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memobench.jsmath import utf16_len
+from memobench.core.jsmath import utf16_len
 from tests.oracles.naive import occurrences as occ  # docs/harnesses.md's occ(E, P), written independently
 from memobench.memo.tokenize import (
     HAN_CLASS,

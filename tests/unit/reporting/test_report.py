@@ -19,7 +19,8 @@ import pytest
 
 from tests.helpers import browser
 from memobench.evaluation import analyze, falsifier, metrics, official, stats
-from memobench import cli, doc
+from memobench import cli
+from memobench.core import doc
 from memobench.datasets import missing
 from memobench.reporting import conventions, figures, markdown, numbers, sections
 from memobench.reporting.report import build_report
@@ -505,7 +506,7 @@ def test_hitk_plot_axis_ends_at_100_percent_with_every_value_inside(tmp_path, mo
 def test_provenance_gives_versions_and_says_fts5_beside_sqlite(tmp_path):
     import sqlite3
 
-    from memobench.provenance import provenance
+    from memobench.core.provenance import provenance
 
     m = json.loads(_run(tmp_path, "lme", "v0.8.0", [1, 2, 0], ["t"] * 3)[0].read_text())
     m["provenance"] = provenance()

@@ -18,7 +18,7 @@ from memobench.datasets import normalize
 from memobench.retrieval import memo as retrieval
 from memobench.catalog import variants
 from memobench.memo.engine import Ranker, deep_list, merge_final
-from memobench.protocol import DEPTH as DEEP
+from memobench.core.protocol import DEPTH as DEEP
 from memobench.tools.generate.longmemeval import write_longmemeval
 
 QUIET = lambda *a, **k: None  # noqa: E731

@@ -16,8 +16,8 @@ import pytest
 
 from tests.helpers import REPO
 from memobench.retrieval import fusion
-from memobench.config import validate
-from memobench.errors import ConfigError
+from memobench.core.config import validate
+from memobench.core.errors import ConfigError
 from memobench.catalog.variants import resolve
 
 SCHEMA = REPO / "workflow/schemas/config.schema.yaml"

@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 
 from memobench.evaluation import metrics
-from memobench.errors import ConfigError, DataError
+from memobench.core.errors import ConfigError, DataError
 from memobench.retrieval.imported import ABSENT, import_segment
 from memobench.runs.trec import _read_trec_columns, _read_trec_lines, read_id as decode_trec_id, trec_id
 from memobench.datasets.normalize import normalize_longmemeval
 from memobench.evaluation.official import scoring_id, user_target_sessions
-from memobench.tables import read_table
+from memobench.core.tables import read_table
 from memobench.catalog.variants import resolve
 
 

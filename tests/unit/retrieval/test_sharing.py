@@ -309,7 +309,7 @@ def test_cleanup_beside_another_groups_writes(tables, tmp_path, monkeypatch):
     never in its listing; both jobs finish, and every entry serves its job."""
     import threading
 
-    from memobench import atomic
+    from memobench.core import atomic
     from memobench.retrieval import sharing as shared_retrieval
 
     cfg = _config(["v0.8.0", "v0.5.0", "exp4-A0-base", "exp4-A1+5"])

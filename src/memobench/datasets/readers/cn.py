@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ...errors import DataError
-from ...jsmath import MISSING, js_string
-from ...progress import Progress
-from ...tables import QUESTIONS, TableWriter, read_table, utf8_text
+from ...core.errors import DataError
+from ...core.jsmath import MISSING, js_string
+from ...core.progress import Progress
+from ...core.tables import QUESTIONS, TableWriter, read_table, utf8_text
 from ..jsonguard import may_hold_lone
 from ..store import QUESTION_BATCH_ROWS
 from .common import _Lone, _loads, _question_text

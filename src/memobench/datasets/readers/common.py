@@ -9,9 +9,9 @@ import gc
 import json
 from contextlib import contextmanager
 
-from ...errors import DataError
-from ...jsmath import MISSING, js_string
-from ...tables import LONE_SURROGATE
+from ...core.errors import DataError
+from ...core.jsmath import MISSING, js_string
+from ...core.tables import LONE_SURROGATE
 from ..jsonguard import LimitExceeded, check_bytes, lone_escape_byte, may_hold_lone
 
 DAY_MS = 86_400_000  # a day, in ms: the date fallbacks' step

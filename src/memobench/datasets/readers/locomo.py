@@ -7,10 +7,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ...errors import DataError
-from ...jsmath import MISSING, js_string
-from ...progress import Progress
-from ...tables import utf8_text
+from ...core.errors import DataError
+from ...core.jsmath import MISSING, js_string
+from ...core.progress import Progress
+from ...core.tables import utf8_text
 from ..dates import parse_locomo
 from ..store import _Tables
 from .common import DAY_MS, _Lone, _load_json, _opt_str, _question_text, _turn_text

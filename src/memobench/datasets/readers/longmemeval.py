@@ -15,10 +15,10 @@ from pathlib import Path
 
 import ijson
 
-from ...errors import DataError
-from ...jsmath import MISSING, js_string
-from ...progress import Progress
-from ...tables import LONE_SURROGATE, TableWriter, escape_lone, utf8_text
+from ...core.errors import DataError
+from ...core.jsmath import MISSING, js_string
+from ...core.progress import Progress
+from ...core.tables import LONE_SURROGATE, TableWriter, escape_lone, utf8_text
 from ..dates import parse_lme_all
 from ..jsonguard import MARK, GuardedReader, may_hold_lone, parse_error_offset, restore
 from ..store import SessionStore, _Tables

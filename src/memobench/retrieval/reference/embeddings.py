@@ -18,9 +18,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ...errors import ConfigError, DataError
-from ...progress import Progress
-from ...tables import TableWriter, read_table
+from ...core.errors import ConfigError, DataError
+from ...core.progress import Progress
+from ...core.tables import TableWriter, read_table
 from ..documents import iter_session_documents, user_turns_only
 
 
@@ -49,7 +49,7 @@ def code_fingerprint(model: str, script) -> str:
     modules less every retriever's (the catalog's registering modules), plus
     this model's (and ``script``)."""
     from ...catalog.registry import kind_modules
-    from ...fingerprint import closure, digest, stage_modules
+    from ...core.fingerprint import closure, digest, stage_modules
 
     own = _model(model).module
     others = frozenset().union(*kind_modules().values())

@@ -7,7 +7,7 @@ import hashlib
 import importlib.util
 from pathlib import Path
 
-from ...errors import ConfigError
+from ...core.errors import ConfigError
 
 
 def package_folder(package: str, who: str, hint: str) -> Path:

@@ -8,7 +8,7 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
-from ...protocol import DEPTH
+from ...core.protocol import DEPTH
 
 
 class Ranking(NamedTuple):

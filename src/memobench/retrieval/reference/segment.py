@@ -31,9 +31,9 @@ from __future__ import annotations
 from ...catalog.registry import embedding_inputs, row
 from ...catalog.row import Retriever, register_retriever
 from ..documents import rank_by_documents, user_turns_only
-from ...errors import ConfigError, DataError
-from ...protocol import DEPTH
-from ...tables import exact_text
+from ...core.errors import ConfigError, DataError
+from ...core.protocol import DEPTH
+from ...core.tables import exact_text
 
 
 def _vectors(variants, embeddings_path, keys):

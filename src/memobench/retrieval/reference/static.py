@@ -31,7 +31,7 @@ from typing import Sequence
 import numpy as np
 
 from ...catalog.row import Row, register
-from ...errors import ConfigError
+from ...core.errors import ConfigError
 from .modelfiles import checked_files, package_folder
 from .ranking import Ranking, rank_embedded
 

@@ -9,7 +9,7 @@ import os
 import re
 import zlib
 
-from ...tables import escape_lone
+from ...core.tables import escape_lone
 from .surrogates import _surrogate_rates, with_surrogates
 from .vocabulary import _HARNESS_STOP, _HEX, _ZH_WORDS, _atomic_open, _randstr, _rng
 

@@ -15,7 +15,7 @@ import random
 import re
 from contextlib import contextmanager
 
-from ...atomic import atomic_path
+from ...core.atomic import atomic_path
 
 # ---------------------------------------------------------------------------
 # Embedded vocabulary: the 3,001 most frequent lower-case words of LoCoMo10

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.helpers import tiny_normalized
-from memobench.errors import ConfigError
+from memobench.core.errors import ConfigError
 from memobench.datasets.normalize import normalize_longmemeval
 
 dense = pytest.importorskip("memobench.retrieval.reference.dense")

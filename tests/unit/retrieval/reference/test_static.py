@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.helpers import REPO, tiny_normalized
-from memobench.errors import ConfigError
+from memobench.core.errors import ConfigError
 from memobench.datasets.normalize import normalize_longmemeval
 
 static = pytest.importorskip("memobench.retrieval.reference.static")
@@ -113,7 +113,7 @@ def test_a_table_of_the_other_model_is_refused(tmp_path):
     from memobench.retrieval import sharing as retrievers
     from memobench.catalog import variants
     from memobench.retrieval.reference.embeddings import embed_sessions
-    from memobench.errors import DataError
+    from memobench.core.errors import DataError
 
     normalize_longmemeval(REPO / ".test/data/lme_tiny.json", tmp_path, log=lambda m: None)
     table = tmp_path / "wordllama.parquet"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 # Parquet key-value metadata key under which a retrieve job records its provenance.
-PROVENANCE_KEY = b"memobench.provenance"
+PROVENANCE_KEY = b"memobench.core.provenance"
 # read from the installed distributions' metadata, not imported: the package never imports Snakemake
 DISTRIBUTIONS = ("snakemake", "numpy", "pandas", "scipy")
 
@@ -55,7 +55,7 @@ def provenance() -> dict:
     import ijson
     import pyarrow
 
-    from . import __version__
+    from .. import __version__
 
     return {
         "memobench": __version__,

@@ -27,7 +27,7 @@ from functools import lru_cache
 from pathlib import Path
 
 PACKAGE = "memobench"
-PACKAGE_DIR = Path(__file__).resolve().parent
+PACKAGE_DIR = Path(__file__).resolve().parents[1]  # the memobench package (this module is in core/)
 ADAPTER = "stages.adapter"  # the adapter every rule's job goes through
 
 
