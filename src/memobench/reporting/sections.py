@@ -358,7 +358,7 @@ def _run_card(m: dict, facts: bool) -> list:
 
 def retriever_checks(m: dict) -> list:
     """What a user retriever's jobs checked (metrics.json ``determinism``
-    and ``timeouts``; pyretriever.py): a note under its card, bold where a
+    and ``timeouts``; retrieval/python.py): a note under its card, bold where a
     check failed."""
     det, out = m.get("determinism"), m.get("timeouts")
     if det is None:
