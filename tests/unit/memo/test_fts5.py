@@ -169,9 +169,11 @@ def datasets(tmp_path_factory, locomo_path):
     return root
 
 
+# whole segments of generated S and M files and of the real LoCoMo file: the whole suite runs them,
+# the unit run checks the same rows on single haystacks (test_rows_equal_fts5 and the ones above)
 @pytest.mark.parametrize("name,family,variants", [
-    ("lme", "s", ["v0.8.0", "v0.5.0", "exp4-C-idfProxy", "exp-V1", "exp3-T2h"]),
-    ("lme", "m", ["v0.8.0", "exp5m-S2"]),
+    pytest.param("lme", "s", ["v0.8.0", "v0.5.0", "exp4-C-idfProxy", "exp-V1", "exp3-T2h"], marks=pytest.mark.slow),
+    pytest.param("lme", "m", ["v0.8.0", "exp5m-S2"], marks=pytest.mark.slow),
     pytest.param("locomo", "locomo", ["v0.8.0", "v0.4.0"], marks=pytest.mark.slow),  # the whole real file
 ])
 def test_segments_equal_per_haystack_fts5_tables(datasets, name, family, variants):

@@ -559,6 +559,7 @@ def test_fixture_exercises_the_limit_and_the_skips(lme_dataset):
     assert any(r["rank"] == 1 for r in r500 if r["status"] == "evaluated")
 
 
+@pytest.mark.slow  # a generated file ranked by every variant: the whole suite runs it
 @pytest.mark.skipif(write_longmemeval is None, reason="memobench.tools.generate absent")
 def test_uneven_id_lists_move_counts_not_lists(lme_dataset):
     """On the uneven file the harness gold (raw id list) and a gold read from the
