@@ -171,7 +171,7 @@ def test_empty_lists_and_provenance_are_visible(tmp_path):
     cfg = write_config(tmp_path / "c.yaml", data_dir=str(tmp_path), run=["tiny"], datasets={"tiny": _ds(raw)})
     snakemake(tmp_path, "--cores", "1", configfile=cfg)
     out = tmp_path / "results/tiny/v0.8.0"
-    q = pq.read_table(out / "questions.parquet").to_pylist()
+    q = pq.read_table(out / "outcomes.parquet").to_pylist()
     ranked = pq.read_table(out / "rankings.parquet").column("question_id").to_pylist()
     assert [r["question_id"] for r in q] == ["q0", "q1"]
     by_id = {r["question_id"]: r for r in q}
