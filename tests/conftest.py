@@ -53,9 +53,7 @@ def pytest_collection_modifyitems(config, items):
     """Every test under tests/workflow/ starts Snakemake (or a pipeline of
     processes as long): marked ``workflow``, so ``-m "not workflow"`` leaves
     them out. A unit test marked ``slow`` (big data) is marked ``workflow``
-    too. (The test command's ``--dist loadfile`` runs each file on one
-    worker, so a file's module-scoped Snakemake run is made once, not once
-    per worker.)"""
+    too."""
     workflow = HERE / "workflow"
     for item in items:
         if workflow in Path(str(item.fspath)).parents or item.get_closest_marker("slow"):

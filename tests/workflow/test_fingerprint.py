@@ -144,7 +144,12 @@ def _with_downstream(jobs, down) -> set[str]:
     return reached
 
 
-def test_editing_each_module_reruns_exactly_its_importers_and_what_follows(scratch, job_graph):
+# every module, in four parts so that the suite's workers share the dry runs (one Snakemake start each)
+PARTS = 4
+
+
+@pytest.mark.parametrize("part", range(PARTS))
+def test_editing_each_module_reruns_exactly_its_importers_and_what_follows(scratch, job_graph, part):
     proj, cfg, _ = scratch
     assert dry_run_jobs(proj, configfile=cfg, snakefile=proj / "Snakefile") == {}
     rule, down, variant = job_graph
@@ -152,7 +157,7 @@ def test_editing_each_module_reruns_exactly_its_importers_and_what_follows(scrat
     # the retriever module of each retrieve job's variant (its code: the shared modules and that retriever's)
     own = {job: retriever_of(resolve(v, "zh" if v.startswith("zh-") else "s", spec.get("variants"))).name
            for job, v in variant.items() if rule[job] == "retrieve"}
-    for module in MODULES:
+    for module in MODULES[part::PARTS]:
         importers = {s for s in STAGES if module in scanned_stage_modules(s)}
         reached = _with_downstream({job for job, r in rule.items() if r in importers
                                     and (r != "retrieve" or module in scanned_variant_modules(own[job]))
