@@ -210,7 +210,7 @@ def prepare(work: Path) -> Path:
     """Raw files and the configuration both runs use (same data_dir, same bytes)."""
     sys.path.insert(0, str(REPO))
     from tests.helpers import find_locomo  # the tests' way to get the real file
-    from memobench.tools.generate import write_longmemeval
+    from memobench.tools.generate.longmemeval import write_longmemeval
 
     data = work / "data"
     data.mkdir(parents=True)
