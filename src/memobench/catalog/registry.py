@@ -22,7 +22,6 @@ variants it ranks.
 from __future__ import annotations
 
 import importlib
-from pathlib import Path
 
 from ..core.errors import ConfigError
 from .row import RETRIEVERS, ROWS, Retriever, Row
@@ -151,10 +150,6 @@ def inputs_of(variant) -> frozenset[str]:
     """The named inputs a retrieve job of this variant reads (common.smk's
     ``search_inputs`` gives their paths)."""
     return input_names(variant.recipe.backend) | retriever_of(variant).variant_inputs(variant)
-
-
-def sources_of(variant) -> list[Path]:
-    return [Path(p) for p in retriever_of(variant).sources(variant)]
 
 
 def kind_modules() -> dict[str, frozenset[str]]:

@@ -8,30 +8,19 @@ from ..catalog.registry import kind_of
 from ..evaluation.official import LOCOMO_CATEGORIES
 
 
-def is_reference(m: dict) -> bool:
-    """A run of a reference retriever (its recipe's backend), not a Memo variant."""
-    return kind_of(m) == "reference"
-
-
 def is_imported(m: dict) -> bool:
     """An imported run: another system's lists read from a file (imported.py)."""
     return bool(m.get("run"))
 
 
-def is_yours(m: dict) -> bool:
-    """A run of a user's Python retriever (config ``variants.<name>.retriever``; retrieval/python.py)."""
-    return kind_of(m) == "python"
-
-
-def is_fusion(m: dict) -> bool:
-    """A fusion of other variants' lists (config ``variants.<name>.fuse``; fusion.py)."""
-    return kind_of(m) == "fusion"
+# how the report names each kind of the catalog (catalog.registry.kind_of)
+KIND_NAMES = {"memo": "Memo", "reference": "reference retriever", "imported": "imported run",
+              "python": "your retriever", "fusion": "fusion"}
 
 
 def kind(m: dict) -> str:
     """What ranked a run: Memo, a reference retriever, an imported run, your retriever, or a fusion."""
-    return ("reference retriever" if is_reference(m) else "imported run" if is_imported(m)
-            else "your retriever" if is_yours(m) else "fusion" if is_fusion(m) else "Memo")
+    return KIND_NAMES["imported"] if is_imported(m) else KIND_NAMES[kind_of(m)]
 
 
 def label(m: dict) -> str:
