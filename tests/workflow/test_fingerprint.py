@@ -1,7 +1,9 @@
-"""Stale detection through Snakemake itself: what it reruns after an edit (a
-dry run in a scratch copy that ran every stage once) and which package
-modules each stage really loads when it runs, against the scan of
-tests/unit/core/test_fingerprint.py and ``memobench.core.fingerprint``."""
+"""Stale detection through Snakemake itself, in a scratch copy that ran every
+stage once: which package modules each stage really loads when it runs; for
+every module, which jobs' recorded code fingerprints an edit changes; and what
+Snakemake's dry run plans after edits to a stage, a retriever and a model;
+against the scan of tests/unit/core/test_fingerprint.py and
+``memobench.core.fingerprint``."""
 
 from __future__ import annotations
 
@@ -103,27 +105,30 @@ def test_every_stage_ran_and_loaded_only_its_closure(scratch):
         assert not extra, f"stage {rule} loaded {sorted(extra)} outside its fingerprint"
 
 
-def _job_graph(proj, cfg) -> tuple[dict[str, str], dict[str, set[str]], dict[str, str]]:
+def _job_graph(proj, cfg) -> tuple[dict[str, str], dict[str, set[str]], dict[str, str], dict[str, list[str]]]:
     """Every job's rule, job -> the jobs that consume its outputs (Snakemake's
     --dag; jobs, not rules: a rule's jobs of different datasets follow different
-    jobs), and each retrieve job's variant and embeddings job's model (from the
-    dry run of the same DAG: its labels leave some wildcards out)."""
+    jobs), each retrieve job's variant and embeddings job's model, and every
+    job's output files (from the dry run of the same DAG: its labels leave some
+    wildcards out)."""
     out = snakemake(proj, "--dag", "--forceall", configfile=cfg, snakefile=proj / "Snakefile").stdout
     rule = dict(re.findall(r'\t(\d+)\[label = "(\w+)', out))
     down: dict[str, set[str]] = {job: set() for job in rule}
     for a, b in re.findall(r"\t(\d+) -> (\d+)", out):
         down[a].add(b)
     dry = snakemake(proj, "-n", "--forceall", configfile=cfg, snakefile=proj / "Snakefile").stdout
-    variant = {}
-    for name, block in re.findall(r"^(?:local)?rule (\w+):\n((?:    .*\n)+)", dry, re.M):
+    variant, outputs = {}, {}
+    for name, block in re.findall(r"^(?:local)?(?:rule|checkpoint) (\w+):\n((?:    .*\n)+)", dry, re.M):
         job = re.search(r"jobid: (\d+)", block).group(1)
         assert rule[job] == name, (job, name)  # the same DAG, the same job ids
+        listed = re.search(r"^    output: (.*)$", block, re.M)
+        outputs[job] = listed.group(1).split(", ") if listed else []
         if name == "retrieve":
             variant[job] = re.search(r"variant=([^,\s]+)", block).group(1)
         if name == "embeddings":
             variant[job] = re.search(r"model=([^,\s]+)", block).group(1)
     assert set(variant) == {job for job, r in rule.items() if r in ("retrieve", "embeddings")}
-    return rule, down, variant
+    return rule, down, variant, outputs
 
 
 @pytest.fixture(scope="module")
@@ -144,36 +149,127 @@ def _with_downstream(jobs, down) -> set[str]:
     return reached
 
 
-# every module, in four parts so that the suite's workers share the dry runs (one Snakemake start each)
-PARTS = 4
+# Every job's code fingerprint, recomputed by the package in the scratch copy after each module edit: the
+# stage's (each stage), each variant's retrieve job's, each model's embeddings job's, the prepare job's.
+FINGERPRINTS = r"""
+import json, sys
+from pathlib import Path
+
+import yaml
+from snakemake.utils import update_config
+
+import memobench
+from memobench import plan
+from memobench.catalog.variant import from_spec
+from memobench.catalog.registry import code_fingerprint
+from memobench.core.fingerprint import stage_fingerprint
+from memobench.retrieval.python import prepare_fingerprint
+from memobench.retrieval.reference import embeddings
+from memobench.stages import all_stages
+
+proj, cfg_path, todo = Path.cwd(), Path(sys.argv[1]), json.loads(Path(sys.argv[2]).read_text())
+assert Path(memobench.__file__).is_relative_to(proj), memobench.__file__  # the copy's package, not the checkout's
+config = yaml.safe_load((proj / "config.yaml").read_text())
+update_config(config, yaml.safe_load(cfg_path.read_text()))  # as Snakemake merges --configfile
+script = proj / "workflow" / "scripts" / "stage.py"
+
+def fingerprints():
+    out = {f"stage {s}": stage_fingerprint(s, script) for s in all_stages()}
+    for ds, specs in plan.variant_specs(config).items():
+        for name, spec in specs.items():
+            if "run" not in spec:  # an imported run's segments are import_run's jobs
+                out[f"retrieve {ds}/{name}"] = code_fingerprint(from_spec(spec), script)
+    for model in todo["models"]:
+        out[f"embeddings {model}"] = embeddings.code_fingerprint(model, script)
+    for ds, name in todo["prepared"]:
+        out[f"prepare {ds}/{name}"] = prepare_fingerprint(from_spec(plan.prepare_spec(config, ds, name)), script)
+    return out
+
+result = {"": fingerprints()}
+for module, file in todo["modules"].items():
+    path = proj / file
+    original = path.read_bytes()
+    try:
+        path.write_bytes(original + b"\n# an edit\n")
+        result[module] = fingerprints()
+    finally:
+        path.write_bytes(original)
+print(json.dumps(result))
+"""
 
 
-@pytest.mark.parametrize("part", range(PARTS))
-def test_editing_each_module_reruns_exactly_its_importers_and_what_follows(scratch, job_graph, part):
+def _recorded_params(proj) -> dict[str, list]:
+    """Snakemake's own record of each output file's params ({output path: params}),
+    from its metadata folder (one file per output, named by the path in url-safe
+    base64, cut into "@"-prefixed folders when long)."""
+    import base64
+
+    folder = proj / ".snakemake" / "metadata"
+    out = {}
+    for f in folder.rglob("*"):
+        if f.is_file():
+            b64 = "".join(part.lstrip("@") for part in f.relative_to(folder).parts)
+            out[base64.urlsafe_b64decode(b64).decode()] = json.loads(f.read_text()).get("params") or []
+    return out
+
+
+def test_editing_each_module_reruns_exactly_its_importers_and_what_follows(scratch, job_graph):
+    """For every package module: the jobs whose code fingerprint an edit of
+    it changes, with every job that follows them in Snakemake's DAG, are
+    exactly the jobs of the stages whose scanned closure holds it (a retrieve
+    job: only where its variant's retriever runs it; an embeddings job: only
+    where its model does). A job's fingerprint is the one Snakemake recorded
+    in its params when it ran (matched to what the package computes for each
+    stage, variant and model), recomputed by the scratch copy's package after
+    the edit: one process for all the modules instead of a Snakemake start
+    each. That Snakemake reruns a job whose recorded params differ is its
+    params trigger, which the tests below check with real dry runs after
+    edits."""
+    import subprocess
+    import sys
+
     proj, cfg, _ = scratch
-    assert dry_run_jobs(proj, configfile=cfg, snakefile=proj / "Snakefile") == {}
-    rule, down, variant = job_graph
+    rule, down, variant, outputs = job_graph
     spec = yaml.safe_load(cfg.read_text(encoding="utf-8"))
-    # the retriever module of each retrieve job's variant (its code: the shared modules and that retriever's)
     own = {job: retriever_of(resolve(v, "zh" if v.startswith("zh-") else "s", spec.get("variants"))).name
            for job, v in variant.items() if rule[job] == "retrieve"}
-    for module in MODULES[part::PARTS]:
+    todo = proj.parent / "fingerprint-todo.json"
+    todo.write_text(json.dumps({
+        "modules": {m: str(module_file(m).relative_to(REPO)) for m in MODULES},
+        "models": sorted({variant[j] for j, r in rule.items() if r == "embeddings"}),
+        "prepared": [["lme", "mine"]],
+    }), encoding="utf-8")
+    env = {**__import__("os").environ, "PYTHONPATH": str(proj / "src")}
+    proc = subprocess.run([sys.executable, "-c", FINGERPRINTS, str(cfg), str(todo)], cwd=proj, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    computed = json.loads(proc.stdout)
+    base = computed.pop("")
+    recorded = _recorded_params(proj)
+    # each job's fingerprint: the one value of its recorded params (each recorded as its repr) that the
+    # package computes for some job kind
+    keys_of: dict[str, set[str]] = {}
+    for key, value in base.items():
+        keys_of.setdefault(repr(value), set()).add(key)
+    job_keys = {}
+    for job, r in rule.items():
+        if r == "all":
+            continue
+        params = {p for out in outputs[job] for p in recorded.get(out, ())}
+        assert outputs[job] and all(out in recorded for out in outputs[job]), (r, outputs[job])
+        found = [keys_of[p] for p in params if p in keys_of]
+        assert len(found) == 1, f"job {job} ({r}): {len(found)} code fingerprints among its recorded params"
+        job_keys[job] = found[0]
+    assert len(computed) == len(MODULES)
+    for module in MODULES:
         importers = {s for s in STAGES if module in scanned_stage_modules(s)}
         reached = _with_downstream({job for job, r in rule.items() if r in importers
                                     and (r != "retrieve" or module in scanned_variant_modules(own[job]))
                                     and (r != "embeddings" or module in scanned_embedding_modules(variant[job]))},
                                    down)
-        expected = Counter(rule[job] for job in reached)
-        path = proj / module_file(module).relative_to(REPO)
-        original = path.read_bytes()
-        try:
-            path.write_bytes(original + b"\n# an edit\n")
-            jobs = dry_run_jobs(proj, configfile=cfg, snakefile=proj / "Snakefile")
-        finally:
-            path.write_bytes(original)
-        assert jobs == dict(expected), f"editing {module}.py"
-    assert dry_run_jobs(proj, configfile=cfg, snakefile=proj / "Snakefile") == {}
-
+        changed = {job for job, keys in job_keys.items() if any(computed[module][k] != base[k] for k in keys)}
+        got = Counter(rule[job] for job in _with_downstream(changed, down))
+        assert got == Counter(rule[job] for job in reached), f"editing {module}.py"
 
 
 # an early stage, one in the middle, the last one, and the adapter (None) that every stage runs
@@ -190,7 +286,7 @@ def test_editing_one_stage_reruns_that_stage_and_what_follows_only(scratch, job_
     stage's jobs and the jobs that follow them, nothing upstream; one added
     to the adapter plans every job."""
     proj, cfg, _ = scratch
-    rule, down, _ = job_graph
+    rule, down, _, _ = job_graph
     reached = _with_downstream({job for job, r in rule.items() if (r == stage if stage else r in STAGES)}, down)
     expected = dict(Counter(rule[job] for job in reached))
     if stage is None:
