@@ -94,9 +94,9 @@ def test_readme_names_no_commit():
 def test_readme_keeps_the_two_quick_start_commands():
     text = README.read_text(encoding="utf-8")
     assert ("python3 -m venv .venv && .venv/bin/pip install -e . && .venv/bin/snakemake --cores 4\n") in text
-    assert ("python3 -m venv .venv && .venv/bin/pip install -e '.[test]' && .venv/bin/python -m pytest -n 2\n") in text
+    assert ("python3 -m venv .venv && .venv/bin/pip install -e '.[test]' && .venv/bin/python -m pytest -n 2 --dist loadfile\n") in text
     # .ci/run runs the same test command
-    assert ".venv/bin/python -m pytest -n 2" in (REPO / ".ci" / "run").read_text(encoding="utf-8")
+    assert ".venv/bin/python -m pytest -n 2 --dist loadfile" in (REPO / ".ci" / "run").read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
