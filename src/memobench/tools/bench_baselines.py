@@ -13,6 +13,13 @@ the embedding stage for the distinct sessions of the generated file and for
 upper bounds of the real S and M files (every haystack entry distinct:
 500 x 50, 500 x 500).
 
+    python -m memobench.tools.bench_baselines --locomo locomo10.json [--work bench_work]
+
+ranks LoCoMo's questions with each lexical retriever twice, each in its own
+process: one index per distinct haystack (as the retrieve stage does) and one
+per question (every kept index dropped first); it prints questions/s, the
+speed-up and whether the two runs' lists (positions and scores) are the same.
+
     python -m memobench.tools.bench_baselines --long-question [--docs 5000] [--words 100,400,1600,50000]
 
 instead ranks one haystack of ``--docs`` generated documents (~100 words each)
@@ -41,28 +48,69 @@ def _peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def run_lexical(norm: Path, name: str) -> dict:
+def run_lexical(norm: Path, name: str, fmt: str = "longmemeval", index_per_question: bool = False) -> dict:
+    """Rank every question with a haystack by lexical retriever ``name``.
+    ``index_per_question``: every kept index dropped before each question (one
+    index per question, the baseline of one per distinct haystack). ``lists``:
+    a digest of every ranking (positions and scores), equal in both modes."""
     from ..core.layout import table_paths
     from ..retrieval.reference.ranking import rank
+    from ..retrieval.reference.lexical import forget_indexes
     from ..retrieval.documents import haystack_documents
     from ..core.tables import read_table
 
     t0, c0 = time.monotonic(), time.process_time()
     tables = table_paths(norm)
     questions = read_table(tables["questions"]).to_pylist()
-    hays = haystack_documents(tables["haystacks"], tables["events"], "longmemeval")
+    hays = haystack_documents(tables["haystacks"], tables["events"], fmt)
     t_docs = time.monotonic() - t0
-    n = 0
+    n, lists = 0, hashlib.sha256()
     for q in questions:
         h = hays.get(q["haystack_id"])
         if h is None:
             continue
-        r = rank(name, q["question"], h.docs)
+        if index_per_question:
+            forget_indexes()
+        r = rank(name, q["question"], list(h.docs))
         assert len(r.positions) == len(h.docs)
+        lists.update(r.positions.tobytes() + r.scores.tobytes())
         n += 1
-    return {"retriever": name, "questions": n, "wall_s": round(time.monotonic() - t0, 2),
-            "documents_s": round(t_docs, 2), "cpu_s": round(time.process_time() - c0, 2),
-            "peak_rss_mb": round(_peak_mb())}
+    wall = time.monotonic() - t0
+    return {"retriever": name, "index": "per question" if index_per_question else "per haystack",
+            "questions": n, "wall_s": round(wall, 2), "documents_s": round(t_docs, 2),
+            "questions_per_s": round(n / max(wall - t_docs, 1e-9)), "cpu_s": round(time.process_time() - c0, 2),
+            "peak_rss_mb": round(_peak_mb()), "lists": lists.hexdigest()[:16]}
+
+
+def locomo(a) -> int:
+    """Every lexical retriever over the LoCoMo file's questions (ten
+    conversations' haystacks), one index per distinct haystack against one
+    per question: questions/s, the speed-up, and the lists' digests (equal)."""
+    from ..datasets.normalize import normalize_locomo
+    from ..core.layout import table_paths
+
+    norm = a.work / "locomo_normalized"
+    if not table_paths(norm)["events"].exists():
+        normalize_locomo(a.locomo, norm, log=lambda m: None)
+    status = 0
+    for name in ("bm25-official", "bm25s", "fts5-bm25"):
+        rows = []
+        for per_question in (True, False):
+            p = subprocess.run([sys.executable, "-m", "memobench.tools.bench_baselines", "--only", name,
+                                "--norm", str(norm), "--format", "locomo"]
+                               + (["--index-per-question"] if per_question else []), capture_output=True, text=True)
+            if p.returncode:
+                print(f"{name}: failed\n{p.stderr[-2000:]}", file=sys.stderr)
+                return 1
+            rows.append(json.loads(p.stdout.strip().splitlines()[-1]))
+            print(json.dumps(rows[-1]), flush=True)
+        same = rows[0]["lists"] == rows[1]["lists"]
+        status |= not same
+        print(f"{name}: {rows[1]['questions_per_s']} questions/s with one index per haystack, "
+              f"{rows[0]['questions_per_s']} with one per question: "
+              f"{rows[1]['questions_per_s'] / max(rows[0]['questions_per_s'], 1):.1f}x, "
+              f"lists {'identical' if same else 'DIFFER'}", flush=True)
+    return status
 
 
 def run_dense(norm: Path, sample: int, model: str = "minilm") -> dict:
@@ -159,6 +207,10 @@ def main(argv=None) -> int:
     ap.add_argument("--words", default="100,400,1600,50000")
     ap.add_argument("--or-up-to", type=int, default=1600)
     ap.add_argument("--wordllama-sessions", type=int, default=0, help="0: every distinct session")
+    ap.add_argument("--locomo", type=Path, help="the LoCoMo file: the lexical retrievers over its questions, one "
+                                                "index per haystack against one per question")
+    ap.add_argument("--format", default="longmemeval", help=argparse.SUPPRESS)
+    ap.add_argument("--index-per-question", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--only", help=argparse.SUPPRESS)
     ap.add_argument("--norm", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--path", help=argparse.SUPPRESS)
@@ -168,9 +220,12 @@ def main(argv=None) -> int:
         return 0
     if a.long_question:
         return long_question(a)
+    if a.locomo:
+        return locomo(a)
     if a.only:
         sample = {"minilm": a.minilm_sessions, "wordllama": a.wordllama_sessions}
-        out = run_dense(a.norm, sample[a.only], a.only) if a.only in sample else run_lexical(a.norm, a.only)
+        out = (run_dense(a.norm, sample[a.only], a.only) if a.only in sample
+               else run_lexical(a.norm, a.only, a.format, a.index_per_question))
         print(json.dumps(out))
         return 0
     from .benchmark import SCALES, generate

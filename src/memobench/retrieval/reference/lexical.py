@@ -7,17 +7,58 @@ documents in haystack order, and returns the whole haystack as a
 each). Statistics (IDF, average length) are always those of that haystack
 alone, as in LongMemEval's own retrieval, where the corpus is the question's
 haystack.
+
+Each builds one index per distinct haystack, not one per question: the last
+few haystacks' indexes are kept, keyed by their documents in order
+(:class:`_Indexes`), and a question over the same documents is scored on the
+index already built. LoCoMo's 1,986 questions search ten conversations; a
+LongMemEval haystack is mostly one question's. An index is a pure function of
+its documents and scoring reads it only, so this changes time, never a list
+or a score (tests/unit/retrieval/reference/test_lexical.py holds the cached
+rankings against fresh ones).
 """
 
 from __future__ import annotations
 
+import re
 import sqlite3
+from functools import lru_cache
 from typing import Sequence
 
 import numpy as np
 
 from ...catalog.row import Row, register
 from .ranking import Ranking
+
+
+class _Indexes:
+    """The indexes of the last ``size`` distinct haystacks, keyed by their
+    documents in order (a tuple of the texts: equal texts, equal key, however
+    the list was built)."""
+
+    def __init__(self, build, size: int = 4):
+        self.build = build
+        self.size = size
+        self.built: dict[tuple[str, ...], object] = {}
+
+    def __call__(self, docs: Sequence[str]):
+        key = tuple(docs)
+        index = self.built.pop(key, None)
+        if index is None:
+            index = self.build(key)
+        self.built[key] = index  # most recently used last
+        while len(self.built) > self.size:
+            del self.built[next(iter(self.built))]
+        return index
+
+
+def _rank_bm25_index(docs: tuple[str, ...]):
+    from rank_bm25 import BM25Okapi
+
+    return BM25Okapi([d.split(" ") for d in docs])
+
+
+_rank_bm25_indexes = _Indexes(_rank_bm25_index)
 
 
 def rank_bm25_official(question: str, docs: Sequence[str]) -> Ranking:
@@ -28,20 +69,27 @@ def rank_bm25_official(question: str, docs: Sequence[str]) -> Ranking:
     (numpy's default sort, reversed: ties are ordered as numpy leaves them)."""
     if not docs:
         return Ranking.empty()
-    from rank_bm25 import BM25Okapi
-
-    bm25 = BM25Okapi([d.split(" ") for d in docs])
-    scores = bm25.get_scores(question.split(" "))
+    scores = _rank_bm25_indexes(docs).get_scores(question.split(" "))
     order = np.argsort(scores)[::-1]
     return Ranking(order.astype(np.int64), np.asarray(scores, dtype=np.float64)[order])
 
 
-def bm25s_tokenize(texts: list[str]) -> list[list[str]]:
-    """bm25s's default tokenizer: lower-cased, ``(?u)\\b\\w\\w+\\b`` tokens,
-    its English stop words removed, no stemmer."""
-    import bm25s
+@lru_cache(maxsize=1)
+def _bm25s_splitter():
+    from bm25s.stopwords import STOPWORDS_EN
 
-    return bm25s.tokenize(texts, return_ids=False, show_progress=False)
+    return re.compile(r"(?u)\b\w\w+\b").findall, frozenset(STOPWORDS_EN)
+
+
+def bm25s_tokenize(texts: list[str]) -> list[list[str]]:
+    """bm25s's default tokenizer (``bm25s.tokenize`` with its defaults, as
+    strings): each text lower-cased, its ``(?u)\\b\\w\\w+\\b`` tokens in order,
+    bm25s's English stop words removed, no stemmer. Written here because the
+    library's call builds progress bars per call, more than the rest of a
+    question's scoring; tests/unit/retrieval/reference/test_lexical.py holds it
+    equal to the library's on real and generated texts."""
+    findall, stop = _bm25s_splitter()
+    return [[t for t in findall(text.lower()) if t not in stop] for text in texts]
 
 
 class _TokenCache:
@@ -69,20 +117,28 @@ class _TokenCache:
 _bm25s_tokens = _TokenCache()
 
 
+def _bm25s_index(docs: tuple[str, ...]):
+    import bm25s
+
+    retriever = bm25s.BM25()
+    retriever.index(_bm25s_tokens(list(docs)), show_progress=False)
+    return retriever
+
+
+_bm25s_indexes = _Indexes(_bm25s_index)
+
+
 def rank_bm25s(question: str, docs: Sequence[str]) -> Ranking:
     """The bm25s library with its defaults (``BM25()``: method ``lucene``,
     k1 1.5, b 0.75, float32 scores) and its default tokenizer
-    (:func:`bm25s_tokenize`), one index per haystack (so IDF and average
-    length are the haystack's). A query token not in the haystack's
+    (:func:`bm25s_tokenize`), one index per distinct haystack (so IDF and
+    average length are the haystack's). A query token not in the haystack's
     vocabulary scores nothing; a question with no token scores every document
     0. Order: score descending, ties by haystack position ascending (a stable
     sort of the negated scores)."""
     if not docs:
         return Ranking.empty()
-    import bm25s
-
-    retriever = bm25s.BM25()
-    retriever.index(_bm25s_tokens(list(docs)), show_progress=False)
+    retriever = _bm25s_indexes(docs)
     query = bm25s_tokenize([question])[0]
     ids = retriever.get_tokens_ids(query) if query else []
     if ids:
@@ -102,9 +158,10 @@ def _phrase(term: str) -> str:
 
 class Fts5Bm25:
     """SQLite FTS5's ``bm25()`` (its defaults: k1 1.2, b 0.75, column weight 1;
-    default ``unicode61`` tokenizer) over one haystack at a time: every call
-    fills a fresh in-memory ``fts5(body)`` table with exactly that haystack's
-    documents, so FTS5's table-wide IDF and average length are the haystack's.
+    default ``unicode61`` tokenizer) over one haystack at a time: an in-memory
+    ``fts5(body)`` table holds exactly that haystack's documents (filled anew
+    when a question's documents differ from the last one's), so FTS5's
+    table-wide IDF and average length are the haystack's.
 
     The scores are those of FTS5's ``bm25()`` for the question as an OR of
     its tokens, each quoted, in question order (:meth:`rank_or`, FTS5 asked
@@ -138,6 +195,7 @@ class Fts5Bm25:
         self.db = sqlite3.connect(":memory:")
         self.db.execute("CREATE VIRTUAL TABLE q USING fts5(body)")
         self.db.execute("CREATE VIRTUAL TABLE q_terms USING fts5vocab(q, 'instance')")
+        self.loaded: tuple[str, ...] | None = None  # the documents table h holds (none yet)
         self.by_token = True
         question, docs = _probe()
         self.by_token = _identical(self.rank_or(question, docs), self(question, docs))
@@ -165,17 +223,30 @@ class Fts5Bm25:
         positions = np.zeros(0, dtype=np.int64)
         scores = np.zeros(0, dtype=np.float64)
         if terms:
-            self.db.execute("CREATE VIRTUAL TABLE h USING fts5(body)")
-            try:
-                self.db.executemany("INSERT INTO h(rowid, body) VALUES (?, ?)",
-                                    ((i + 1, d) for i, d in enumerate(docs)))
-                positions, scores = score_rows(terms, n)
-            finally:
-                self.db.execute("DROP TABLE h")
+            self._load(docs)
+            positions, scores = score_rows(terms, n)
         rest = np.ones(n, dtype=bool)
         rest[positions] = False
         return Ranking(np.concatenate([positions, np.flatnonzero(rest)]).astype(np.int64),
                        np.concatenate([scores, np.zeros(n - len(positions))]))
+
+    def _load(self, docs: Sequence[str]) -> None:
+        """Table ``h`` holding exactly ``docs`` (rowid = position + 1): the
+        table of the last haystack kept while the next question searches the
+        same documents."""
+        key = tuple(docs)
+        if key == self.loaded:
+            return
+        if self.loaded is not None:
+            self.db.execute("DROP TABLE h")
+            self.loaded = None
+        self.db.execute("CREATE VIRTUAL TABLE h USING fts5(body)")
+        try:
+            self.db.executemany("INSERT INTO h(rowid, body) VALUES (?, ?)", ((i + 1, d) for i, d in enumerate(docs)))
+        except BaseException:
+            self.db.execute("DROP TABLE h")
+            raise
+        self.loaded = key
 
     def _or_query(self, terms: list[str], n: int) -> tuple[np.ndarray, np.ndarray]:
         rows = self.db.execute("SELECT rowid - 1, -bm25(h) FROM h WHERE h MATCH ? ORDER BY bm25(h), rowid",
@@ -220,6 +291,16 @@ def _probe() -> tuple[str, list[str]]:
 
 
 _fts5 = None
+
+
+def forget_indexes() -> None:
+    """Drop every kept index, so the next question builds its own (the
+    benchmark's one-index-per-question baseline: memobench.tools.bench_baselines)."""
+    _rank_bm25_indexes.built.clear()
+    _bm25s_indexes.built.clear()
+    if _fts5 is not None and _fts5.loaded is not None:
+        _fts5.db.execute("DROP TABLE h")
+        _fts5.loaded = None
 
 
 def rank_fts5_bm25(question: str, docs: Sequence[str]) -> Ranking:

@@ -101,6 +101,81 @@ def test_bm25s_equals_library_per_haystack(lme):
         assert got.positions.tolist() == np.argsort(-expected, kind="stable").tolist()
 
 
+def _fresh_bm25s(question, docs):
+    import bm25s
+
+    retriever = bm25s.BM25()
+    retriever.index(bm25s.tokenize(list(docs), show_progress=False), show_progress=False)
+    q = bm25s.tokenize([question], return_ids=False, show_progress=False)[0]
+    ids = retriever.get_tokens_ids(q)
+    scores = np.asarray(retriever.get_scores_from_ids(ids) if ids else np.zeros(len(docs)), dtype=np.float64)
+    order = np.argsort(-scores, kind="stable")
+    return order.tolist(), scores[order].tolist()
+
+
+def _fresh_official(question, docs):
+    order, scores, _ = official_bm25_order(question, list(docs))
+    return order.tolist(), scores[order].tolist()
+
+
+def _fresh_fts5(question, docs):
+    got = Fts5Bm25()(question, docs)  # a new connection, a new table
+    return got.positions.tolist(), got.scores.tolist()
+
+
+@pytest.mark.parametrize("name,fresh", [("bm25-official", _fresh_official), ("bm25s", _fresh_bm25s),
+                                        ("fts5-bm25", _fresh_fts5)])
+def test_an_index_built_once_per_haystack_ranks_as_a_fresh_one(lme, name, fresh):
+    """Questions that come back to haystacks already indexed (in runs of one
+    haystack, as LoCoMo's, and past the number of indexes kept), each asked
+    over documents of another question's haystack too: every list and score
+    equals those of an index built for that call alone."""
+    items, norm = lme
+    hays = haystack_documents(norm / "haystacks.parquet", norm / "events.parquet", "longmemeval")
+    visits = [0, 0, 0, 1, 1, 2, 3, 4, 5, 0, 1, 6, 0, 2, 2, 7]  # more distinct haystacks than are kept
+    for n, hid in enumerate(visits):
+        docs = list(hays[hid].docs)  # a new list each time, as the retrieve loop builds it
+        for question in (items[hid]["question"], items[(hid + n + 1) % len(items)]["question"]):
+            got = rank(name, question, docs)
+            assert (got.positions.tolist(), got.scores.tolist()) == fresh(question, docs), (name, n, hid)
+
+
+def test_indexes_are_built_once_per_distinct_documents_and_the_oldest_dropped():
+    built = []
+    indexes = lexical._Indexes(lambda docs: built.append(docs) or len(built), size=2)
+    a, b, c = ["x", "y"], ["x", "z"], ["w"]
+    assert [indexes(list(d)) for d in (a, a, b, a, b)] == [1, 1, 2, 1, 2]
+    assert indexes(c) == 3 and indexes(b) == 2  # a (least recently used) dropped, b kept
+    assert indexes(a) == 4 and built == [tuple(a), tuple(b), tuple(c), tuple(a)]
+
+
+def _library_tokens(texts):
+    import bm25s
+
+    return bm25s.tokenize(list(texts), return_ids=False, show_progress=False)
+
+
+def test_bm25s_tokenizer_equals_the_library_on_locomo(locomo_path):
+    """Every turn, question and answer text of the real LoCoMo file: the same tokens as bm25s.tokenize."""
+    data = json.loads(locomo_path.read_text(encoding="utf-8"))
+    texts = [str(t.get("text", "")) for conv in data for k, v in conv["conversation"].items()
+             if k.startswith("session_") and isinstance(v, list) for t in v]
+    texts += [str(q.get(f, "")) for conv in data for q in conv["qa"] for f in ("question", "answer")]
+    assert len(texts) > 5000
+    assert bm25s_tokenize(texts) == _library_tokens(texts)
+
+
+_PIECES = list("aAbZ zİıßΣσς1_-'é\u0301\u00a0\t\n.,") + ["the", "The ", "don't", "İstanbul", "ǅ", "Ⅻ", "𝐀", "٣"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(_PIECES), max_size=40).map("".join), max_size=6))
+def test_bm25s_tokenizer_equals_the_library_on_generated_texts(texts):
+    """Case folding that changes a text's length (İ), combining marks, stop
+    words in any case, digits of other scripts, underscores."""
+    assert bm25s_tokenize(texts) == _library_tokens(texts)
+
+
 def test_bm25s_default_tokenizer_and_empty_question():
     assert bm25s_tokenize(["The Cats, and a dog's toys"]) == [["cats", "dog", "toys"]]
     got = rank("bm25s", "the a of", ["cats", "dogs", "birds"])
