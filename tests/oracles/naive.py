@@ -371,6 +371,7 @@ def _lme(path, backend, fts_limit, weights, window, start=None, limit=None):
         sessions = lme_sessions(e, seq_fn)
         rec["pool_size"] = len(sessions)  # N counts every session (sessions and events)
         gold = lme_gold(e)
+        rec["gold_in_pool"] = sum(sess["id"] in gold for sess in sessions)  # positions: a repeated id counts each time
         if not gold:
             rec["reason"] = "no_gold"
             continue
@@ -480,6 +481,7 @@ def reference_locomo(locomo_json_path, weights="idf080", window="cf", backend="f
                 s = dia.get(js_string(ev))
                 if s is not None:
                     gold.add(s["id"])
+            rec["gold_in_pool"] = sum(sess["id"] in gold for sess in sessions)
             if not gold:
                 rec["reason"] = "no_gold"
                 continue

@@ -25,7 +25,7 @@ from memobench.evaluation.stats import compare, per_question
 from memobench.core.tables import read_table
 
 COUNTS = ("items", "questions", "hit@1", "hit@5", "hit@10", "mrr_sum", "skipped", "by_type", "unrecorded",
-          "random", "mean_pool_size")
+          "random", "mean_pool_size", "pool_at_most")
 
 
 def json_run(variant_dir: Path, out: Path) -> Path:

@@ -7,6 +7,7 @@ to exactly the numbers of an unsegmented one (rates are never averaged).
 from __future__ import annotations
 
 from collections import Counter
+from math import comb
 
 from ..core.errors import DataError
 from ..core.jsmath import to_fixed
@@ -42,6 +43,16 @@ def _rates(block: dict, hit_denominator: int | None = None) -> dict:
     return out
 
 
+def random_hit(pool: int, gold: int, k: int) -> float:
+    """The chance that a uniformly random ranking of ``pool`` positions, ``gold``
+    of them holding a gold session, puts one of those in its top ``k``:
+    1 - C(pool - gold, k) / C(pool, k) (0 when the pool has no gold position)."""
+    k = min(k, pool)
+    if gold <= 0 or k <= 0:
+        return 0.0
+    return 1 - comb(pool - gold, k) / comb(pool, k)
+
+
 def compute(outcomes: list[dict], segments: list[list[dict]] | None = None) -> dict:
     """``outcomes``: rows of the outcomes table in question order."""
     total = _block()
@@ -69,12 +80,16 @@ def compute(outcomes: list[dict], segments: list[list[dict]] | None = None) -> d
     result["skipped"] = dict(sorted(skipped.items()))
     result["counted_as_miss"] = dict(sorted(forced.items()))
     result["items"] = len(outcomes)
-    pools = [row["pool_size"] for row in outcomes if row["status"] == "evaluated" and row["pool_size"] > 0]
+    pooled = [row for row in outcomes if row["status"] == "evaluated" and row["pool_size"] > 0]
+    pools = [row["pool_size"] for row in pooled]
     result["mean_pool_size"] = sum(pools) / len(pools) if pools else None
-    # Expected hit@k of a uniformly random ranking of each question's pool.
+    # Expected hit@k of a uniformly random ranking of each question's pool, its gold positions counted
     result["random"] = {
-        k: (sum(min(c, p) / p for p in pools) / len(pools) if pools else None) for k, c in _CUTOFFS
+        k: (sum(random_hit(row["pool_size"], row["gold_in_pool"], c) for row in pooled) / len(pooled)
+            if pooled else None) for k, c in _CUTOFFS
     }
+    # the share of those questions whose pool holds k or fewer sessions: their hit@k is bought by the pool
+    result["pool_at_most"] = {k: (sum(p <= c for p in pools) / len(pools) if pools else None) for k, c in _CUTOFFS}
     if segments is not None:
         segs = []
         for i, seg in enumerate(segments, 1):

@@ -13,7 +13,8 @@ from ..evaluation.official import LOCOMO_CATEGORIES
 from ..evaluation.published import published
 from .labels import by_dataset, label
 from .numbers import percent, printed, published_diff
-from .sections import matrix_blocks, paired_blocks, per_type_blocks, reading_guide, type_paired_blocks, variant_table
+from .sections import (matrix_blocks, paired_blocks, per_type_blocks, pool_note, reading_guide, type_paired_blocks,
+                       variant_table)
 
 CSS = """
 body{font-family:system-ui,sans-serif;margin:1.5em 2em;max-width:1336px;color:#222;line-height:1.35}
@@ -114,6 +115,9 @@ def html_main_tables(runs: list[dict]) -> list[str]:
                        + _official_cells(m.get("official"), names)
                        + f"<td>{percent(rnd)}</td></tr>")
         out.append("</table>")
+        pools = pool_note(ms)
+        if pools is not None:
+            out.append(to_html([pools]))
         excl = [(label(m), m["official"]) for m in ms if m.get("official")]
         if excl:
             o0 = excl[0][1]

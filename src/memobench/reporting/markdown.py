@@ -6,9 +6,9 @@ from __future__ import annotations
 from ..core.doc import Code, Heading, Para, Table, to_markdown
 from ..evaluation.measures import HARNESS_MEASURES, MEASURES, OFFICIAL_MEASURES
 from ..evaluation.published import published
-from .labels import label
+from .labels import by_dataset, label
 from .numbers import percent, printed, published_diff
-from .sections import (matrix_blocks, paired_blocks, per_type_blocks, reading_guide, type_paired_blocks,
+from .sections import (matrix_blocks, paired_blocks, per_type_blocks, pool_note, reading_guide, type_paired_blocks,
                        variant_table)
 
 
@@ -36,7 +36,9 @@ def md_main(runs: list[dict]) -> list:
             Para(["Each cell: our value (count) / the published value and the difference (", Code("="),
                   " when equal to the printed digit). Rates are over the evaluated questions."]),
             Table(["dataset", "variant", "questions", *(MEASURES[k].label for k in HARNESS_MEASURES), "random hit@1"],
-                  rows, left=2)]
+                  rows, left=2),
+            *(Para([f"{ds}: ", *note.content], cls=note.cls) for ds, ms in by_dataset(runs).items()
+              if (note := pool_note(ms)) is not None)]
 
 
 def md_official(runs: list[dict]) -> list:

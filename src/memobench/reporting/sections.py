@@ -307,6 +307,32 @@ def variant_table(runs: list[dict]) -> list:
             Table(["variant", "ours: " + " / ".join(LABELS), "published", "guide's verdict"], rows)]
 
 
+def pool_note(ms: list[dict]) -> Para | None:
+    """A dataset's pool sizes beside its hit@k columns (metrics.json
+    ``pool_at_most`` and ``random``): the share of evaluated questions whose
+    haystack holds k sessions or fewer, a random ranking's hit@k, and, in
+    bold, each k at or above most pools (more than half the questions), where
+    a hit is largely the pool's. Read from the first variant that has them;
+    its label is named when another variant's differ (other evaluated
+    questions)."""
+    have = [m for m in ms if m.get("pool_at_most")]
+    if not have:
+        return None
+    m = have[0]
+    at_most, rnd = m["pool_at_most"], m.get("random") or {}
+    whose = f" ({label(m)}'s evaluated questions)" if any(
+        (o["pool_at_most"], o.get("random")) != (at_most, m.get("random")) for o in have[1:]) else ""
+    shares = ", ".join(f"{percent(at_most[k])} {MEASURES[k].cutoff} or fewer" for k in HITS if at_most.get(k) is not None)
+    text: list = [f"Pools{whose}: of the evaluated questions, {shares} sessions in their haystack; a random ranking's "
+                  + ", ".join(f"{k} {percent(rnd.get(k))}" for k in HITS) + "."]
+    for k in HITS:
+        if (at_most.get(k) or 0) > 0.5:
+            text += [" ", Strong(f"{k}: k is at or above most pools ({percent(at_most[k])} of the questions have "
+                                 f"{MEASURES[k].cutoff} sessions or fewer), so a hit there is largely the pool's; "
+                                 f"read it beside the random ranking's {percent(rnd.get(k))}.")]
+    return Para(text, cls="note")
+
+
 def _type_table(m: dict) -> Table:
     rows = [[type_label(m, t), b["questions"], *(level(b, k, MEASURES[k].type_digits) for k in HARNESS_MEASURES)]
             for t, b in m["by_type"].items()]

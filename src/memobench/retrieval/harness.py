@@ -58,6 +58,7 @@ OUTCOMES = pa.schema(
         ("in_types", pa.bool_()),  # counted in the per-type table
         ("gold_rank", pa.int8()),  # 1..10, 0 = miss
         ("pool_size", pa.int32()),  # sessions in the haystack (random baseline)
+        ("gold_in_pool", pa.int32()),  # haystack positions holding a gold session (random baseline)
     ]
 )
 
@@ -215,6 +216,8 @@ class SegmentRows:
         out["in_types"].append(skip is None and miss is None)
         out["gold_rank"].append(gold_rank)
         out["pool_size"].append(len(hay.ids) if hay is not None else 0)
+        gold_ids = set(q.get("gold") or ())
+        out["gold_in_pool"].append(sum(sid in gold_ids for sid in hay.ids) if hay is not None else 0)
 
     def tables(self) -> tuple[pa.Table, pa.Table, pa.Table]:
         return (pa.table(self.rank, schema=RANKINGS), pa.table(self.out, schema=OUTCOMES),

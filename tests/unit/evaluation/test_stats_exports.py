@@ -50,7 +50,7 @@ def _outcomes(path, ranks, status=None):
     pq.write_table(pa.table({"q_index": list(range(n)), "question_id": [f"q{i}" for i in range(n)],
                              "question_type": ["t"] * n, "status": status or ["evaluated"] * n,
                              "reason": [None] * n, "in_types": [True] * n, "gold_rank": ranks,
-                             "pool_size": [10] * n}, schema=OUTCOMES), path)
+                             "pool_size": [10] * n, "gold_in_pool": [1] * n}, schema=OUTCOMES), path)
     return path
 
 

@@ -30,7 +30,7 @@ def _write(path, ranks, skip=(), types=None):
         "q_index": list(range(n)), "question_id": [f"q{i}" for i in range(n)], "question_type": types,
         "status": ["skipped" if i in skip else "evaluated" for i in range(n)],
         "reason": [None] * n, "in_types": [True] * n, "gold_rank": [int(r) for r in ranks],
-        "pool_size": [20] * n}, schema=OUTCOMES), path)
+        "pool_size": [20] * n, "gold_in_pool": [1] * n}, schema=OUTCOMES), path)
     return [path]
 
 

@@ -418,6 +418,7 @@ def compare(ref, rankings, outcomes, label):
             continue
         assert str(o.question_type) == r["question_type"], f"{ctx}: question_type {o.question_type!r} vs {r['question_type']!r}"
         assert int(o.pool_size) == r["pool_size"], f"{ctx}: pool_size {o.pool_size} vs {r['pool_size']}"
+        assert int(o.gold_in_pool) == r["gold_in_pool"], f"{ctx}: gold_in_pool {o.gold_in_pool} vs {r['gold_in_pool']}"
         # questions counted as a miss for an empty token sequence appear in no type row (run.cjs)
         assert bool(o.in_types) == (r["reason"] is None), f"{ctx}: in_types {o.in_types}"
         got = lists.get(q, [])

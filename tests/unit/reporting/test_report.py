@@ -32,14 +32,15 @@ HOSTILE = "a|b\nc `d` <script>window.__memobenchInjected = true</script> *e* [f]
 FOLDED = HOSTILE.replace("\n", " ")
 
 
-def _outcomes(ranks, types):
+def _outcomes(ranks, types, pool=20):
     return [{"q_index": i, "question_id": f"q{i}", "question_type": t, "status": "evaluated", "reason": None,
-             "in_types": True, "gold_rank": r, "pool_size": 20} for i, (r, t) in enumerate(zip(ranks, types))]
+             "in_types": True, "gold_rank": r, "pool_size": pool, "gold_in_pool": 1}
+            for i, (r, t) in enumerate(zip(ranks, types))]
 
 
 def _run(tmp, dataset, variant, ranks, types, fmt="longmemeval", description="a variant", baseline="",
-         skip_rule="run"):
-    rows = _outcomes(ranks, types)
+         skip_rule="run", pool=20):
+    rows = _outcomes(ranks, types, pool)
     d = tmp / dataset / variant
     d.mkdir(parents=True)
     pq.write_table(pa.Table.from_pylist(rows, schema=OUTCOMES), d / "outcomes.parquet")
@@ -556,3 +557,25 @@ def test_memobench_score_prints_each_figure_as_the_report_does(ten_variants, tmp
     line = score.official_line(names[0], m["official"], "longmemeval")
     for k in score.official_shown("longmemeval"):
         assert f"{k} {cells[k]}" in line, (k, line, cells[k])
+
+
+def test_pools_sit_beside_the_hit_columns_and_a_k_at_or_above_most_pools_is_flagged(tmp_path):
+    """Pools of 8 sessions: hit@10 is flagged (every pool holds 10 or fewer),
+    hit@5 is not; pools of 20 flag nothing. In report.md under the harness
+    table, one line per dataset; in report.html under that dataset's table."""
+    res = tmp_path / "results"
+    small, _ = _run(res, "locomo10", "v0.8.0", [1, 0, 3, 7], ["1"] * 4, fmt="locomo", skip_rule="locomo", pool=8)
+    large, _ = _run(res, "zh", "zh-B", [1, 2, 0], ["t"] * 3, skip_rule="zh", pool=20)
+    build_report([small, large], [], res / "report.md", res / "report.html", res / "hitk.png", log=lambda m: None)
+    md = (res / "report.md").read_text(encoding="utf-8")
+    flag = "hit@10: k is at or above most pools (100.0% of the questions have 10 sessions or fewer)"
+    lines = {ds: [ln for ln in md.splitlines() if ln.startswith(f"{ds}: Pools")] for ds in ("locomo10", "zh")}
+    assert len(lines["locomo10"]) == len(lines["zh"]) == 1, lines
+    assert f"**{flag}" in lines["locomo10"][0] and "hit@5: k is" not in lines["locomo10"][0]
+    assert "0.0% 5 or fewer, 100.0% 10 or fewer sessions" in lines["locomo10"][0]
+    assert "at or above most pools" not in lines["zh"][0]
+    assert "a random ranking's hit@1 12.5%, hit@5 62.5%, hit@10 100.0%" in lines["locomo10"][0]
+    html = (res / "report.html").read_text(encoding="utf-8")
+    locomo = html.split("<h3>locomo10</h3>", 1)[1].split("<h3>", 1)[0]
+    assert locomo.index("</table>") < locomo.index(f"<b>{flag}")
+    assert html.count(flag) == 1
