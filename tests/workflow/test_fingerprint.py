@@ -168,7 +168,7 @@ from memobench.retrieval.reference import embeddings
 from memobench.stages import all_stages
 
 proj, cfg_path, todo = Path.cwd(), Path(sys.argv[1]), json.loads(Path(sys.argv[2]).read_text())
-assert Path(memobench.__file__).is_relative_to(proj), memobench.__file__  # the copy's package, not the checkout's
+assert Path(memobench.__file__).resolve().is_relative_to(proj.resolve()), memobench.__file__  # the copy's package, not the checkout's
 config = yaml.safe_load((proj / "config.yaml").read_text())
 update_config(config, yaml.safe_load(cfg_path.read_text()))  # as Snakemake merges --configfile
 script = proj / "workflow" / "scripts" / "stage.py"
@@ -261,12 +261,13 @@ def test_editing_each_module_reruns_exactly_its_importers_and_what_follows(scrat
         assert len(found) == 1, f"job {job} ({r}): {len(found)} code fingerprints among its recorded params"
         job_keys[job] = found[0]
     assert len(computed) == len(MODULES)
+    # the scan's view, once: each stage's modules, and each retrieve or embeddings job's own
+    stage_scan = {st: scanned_stage_modules(st) for st in STAGES}
+    job_scan = {job: (scanned_variant_modules(own[job]) if r == "retrieve" else scanned_embedding_modules(variant[job]))
+                for job, r in rule.items() if r in ("retrieve", "embeddings")}
     for module in MODULES:
-        importers = {s for s in STAGES if module in scanned_stage_modules(s)}
-        reached = _with_downstream({job for job, r in rule.items() if r in importers
-                                    and (r != "retrieve" or module in scanned_variant_modules(own[job]))
-                                    and (r != "embeddings" or module in scanned_embedding_modules(variant[job]))},
-                                   down)
+        reached = _with_downstream({job for job, r in rule.items() if module in stage_scan.get(r, ())
+                                    and (job not in job_scan or module in job_scan[job])}, down)
         changed = {job for job, keys in job_keys.items() if any(computed[module][k] != base[k] for k in keys)}
         got = Counter(rule[job] for job in _with_downstream(changed, down))
         assert got == Counter(rule[job] for job in reached), f"editing {module}.py"

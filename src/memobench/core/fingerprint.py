@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import os
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -176,14 +177,30 @@ def _stage_modules(stage: str, exclude: frozenset) -> frozenset[str]:
     return frozenset(closure([ADAPTER, stage_module(stage)], exclude=exclude) | {"__init__"})
 
 
+@lru_cache(maxsize=None)
+def _sha256(path: str, size: int, mtime_ns: int) -> bytes:
+    return hashlib.sha256(Path(path).read_bytes()).digest()
+
+
+def file_sha256(path) -> bytes:
+    """sha256 of a file's bytes, hashed once per process for each (path, size,
+    mtime): a Snakemake start computes every rule's fingerprint, and each
+    module is in many of them. An edit changes the size or the mtime; a
+    rewrite with the same size inside one mtime tick, between two reads by
+    one process, is not a case a workflow's parse meets."""
+    st = os.stat(path)
+    return _sha256(str(path), st.st_size, st.st_mtime_ns)
+
+
 def digest(modules, files=()) -> str:
-    """sha256 (16 hex) of package ``modules`` (dotted names) and ``files``."""
+    """sha256 (16 hex) of package ``modules`` (dotted names) and ``files``:
+    of each one's name and its bytes' sha256, in order."""
     h = hashlib.sha256()
     for m in sorted(modules):
         path = PACKAGE_DIR / "__init__.py" if m == "__init__" else module_path(m)
-        h.update(m.encode() + b"\0" + path.read_bytes() + b"\0")
+        h.update(m.encode() + b"\0" + file_sha256(path) + b"\0")
     for f in files:
-        h.update(Path(f).read_bytes() + b"\0")
+        h.update(file_sha256(f) + b"\0")
     return h.hexdigest()[:16]
 
 
