@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.helpers import browser
-from tests.helpers import data_dir, dry_run_jobs, snakemake, write_config
+from tests.helpers import REPO, data_dir, dry_run_jobs, snakemake, write_config
 
 
 @pytest.fixture(scope="module")
@@ -39,6 +39,17 @@ def test_normalize_target_counts_and_nothing_to_do(tmp_path, locomo_path):
     summary = json.loads((norm / "summary.json").read_text())
     assert (summary["conversations"], summary["sessions"], summary["events"], summary["questions"]) == (10, 272, 5882, 1986)
     assert dry_run_jobs(tmp_path, target, configfile=cfg) == {}
+
+
+def test_the_readme_shows_lines_of_this_run_s_report(locomo_run):
+    """The README's LoCoMo output ("real output, shortened"): each of its lines
+    is a line of this run's report.md, so a changed figure fails here."""
+    work, _, _ = locomo_run
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    block = readme.split("The LoCoMo run above gives (real output, shortened):", 1)[1].split("```", 2)[1]
+    lines = [ln for ln in block.splitlines() if ln.strip()]
+    report = set((work / "results" / "report.md").read_text(encoding="utf-8").splitlines())
+    assert len(lines) >= 6 and [ln for ln in lines if ln not in report] == []
 
 
 def test_published_numbers(locomo_run):
