@@ -8,7 +8,10 @@ against the scan of tests/unit/core/test_fingerprint.py and
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 from collections import Counter
 
 import pytest
@@ -79,8 +82,6 @@ def scratch(tmp_path_factory):
     site = root / "site"
     site.mkdir()
     (site / "sitecustomize.py").write_text(SITECUSTOMIZE, encoding="utf-8")
-    import os
-
     env_before = dict(os.environ)
     os.environ["PYTHONPATH"] = str(site)
     os.environ["MEMOBENCH_IMPORT_DUMP"] = str(dump)
@@ -225,9 +226,6 @@ def test_editing_each_module_reruns_exactly_its_importers_and_what_follows(scrat
     each. That Snakemake reruns a job whose recorded params differ is its
     params trigger, which the tests below check with real dry runs after
     edits."""
-    import subprocess
-    import sys
-
     proj, cfg, _ = scratch
     rule, down, variant, outputs = job_graph
     spec = yaml.safe_load(cfg.read_text(encoding="utf-8"))
@@ -239,7 +237,7 @@ def test_editing_each_module_reruns_exactly_its_importers_and_what_follows(scrat
         "models": sorted({variant[j] for j, r in rule.items() if r == "embeddings"}),
         "prepared": [["lme", "mine"]],
     }), encoding="utf-8")
-    env = {**__import__("os").environ, "PYTHONPATH": str(proj / "src")}
+    env = {**os.environ, "PYTHONPATH": str(proj / "src")}
     proc = subprocess.run([sys.executable, "-c", FINGERPRINTS, str(cfg), str(todo)], cwd=proj, env=env,
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-4000:]
