@@ -190,6 +190,7 @@ class SegmentRows:
         or ranked (``final``: the top 10; ``deep``: to depth 50 with ``scores``,
         51 - rank when None, and the haystack ``positions`` when the ranker has them)."""
         gold_rank = 0
+        gold = set(q.get("gold") or ())
         if skip is None and miss is None:
             n_deep = len(deep)
             self.deep["question_id"].extend([q["question_id"]] * n_deep)
@@ -199,7 +200,6 @@ class SegmentRows:
             self.deep["score"].extend(scores if scores is not None else
                                       [float(DEPTH + 1 - r) for r in range(1, n_deep + 1)])
             self.deep["position"].extend(positions if positions is not None else [None] * n_deep)
-            gold = set(q["gold"])
             for r, sid in enumerate(final, 1):
                 self.rank["question_id"].append(q["question_id"])
                 self.rank["rank"].append(r)
@@ -216,8 +216,7 @@ class SegmentRows:
         out["in_types"].append(skip is None and miss is None)
         out["gold_rank"].append(gold_rank)
         out["pool_size"].append(len(hay.ids) if hay is not None else 0)
-        gold_ids = set(q.get("gold") or ())
-        out["gold_in_pool"].append(sum(sid in gold_ids for sid in hay.ids) if hay is not None else 0)
+        out["gold_in_pool"].append(sum(sid in gold for sid in hay.ids) if hay is not None else 0)
 
     def tables(self) -> tuple[pa.Table, pa.Table, pa.Table]:
         return (pa.table(self.rank, schema=RANKINGS), pa.table(self.out, schema=OUTCOMES),
