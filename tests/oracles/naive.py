@@ -71,6 +71,9 @@ def representative(events, phrase_tokens):
     """Representative event: the best event (occ desc, len asc, time desc, seq desc), strict improvement only."""
     best = None
     for ev in events:  # event order
+        # an event without the phrase's first token holds no occurrence (a shortcut, not a rule)
+        if not phrase_tokens or phrase_tokens[0] not in ev["token_set"]:
+            continue
         o = occurrences(ev["tokens"], phrase_tokens)
         if o < 1:
             continue
@@ -145,10 +148,12 @@ class Fts:
 def make_events(texts, base, seq_fn):
     events = []
     for k, text in enumerate(texts):
+        tokens = seq_fn(text)
         events.append(
             {
                 "text": text,
-                "tokens": seq_fn(text),
+                "tokens": tokens,
+                "token_set": frozenset(tokens),
                 "len": len(text),  # code points
                 "time": base + k,  # one millisecond per turn
                 "seq": k,
@@ -185,7 +190,7 @@ def index_candidates(sessions, phrase_tokens):
     cands = []
     first = phrase_tokens[0]
     for s in sessions:
-        if not any(first in ev["tokens"] for ev in s["events"]):
+        if not any(first in ev["token_set"] for ev in s["events"]):
             continue
         rep = representative(s["events"], phrase_tokens)
         if rep is None:
@@ -230,7 +235,7 @@ def rank_one(question, sessions, window_tokens, weights, backend, fts=None, toke
 
         def df(term):
             # distinct ids whose events hold the term (a repeated id counts once)
-            return len({s["id"] for s in sessions if any(term in ev["tokens"] for ev in s["events"])})
+            return len({s["id"] for s in sessions if any(term in ev["token_set"] for ev in s["events"])})
 
         question_tokens = seq_exp6(question)
         phrase_tokens = seq_exp6

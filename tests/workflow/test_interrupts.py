@@ -184,7 +184,8 @@ def test_deterministic_across_cores_and_reruns(tmp_path, locomo_path, big_lme):
     ds = {"format": "longmemeval", "family": "m", "file": "big.json", "bytes": big_lme.stat().st_size,
           "segments": 3, "variants": ["v0.8.0", "v0.8.0-index"]}
     cfg = write_config(tmp_path / "cfg.yaml", data_dir=str(data), run=["locomo10", "big", "zh"],
-                       datasets={"big": ds, "locomo10": {"segments": 3}})
+                       # LoCoMo's two search paths (FTS5 and the inverted index), in three segments
+                       datasets={"big": ds, "locomo10": {"segments": 3, "variants": ["v0.8.0", "v0.8.0-index"]}})
     digests = []
     for name, cores in (("one", "1"), ("two", "2")):
         work = tmp_path / name
