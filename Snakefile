@@ -29,6 +29,7 @@ include: "workflow/rules/analyze.smk"
 include: "workflow/rules/falsify.smk"
 include: "workflow/rules/exports.smk"
 include: "workflow/rules/stats.smk"
+include: "workflow/rules/latency.smk"
 include: "workflow/rules/report.smk"
 include: "workflow/rules/datasets.smk"
 

@@ -59,7 +59,15 @@ def main(argv: list[str] | None = None) -> int:
 
     add_arguments(sub.add_parser("score", help="score another system's run file under the harness rules, beside "
                                                "a variant (docs/imported-runs.md)"))
+    from .retrieval.reference.server import add_arguments as serve_arguments
+
+    serve_arguments(sub.add_parser("serve", help="serve a reference retriever as a memory service over HTTP, the "
+                                               "API a system variant drives (docs/memory-services.md)"))
     args = parser.parse_args(argv)
+    if args.command == "serve":
+        from .retrieval.reference.server import main as serve
+
+        return serve(args)
     if args.command == "score":
         from .score import main as score
 

@@ -309,6 +309,21 @@ def metrics_files(config: dict) -> list[str]:
     return [layout.path(layout.METRICS, dataset=ds, variant=v) for ds, v in run_pairs(config)]
 
 
+def system_pairs(config: dict, specs: dict) -> list[tuple[str, str]]:
+    """The (dataset, variant) pairs of the run's memory services (system variants)."""
+    return [(ds, v) for ds, v in run_pairs(config) if kind_of(specs[ds][v]) == "system"]
+
+
+def latency_timings(config: dict, specs: dict) -> list[str]:
+    """The timings tables the latency rule reads: every segment's of every memory service."""
+    return [layout.path(layout.TIMINGS, dataset=ds, variant=v, segment=s)
+            for ds, v in system_pairs(config, specs) for s in segments(config, ds)]
+
+
+def latency_metrics(config: dict, specs: dict) -> list[str]:
+    return [layout.path(layout.METRICS, dataset=ds, variant=v) for ds, v in system_pairs(config, specs)]
+
+
 def report_extras(config: dict, specs: dict) -> list[str]:
     """The report's analyze and falsifier sections, read from their JSON (the
     report escapes and lays out their rows itself)."""
@@ -371,6 +386,8 @@ def result_jobs(config: dict, specs: dict, logs) -> list[tuple[str, dict]]:
         if config["datasets"][ds]["analyze"]:
             out.append(("analyze", {"dataset": ds}))
     out += [("falsify", {"dataset": ds}) for ds in falsified_datasets(config, specs)]
+    if system_pairs(config, specs):
+        out.append(("latency", {}))
     return out + [("report", {}), ("manifest", {})]
 
 

@@ -169,3 +169,28 @@ def tiny_normalized(tmp_path: Path) -> Path:
     norm = tmp_path / "norm"
     normalize_longmemeval(raw, norm, log=lambda m: None)
     return norm
+
+
+class ReferenceServer:
+    """The reference memory service (``memobench serve``, bm25s) as its own process on
+    127.0.0.1; ``url`` is where it listens, ``restart`` brings it back on the same port, empty."""
+
+    def __init__(self, documents: str = "all", port: int = 0):
+        self.documents = documents
+        self.proc = subprocess.Popen([sys.executable, "-m", "memobench.cli", "serve", "--retriever", "bm25s",
+                                      "--documents", documents, "--port", str(port)],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                     env={**os.environ, "PYTHONPATH": str(REPO / "src")})
+        line = self.proc.stdout.readline()
+        if not line.startswith("memobench: serving bm25s"):
+            raise AssertionError(f"the reference server did not start: {line}{self.proc.stderr.read()}")
+        self.url = line.split(" on ")[1].strip()
+
+    def kill(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+    def restart(self) -> None:
+        self.kill()
+        self.proc = ReferenceServer(self.documents, int(self.url.rsplit(":", 1)[1])).proc
+

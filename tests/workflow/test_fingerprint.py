@@ -17,7 +17,7 @@ from collections import Counter
 import pytest
 import yaml
 
-from tests.helpers import REPO, copy_project, dry_run_jobs, snakemake, write_config
+from tests.helpers import REPO, ReferenceServer, copy_project, dry_run_jobs, snakemake, write_config
 from tests.unit.core.test_fingerprint import (HAVE_DENSE, HAVE_STATIC, MODULES, STAGES, module_file,
                                               scanned_embedding_modules, scanned_stage_modules,
                                               scanned_variant_modules)
@@ -47,6 +47,7 @@ def scratch(tmp_path_factory):
     LongMemEval file in 2 segments with analyze and an experiment pair, plus
     the embedded zh set), with each stage's loaded modules recorded."""
     root = tmp_path_factory.mktemp("fingerprint")
+    server = ReferenceServer("user")
     proj = copy_project(root / "proj")
     data = root / "data"
     data.mkdir()
@@ -71,8 +72,10 @@ def scratch(tmp_path_factory):
                           "variants": ["v0.8.0", "v0.8.0-index", "exp3-V6", "exp3-T1", "imported"]
                           # a reference retriever; minilm and wordllama also run the embeddings stage
                           + (["minilm"] if HAVE_DENSE else ["bm25s"]) + (["wordllama"] if HAVE_STATIC else [])
-                          + ["mine", "fused"]}},
+                          + ["mine", "fused", "service"]}},
         variants={"imported": {"run": {"file": str(run), "format": "json"}},
+                  # a memory service (the latency stage runs for it)
+                  "service": {"system": {"url": server.url}},
                   "mine": {"retriever": {"callable": f"{retr}/mine.py:rank", "prepare": f"{retr}/mine.py:prepare"}},
                   "fused": {"fuse": {"of": ["v0.8.0", "mine"]}}},
         exports={"retrieval_log": ["lme/v0.8.0"]},  # so that session_json and retrievallog run
@@ -90,6 +93,7 @@ def scratch(tmp_path_factory):
     finally:
         os.environ.clear()
         os.environ.update(env_before)
+        server.kill()
     loaded: dict[str, set[str]] = {}
     for f in dump.glob("*.json"):
         d = json.loads(f.read_text())
@@ -318,15 +322,19 @@ REFERENCE = (["minilm"] if HAVE_DENSE else ["bm25s"]) + (["wordllama"] if HAVE_S
     ("src/memobench/memo/engine.py", ["v0.8.0", "v0.8.0-index", "exp3-V6", "exp3-T1", "zh-A", "zh-B", "fused"]),
     ("src/memobench/retrieval/python.py", ["mine", "fused"]),
     ("src/memobench/retrieval/fusion.py", ["fused"]),
-    ("src/memobench/retrieval/harness.py", ["v0.8.0", "v0.8.0-index", "exp3-V6", "exp3-T1", "zh-A", "zh-B", "mine", "fused"]
-     + REFERENCE),
+    ("src/memobench/retrieval/harness.py", ["v0.8.0", "v0.8.0-index", "exp3-V6", "exp3-T1", "zh-A", "zh-B", "mine", "fused",
+                                            "service"] + REFERENCE),
+    # a memory service's variant and the HTTP client it drives the service with
+    ("src/memobench/retrieval/system.py", ["service"]),
+    ("src/memobench/services/client.py", ["service"]),
 ])
 def test_editing_one_retriever_reruns_only_its_variants(scratch, edited, variants):
     """Each retrieve job's code is its variant's retriever's: an edit to the
     lexical reference retrievers reruns the reference variants' segments and
     no Memo variant's, an edit to the engine the Memo variants' only (and the
     fusion of one of them), an edit to the fusion the fusion's only, an edit
-    to the harness rules every variant's."""
+    to the harness rules every variant's, an edit to the memory service's
+    client its variant's only."""
     proj, cfg, _ = scratch
     path = proj / edited
     original = path.read_bytes()

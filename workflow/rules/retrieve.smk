@@ -10,6 +10,9 @@ rule retrieve:
         rankings=layout.path(layout.SEGMENT_TABLE, suffix=layout.SEGMENT_SUFFIXES["rankings"]),
         outcomes=layout.path(layout.SEGMENT_TABLE, suffix=layout.SEGMENT_SUFFIXES["outcomes"]),
         deep=layout.path(layout.SEGMENT_TABLE, suffix=layout.SEGMENT_SUFFIXES["deep"]),
+        # a memory service's timed requests (empty for the variants not timed): with the logs, since
+        # they differ from run to run (retrieval/timings.py)
+        timings=layout.TIMINGS,
     params:
         # only what decides the lists: editing a description reruns no retrieval
         # (a user retriever's: with the user_retrievers limits)

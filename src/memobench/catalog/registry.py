@@ -30,7 +30,7 @@ from .row import RETRIEVERS, ROWS, Retriever, Row
 # tuple as imports of this module
 LOADS = ("retrieval.memo", "retrieval.reference.lexical", "retrieval.reference.dense",
          "retrieval.reference.static", "retrieval.reference.segment", "retrieval.python",
-         "retrieval.fusion", "retrieval.imported")
+         "retrieval.fusion", "retrieval.imported", "retrieval.system")
 _loaded = False
 
 
@@ -64,7 +64,7 @@ def row(backend: str) -> Row:
 def kind_of(variant) -> str:
     """What kind of variant this is: ``memo`` (a recipe of the Memo engine),
     ``reference`` (a reference retriever), ``python`` (a user's Python
-    retriever), ``fusion`` or ``imported``. ``variant``: a Variant, or its
+    retriever), ``fusion``, ``imported`` or ``system`` (a memory service). ``variant``: a Variant, or its
     spec as the rule's params and metrics.json hold it ({"recipe": {"backend": ...}})."""
     if isinstance(variant, dict):
         backend = (variant.get("recipe") or {}).get("backend", "fts")

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-KINDS = ("memo", "reference", "python", "fusion", "imported")
+KINDS = ("memo", "reference", "python", "fusion", "imported", "system")
 
 
 def _module(name: str) -> str:

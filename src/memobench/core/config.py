@@ -147,13 +147,16 @@ def check(config: dict) -> None:
         if "retriever" in entry and ({"base", "recipe"} & set(entry)):
             raise ConfigError(f"config: variants.{v}: a retriever variant takes no base or recipe (those change a "
                               f"built-in variant); give one or the other")
+        if "system" in entry and ({"base", "recipe", "retriever", "run", "fuse"} & set(entry)):
+            raise ConfigError(f"config: variants.{v}: a system variant takes no base, recipe, retriever, run or "
+                              f"fuse (the service ranks its lists); give one or the other")
         if "fuse" in entry and ({"base", "recipe", "retriever", "run"} & set(entry)):
             raise ConfigError(f"config: variants.{v}: a fusion variant takes no base, recipe, retriever or run (it "
                               f"fuses other variants' lists); give one or the other")
-        if not {"base", "retriever", "run", "fuse"} & set(entry):
+        if not {"base", "retriever", "run", "fuse", "system"} & set(entry):
             raise ConfigError(f"config: variants.{v}: give base (the built-in variant it changes, with recipe), "
-                              f"retriever (your own Python callable), run (another system's output file) or fuse "
-                              f"(other variants' lists fused)")
+                              f"retriever (your own Python callable), run (another system's output file), fuse "
+                              f"(other variants' lists fused) or system (a running memory service)")
     for name, ds in datasets.items():
         for v in ds["variants"]:
             for other in ((config.get("variants") or {}).get(v) or {}).get("fuse", {}).get("of") or []:

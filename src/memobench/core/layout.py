@@ -42,6 +42,8 @@ FALSIFIER = f"{DATASET}/falsifier.json"
 FALSIFIER_MD = f"{DATASET}/falsifier.md"
 # a segment's tables a sibling variant's retrieve job computed ahead (memobench.retrieval.sharing)
 SHARED_CACHE = f"{DATASET}/cache/{{segment}}"
+# the namespaces a memory service variant has ingested, across its jobs (memobench.retrieval.system)
+SYSTEM_LEDGER = f"{RESULTS}/cache/system/{{variant}}.jsonl"
 
 # per dataset and variant: a segment's tables, then the merged ones (the
 # per-question outcomes are outcomes.parquet, not questions.parquet: that name
@@ -73,6 +75,10 @@ REPORT_HTML = f"{RESULTS}/report.html"
 HITK_PNG = f"{RESULTS}/hitk.png"
 FOREST_PNG = f"{RESULTS}/forest.png"
 HEATMAP_PNG = f"{RESULTS}/heatmap.png"
+# the memory services' latency (from their timings: these differ from run to run)
+LATENCY_MD = f"{RESULTS}/latency.md"
+LATENCY_JSON = f"{RESULTS}/latency.json"
+LATENCY_PNG = f"{RESULTS}/latency.png"
 MANIFEST = f"{RESULTS}/manifest.json"
 DATASETS = f"{RESULTS}/datasets.json"
 # the retrieve jobs this invocation runs (memobench.retrieval.sharing.write_plan)
@@ -80,6 +86,8 @@ RETRIEVE_PLAN = f"{RESULTS}/cache/retrieve_plan.json"
 # a job's log is LOGS/<rule>/<its wildcards>.log, its benchmark BENCHMARKS/<rule>/<its wildcards>.tsv
 LOGS = f"{RESULTS}/logs"
 BENCHMARKS = f"{LOGS}/benchmarks"
+# a retrieve job's timed requests (memory services): measurements, not results, so with the logs
+TIMINGS = f"{LOGS}/timings/{{dataset}}/{{variant}}/{{segment}}.parquet"
 
 _WILDCARD = re.compile(r"\{(\w+)\}")
 

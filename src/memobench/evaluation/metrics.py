@@ -147,9 +147,9 @@ def imported_summary(seg_tables, file: str = "the run file") -> dict | None:
 
 def checks_summary(seg_tables) -> dict:
     """The segments' checks of a user's retriever (harness.CHECKS_KEY) as
-    one, metrics.json's ``determinism`` and ``timeouts`` (empty for any other
-    variant): the counts summed and the question ids listed, never a rate
-    averaged."""
+    one, metrics.json's ``determinism`` and ``timeouts``, or a memory
+    service's ``system_errors`` (empty for any other variant): the counts
+    summed and the question ids listed, never a rate averaged."""
     import json
 
     from ..retrieval.harness import CHECKS_KEY
@@ -158,6 +158,11 @@ def checks_summary(seg_tables) -> dict:
              if CHECKS_KEY in (t.schema.metadata or {})]
     if not parts:
         return {}
+    if "system_errors" in parts[0]:  # a memory service's (retrieval/system.py)
+        errors = [p["system_errors"] for p in parts]
+        return {"system_errors": {"count": sum(e["count"] for e in errors),
+                                  "max_per_job": errors[0]["max"],
+                                  "questions": [q for e in errors for q in e["questions"]]}}
     limits = sorted({p["timeouts"]["limit_s"] for p in parts}, key=lambda x: (x is None, x))
     return {
         "determinism": {"checked": sum(p["determinism"]["checked"] for p in parts),

@@ -13,7 +13,7 @@ from ..evaluation.official import LOCOMO_CATEGORIES
 from ..evaluation.published import published
 from .labels import by_dataset, label
 from .numbers import percent, printed, published_diff
-from .sections import (matrix_blocks, paired_blocks, per_type_blocks, pool_note, reading_guide, type_paired_blocks,
+from .sections import (latency_note, matrix_blocks, paired_blocks, per_type_blocks, pool_note, reading_guide, type_paired_blocks,
                        variant_table)
 
 CSS = """
@@ -147,7 +147,7 @@ def html_report(runs, stats, extras: list, images: dict[str, str], missing: list
     out = ["<!doctype html><html><head><meta charset='utf-8'><title>memobench report</title>"
            f"<style>{CSS}</style></head><body>", "<h1>memobench report</h1>",
            "<nav>" + "".join(f"<a href='#{a}'>{_e(t)}</a>" for a, t in nav) + "</nav>",
-           to_html(reading_guide(html_colours=True))]
+           to_html(reading_guide(html_colours=True)), to_html(latency_note(runs))]
     if missing:
         out.append(to_html(missing))
     out.append("<h2 id='results'>Harness and official metrics</h2>")

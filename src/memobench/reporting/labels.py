@@ -15,7 +15,7 @@ def is_imported(m: dict) -> bool:
 
 # how the report names each kind of the catalog (catalog.registry.kind_of)
 KIND_NAMES = {"memo": "Memo", "reference": "reference retriever", "imported": "imported run",
-              "python": "your retriever", "fusion": "fusion"}
+              "python": "your retriever", "fusion": "fusion", "system": "memory service"}
 
 
 def kind(m: dict) -> str:

@@ -8,7 +8,7 @@ from ..evaluation.measures import HARNESS_MEASURES, MEASURES, OFFICIAL_MEASURES
 from ..evaluation.published import published
 from .labels import by_dataset, label
 from .numbers import percent, printed, published_diff
-from .sections import (matrix_blocks, paired_blocks, per_type_blocks, pool_note, reading_guide, type_paired_blocks,
+from .sections import (latency_note, matrix_blocks, paired_blocks, per_type_blocks, pool_note, reading_guide, type_paired_blocks,
                        variant_table)
 
 
@@ -62,7 +62,7 @@ def md_official(runs: list[dict]) -> list:
 
 
 def markdown_report(runs, stats, extras: list, missing: list | None = None) -> str:
-    blocks = [Heading(1, "memobench report"), *reading_guide(), *(missing or []), *md_main(runs),
+    blocks = [Heading(1, "memobench report"), *reading_guide(), *latency_note(runs), *(missing or []), *md_main(runs),
               *md_official(runs), *paired_blocks(runs, stats), *matrix_blocks(runs, stats),
               *type_paired_blocks(runs, stats), *variant_table(runs), *per_type_blocks(runs)]
     for b in extras:

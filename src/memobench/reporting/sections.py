@@ -15,7 +15,7 @@ from ..evaluation.correction import ALPHA, POWER
 from ..evaluation.measures import HARNESS_MEASURES, HITS, MATRIX, MEASURES, PAIRED, label as metric_name
 from ..evaluation.published import GUIDE_TABLE, REFERENCE, published
 from ..evaluation.resampling import BOOTSTRAP, PERMUTATIONS
-from .labels import by_dataset, is_imported, is_locomo, kind, label, type_label
+from .labels import KIND_NAMES, by_dataset, is_imported, is_locomo, kind, label, type_label
 from ..core.jsmath import to_fixed
 from .numbers import difference, level, mde_text, p_randomization, p_test, percent, printed, value_text
 
@@ -34,6 +34,18 @@ DATA_COUNTS = {
 
 def _e(x) -> str:
     return html.escape(str(x))
+
+
+def latency_note(runs: list[dict]) -> list:
+    """Where a run with memory services finds their latency: a page of its own, since timings differ from
+    run to run and this report does not."""
+    services = [m["variant"] for m in runs if kind(m) == KIND_NAMES["system"]]
+    if not services:
+        return []
+    return [Para([Strong("Memory services"), f" ({', '.join(dict.fromkeys(services))}): their search and ingestion "
+                  "latency, with recall beside it, is in ", Code("latency.md"), " and ", Code("latency.png"),
+                  " next to this report (docs/memory-services.md): measurements that differ from run to run, kept "
+                  "out of this report, whose numbers do not."], cls="note")]
 
 
 def reading_guide(html_colours: bool = False) -> list:

@@ -96,6 +96,9 @@ class Segment:
     inputs: dict
     tokens: dict
     label: str = ""
+    # {variant name: its tables' paths} of the job (a memory service's timings lie beside its logs)
+    outputs: dict | None = None
+    dataset: str = ""
 
 
 def token_tables(seq: str, tokens_path=None, fts_tokens_path=None) -> dict:

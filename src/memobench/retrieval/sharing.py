@@ -375,7 +375,7 @@ def write_segment_shared(variant: Variant, config: dict, dataset: str, segment: 
                        outs, log=log, tokens=token_tables(variant.recipe.seq, inputs.get("tokens"),
                                                           inputs.get("fts_tokens")),
                        embeddings_path=inputs.get("embeddings"), inputs=inputs,
-                       metadata=metadata() if callable(metadata) else metadata)
+                       metadata=metadata() if callable(metadata) else metadata, dataset=dataset)
         for other in todo[1:]:
             _seal(entries, metas[other.name], other.name, {n: inputs[n] for n in needed_inputs(other)})
         _record_key(cache, variant.name, key)
@@ -434,10 +434,10 @@ def _collect(entries: Path, current: dict[str, str]) -> None:
 def write_segments(variants: list[Variant], questions_path, haystacks_path, events_path, segment: int,
                    n_segments: int, outs: dict, log=print, tokens: dict | None = None,
                    metadata: dict | None = None, variant_metadata: dict[str, dict] | None = None,
-                   embeddings_path=None, inputs: dict | None = None) -> None:
+                   embeddings_path=None, inputs: dict | None = None, dataset: str = "") -> None:
     """Rank one segment under several variants in one process, each by its
     retriever, and write each variant's tables: ``outs`` maps a variant name
-    to its ``rankings``, ``outcomes`` and (optional) ``deep`` paths.
+    to its ``rankings``, ``outcomes`` and (optional) ``deep`` and ``timings`` paths.
     ``tokens`` maps tokenizer names to the tokens stage's tables (the Memo
     engine's); ``embeddings_path`` is the embeddings stage's table of
     ``minilm``; ``inputs`` holds any other named input (``prepared``,
@@ -459,7 +459,8 @@ def write_segments(variants: list[Variant], questions_path, haystacks_path, even
     label = variants[0].name if len(variants) == 1 else f"{len(variants)} variants"
     n_sessions = len({k for h in haystacks.values() for k in h.keys})
     log(f"{label} segment {segment}/{n_segments}: {len(questions)} questions, {n_sessions} distinct sessions")
-    seg = Segment(questions, haystacks, paths, dict(tokens or {}), label=f"{label} segment {segment}/{n_segments}")
+    seg = Segment(questions, haystacks, paths, dict(tokens or {}), label=f"{label} segment {segment}/{n_segments}",
+                  outputs=outs, dataset=dataset)
     groups: dict[str, list[Variant]] = {}
     for v in variants:
         groups.setdefault(retriever_of(v).name, []).append(v)
@@ -481,12 +482,14 @@ def write_segments(variants: list[Variant], questions_path, haystacks_path, even
 def write_segment(variant: Variant, questions_path, haystacks_path, events_path, segment: int,
                   n_segments: int, rankings_out, outcomes_out, log=print, tokens_path=None,
                   fts_tokens_path=None, deep_out=None, metadata: dict | None = None, embeddings_path=None,
-                  inputs: dict | None = None) -> None:
+                  inputs: dict | None = None, timings_out=None, dataset: str = "") -> None:
     """One variant's segment (:func:`write_segments` for one variant, its
-    tokenizer's tokens given as ``tokens_path``)."""
+    tokenizer's tokens given as ``tokens_path``; a memory service's timings
+    go to ``timings_out``)."""
     from .harness import token_tables
 
     tokens = token_tables(variant.recipe.seq, tokens_path, fts_tokens_path)
-    outs = {variant.name: {"rankings": rankings_out, "outcomes": outcomes_out, "deep": deep_out}}
+    outs = {variant.name: {"rankings": rankings_out, "outcomes": outcomes_out, "deep": deep_out,
+                           "timings": timings_out}}
     write_segments([variant], questions_path, haystacks_path, events_path, segment, n_segments, outs, log=log,
-                   tokens=tokens, metadata=metadata, embeddings_path=embeddings_path, inputs=inputs)
+                   tokens=tokens, metadata=metadata, embeddings_path=embeddings_path, inputs=inputs, dataset=dataset)

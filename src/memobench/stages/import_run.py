@@ -8,7 +8,7 @@ from .adapter import Job, stage
 
 
 @stage("import_run", inputs=["run", "record", "questions", "haystacks"], optional=["events"],
-       outputs=["rankings", "outcomes", "deep"], params=["variant", "segment", "n_segments"])
+       outputs=["rankings", "outcomes", "deep", "timings"], params=["variant", "segment", "n_segments"])
 def import_run(job: Job) -> None:
     """An imported run's segment: another system's lists read from its file
     (imported.py) into the tables a retrieve job writes, under the variant's
@@ -27,3 +27,9 @@ def import_run(job: Job) -> None:
     write_table(o.outcomes, outcomes.replace_schema_metadata(meta))
     write_table(o.deep, deep)
     write_table(o.rankings, rankings)
+    from pathlib import Path
+
+    from ..retrieval.timings import write_untimed
+
+    Path(o.timings).parent.mkdir(parents=True, exist_ok=True)
+    write_untimed(o.timings, job.wildcards.dataset, p.variant["name"])

@@ -58,7 +58,7 @@ def test_every_row_is_registered_by_its_own_module():
     for r in registry.rows():
         text = PKG.joinpath(*r.module.split(".")).with_suffix(".py").read_text(encoding="utf-8")
         assert "register(Row(" in text and f'"{r.name}"' in text, r.name
-    assert set(registry.kind_modules()) == {"memo", "reference", "python", "fusion", "imported"}
+    assert set(registry.kind_modules()) == {"memo", "reference", "python", "fusion", "imported", "system"}
 
 
 def test_reference_variants_are_the_rows():
@@ -80,9 +80,10 @@ def test_kind_of_a_variant_and_of_its_spec(name, kind):
 
 def test_kind_of_user_variants():
     custom = {"mine": {"retriever": {"callable": "my.py:rank"}}, "fused": {"fuse": {"of": ["v0.8.0", "bm25s"]}},
-              "theirs": {"run": {"file": "run.json", "format": "json"}}}
+              "theirs": {"run": {"file": "run.json", "format": "json"}},
+              "service": {"system": {"url": "http://127.0.0.1:8765"}}}
     assert {n: registry.kind_of(resolve(n, "s", custom)) for n in custom} == {
-        "mine": "python", "fused": "fusion", "theirs": "imported"}
+        "mine": "python", "fused": "fusion", "theirs": "imported", "service": "system"}
 
 
 def test_run_formats_are_the_runs_modules():

@@ -1,0 +1,53 @@
+"""What the memory services' timings say (rule ``latency``; its files:
+reporting/latency.py): per dataset and system variant, search latency at
+p50, p95 and p99 with bootstrap 95% intervals, cold (a namespace's first
+search after its ingestion) apart from warm, and ingestion per request,
+beside the variant's hit@5 from metrics.json.
+
+Timings are measurements of one run (retrieval/timings.py): these files
+differ from run to run, and no other result reads them. The intervals are
+percentile bootstraps of the requests (resampled with replacement, a stream
+seeded by dataset, variant and phase), so the same timings give the same
+bytes."""
+
+from __future__ import annotations
+
+
+import numpy as np
+
+from .resampling import seeded
+
+QUANTILES = (50, 95, 99)
+BOOTSTRAP = 2000
+RECALL = "hit@5"  # the plot's and the table's recall: the harness hit@5
+
+
+def _quantiles(seconds: np.ndarray, rng: np.random.Generator) -> dict:
+    """p50/p95/p99 (ms) of ``seconds`` and their percentile-bootstrap 95% intervals."""
+    if not len(seconds):
+        return {}
+    ms = seconds * 1000.0
+    draws = rng.choice(ms, size=(BOOTSTRAP, len(ms)), replace=True)
+    out = {}
+    for q in QUANTILES:
+        boots = np.percentile(draws, q, axis=1)
+        out[f"p{q}"] = {"ms": float(np.percentile(ms, q)), "low": float(np.percentile(boots, 2.5)),
+                        "high": float(np.percentile(boots, 97.5))}
+    return out
+
+
+def summarize(dataset: str, variant: str, rows: list[dict], metrics: dict) -> dict:
+    """One variant's latency summary from its timings rows (every segment's) and metrics.json."""
+    searches = [r for r in rows if r["operation"] == "search"]
+    ok = [r for r in searches if r["ok"]]
+    out = {"dataset": dataset, "variant": variant, RECALL: metrics.get(f"{RECALL}_rate"),
+           "searches": len(searches), "failed": len(searches) - len(ok)}
+    for phase in ("cold", "warm"):
+        secs = np.array([r["seconds"] for r in ok if r["phase"] == phase], dtype=np.float64)
+        out[phase] = {"n": int(len(secs)), **_quantiles(secs, seeded("latency", dataset, variant, phase))}
+    ingests = np.array([r["seconds"] for r in rows if r["operation"] == "ingest" and r["ok"]], dtype=np.float64)
+    out["ingest"] = {"sessions": int(len(ingests)),
+                     "seconds": float(ingests.sum()) if len(ingests) else 0.0,
+                     "p50_ms": float(np.percentile(ingests * 1000.0, 50)) if len(ingests) else None,
+                     "sessions_per_s": float(len(ingests) / ingests.sum()) if len(ingests) and ingests.sum() else None}
+    return out

@@ -1,0 +1,112 @@
+"""The latency files (rule ``latency``): ``latency.md`` with a table per
+dataset of the memory services' search latency (cold and warm, p50/p95/p99
+with their intervals), ingestion and hit@5, ``latency.json`` with the same
+numbers, and ``latency.png``: hit@5 against warm p50 and p95 search latency,
+one point pair per variant, a panel per dataset (numbers:
+evaluation/latency.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..core import layout
+from ..evaluation.latency import RECALL, summarize
+
+# where the timings tables lie (the folder of layout.TIMINGS), for the page's text
+TIMINGS_FOLDER = layout.TIMINGS.split("{", 1)[0]
+
+
+def _ms(q: dict | None, interval: bool = True) -> str:
+    if not q:
+        return "-"
+    text = f"{q['ms']:.3g}"
+    return f"{text} [{q['low']:.3g}, {q['high']:.3g}]" if interval else text
+
+
+def markdown(summaries: list[dict]) -> str:
+    lines = ["# Latency of the memory services", "",
+             "Each search and ingestion request of the system variants, timed on the monotonic clock "
+             "(milliseconds; [95% bootstrap interval]). Measurements of this run: they differ from run to run "
+             f"({TIMINGS_FOLDER}), unlike every other result. A cold search is a namespace's first after "
+             "its ingestion in that job; warm are the others and the repeats (system.warm_repeats). Ingestion: "
+             "per request (with system.concurrency requests in flight).", ""]
+    by_ds: dict[str, list[dict]] = {}
+    for s in summaries:
+        by_ds.setdefault(s["dataset"], []).append(s)
+    for ds, rows in by_ds.items():
+        lines += [f"## {ds}", "",
+                  f"| variant | {RECALL} | searches (cold / warm, failed) | cold p50 | warm p50 | warm p95 | warm p99 "
+                  f"| ingested sessions | ingest p50 | sessions/s per request |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for s in rows:
+            recall = "-" if s[RECALL] is None else f"{100 * s[RECALL]:.1f}%"
+            ing = s["ingest"]
+            ingest_p50 = "-" if ing["p50_ms"] is None else f"{ing['p50_ms']:.3g}"
+            per_s = "-" if ing["sessions_per_s"] is None else f"{ing['sessions_per_s']:.1f}"
+            cold, warm = s["cold"], s["warm"]
+            lines.append(f"| {s['variant']} | {recall} | {cold['n']} / {warm['n']}, {s['failed']} "
+                         f"| {_ms(cold.get('p50'), False)} | {_ms(warm.get('p50'))} | {_ms(warm.get('p95'))} "
+                         f"| {_ms(warm.get('p99'))} | {ing['sessions']} | {ingest_p50} | {per_s} |")
+        lines.append("")
+    lines += ["![recall against search latency](latency.png)", ""]
+    return "\n".join(lines)
+
+
+def plot(summaries: list[dict], png_out) -> None:
+    """hit@5 against warm p50 (filled) and p95 (open) search latency, one point pair per variant, one panel
+    per dataset (log-scaled latency)."""
+    from .figures import STYLE, _pyplot, _save
+
+    plt = _pyplot()
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    by_ds: dict[str, list[dict]] = {}
+    for s in summaries:
+        by_ds.setdefault(s["dataset"], []).append(s)
+    n = max(1, len(by_ds))
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(1, n, figsize=(5.5 * n, 4.2), squeeze=False)
+        for ax, (ds, rows) in zip(axes[0], by_ds.items()):
+            for s in rows:
+                p50, p95 = s["warm"].get("p50"), s["warm"].get("p95")
+                if not p50 or s[RECALL] is None:
+                    continue
+                y = 100 * s[RECALL]
+                ax.plot([p50["ms"], p95["ms"]], [y, y], color="#4f8fd6", linewidth=1.5)
+                ax.plot([p50["ms"]], [y], "o", color="#1f4e8c")
+                ax.plot([p95["ms"]], [y], "o", markerfacecolor="white", color="#1f4e8c")
+                ax.annotate(s["variant"], (p50["ms"], y), textcoords="offset points", xytext=(0, 7), ha="center",
+                            fontsize=9)
+            xs = [s["warm"][q]["ms"] for s in rows for q in ("p50", "p95") if s["warm"].get(q)]
+            ax.set_xscale("log")
+            if xs:  # at least a decade wide, so that the log axis has labelled ticks
+                ax.set_xlim(min(xs) / 3, max(xs) * 3)
+            ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
+            ax.xaxis.set_minor_formatter(NullFormatter())
+            ax.set_xlabel("search latency, warm (ms): p50 filled, p95 open")
+            ax.set_ylabel(f"{RECALL} (%)")
+            ax.set_ylim(0, 112)
+            ax.set_title(ds)
+            ax.grid(True, alpha=0.3)
+        fig.tight_layout()
+        _save(fig, png_out)
+
+
+def build(timings: dict, metrics: dict, md_out, json_out, png_out, log=print) -> None:
+    """The latency files from every system variant's timings tables (``timings``: {(dataset, variant):
+    its segments' tables}) and metrics.json (``metrics``: {(dataset, variant): path})."""
+    import pyarrow.parquet as pq
+
+    from ..core.atomic import write_text
+
+    summaries = []
+    n = 0
+    for (ds, v), path in metrics.items():
+        rows = [r for p in timings.get((ds, v), []) for r in pq.read_table(p).to_pylist()]
+        n += len(rows)
+        summaries.append(summarize(ds, v, rows, json.loads(Path(path).read_text(encoding="utf-8"))))
+    write_text(json_out, json.dumps(summaries, indent=2, sort_keys=True) + "\n")
+    write_text(md_out, markdown(summaries))
+    plot(summaries, png_out)
+    log(f"latency: {len(summaries)} system variant(s), {n} timed requests")

@@ -1,0 +1,162 @@
+"""The reference memory service: one of the project's reference retrievers
+(bm25s, fts5-bm25, bm25-official, minilm, ...) served over the HTTP API a
+system variant drives (``services.api``), with sessions kept in memory per
+namespace::
+
+    memobench serve --retriever bm25s --documents all --port 8765
+
+``--documents`` is the rule that makes a session's document from its turns,
+as the retrieve stage does (``user``: the user turns, LongMemEval's rule;
+``all``: every turn, LoCoMo's), so that a system variant driving this server
+gets the lists of the in-process reference variant exactly. A search ranks
+the namespace's sessions in the order they were ingested (ties keep that
+order) and answers ``{"results": [{"id", "score"}, ...]}``, best first, at
+most ``k``; a search of a namespace it does not hold is HTTP 404 (after a
+restart it holds none), never an empty list that would pass for a miss. The
+first line on stdout says where it listens (``--port 0``: a free port). It is
+the test oracle of the system variant and a template for wrapping a memory
+system of one's own."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import socket
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class NoNamespace(Exception):
+    """A search of a namespace the server does not hold."""
+
+
+class Store:
+    """Namespaces of sessions, in ingestion order."""
+
+    def __init__(self, retriever: str, documents: str):
+        self.retriever, self.documents = retriever, documents
+        self.namespaces: dict[str, list[dict]] = {}
+        self.lock = threading.Lock()
+
+    def document(self, session: dict) -> str:
+        turns = session.get("turns") or []
+        keep = [t for t in turns if self.documents == "all" or t.get("role") == "user"]
+        return " ".join(str(t.get("content", "")) for t in keep)
+
+    def reset(self, namespace: str) -> dict:
+        with self.lock:
+            self.namespaces[namespace] = []
+        return {}
+
+    def ingest(self, namespace: str, session: dict) -> dict:
+        if not isinstance(session, dict) or not isinstance(session.get("id"), str):
+            raise ValueError("session must be an object with a string id")
+        with self.lock:
+            self.namespaces.setdefault(namespace, []).append(session)
+        return {}
+
+    def count(self, namespace: str) -> dict:
+        with self.lock:
+            return {"sessions": len(self.namespaces.get(namespace, []))}
+
+    def search(self, namespace: str, query: str, k: int) -> dict:
+        from .ranking import rank
+
+        with self.lock:
+            if namespace not in self.namespaces:
+                raise NoNamespace(f"no namespace {namespace!r} (never reset or ingested, or the server restarted)")
+            sessions = list(self.namespaces[namespace])
+        if not sessions:
+            return {"results": []}
+        ranked = rank(self.retriever, query, [self.document(s) for s in sessions]).top(int(k))
+        return {"results": [{"id": sessions[p]["id"], "score": float(s)}
+                            for p, s in zip(ranked.positions.tolist(), ranked.scores.tolist())]}
+
+
+def handler(store: Store):
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep-alive
+
+        def log_message(self, *args):
+            pass
+
+        def setup(self):
+            super().setup()
+            # a response in one segment, not held back by Nagle's algorithm waiting on a delayed ACK
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+        def _answer(self, status: int, obj) -> None:
+            body = json.dumps(obj, ensure_ascii=True).encode("ascii")
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            # the headers and the body in one write (end_headers would write the headers alone)
+            self._headers_buffer.append(b"\r\n")
+            self.wfile.write(b"".join(self._headers_buffer) + body)
+            self._headers_buffer = []
+
+        def do_GET(self):
+            if self.path == "/info":
+                self._answer(200, {"retriever": store.retriever, "documents": store.documents})
+            else:
+                self._answer(404, {"error": f"no GET {self.path}"})
+
+        def do_POST(self):
+            length = int(self.headers.get("Content-Length") or 0)
+            try:
+                req = json.loads(self.rfile.read(length) or b"{}")
+                ns = req["namespace"]
+                if self.path == "/reset":
+                    out = store.reset(ns)
+                elif self.path == "/ingest":
+                    out = store.ingest(ns, req["session"])
+                elif self.path == "/count":
+                    out = store.count(ns)
+                elif self.path == "/search":
+                    out = store.search(ns, req["query"], req.get("k", 50))
+                else:
+                    self._answer(404, {"error": f"no POST {self.path}"})
+                    return
+            except NoNamespace as e:
+                self._answer(404, {"error": str(e)})
+                return
+            except (ValueError, KeyError, TypeError) as e:
+                self._answer(400, {"error": f"{type(e).__name__}: {e}"})
+                return
+            self._answer(200, out)
+
+    Handler.store = store  # the server's sessions (a test empties them as a restart would)
+    return Handler
+
+
+def serve(retriever: str, documents: str = "all", host: str = "127.0.0.1", port: int = 0) -> ThreadingHTTPServer:
+    """A started-to-be server (call ``serve_forever``); its port is ``server_address[1]``."""
+    from ...catalog.registry import names
+
+    if retriever not in names("reference"):
+        raise SystemExit(f"memobench: unknown retriever {retriever!r} (known: {', '.join(names('reference'))})")
+    server = ThreadingHTTPServer((host, port), handler(Store(retriever, documents)))
+    server.daemon_threads = True
+    return server
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--retriever", required=True, help="a reference retriever (docs/baselines.md)")
+    p.add_argument("--documents", choices=["user", "all"], default="all",
+                   help="a session's document: its user turns (LongMemEval's rule) or all its turns (default)")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8765, help="0: a free port")
+
+
+def main(a: argparse.Namespace) -> int:
+    """``memobench serve``: serve until interrupted."""
+    server = serve(a.retriever, a.documents, a.host, a.port)
+    print(f"memobench: serving {a.retriever} ({a.documents} turns) on http://{a.host}:{server.server_address[1]}",
+          flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return 0

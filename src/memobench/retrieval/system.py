@@ -1,0 +1,448 @@
+"""A memory service as a variant: a running system that ingests sessions and
+answers searches, driven over HTTP under the harness rules of the dataset's
+family (the same questions, gold and denominators as every other variant)::
+
+    variants:
+      my-service:
+        system:
+          url: http://127.0.0.1:8765   # the service (its API: services/api.py, docs/memory-services.md)
+          isolation: namespace         # a namespace per distinct haystack; or reset (one, emptied per haystack)
+          concurrency: 4               # haystacks ingested at once
+          timeout_s: 30                # per request
+          retries: 3                   # more tries of a transient failure, with backoff
+          max_errors: 0                # questions that may fail (system errors) before the job stops
+          warm_repeats: 1              # each search repeated this many times, timed as warm
+
+Each question is searched over its own haystack only. With ``namespace``
+isolation every distinct haystack (its sessions' ids, dates and turns) gets
+its own namespace, named by the variant and a digest of that content, so the
+questions that share a haystack (LoCoMo's) share one ingestion; with
+``reset`` one namespace is emptied and filled again whenever the haystack
+changes, and the variant's jobs run one at a time (a lock). A session is sent
+as ``{id, date, turns: [{role, content}]}`` in haystack order; a session id
+the haystack lists twice is sent twice, and the service's i-th result with
+that id is taken as its i-th copy.
+
+Ingestion is checkpointed (:data:`layout.SYSTEM_LEDGER`): a namespace is
+recorded once its sessions are in and the service's ``count`` agrees; a
+later job (a resumed run, another segment) asks ``count`` again and ingests
+only what it cannot confirm, after emptying it. A namespace is ingested
+under a lock, so parallel jobs never ingest one twice at once.
+
+Every request is timed (monotonic clock) into the job's timings table
+(:data:`layout.TIMINGS`, under the logs: the one output that differs from
+run to run). A search is ``cold`` when it is the first of its namespace
+since the namespace was ingested in this job, else ``warm``; ``warm_repeats``
+searches the same question again, timed as ``warm`` (its list is not used).
+
+A transient failure that outlasts the retries (a refused connection, a
+timeout, HTTP 5xx) makes the question a counted ``system_error`` (ranked as
+an empty list, a miss: metrics.json's ``system_errors``); more than
+``max_errors`` in one job stop it with a line that says how many and why. A
+response that cannot be used (HTTP 4xx, not JSON, no list where config says
+it is, an id that is not a string or not in the haystack, an id given more
+times than the haystack lists it) is one ``memobench:`` line naming the
+variant, the question and what came back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from ..catalog.row import Retriever, Row, register, register_retriever
+from ..core.errors import ConfigError
+from .returned import Haystack, RetrieverError, check_ranking
+
+DEFAULTS = {"isolation": "namespace", "namespace_prefix": "mb-", "concurrency": 4, "timeout_s": 30.0,
+            "retries": 3, "backoff_s": 0.1, "max_errors": 0, "warm_repeats": 1, "k": 50}
+ISOLATION = ("namespace", "reset")
+
+
+# --------------------------------------------------------------------------- the variant
+
+
+def system_variant(name: str, family: str, entry: dict, others: dict | None = None):
+    """A memory service (config ``variants.<name>.system``) as a variant of a
+    family: the family's skip rule, so its questions and gold are every
+    other variant's."""
+    from ..catalog.variant import SKIP, Variant
+    from ..memo.recipe import Recipe
+    from ..services.api import DEFAULT_RESULTS, endpoints
+
+    if set(entry) - {"system", "description"}:
+        extra = ", ".join(sorted(set(entry) - {"system", "description"}))
+        raise ConfigError(f"variant {name!r}: a system variant takes no {extra} (only system and description)")
+    s = entry["system"]
+    where = f"variant {name!r}: system"
+    if not isinstance(s, dict) or not isinstance(s.get("url"), str):
+        raise ConfigError(f"{where}: url is required (the service's base URL, http://host:port)")
+    from urllib.parse import urlsplit
+
+    if urlsplit(s["url"]).scheme not in ("http", "https") or not urlsplit(s["url"]).hostname:
+        raise ConfigError(f"{where}: url {s['url']!r} is not an http:// or https:// URL")
+    spec = {**DEFAULTS, **{k: v for k, v in s.items() if k not in ("endpoints", "results")}}
+    if spec["isolation"] not in ISOLATION:
+        raise ConfigError(f"{where}: isolation {spec['isolation']!r} is not one of {', '.join(ISOLATION)}")
+    results = {**DEFAULT_RESULTS, **(s.get("results") or {})}
+    if set(results) - set(DEFAULT_RESULTS):
+        raise ConfigError(f"{where}: results: unknown key(s) {', '.join(sorted(set(results) - set(DEFAULT_RESULTS)))}"
+                          f" (known: {', '.join(DEFAULT_RESULTS)})")
+    spec["endpoints"] = endpoints(s.get("endpoints"), where)
+    spec["results"] = results
+    return Variant(name, Recipe(backend=BACKEND, documents="all"), SKIP[family], f"memory service: {s['url']}",
+                   entry.get("description", f"the memory service at {s['url']}"), retriever=spec)
+
+
+# --------------------------------------------------------------------------- sessions and namespaces
+
+
+def session_turns(events_path, keys) -> dict[int, list[dict]]:
+    """{session_key: its turns in order, each ``{role, content}``} (every
+    wanted key has an entry; the role as the file gives it: LongMemEval's
+    ``role``, LoCoMo's speaker)."""
+    from ..core.tables import read_table
+
+    out: dict[int, list[tuple[int, dict]]] = {k: [] for k in keys}
+    if not out:
+        return {}
+    t = read_table(events_path, columns=["session_key", "seq", "text", "role"],
+                   where={"session_key": sorted(out)}).to_pydict()
+    for key, seq, text, role in zip(t["session_key"], t["seq"], t["text"], t["role"]):
+        out[key].append((seq, {"role": role, "content": text}))
+    return {k: [turn for _, turn in sorted(v, key=lambda x: x[0])] for k, v in out.items()}
+
+
+def haystack_sessions(hay, turns: dict) -> list[dict]:
+    """A haystack's sessions as the service gets them, in haystack order."""
+    return [{"id": sid, "date": date, "turns": turns[key]} for sid, key, date in zip(hay.ids, hay.keys, hay.dates)]
+
+
+def namespace_of(variant: str, prefix: str, sessions: list[dict]) -> str:
+    """The namespace of one haystack: the variant and a digest of its sessions' content."""
+    digest = hashlib.sha256(json.dumps(sessions, ensure_ascii=True, sort_keys=True).encode("ascii")).hexdigest()
+    return f"{prefix}{variant}-{digest[:20]}"
+
+
+@contextlib.contextmanager
+def _locked(path: Path):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+class Ledger:
+    """The namespaces a variant has ingested (one JSON line each: url, namespace, sessions)."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+
+    def recorded(self, url: str, namespace: str) -> int | None:
+        """The session count recorded for ``namespace`` at ``url`` (the last line), or None."""
+        try:
+            lines = self.path.read_text(encoding="utf-8").splitlines()
+        except FileNotFoundError:
+            return None
+        found = None
+        for line in lines:
+            try:
+                d = json.loads(line)
+            except ValueError:
+                continue  # a line a killed job left half-written
+            if d.get("url") == url and d.get("namespace") == namespace:
+                found = d.get("sessions")
+        return found
+
+    def record(self, url: str, namespace: str, sessions: int) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        line = json.dumps({"url": url, "namespace": namespace, "sessions": sessions}, sort_keys=True) + "\n"
+        with open(self.path, "a", encoding="utf-8") as f:
+            f.write(line)
+            f.flush()
+            os.fsync(f.fileno())
+
+
+# --------------------------------------------------------------------------- one variant's job
+
+
+class _Service:
+    """One system variant in one retrieve job: ingestion, searches, timings, errors."""
+
+    def __init__(self, variant, segment, log):
+        from ..core import layout
+        from ..services.client import HttpClient
+
+        self.v, self.spec, self.log, self.dataset = variant, variant.retriever, log, segment.dataset
+        self.client = HttpClient(self.spec["url"], self.spec["endpoints"], timeout_s=float(self.spec["timeout_s"]),
+                                 retries=int(self.spec["retries"]), backoff_s=float(self.spec["backoff_s"]))
+        outs = (segment.outputs or {}).get(variant.name) or {}
+        if outs.get("timings") is None:
+            raise ConfigError(f"variant {variant.name!r}: a memory service's job needs its timings output")
+        self.timings_path = Path(outs["timings"])
+        root = layout.root_of(outs["rankings"], layout.path(layout.SEGMENT_TABLE, suffix=""))
+        ledger = Path(layout.path(layout.SYSTEM_LEDGER, root=root, variant=variant.name))
+        self.ledger = Ledger(ledger)
+        self.lock_dir = ledger.with_suffix(".locks")
+        self.timings: list[tuple] = []
+        self._timing_lock = threading.Lock()
+        self.errors: list[tuple[str, str]] = []  # (question id, why)
+        self.failed: dict[str, str] = {}  # namespace -> why its ingestion failed
+        self.cold: set[str] = set()  # namespaces ingested in this job not yet searched
+        self.current = None  # reset isolation: the namespace's content now in the service
+
+    def where(self, qid=None) -> str:
+        return f"variant {self.v.name!r}" + (f": question {qid!r}" if qid is not None else "")
+
+    def _time(self, operation, phase, namespace, qid, call=None, ok=True, seconds=None, attempts=None):
+        row = (operation, phase, namespace, qid, call.seconds if call else seconds, call.attempts if call else attempts,
+               ok)
+        with self._timing_lock:
+            self.timings.append(row)
+
+    # ---- ingestion
+
+    def _count(self, namespace: str):
+        from ..services.api import Missing, pick
+
+        if self.spec["endpoints"].get("count") is None:
+            return None
+        resp, call = self.client.once("count", {"namespace": namespace})
+        self._time("count", "", namespace, None, call)
+        try:
+            n = pick(resp, self.spec["endpoints"]["count"].get("sessions", "sessions"))
+        except Missing as e:
+            raise RetrieverError(f"{self.where()}: count of namespace {namespace!r}: {e}") from None
+        if isinstance(n, bool) or not isinstance(n, int):
+            raise RetrieverError(f"{self.where()}: count of namespace {namespace!r} answered {n!r}, not a number")
+        return n
+
+    def _ingest(self, namespace: str, sessions: list[dict]) -> None:
+        """Empty ``namespace`` and send it ``sessions`` in order; the whole of it is tried again on a
+        transient failure (a session sent twice would be two sessions), ``retries`` more times."""
+        from ..services.client import Unavailable
+
+        why = ""
+        for attempt in range(int(self.spec["retries"]) + 1):
+            if attempt:
+                time.sleep(float(self.spec["backoff_s"]) * 2 ** (attempt - 1))
+            try:
+                _, call = self.client.once("reset", {"namespace": namespace})
+                self._time("reset", "", namespace, None, call)
+                started = time.monotonic()
+                for s in sessions:
+                    values = {"namespace": namespace, "session": s, "session.id": s["id"],
+                              "session.date": s["date"], "session.turns": s["turns"]}
+                    _, call = self.client.once("ingest", values, retries=0)
+                    self._time("ingest", "", namespace, None, call)
+                n = self._count(namespace)
+            except Unavailable as e:
+                why = str(e)
+                continue
+            if n is not None and n != len(sessions):
+                raise RetrieverError(f"{self.where()}: namespace {namespace!r} holds {n} sessions after "
+                                     f"{len(sessions)} were ingested (the service mixes namespaces, or drops or "
+                                     f"merges sessions)")
+            self.log(f"{self.v.name}: ingested {len(sessions)} sessions into {namespace} in "
+                     f"{time.monotonic() - started:.3f} s")
+            self.cold.add(namespace)
+            return
+        raise _IngestFailed(why)
+
+    def ensure(self, namespace: str, sessions: list[dict]) -> None:
+        """``namespace`` holds ``sessions``: confirmed from the ledger and ``count``, else ingested
+        (namespace isolation; under the namespace's lock)."""
+        from ..services.client import Unavailable
+
+        url = self.spec["url"]
+        with _locked(self.lock_dir / f"{namespace}.lock"):
+            if self.ledger.recorded(url, namespace) == len(sessions):
+                try:
+                    n = self._count(namespace)
+                except Unavailable:
+                    n = -1
+                if n is None or n == len(sessions):
+                    return
+                self.log(f"{self.v.name}: namespace {namespace} holds {n} sessions, not the {len(sessions)} "
+                         f"recorded; ingesting it again")
+            self._ingest(namespace, sessions)
+            self.ledger.record(url, namespace, len(sessions))
+
+    def ingest_all(self, needed: dict[str, list[dict]]) -> None:
+        """Every needed namespace ingested or confirmed, ``concurrency`` at a time."""
+        def one(item):
+            namespace, sessions = item
+            try:
+                self.ensure(namespace, sessions)
+            except _IngestFailed as e:
+                self.failed[namespace] = f"ingestion failed: {e}"
+
+        workers = max(1, int(self.spec["concurrency"]))
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            for _ in pool.map(one, sorted(needed.items())):
+                pass
+
+    # ---- searching
+
+    def search(self, q: dict, hay, sessions: list[dict], namespace: str, content: str):
+        """(positions, scores) of one question searched in ``namespace``, or None when it is a
+        system error; ``content`` names the haystack's sessions (reset isolation refills the
+        namespace when it changes)."""
+        from ..services.api import Missing, pick
+        from ..services.client import ServiceError, Unavailable
+
+        qid = q["question_id"]
+        if self.spec["isolation"] == "reset" and self.current != content:
+            try:
+                self._ingest(namespace, sessions)
+                self.current = content
+            except _IngestFailed as e:
+                self.failed[namespace] = f"ingestion failed: {e}"
+                self.current = None
+        if namespace in self.failed:
+            return self._error(qid, self.failed[namespace])
+        values = {"namespace": namespace, "k": int(self.spec["k"]), "question.id": qid,
+                  "question.text": q["question"], "question.date": q.get("question_date"),
+                  "question.type": q.get("question_type")}
+        where = f"{self.where(qid)}: search"
+        phase = "cold" if namespace in self.cold else "warm"
+        self.cold.discard(namespace)
+        try:
+            resp, call = self.client.once("search", values)
+        except Unavailable as e:
+            self._time("search", phase, namespace, qid, ok=False, seconds=None, attempts=int(self.spec["retries"]) + 1)
+            return self._error(qid, str(e))
+        except ServiceError as e:
+            raise RetrieverError(f"{where}: {e}") from None
+        self._time("search", phase, namespace, qid, call)
+        for _ in range(int(self.spec["warm_repeats"])):
+            try:
+                _, again = self.client.once("search", values)
+                self._time("search", "warm", namespace, qid, again)
+            except (Unavailable, ServiceError):
+                pass  # a repeat only times; its failure changes no list
+        res = self.spec["results"]
+        try:
+            listed = pick(resp, res["list"])
+        except Missing as e:
+            raise RetrieverError(f"{where}: {e} (system.results.list is {res['list']!r}): "
+                                 f"{_short(resp)}") from None
+        if not isinstance(listed, list):
+            raise RetrieverError(f"{where}: the results at {res['list']!r} are {type(listed).__name__}, not a "
+                                 f"list: {_short(resp)}")
+        ids, scores = [], []
+        for r, item in enumerate(listed, 1):
+            try:
+                sid = pick(item, res["id"])
+            except Missing as e:
+                raise RetrieverError(f"{where}: result {r}: {e} (system.results.id is {res['id']!r}): "
+                                     f"{_short(item)}") from None
+            if not isinstance(sid, str):
+                raise RetrieverError(f"{where}: result {r}: the id {sid!r} is not a string (a session id)")
+            ids.append(sid)
+            if res.get("score"):
+                try:
+                    scores.append(pick(item, res["score"]))
+                except Missing:
+                    scores = None  # a result without a score: the list has none
+        hay_ids = Haystack(tuple(hay.ids), ("",) * len(hay.ids), tuple(hay.dates))
+        got = check_ranking((ids, scores) if scores else ids, hay_ids, where)
+        return got
+
+    def _error(self, qid: str, why: str):
+        self.errors.append((qid, why))
+        self.log(f"{self.where(qid)}: system error ({why}); ranked as an empty list (a miss)")
+        limit = int(self.spec["max_errors"])
+        if len(self.errors) > limit:
+            reasons = sorted({w for _, w in self.errors})
+            raise RetrieverError(f"{self.where()}: {len(self.errors)} questions of this job failed at the service, "
+                                 f"more than system.max_errors ({limit}); first: {self.errors[0][0]!r}: "
+                                 f"{self.errors[0][1]}" + (f" ({len(reasons)} different reasons)"
+                                                           if len(reasons) > 1 else ""))
+        return None
+
+    def checks(self) -> dict:
+        return {"system_errors": {"count": len(self.errors), "questions": [q for q, _ in self.errors],
+                                  "max": int(self.spec["max_errors"])}}
+
+    def write_timings(self) -> None:
+        from .timings import write_timings
+
+        self.timings_path.parent.mkdir(parents=True, exist_ok=True)
+        write_timings(self.timings_path, self.timings, {"dataset": self.dataset, "variant": self.v.name, "timed": True,
+                                                        "url": self.spec["url"], "isolation": self.spec["isolation"]})
+
+
+class _IngestFailed(Exception):
+    pass
+
+
+def _short(obj, n: int = 160) -> str:
+    text = json.dumps(obj, ensure_ascii=False, default=str)
+    return text if len(text) <= n else text[:n] + "..."
+
+
+# --------------------------------------------------------------------------- the retrieve stage
+
+
+def rank_segment(variants, segment, log=print) -> dict:
+    """The seam's entry: rank one segment (``harness.Segment``) under system
+    variants (``documents.rank_by_documents``, each session's ingest payload
+    in place of its document)."""
+    from .documents import rank_by_documents
+    from .harness import CHECKS_KEY, skip_reason
+
+    keys = sorted({k for h in segment.haystacks.values() for k in h.keys})
+    turns = session_turns(segment.inputs["events"], keys)
+    payloads = {hid: haystack_sessions(h, turns) for hid, h in segment.haystacks.items()}
+    out = {}
+    for v in variants:
+        service = _Service(v, segment, log)
+        contents = {hid: namespace_of(v.name, v.retriever["namespace_prefix"], s) for hid, s in payloads.items()}
+        # reset isolation: one namespace, refilled whenever the haystack's content changes
+        names = (dict.fromkeys(payloads, f"{v.retriever['namespace_prefix']}{v.name}")
+                 if v.retriever["isolation"] == "reset" else contents)
+        try:
+            with (_locked(service.lock_dir / "reset.lock") if v.retriever["isolation"] == "reset"
+                  else contextlib.nullcontext()):
+                if v.retriever["isolation"] == "namespace":
+                    needed = {}
+                    for q in segment.questions:
+                        hay = segment.haystacks.get(q["haystack_id"])
+                        if hay is not None and hay.ids and skip_reason(v.skip, q, hay, v)[0] is None:
+                            needed[names[q["haystack_id"]]] = payloads[q["haystack_id"]]
+                    service.ingest_all(needed)
+
+                def ranked(q, hay, _docs, service=service, names=names, contents=contents):
+                    hid = q["haystack_id"]
+                    got = service.search(q, hay, payloads[hid], names[hid], contents[hid])
+                    return ([], None) if got is None else got
+
+                # rank_by_documents hands the ranker each session's document; a service gets the
+                # haystack's sessions instead (payloads), so the documents are placeholders
+                docs = {v.recipe.documents: dict.fromkeys(keys)}
+                rankings, outcomes, deep = rank_by_documents([v], segment, {v.name: ranked}, log, docs=docs)[v.name]
+        finally:
+            service.write_timings()
+            service.client.close()
+        meta = {**(outcomes.schema.metadata or {}), CHECKS_KEY: json.dumps(service.checks(), sort_keys=True)}
+        out[v.name] = (rankings, outcomes.replace_schema_metadata(meta), deep)
+    return out
+
+
+# The recipe backend of a memory service (config ``variants.<name>.system``): not a recipe choice.
+BACKEND = "system"
+register(Row(BACKEND, "system", label="memory service", description="a running memory service that ingests "
+             "each haystack's sessions and answers searches over HTTP", module=__name__, config_key="system",
+             make_variant=system_variant))
+register_retriever(Retriever("system", __name__, rank_segment, shares=False))

@@ -1,0 +1,128 @@
+"""The HTTP API a system variant speaks, as config states it
+(docs/memory-services.md).
+
+Four operations, each an endpoint (a path, POSTed a JSON body made from a
+template): ``reset`` empties a namespace, ``ingest`` adds one session to it,
+``search`` ranks its sessions for a question, and the optional ``count``
+says how many sessions it holds (how a resumed run confirms an ingestion
+without redoing it). The defaults (:data:`DEFAULT_ENDPOINTS`) are the
+project's own API, which its reference server speaks; a server this project
+has never seen is driven by giving its paths, bodies and result paths in
+config, never by guessing. A path may hold placeholders too
+(``/namespaces/{namespace}/search``), filled in URL-quoted.
+
+A template is any JSON value. A string that is exactly one placeholder
+(``"{session}"``) becomes the value itself (an object, a list, a number); a
+placeholder inside a longer string is replaced by its text. The
+placeholders (:data:`PLACEHOLDERS`): ``namespace``, ``k``, ``session`` (``{id,
+date, turns: [{role, content}]}``), ``session.id``, ``session.date``,
+``session.turns``, ``question.id``, ``question.text``, ``question.date``,
+``question.type``. Where the ranked list sits in a search response, and the
+session id and score in one of its results, are dotted paths
+(:func:`pick`): ``results``, ``id``, ``score`` by default; ``""`` is the
+value itself (a response that is the list, a result that is the id).
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..core.errors import ConfigError
+
+OPERATIONS = ("reset", "ingest", "search", "count")
+DEFAULT_ENDPOINTS = {
+    "reset": {"path": "/reset", "body": {"namespace": "{namespace}"}},
+    "ingest": {"path": "/ingest", "body": {"namespace": "{namespace}", "session": "{session}"}},
+    "search": {"path": "/search", "body": {"namespace": "{namespace}", "query": "{question.text}",
+                                           "date": "{question.date}", "k": "{k}"}},
+    # the number of sessions a namespace holds, at ``sessions`` in the response
+    "count": {"path": "/count", "body": {"namespace": "{namespace}"}, "sessions": "sessions"},
+}
+DEFAULT_RESULTS = {"list": "results", "id": "id", "score": "score"}
+PLACEHOLDERS = ("namespace", "k", "session", "session.id", "session.date", "session.turns", "question.id",
+                "question.text", "question.date", "question.type")
+# which placeholders each operation's values hold
+AVAILABLE = {"reset": {"namespace"}, "count": {"namespace"},
+             "ingest": {"namespace", "session", "session.id", "session.date", "session.turns"},
+             "search": {"namespace", "k", "question.id", "question.text", "question.date", "question.type"}}
+_PLACEHOLDER = re.compile(r"\{([a-z.]+)\}")
+
+
+def placeholders(template) -> set[str]:
+    """Every placeholder a template names."""
+    if isinstance(template, str):
+        return set(_PLACEHOLDER.findall(template))
+    if isinstance(template, dict):
+        return set().union(*map(placeholders, template.values())) if template else set()
+    if isinstance(template, list):
+        return set().union(*map(placeholders, template)) if template else set()
+    return set()
+
+
+def fill(template, values: dict):
+    """The template with its placeholders replaced by ``values`` (module docstring)."""
+    if isinstance(template, str):
+        whole = _PLACEHOLDER.fullmatch(template)
+        if whole:
+            return values[whole.group(1)]
+        return _PLACEHOLDER.sub(lambda m: "" if values[m.group(1)] is None else str(values[m.group(1)]), template)
+    if isinstance(template, dict):
+        return {k: fill(v, values) for k, v in template.items()}
+    if isinstance(template, list):
+        return [fill(v, values) for v in template]
+    return template
+
+
+class Missing(Exception):
+    """A dotted path that is not in a response (its message names where it stopped)."""
+
+
+def fill_path(path: str, values: dict) -> str:
+    """An endpoint's path with its placeholders replaced by their URL-quoted text
+    (``/namespaces/{namespace}/search``)."""
+    from urllib.parse import quote
+
+    return _PLACEHOLDER.sub(lambda m: quote(str(values[m.group(1)]), safe=""), path)
+
+
+def pick(obj, path: str):
+    """The value at a dotted path (``results``, ``data.hits``, ``0.id``; ``""``: ``obj`` itself)."""
+    if path == "":
+        return obj
+    at = []
+    for part in path.split("."):
+        at.append(part)
+        if isinstance(obj, dict) and part in obj:
+            obj = obj[part]
+        elif isinstance(obj, list) and part.isdigit() and int(part) < len(obj):
+            obj = obj[int(part)]
+        else:
+            raise Missing(f"no {'.'.join(at)!r} in the response")
+    return obj
+
+
+def endpoints(spec: dict | None, where: str) -> dict:
+    """The four operations' endpoints: the defaults with ``spec``'s changes
+    (an operation set to None is not available: ``count`` only may be
+    left out); a ConfigError line for a template naming a placeholder its
+    operation does not have."""
+    out = {op: dict(e) for op, e in DEFAULT_ENDPOINTS.items()}
+    for op, e in (spec or {}).items():
+        if op not in OPERATIONS:
+            raise ConfigError(f"{where}: endpoints: unknown operation {op!r} (known: {', '.join(OPERATIONS)})")
+        if e is None:
+            if op != "count":
+                raise ConfigError(f"{where}: endpoints: {op} is required")
+            out[op] = None
+            continue
+        out[op] = {**out[op], **e}
+    for op, e in out.items():
+        if e is None:
+            continue
+        if not isinstance(e.get("path"), str) or not e["path"].startswith("/"):
+            raise ConfigError(f"{where}: endpoints: {op}: path must start with '/' (got {e.get('path')!r})")
+        unknown = (placeholders(e.get("body")) | placeholders(e["path"])) - AVAILABLE[op]
+        if unknown:
+            raise ConfigError(f"{where}: endpoints: {op}: the body names {', '.join(sorted(unknown))}, which "
+                              f"{op} does not have (it has: {', '.join(sorted(AVAILABLE[op]))})")
+    return out

@@ -1,0 +1,116 @@
+"""The client of a memory service over HTTP: one call of an operation
+(:mod:`.api`), timed on the monotonic clock, with a timeout, and retried
+with exponential backoff when the failure is transient (a refused or reset
+connection, a timeout, HTTP 5xx or 429). A response that cannot be used
+(HTTP 4xx, a body that is not JSON) is :class:`ServiceError` at once; a
+transient failure that outlasts the retries is :class:`Unavailable`. Each
+thread keeps its own connection (HTTP/1.1 keep-alive)."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+import threading
+import time
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from .api import fill, fill_path
+
+# HTTP statuses worth another try: the server's own failures and "too many requests"
+TRANSIENT_STATUS = frozenset({429, 500, 502, 503, 504})
+
+
+class ServiceError(Exception):
+    """A response that cannot be used (its message is one line)."""
+
+
+class Unavailable(Exception):
+    """A transient failure that outlasted the retries (its message is one line)."""
+
+
+@dataclass(frozen=True)
+class Call:
+    """One operation's last attempt: its time (seconds, monotonic) and how many attempts it took."""
+
+    seconds: float
+    attempts: int
+
+
+def _short(data: bytes, n: int = 120) -> str:
+    text = data.decode("utf-8", "replace")
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[:n] + "..."
+
+
+class HttpClient:
+    """Calls the operations of the service at ``url`` (``http://host:port``,
+    optionally with a path prefix) whose endpoints are ``endpoints``
+    (:func:`.api.endpoints`)."""
+
+    def __init__(self, url: str, endpoints: dict, timeout_s: float = 30.0, retries: int = 3,
+                 backoff_s: float = 0.1, headers: dict | None = None):
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"not an http(s) URL: {url!r}")
+        self.url, self.endpoints = url, endpoints
+        self.timeout_s, self.retries, self.backoff_s = timeout_s, retries, backoff_s
+        self._host, self._port, self._https = parts.hostname, parts.port, parts.scheme == "https"
+        self._prefix = parts.path.rstrip("/")
+        self._headers = {"Content-Type": "application/json", "Accept": "application/json", **(headers or {})}
+        self._local = threading.local()
+
+    def _connection(self) -> http.client.HTTPConnection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            cls = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
+            conn = self._local.conn = cls(self._host, self._port, timeout=self.timeout_s)
+            conn.connect()
+            # a request in one segment, not held back waiting on the server's delayed ACK
+            conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return conn
+
+    def _drop(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
+    def close(self) -> None:
+        self._drop()
+
+    def once(self, op: str, values: dict, retries: int | None = None) -> tuple[object, Call]:
+        """(the decoded JSON response, its :class:`Call`) of one operation."""
+        e = self.endpoints[op]
+        path = self._prefix + fill_path(e["path"], values)
+        body = json.dumps(fill(e.get("body", {}), values), ensure_ascii=True).encode("ascii")
+        tries = (self.retries if retries is None else retries) + 1
+        why = ""
+        for attempt in range(1, tries + 1):
+            if attempt > 1:
+                time.sleep(self.backoff_s * 2 ** (attempt - 2))
+            started = time.monotonic()
+            try:
+                conn = self._connection()
+                conn.request("POST", path, body=body, headers=self._headers)
+                resp = conn.getresponse()
+                data = resp.read()
+            except (OSError, http.client.HTTPException) as exc:
+                self._drop()
+                kind = "timed out" if isinstance(exc, (socket.timeout, TimeoutError)) else type(exc).__name__
+                why = f"{kind} after {time.monotonic() - started:.3g} s" if kind == "timed out" else \
+                    f"{kind}: {exc}" if str(exc) else kind
+                continue
+            seconds = time.monotonic() - started
+            if resp.status in TRANSIENT_STATUS:
+                why = f"HTTP {resp.status} {_short(data, 80)}".rstrip()
+                continue
+            if resp.status >= 300:
+                raise ServiceError(f"{op} {path} answered HTTP {resp.status}: {_short(data)}")
+            try:
+                obj = json.loads(data)
+            except ValueError:
+                raise ServiceError(f"{op} {path} answered a body that is not JSON: {_short(data)!r}") from None
+            return obj, Call(seconds, attempt)
+        raise Unavailable(f"{op} {path} failed {tries} time(s), last: {why}")

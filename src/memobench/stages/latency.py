@@ -1,0 +1,26 @@
+"""The latency stage (its rule: ``latency``)."""
+
+from __future__ import annotations
+
+from .adapter import Job, stage
+
+
+@stage("latency", inputs=["timings", "metrics"], outputs=["md", "json", "png"])
+def latency(job: Job) -> None:
+    """The memory services' latency files; each input is matched to its
+    (dataset, variant) by what it says of itself (metrics.json's fields, the
+    timings table's metadata)."""
+    import json
+    from pathlib import Path
+
+    from ..reporting.latency import build
+    from ..retrieval.timings import read_meta
+
+    metrics, timings = {}, {}
+    for p in job.input.metrics:
+        m = json.loads(Path(p).read_text(encoding="utf-8"))
+        metrics[(m["dataset"], m["variant"])] = p
+    for p in job.input.timings:
+        meta = read_meta(p)
+        timings.setdefault((meta["dataset"], meta["variant"]), []).append(p)
+    build(timings, metrics, job.output.md, job.output.json, job.output.png, log=job.log)

@@ -1,0 +1,333 @@
+"""A memory service as a variant (retrieval/system.py), driven over real HTTP
+on 127.0.0.1: the reference server (retrieval/reference/server.py) gives the in-process
+reference retriever's lists exactly, repeated session ids included; a resumed
+job confirms what is ingested and sends nothing again; and the faults a
+service has (5xx bursts, timeouts, a connection dropped mid-ingest, a restart
+that forgot everything, malformed JSON, unknown or repeated ids, sessions
+leaking between namespaces) are retried, counted, or one line naming the
+variant and the question. A third-party API shape is driven by config alone."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from memobench.catalog.variants import resolve
+from memobench.core import layout
+from memobench.core.errors import ConfigError
+from memobench.datasets.normalize import normalize_longmemeval
+from memobench.retrieval.harness import CHECKS_KEY
+from memobench.retrieval.returned import RetrieverError
+from memobench.retrieval.sharing import write_segment
+from memobench.retrieval.reference.server import Store, serve
+from memobench.tools.generate.longmemeval import write_longmemeval
+
+
+@pytest.fixture(scope="module")
+def norm(tmp_path_factory):
+    """A generated LongMemEval file with the generator's edge cases (repeated session ids among them), normalized."""
+    root = tmp_path_factory.mktemp("svc")
+    raw = root / "lme.json"
+    write_longmemeval(raw, 8, 8, seed=3, turns=(2, 4), words_per_turn=(4, 20), spice=True)
+    out = root / "norm"
+    normalize_longmemeval(raw, out, log=lambda m: None)
+    return out
+
+
+def _reply(handler: BaseHTTPRequestHandler, status: int, body: bytes) -> None:
+    """A response in one write (headers, then the body in a second write, would wait on Nagle's
+    algorithm and the client's delayed ACK: 40 ms a request)."""
+    handler.send_response(status)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(body)))
+    handler._headers_buffer.append(b"\r\n")
+    handler.wfile.write(b"".join(handler._headers_buffer) + body)
+    handler._headers_buffer = []
+
+
+def _start(server) -> str:
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
+    return f"http://127.0.0.1:{server.server_address[1]}"
+
+
+@pytest.fixture
+def reference():
+    """The reference server (bm25s over the user turns, LongMemEval's rule): (url, server)."""
+    server = serve("bm25s", "user")
+    yield _start(server), server
+    server.shutdown()
+    server.server_close()
+
+
+class Proxy(ThreadingHTTPServer):
+    """Forwards to ``upstream``; ``fault(path, body, n)`` (n: the path's request count, from 1) may answer
+    instead: None (forward), a number (sleep that long, then forward), "close" (drop the connection),
+    (status, bytes) (answer that); ``rewrite(path, obj)`` may change a forwarded answer."""
+
+    daemon_threads = True
+
+    def __init__(self, upstream: str, fault=None, rewrite=None):
+        self.upstream, self.fault, self.rewrite = upstream, fault, rewrite
+        self.counts: dict[str, int] = {}
+        self.lock = threading.Lock()
+        super().__init__(("127.0.0.1", 0), _ProxyHandler)
+
+
+class _ProxyHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def _send(self, status: int, body: bytes) -> None:
+        _reply(self, status, body)
+
+    def do_POST(self):
+        s = self.server
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        with s.lock:
+            n = s.counts[self.path] = s.counts.get(self.path, 0) + 1
+        action = s.fault(self.path, json.loads(body), n) if s.fault else None
+        if action == "close":
+            self.close_connection = True
+            self.connection.shutdown(2)
+            return
+        if isinstance(action, tuple):
+            self._send(*action)
+            return
+        if isinstance(action, (int, float)):
+            time.sleep(action)
+        req = urllib.request.Request(s.upstream + self.path, data=body, headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req) as resp:
+            obj = json.loads(resp.read())
+        if s.rewrite:
+            obj = s.rewrite(self.path, obj)
+        self._send(200, json.dumps(obj).encode())
+
+
+@pytest.fixture
+def proxy(reference):
+    made = []
+
+    def make(fault=None, rewrite=None) -> tuple[str, Proxy]:
+        p = Proxy(reference[0], fault, rewrite)
+        made.append(p)
+        return _start(p), p
+
+    yield make
+    for p in made:
+        p.shutdown()
+        p.server_close()
+
+
+def _rank(norm: Path, root: Path, name: str, entry: dict | None = None, log=None):
+    """One segment of ``name`` (a variant, a system one when ``entry`` is given) written under ``root``:
+    (rankings, outcomes, deep) tables, and the job's log lines."""
+    lines = []
+    v = resolve(name, "s", {name: entry} if entry else {})
+    out = {kind: Path(layout.path(layout.SEGMENT_TABLE, root=root / "results", dataset="lme", variant=name,
+                                  segment="seg1", suffix=suffix)) for kind, suffix in layout.SEGMENT_SUFFIXES.items()}
+    for p in out.values():
+        p.parent.mkdir(parents=True, exist_ok=True)
+    t = layout.table_paths(norm)
+    timings = Path(layout.path(layout.TIMINGS, root=root / "results", dataset="lme", variant=name, segment="seg1"))
+    write_segment(v, t["questions"], t["haystacks"], t["events"], 1, 1, out["rankings"], out["outcomes"],
+                  deep_out=out["deep"], log=log or lines.append, timings_out=timings, dataset="lme")
+    return tuple(pq.read_table(out[k]) for k in ("rankings", "outcomes", "deep")), lines
+
+
+@pytest.fixture(scope="module")
+def expected(norm, tmp_path_factory):
+    """The in-process reference variant's (rankings, outcomes, deep): what the reference server must give."""
+    return _rank(norm, tmp_path_factory.mktemp("expected"), "bm25s")[0]
+
+
+def _timings(root: Path, name: str):
+    return pq.read_table(layout.path(layout.TIMINGS, root=root / "results", dataset="lme", variant=name,
+                                     segment="seg1")).to_pylist()
+
+
+def _system(url: str, **over) -> dict:
+    return {"system": {"url": url, "backoff_s": 0.01, **over}}
+
+
+def _checks(outcomes) -> dict:
+    return json.loads(outcomes.schema.metadata[CHECKS_KEY])
+
+
+def test_the_reference_server_gives_the_in_process_lists(norm, reference, expected, tmp_path):
+    rk, oc, dp = expected
+    (srk, soc, sdp), lines = _rank(norm, tmp_path / "b", "svc", _system(reference[0]))
+    ids = pq.read_table(layout.table_paths(norm)["haystacks"]).column("session_id").to_pylist()
+    assert len(ids) > len(set(ids))  # the file repeats session ids (one haystack lists one id twice or more)
+    assert srk.equals(rk) and sdp.equals(dp)
+    assert soc.drop_columns([]).select(oc.column_names).equals(oc.select(oc.column_names))
+    assert _checks(soc) == {"system_errors": {"count": 0, "questions": [], "max": 0}}
+    rows = _timings(tmp_path / "b", "svc")
+    searches = [r for r in rows if r["operation"] == "search"]
+    ranked = [r for r in oc.to_pylist() if r["status"] == "evaluated" and r["pool_size"]]
+    assert sum(r["phase"] == "cold" for r in searches) >= 1
+    assert len(searches) == 2 * len(ranked)  # each search once more, timed as warm
+    assert all(r["ok"] and r["seconds"] > 0 for r in searches)
+    assert any("ingested" in line for line in lines)
+
+
+def test_reset_isolation_gives_the_same_lists(norm, reference, expected, tmp_path):
+    rk, _, dp = expected
+    (srk, _, sdp), _ = _rank(norm, tmp_path / "b", "svc", _system(reference[0], isolation="reset"))
+    assert srk.equals(rk) and sdp.equals(dp)
+
+
+def test_a_second_job_confirms_by_count_and_ingests_nothing(norm, reference, tmp_path):
+    first, _ = _rank(norm, tmp_path, "svc", _system(reference[0]))
+    again, lines = _rank(norm, tmp_path, "svc", _system(reference[0]))
+    ops = {r["operation"] for r in _timings(tmp_path, "svc")}
+    assert "ingest" not in ops and "reset" not in ops and "count" in ops
+    assert not any("ingested" in line for line in lines)
+    assert again[0].equals(first[0]) and again[2].equals(first[2])
+
+
+def test_a_restarted_server_that_forgot_is_ingested_again(norm, reference, tmp_path):
+    first, _ = _rank(norm, tmp_path, "svc", _system(reference[0]))
+    store: Store = reference[1].RequestHandlerClass.store
+    store.namespaces.clear()  # what a restart of an in-memory server leaves
+    again, lines = _rank(norm, tmp_path, "svc", _system(reference[0]))
+    assert any("holds 0 sessions, not the" in line for line in lines)
+    assert "ingest" in {r["operation"] for r in _timings(tmp_path, "svc")}
+    assert again[0].equals(first[0]) and again[2].equals(first[2])
+
+
+def test_a_5xx_burst_is_retried(norm, reference, proxy, expected, tmp_path):
+    url, p = proxy(fault=lambda path, body, n: (503, b'{"error": "busy"}') if path == "/search" and n <= 3 else None)
+    rk, _, dp = expected
+    (srk, soc, sdp), _ = _rank(norm, tmp_path / "b", "svc", _system(url))
+    assert srk.equals(rk) and sdp.equals(dp) and _checks(soc)["system_errors"]["count"] == 0
+    assert max(r["attempts"] for r in _timings(tmp_path / "b", "svc") if r["operation"] == "search") == 4
+
+
+def test_a_connection_dropped_mid_ingest_ingests_the_namespace_again_once(norm, reference, proxy, expected,
+                                                                          tmp_path):
+    url, p = proxy(fault=lambda path, body, n: "close" if path == "/ingest" and n == 3 else None)
+    rk, _, dp = expected
+    (srk, _, sdp), _ = _rank(norm, tmp_path / "b", "svc", _system(url))
+    assert srk.equals(rk) and sdp.equals(dp)  # no session twice in its namespace (count checked it too)
+
+
+def test_searches_past_the_timeout_are_counted_system_errors(norm, reference, proxy, tmp_path):
+    url, _ = proxy(fault=lambda path, body, n: 0.5 if path == "/search" else None)
+    (_, oc, dp), lines = _rank(norm, tmp_path, "svc", _system(url, timeout_s=0.1, retries=0, max_errors=100,
+                                                                warm_repeats=0))
+    errors = _checks(oc)["system_errors"]
+    evaluated = [r["question_id"] for r in oc.to_pylist() if r["status"] == "evaluated" and r["pool_size"]]
+    assert errors["count"] == len(evaluated) > 0 and errors["questions"] == evaluated
+    assert dp.num_rows == 0  # every question a miss with no list
+    assert any("system error (search /search failed 1 time(s), last: timed out" in line for line in lines)
+
+
+def test_more_errors_than_allowed_stop_the_job_in_one_line(norm, reference, proxy, tmp_path):
+    url, _ = proxy(fault=lambda path, body, n: (502, b"bad gateway") if path == "/search" else None)
+    with pytest.raises(RetrieverError) as e:
+        _rank(norm, tmp_path, "svc", _system(url, retries=1, max_errors=1))
+    msg = str(e.value)
+    assert "\n" not in msg and msg.startswith("variant 'svc': 2 questions of this job failed at the service, "
+                                              "more than system.max_errors (1); first: ")
+    assert "HTTP 502 bad gateway" in msg
+
+
+def _first_result(path, obj, change):
+    if path == "/search" and obj["results"]:
+        obj["results"] = change(obj["results"])
+    return obj
+
+
+@pytest.mark.parametrize("rewrite,why", [
+    (lambda r: [{"id": "no-such-session", "score": 1.0}] + r[1:], "returned session id 'no-such-session', which is "
+                                                                    "not in its haystack"),
+    (lambda r: [r[0]] + r, "times; the haystack lists it"),
+    (lambda r: [{"session": r[0]["id"]}] + r[1:], "result 1: no 'id' in the response (system.results.id is 'id')"),
+    (lambda r: [{"id": 7}] + r[1:], "result 1: the id 7 is not a string"),
+])
+def test_a_bad_result_is_one_line_naming_variant_and_question(norm, reference, proxy, tmp_path, rewrite, why):
+    url, _ = proxy(rewrite=lambda path, obj: _first_result(path, obj, rewrite))
+    with pytest.raises(RetrieverError) as e:
+        _rank(norm, tmp_path, "svc", _system(url))
+    msg = str(e.value)
+    assert "\n" not in msg and msg.startswith("variant 'svc': question ") and why in msg, msg
+
+
+def test_malformed_json_is_one_line(norm, reference, proxy, tmp_path):
+    url, _ = proxy(fault=lambda path, body, n: (200, b"{not json") if path == "/search" else None)
+    with pytest.raises(RetrieverError) as e:
+        _rank(norm, tmp_path, "svc", _system(url))
+    assert "\n" not in str(e.value) and "answered a body that is not JSON: '{not json'" in str(e.value)
+
+
+def test_a_service_that_mixes_namespaces_is_detected(norm, reference, proxy, tmp_path):
+    url, _ = proxy(rewrite=lambda path, obj: {"sessions": obj["sessions"] + 1} if path == "/count" else obj)
+    with pytest.raises(RetrieverError) as e:
+        _rank(norm, tmp_path, "svc", _system(url))
+    assert "sessions after" in str(e.value) and "the service mixes namespaces" in str(e.value)
+
+
+class _OtherApi(BaseHTTPRequestHandler):
+    """A service with its own API shape: /v1/{collection}/clear, /v1/{collection}/add {"doc": {...}},
+    /v1/{collection}/query {"text", "limit"} -> {"data": {"hits": [{"doc": {"sid"}, "relevance"}]}}, no count."""
+
+    protocol_version = "HTTP/1.1"
+    store = Store("bm25s", "user")
+
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):
+        _, _, collection, op = self.path.split("/")
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+        if op == "clear":
+            out = self.store.reset(collection)
+        elif op == "add":
+            out = self.store.ingest(collection, {"id": body["doc"]["sid"], "turns": body["doc"]["messages"]})
+        else:
+            hits = self.store.search(collection, body["text"], body["limit"])["results"]
+            out = {"data": {"hits": [{"doc": {"sid": h["id"]}, "relevance": h["score"]} for h in hits]}}
+        _reply(self, 200, json.dumps(out).encode())
+
+
+def test_a_service_of_another_shape_is_driven_by_config_alone(norm, expected, tmp_path):
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _OtherApi)
+    url = _start(server)
+    try:
+        rk, _, dp = expected
+        entry = _system(url, endpoints={
+            "reset": {"path": "/v1/{namespace}/clear", "body": {}},
+            "ingest": {"path": "/v1/{namespace}/add",
+                       "body": {"doc": {"sid": "{session.id}", "messages": "{session.turns}"}}},
+            "search": {"path": "/v1/{namespace}/query", "body": {"text": "{question.text}", "limit": "{k}"}},
+            "count": None}, results={"list": "data.hits", "id": "doc.sid", "score": "relevance"})
+        (srk, _, sdp), _ = _rank(norm, tmp_path / "b", "svc", entry)
+        assert srk.equals(rk) and sdp.equals(dp)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize("entry,why", [
+    ({"system": {}}, "url is required"),
+    ({"system": {"url": "ftp://x"}}, "is not an http:// or https:// URL"),
+    ({"system": {"url": "http://x", "isolation": "none"}}, "isolation 'none' is not one of namespace, reset"),
+    ({"system": {"url": "http://x", "endpoints": {"search": {"body": {"q": "{session.id}"}}}}},
+     "endpoints: search: the body names session.id, which search does not have"),
+    ({"system": {"url": "http://x", "endpoints": {"reset": None}}}, "endpoints: reset is required"),
+    ({"system": {"url": "http://x", "endpoints": {"delete": {}}}}, "unknown operation 'delete'"),
+    ({"system": {"url": "http://x", "results": {"hits": "x"}}}, "results: unknown key(s) hits"),
+])
+def test_config_errors_name_the_variant(entry, why):
+    with pytest.raises(ConfigError) as e:
+        resolve("svc", "s", {"svc": entry})
+    assert str(e.value).startswith("variant 'svc': system") and why in str(e.value), str(e.value)

@@ -1,0 +1,92 @@
+"""Memory services through the real workflow: the reference server
+(``memobench serve``, a real process on 127.0.0.1)
+driven by a system variant gives the in-process reference variant's lists
+and numbers exactly, on the real LoCoMo file's first conversation and on a
+generated LongMemEval file with its edge cases; a rerun confirms what the
+server holds and ingests nothing; a server killed mid-run fails the job in
+one line, and after a restart the next run ingests again and ends with the
+same results. Timings lie with the logs; metrics.json is the same bytes run
+after run."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow.parquet as pq
+import pytest
+
+from memobench.core import layout
+from tests.helpers import ReferenceServer, snakemake, write_config
+
+# the reference server's document rule for each dataset (the retrieve stage's: LongMemEval's user turns)
+DOCUMENTS = {"locomo1": "all", "lme": "user"}
+SERVICE = {"locomo1": "svc-all", "lme": "svc-user"}
+
+
+@pytest.fixture(scope="module")
+def run(small_data, tmp_path_factory):
+    servers = {ds: ReferenceServer(doc) for ds, doc in DOCUMENTS.items()}
+    data, datasets = small_data([], seed=5, spice=True)
+    for ds in DOCUMENTS:
+        datasets[ds]["variants"] = ["bm25s", SERVICE[ds]]
+    root = tmp_path_factory.mktemp("service")
+    cfg = write_config(root / "cfg.yaml", data_dir=str(data), run=list(DOCUMENTS), datasets=datasets,
+                       variants={SERVICE[ds]: {"system": {"url": servers[ds].url, "backoff_s": 0.05}}
+                                 for ds in DOCUMENTS})
+    work = root / "work"
+    work.mkdir()
+    snakemake(work, "--cores", "2", configfile=cfg)
+    yield work, cfg, servers
+    for s in servers.values():
+        s.kill()
+
+
+def _result(work, ds, variant, name):
+    return work / layout.path(getattr(layout, name), dataset=ds, variant=variant)
+
+
+def _timings(work, ds, variant) -> list[dict]:
+    folder = work / layout.path(layout.TIMINGS, dataset=ds, variant=variant, segment="x").rsplit("/", 1)[0]
+    return [r for p in sorted(folder.glob("*.parquet")) for r in pq.read_table(p).to_pylist()]
+
+
+@pytest.mark.parametrize("ds", list(DOCUMENTS))
+def test_lists_and_numbers_equal_the_in_process_reference_variant(run, ds):
+    work, _, _ = run
+    for name in ("RANKINGS", "DEEP", "OUTCOMES"):
+        assert pq.read_table(_result(work, ds, SERVICE[ds], name)).equals(pq.read_table(_result(work, ds, "bm25s", name)))
+    mine = json.loads(_result(work, ds, SERVICE[ds], "METRICS").read_text())
+    ref = json.loads(_result(work, ds, "bm25s", "METRICS").read_text())
+    assert mine.pop("system_errors") == {"count": 0, "max_per_job": 0, "questions": []}
+    for key in ("variant", "harness", "description", "recipe"):
+        assert mine.pop(key) != ref.pop(key) or key == "recipe"
+    assert mine == ref
+    assert f"| {SERVICE[ds]} (memory service) |" in (work / layout.REPORT_MD).read_text()
+    searches = [r for r in _timings(work, ds, SERVICE[ds]) if r["operation"] == "search"]
+    assert searches and all(r["ok"] for r in searches) and {r["phase"] for r in searches} == {"cold", "warm"}
+    assert _timings(work, ds, "bm25s") == []  # a shared pass's lists are not timed
+
+
+def test_a_rerun_confirms_and_ingests_nothing(run):
+    work, cfg, _ = run
+    before = {ds: _result(work, ds, SERVICE[ds], "METRICS").read_bytes() for ds in DOCUMENTS}
+    snakemake(work, "--cores", "2", "--forcerun", "retrieve", configfile=cfg)
+    for ds in DOCUMENTS:
+        ops = {r["operation"] for r in _timings(work, ds, SERVICE[ds])}
+        assert "count" in ops and not ops & {"ingest", "reset"}, ops
+        assert _result(work, ds, SERVICE[ds], "METRICS").read_bytes() == before[ds]
+
+
+def test_a_killed_server_fails_in_one_line_and_after_a_restart_is_ingested_again(run):
+    work, cfg, servers = run
+    before = _result(work, "locomo1", "svc-all", "DEEP").read_bytes()
+    servers["locomo1"].kill()
+    proc = snakemake(work, "--cores", "2", "--forcerun", "retrieve", configfile=cfg, check=False)
+    assert proc.returncode != 0
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("memobench:")]
+    assert lines and "variant 'svc-all': " in lines[0] and "failed at the service" in lines[0], proc.stderr[-3000:]
+    assert "ConnectionRefusedError" in lines[0]
+    servers["locomo1"].restart()  # an in-memory server: it comes back empty
+    snakemake(work, "--cores", "2", configfile=cfg)
+    assert "ingest" in {r["operation"] for r in _timings(work, "locomo1", "svc-all")}
+    assert _result(work, "locomo1", "svc-all", "DEEP").read_bytes() == before

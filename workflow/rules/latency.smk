@@ -1,0 +1,22 @@
+# The memory services' latency (docs/memory-services.md): their search and
+# ingestion timings, as percentiles with bootstrap intervals beside hit@5, and
+# a recall-latency plot. Only when the run has a system variant; its files,
+# like the timings, differ from run to run.
+
+
+rule latency:
+    input:
+        timings=present_only(plan.latency_timings(config, VARIANT_SPECS)),
+        metrics=present_only(plan.latency_metrics(config, VARIANT_SPECS)),
+    output:
+        md=layout.LATENCY_MD,
+        json=layout.LATENCY_JSON,
+        png=layout.LATENCY_PNG,
+    params:
+        code=code("latency"),
+    log:
+        f"{LOGS}/latency.log",
+    conda:
+        "../../envs/memobench.yaml"
+    script:
+        STAGE_SCRIPT
