@@ -396,14 +396,15 @@ def result_jobs(config: dict, specs: dict, logs) -> list[tuple[str, dict]]:
 
 def drop_datasets(paths, datasets) -> list[str]:
     """``paths`` less those of the given datasets (results/{dataset}/...)."""
-    prefixes = tuple(layout.dataset_prefix(ds) for ds in datasets)
+    prefixes = tuple(p for ds in datasets for p in layout.dataset_prefixes(ds))
     return [p for p in paths if not (prefixes and p.startswith(prefixes))]
 
 
 def without_downloads(config: dict, paths) -> list[str]:
     """``paths`` of the datasets that need no download (the embedded set)."""
     downloaded, waits = downloaded_datasets(config), needs(config)
-    keep = tuple(layout.dataset_prefix(ds) for ds in config["run"] if ds not in downloaded and ds not in waits)
+    keep = tuple(p for ds in config["run"] if ds not in downloaded and ds not in waits
+                 for p in layout.dataset_prefixes(ds))
     return [p for p in paths if keep and p.startswith(keep)]
 
 

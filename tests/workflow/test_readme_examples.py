@@ -23,7 +23,8 @@ from tests.helpers import REPO, job_counts, snakemake, write_config
 
 README = REPO / "README.md"
 FENCED = re.compile(r"^```(?P<lang>\w*)\n(?P<body>.*?)^```", re.M | re.S)
-EXAMPLE_SECTIONS = ("Choosing what runs", "Variants", "Your own retriever, or another system's run")
+EXAMPLE_SECTIONS = ("Choosing what runs", "Variants", "Your own retriever, or another system's run",
+                    "Your memory service")
 RUNS = re.compile(r"\bsnakemake\b|\bmemobench score\b")  # a run, which the test makes itself
 
 
@@ -56,6 +57,7 @@ def test_the_readme_blocks_are_found():
 @pytest.fixture(scope="module")
 def readme_run(tmp_path_factory, small_data):
     text = README.read_text(encoding="utf-8")
+    servers: list[subprocess.Popen] = []
     root = tmp_path_factory.mktemp("readme")
     work = root / "work"
     data = work / "data"
@@ -74,8 +76,14 @@ def readme_run(tmp_path_factory, small_data):
         for code in blocks(body, "sh"):
             for line in code.splitlines():
                 if line.strip() and not line.lstrip().startswith("#") and not RUNS.search(line):
-                    subprocess.run(["bash", "-c", line.replace(".venv/bin/python", sys.executable)], cwd=work,
-                                   check=True, capture_output=True, text=True)
+                    line = line.replace(".venv/bin/python", sys.executable).replace(
+                        ".venv/bin/memobench", f"{sys.executable} -m memobench.cli")
+                    if line.rstrip().endswith("&"):  # a server the blocks use, until the module's tests end
+                        servers.append(subprocess.Popen(["bash", "-c", f"exec {line.rstrip()[:-1]}"], cwd=work,
+                                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+                        assert servers[-1].stdout.readline().startswith("memobench: serving"), line
+                        continue
+                    subprocess.run(["bash", "-c", line], cwd=work, check=True, capture_output=True, text=True)
     overlays = []
     combined: dict = {}
     for i, code in enumerate(blocks(text, "yaml")):
@@ -85,7 +93,10 @@ def readme_run(tmp_path_factory, small_data):
         combined = merged(combined, overlays[-1][1])
     both = write_config(root / "combined.yaml", **combined)
     proc = snakemake(work, "--cores", "2", "--configfile", str(placed), str(both), check=False)
-    return work, placed, overlays, proc
+    yield work, placed, overlays, proc
+    for server in servers:
+        server.kill()
+        server.wait()
 
 
 def test_every_readme_block_runs_in_one_run(readme_run):

@@ -87,7 +87,8 @@ RETRIEVE_PLAN = f"{RESULTS}/cache/retrieve_plan.json"
 LOGS = f"{RESULTS}/logs"
 BENCHMARKS = f"{LOGS}/benchmarks"
 # a retrieve job's timed requests (memory services): measurements, not results, so with the logs
-TIMINGS = f"{LOGS}/timings/{{dataset}}/{{variant}}/{{segment}}.parquet"
+TIMINGS_DATASET = f"{LOGS}/timings/{{dataset}}"
+TIMINGS = f"{TIMINGS_DATASET}/{{variant}}/{{segment}}.parquet"
 
 _WILDCARD = re.compile(r"\{(\w+)\}")
 
@@ -132,6 +133,7 @@ def table_paths(folder) -> dict[str, Path]:
     return {t: Path(folder) / path(name, table=t) for t in TABLE_NAMES}
 
 
-def dataset_prefix(dataset: str) -> str:
-    """What every path of one dataset's results starts with (``results/{dataset}/``)."""
-    return path(DATASET, dataset=dataset) + "/"
+def dataset_prefixes(dataset: str) -> tuple[str, ...]:
+    """What every path of one dataset's files starts with: its results (``results/{dataset}/``)
+    and its timings (kept with the logs)."""
+    return tuple(path(p, dataset=dataset) + "/" for p in (DATASET, TIMINGS_DATASET))
