@@ -1,5 +1,7 @@
 """``memobench score RUN --dataset NAME``: another system's run file scored
-under the harness rules beside a variant of the project (docs/imported-runs.md).
+under the harness rules beside a variant of the project (docs/imported-runs.md);
+``memobench score --system URL --dataset NAME``: a running memory service
+measured the same way, with its search latency (docs/memory-services.md).
 
 The file becomes an imported variant in a generated config overlay
 (``results/.score/{dataset}/{variant}.yaml``, over config.yaml and the
@@ -42,7 +44,10 @@ class ScoreError(Exception):
 
 
 def add_arguments(p) -> None:
-    p.add_argument("run", help="the run file (TREC run, LongMemEval retrieval log, or JSON {question_id: [session_id, ...]})")
+    p.add_argument("run", nargs="?",
+                   help="the run file (TREC run, LongMemEval retrieval log, or JSON {question_id: [session_id, ...]})")
+    p.add_argument("--system", metavar="URL", help="instead of a run file: a memory service at this URL, driven over "
+                                                    "the project's HTTP API (docs/memory-services.md)")
     p.add_argument("--dataset", required=True, help="the configured dataset the run ranks (e.g. locomo10)")
     p.add_argument("--against", help=f"the variant to compare with (default {REFERENCE} where the dataset's family has it)")
     p.add_argument("--format", choices=RUN_FORMATS, help="the run's format (default: read from the file)")
@@ -122,8 +127,16 @@ def load_config(snakefile: Path, overlays: list[str]) -> dict:
     return config
 
 
-def variant_name(path: Path, given: str | None, config: dict) -> str:
-    name = given or re.sub(r"[^A-Za-z0-9._+-]", "-", path.name.split(".")[0] or path.name)
+def variant_name(path: Path | str, given: str | None, config: dict) -> str:
+    """The variant's name: ``given``, else made from the run file's name (or a service's host and port)."""
+    if isinstance(path, str):
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(path)
+        stem = f"service-{parts.hostname}-{parts.port or parts.scheme}"
+    else:
+        stem = path.name.split(".")[0] or path.name
+    name = given or re.sub(r"[^A-Za-z0-9._+-]", "-", stem)
     if not given and not re.fullmatch(SAFE_NAME, name):
         name = "run-" + name.lstrip("._+-")
     if not re.fullmatch(SAFE_NAME, name) or name in RESERVED:
@@ -138,10 +151,11 @@ def variant_name(path: Path, given: str | None, config: dict) -> str:
     return name
 
 
-def check_owner(workdir: Path, dataset: str, name: str, run: Path) -> None:
+def check_owner(workdir: Path, dataset: str, name: str, run: Path | str) -> None:
     """The variant's folder holds nothing, or what this command made of the
-    same file (its metrics.json's run.file; before that, its overlay's):
-    another file's results are never replaced."""
+    same file (its metrics.json's run.file; before that, its overlay's) or
+    the same service (``run`` a URL: its overlay's system.url): another
+    file's or service's results are never replaced."""
     folder = workdir / layout.path(layout.VARIANT, dataset=dataset, variant=name)
     if not folder.is_dir() or not any(folder.iterdir()):
         return
@@ -149,7 +163,9 @@ def check_owner(workdir: Path, dataset: str, name: str, run: Path) -> None:
     metrics = workdir / layout.path(layout.METRICS, dataset=dataset, variant=name)
     overlay = workdir / layout.path(layout.SCORE_OVERLAY, dataset=dataset, variant=name)
     try:
-        if metrics.is_file():
+        if isinstance(run, str):  # a service: what the overlay that made the folder drove
+            owner = json.loads(overlay.read_text(encoding="utf-8"))["variants"][name]["system"]["url"]
+        elif metrics.is_file():
             owner = (json.loads(metrics.read_text(encoding="utf-8")).get("run") or {}).get("file")
         elif overlay.is_file():
             owner = json.loads(overlay.read_text(encoding="utf-8"))["variants"][name]["run"]["file"]
@@ -235,9 +251,16 @@ def score(args) -> str:
     from .evaluation.published import published
     from .evaluation.stats import compare, per_question
 
-    run = Path(args.run).resolve()
-    if not run.is_file():
-        raise ScoreError(f"{args.run}: no such file; give the run file's path")
+    if (args.run is None) == (args.system is None):
+        raise ScoreError("give a run file, or --system URL for a memory service (one of them)")
+    if args.system is not None:
+        if args.format:
+            raise ScoreError("--format is a run file's; a memory service answers over its API")
+        run = args.system
+    else:
+        run = Path(args.run).resolve()
+        if not run.is_file():
+            raise ScoreError(f"{args.run}: no such file; give the run file's path")
     snakefile = Path(args.snakefile).resolve() if args.snakefile else find_workflow(args.workflow)
     if not snakefile.is_file():
         raise ScoreError(f"{snakefile}: no Snakefile there; give the workflow with --snakefile")
@@ -250,7 +273,7 @@ def score(args) -> str:
     entry = config["datasets"][ds]
     family = dataset_family(entry)
     custom = config.get("variants") or {}
-    fmt = args.format or sniff(run)
+    fmt = None if isinstance(run, str) else args.format or sniff(run)
     name = variant_name(run, args.name, config)
     check_owner(workdir, ds, name, run)
     against = args.against
@@ -267,9 +290,12 @@ def score(args) -> str:
             resolve(against, family, custom)
         except ConfigError as e:
             raise ScoreError(f"--against: {e}") from None
-    variant = {"run": {"file": str(run), "format": fmt},
-               "description": f"{run.name}, scored by memobench score"}
-    if against:
+    if isinstance(run, str):
+        variant = {"system": {"url": run}, "description": f"the memory service at {run}, measured by memobench score"}
+    else:
+        variant = {"run": {"file": str(run), "format": fmt},
+                   "description": f"{run.name}, scored by memobench score"}
+    if against and not isinstance(run, str):  # an imported run's paired statistics (a service's: every pair)
         variant["against"] = against
     resolve(name, family, {**custom, name: variant})  # a bad format for the dataset fails here, in one line
     overlay = Path(layout.path(layout.SCORE_OVERLAY, root=workdir / layout.RESULTS, dataset=ds, variant=name))
@@ -280,7 +306,8 @@ def score(args) -> str:
     cmd = [sys.executable, "-m", "snakemake", *targets(ds, listed), "-s", str(snakefile), "-d", str(workdir),
            "--configfile", *[str(Path(c).resolve()) for c in args.configfile], str(overlay), "--cores",
            str(args.cores)]
-    print(f"memobench score: {run.name} ({fmt}) as variant {name!r} of {ds}"
+    what = f"the memory service at {run}" if isinstance(run, str) else f"{run.name} ({fmt})"
+    print(f"memobench score: {what} as variant {name!r} of {ds}"
           + (f", against {against}" if against else "") + f"; overlay {overlay.relative_to(workdir)}",
           file=sys.stderr)
     run_snakemake(cmd)
@@ -296,12 +323,18 @@ def score(args) -> str:
         am, aoff = read(against, layout.METRICS), read(against, layout.OFFICIAL)
         out.append(harness_line(against, am, published(ds, against)))
     miss = dict(m["counted_as_miss"])
-    out.append(f"  {name}: items {m['items']}; skipped: "
-               + (", ".join(f"{k} {v}" for k, v in m["skipped"].items()) or "none")
-               + f"; absent from the run (counted as misses): {miss.pop('absent_from_run', 0)}"
-               + (f"; other misses: {', '.join(f'{k} {v}' for k, v in miss.items())}" if miss else "")
-               + (f"; lists ignored (questions the rules skip): "
-                  f"{', '.join(f'{k} {v}' for k, v in m['run']['ignored'].items())}" if m["run"]["ignored"] else ""))
+    skipped = ", ".join(f"{k} {v}" for k, v in m["skipped"].items()) or "none"
+    if isinstance(run, str):
+        errors = m.get("system_errors") or {}
+        out.append(f"  {name}: items {m['items']}; skipped: {skipped}; failed at the service (counted as misses): "
+                   f"{errors.get('count', 0)}")
+    else:
+        out.append(f"  {name}: items {m['items']}; skipped: {skipped}"
+                   + f"; absent from the run (counted as misses): {miss.pop('absent_from_run', 0)}"
+                   + (f"; other misses: {', '.join(f'{k} {v}' for k, v in miss.items())}" if miss else "")
+                   + (f"; lists ignored (questions the rules skip): "
+                      f"{', '.join(f'{k} {v}' for k, v in m['run']['ignored'].items())}" if m["run"]["ignored"]
+                      else ""))
     fmt_ds = entry["format"]
     rules = (off["official"] or {}).get("rules", "none")
     out += ["", f"official metrics ({rules}):", official_line(name, off["official"], fmt_ds)]
@@ -313,4 +346,26 @@ def score(args) -> str:
                     for v in (name, against)]
         a, b = per_question(outcomes[0]), per_question(outcomes[1])
         out += ["", *paired_lines(compare(name, against, a, b, ds))]
+    if isinstance(run, str):
+        out += ["", *latency_lines(workdir, ds, name, entry["segments"], m)]
     return "\n".join(out)
+
+
+def latency_lines(workdir: Path, ds: str, name: str, n_segments: int, metrics: dict) -> list[str]:
+    """The service's search latency, as the latency page states it (a measurement of this run)."""
+    import pyarrow.parquet as pq
+
+    from .evaluation.latency import summarize
+
+    rows = [r for i in range(1, n_segments + 1) for r in pq.read_table(
+        workdir / layout.path(layout.TIMINGS, dataset=ds, variant=name, segment=layout.segment_name(i))).to_pylist()]
+    s = summarize(ds, name, rows, metrics)
+
+    def q(phase: str, p: str) -> str:
+        v = s[phase].get(p)
+        return "-" if not v else f"{v['ms']:.3g} ms [{v['low']:.3g}, {v['high']:.3g}]"
+
+    return [f"search latency (this run's measurement; {s['cold']['n']} cold, {s['warm']['n']} warm searches, "
+            f"{s['failed']} failed; 95% bootstrap intervals):",
+            f"  warm p50 {q('warm', 'p50')}  p95 {q('warm', 'p95')}  p99 {q('warm', 'p99')}",
+            f"  cold p50 {q('cold', 'p50')}; ingested {s['ingest']['sessions']} sessions"]

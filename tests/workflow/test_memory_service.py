@@ -11,12 +11,15 @@ after run."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pyarrow.parquet as pq
 import pytest
 
 from memobench.core import layout
-from tests.helpers import ReferenceServer, snakemake, write_config
+from tests.helpers import REPO, ReferenceServer, snakemake, write_config
 
 # the reference server's document rule for each dataset (the retrieve stage's: LongMemEval's user turns)
 DOCUMENTS = {"locomo1": "all", "lme": "user"}
@@ -67,6 +70,28 @@ def test_lists_and_numbers_equal_the_in_process_reference_variant(run, ds):
     assert _timings(work, ds, "bm25s") == []  # a shared pass's lists are not timed
 
 
+def test_the_latency_page_shows_each_service_with_its_plot_in_a_browser(run, tmp_path):
+    from tests.helpers import browser
+
+    work, _, _ = run
+    summaries = json.loads((work / layout.LATENCY_JSON).read_text())
+    assert [(s["dataset"], s["variant"]) for s in summaries] == [("locomo1", "svc-all"), ("lme", "svc-user")]
+    for s in summaries:
+        for q in ("p50", "p95", "p99"):
+            assert s["warm"][q]["low"] <= s["warm"][q]["ms"] <= s["warm"][q]["high"]
+        # the reference server says what it spent: the time outside it is known, and positive
+        assert s["outside_server"]["n"] == s["warm"]["n"] > 0 and s["outside_server"]["p50"]["ms"] > 0
+        assert s["hit@5"] == json.loads(_result(work, s["dataset"], s["variant"], "METRICS").read_text())["hit@5_rate"]
+    md = (work / layout.LATENCY_MD).read_text()
+    assert "| svc-all |" in md and "| svc-user |" in md and "(latency.png)" in md
+    assert "latency.html" in (work / layout.REPORT_MD).read_text()  # the report says where it is
+    r = browser.measure(work / layout.LATENCY_HTML, tmp_path)
+    assert r["scrollWidth"] <= browser.WIDTH and len(r["images"]) == 1 and r["images"][0][0] > 0
+    assert r["rows"] and [x for x in r["rows"] if x[0] != x[1]] == []
+    ink = browser.screenshot(work / layout.LATENCY_HTML, tmp_path / "latency.png", tmp_path, height=1400)
+    assert 0.02 < ink < 0.9, ink
+
+
 def test_a_rerun_confirms_and_ingests_nothing(run):
     work, cfg, _ = run
     before = {ds: _result(work, ds, SERVICE[ds], "METRICS").read_bytes() for ds in DOCUMENTS}
@@ -90,3 +115,26 @@ def test_a_killed_server_fails_in_one_line_and_after_a_restart_is_ingested_again
     snakemake(work, "--cores", "2", configfile=cfg)
     assert "ingest" in {r["operation"] for r in _timings(work, "locomo1", "svc-all")}
     assert _result(work, "locomo1", "svc-all", "DEEP").read_bytes() == before
+
+
+def test_memobench_score_measures_a_service_without_a_config_edit(run):
+    work, cfg, servers = run
+
+    def score(url, name):
+        return subprocess.run([sys.executable, "-m", "memobench.cli", "score", "--system", url, "--dataset", "locomo1",
+                               "--against", "bm25s", "--name", name, "--configfile", str(cfg), "-d", str(work)],
+                              capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONPATH": str(REPO / "src")})
+
+    proc = score(servers["locomo1"].url, "scored-svc")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stdout.splitlines()
+    ours = next(line for line in lines if line.lstrip().startswith("scored-svc "))
+    theirs = next(line for line in lines if line.lstrip().startswith("bm25s "))
+    assert ours.split()[1:] == theirs.split()[1:]  # the same n, hit@k and MRR
+    assert "failed at the service (counted as misses): 0" in proc.stdout
+    assert any(line.lstrip().startswith("hit@1  +0.0 [+0.0, +0.0]") for line in lines)
+    assert "search latency (this run's measurement;" in proc.stdout and "  warm p50 " in proc.stdout
+    # the name now holds this service's results: another service under it is refused in one line
+    other = score("http://127.0.0.1:9", "scored-svc")
+    said = [line for line in other.stderr.splitlines() if line.startswith("memobench:")]
+    assert other.returncode == 1 and said and "holds the results of " + servers["locomo1"].url in said[0], other.stderr

@@ -10,6 +10,7 @@ rule latency:
         metrics=present_only(plan.latency_metrics(config, VARIANT_SPECS)),
     output:
         md=layout.LATENCY_MD,
+        html=layout.LATENCY_HTML,
         json=layout.LATENCY_JSON,
         png=layout.LATENCY_PNG,
     params:

@@ -77,6 +77,7 @@ FOREST_PNG = f"{RESULTS}/forest.png"
 HEATMAP_PNG = f"{RESULTS}/heatmap.png"
 # the memory services' latency (from their timings: these differ from run to run)
 LATENCY_MD = f"{RESULTS}/latency.md"
+LATENCY_HTML = f"{RESULTS}/latency.html"
 LATENCY_JSON = f"{RESULTS}/latency.json"
 LATENCY_PNG = f"{RESULTS}/latency.png"
 MANIFEST = f"{RESULTS}/manifest.json"

@@ -1,8 +1,10 @@
 """What the memory services' timings say (rule ``latency``; its files:
 reporting/latency.py): per dataset and system variant, search latency at
 p50, p95 and p99 with bootstrap 95% intervals, cold (a namespace's first
-search after its ingestion) apart from warm, and ingestion per request,
-beside the variant's hit@5 from metrics.json.
+search after its ingestion) apart from warm, ingestion per request, and the
+time a warm search spent outside the server (where the server says what it
+spent: a ``Server-Timing`` header), beside the variant's hit@5 from
+metrics.json.
 
 Timings are measurements of one run (retrieval/timings.py): these files
 differ from run to run, and no other result reads them. The intervals are
@@ -45,6 +47,12 @@ def summarize(dataset: str, variant: str, rows: list[dict], metrics: dict) -> di
     for phase in ("cold", "warm"):
         secs = np.array([r["seconds"] for r in ok if r["phase"] == phase], dtype=np.float64)
         out[phase] = {"n": int(len(secs)), **_quantiles(secs, seeded("latency", dataset, variant, phase))}
+    # the time outside the server (the client, the connection, HTTP and JSON both ways): warm searches
+    # whose server said what it spent (Server-Timing)
+    outside = np.array([r["seconds"] - r["server_seconds"] for r in ok
+                        if r["phase"] == "warm" and r.get("server_seconds") is not None], dtype=np.float64)
+    out["outside_server"] = {"n": int(len(outside)), **_quantiles(outside, seeded("latency", dataset, variant,
+                                                                                  "outside"))}
     ingests = np.array([r["seconds"] for r in rows if r["operation"] == "ingest" and r["ok"]], dtype=np.float64)
     out["ingest"] = {"sessions": int(len(ingests)),
                      "seconds": float(ingests.sum()) if len(ingests) else 0.0,

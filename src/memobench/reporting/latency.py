@@ -1,4 +1,4 @@
-"""The latency files (rule ``latency``): ``latency.md`` with a table per
+"""The latency files (rule ``latency``): ``latency.md`` and ``latency.html`` with a table per
 dataset of the memory services' search latency (cold and warm, p50/p95/p99
 with their intervals), ingestion and hit@5, ``latency.json`` with the same
 numbers, and ``latency.png``: hit@5 against warm p50 and p95 search latency,
@@ -7,11 +7,14 @@ evaluation/latency.py)."""
 
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
 
 from ..core import layout
+from ..core.doc import Heading, Html, Markdown, Para, Table, to_html, to_markdown
 from ..evaluation.latency import RECALL, summarize
+from .html import CSS
 
 # where the timings tables lie (the folder of layout.TIMINGS), for the page's text
 TIMINGS_FOLDER = layout.TIMINGS.split("{", 1)[0]
@@ -24,33 +27,38 @@ def _ms(q: dict | None, interval: bool = True) -> str:
     return f"{text} [{q['low']:.3g}, {q['high']:.3g}]" if interval else text
 
 
-def markdown(summaries: list[dict]) -> str:
-    lines = ["# Latency of the memory services", "",
-             "Each search and ingestion request of the system variants, timed on the monotonic clock "
-             "(milliseconds; [95% bootstrap interval]). Measurements of this run: they differ from run to run "
-             f"({TIMINGS_FOLDER}), unlike every other result. A cold search is a namespace's first after "
-             "its ingestion in that job; warm are the others and the repeats (system.warm_repeats). Ingestion: "
-             "per request (with system.concurrency requests in flight).", ""]
+def blocks(summaries: list[dict], png_name: str) -> list:
+    """The latency page: what it measures, then a table per dataset, then the plot."""
+    out = [Heading(1, "Latency of the memory services"),
+           Para("Each search and ingestion request of the system variants, timed on the monotonic clock "
+                "(milliseconds; [95% bootstrap interval]). Measurements of this run: they differ from run to run "
+                f"({TIMINGS_FOLDER}), unlike every other result. A cold search is a namespace's first after its "
+                "ingestion in that job; warm are the others and the repeats (system.warm_repeats). Outside the "
+                "server: a warm search's time less what the server said it spent (its Server-Timing header): the "
+                "client, the connection, HTTP and JSON. Ingestion: per request (with system.concurrency requests "
+                "in flight).")]
+    header = ["variant", RECALL, "searches (cold / warm, failed)", "cold p50", "warm p50", "warm p95", "warm p99",
+              "outside the server p50 / p95", "ingested sessions", "ingest p50", "sessions/s per request"]
     by_ds: dict[str, list[dict]] = {}
     for s in summaries:
         by_ds.setdefault(s["dataset"], []).append(s)
     for ds, rows in by_ds.items():
-        lines += [f"## {ds}", "",
-                  f"| variant | {RECALL} | searches (cold / warm, failed) | cold p50 | warm p50 | warm p95 | warm p99 "
-                  f"| ingested sessions | ingest p50 | sessions/s per request |",
-                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        table = []
         for s in rows:
-            recall = "-" if s[RECALL] is None else f"{100 * s[RECALL]:.1f}%"
-            ing = s["ingest"]
-            ingest_p50 = "-" if ing["p50_ms"] is None else f"{ing['p50_ms']:.3g}"
-            per_s = "-" if ing["sessions_per_s"] is None else f"{ing['sessions_per_s']:.1f}"
-            cold, warm = s["cold"], s["warm"]
-            lines.append(f"| {s['variant']} | {recall} | {cold['n']} / {warm['n']}, {s['failed']} "
-                         f"| {_ms(cold.get('p50'), False)} | {_ms(warm.get('p50'))} | {_ms(warm.get('p95'))} "
-                         f"| {_ms(warm.get('p99'))} | {ing['sessions']} | {ingest_p50} | {per_s} |")
-        lines.append("")
-    lines += ["![recall against search latency](latency.png)", ""]
-    return "\n".join(lines)
+            ing, cold, warm, outside = s["ingest"], s["cold"], s["warm"], s["outside_server"]
+            table.append([
+                s["variant"], "-" if s[RECALL] is None else f"{100 * s[RECALL]:.1f}%",
+                f"{cold['n']} / {warm['n']}, {s['failed']}", _ms(cold.get("p50"), False), _ms(warm.get("p50")),
+                _ms(warm.get("p95")), _ms(warm.get("p99")),
+                (f"{_ms(outside.get('p50'), False)} / {_ms(outside.get('p95'), False)}" if outside["n"]
+                 else "- (no Server-Timing)"),
+                str(ing["sessions"]), "-" if ing["p50_ms"] is None else f"{ing['p50_ms']:.3g}",
+                "-" if ing["sessions_per_s"] is None else f"{ing['sessions_per_s']:.1f}"])
+        out += [Heading(2, ds), Table(header, table)]
+    out += [Heading(2, "Recall against search latency"),
+            Markdown(f"![hit@5 against warm search latency]({png_name})"),
+            Html(f"<img src='{html.escape(png_name, quote=True)}' alt='hit@5 against warm search latency'>")]
+    return out
 
 
 def plot(summaries: list[dict], png_out) -> None:
@@ -93,7 +101,7 @@ def plot(summaries: list[dict], png_out) -> None:
         _save(fig, png_out)
 
 
-def build(timings: dict, metrics: dict, md_out, json_out, png_out, log=print) -> None:
+def build(timings: dict, metrics: dict, md_out, json_out, png_out, html_out, log=print) -> None:
     """The latency files from every system variant's timings tables (``timings``: {(dataset, variant):
     its segments' tables}) and metrics.json (``metrics``: {(dataset, variant): path})."""
     import pyarrow.parquet as pq
@@ -107,6 +115,9 @@ def build(timings: dict, metrics: dict, md_out, json_out, png_out, log=print) ->
         n += len(rows)
         summaries.append(summarize(ds, v, rows, json.loads(Path(path).read_text(encoding="utf-8"))))
     write_text(json_out, json.dumps(summaries, indent=2, sort_keys=True) + "\n")
-    write_text(md_out, markdown(summaries))
+    page = blocks(summaries, Path(png_out).name)
+    write_text(md_out, to_markdown(page).rstrip("\n") + "\n")
+    write_text(html_out, "<!doctype html><html><head><meta charset='utf-8'><title>memobench latency</title>"
+                         f"<style>{CSS}</style></head><body>{to_html(page)}</body></html>\n")
     plot(summaries, png_out)
     log(f"latency: {len(summaries)} system variant(s), {n} timed requests")

@@ -43,7 +43,7 @@ def latency_note(runs: list[dict]) -> list:
     if not services:
         return []
     return [Para([Strong("Memory services"), f" ({', '.join(dict.fromkeys(services))}): their search and ingestion "
-                  "latency, with recall beside it, is in ", Code("latency.md"), " and ", Code("latency.png"),
+                  "latency, with recall beside it, is in ", Code("latency.html"), " (and ", Code("latency.md"), ")",
                   " next to this report (docs/memory-services.md): measurements that differ from run to run, kept "
                   "out of this report, whose numbers do not."], cls="note")]
 

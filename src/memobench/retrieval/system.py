@@ -197,7 +197,7 @@ class _Service:
         self.timings: list[tuple] = []
         self._timing_lock = threading.Lock()
         self.errors: list[tuple[str, str]] = []  # (question id, why)
-        self.failed: dict[str, str] = {}  # namespace -> why its ingestion failed
+        self.failed: dict[str, str] = {}  # a haystack's content name -> why its ingestion failed
         self.cold: set[str] = set()  # namespaces ingested in this job not yet searched
         self.current = None  # reset isolation: the namespace's content now in the service
 
@@ -206,7 +206,7 @@ class _Service:
 
     def _time(self, operation, phase, namespace, qid, call=None, ok=True, seconds=None, attempts=None):
         row = (operation, phase, namespace, qid, call.seconds if call else seconds, call.attempts if call else attempts,
-               ok)
+               ok, call.server_seconds if call else None)
         with self._timing_lock:
             self.timings.append(row)
 
@@ -262,6 +262,14 @@ class _Service:
     def ensure(self, namespace: str, sessions: list[dict]) -> None:
         """``namespace`` holds ``sessions``: confirmed from the ledger and ``count``, else ingested
         (namespace isolation; under the namespace's lock)."""
+        from ..services.client import ServiceError
+
+        try:
+            self._ensure(namespace, sessions)
+        except ServiceError as e:
+            raise RetrieverError(f"{self.where()}: namespace {namespace!r}: {e}") from None
+
+    def _ensure(self, namespace: str, sessions: list[dict]) -> None:
         from ..services.client import Unavailable
 
         url = self.spec["url"]
@@ -307,10 +315,12 @@ class _Service:
                 self._ingest(namespace, sessions)
                 self.current = content
             except _IngestFailed as e:
-                self.failed[namespace] = f"ingestion failed: {e}"
+                self.failed[content] = f"ingestion failed: {e}"
                 self.current = None
-        if namespace in self.failed:
-            return self._error(qid, self.failed[namespace])
+            except ServiceError as e:
+                raise RetrieverError(f"{self.where(qid)}: namespace {namespace!r}: {e}") from None
+        if content in self.failed:
+            return self._error(qid, self.failed[content])
         values = {"namespace": namespace, "k": int(self.spec["k"]), "question.id": qid,
                   "question.text": q["question"], "question.date": q.get("question_date"),
                   "question.type": q.get("question_type")}
@@ -350,7 +360,7 @@ class _Service:
             if not isinstance(sid, str):
                 raise RetrieverError(f"{where}: result {r}: the id {sid!r} is not a string (a session id)")
             ids.append(sid)
-            if res.get("score"):
+            if res.get("score") and scores is not None:
                 try:
                     scores.append(pick(item, res["score"]))
                 except Missing:

@@ -12,10 +12,11 @@ import pyarrow as pa
 
 # operation: reset | ingest | count | search; phase (searches): cold, the first of a namespace since
 # this job ingested it, else warm; seconds: the last attempt's; attempts: how many it took; ok: False for
-# a request that still failed (its seconds null)
+# a request that still failed (its seconds null); server_seconds: what the server said it spent (its
+# Server-Timing header), null when it does not say
 SCHEMA = pa.schema([("operation", pa.string()), ("phase", pa.string()), ("namespace", pa.string()),
                     ("question_id", pa.string()), ("seconds", pa.float64()), ("attempts", pa.int32()),
-                    ("ok", pa.bool_())])
+                    ("ok", pa.bool_()), ("server_seconds", pa.float64())])
 META_KEY = b"memobench.timings"
 UNTIMED = ("lists computed in a pass shared with other variants, or from a run file: no time of one "
            "product's searches")

@@ -4,12 +4,15 @@ with exponential backoff when the failure is transient (a refused or reset
 connection, a timeout, HTTP 5xx or 429). A response that cannot be used
 (HTTP 4xx, a body that is not JSON) is :class:`ServiceError` at once; a
 transient failure that outlasts the retries is :class:`Unavailable`. Each
-thread keeps its own connection (HTTP/1.1 keep-alive)."""
+thread keeps its own connection (HTTP/1.1 keep-alive). A server that says
+how long it worked (a ``Server-Timing`` header) has that time recorded beside
+the client's, so the time spent outside the server is known."""
 
 from __future__ import annotations
 
 import http.client
 import json
+import re
 import socket
 import threading
 import time
@@ -32,10 +35,24 @@ class Unavailable(Exception):
 
 @dataclass(frozen=True)
 class Call:
-    """One operation's last attempt: its time (seconds, monotonic) and how many attempts it took."""
+    """One operation's last attempt: its time (seconds, monotonic), how many attempts it took, and the
+    time the server says it spent (its ``Server-Timing`` header's durations, summed), when it says."""
 
     seconds: float
     attempts: int
+    server_seconds: float | None = None
+
+
+_DURATION = re.compile(r"(?:^|;)\s*dur\s*=\s*\"?([0-9.]+)")
+
+
+def server_seconds(header: str | None) -> float | None:
+    """The durations of a ``Server-Timing`` header (W3C: ``app;dur=0.42, db;dur=1.2``, milliseconds), summed,
+    in seconds; None without one."""
+    if not header:
+        return None
+    found = [float(m.group(1)) for part in header.split(",") for m in [_DURATION.search(part)] if m]
+    return sum(found) / 1000.0 if found else None
 
 
 def _short(data: bytes, n: int = 120) -> str:
@@ -112,5 +129,5 @@ class HttpClient:
                 obj = json.loads(data)
             except ValueError:
                 raise ServiceError(f"{op} {path} answered a body that is not JSON: {_short(data)!r}") from None
-            return obj, Call(seconds, attempt)
+            return obj, Call(seconds, attempt, server_seconds(resp.getheader("Server-Timing")))
         raise Unavailable(f"{op} {path} failed {tries} time(s), last: {why}")

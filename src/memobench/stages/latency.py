@@ -5,7 +5,7 @@ from __future__ import annotations
 from .adapter import Job, stage
 
 
-@stage("latency", inputs=["timings", "metrics"], outputs=["md", "json", "png"])
+@stage("latency", inputs=["timings", "metrics"], outputs=["md", "html", "json", "png"])
 def latency(job: Job) -> None:
     """The memory services' latency files; each input is matched to its
     (dataset, variant) by what it says of itself (metrics.json's fields, the
@@ -23,4 +23,4 @@ def latency(job: Job) -> None:
     for p in job.input.timings:
         meta = read_meta(p)
         timings.setdefault((meta["dataset"], meta["variant"]), []).append(p)
-    build(timings, metrics, job.output.md, job.output.json, job.output.png, log=job.log)
+    build(timings, metrics, job.output.md, job.output.json, job.output.png, job.output.html, log=job.log)

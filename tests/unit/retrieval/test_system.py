@@ -26,7 +26,7 @@ from memobench.datasets.normalize import normalize_longmemeval
 from memobench.retrieval.harness import CHECKS_KEY
 from memobench.retrieval.returned import RetrieverError
 from memobench.retrieval.sharing import write_segment
-from memobench.retrieval.reference.server import Store, serve
+from memobench.retrieval.reference.server import Store, reply, serve
 from memobench.tools.generate.longmemeval import write_longmemeval
 
 
@@ -39,17 +39,6 @@ def norm(tmp_path_factory):
     out = root / "norm"
     normalize_longmemeval(raw, out, log=lambda m: None)
     return out
-
-
-def _reply(handler: BaseHTTPRequestHandler, status: int, body: bytes) -> None:
-    """A response in one write (headers, then the body in a second write, would wait on Nagle's
-    algorithm and the client's delayed ACK: 40 ms a request)."""
-    handler.send_response(status)
-    handler.send_header("Content-Type", "application/json")
-    handler.send_header("Content-Length", str(len(body)))
-    handler._headers_buffer.append(b"\r\n")
-    handler.wfile.write(b"".join(handler._headers_buffer) + body)
-    handler._headers_buffer = []
 
 
 def _start(server) -> str:
@@ -87,7 +76,7 @@ class _ProxyHandler(BaseHTTPRequestHandler):
         pass
 
     def _send(self, status: int, body: bytes) -> None:
-        _reply(self, status, body)
+        reply(self, status, body)
 
     def do_POST(self):
         s = self.server
@@ -296,7 +285,7 @@ class _OtherApi(BaseHTTPRequestHandler):
         else:
             hits = self.store.search(collection, body["text"], body["limit"])["results"]
             out = {"data": {"hits": [{"doc": {"sid": h["id"]}, "relevance": h["score"]} for h in hits]}}
-        _reply(self, 200, json.dumps(out).encode())
+        reply(self, 200, json.dumps(out).encode())
 
 
 def test_a_service_of_another_shape_is_driven_by_config_alone(norm, expected, tmp_path):
@@ -331,3 +320,42 @@ def test_config_errors_name_the_variant(entry, why):
     with pytest.raises(ConfigError) as e:
         resolve("svc", "s", {"svc": entry})
     assert str(e.value).startswith("variant 'svc': system") and why in str(e.value), str(e.value)
+
+
+def test_results_without_scores_keep_their_order(norm, reference, proxy, expected, tmp_path):
+    def drop_second_score(path, obj):
+        if path == "/search" and len(obj["results"]) > 1:
+            del obj["results"][1]["score"]
+        return obj
+
+    url, _ = proxy(rewrite=drop_second_score)
+    (srk, _, sdp), _ = _rank(norm, tmp_path, "svc", _system(url))
+    rk, _, dp = expected
+    assert srk.equals(rk)  # the same lists; the deep scores are then 51 - rank
+    assert sdp.column("session_id").equals(dp.column("session_id"))
+    assert sdp.column("score").to_pylist() == [51.0 - r for r in sdp.column("rank").to_pylist()]
+
+
+def test_a_refused_ingestion_is_one_line(norm, reference, proxy, tmp_path):
+    url, _ = proxy(fault=lambda path, body, n: (413, b'{"error": "session too large"}') if path == "/ingest" else None)
+    with pytest.raises(RetrieverError) as e:
+        _rank(norm, tmp_path, "svc", _system(url))
+    msg = str(e.value)
+    assert "\n" not in msg and msg.startswith("variant 'svc': namespace 'mb-svc-")
+    assert "ingest /ingest answered HTTP 413: {\"error\": \"session too large\"}" in msg
+
+
+@pytest.mark.parametrize("header,seconds", [(None, None), ("", None), ("app;dur=0.5", 0.0005),
+                                            ("app;dur=1.5, db;desc=\"x\";dur=2", 0.0035), ("cache;desc=hit", None),
+                                            ('app;dur="12"', 0.012)])
+def test_server_timing_is_read_as_the_w3c_header_says(header, seconds):
+    from memobench.services.client import server_seconds
+
+    got = server_seconds(header)
+    assert got == seconds if seconds is None else abs(got - seconds) < 1e-12
+
+
+def test_the_server_s_own_time_is_recorded_beside_the_client_s(norm, reference, tmp_path):
+    _rank(norm, tmp_path, "svc", _system(reference[0]))
+    searches = [r for r in _timings(tmp_path, "svc") if r["operation"] == "search"]
+    assert searches and all(0 <= r["server_seconds"] < r["seconds"] for r in searches)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import socket
+import time
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -73,6 +74,20 @@ class Store:
                             for p, s in zip(ranked.positions.tolist(), ranked.scores.tolist())]}
 
 
+def reply(handler: BaseHTTPRequestHandler, status: int, body: bytes, server_ms: float | None = None) -> None:
+    """A JSON response with its headers and body in one write: end_headers would write the headers
+    alone, and the body would wait on Nagle's algorithm and the client's delayed ACK (40 ms).
+    ``server_ms``: the time the request took here, sent as a ``Server-Timing`` header."""
+    handler.send_response(status)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(body)))
+    if server_ms is not None:
+        handler.send_header("Server-Timing", f"app;dur={server_ms:.3f}")
+    handler._headers_buffer.append(b"\r\n")
+    handler.wfile.write(b"".join(handler._headers_buffer) + body)
+    handler._headers_buffer = []
+
+
 def handler(store: Store):
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"  # keep-alive
@@ -85,15 +100,9 @@ def handler(store: Store):
             # a response in one segment, not held back by Nagle's algorithm waiting on a delayed ACK
             self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
-        def _answer(self, status: int, obj) -> None:
+        def _answer(self, status: int, obj, started: float | None = None) -> None:
             body = json.dumps(obj, ensure_ascii=True).encode("ascii")
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            # the headers and the body in one write (end_headers would write the headers alone)
-            self._headers_buffer.append(b"\r\n")
-            self.wfile.write(b"".join(self._headers_buffer) + body)
-            self._headers_buffer = []
+            reply(self, status, body, None if started is None else (time.perf_counter() - started) * 1000.0)
 
         def do_GET(self):
             if self.path == "/info":
@@ -102,6 +111,7 @@ def handler(store: Store):
                 self._answer(404, {"error": f"no GET {self.path}"})
 
         def do_POST(self):
+            started = time.perf_counter()  # from the request's body on (its headers are parsed by now)
             length = int(self.headers.get("Content-Length") or 0)
             try:
                 req = json.loads(self.rfile.read(length) or b"{}")
@@ -123,7 +133,7 @@ def handler(store: Store):
             except (ValueError, KeyError, TypeError) as e:
                 self._answer(400, {"error": f"{type(e).__name__}: {e}"})
                 return
-            self._answer(200, out)
+            self._answer(200, out, started)
 
     Handler.store = store  # the server's sessions (a test empties them as a restart would)
     return Handler
