@@ -1,6 +1,6 @@
 """Benchmark of driving a memory service, not a test.
 
-    python -m memobench.tools.bench_service --locomo locomo10.json [--retriever bm25s] [--work bench_work]
+    python -m memobench.tools.bench_service --locomo locomo10.json --retriever NAME [--work bench_work]
 
 normalizes LoCoMo, starts the reference server (``memobench serve``, its own
 process on 127.0.0.1), and ranks every question through a system variant
@@ -43,27 +43,32 @@ def _segment(variant, norm: Path, root: Path, dataset: str, entry: dict | None):
     write_segment(v, t["questions"], t["haystacks"], t["events"], 1, 1, out["rankings"], out["outcomes"],
                   deep_out=out["deep"], log=lambda m: None, timings_out=timings, dataset=dataset)
     wall = time.monotonic() - started
-    return pq.read_table(out["deep"]), pq.read_table(timings).to_pylist(), wall
+    # an in-process variant's job writes no timings here (the retrieve stage writes its empty table)
+    return pq.read_table(out["deep"]), pq.read_table(timings).to_pylist() if timings.exists() else [], wall
 
 
 def main(argv=None) -> int:
+    from ..catalog.registry import names
+    from ..core import layout
     from ..datasets.normalize import normalize_locomo
 
     p = argparse.ArgumentParser(prog="python -m memobench.tools.bench_service", description=__doc__.split("\n\n")[0])
     p.add_argument("--locomo", required=True, help="the real locomo10.json")
-    p.add_argument("--retriever", default="bm25s", help="the reference retriever the server serves")
+    p.add_argument("--retriever", required=True, choices=names("reference"),
+                   help="the reference retriever the server serves")
     p.add_argument("--work", help="a folder for the normalized tables and results (default: a temporary one)")
     a = p.parse_args(argv)
     work = Path(a.work or tempfile.mkdtemp(prefix="bench_service_"))
     norm = work / "norm"
-    if not (norm / "events.parquet").exists():
+    if not layout.table_paths(norm)["events"].exists():
         normalize_locomo(a.locomo, norm, log=lambda m: None)
     server = subprocess.Popen([sys.executable, "-m", "memobench.cli", "serve", "--retriever", a.retriever,
                                "--documents", "all", "--port", "0"], stdout=subprocess.PIPE, text=True)
     try:
         url = server.stdout.readline().split(" on ")[1].strip()
-        ref, _, ref_wall = _segment(a.retriever, norm, work / "results", "locomo10", None)
-        svc, rows, svc_wall = _segment("svc", norm, work / "results", "locomo10",
+        results = work / layout.RESULTS
+        ref, _, ref_wall = _segment(a.retriever, norm, results, "locomo10", None)
+        svc, rows, svc_wall = _segment("svc", norm, results, "locomo10",
                                        {"system": {"url": url, "warm_repeats": 1}})
     finally:
         server.kill()
