@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -138,3 +139,12 @@ def test_memobench_score_measures_a_service_without_a_config_edit(run):
     other = score("http://127.0.0.1:9", "scored-svc")
     said = [line for line in other.stderr.splitlines() if line.startswith("memobench:")]
     assert other.returncode == 1 and said and "holds the results of " + servers["locomo1"].url in said[0], other.stderr
+
+
+def test_a_service_s_jobs_count_against_the_memory_service_resource(run):
+    work, cfg, _ = run
+    out = snakemake(work, "-n", "--forcerun", "retrieve", "--resources", "memory_service=1", configfile=cfg).stdout
+    jobs = re.findall(r"rule retrieve:\n((?:    .*\n)+)", out)
+    counted = {re.search(r"variant=([^,\s]+)", j).group(1): re.search(r"memory_service=(\d+)", j).group(1)
+               for j in jobs}
+    assert counted == {"bm25s": "0", "svc-all": "1", "svc-user": "1"}, counted

@@ -18,7 +18,7 @@ from memobench.memo.tokenize import FTS5_TOKENS
 from memobench.datasets.missing import attempt_param, read_receipt
 from memobench.core.provenance import file_stamp
 from memobench.memo.recipe import ANALYZE_RECIPE, FIELDS
-from memobench.catalog.registry import code_fingerprint, embedding_inputs, input_names, inputs_of
+from memobench.catalog.registry import code_fingerprint, embedding_inputs, input_names, inputs_of, kind_of
 from memobench.catalog.variant import from_spec
 from memobench.retrieval.sharing import group_leaders
 
@@ -125,6 +125,13 @@ def retrieve_priority(w):
     """A group's leading job (its pass ranks the siblings) before the others,
     which mostly copy what it ranked; both before side jobs (0)."""
     return 1 if w.variant in RETRIEVE_LEADERS.get(w.dataset, ()) else 0.5
+
+
+def memory_service_jobs(w):
+    """A memory service's retrieve job counts 1 against the resource ``memory_service``: with
+    ``--resources memory_service=N`` at most N of them run at once, locally or on a cluster
+    (docs/memory-services.md#on-a-cluster); every other job 0."""
+    return int(kind_of(variant_of(w)) == "system")
 
 
 def segment_of(w):

@@ -32,6 +32,7 @@ rule retrieve:
         f"{LOGS}/retrieve/{{dataset}}/{{variant}}/{{segment}}.log",
     resources:
         mem_mb=2000,
+        memory_service=memory_service_jobs,
     conda:
         "../../envs/memobench.yaml"
     script:
