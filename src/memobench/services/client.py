@@ -61,6 +61,21 @@ def _short(data: bytes, n: int = 120) -> str:
     return text if len(text) <= n else text[:n] + "..."
 
 
+class _HTTPNoDelay(http.client.HTTPConnection):
+    """A connection whose requests go out in one segment, not held back waiting on the server's
+    delayed ACK (Nagle's algorithm); a reconnection after the server closed the last one too."""
+
+    def connect(self):
+        super().connect()
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+
+class _HTTPSNoDelay(http.client.HTTPSConnection):
+    def connect(self):
+        super().connect()
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+
 class HttpClient:
     """Calls the operations of the service at ``url`` (``http://host:port``,
     optionally with a path prefix) whose endpoints are ``endpoints``
@@ -81,11 +96,8 @@ class HttpClient:
     def _connection(self) -> http.client.HTTPConnection:
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            cls = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
+            cls = _HTTPSNoDelay if self._https else _HTTPNoDelay
             conn = self._local.conn = cls(self._host, self._port, timeout=self.timeout_s)
-            conn.connect()
-            # a request in one segment, not held back waiting on the server's delayed ACK
-            conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return conn
 
     def _drop(self) -> None:
