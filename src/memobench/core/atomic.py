@@ -7,6 +7,7 @@ half-written file is never visible under its final name.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import threading
@@ -106,3 +107,21 @@ def write_text(path, text: str) -> None:
 def write_json(path, obj) -> None:
     write_text(path, json.dumps(obj, indent=2, ensure_ascii=False) + "\n")
 
+
+@contextmanager
+def locked(path):
+    """Holds an exclusive lock on the file at ``path`` (made when missing) across processes; yields
+    whether it is held (False on a filesystem without locks, where the caller's work must stay
+    correct unlocked)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX)
+        except OSError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)

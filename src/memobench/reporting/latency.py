@@ -103,17 +103,17 @@ def plot(summaries: list[dict], png_out) -> None:
 
 def build(timings: dict, metrics: dict, md_out, json_out, png_out, html_out, log=print) -> None:
     """The latency files from every system variant's timings tables (``timings``: {(dataset, variant):
-    its segments' tables}) and metrics.json (``metrics``: {(dataset, variant): path})."""
+    its segments' tables}) and metrics.json (``metrics``: {(dataset, variant): its content})."""
     import pyarrow.parquet as pq
 
     from ..core.atomic import write_text
 
     summaries = []
     n = 0
-    for (ds, v), path in metrics.items():
+    for (ds, v), m in metrics.items():
         rows = [r for p in timings.get((ds, v), []) for r in pq.read_table(p).to_pylist()]
         n += len(rows)
-        summaries.append(summarize(ds, v, rows, json.loads(Path(path).read_text(encoding="utf-8"))))
+        summaries.append(summarize(ds, v, rows, m))
     write_text(json_out, json.dumps(summaries, indent=2, sort_keys=True) + "\n")
     page = blocks(summaries, Path(png_out).name)
     write_text(md_out, to_markdown(page).rstrip("\n") + "\n")

@@ -55,15 +55,13 @@ before any copy).
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import sys
-from contextlib import contextmanager
 from pathlib import Path
 
 from ..core import layout
-from ..core.atomic import atomic_path
+from ..core.atomic import atomic_path, locked
 from ..core.config import dataset_family
 from ..core.provenance import file_stamp
 from ..catalog.registry import inputs_of, retriever_of
@@ -204,22 +202,6 @@ def group_leaders(variants: list[Variant]) -> frozenset[str]:
     return frozenset([*(v.name for v in best.values()), *alone])
 
 
-@contextmanager
-def _locked(path: Path):
-    """Holds the lock at ``path``; yields whether it is held."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as f:
-        try:
-            fcntl.flock(f, fcntl.LOCK_EX)
-        except OSError:  # a filesystem without locks: jobs may rank a list twice, never a wrong one
-            yield False
-            return
-        try:
-            yield True
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
-
-
 def _entry(cache: Path, key: str) -> dict[str, Path]:
     return {kind: cache / f"{key}.{kind}.parquet" for kind in KINDS}
 
@@ -326,7 +308,8 @@ def write_segment_shared(variant: Variant, config: dict, dataset: str, segment: 
 
     key = key_of(variant)
     planned, complete = read_plan(root)
-    with _locked(lock_path(cache, segment, variant)) as held:
+    # without locks (a filesystem that has none) jobs may rank a list twice, never a wrong one
+    with locked(lock_path(cache, segment, variant)) as held:
         rejected = None
         if _present(entries, key):
             tables, why = _verified(entries, key)

@@ -48,7 +48,6 @@ variant, the question and what came back.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -58,6 +57,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ..catalog.row import Retriever, Row, register, register_retriever
+from ..core.atomic import locked
 from ..core.errors import ConfigError
 from .returned import Haystack, RetrieverError, check_ranking
 
@@ -129,17 +129,6 @@ def namespace_of(variant: str, prefix: str, sessions: list[dict]) -> str:
     """The namespace of one haystack: the variant and a digest of its sessions' content."""
     digest = hashlib.sha256(json.dumps(sessions, ensure_ascii=True, sort_keys=True).encode("ascii")).hexdigest()
     return f"{prefix}{variant}-{digest[:20]}"
-
-
-@contextlib.contextmanager
-def _locked(path: Path):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 class Ledger:
@@ -273,7 +262,7 @@ class _Service:
         from ..services.client import Unavailable
 
         url = self.spec["url"]
-        with _locked(self.lock_dir / f"{namespace}.lock"):
+        with locked(self.lock_dir / f"{namespace}.lock"):
             if self.ledger.recorded(url, namespace) == len(sessions):
                 try:
                     n = self._count(namespace)
@@ -342,21 +331,13 @@ class _Service:
             except (Unavailable, ServiceError):
                 pass  # a repeat only times; its failure changes no list
         res = self.spec["results"]
-        try:
-            listed = pick(resp, res["list"])
-        except Missing as e:
-            raise RetrieverError(f"{where}: {e} (system.results.list is {res['list']!r}): "
-                                 f"{_short(resp)}") from None
+        listed = _picked(resp, res, "list", where)
         if not isinstance(listed, list):
             raise RetrieverError(f"{where}: the results at {res['list']!r} are {type(listed).__name__}, not a "
                                  f"list: {_short(resp)}")
         ids, scores = [], []
         for r, item in enumerate(listed, 1):
-            try:
-                sid = pick(item, res["id"])
-            except Missing as e:
-                raise RetrieverError(f"{where}: result {r}: {e} (system.results.id is {res['id']!r}): "
-                                     f"{_short(item)}") from None
+            sid = _picked(item, res, "id", f"{where}: result {r}")
             if not isinstance(sid, str):
                 raise RetrieverError(f"{where}: result {r}: the id {sid!r} is not a string (a session id)")
             ids.append(sid)
@@ -388,13 +369,22 @@ class _Service:
     def write_timings(self) -> None:
         from .timings import write_timings
 
-        self.timings_path.parent.mkdir(parents=True, exist_ok=True)
         write_timings(self.timings_path, self.timings, {"dataset": self.dataset, "variant": self.v.name, "timed": True,
                                                         "url": self.spec["url"], "isolation": self.spec["isolation"]})
 
 
 class _IngestFailed(Exception):
     pass
+
+
+def _picked(answer, results: dict, key: str, where: str):
+    """What sits at ``system.results.<key>`` in ``answer``, or a one-line error saying what came back."""
+    from ..services.api import Missing, pick
+
+    try:
+        return pick(answer, results[key])
+    except Missing as e:
+        raise RetrieverError(f"{where}: {e} (system.results.{key} is {results[key]!r}): {_short(answer)}") from None
 
 
 def _short(obj, n: int = 160) -> str:
@@ -423,7 +413,7 @@ def rank_segment(variants, segment, log=print) -> dict:
         names = (dict.fromkeys(payloads, f"{v.retriever['namespace_prefix']}{v.name}")
                  if v.retriever["isolation"] == "reset" else contents)
         try:
-            with (_locked(service.lock_dir / "reset.lock") if v.retriever["isolation"] == "reset"
+            with (locked(service.lock_dir / "reset.lock") if v.retriever["isolation"] == "reset"
                   else contextlib.nullcontext()):
                 if v.retriever["isolation"] == "namespace":
                     needed = {}

@@ -18,6 +18,7 @@ def import_run(job: Job) -> None:
     from ..core.provenance import PROVENANCE_KEY, provenance
     from ..core.tables import write_table
     from ..catalog.variant import from_spec
+    from ..retrieval.timings import write_untimed
 
     i, o, p = job.input, job.output, job.params
     (rankings, outcomes, deep), summary = import_segment(
@@ -27,9 +28,4 @@ def import_run(job: Job) -> None:
     write_table(o.outcomes, outcomes.replace_schema_metadata(meta))
     write_table(o.deep, deep)
     write_table(o.rankings, rankings)
-    from pathlib import Path
-
-    from ..retrieval.timings import write_untimed
-
-    Path(o.timings).parent.mkdir(parents=True, exist_ok=True)
     write_untimed(o.timings, job.wildcards.dataset, p.variant["name"])

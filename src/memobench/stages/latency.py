@@ -19,7 +19,7 @@ def latency(job: Job) -> None:
     metrics, timings = {}, {}
     for p in job.input.metrics:
         m = json.loads(Path(p).read_text(encoding="utf-8"))
-        metrics[(m["dataset"], m["variant"])] = p
+        metrics[(m["dataset"], m["variant"])] = m
     for p in job.input.timings:
         meta = read_meta(p)
         timings.setdefault((meta["dataset"], meta["variant"]), []).append(p)

@@ -35,5 +35,4 @@ def retrieve(job: Job) -> None:
     if not Path(o.timings).exists():  # a memory service's job wrote its own (retrieval/system.py)
         from ..retrieval.timings import write_untimed
 
-        Path(o.timings).parent.mkdir(parents=True, exist_ok=True)
         write_untimed(o.timings, job.wildcards.dataset, p.variant["name"])

@@ -36,8 +36,6 @@ def _segment(variant, norm: Path, root: Path, dataset: str, entry: dict | None):
     out = {k: Path(layout.path(layout.SEGMENT_TABLE, root=root, dataset=dataset, variant=variant, segment="seg1",
                                suffix=suffix)) for k, suffix in layout.SEGMENT_SUFFIXES.items()}
     timings = Path(layout.path(layout.TIMINGS, root=root, dataset=dataset, variant=variant, segment="seg1"))
-    for p in [*out.values(), timings]:
-        p.parent.mkdir(parents=True, exist_ok=True)
     t = layout.table_paths(norm)
     started = time.monotonic()
     write_segment(v, t["questions"], t["haystacks"], t["events"], 1, 1, out["rankings"], out["outcomes"],
