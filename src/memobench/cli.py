@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
                                                "a variant (docs/imported-runs.md)"))
     from .retrieval.reference.server import add_arguments as serve_arguments
 
-    serve_arguments(sub.add_parser("serve", help="serve a reference retriever as a memory service over HTTP, the "
+    serve_arguments(sub.add_parser("serve", help="serve a reference retriever as a memory service over HTTP or MCP, the "
                                                "API a system variant drives (docs/memory-services.md)"))
     args = parser.parse_args(argv)
     if args.command == "serve":

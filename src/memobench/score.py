@@ -1,7 +1,9 @@
 """``memobench score RUN --dataset NAME``: another system's run file scored
 under the harness rules beside a variant of the project (docs/imported-runs.md);
 ``memobench score --system URL --dataset NAME``: a running memory service
-measured the same way, with its search latency (docs/memory-services.md).
+measured the same way, with its search latency (docs/memory-services.md);
+``--mcp COMMAND|URL`` for an MCP server (started by the command over stdio,
+or reached at its streamable-HTTP URL).
 
 The file becomes an imported variant in a generated config overlay
 (``results/.score/{dataset}/{variant}.yaml``, over config.yaml and the
@@ -48,6 +50,9 @@ def add_arguments(p) -> None:
                    help="the run file (TREC run, LongMemEval retrieval log, or JSON {question_id: [session_id, ...]})")
     p.add_argument("--system", metavar="URL", help="instead of a run file: a memory service at this URL, driven over "
                                                     "the project's HTTP API (docs/memory-services.md)")
+    p.add_argument("--mcp", metavar="COMMAND|URL",
+                   help="instead of a run file: an MCP memory service with the reference server's tools, started by "
+                        "this command (one quoted argument) over stdio, or at this streamable-HTTP URL")
     p.add_argument("--dataset", required=True, help="the configured dataset the run ranks (e.g. locomo10)")
     p.add_argument("--against", help=f"the variant to compare with (default {REFERENCE} where the dataset's family has it)")
     p.add_argument("--format", choices=RUN_FORMATS, help="the run's format (default: read from the file)")
@@ -127,13 +132,18 @@ def load_config(snakefile: Path, overlays: list[str]) -> dict:
     return config
 
 
-def variant_name(path: Path | str, given: str | None, config: dict) -> str:
-    """The variant's name: ``given``, else made from the run file's name (or a service's host and port)."""
+def variant_name(path: Path | str, given: str | None, config: dict, service: dict | None = None) -> str:
+    """The variant's name: ``given``, else made from the run file's name (or a service's host and port, or
+    its command's program)."""
     if isinstance(path, str):
         from urllib.parse import urlsplit
 
-        parts = urlsplit(path)
-        stem = f"service-{parts.hostname}-{parts.port or parts.scheme}"
+        url = (service or {}).get("url") or ((service or {}).get("mcp") or {}).get("url")
+        if url is None:  # an MCP server started by a command: named by its program
+            stem = "service-mcp-" + Path(service["mcp"]["command"][0]).name
+        else:
+            parts = urlsplit(url)
+            stem = "service-" + ("mcp-" if "mcp" in service else "") + f"{parts.hostname}-{parts.port or parts.scheme}"
     else:
         stem = path.name.split(".")[0] or path.name
     name = given or re.sub(r"[^A-Za-z0-9._+-]", "-", stem)
@@ -164,7 +174,9 @@ def check_owner(workdir: Path, dataset: str, name: str, run: Path | str) -> None
     overlay = workdir / layout.path(layout.SCORE_OVERLAY, dataset=dataset, variant=name)
     try:
         if isinstance(run, str):  # a service: what the overlay that made the folder drove
-            owner = json.loads(overlay.read_text(encoding="utf-8"))["variants"][name]["system"]["url"]
+            from .retrieval.system import identity
+
+            owner = identity(json.loads(overlay.read_text(encoding="utf-8"))["variants"][name]["system"])
         elif metrics.is_file():
             owner = (json.loads(metrics.read_text(encoding="utf-8")).get("run") or {}).get("file")
         elif overlay.is_file():
@@ -251,12 +263,26 @@ def score(args) -> str:
     from .evaluation.published import published
     from .evaluation.stats import compare, per_question
 
-    if (args.run is None) == (args.system is None):
-        raise ScoreError("give a run file, or --system URL for a memory service (one of them)")
-    if args.system is not None:
+    if [args.run, args.system, args.mcp].count(None) != 2:
+        raise ScoreError("give a run file, --system URL for a memory service, or --mcp COMMAND|URL for an MCP one "
+                         "(one of them)")
+    service = None
+    if args.system is not None or args.mcp is not None:
+        from .retrieval.system import identity
+
         if args.format:
             raise ScoreError("--format is a run file's; a memory service answers over its API")
-        run = args.system
+        if args.system is not None:
+            service = {"url": args.system}
+        elif re.match(r"https?://", args.mcp):
+            service = {"mcp": {"url": args.mcp}}
+        else:
+            import shlex
+
+            service = {"mcp": {"command": shlex.split(args.mcp)}}
+            if not service["mcp"]["command"]:
+                raise ScoreError("--mcp: give the command that starts the server, or its URL")
+        run = identity(service)
     else:
         run = Path(args.run).resolve()
         if not run.is_file():
@@ -274,7 +300,7 @@ def score(args) -> str:
     family = dataset_family(entry)
     custom = config.get("variants") or {}
     fmt = None if isinstance(run, str) else args.format or sniff(run)
-    name = variant_name(run, args.name, config)
+    name = variant_name(run, args.name, config, service)
     check_owner(workdir, ds, name, run)
     against = args.against
     if against is None:
@@ -291,7 +317,7 @@ def score(args) -> str:
         except ConfigError as e:
             raise ScoreError(f"--against: {e}") from None
     if isinstance(run, str):
-        variant = {"system": {"url": run}, "description": f"the memory service at {run}, measured by memobench score"}
+        variant = {"system": service, "description": f"the memory service at {run}, measured by memobench score"}
     else:
         variant = {"run": {"file": str(run), "format": fmt},
                    "description": f"{run.name}, scored by memobench score"}

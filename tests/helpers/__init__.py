@@ -171,20 +171,27 @@ def tiny_normalized(tmp_path: Path) -> Path:
     return norm
 
 
+def reference_command(documents: str, mcp: str | None = None, port: int | None = None) -> list[str]:
+    """``memobench serve`` of bm25s over ``documents`` (HTTP, or MCP over stdio or http)."""
+    return ([sys.executable, "-m", "memobench.cli", "serve", "--retriever", "bm25s", "--documents", documents]
+            + (["--mcp", mcp] if mcp else []) + ([] if port is None else ["--port", str(port)]))
+
+
 class ReferenceServer:
     """The reference memory service (``memobench serve``, bm25s) as its own process on
-    127.0.0.1; ``url`` is where it listens, ``restart`` brings it back on the same port, empty."""
+    127.0.0.1, over the HTTP API or (``mcp="http"``) MCP's streamable HTTP; ``url`` is where it
+    listens, ``restart`` brings it back on the same port, empty."""
 
-    def __init__(self, documents: str = "all", port: int = 0):
-        self.documents = documents
-        self.proc = subprocess.Popen([sys.executable, "-m", "memobench.cli", "serve", "--retriever", "bm25s",
-                                      "--documents", documents, "--port", str(port)],
+    def __init__(self, documents: str = "all", port: int = 0, mcp: str | None = None):
+        self.documents, self.mcp = documents, mcp
+        self.proc = subprocess.Popen(reference_command(documents, mcp, port),
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                      env={**os.environ, "PYTHONPATH": str(REPO / "src")})
         line = self.proc.stdout.readline()
         if not line.startswith("memobench: serving bm25s"):
             raise AssertionError(f"the reference server did not start: {line}{self.proc.stderr.read()}")
         self.url = line.split(" on ")[1].strip()
+        self.port = int(self.url.split(":")[2].split("/")[0])
 
     def kill(self) -> None:
         self.proc.kill()
@@ -192,5 +199,5 @@ class ReferenceServer:
 
     def restart(self) -> None:
         self.kill()
-        self.proc = ReferenceServer(self.documents, int(self.url.rsplit(":", 1)[1])).proc
+        self.proc = ReferenceServer(self.documents, self.port, self.mcp).proc
 

@@ -1,11 +1,13 @@
 """A memory service as a variant: a running system that ingests sessions and
-answers searches, driven over HTTP under the harness rules of the dataset's
-family (the same questions, gold and denominators as every other variant)::
+answers searches, driven over HTTP or MCP under the harness rules of the
+dataset's family (the same questions, gold and denominators as every other
+variant)::
 
     variants:
       my-service:
         system:
           url: http://127.0.0.1:8765   # the service (its API: services/api.py, docs/memory-services.md)
+          # or, over MCP: mcp: {command: [my-server, --stdio]} (started by the job) or mcp: {url: http://.../mcp}
           isolation: namespace         # a namespace per distinct haystack; or reset (one, emptied per haystack)
           concurrency: 4               # haystacks ingested at once
           timeout_s: 30                # per request
@@ -26,8 +28,12 @@ that id is taken as its i-th copy.
 Ingestion is checkpointed (:data:`layout.SYSTEM_LEDGER`): a namespace is
 recorded once its sessions are in and the service's ``count`` agrees; a
 later job (a resumed run, another segment) asks ``count`` again and ingests
-only what it cannot confirm, after emptying it. A namespace is ingested
-under a lock, so parallel jobs never ingest one twice at once.
+only what it cannot confirm, after emptying it (a stdio server without
+``count`` is a new process in every job: it is always ingested). A namespace
+is ingested under a lock, so parallel jobs never ingest one twice at once.
+A connection lost during a job (a server that restarted may have lost what
+it held) makes the next search of a namespace confirm it first, and a
+search that failed across a lost connection is tried again once after that.
 
 Every request is timed (monotonic clock) into the job's timings table
 (:data:`layout.TIMINGS`, under the logs: the one output that differs from
@@ -62,8 +68,9 @@ from ..core.errors import ConfigError
 from .returned import Haystack, RetrieverError, check_ranking
 
 DEFAULTS = {"isolation": "namespace", "namespace_prefix": "mb-", "concurrency": 4, "timeout_s": 30.0,
-            "retries": 3, "backoff_s": 0.1, "max_errors": 0, "warm_repeats": 1, "k": 50}
+            "retries": 3, "backoff_s": 0.1, "max_errors": 0, "warm_repeats": 1, "k": 50, "answer": "structured"}
 ISOLATION = ("namespace", "reset")
+ANSWERS = ("structured", "text")  # an MCP tool's answer: its structured content, or its text as JSON
 
 
 # --------------------------------------------------------------------------- the variant
@@ -75,30 +82,85 @@ def system_variant(name: str, family: str, entry: dict, others: dict | None = No
     other variant's."""
     from ..catalog.variant import SKIP, Variant
     from ..memo.recipe import Recipe
-    from ..services.api import DEFAULT_RESULTS, endpoints
+    from ..services.api import DEFAULT_RESULTS, endpoints, tools
 
     if set(entry) - {"system", "description"}:
         extra = ", ".join(sorted(set(entry) - {"system", "description"}))
         raise ConfigError(f"variant {name!r}: a system variant takes no {extra} (only system and description)")
     s = entry["system"]
     where = f"variant {name!r}: system"
-    if not isinstance(s, dict) or not isinstance(s.get("url"), str):
-        raise ConfigError(f"{where}: url is required (the service's base URL, http://host:port)")
-    from urllib.parse import urlsplit
-
-    if urlsplit(s["url"]).scheme not in ("http", "https") or not urlsplit(s["url"]).hostname:
-        raise ConfigError(f"{where}: url {s['url']!r} is not an http:// or https:// URL")
-    spec = {**DEFAULTS, **{k: v for k, v in s.items() if k not in ("endpoints", "results")}}
+    if not isinstance(s, dict) or ("url" in s) == ("mcp" in s):
+        raise ConfigError(f"{where}: give url (the service's HTTP API, http://host:port) or mcp (an MCP server: "
+                          f"{{command: [...]}} or {{url: ...}}), one of them")
+    if "url" in s:
+        if not _http_url(s["url"]):
+            raise ConfigError(f"{where}: url {s['url']!r} is not an http:// or https:// URL")
+        if "tools" in s or "answer" in s:
+            raise ConfigError(f"{where}: {'tools are' if 'tools' in s else 'answer is'} an MCP server's; an HTTP "
+                              f"service's operations are endpoints")
+        operations, transport = endpoints(s.get("endpoints"), where), "http"
+    else:
+        if "endpoints" in s:
+            raise ConfigError(f"{where}: endpoints are an HTTP service's; an MCP server's operations are tools")
+        transport = _mcp_transport(s["mcp"], f"{where}: mcp")
+        operations = tools(s.get("tools"), where)
+    spec = {**DEFAULTS, **{k: v for k, v in s.items() if k not in ("endpoints", "tools", "results")}}
+    if spec["answer"] not in ANSWERS:
+        raise ConfigError(f"{where}: answer {spec['answer']!r} is not one of {', '.join(ANSWERS)}")
     if spec["isolation"] not in ISOLATION:
         raise ConfigError(f"{where}: isolation {spec['isolation']!r} is not one of {', '.join(ISOLATION)}")
     results = {**DEFAULT_RESULTS, **(s.get("results") or {})}
     if set(results) - set(DEFAULT_RESULTS):
         raise ConfigError(f"{where}: results: unknown key(s) {', '.join(sorted(set(results) - set(DEFAULT_RESULTS)))}"
                           f" (known: {', '.join(DEFAULT_RESULTS)})")
-    spec["endpoints"] = endpoints(s.get("endpoints"), where)
-    spec["results"] = results
-    return Variant(name, Recipe(backend=BACKEND, documents="all"), SKIP[family], f"memory service: {s['url']}",
-                   entry.get("description", f"the memory service at {s['url']}"), retriever=spec)
+    spec["operations"], spec["transport"], spec["results"] = operations, transport, results
+    spec["identity"] = identity(s)
+    return Variant(name, Recipe(backend=BACKEND, documents="all"), SKIP[family], f"memory service: {spec['identity']}",
+                   entry.get("description", f"the memory service at {spec['identity']}"), retriever=spec)
+
+
+def identity(system: dict) -> str:
+    """What a service is known by (its ingestion ledger's key, its label): the HTTP API's URL,
+    ``mcp <url>``, or ``mcp stdio: <command>``."""
+    if "url" in system:
+        return system["url"]
+    m = system["mcp"]
+    return f"mcp {m['url']}" if "url" in m else "mcp stdio: " + " ".join(_command(m["command"]))
+
+
+def _command(command) -> list[str]:
+    import shlex
+
+    return shlex.split(command) if isinstance(command, str) else list(command)
+
+
+def _http_url(url) -> bool:
+    from urllib.parse import urlsplit
+
+    return isinstance(url, str) and urlsplit(url).scheme in ("http", "https") and bool(urlsplit(url).hostname)
+
+
+def _mcp_transport(m, where: str) -> str:
+    """``mcp-stdio`` or ``mcp-http``, or a ConfigError line saying what ``system.mcp`` lacks."""
+    if not isinstance(m, dict) or ("command" in m) == ("url" in m):
+        raise ConfigError(f"{where}: give command (the server to start, over stdio) or url (its streamable-HTTP "
+                          f"endpoint), one of them")
+    if set(m) - {"command", "url", "env"}:
+        raise ConfigError(f"{where}: unknown key(s) {', '.join(sorted(set(m) - {'command', 'url', 'env'}))} "
+                          f"(known: command, url, env)")
+    if "url" in m:
+        if not _http_url(m["url"]):
+            raise ConfigError(f"{where}: url {m['url']!r} is not an http:// or https:// URL")
+        if "env" in m:
+            raise ConfigError(f"{where}: env is for a server started by command")
+        return "mcp-http"
+    command = m["command"]
+    if not (isinstance(command, str) and command.strip()) and not (
+            isinstance(command, list) and command and all(isinstance(c, str) for c in command)):
+        raise ConfigError(f"{where}: command must be a list of strings (the program and its arguments) or one string")
+    if not isinstance(m.get("env", {}), dict) or not all(isinstance(v, str) for v in m.get("env", {}).values()):
+        raise ConfigError(f"{where}: env must map names to strings")
+    return "mcp-stdio"
 
 
 # --------------------------------------------------------------------------- sessions and namespaces
@@ -170,11 +232,9 @@ class _Service:
 
     def __init__(self, variant, segment, log):
         from ..core import layout
-        from ..services.client import HttpClient
 
         self.v, self.spec, self.log, self.dataset = variant, variant.retriever, log, segment.dataset
-        self.client = HttpClient(self.spec["url"], self.spec["endpoints"], timeout_s=float(self.spec["timeout_s"]),
-                                 retries=int(self.spec["retries"]), backoff_s=float(self.spec["backoff_s"]))
+        self.client = client_of(self.spec)
         outs = (segment.outputs or {}).get(variant.name) or {}
         if outs.get("timings") is None:
             raise ConfigError(f"variant {variant.name!r}: a memory service's job needs its timings output")
@@ -188,6 +248,7 @@ class _Service:
         self.errors: list[tuple[str, str]] = []  # (question id, why)
         self.failed: dict[str, str] = {}  # a haystack's content name -> why its ingestion failed
         self.cold: set[str] = set()  # namespaces ingested in this job not yet searched
+        self.confirmed: dict[str, int] = {}  # namespace -> the client's lost connections when it was confirmed
         self.current = None  # reset isolation: the namespace's content now in the service
 
     def where(self, qid=None) -> str:
@@ -204,12 +265,12 @@ class _Service:
     def _count(self, namespace: str):
         from ..services.api import Missing, pick
 
-        if self.spec["endpoints"].get("count") is None:
+        if self.spec["operations"].get("count") is None:
             return None
         resp, call = self.client.once("count", {"namespace": namespace})
         self._time("count", "", namespace, None, call)
         try:
-            n = pick(resp, self.spec["endpoints"]["count"].get("sessions", "sessions"))
+            n = pick(resp, self.spec["operations"]["count"].get("sessions", "sessions"))
         except Missing as e:
             raise RetrieverError(f"{self.where()}: count of namespace {namespace!r}: {e}") from None
         if isinstance(n, bool) or not isinstance(n, int):
@@ -261,19 +322,24 @@ class _Service:
     def _ensure(self, namespace: str, sessions: list[dict]) -> None:
         from ..services.client import Unavailable
 
-        url = self.spec["url"]
+        url = self.spec["identity"]
+        # a stdio server is this job's own process: without count, nothing recorded of another is known to hold
+        trust = self.spec["transport"] != "mcp-stdio" or self.spec["operations"].get("count") is not None
+        breaks = self.client.breaks
         with locked(self.lock_dir / f"{namespace}.lock"):
-            if self.ledger.recorded(url, namespace) == len(sessions):
+            if trust and self.ledger.recorded(url, namespace) == len(sessions):
                 try:
                     n = self._count(namespace)
                 except Unavailable:
                     n = -1
                 if n is None or n == len(sessions):
+                    self.confirmed[namespace] = breaks
                     return
                 self.log(f"{self.v.name}: namespace {namespace} holds {n} sessions, not the {len(sessions)} "
                          f"recorded; ingesting it again")
             self._ingest(namespace, sessions)
             self.ledger.record(url, namespace, len(sessions))
+            self.confirmed[namespace] = breaks
 
     def ingest_all(self, needed: dict[str, list[dict]]) -> None:
         """Every needed namespace ingested or confirmed, ``concurrency`` at a time."""
@@ -299,15 +365,10 @@ class _Service:
         from ..services.client import ServiceError, Unavailable
 
         qid = q["question_id"]
-        if self.spec["isolation"] == "reset" and self.current != content:
-            try:
-                self._ingest(namespace, sessions)
-                self.current = content
-            except _IngestFailed as e:
-                self.failed[content] = f"ingestion failed: {e}"
-                self.current = None
-            except ServiceError as e:
-                raise RetrieverError(f"{self.where(qid)}: namespace {namespace!r}: {e}") from None
+        try:
+            self._ready(namespace, sessions, content)
+        except ServiceError as e:
+            raise RetrieverError(f"{self.where(qid)}: namespace {namespace!r}: {e}") from None
         if content in self.failed:
             return self._error(qid, self.failed[content])
         values = {"namespace": namespace, "k": int(self.spec["k"]), "question.id": qid,
@@ -316,13 +377,28 @@ class _Service:
         where = f"{self.where(qid)}: search"
         phase = "cold" if namespace in self.cold else "warm"
         self.cold.discard(namespace)
-        try:
-            resp, call = self.client.once("search", values)
-        except Unavailable as e:
-            self._time("search", phase, namespace, qid, ok=False, seconds=None, attempts=int(self.spec["retries"]) + 1)
-            return self._error(qid, str(e))
-        except ServiceError as e:
-            raise RetrieverError(f"{where}: {e}") from None
+        for attempt in (1, 2):
+            breaks = self.client.breaks
+            try:
+                resp, call = self.client.once("search", values)
+                break
+            except (Unavailable, ServiceError) as e:
+                if attempt == 1 and self.client.breaks != breaks:
+                    # the connection was lost on the way: the server may have restarted without the namespace
+                    self.log(f"{self.where(qid)}: the connection to the service was lost during the search; "
+                             f"confirming namespace {namespace} and searching again")
+                    try:
+                        self._ready(namespace, sessions, content)
+                    except ServiceError as again:
+                        raise RetrieverError(f"{self.where(qid)}: namespace {namespace!r}: {again}") from None
+                    if content in self.failed:
+                        return self._error(qid, self.failed[content])
+                    continue
+                if isinstance(e, ServiceError):
+                    raise RetrieverError(f"{where}: {e}") from None
+                self._time("search", phase, namespace, qid, ok=False, seconds=None,
+                           attempts=int(self.spec["retries"]) + 1)
+                return self._error(qid, str(e))
         self._time("search", phase, namespace, qid, call)
         for _ in range(int(self.spec["warm_repeats"])):
             try:
@@ -350,6 +426,32 @@ class _Service:
         got = check_ranking((ids, scores) if scores else ids, hay_ids, where)
         return got
 
+    def _ready(self, namespace: str, sessions: list[dict], content: str) -> None:
+        """``namespace`` holds this haystack before a search: with reset isolation, refilled when the
+        haystack changed; with either, confirmed again after a lost connection."""
+        from ..services.client import Unavailable
+
+        if content in self.failed:
+            return
+        try:
+            if self.spec["isolation"] == "reset":
+                if self.current == content and self.confirmed.get(namespace) != self.client.breaks:
+                    breaks = self.client.breaks
+                    if self._count(namespace) == len(sessions):
+                        self.confirmed[namespace] = breaks
+                    else:
+                        self.current = None
+                if self.current != content:
+                    self.current = None
+                    breaks = self.client.breaks
+                    self._ingest(namespace, sessions)
+                    self.current, self.confirmed[namespace] = content, breaks
+            elif self.confirmed.get(namespace) != self.client.breaks:
+                self._ensure(namespace, sessions)
+        except (_IngestFailed, Unavailable) as e:
+            self.failed[content] = f"ingestion failed: {e}"
+            self.current = None
+
     def _error(self, qid: str, why: str):
         self.errors.append((qid, why))
         self.log(f"{self.where(qid)}: system error ({why}); ranked as an empty list (a miss)")
@@ -370,11 +472,28 @@ class _Service:
         from .timings import write_timings
 
         write_timings(self.timings_path, self.timings, {"dataset": self.dataset, "variant": self.v.name, "timed": True,
-                                                        "url": self.spec["url"], "isolation": self.spec["isolation"]})
+                                                        "url": self.spec["identity"], "transport": self.spec["transport"],
+                                                        "isolation": self.spec["isolation"]})
 
 
 class _IngestFailed(Exception):
     pass
+
+
+def client_of(spec: dict):
+    """The client of a system variant's service (HTTP, or MCP over stdio or streamable HTTP)."""
+    settings = {"timeout_s": float(spec["timeout_s"]), "retries": int(spec["retries"]),
+                "backoff_s": float(spec["backoff_s"])}
+    if spec["transport"] == "http":
+        from ..services.client import HttpClient
+
+        return HttpClient(spec["url"], spec["operations"], **settings)
+    from ..services.mcp import McpClient
+
+    m, settings["answer"] = spec["mcp"], spec["answer"]
+    if spec["transport"] == "mcp-http":
+        return McpClient(spec["operations"], url=m["url"], **settings)
+    return McpClient(spec["operations"], command=_command(m["command"]), env=m.get("env"), **settings)
 
 
 def _picked(answer, results: dict, key: str, where: str):

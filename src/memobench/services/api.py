@@ -1,4 +1,4 @@
-"""The HTTP API a system variant speaks, as config states it
+"""The API a system variant speaks, over HTTP or MCP, as config states it
 (docs/memory-services.md).
 
 Four operations, each an endpoint (a path, POSTed a JSON body made from a
@@ -9,7 +9,10 @@ without redoing it). The defaults (:data:`DEFAULT_ENDPOINTS`) are the
 project's own API, which its reference server speaks; a server this project
 has never seen is driven by giving its paths, bodies and result paths in
 config, never by guessing. A path may hold placeholders too
-(``/namespaces/{namespace}/search``), filled in URL-quoted.
+(``/namespaces/{namespace}/search``), filled in URL-quoted. Over MCP each
+operation is a tool instead (:data:`DEFAULT_TOOLS`: its name and an
+``arguments`` template, the same placeholders), answered by the tool's
+structured content, or else its text parsed as JSON.
 
 A template is any JSON value. A string that is exactly one placeholder
 (``"{session}"``) becomes the value itself (an object, a list, a number); a
@@ -38,6 +41,9 @@ DEFAULT_ENDPOINTS = {
     # the number of sessions a namespace holds, at ``sessions`` in the response
     "count": {"path": "/count", "body": {"namespace": "{namespace}"}, "sessions": "sessions"},
 }
+# over MCP: the same operations as tools, their arguments the HTTP bodies
+DEFAULT_TOOLS = {op: {"tool": op, "arguments": e["body"], **({"sessions": e["sessions"]} if "sessions" in e else {})}
+                 for op, e in DEFAULT_ENDPOINTS.items()}
 DEFAULT_RESULTS = {"list": "results", "id": "id", "score": "score"}
 PLACEHOLDERS = ("namespace", "k", "session", "session.id", "session.date", "session.turns", "question.id",
                 "question.text", "question.date", "question.type")
@@ -102,27 +108,40 @@ def pick(obj, path: str):
 
 
 def endpoints(spec: dict | None, where: str) -> dict:
-    """The four operations' endpoints: the defaults with ``spec``'s changes
+    """The four operations' HTTP endpoints: the defaults with ``spec``'s changes
     (an operation set to None is not available: ``count`` only may be
     left out); a ConfigError line for a template naming a placeholder its
     operation does not have."""
-    out = {op: dict(e) for op, e in DEFAULT_ENDPOINTS.items()}
+    return _operations(spec, where, "endpoints", DEFAULT_ENDPOINTS, "path", "body")
+
+
+def tools(spec: dict | None, where: str) -> dict:
+    """The four operations' MCP tools (``{tool, arguments}``), checked as :func:`endpoints` are."""
+    return _operations(spec, where, "tools", DEFAULT_TOOLS, "tool", "arguments")
+
+
+def _operations(spec: dict | None, where: str, key: str, defaults: dict, name: str, template: str) -> dict:
+    out = {op: dict(e) for op, e in defaults.items()}
     for op, e in (spec or {}).items():
         if op not in OPERATIONS:
-            raise ConfigError(f"{where}: endpoints: unknown operation {op!r} (known: {', '.join(OPERATIONS)})")
+            raise ConfigError(f"{where}: {key}: unknown operation {op!r} (known: {', '.join(OPERATIONS)})")
         if e is None:
             if op != "count":
-                raise ConfigError(f"{where}: endpoints: {op} is required")
+                raise ConfigError(f"{where}: {key}: {op} is required")
             out[op] = None
             continue
         out[op] = {**out[op], **e}
     for op, e in out.items():
         if e is None:
             continue
-        if not isinstance(e.get("path"), str) or not e["path"].startswith("/"):
-            raise ConfigError(f"{where}: endpoints: {op}: path must start with '/' (got {e.get('path')!r})")
-        unknown = (placeholders(e.get("body")) | placeholders(e["path"])) - AVAILABLE[op]
+        if name == "path" and (not isinstance(e.get("path"), str) or not e["path"].startswith("/")):
+            raise ConfigError(f"{where}: {key}: {op}: path must start with '/' (got {e.get('path')!r})")
+        if name == "tool" and (not isinstance(e.get("tool"), str) or not e["tool"]):
+            raise ConfigError(f"{where}: {key}: {op}: tool must be a tool's name (got {e.get('tool')!r})")
+        named = placeholders(e.get(template)) | (placeholders(e["path"]) if name == "path" else set())
+        unknown = named - AVAILABLE[op]
         if unknown:
-            raise ConfigError(f"{where}: endpoints: {op}: the body names {', '.join(sorted(unknown))}, which "
+            verb = "names" if template == "body" else "name"
+            raise ConfigError(f"{where}: {key}: {op}: the {template} {verb} {', '.join(sorted(unknown))}, which "
                               f"{op} does not have (it has: {', '.join(sorted(AVAILABLE[op]))})")
     return out

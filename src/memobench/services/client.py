@@ -6,7 +6,9 @@ connection, a timeout, HTTP 5xx or 429). A response that cannot be used
 transient failure that outlasts the retries is :class:`Unavailable`. Each
 thread keeps its own connection (HTTP/1.1 keep-alive). A server that says
 how long it worked (a ``Server-Timing`` header) has that time recorded beside
-the client's, so the time spent outside the server is known."""
+the client's, so the time spent outside the server is known. ``breaks``
+counts the connections lost: a server that restarted may have lost what it
+held, and the caller confirms its namespaces again (``retrieval.system``)."""
 
 from __future__ import annotations
 
@@ -92,6 +94,7 @@ class HttpClient:
         self._prefix = parts.path.rstrip("/")
         self._headers = {"Content-Type": "application/json", "Accept": "application/json", **(headers or {})}
         self._local = threading.local()
+        self.breaks = 0  # connections lost (a reset, a refusal, a timeout)
 
     def _connection(self) -> http.client.HTTPConnection:
         conn = getattr(self._local, "conn", None)
@@ -127,6 +130,7 @@ class HttpClient:
                 data = resp.read()
             except (OSError, http.client.HTTPException) as exc:
                 self._drop()
+                self.breaks += 1
                 kind = "timed out" if isinstance(exc, (socket.timeout, TimeoutError)) else type(exc).__name__
                 why = f"{kind} after {time.monotonic() - started:.3g} s" if kind == "timed out" else \
                     f"{kind}: {exc}" if str(exc) else kind

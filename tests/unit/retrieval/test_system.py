@@ -25,9 +25,9 @@ from memobench.core.errors import ConfigError
 from memobench.datasets.normalize import normalize_longmemeval
 from memobench.retrieval.harness import CHECKS_KEY
 from memobench.retrieval.returned import RetrieverError
-from memobench.retrieval.sharing import write_segment
 from memobench.retrieval.reference.server import Store, reply, serve
 from memobench.tools.generate.longmemeval import write_longmemeval
+from tests.helpers.services import rank_one_segment as _rank
 
 
 @pytest.fixture(scope="module")
@@ -114,22 +114,6 @@ def proxy(reference):
     for p in made:
         p.shutdown()
         p.server_close()
-
-
-def _rank(norm: Path, root: Path, name: str, entry: dict | None = None, log=None):
-    """One segment of ``name`` (a variant, a system one when ``entry`` is given) written under ``root``:
-    (rankings, outcomes, deep) tables, and the job's log lines."""
-    lines = []
-    v = resolve(name, "s", {name: entry} if entry else {})
-    out = {kind: Path(layout.path(layout.SEGMENT_TABLE, root=root / "results", dataset="lme", variant=name,
-                                  segment="seg1", suffix=suffix)) for kind, suffix in layout.SEGMENT_SUFFIXES.items()}
-    for p in out.values():
-        p.parent.mkdir(parents=True, exist_ok=True)
-    t = layout.table_paths(norm)
-    timings = Path(layout.path(layout.TIMINGS, root=root / "results", dataset="lme", variant=name, segment="seg1"))
-    write_segment(v, t["questions"], t["haystacks"], t["events"], 1, 1, out["rankings"], out["outcomes"],
-                  deep_out=out["deep"], log=log or lines.append, timings_out=timings, dataset="lme")
-    return tuple(pq.read_table(out[k]) for k in ("rankings", "outcomes", "deep")), lines
 
 
 @pytest.fixture(scope="module")
@@ -307,7 +291,18 @@ def test_a_service_of_another_shape_is_driven_by_config_alone(norm, expected, tm
 
 
 @pytest.mark.parametrize("entry,why", [
-    ({"system": {}}, "url is required"),
+    ({"system": {}}, "give url (the service's HTTP API, http://host:port) or mcp"),
+    ({"system": {"url": "http://x", "mcp": {"url": "http://x/mcp"}}}, "or mcp"),
+    ({"system": {"mcp": {}}}, "mcp: give command (the server to start, over stdio) or url"),
+    ({"system": {"mcp": {"command": []}}}, "mcp: command must be a list of strings"),
+    ({"system": {"mcp": {"url": "x"}}}, "mcp: url 'x' is not an http:// or https:// URL"),
+    ({"system": {"mcp": {"url": "http://x/mcp", "env": {"A": "1"}}}}, "env is for a server started by command"),
+    ({"system": {"mcp": {"command": "srv", "port": 1}}}, "mcp: unknown key(s) port"),
+    ({"system": {"mcp": {"command": "srv"}, "endpoints": {}}}, "endpoints are an HTTP service's"),
+    ({"system": {"url": "http://x", "tools": {}}}, "tools are an MCP server's"),
+    ({"system": {"mcp": {"command": "srv"}, "tools": {"search": {"tool": ""}}}}, "tools: search: tool must be"),
+    ({"system": {"mcp": {"command": "srv"}, "tools": {"ingest": {"arguments": {"q": "{question.text}"}}}}},
+     "tools: ingest: the arguments name question.text, which ingest does not have"),
     ({"system": {"url": "ftp://x"}}, "is not an http:// or https:// URL"),
     ({"system": {"url": "http://x", "isolation": "none"}}, "isolation 'none' is not one of namespace, reset"),
     ({"system": {"url": "http://x", "endpoints": {"search": {"body": {"q": "{session.id}"}}}}},

@@ -15,7 +15,8 @@ most ``k``; a search of a namespace it does not hold is HTTP 404 (after a
 restart it holds none), never an empty list that would pass for a miss. The
 first line on stdout says where it listens (``--port 0``: a free port). It is
 the test oracle of the system variant and a template for wrapping a memory
-system of one's own."""
+system of one's own. ``--mcp stdio|http`` serves the same over MCP
+(:mod:`.mcp_server`)."""
 
 from __future__ import annotations
 
@@ -139,12 +140,16 @@ def handler(store: Store):
     return Handler
 
 
-def serve(retriever: str, documents: str = "all", host: str = "127.0.0.1", port: int = 0) -> ThreadingHTTPServer:
-    """A started-to-be server (call ``serve_forever``); its port is ``server_address[1]``."""
+def check_retriever(retriever: str) -> None:
     from ...catalog.registry import names
 
     if retriever not in names("reference"):
         raise SystemExit(f"memobench: unknown retriever {retriever!r} (known: {', '.join(names('reference'))})")
+
+
+def serve(retriever: str, documents: str = "all", host: str = "127.0.0.1", port: int = 0) -> ThreadingHTTPServer:
+    """A started-to-be server (call ``serve_forever``); its port is ``server_address[1]``."""
+    check_retriever(retriever)
     server = ThreadingHTTPServer((host, port), handler(Store(retriever, documents)))
     server.daemon_threads = True
     return server
@@ -154,13 +159,25 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--retriever", required=True, help="a reference retriever (docs/baselines.md)")
     p.add_argument("--documents", choices=["user", "all"], default="all",
                    help="a session's document: its user turns (LongMemEval's rule) or all its turns (default)")
+    p.add_argument("--mcp", choices=["stdio", "http"], default=None,
+                   help="serve over MCP (the official SDK): over stdin/stdout, or streamable HTTP at /mcp; "
+                        "default: the HTTP JSON API")
     p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=8765, help="0: a free port")
+    p.add_argument("--port", type=int, default=None, help="0: a free port (default 8765; 8766 with --mcp http)")
 
 
 def main(a: argparse.Namespace) -> int:
     """``memobench serve``: serve until interrupted."""
-    server = serve(a.retriever, a.documents, a.host, a.port)
+    if a.mcp is not None:
+        from .mcp_server import serve as serve_mcp
+
+        check_retriever(a.retriever)
+        try:
+            serve_mcp(Store(a.retriever, a.documents), a.mcp, a.host, 8766 if a.port is None else a.port)
+        except KeyboardInterrupt:
+            pass
+        return 0
+    server = serve(a.retriever, a.documents, a.host, 8765 if a.port is None else a.port)
     print(f"memobench: serving {a.retriever} ({a.documents} turns) on http://{a.host}:{server.server_address[1]}",
           flush=True)
     try:

@@ -1,0 +1,198 @@
+"""The client of a memory service over MCP, through the official MCP Python
+SDK (``mcp``) with its real handshake: a server started from a command and
+spoken to over its stdin and stdout (``stdio``), or reached at a
+streamable-HTTP URL. Each operation is a tool call (:data:`.api.DEFAULT_TOOLS`),
+with the same promises as :class:`.client.HttpClient`: one call timed on the
+monotonic clock, a timeout, retries with exponential backoff for a transient
+failure (the connection closed, a server process that died, a timeout, a
+connection refused), :class:`.client.ServiceError` at once for an answer
+that cannot be used (a tool error, a protocol error, a result that is not
+JSON), :class:`.client.Unavailable` when the retries run out.
+
+A tool's answer is its structured content, or else (none sent, or
+``answer="text"``: a server whose tools return JSON as a string, which
+the SDK's servers wrap as ``{"result": text}``) its text blocks, joined and
+parsed as JSON. A server may say how long it worked in the result's
+``_meta`` under ``server-timing`` (the HTTP ``Server-Timing`` syntax), as the
+project's reference server does.
+
+The SDK is asynchronous; this client runs its own event loop in a thread, so
+the system variant's worker threads call it as they call the HTTP client
+(requests from several threads are in flight at once on one connection). A
+lost connection is opened again (a stdio server is started again: a new
+process, which holds nothing unless it keeps its own store) and counted in
+``breaks``."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+
+from .api import fill
+from .client import Call, ServiceError, Unavailable, server_seconds
+
+META_TIMING = "server-timing"  # the result ``_meta`` key a server's own time is read from
+
+
+def _sdk():
+    try:
+        import mcp
+        import mcp_types
+    except ImportError:
+        raise ServiceError("an MCP system variant needs the MCP Python SDK: pip install 'memobench[mcp]'") from None
+    return mcp, mcp_types
+
+
+class McpClient:
+    """Calls the operations (``tools``: :func:`.api.tools`) of the MCP server
+    started by ``command`` (a list: the program and its arguments) or
+    reached at ``url``."""
+
+    def __init__(self, tools: dict, command: list[str] | None = None, url: str | None = None,
+                 env: dict | None = None, timeout_s: float = 30.0, retries: int = 3, backoff_s: float = 0.1,
+                 answer: str = "structured"):
+        if (command is None) == (url is None):
+            raise ValueError("an MCP service is a command or a url, one of them")
+        self.tools, self.command, self.url, self.env, self.answer = tools, command, url, env, answer
+        self.timeout_s, self.retries, self.backoff_s = timeout_s, retries, backoff_s
+        self.breaks = 0
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="mcp-client", daemon=True)
+        self._thread.start()
+        self._lock = threading.Lock()  # one thread opens or replaces the connection
+        self._conn = None  # (the SDK's client, the event that ends it, the task that holds it)
+        self._generation = 0
+
+    # ---- the connection, held open by one task of the loop
+
+    def _target(self):
+        mcp, _ = _sdk()
+        if self.url is not None:
+            return self.url
+        return mcp.StdioServerParameters(command=self.command[0], args=list(self.command[1:]),
+                                         env=None if self.env is None else {**mcp.client.stdio.get_default_environment(),
+                                                                            **self.env})
+
+    async def _open(self):
+        mcp, _ = _sdk()
+        ready = self._loop.create_future()
+        stop = asyncio.Event()
+
+        async def hold():
+            try:
+                # cache=None: every call reaches the server (a cached answer would be timed as a search)
+                async with mcp.Client(self._target(), read_timeout_seconds=self.timeout_s, cache=None) as client:
+                    ready.set_result(client)
+                    await stop.wait()
+            except BaseException as e:  # noqa: BLE001 - reported to the caller that waits on ready
+                if not ready.done():
+                    ready.set_exception(e)
+
+        task = self._loop.create_task(hold())
+        client = await asyncio.wait_for(ready, self.timeout_s)
+        return client, stop, task
+
+    async def _shut(self, conn) -> None:
+        _, stop, task = conn
+        stop.set()
+        try:
+            await asyncio.wait_for(task, 5.0)
+        except BaseException:  # noqa: BLE001 - a connection already broken ends as it can
+            task.cancel()
+
+    def _run(self, coro, timeout: float):
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout)
+
+    def _connection(self):
+        with self._lock:
+            if self._conn is None:
+                self._conn = self._run(self._open(), self.timeout_s + 5.0)
+            return self._conn[0], self._generation
+
+    def _lost(self, generation: int) -> None:
+        """The connection of ``generation`` is broken: closed here once, whichever thread saw it first."""
+        with self._lock:
+            if generation != self._generation:
+                return
+            self._generation += 1
+            self.breaks += 1
+            conn, self._conn = self._conn, None
+        if conn is not None:
+            try:
+                self._run(self._shut(conn), 10.0)
+            except Exception:  # noqa: BLE001 - what is left of it is dropped
+                pass
+
+    def close(self) -> None:
+        with self._lock:
+            conn, self._conn = self._conn, None
+        try:
+            if conn is not None:
+                self._run(self._shut(conn), 10.0)
+        finally:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(5.0)
+
+    # ---- one operation
+
+    def once(self, op: str, values: dict, retries: int | None = None) -> tuple[object, Call]:
+        """(the tool's answer as JSON, its :class:`.client.Call`) of one operation."""
+        _, mcp_types = _sdk()
+        from mcp.shared.exceptions import MCPError
+
+        tool = self.tools[op]["tool"]
+        arguments = fill(self.tools[op].get("arguments", {}), values)
+        tries = (self.retries if retries is None else retries) + 1
+        why = ""
+        for attempt in range(1, tries + 1):
+            if attempt > 1:
+                time.sleep(self.backoff_s * 2 ** (attempt - 2))
+            started = time.monotonic()
+            generation = self._generation
+            try:
+                client, generation = self._connection()
+                result = self._run(client.call_tool(tool, arguments, read_timeout_seconds=self.timeout_s),
+                                   self.timeout_s + 5.0)
+            except MCPError as e:
+                code = e.error.code
+                if code == mcp_types.REQUEST_TIMEOUT:
+                    why = f"timed out after {time.monotonic() - started:.3g} s"
+                    continue
+                if code == mcp_types.CONNECTION_CLOSED:
+                    self._lost(generation)
+                    why = "the connection closed (the server stopped)"
+                    continue
+                raise ServiceError(f"{op} tool {tool!r} answered error {code}: {_line(e.error.message)}") from None
+            except Exception as e:  # noqa: BLE001 - a server that cannot be reached or started, or a transport failure
+                self._lost(generation)
+                e = _leaf(e)
+                why = f"{type(e).__name__}: {_line(str(e))}" if str(e) else type(e).__name__
+                continue
+            seconds = time.monotonic() - started
+            text = "".join(getattr(block, "text", "") for block in result.content or [])
+            if result.is_error:
+                raise ServiceError(f"{op} tool {tool!r} answered an error: {_line(text) or '(no text)'}")
+            if result.structured_content is not None and self.answer == "structured":
+                answer = result.structured_content
+            else:
+                try:
+                    answer = json.loads(text)
+                except ValueError:
+                    raise ServiceError(f"{op} tool {tool!r} answered text that is not JSON: {_line(text)!r}") from None
+            meta = result.meta or {}
+            return answer, Call(seconds, attempt, server_seconds(meta.get(META_TIMING)))
+        raise Unavailable(f"{op} tool {tool!r} failed {tries} time(s), last: {why}")
+
+
+def _leaf(e: BaseException) -> BaseException:
+    """The first failure inside a task group's exception group (what went wrong, not where)."""
+    while isinstance(e, BaseExceptionGroup) and e.exceptions:
+        e = e.exceptions[0]
+    return e
+
+
+def _line(text: str, n: int = 160) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= n else text[:n] + "..."
