@@ -1,9 +1,10 @@
 """Memory services through the real workflow: the reference server
-(``memobench serve``, a real process on 127.0.0.1)
+(``memobench serve``, a real process on 127.0.0.1, over the HTTP API, over
+MCP's streamable HTTP, and over MCP stdio started by each job)
 driven by a system variant gives the in-process reference variant's lists
 and numbers exactly, on the real LoCoMo file's first conversation and on a
-generated LongMemEval file with its edge cases; a rerun confirms what the
-server holds and ingests nothing; a server killed mid-run fails the job in
+generated LongMemEval file with its edge cases; a rerun confirms what a
+running server holds and ingests nothing; a server killed mid-run fails the job in
 one line, and after a restart the next run ingests again and ends with the
 same results. Timings lie with the logs; metrics.json is the same bytes run
 after run."""
@@ -13,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 
@@ -20,23 +22,30 @@ import pyarrow.parquet as pq
 import pytest
 
 from memobench.core import layout
-from tests.helpers import REPO, ReferenceServer, snakemake, write_config
+from tests.helpers import REPO, ReferenceServer, reference_command, snakemake, write_config
 
 # the reference server's document rule for each dataset (the retrieve stage's: LongMemEval's user turns)
 DOCUMENTS = {"locomo1": "all", "lme": "user"}
 SERVICE = {"locomo1": "svc-all", "lme": "svc-user"}
+# MCP: over stdio (a server each job starts) on LoCoMo, over streamable HTTP (a running server) on LongMemEval
+MCP = {"locomo1": "mcp-stdio", "lme": "mcp-http"}
+ENV = {"PYTHONPATH": str(REPO / "src")}
 
 
 @pytest.fixture(scope="module")
 def run(small_data, tmp_path_factory):
+    pytest.importorskip("mcp")
     servers = {ds: ReferenceServer(doc) for ds, doc in DOCUMENTS.items()}
+    servers["mcp"] = ReferenceServer("user", mcp="http")
     data, datasets = small_data([], seed=5, spice=True)
     for ds in DOCUMENTS:
-        datasets[ds]["variants"] = ["bm25s", SERVICE[ds]]
+        datasets[ds]["variants"] = ["bm25s", SERVICE[ds], MCP[ds]]
     root = tmp_path_factory.mktemp("service")
+    variants = {SERVICE[ds]: {"system": {"url": servers[ds].url, "backoff_s": 0.05}} for ds in DOCUMENTS}
+    variants["mcp-stdio"] = {"system": {"mcp": {"command": reference_command("all", "stdio"), "env": ENV}}}
+    variants["mcp-http"] = {"system": {"mcp": {"url": servers["mcp"].url}}}
     cfg = write_config(root / "cfg.yaml", data_dir=str(data), run=list(DOCUMENTS), datasets=datasets,
-                       variants={SERVICE[ds]: {"system": {"url": servers[ds].url, "backoff_s": 0.05}}
-                                 for ds in DOCUMENTS})
+                       variants=variants)
     work = root / "work"
     work.mkdir()
     snakemake(work, "--cores", "2", configfile=cfg)
@@ -54,19 +63,19 @@ def _timings(work, ds, variant) -> list[dict]:
     return [r for p in sorted(folder.glob("*.parquet")) for r in pq.read_table(p).to_pylist()]
 
 
-@pytest.mark.parametrize("ds", list(DOCUMENTS))
-def test_lists_and_numbers_equal_the_in_process_reference_variant(run, ds):
+@pytest.mark.parametrize("ds,service", [(ds, v[ds]) for ds in DOCUMENTS for v in (SERVICE, MCP)])
+def test_lists_and_numbers_equal_the_in_process_reference_variant(run, ds, service):
     work, _, _ = run
     for name in ("RANKINGS", "DEEP", "OUTCOMES"):
-        assert pq.read_table(_result(work, ds, SERVICE[ds], name)).equals(pq.read_table(_result(work, ds, "bm25s", name)))
-    mine = json.loads(_result(work, ds, SERVICE[ds], "METRICS").read_text())
+        assert pq.read_table(_result(work, ds, service, name)).equals(pq.read_table(_result(work, ds, "bm25s", name)))
+    mine = json.loads(_result(work, ds, service, "METRICS").read_text())
     ref = json.loads(_result(work, ds, "bm25s", "METRICS").read_text())
     assert mine.pop("system_errors") == {"count": 0, "max_per_job": 0, "questions": []}
     for key in ("variant", "harness", "description", "recipe"):
         assert mine.pop(key) != ref.pop(key) or key == "recipe"
     assert mine == ref
-    assert f"| {SERVICE[ds]} (memory service) |" in (work / layout.REPORT_MD).read_text()
-    searches = [r for r in _timings(work, ds, SERVICE[ds]) if r["operation"] == "search"]
+    assert f"| {service} (memory service) |" in (work / layout.REPORT_MD).read_text()
+    searches = [r for r in _timings(work, ds, service) if r["operation"] == "search"]
     assert searches and all(r["ok"] for r in searches) and {r["phase"] for r in searches} == {"cold", "warm"}
     assert _timings(work, ds, "bm25s") == []  # a shared pass's lists are not timed
 
@@ -76,7 +85,8 @@ def test_the_latency_page_shows_each_service_with_its_plot_in_a_browser(run, tmp
 
     work, _, _ = run
     summaries = json.loads((work / layout.LATENCY_JSON).read_text())
-    assert [(s["dataset"], s["variant"]) for s in summaries] == [("locomo1", "svc-all"), ("lme", "svc-user")]
+    assert [(s["dataset"], s["variant"]) for s in summaries] == [("locomo1", "svc-all"), ("locomo1", "mcp-stdio"),
+                                                                 ("lme", "svc-user"), ("lme", "mcp-http")]
     for s in summaries:
         for q in ("p50", "p95", "p99"):
             assert s["warm"][q]["low"] <= s["warm"][q]["ms"] <= s["warm"][q]["high"]
@@ -95,12 +105,16 @@ def test_the_latency_page_shows_each_service_with_its_plot_in_a_browser(run, tmp
 
 def test_a_rerun_confirms_and_ingests_nothing(run):
     work, cfg, _ = run
-    before = {ds: _result(work, ds, SERVICE[ds], "METRICS").read_bytes() for ds in DOCUMENTS}
+    running = [("locomo1", "svc-all"), ("lme", "svc-user"), ("lme", "mcp-http")]
+    before = {(ds, v): _result(work, ds, v, "METRICS").read_bytes() for ds, v in running + [("locomo1", "mcp-stdio")]}
     snakemake(work, "--cores", "2", "--forcerun", "retrieve", configfile=cfg)
-    for ds in DOCUMENTS:
-        ops = {r["operation"] for r in _timings(work, ds, SERVICE[ds])}
-        assert "count" in ops and not ops & {"ingest", "reset"}, ops
-        assert _result(work, ds, SERVICE[ds], "METRICS").read_bytes() == before[ds]
+    for ds, v in running:
+        ops = {r["operation"] for r in _timings(work, ds, v)}
+        assert "count" in ops and not ops & {"ingest", "reset"}, (v, ops)
+    # a stdio server is the job's own new process: count finds it empty, and it is ingested again
+    assert "ingest" in {r["operation"] for r in _timings(work, "locomo1", "mcp-stdio")}
+    for key, metrics in before.items():
+        assert _result(work, *key, "METRICS").read_bytes() == metrics
 
 
 def test_a_killed_server_fails_in_one_line_and_after_a_restart_is_ingested_again(run):
@@ -121,8 +135,8 @@ def test_a_killed_server_fails_in_one_line_and_after_a_restart_is_ingested_again
 def test_memobench_score_measures_a_service_without_a_config_edit(run):
     work, cfg, servers = run
 
-    def score(url, name):
-        return subprocess.run([sys.executable, "-m", "memobench.cli", "score", "--system", url, "--dataset", "locomo1",
+    def score(url, name, how="--system"):
+        return subprocess.run([sys.executable, "-m", "memobench.cli", "score", how, url, "--dataset", "locomo1",
                                "--against", "bm25s", "--name", name, "--configfile", str(cfg), "-d", str(work)],
                               capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONPATH": str(REPO / "src")})
 
@@ -139,6 +153,11 @@ def test_memobench_score_measures_a_service_without_a_config_edit(run):
     other = score("http://127.0.0.1:9", "scored-svc")
     said = [line for line in other.stderr.splitlines() if line.startswith("memobench:")]
     assert other.returncode == 1 and said and "holds the results of " + servers["locomo1"].url in said[0], other.stderr
+    # an MCP server started by one quoted command, over stdio
+    proc = score(shlex.join(reference_command("all", "stdio")), "scored-mcp", how="--mcp")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    ours = next(line for line in proc.stdout.splitlines() if line.lstrip().startswith("scored-mcp "))
+    assert ours.split()[1:] == theirs.split()[1:] and "failed at the service (counted as misses): 0" in proc.stdout
 
 
 def test_a_service_s_jobs_count_against_the_memory_service_resource(run):
@@ -147,4 +166,4 @@ def test_a_service_s_jobs_count_against_the_memory_service_resource(run):
     jobs = re.findall(r"rule retrieve:\n((?:    .*\n)+)", out)
     counted = {re.search(r"variant=([^,\s]+)", j).group(1): re.search(r"memory_service=(\d+)", j).group(1)
                for j in jobs}
-    assert counted == {"bm25s": "0", "svc-all": "1", "svc-user": "1"}, counted
+    assert counted == {"bm25s": "0", "svc-all": "1", "svc-user": "1", "mcp-stdio": "1", "mcp-http": "1"}, counted
