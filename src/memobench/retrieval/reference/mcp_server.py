@@ -72,7 +72,9 @@ def serve(store, transport: str, host: str = "127.0.0.1", port: int = 8766) -> N
     import anyio
     import uvicorn
 
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    # IPPROTO_TCP named: asyncio sets TCP_NODELAY only on a socket that says it is TCP, and without it each
+    # answer waits on Nagle's algorithm and the client's delayed ACK (40 ms)
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))  # port 0: a free one, said below
     print(f"memobench: serving {what} over MCP on http://{host}:{sock.getsockname()[1]}/mcp", flush=True)
