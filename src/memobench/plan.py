@@ -314,14 +314,25 @@ def system_pairs(config: dict, specs: dict) -> list[tuple[str, str]]:
     return [(ds, v) for ds, v in run_pairs(config) if kind_of(specs[ds][v]) == "system"]
 
 
+def timed_pairs(config: dict, specs: dict) -> list[tuple[str, str]]:
+    """The (dataset, variant) pairs the latency page shows: every timed variant of the run
+    (retrieval/timings.py: memory services, reference and Python retrievers, fusions), when the run
+    has a memory service or config ``latency`` asks for the page; else none (no latency rule)."""
+    from .retrieval.timings import MEASURES
+
+    if not (config.get("latency") or system_pairs(config, specs)):
+        return []
+    return [(ds, v) for ds, v in run_pairs(config) if kind_of(specs[ds][v]) in MEASURES]
+
+
 def latency_timings(config: dict, specs: dict) -> list[str]:
-    """The timings tables the latency rule reads: every segment's of every memory service."""
+    """The timings tables the latency rule reads: every segment's of every timed variant."""
     return [layout.path(layout.TIMINGS, dataset=ds, variant=v, segment=s)
-            for ds, v in system_pairs(config, specs) for s in segments(config, ds)]
+            for ds, v in timed_pairs(config, specs) for s in segments(config, ds)]
 
 
 def latency_metrics(config: dict, specs: dict) -> list[str]:
-    return [layout.path(layout.METRICS, dataset=ds, variant=v) for ds, v in system_pairs(config, specs)]
+    return [layout.path(layout.METRICS, dataset=ds, variant=v) for ds, v in timed_pairs(config, specs)]
 
 
 def report_extras(config: dict, specs: dict) -> list[str]:
@@ -386,7 +397,7 @@ def result_jobs(config: dict, specs: dict, logs) -> list[tuple[str, dict]]:
         if config["datasets"][ds]["analyze"]:
             out.append(("analyze", {"dataset": ds}))
     out += [("falsify", {"dataset": ds}) for ds in falsified_datasets(config, specs)]
-    if system_pairs(config, specs):
+    if timed_pairs(config, specs):
         out.append(("latency", {}))
     return out + [("report", {}), ("manifest", {})]
 

@@ -1,7 +1,8 @@
-# The memory services' latency (docs/memory-services.md): their search and
-# ingestion timings, as percentiles with bootstrap intervals beside hit@5, and
-# a recall-latency plot. Only when the run has a system variant; its files,
-# like the timings, differ from run to run.
+# Search latency (docs/memory-services.md): the memory services' search and
+# ingestion timings and the in-process retrievers' calls, as percentiles with
+# bootstrap intervals beside hit@5, and a recall-latency plot. Only when the
+# run has a system variant, or config latency is true; its files, like the
+# timings, differ from run to run.
 
 
 rule latency:

@@ -1,5 +1,6 @@
-"""What the memory services' timings say (rule ``latency``; its files:
-reporting/latency.py): per dataset and system variant, search latency at
+"""What the timed variants' timings say (rule ``latency``; its files:
+reporting/latency.py): per dataset and timed variant (memory services,
+in-process retrievers: retrieval/timings.py), search latency at
 p50, p95 and p99 with bootstrap 95% intervals, cold (a namespace's first
 search after its ingestion) apart from warm, ingestion per request, and the
 time a warm search spent outside the server (where the server says what it

@@ -155,7 +155,7 @@ def _mode(variant, exact) -> str | tuple:
 
 
 def rank_by_documents(variants, segment, rankers: dict, log=print, docs: dict | None = None,
-                      exact=frozenset()) -> dict:
+                      exact=frozenset(), timed=None) -> dict:
     """Rank one segment (``harness.Segment``) under document retrievers:
     ``rankers[variant name](q, hay, texts)`` ranks question row ``q`` over
     its haystack ``hay`` (``harness.Entries``) whose documents, in haystack
@@ -168,10 +168,16 @@ def rank_by_documents(variants, segment, rankers: dict, log=print, docs: dict | 
     where it strictly decreases, else ``51 - rank`` (``harness.run_scores``).
     ``docs``: :func:`segment_documents`' result, when the caller has it.
     ``exact``: the names of the variants that read the exact texts.
+    Each ranker call is timed into ``segment.timings`` (``timings.CallTimes``),
+    for the variants named in ``timed`` (default: all; a ranker that times
+    its own calls is left out).
     Returns {variant name: (rankings, outcomes, deep) tables}."""
     import time
 
+    from .timings import CallTimes
+
     questions, haystacks = segment.questions, segment.haystacks
+    times = {v.name: CallTimes() for v in variants if timed is None or v.name in timed}
     if docs is None:
         docs = segment_documents(segment, {_mode(v, exact) for v in variants})
     rows = {v.name: SegmentRows() for v in variants}
@@ -187,7 +193,11 @@ def rank_by_documents(variants, segment, rankers: dict, log=print, docs: dict | 
             positions, scores = [], None
             if hay is not None and hay.ids:
                 mode = docs[_mode(v, exact)]
-                positions, scores = rankers[v.name](q, hay, [mode[k] for k in hay.keys])
+                texts = [mode[k] for k in hay.keys]
+                called = time.perf_counter()
+                positions, scores = rankers[v.name](q, hay, texts)
+                if v.name in times:
+                    times[v.name].add(q["haystack_id"], q["question_id"], time.perf_counter() - called)
             positions = positions[:DEPTH]
             ids = [hay.ids[p] for p in positions]
             rows[v.name].add(q, hay, final=ids[:TOP], deep=ids,
@@ -195,4 +205,6 @@ def rank_by_documents(variants, segment, rankers: dict, log=print, docs: dict | 
                              positions=positions)
         progress(n + 1)
     progress(len(questions), f", done in {time.monotonic() - started:.1f} s", force=True)
+    for name, t in times.items():
+        segment.timings[name] = (t.rows, {})
     return {name: r.tables() for name, r in rows.items()}

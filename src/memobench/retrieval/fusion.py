@@ -47,11 +47,13 @@ its deep score is the fused score where it strictly decreases, else
 from __future__ import annotations
 
 import math
+import time
 from fractions import Fraction
 from pathlib import Path
 
 from ..core.errors import DataError
 from .harness import SegmentRows, run_scores, skip_reason
+from .timings import CallTimes
 from ..core.protocol import DEPTH, TOP
 from ..catalog.row import Retriever, Row, register, register_retriever
 
@@ -157,17 +159,21 @@ def rank_segment(variants, segment, log=print) -> dict:
             raise ValueError(f"variant {v.name!r} fuses {of} but was given {len(paths)} deep table(s)")
         deep = [read_deep(p) for p in paths]
         rows = SegmentRows()
+        times = CallTimes()
         for q in segment.questions:
             hay = segment.haystacks.get(q["haystack_id"])
             skip, _ = skip_reason(v.skip, q, hay, v)  # a forced miss is fused from the inputs' lists
             if skip is not None:
                 rows.add(q, hay, skip=skip)
                 continue
+            called = time.perf_counter()
             fused = fuse([d.get(q["q_index"]) for d in deep], spec["method"], spec.get("k", RRF_K))[:DEPTH]
+            times.add(q["haystack_id"], q["question_id"], time.perf_counter() - called)
             ids = [sid for sid, _ in fused]
             rows.add(q, hay, final=ids[:TOP], deep=ids, scores=run_scores([s for _, s in fused]))
         log(f"{segment.label}: {v.name}: {spec['method']} of {', '.join(of)}, {len(segment.questions)} questions")
         out[v.name] = rows.tables()
+        segment.timings[v.name] = (times.rows, {})
     return out
 
 

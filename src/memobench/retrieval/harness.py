@@ -18,7 +18,7 @@ original M runs (``M_START``/``M_LIMIT``): segment i of S covers items
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
@@ -99,6 +99,8 @@ class Segment:
     # {variant name: its tables' paths} of the job (a memory service's timings lie beside its logs)
     outputs: dict | None = None
     dataset: str = ""
+    # {variant name: (timings rows, metadata)}, what a retriever timed (retrieval/timings.py)
+    timings: dict = field(default_factory=dict)
 
 
 def token_tables(seq: str, tokens_path=None, fts_tokens_path=None) -> dict:

@@ -59,6 +59,7 @@ import signal
 import sys
 import tempfile
 import threading
+import time
 import traceback
 from functools import lru_cache
 from pathlib import Path
@@ -66,6 +67,7 @@ from pathlib import Path
 from ..catalog.row import Retriever, Row, register, register_retriever
 from ..core.errors import ConfigError, DataError
 from .returned import Haystack, Question, RetrieverError, _is_sequence, _what, check_ranking
+from .timings import CallTimes
 
 
 # --------------------------------------------------------------------------- finding the callable
@@ -432,10 +434,11 @@ def rank_segment(variants, segment, log=print) -> dict:
 
     docs = segment_documents(segment, {v.recipe.documents for v in variants})
     rankers = {v.name: _Ranker(v, segment, docs[v.recipe.documents], log) for v in variants}
-    tables = rank_by_documents(variants, segment, rankers, log, docs=docs)
+    tables = rank_by_documents(variants, segment, rankers, log, docs=docs, timed=())
     out = {}
     for v in variants:
         ranker = rankers[v.name]
+        segment.timings[v.name] = (ranker.times.rows, {})
         ranker.check_covered()
         rankings, outcomes, deep = tables[v.name]
         meta = {**(outcomes.schema.metadata or {}), CHECKS_KEY: json.dumps(ranker.checks(), sort_keys=True)}
@@ -462,6 +465,7 @@ class _Ranker:
         self.checked: list[str] = []
         self.differing: list[str] = []
         self.timed_out: list[str] = []
+        self.times = CallTimes()  # every call of the function (the determinism check's second one: warm)
 
     def __call__(self, q, hay, texts):
         question = Question(q["question_id"], q["question"], q["question_date"], q["question_type"])
@@ -471,7 +475,9 @@ class _Ranker:
         def rank():
             args = (question, haystack) if self.prepared is None else (
                 question, haystack, [self.prepared[k] for k in hay.keys])
+            called = time.perf_counter()
             result, timed_out = self.calls.call(where, self.fn, *args, **self.params)
+            self.times.add(q["haystack_id"], question.id, time.perf_counter() - called, ok=not timed_out)
             return None if timed_out else check_ranking(result, haystack, where)
 
         got = rank()

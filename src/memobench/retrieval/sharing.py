@@ -72,7 +72,7 @@ from ..catalog.variants import resolve
 # pyarrow and the engine are imported where lists are ranked: a job whose
 # lists a sibling's job left only copies files, and starts without them.
 
-KINDS = ("rankings", "outcomes", "deep")
+KINDS = ("rankings", "outcomes", "deep", "timings")
 # What decides a variant's lists (the retrieve rule's `variant` param; `retriever`
 # only for a user's Python retriever).
 LIST_FIELDS = ("name", "recipe", "skip", "retriever")
@@ -315,7 +315,8 @@ def write_segment_shared(variant: Variant, config: dict, dataset: str, segment: 
             tables, why = _verified(entries, key)
             if tables is not None:
                 for kind in KINDS:
-                    _write_bytes(tables[kind], outputs[kind])
+                    if outputs.get(kind) is not None:
+                        _write_bytes(tables[kind], outputs[kind])
                 _drop(entries, key)
                 _record_key(cache, variant.name, key)
                 log(f"{variant.name} segment {segment}/{n_segments}: lists computed by a sibling's job "
@@ -452,6 +453,8 @@ def write_segments(variants: list[Variant], questions_path, haystacks_path, even
         tables.update(RETRIEVERS[name].rank_segment(group, seg, log))
     for v in variants:
         out = outs[v.name]
+        if out.get("timings") is not None:
+            _write_timings(out["timings"], v, seg, dataset)
         rankings, outcomes, deep = tables[v.name]
         # a retriever's own metadata (a user retriever's checks) stays
         meta = {**(outcomes.schema.metadata or {}), **(metadata or {}),
@@ -460,6 +463,18 @@ def write_segments(variants: list[Variant], questions_path, haystacks_path, even
         if out.get("deep") is not None:
             write_table(out["deep"], deep)
         write_table(out["rankings"], rankings)
+
+
+def _write_timings(path, v: Variant, seg, dataset: str) -> None:
+    """The variant's timings table: what its retriever timed (``seg.timings``), else empty, saying why."""
+    from .timings import MEASURES, UNTIMED_MEMO, write_timings, write_untimed
+
+    if v.name not in seg.timings:
+        write_untimed(path, dataset, v.name, UNTIMED_MEMO)
+        return
+    rows, extra = seg.timings[v.name]
+    write_timings(path, rows, {"dataset": dataset, "variant": v.name, "timed": True,
+                               "measures": MEASURES[retriever_of(v).name], **extra})
 
 
 def write_segment(variant: Variant, questions_path, haystacks_path, events_path, segment: int,

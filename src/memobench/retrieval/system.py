@@ -236,9 +236,6 @@ class _Service:
         self.v, self.spec, self.log, self.dataset = variant, variant.retriever, log, segment.dataset
         self.client = client_of(self.spec)
         outs = (segment.outputs or {}).get(variant.name) or {}
-        if outs.get("timings") is None:
-            raise ConfigError(f"variant {variant.name!r}: a memory service's job needs its timings output")
-        self.timings_path = Path(outs["timings"])
         root = layout.root_of(outs["rankings"], layout.path(layout.SEGMENT_TABLE, suffix=""))
         ledger = Path(layout.path(layout.SYSTEM_LEDGER, root=root, variant=variant.name))
         self.ledger = Ledger(ledger)
@@ -468,12 +465,10 @@ class _Service:
         return {"system_errors": {"count": len(self.errors), "questions": [q for q, _ in self.errors],
                                   "max": int(self.spec["max_errors"])}}
 
-    def write_timings(self) -> None:
-        from .timings import write_timings
-
-        write_timings(self.timings_path, self.timings, {"dataset": self.dataset, "variant": self.v.name, "timed": True,
-                                                        "url": self.spec["identity"], "transport": self.spec["transport"],
-                                                        "isolation": self.spec["isolation"]})
+    def timed(self) -> tuple[list[tuple], dict]:
+        """Its timings rows and what they were measured against (write_segments writes them)."""
+        return self.timings, {"url": self.spec["identity"], "transport": self.spec["transport"],
+                              "isolation": self.spec["isolation"]}
 
 
 class _IngestFailed(Exception):
@@ -550,10 +545,11 @@ def rank_segment(variants, segment, log=print) -> dict:
                 # rank_by_documents hands the ranker each session's document; a service gets the
                 # haystack's sessions instead (payloads), so the documents are placeholders
                 docs = {v.recipe.documents: dict.fromkeys(keys)}
-                rankings, outcomes, deep = rank_by_documents([v], segment, {v.name: ranked}, log, docs=docs)[v.name]
+                rankings, outcomes, deep = rank_by_documents([v], segment, {v.name: ranked}, log, docs=docs,
+                                                             timed=())[v.name]
         finally:
-            service.write_timings()
             service.client.close()
+        segment.timings[v.name] = service.timed()
         meta = {**(outcomes.schema.metadata or {}), CHECKS_KEY: json.dumps(service.checks(), sort_keys=True)}
         out[v.name] = (rankings, outcomes.replace_schema_metadata(meta), deep)
     return out

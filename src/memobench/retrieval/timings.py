@@ -1,8 +1,10 @@
 """A retrieve job's timings table (``layout.TIMINGS``): every request a
-memory service variant made, timed on the monotonic clock. The one output
-that differs from run to run, so it lies with the logs, outside the results
-the byte-identity checks compare; every retrieve job writes one, empty for
-the variants that are not timed (its metadata says why)."""
+memory service variant made, and every call of an in-process retriever (a
+reference retriever, a Python retriever, a fusion's step), timed on the
+monotonic clock. The one output that differs from run to run, so it lies
+with the logs, outside the results the byte-identity checks compare; every
+retrieve job writes one, empty for the variants that are not timed (the Memo
+variants, an imported run: its metadata says why)."""
 
 from __future__ import annotations
 
@@ -11,15 +13,35 @@ import json
 import pyarrow as pa
 
 # operation: reset | ingest | count | search; phase (searches): cold, the first of a namespace since
-# this job ingested it, else warm; seconds: the last attempt's; attempts: how many it took; ok: False for
+# this job ingested it (in-process: the first call on its haystack in the job, which builds what is
+# built per haystack), else warm; namespace: in-process, the haystack's id; seconds: the last attempt's; attempts: how many it took; ok: False for
 # a request that still failed (its seconds null); server_seconds: what the server said it spent (its
 # Server-Timing header), null when it does not say
 SCHEMA = pa.schema([("operation", pa.string()), ("phase", pa.string()), ("namespace", pa.string()),
                     ("question_id", pa.string()), ("seconds", pa.float64()), ("attempts", pa.int32()),
                     ("ok", pa.bool_()), ("server_seconds", pa.float64())])
 META_KEY = b"memobench.timings"
-UNTIMED = ("lists computed in a pass shared with other variants, or from a run file: no time of one "
-           "product's searches")
+# why a variant's table is empty
+UNTIMED_MEMO = ("the Memo engine ranks its variants in one shared pass (one segment load, shared tokens and "
+                "indexes): no time of one variant's searches")
+UNTIMED_RUN = "lists read from a run file: timed by no one here"
+# what a timed variant's rows measure (its table's metadata, the latency page's column)
+MEASURES = {"system": "service requests", "reference": "in-process calls", "python": "in-process calls",
+            "fusion": "the fusion step alone (its inputs' searches are in their own tables)"}
+
+
+class CallTimes:
+    """Per-call timings of an in-process retriever: one ``search`` row per call, ``cold`` when it is the
+    first call on its haystack in this job."""
+
+    def __init__(self):
+        self.rows: list[tuple] = []
+        self._seen: set = set()
+
+    def add(self, haystack, question_id: str, seconds: float, ok: bool = True) -> None:
+        phase = "warm" if haystack in self._seen else "cold"
+        self._seen.add(haystack)
+        self.rows.append(("search", phase, str(haystack), question_id, seconds, 1, ok, None))
 
 
 def write_timings(path, rows: list[tuple], meta: dict) -> None:
@@ -31,8 +53,8 @@ def write_timings(path, rows: list[tuple], meta: dict) -> None:
     write_table(path, table.replace_schema_metadata({META_KEY: json.dumps(meta, sort_keys=True)}))
 
 
-def write_untimed(path, dataset: str, variant: str) -> None:
-    write_timings(path, [], {"dataset": dataset, "variant": variant, "timed": False, "why": UNTIMED})
+def write_untimed(path, dataset: str, variant: str, why: str) -> None:
+    write_timings(path, [], {"dataset": dataset, "variant": variant, "timed": False, "why": why})
 
 
 def read_meta(path) -> dict:

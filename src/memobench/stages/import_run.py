@@ -18,7 +18,7 @@ def import_run(job: Job) -> None:
     from ..core.provenance import PROVENANCE_KEY, provenance
     from ..core.tables import write_table
     from ..catalog.variant import from_spec
-    from ..retrieval.timings import write_untimed
+    from ..retrieval.timings import UNTIMED_RUN, write_untimed
 
     i, o, p = job.input, job.output, job.params
     (rankings, outcomes, deep), summary = import_segment(
@@ -28,4 +28,4 @@ def import_run(job: Job) -> None:
     write_table(o.outcomes, outcomes.replace_schema_metadata(meta))
     write_table(o.deep, deep)
     write_table(o.rankings, rankings)
-    write_untimed(o.timings, job.wildcards.dataset, p.variant["name"])
+    write_untimed(o.timings, job.wildcards.dataset, p.variant["name"], UNTIMED_RUN)

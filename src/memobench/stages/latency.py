@@ -7,7 +7,7 @@ from .adapter import Job, stage
 
 @stage("latency", inputs=["timings", "metrics"], outputs=["md", "html", "json", "png"])
 def latency(job: Job) -> None:
-    """The memory services' latency files; each input is matched to its
+    """The latency files of the run's timed variants; each input is matched to its
     (dataset, variant) by what it says of itself (metrics.json's fields, the
     timings table's metadata)."""
     import json

@@ -32,7 +32,3 @@ def retrieve(job: Job) -> None:
                          # where this segment was computed (SQLite and the rest), for metrics.json
                          metadata=lambda: {PROVENANCE_KEY: json.dumps(provenance(), sort_keys=True)},
                          code_of=lambda v: code_fingerprint(v, SCRIPT))
-    if not Path(o.timings).exists():  # a memory service's job wrote its own (retrieval/system.py)
-        from ..retrieval.timings import write_untimed
-
-        write_untimed(o.timings, job.wildcards.dataset, p.variant["name"])

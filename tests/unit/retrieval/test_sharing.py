@@ -445,3 +445,27 @@ def test_an_entry_gone_before_its_job_is_ranked_by_the_job(tables, tmp_path):
     alone = _alone(tables, tmp_path, "v0.5.0")
     for k in KINDS:
         assert pq.read_table(_outputs(tmp_path, "v0.5.0")[k]).equals(alone[k]), k
+
+
+def test_a_sibling_s_timings_come_with_its_lists(tables, tmp_path):
+    """Reference retrievers ranked in a sibling's job are timed per call there; the sibling's own job
+    copies its timings table from the sealed entry with its lists (a timings table is a sealed part)."""
+    from memobench.retrieval.timings import MEASURES, read_meta
+
+    names = ["bm25s", "bm25-official"]
+    cfg = _config(names)
+
+    def run(name):
+        v = variants.resolve(name, "s")
+        outs = {**_outputs(tmp_path, name), "timings": str(tmp_path / f"{name}.timings.parquet")}
+        return write_segment_shared(v, cfg, "ds", 1, 2, _inputs(tables, fts=False), outs, "c1", log=QUIET)
+
+    assert run("bm25s")["computed"] == names
+    assert any(p.name.endswith(".timings.parquet") for p in (tmp_path / "ds" / "cache" / "seg1").rglob("*"))
+    assert run("bm25-official") == {"reused": True, "computed": [], "rejected": None}
+    for name in names:
+        path = tmp_path / f"{name}.timings.parquet"
+        meta = read_meta(path)
+        assert meta["variant"] == name and meta["measures"] == MEASURES["reference"]
+        evaluated = sum(r["status"] == "evaluated" for r in pq.read_table(_outputs(tmp_path, name)["outcomes"]).to_pylist())
+        assert pq.read_table(path).num_rows == evaluated > 0

@@ -1,0 +1,111 @@
+"""Timings of the in-process retrievers (retrieval/timings.py): every call of
+a reference retriever, a Python retriever (its determinism check's second
+call a warm repeat) and a fusion's step is one row, cold on the first call of
+its haystack in the job; a Memo variant's table is empty and says why; and
+the latency page is planned for them only beside a memory service or when
+config asks for it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import pyarrow.parquet as pq
+import pytest
+
+from memobench.catalog.variants import resolve
+from memobench.core import layout
+from memobench.datasets.normalize import normalize_longmemeval
+from memobench.retrieval.python import DETERMINISM_SAMPLE
+from memobench.retrieval.sharing import _write_timings, write_segment
+from memobench.retrieval.timings import MEASURES, UNTIMED_MEMO, read_meta
+from memobench.tools.generate.longmemeval import write_longmemeval
+from tests.helpers.services import rank_one_segment
+
+RANKER = '''
+def rank(question, haystack):
+    words = set(question.text.lower().split())
+    return sorted(range(len(haystack.ids)), key=lambda i: -len(words & set(haystack.texts[i].lower().split())))
+'''
+
+
+@pytest.fixture(scope="module")
+def norm(tmp_path_factory):
+    root = tmp_path_factory.mktemp("timings")
+    raw = root / "lme.json"
+    write_longmemeval(raw, 6, 6, seed=4, turns=(2, 4), words_per_turn=(4, 20))
+    normalize_longmemeval(raw, root / "norm", log=lambda m: None)
+    return root / "norm"
+
+
+def _timings(root: Path, name: str) -> tuple[list[dict], dict]:
+    path = layout.path(layout.TIMINGS, root=root / "results", dataset="lme", variant=name, segment="seg1")
+    return pq.read_table(path).to_pylist(), read_meta(path)
+
+
+def _ranked(outcomes) -> int:
+    """The questions a variant ranked (not skipped)."""
+    return sum(1 for r in outcomes.to_pylist() if r["status"] == "evaluated")
+
+
+def test_a_reference_retriever_is_timed_per_call_and_a_memo_variant_says_why_not(norm, tmp_path):
+    (_, outcomes, _), _ = rank_one_segment(norm, tmp_path, "bm25s")
+    rows, meta = _timings(tmp_path, "bm25s")
+    assert meta["timed"] and meta["measures"] == MEASURES["reference"] and meta["variant"] == "bm25s"
+    assert len(rows) == _ranked(outcomes) > 0
+    assert all(r["operation"] == "search" and r["ok"] and r["seconds"] > 0 and r["attempts"] == 1 for r in rows)
+    # one cold call per distinct haystack: the first, which builds that haystack's index
+    firsts = {}
+    for r in rows:
+        firsts.setdefault(r["namespace"], r["question_id"])
+    assert {r["question_id"] for r in rows if r["phase"] == "cold"} == set(firsts.values())
+    # the Memo engine ranks its variants in one pass: nothing of one variant's is timed
+    memo = tmp_path / "memo.parquet"
+    _write_timings(memo, resolve("v0.8.0", "s"), SimpleNamespace(timings={}), "lme")
+    assert pq.read_table(memo).num_rows == 0
+    assert read_meta(memo) == {"dataset": "lme", "variant": "v0.8.0", "timed": False, "why": UNTIMED_MEMO}
+
+
+def test_a_python_retriever_and_a_fusion_are_timed(norm, tmp_path, monkeypatch):
+    (tmp_path / "mine.py").write_text(RANKER, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    entry = {"retriever": {"callable": "mine.py:rank"}}
+    (_, outcomes, _), _ = rank_one_segment(norm, tmp_path, "mine", entry)
+    rows, meta = _timings(tmp_path, "mine")
+    assert meta["measures"] == MEASURES["python"]
+    ranked = _ranked(outcomes)
+    # every call of the function: the determinism check calls the first questions twice (timed as warm)
+    assert len(rows) == ranked + min(DETERMINISM_SAMPLE, ranked)
+    first = rows[0]["question_id"]
+    assert [r["phase"] for r in rows if r["question_id"] == first][:2] == ["cold", "warm"]
+
+    rank_one_segment(norm, tmp_path, "bm25s")
+    deep = [layout.path(layout.SEGMENT_TABLE, root=tmp_path / "results", dataset="lme", variant=n, segment="seg1",
+                        suffix=layout.SEGMENT_SUFFIXES["deep"]) for n in ("bm25s", "mine")]
+    v = resolve("fused", "s", {"mine": entry, "fused": {"fuse": {"of": ["bm25s", "mine"]}}})
+    t = layout.table_paths(norm)
+    outs = {k: tmp_path / f"fused.{k}.parquet" for k in ("rankings", "outcomes", "deep", "timings")}
+    write_segment(v, t["questions"], t["haystacks"], None, 1, 1, outs["rankings"], outs["outcomes"],
+                  deep_out=outs["deep"], log=lambda m: None, timings_out=outs["timings"], dataset="lme",
+                  inputs={"fused": deep})
+    rows = pq.read_table(outs["timings"]).to_pylist()
+    assert read_meta(outs["timings"])["measures"] == MEASURES["fusion"]
+    assert len(rows) == _ranked(pq.read_table(outs["outcomes"])) and all(r["seconds"] >= 0 for r in rows)
+
+
+def test_the_latency_page_is_planned_beside_a_service_or_when_asked(tmp_path):
+    from memobench import plan
+    from memobench.catalog.variant import to_spec
+
+    def pairs(variants, latency=False, custom=None):
+        config = {"run": ["lme"], "latency": latency, "variants": custom or {},
+                  "datasets": {"lme": {"format": "longmemeval", "family": "s", "segments": 1, "variants": variants}}}
+        specs = {"lme": {v: to_spec(resolve(v, "s", custom or {})) for v in variants}}
+        return plan.timed_pairs(config, specs)
+
+    assert pairs(["v0.8.0", "bm25s"]) == []
+    assert pairs(["v0.8.0", "bm25s"], latency=True) == [("lme", "bm25s")]
+    svc = {"svc": {"system": {"url": "http://127.0.0.1:9"}}}
+    assert pairs(["v0.8.0", "bm25s", "svc"], custom=svc) == [("lme", "bm25s"), ("lme", "svc")]
+    assert json.dumps(MEASURES, sort_keys=True)  # every timed kind says what its rows measure
