@@ -483,8 +483,11 @@ def client_of(spec: dict):
         from ..services.client import HttpClient
 
         return HttpClient(spec["url"], spec["operations"], **settings)
-    from ..services.mcp import McpClient
+    from ..services.mcp import McpClient, sdk_missing
 
+    if sdk_missing():
+        raise ConfigError(f"memory service {spec['identity']!r}: an MCP service needs the MCP Python SDK, which is "
+                          f"not installed: pip install 'memobench[mcp]' (or -e '.[mcp]' in a checkout)")
     m, settings["answer"] = spec["mcp"], spec["answer"]
     if spec["transport"] == "mcp-http":
         return McpClient(spec["operations"], url=m["url"], **settings)

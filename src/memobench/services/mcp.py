@@ -36,12 +36,22 @@ from .client import Call, ServiceError, Unavailable, server_seconds
 META_TIMING = "server-timing"  # the result ``_meta`` key a server's own time is read from
 
 
-def _sdk():
+def sdk_missing() -> bool:
+    """True when the MCP Python SDK (2.x: ``mcp.Client``) cannot be imported."""
+    import importlib
+
     try:
-        import mcp
-        import mcp_types
+        mcp = importlib.import_module("mcp")
+        importlib.import_module("mcp_types")
     except ImportError:
-        raise ServiceError("an MCP system variant needs the MCP Python SDK: pip install 'memobench[mcp]'") from None
+        return True
+    return not hasattr(mcp, "Client")
+
+
+def _sdk():
+    import mcp
+    import mcp_types
+
     return mcp, mcp_types
 
 

@@ -66,6 +66,32 @@ def _drive(protocol: str, retriever: str, norm: Path, results: Path):
         server.wait()
 
 
+def sdk_floor(retriever: str, n: int = 1000) -> tuple[float, float]:
+    """p50 and p95 (ms) of the MCP SDK's own round trip over stdio, without memobench's client: ``count``
+    (a trivial tool) called ``n`` times from the SDK's async client, less the server's reported time."""
+    import asyncio
+
+    from mcp import Client, StdioServerParameters
+
+    from ..services.client import server_seconds
+    from ..services.mcp import META_TIMING
+
+    async def run() -> list[float]:
+        params = StdioServerParameters(command=sys.executable, args=["-m", "memobench.cli", "serve", "--mcp", "stdio",
+                                                                     "--retriever", retriever])
+        out = []
+        async with Client(params, cache=None) as client:
+            await client.call_tool("reset", {"namespace": "floor"})
+            for _ in range(n):
+                started = time.monotonic()
+                result = await client.call_tool("count", {"namespace": "floor"})
+                out.append(time.monotonic() - started - server_seconds((result.meta or {}).get(META_TIMING)))
+        return out
+
+    ms = np.array(asyncio.run(run())) * 1000
+    return float(np.percentile(ms, 50)), float(np.percentile(ms, 95))
+
+
 def main(argv=None) -> int:
     from ..catalog.registry import names
     from ..core import layout
@@ -107,6 +133,10 @@ def main(argv=None) -> int:
               f"{pq_(own, 95)} | {pq_(total - own, 50)} | {pq_(total - own, 95)} | {pq_(ingest, 50)} | {wall:.1f} |")
     print("(milliseconds per warm search; the server's time is what it reports: HTTP's Server-Timing header, "
           "MCP's result _meta; a service job searches twice: warm_repeats 1)")
+    if "mcp-stdio" in a.protocols:
+        p50, p95 = sdk_floor(a.retriever)
+        print(f"the MCP SDK alone over stdio (its async client calling a trivial tool, no memobench client): outside "
+              f"the server p50 {p50:.3f} ms, p95 {p95:.3f} ms")
     return 0 if all_same else 1
 
 
