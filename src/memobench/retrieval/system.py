@@ -277,12 +277,10 @@ class _Service:
     def _ingest(self, namespace: str, sessions: list[dict]) -> None:
         """Empty ``namespace`` and send it ``sessions`` in order; the whole of it is tried again on a
         transient failure (a session sent twice would be two sessions), ``retries`` more times."""
-        from ..services.client import Unavailable
+        from ..services.client import Unavailable, attempts
 
         why = ""
-        for attempt in range(int(self.spec["retries"]) + 1):
-            if attempt:
-                time.sleep(float(self.spec["backoff_s"]) * 2 ** (attempt - 1))
+        for _ in attempts(int(self.spec["retries"]) + 1, float(self.spec["backoff_s"])):
             try:
                 _, call = self.client.once("reset", {"namespace": namespace})
                 self._time("reset", "", namespace, None, call)
@@ -362,11 +360,7 @@ class _Service:
         from ..services.client import ServiceError, Unavailable
 
         qid = q["question_id"]
-        try:
-            self._ready(namespace, sessions, content)
-        except ServiceError as e:
-            raise RetrieverError(f"{self.where(qid)}: namespace {namespace!r}: {e}") from None
-        if content in self.failed:
+        if not self._held(qid, namespace, sessions, content):
             return self._error(qid, self.failed[content])
         values = {"namespace": namespace, "k": int(self.spec["k"]), "question.id": qid,
                   "question.text": q["question"], "question.date": q.get("question_date"),
@@ -384,11 +378,7 @@ class _Service:
                     # the connection was lost on the way: the server may have restarted without the namespace
                     self.log(f"{self.where(qid)}: the connection to the service was lost during the search; "
                              f"confirming namespace {namespace} and searching again")
-                    try:
-                        self._ready(namespace, sessions, content)
-                    except ServiceError as again:
-                        raise RetrieverError(f"{self.where(qid)}: namespace {namespace!r}: {again}") from None
-                    if content in self.failed:
+                    if not self._held(qid, namespace, sessions, content):
                         return self._error(qid, self.failed[content])
                     continue
                 if isinstance(e, ServiceError):
@@ -422,6 +412,17 @@ class _Service:
         hay_ids = Haystack(tuple(hay.ids), ("",) * len(hay.ids), tuple(hay.dates))
         got = check_ranking((ids, scores) if scores else ids, hay_ids, where)
         return got
+
+    def _held(self, qid: str, namespace: str, sessions: list[dict], content: str) -> bool:
+        """:meth:`_ready`, a response that cannot be used one line naming the question; False when the
+        haystack's ingestion failed (the question is then a system error)."""
+        from ..services.client import ServiceError
+
+        try:
+            self._ready(namespace, sessions, content)
+        except ServiceError as e:
+            raise RetrieverError(f"{self.where(qid)}: namespace {namespace!r}: {e}") from None
+        return content not in self.failed
 
     def _ready(self, namespace: str, sessions: list[dict], content: str) -> None:
         """``namespace`` holds this haystack before a search: with reset isolation, refilled when the

@@ -63,6 +63,14 @@ def _short(data: bytes, n: int = 120) -> str:
     return text if len(text) <= n else text[:n] + "..."
 
 
+def attempts(tries: int, backoff_s: float):
+    """1 to ``tries``, waiting before each retry: ``backoff_s``, doubled each time (exponential backoff)."""
+    for attempt in range(1, tries + 1):
+        if attempt > 1:
+            time.sleep(backoff_s * 2 ** (attempt - 2))
+        yield attempt
+
+
 class _HTTPNoDelay(http.client.HTTPConnection):
     """A connection whose requests go out in one segment, not held back waiting on the server's
     delayed ACK (Nagle's algorithm); a reconnection after the server closed the last one too."""
@@ -119,9 +127,7 @@ class HttpClient:
         body = json.dumps(fill(e.get("body", {}), values), ensure_ascii=True).encode("ascii")
         tries = (self.retries if retries is None else retries) + 1
         why = ""
-        for attempt in range(1, tries + 1):
-            if attempt > 1:
-                time.sleep(self.backoff_s * 2 ** (attempt - 2))
+        for attempt in attempts(tries, self.backoff_s):
             started = time.monotonic()
             try:
                 conn = self._connection()

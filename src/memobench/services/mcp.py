@@ -31,7 +31,7 @@ import threading
 import time
 
 from .api import fill
-from .client import Call, ServiceError, Unavailable, server_seconds
+from .client import Call, ServiceError, Unavailable, attempts, server_seconds
 
 META_TIMING = "server-timing"  # the result ``_meta`` key a server's own time is read from
 
@@ -156,9 +156,7 @@ class McpClient:
         arguments = fill(self.tools[op].get("arguments", {}), values)
         tries = (self.retries if retries is None else retries) + 1
         why = ""
-        for attempt in range(1, tries + 1):
-            if attempt > 1:
-                time.sleep(self.backoff_s * 2 ** (attempt - 2))
+        for attempt in attempts(tries, self.backoff_s):
             started = time.monotonic()
             generation = self._generation
             try:
