@@ -10,7 +10,7 @@ Each answer is the HTTP answer's JSON, as structured content and as text,
 with the time the tool took in the result's ``_meta`` (``server-timing``,
 ``app;dur=<ms>``); a search of a namespace it does not hold is a tool error.
 Over stdio nothing but the protocol is written to stdout (the line saying
-what it serves goes to stderr)."""
+what it serves goes to stderr, the client's stderr)."""
 
 # no "from __future__ import annotations": the SDK reads the tools' annotations, CallToolResult
 # among them, from their functions, where it is a local name
@@ -64,7 +64,8 @@ def serve(store, transport: str, host: str = "127.0.0.1", port: int = 8766) -> N
     app = build(store)
     what = f"{store.retriever} ({store.documents} turns)"
     if transport == "stdio":
-        print(f"memobench: serving {what} over MCP stdio", file=sys.stderr, flush=True)
+        # not a "memobench:" line: on the client's stderr, that prefix is for errors
+        print(f"memobench serve: {what} over MCP stdio", file=sys.stderr, flush=True)
         app.run(transport="stdio")
         return
     import socket
