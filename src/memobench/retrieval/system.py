@@ -276,11 +276,13 @@ class _Service:
 
     def _ingest(self, namespace: str, sessions: list[dict]) -> None:
         """Empty ``namespace`` and send it ``sessions`` in order; the whole of it is tried again on a
-        transient failure (a session sent twice would be two sessions), ``retries`` more times."""
+        transient failure (a session sent twice would be two sessions), or when any connection to the
+        service was lost meanwhile, ``retries`` more times."""
         from ..services.client import Unavailable, attempts
 
         why = ""
         for _ in attempts(int(self.spec["retries"]) + 1, float(self.spec["backoff_s"])):
+            breaks = self.client.breaks
             try:
                 _, call = self.client.once("reset", {"namespace": namespace})
                 self._time("reset", "", namespace, None, call)
@@ -293,6 +295,11 @@ class _Service:
                 n = self._count(namespace)
             except Unavailable as e:
                 why = str(e)
+                continue
+            if self.client.breaks != breaks:
+                # a connection was lost meanwhile (another thread's too): the sessions sent before it may
+                # be gone with a restarted server while the later ones went to the new one
+                why = "a connection to the service was lost during the ingestion"
                 continue
             if n is not None and n != len(sessions):
                 raise RetrieverError(f"{self.where()}: namespace {namespace!r} holds {n} sessions after "
