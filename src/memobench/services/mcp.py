@@ -147,6 +147,8 @@ class McpClient:
         finally:
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(5.0)
+            if not self._thread.is_alive():
+                self._loop.close()
 
     # ---- one operation
 
