@@ -179,9 +179,14 @@ def test_kill_during_a_stage_then_rerun(tmp_path, big_lme, reference, stage):
     _same_outputs(work, reference)
 
 
-def test_deterministic_across_cores_and_reruns(tmp_path, locomo_path, big_lme):
-    data = data_dir(tmp_path, locomo_path, big_lme)
-    ds = {"format": "longmemeval", "family": "m", "file": "big.json", "bytes": big_lme.stat().st_size,
+def test_deterministic_across_cores_and_reruns(tmp_path, locomo_path):
+    # a file of a few MB: the 60 MB one the kills need is read in one part too (inparts.PART_MIN_BYTES),
+    # so its size adds time here and no path
+    lme = tmp_path / "lme" / "big.json"
+    lme.parent.mkdir()
+    write_longmemeval(lme, n_questions=120, sessions_per_question=40, seed=9)
+    data = data_dir(tmp_path, locomo_path, lme)
+    ds = {"format": "longmemeval", "family": "m", "file": "big.json", "bytes": lme.stat().st_size,
           "segments": 3, "variants": ["v0.8.0", "v0.8.0-index"]}
     cfg = write_config(tmp_path / "cfg.yaml", data_dir=str(data), run=["locomo10", "big", "zh"],
                        # LoCoMo's two search paths (FTS5 and the inverted index), in three segments
@@ -196,4 +201,4 @@ def test_deterministic_across_cores_and_reruns(tmp_path, locomo_path, big_lme):
     snakemake(tmp_path / "one", "--cores", "2", "--forceall", configfile=cfg)
     assert digest_tree(tmp_path / "one" / "results") == digests[0]
     # --forceall reruns the download stage too, which must leave hand-placed raw files alone
-    assert (data / "big.json").read_bytes() == big_lme.read_bytes()
+    assert (data / "big.json").read_bytes() == lme.read_bytes()
