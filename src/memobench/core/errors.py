@@ -19,6 +19,13 @@ def one_line(item) -> str:
     return text if text.isprintable() else repr(text)
 
 
+def excerpt(text: str, n: int = 160) -> str:
+    """What came back, for a one-line message: its whitespace runs made single spaces, cut at ``n``
+    characters (``...`` says where)."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= n else text[:n] + "..."
+
+
 class ConfigError(Exception):
     """A configuration problem, reported in one line."""
 

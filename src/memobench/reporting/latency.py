@@ -129,15 +129,15 @@ def build(timings: dict, metrics: dict, md_out, json_out, png_out, html_out, log
     import pyarrow.parquet as pq
 
     from ..core.atomic import write_text
-    from ..retrieval.timings import read_meta
+    from ..retrieval.timings import schema_meta
 
     summaries = []
     n = 0
     for (ds, v), m in metrics.items():
-        tables = timings.get((ds, v), [])
-        rows = [r for p in tables for r in pq.read_table(p).to_pylist()]
+        tables = [pq.read_table(p) for p in timings.get((ds, v), [])]
+        rows = [r for t in tables for r in t.to_pylist()]
         n += len(rows)
-        measures = next((read_meta(p).get("measures") for p in tables), None)
+        measures = next((schema_meta(t.schema).get("measures") for t in tables), None)
         summaries.append({**summarize(ds, v, rows, m), "measures": measures})
     write_text(json_out, json.dumps(summaries, indent=2, sort_keys=True) + "\n")
     page = blocks(summaries, Path(png_out).name)

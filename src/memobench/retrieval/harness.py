@@ -98,7 +98,6 @@ class Segment:
     label: str = ""
     # {variant name: its tables' paths} of the job (a memory service's timings lie beside its logs)
     outputs: dict | None = None
-    dataset: str = ""
     # {variant name: (timings rows, metadata)}, what a retriever timed (retrieval/timings.py)
     timings: dict = field(default_factory=dict)
 

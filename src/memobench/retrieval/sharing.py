@@ -444,7 +444,7 @@ def write_segments(variants: list[Variant], questions_path, haystacks_path, even
     n_sessions = len({k for h in haystacks.values() for k in h.keys})
     log(f"{label} segment {segment}/{n_segments}: {len(questions)} questions, {n_sessions} distinct sessions")
     seg = Segment(questions, haystacks, paths, dict(tokens or {}), label=f"{label} segment {segment}/{n_segments}",
-                  outputs=outs, dataset=dataset)
+                  outputs=outs)
     groups: dict[str, list[Variant]] = {}
     for v in variants:
         groups.setdefault(retriever_of(v).name, []).append(v)

@@ -64,7 +64,7 @@ from pathlib import Path
 
 from ..catalog.row import Retriever, Row, register, register_retriever
 from ..core.atomic import locked
-from ..core.errors import ConfigError
+from ..core.errors import ConfigError, excerpt
 from .returned import Haystack, RetrieverError, check_ranking
 
 DEFAULTS = {"isolation": "namespace", "namespace_prefix": "mb-", "concurrency": 4, "timeout_s": 30.0,
@@ -233,7 +233,7 @@ class _Service:
     def __init__(self, variant, segment, log):
         from ..core import layout
 
-        self.v, self.spec, self.log, self.dataset = variant, variant.retriever, log, segment.dataset
+        self.v, self.spec, self.log = variant, variant.retriever, log
         self.client = client_of(self.spec)
         outs = (segment.outputs or {}).get(variant.name) or {}
         root = layout.root_of(outs["rankings"], layout.path(layout.SEGMENT_TABLE, suffix=""))
@@ -512,9 +512,8 @@ def _picked(answer, results: dict, key: str, where: str):
         raise RetrieverError(f"{where}: {e} (system.results.{key} is {results[key]!r}): {_short(answer)}") from None
 
 
-def _short(obj, n: int = 160) -> str:
-    text = json.dumps(obj, ensure_ascii=False, default=str)
-    return text if len(text) <= n else text[:n] + "..."
+def _short(obj) -> str:
+    return excerpt(json.dumps(obj, ensure_ascii=False, default=str))
 
 
 # --------------------------------------------------------------------------- the retrieve stage

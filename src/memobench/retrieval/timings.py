@@ -60,4 +60,9 @@ def write_untimed(path, dataset: str, variant: str, why: str) -> None:
 def read_meta(path) -> dict:
     import pyarrow.parquet as pq
 
-    return json.loads((pq.read_schema(path).metadata or {}).get(META_KEY, b"{}"))
+    return schema_meta(pq.read_schema(path))
+
+
+def schema_meta(schema) -> dict:
+    """What a timings table says of itself (its dataset, variant, whether and what it times)."""
+    return json.loads((schema.metadata or {}).get(META_KEY, b"{}"))

@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from ..core.errors import excerpt
 from .api import fill, fill_path
 
 # HTTP statuses worth another try: the server's own failures and "too many requests"
@@ -58,9 +59,7 @@ def server_seconds(header: str | None) -> float | None:
 
 
 def _short(data: bytes, n: int = 120) -> str:
-    text = data.decode("utf-8", "replace")
-    text = " ".join(text.split())
-    return text if len(text) <= n else text[:n] + "..."
+    return excerpt(data.decode("utf-8", "replace"), n)
 
 
 def attempts(tries: int, backoff_s: float):

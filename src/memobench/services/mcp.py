@@ -31,6 +31,7 @@ import os
 import threading
 import time
 
+from ..core.errors import excerpt
 from .api import fill
 from .client import Call, ServiceError, Unavailable, attempts, server_seconds
 
@@ -177,23 +178,23 @@ class McpClient:
                     self._lost(generation)
                     why = "the connection closed (the server stopped)"
                     continue
-                raise ServiceError(f"{op} tool {tool!r} answered error {code}: {_line(e.error.message)}") from None
+                raise ServiceError(f"{op} tool {tool!r} answered error {code}: {excerpt(e.error.message)}") from None
             except Exception as e:  # noqa: BLE001 - a server that cannot be reached or started, or a transport failure
                 self._lost(generation)
                 e = _leaf(e)
-                why = f"{type(e).__name__}: {_line(str(e))}" if str(e) else type(e).__name__
+                why = f"{type(e).__name__}: {excerpt(str(e))}" if str(e) else type(e).__name__
                 continue
             seconds = time.monotonic() - started
             text = "".join(getattr(block, "text", "") for block in result.content or [])
             if result.is_error:
-                raise ServiceError(f"{op} tool {tool!r} answered an error: {_line(text) or '(no text)'}")
+                raise ServiceError(f"{op} tool {tool!r} answered an error: {excerpt(text) or '(no text)'}")
             if result.structured_content is not None and self.answer == "structured":
                 answer = result.structured_content
             else:
                 try:
                     answer = json.loads(text)
                 except ValueError:
-                    raise ServiceError(f"{op} tool {tool!r} answered text that is not JSON: {_line(text)!r}") from None
+                    raise ServiceError(f"{op} tool {tool!r} answered text that is not JSON: {excerpt(text)!r}") from None
             meta = result.meta or {}
             return answer, Call(seconds, attempt, server_seconds(meta.get(META_TIMING)))
         raise Unavailable(f"{op} tool {tool!r} failed {tries} time(s), last: {why}")
@@ -205,7 +206,3 @@ def _leaf(e: BaseException) -> BaseException:
         e = e.exceptions[0]
     return e
 
-
-def _line(text: str, n: int = 160) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= n else text[:n] + "..."
