@@ -21,7 +21,7 @@ from .core.formats import FORMATS, LME_FORMATS, has_raw_file
 from .core.errors import ConfigError
 from .memo.tokenize import FTS5_TOKENS
 from .catalog.registry import embedding_inputs, kind_of
-from .catalog.variant import to_spec
+from .catalog.variant import LIST_FIELDS, to_spec
 from .catalog.variants import resolve
 
 
@@ -169,7 +169,7 @@ def retrieve_spec(config: dict, spec: dict) -> dict:
     """The retrieve rule's ``variant`` param: what decides a variant's lists
     (a description does not); a user's Python retriever carries the run's
     ``user_retrievers`` limits, since a timed-out question is ranked as a miss."""
-    out = {k: v for k, v in spec.items() if k in ("name", "recipe", "skip", "retriever")}
+    out = {k: v for k, v in spec.items() if k in LIST_FIELDS}
     if kind_of(out) == "python":
         limits = config.get("user_retrievers") or {}
         out["retriever"] = {**out["retriever"], "limits": {k: limits[k] for k in ("timeout_s", "max_timeouts")

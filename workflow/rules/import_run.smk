@@ -42,6 +42,7 @@ rule import_run:
         rankings=layout.path(layout.SEGMENT_TABLE, suffix=layout.SEGMENT_SUFFIXES["rankings"]),
         outcomes=layout.path(layout.SEGMENT_TABLE, suffix=layout.SEGMENT_SUFFIXES["outcomes"]),
         deep=layout.path(layout.SEGMENT_TABLE, suffix=layout.SEGMENT_SUFFIXES["deep"]),
+        turns=layout.path(layout.SEGMENT_TABLE, suffix=layout.SEGMENT_SUFFIXES["turns"]),  # empty: run files name sessions
         timings=layout.TIMINGS,  # empty: a run file's lists were timed by no one here (retrieval/timings.py)
     params:
         variant=lambda w: {k: variant_of(w)[k] for k in ("name", "recipe", "skip", "run")},

@@ -15,6 +15,7 @@ rule merge:
         outcomes=layout.OUTCOMES,
         metrics=layout.METRICS,
         deep=layout.DEEP,
+        turns=layout.TURNS,
         official=layout.OFFICIAL,
         run=layout.RUN_TREC,
     params:

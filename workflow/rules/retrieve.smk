@@ -10,6 +10,8 @@ rule retrieve:
         rankings=layout.path(layout.SEGMENT_TABLE, suffix=layout.SEGMENT_SUFFIXES["rankings"]),
         outcomes=layout.path(layout.SEGMENT_TABLE, suffix=layout.SEGMENT_SUFFIXES["outcomes"]),
         deep=layout.path(layout.SEGMENT_TABLE, suffix=layout.SEGMENT_SUFFIXES["deep"]),
+        # a turn variant's turn lists (empty for the others)
+        turns=layout.path(layout.SEGMENT_TABLE, suffix=layout.SEGMENT_SUFFIXES["turns"]),
         # a memory service's timed requests (empty for the variants not timed): with the logs, since
         # they differ from run to run (retrieval/timings.py)
         timings=layout.TIMINGS,

@@ -50,6 +50,9 @@ class Row:
     # on a family whose documents are the user turns, also a variant ``{name}-all`` over every turn,
     # compared with it by the paired statistics
     all_turns: bool = False
+    # ranks a question's turns, one document each, for a variant that asks (``grain: turn``;
+    # docs/protocol.md#turn-level)
+    turns: bool = False
     # a user variant of this kind: the config key that states it (``variants.<name>.<config_key>``) and
     # the function (name, family, entry, others) -> Variant that builds it
     config_key: str = ""

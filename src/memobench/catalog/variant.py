@@ -16,6 +16,12 @@ FAMILIES = ("s", "m", "locomo", "cn", "zh")
 LME = frozenset({"s", "m"})
 # each family's skip rule (docs/harnesses.md#skips-and-denominators)
 SKIP = {"s": "run", "m": "run", "locomo": "locomo", "cn": "cn", "zh": "zh"}
+# what a variant ranks: whole sessions (every harness, the default), or turns (docs/protocol.md#turn-level),
+# whose ranking is also read as a session ranking (each session at its best turn)
+GRAINS = ("session", "turn")
+# What decides a variant's lists, of its spec (to_spec): the retrieve rule's `variant` param and the
+# sibling cache's key (`retriever` only for a user's Python retriever, `grain` only for a turn variant)
+LIST_FIELDS = ("name", "recipe", "skip", "retriever", "grain")
 
 
 @dataclass(frozen=True)
@@ -31,6 +37,7 @@ class Variant:
     # what ranks a variant that is not a recipe: a user's Python retriever {"callable", "prepare"
     # (or None), "params"}, or a fusion {"of", "method", "k" (rrf only)}; None for the others
     retriever: dict | None = field(default=None, hash=False)
+    grain: str = "session"  # one of GRAINS
 
 
 def check_family(family: str) -> None:
@@ -46,13 +53,21 @@ def to_spec(v: Variant) -> dict:
         spec["run"] = dict(v.run)
     if v.retriever is not None:
         spec["retriever"] = v.retriever
+    spec.update(grain_spec(v))
     return spec
+
+
+def grain_spec(v: Variant) -> dict:
+    """``{"grain": "turn"}`` for a turn variant, else nothing: a session
+    variant's params and cache keys stay what they were before grains
+    existed (so adding them left every result current)."""
+    return {} if v.grain == "session" else {"grain": v.grain}
 
 
 def from_spec(spec: dict) -> Variant:
     return Variant(spec["name"], Recipe(**spec["recipe"]), spec["skip"], spec.get("harness", ""),
                    spec.get("description", ""), spec.get("baseline", ""), run=spec.get("run"),
-                   retriever=spec.get("retriever"))
+                   retriever=spec.get("retriever"), grain=spec.get("grain", "session"))
 
 
 def with_recipe(variant: Variant, **over) -> Variant:

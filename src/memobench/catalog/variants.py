@@ -18,7 +18,7 @@ from ..core.errors import ConfigError
 from ..core.formats import USER_TURN_FAMILIES
 from ..memo.recipe import Recipe
 from . import registry
-from .variant import FAMILIES, LME, SKIP as _SKIP, Variant, check_family, with_recipe
+from .variant import FAMILIES, GRAINS, LME, SKIP as _SKIP, Variant, check_family, with_recipe
 
 _HARNESS = {"s": "run.cjs", "m": "run-m.cjs", "locomo": "locomo.cjs"}
 
@@ -198,6 +198,18 @@ def known_variants() -> list[str]:
     return sorted(names)
 
 
+def _with_grain(v: Variant, entry: dict) -> Variant:
+    """A user variant at the grain its entry asks (``grain``; sessions by
+    default), where its retriever ranks turns (its row's ``turns``)."""
+    grain = entry.get("grain", "session")
+    if grain not in GRAINS:
+        raise ConfigError(f"variant {v.name!r}: grain {grain!r} is not one of {', '.join(GRAINS)}")
+    if grain == "turn" and not registry.row(v.recipe.backend).turns:
+        raise ConfigError(f"variant {v.name!r}: grain turn: {registry.row(v.recipe.backend).label} ranks whole "
+                          f"sessions only (turns are ranked by: {', '.join(r.name for r in registry.rows() if r.turns)})")
+    return v if grain == "session" else replace(v, grain=grain)
+
+
 def resolve(name: str, family: str, custom: dict | None = None) -> Variant:
     """A built-in variant, or a user-defined one (``custom``: the config's
     ``variants`` section: name -> {base, recipe, description})."""
@@ -207,12 +219,12 @@ def resolve(name: str, family: str, custom: dict | None = None) -> Variant:
             # results/{dataset}/{name} would silently hold other numbers under a built-in's label
             raise ConfigError(f"variant {name!r}: a user variant cannot take the name of a built-in one; "
                               f"choose another name")
-        entry = custom[name]
+        entry = {k: v for k, v in custom[name].items() if k != "grain"}
         others = {k: v for k, v in custom.items() if k != name}
         for row in registry.rows():
             if row.config_key and row.config_key in entry:
                 check_family(family)
-                return row.make_variant(name, family, entry, others)
+                return _with_grain(row.make_variant(name, family, entry, others), custom[name])
         if "base" not in entry:
             raise ConfigError(f"variant {name!r}: give base (the built-in variant it changes), retriever "
                               f"(your own Python callable), run (another system's output file) or fuse "
@@ -221,8 +233,9 @@ def resolve(name: str, family: str, custom: dict | None = None) -> Variant:
         over = entry.get("recipe") or {}
         registry.validate(over, f"variant {name!r}")
         v = with_recipe(base, **over)
-        return replace(v, name=name, baseline=base.name,
-                       description=entry.get("description", f"{base.name} with {over}"))
+        return _with_grain(replace(v, name=name, baseline=base.name,
+                                   description=entry.get("description", f"{base.name} with {over}")),
+                           custom[name])
     variants = {**builtin(family), **references(family)}
     if name not in variants:
         if name in known_variants():

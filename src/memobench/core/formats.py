@@ -34,6 +34,12 @@ FORMATS = {f.name: f for f in (
 LME_FORMATS = tuple(n for n, f in FORMATS.items() if f.scorer == "longmemeval")
 # The formats whose session documents are the user turns only.
 USER_TURN_FORMATS = frozenset(n for n, f in FORMATS.items() if f.documents == "user")
+
+
+def user_turns_only(fmt: str) -> bool:
+    """True when the documents keep only user turns: ``fmt`` is a dataset
+    format, or a recipe's ``documents`` value (``"user"`` or ``"all"``)."""
+    return fmt in USER_TURN_FORMATS or fmt == "user"
 # The families whose session documents are the user turns only (those of the formats above).
 USER_TURN_FAMILIES = frozenset(fam for f in FORMATS.values() if f.documents == "user" for fam in f.families)
 # The variant family a dataset's format implies when its config names none.

@@ -55,13 +55,16 @@ _SEGMENT_PREFIX = "seg"
 SEGMENT_PATTERN = f"{_SEGMENT_PREFIX}[0-9]+"  # the wildcard's constraint (a regular expression)
 # ``{suffix}``: one of SEGMENT_SUFFIXES
 SEGMENT_TABLE = f"{SEGMENTS}/{{segment}}{{suffix}}"
-SEGMENT_SUFFIXES = {"rankings": ".parquet", "outcomes": ".outcomes.parquet", "deep": ".deep.parquet"}
+SEGMENT_SUFFIXES = {"rankings": ".parquet", "outcomes": ".outcomes.parquet", "deep": ".deep.parquet",
+                    "turns": ".turns.parquet"}
 # an imported run's file as recorded once (its bytes and sha256), before any of its segments reads it
 RUN_RECORD = f"{SEGMENTS}/run-file.json"
 RANKINGS = f"{VARIANT}/rankings.parquet"
 OUTCOMES = f"{VARIANT}/outcomes.parquet"
 METRICS = f"{VARIANT}/metrics.json"
 DEEP = f"{VARIANT}/deep.parquet"
+# a turn variant's whole turn lists (retrieval/turns.py; empty for a session variant)
+TURNS = f"{VARIANT}/turns.parquet"
 OFFICIAL = f"{VARIANT}/official.json"
 RUN_TREC = f"{VARIANT}/run.trec"
 RETRIEVAL_LOG = f"{VARIANT}/retrievallog.jsonl"

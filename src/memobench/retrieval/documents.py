@@ -26,18 +26,12 @@ import numpy as np
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..core.formats import USER_TURN_FORMATS
+from ..core.formats import user_turns_only
 from ..core.errors import DataError
 from .harness import SegmentRows, run_scores, skip_reason
 from ..core.progress import Progress
 from ..core.protocol import DEPTH, TOP
 from ..core.tables import BATCH_ROWS, exact_text, read_table
-
-
-def user_turns_only(fmt: str) -> bool:
-    """True when the documents keep only user turns: ``fmt`` is a dataset
-    format, or a recipe's ``documents`` value (``"user"`` or ``"all"``)."""
-    return fmt in USER_TURN_FORMATS or fmt == "user"
 
 
 def session_documents(events_path, fmt: str, keys=None, batch_rows: int = BATCH_ROWS,
@@ -176,11 +170,16 @@ def rank_by_documents(variants, segment, rankers: dict, log=print, docs: dict | 
 
     from .timings import CallTimes
 
+    from .turns import TurnRows, sessions_by_best_turn
+
     questions, haystacks = segment.questions, segment.haystacks
     times = {v.name: CallTimes() for v in variants if timed is None or v.name in timed}
+    by_session = [v for v in variants if v.grain == "session"]
     if docs is None:
-        docs = segment_documents(segment, {_mode(v, exact) for v in variants})
+        docs = segment_documents(segment, {_mode(v, exact) for v in by_session})
+    turn_docs = segment_turns(segment, {_mode(v, exact) for v in variants if v.grain == "turn"})
     rows = {v.name: SegmentRows() for v in variants}
+    turn_rows = {v.name: TurnRows() for v in variants if v.grain == "turn"}
     progress = Progress(log, segment.label, total=len(questions), unit="questions")
     started = time.monotonic()
     for n, q in enumerate(questions):
@@ -192,12 +191,19 @@ def rank_by_documents(variants, segment, rankers: dict, log=print, docs: dict | 
                 continue
             positions, scores = [], None
             if hay is not None and hay.ids:
-                mode = docs[_mode(v, exact)]
-                texts = [mode[k] for k in hay.keys]
+                if v.grain == "turn":
+                    turns = turn_docs[_mode(v, exact)](q["haystack_id"], hay)
+                    texts = turns.texts
+                else:
+                    mode = docs[_mode(v, exact)]
+                    texts = [mode[k] for k in hay.keys]
                 called = time.perf_counter()
                 positions, scores = rankers[v.name](q, hay, texts)
                 if v.name in times:
                     times[v.name].add(q["haystack_id"], q["question_id"], time.perf_counter() - called)
+                if v.grain == "turn":
+                    turn_rows[v.name].add(q, hay.ids, turns, positions, scores)
+                    positions, scores = sessions_by_best_turn(positions, turns, scores)
             positions = positions[:DEPTH]
             ids = [hay.ids[p] for p in positions]
             rows[v.name].add(q, hay, final=ids[:TOP], deep=ids,
@@ -207,4 +213,27 @@ def rank_by_documents(variants, segment, rankers: dict, log=print, docs: dict | 
     progress(len(questions), f", done in {time.monotonic() - started:.1f} s", force=True)
     for name, t in times.items():
         segment.timings[name] = (t.rows, {})
+    for name, t in turn_rows.items():
+        segment.turns[name] = t.table()
     return {name: r.tables() for name, r in rows.items()}
+
+
+def segment_turns(segment, modes) -> dict:
+    """{documents mode: turns(haystack_id, hay) -> turns.HaystackTurns} for a
+    segment's turn variants (each haystack's turns built once per mode)."""
+    from .turns import haystack_turns, session_turns
+
+    keys = sorted({k for h in segment.haystacks.values() for k in h.keys})
+    out = {}
+    for mode in modes:
+        rule, exact = mode if isinstance(mode, tuple) else (mode, False)
+        by_key = session_turns(segment.inputs["events"], rule, keys, exact=exact) if keys else {}
+        built: dict[int, object] = {}
+
+        def turns(hid, hay, by_key=by_key, built=built):
+            if hid not in built:
+                built[hid] = haystack_turns(hay.ids, hay.keys, by_key)
+            return built[hid]
+
+        out[mode] = turns
+    return out

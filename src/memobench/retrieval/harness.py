@@ -100,6 +100,8 @@ class Segment:
     outputs: dict | None = None
     # {variant name: (timings rows, metadata)}, what a retriever timed (retrieval/timings.py)
     timings: dict = field(default_factory=dict)
+    # {variant name: its turn table}, of the turn variants (retrieval/turns.py)
+    turns: dict = field(default_factory=dict)
 
 
 def token_tables(seq: str, tokens_path=None, fts_tokens_path=None) -> dict:

@@ -66,16 +66,13 @@ from ..core.config import dataset_family
 from ..core.provenance import file_stamp
 from ..catalog.registry import inputs_of, retriever_of
 from ..catalog.row import RETRIEVERS
-from ..catalog.variant import Variant
+from ..catalog.variant import LIST_FIELDS, Variant, grain_spec
 from ..catalog.variants import resolve
 
 # pyarrow and the engine are imported where lists are ranked: a job whose
 # lists a sibling's job left only copies files, and starts without them.
 
-KINDS = ("rankings", "outcomes", "deep", "timings")
-# What decides a variant's lists (the retrieve rule's `variant` param; `retriever`
-# only for a user's Python retriever).
-LIST_FIELDS = ("name", "recipe", "skip", "retriever")
+KINDS = ("rankings", "outcomes", "deep", "timings", "turns")
 
 
 def needed_inputs(variant: Variant) -> frozenset[str]:
@@ -108,6 +105,7 @@ def list_spec(variant: Variant) -> dict:
     spec = {"name": variant.name, "recipe": asdict(variant.recipe), "skip": variant.skip}
     if variant.retriever is not None:
         spec["retriever"] = variant.retriever
+    spec.update(grain_spec(variant))
     return spec
 
 
@@ -431,6 +429,7 @@ def write_segments(variants: list[Variant], questions_path, haystacks_path, even
     (the retrieve job's provenance), with ``variant_metadata[name]`` added for
     that variant."""
     from .harness import Segment, load_questions
+    from .turns import empty_turns
     from ..core.tables import write_table
 
     names = [v.name for v in variants]
@@ -455,6 +454,8 @@ def write_segments(variants: list[Variant], questions_path, haystacks_path, even
         out = outs[v.name]
         if out.get("timings") is not None:
             _write_timings(out["timings"], v, seg, dataset)
+        if out.get("turns") is not None:
+            write_table(out["turns"], seg.turns[v.name] if v.name in seg.turns else empty_turns())
         rankings, outcomes, deep = tables[v.name]
         # a retriever's own metadata (a user retriever's checks) stays
         meta = {**(outcomes.schema.metadata or {}), **(metadata or {}),

@@ -8,14 +8,15 @@ from ..core.atomic import write_json
 from .adapter import Job, stage
 
 
-@stage("merge", inputs=["rankings", "outcomes", "deep", "data_summary", "questions", "haystacks", "events"],
-       outputs=["rankings", "outcomes", "metrics", "deep", "official", "run"], params=["variant", "fmt"])
+@stage("merge", inputs=["rankings", "outcomes", "deep", "turns", "data_summary", "questions", "haystacks", "events"],
+       outputs=["rankings", "outcomes", "metrics", "deep", "turns", "official", "run"], params=["variant", "fmt"])
 def merge(job: Job) -> None:
     """A variant's segments merged, then the field's yardsticks on the merged
     deep list: official metrics (official.json) and the TREC run. One job, so
     a variant's results cost one process start."""
     from ..runs import trec
     from ..evaluation import official as off
+    from ..evaluation import turn_metrics
     from ..evaluation.metrics import concat_rankings, merge_segments
     from ..core.tables import write_table
 
@@ -26,5 +27,13 @@ def merge(job: Job) -> None:
     write_table(o.deep, concat_rankings(i.deep))
     block, _ = off.compute(job.params.fmt, i.questions, i.haystacks, i.events, o.deep, log=job.log)
     run = trec.write(o.deep, i.questions, w.variant, o.run, log=job.log)
-    write_json(o.official, {"dataset": w.dataset, "variant": w.variant, "format": job.params.fmt,
-                            "rankings": Path(o.deep).name, "official": block, "run_trec": run})
+    official = {"dataset": w.dataset, "variant": w.variant, "format": job.params.fmt,
+                "rankings": Path(o.deep).name, "official": block, "run_trec": run}
+    # a turn variant's turn lists, and its figures at both grains (a session variant's official.json is
+    # as it was before turn variants existed)
+    write_table(o.turns, concat_rankings(i.turns))
+    turn_block, _ = turn_metrics.compute(job.params.fmt, i.questions, i.haystacks, i.events, o.turns, log=job.log)
+    if turn_block is not None:
+        official["turn_rankings"] = Path(o.turns).name
+        official["turn"] = turn_block
+    write_json(o.official, official)

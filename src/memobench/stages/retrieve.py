@@ -13,7 +13,7 @@ SCRIPT = Path(__file__).resolve().parents[3] / "workflow" / "scripts" / "stage.p
 
 @stage("retrieve", inputs=["questions", "haystacks"],
        optional=["events", "tokens", "fts_tokens", "embeddings", "wordllama_embeddings", "prepared", "fused"],
-       outputs=["rankings", "outcomes", "deep", "timings"], params=["variant", "segment", "n_segments"])
+       outputs=["rankings", "outcomes", "deep", "timings", "turns"], params=["variant", "segment", "n_segments"])
 def retrieve(job: Job) -> None:
     """One variant's segment, ranked by its retriever (catalog.registry.retriever_of); its
     sibling variants' lists are computed in the same pass when their jobs have
@@ -28,7 +28,7 @@ def retrieve(job: Job) -> None:
              "prepared", "fused")
     write_segment_shared(from_spec(p.variant), job.config, job.wildcards.dataset, p.segment, p.n_segments,
                          {n: i.get(n) for n in names}, {"rankings": o.rankings, "outcomes": o.outcomes,
-                                                        "deep": o.deep, "timings": o.timings}, p.code, log=job.log,
+                                                        "deep": o.deep, "timings": o.timings, "turns": o.turns}, p.code, log=job.log,
                          # where this segment was computed (SQLite and the rest), for metrics.json
                          metadata=lambda: {PROVENANCE_KEY: json.dumps(provenance(), sort_keys=True)},
                          code_of=lambda v: code_fingerprint(v, SCRIPT))

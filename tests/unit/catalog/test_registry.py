@@ -85,11 +85,11 @@ def test_every_rule_runs_a_registered_stage_and_every_stage_has_a_rule():
 
 def test_adapter_names_mismatches_in_both_directions():
     st = STAGES["retrieve"]
-    ok = check_names(st, {"questions", "haystacks", "events", "tokens"}, {"rankings", "outcomes", "deep", "timings"},
-                     {"variant", "segment", "n_segments", "code"})
+    ok = check_names(st, {"questions", "haystacks", "events", "tokens"},
+                     {"rankings", "outcomes", "deep", "timings", "turns"}, {"variant", "segment", "n_segments", "code"})
     assert ok == []
-    bad = check_names(st, {"questions", "haystacks", "events", "tokens", "extra"}, {"rankings", "deep", "timings"},
-                      {"variant", "segment", "nsegments"})
+    bad = check_names(st, {"questions", "haystacks", "events", "tokens", "extra"},
+                      {"rankings", "deep", "timings", "turns"}, {"variant", "segment", "nsegments"})
     assert bad == ["undeclared input 'extra'", "missing output 'outcomes'", "missing params 'n_segments'",
                    "undeclared params 'nsegments'"]
 

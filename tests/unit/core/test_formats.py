@@ -14,7 +14,7 @@ from tests.helpers import REPO
 from memobench.core.config import ConfigError, dataset_family, validate
 from memobench.datasets import normalize
 from memobench.core.formats import DEFAULT_FAMILY, FORMATS, LME_FORMATS, USER_TURN_FAMILIES
-from memobench.retrieval.documents import user_turns_only
+from memobench.core.formats import user_turns_only
 
 SCHEMA = REPO / "workflow/schemas/config.schema.yaml"
 

@@ -11,6 +11,7 @@ import os
 import pyarrow.parquet as pq
 import pytest
 
+from memobench.core import layout
 from memobench.datasets import normalize
 from memobench.retrieval import memo as retrieval, sharing as retrievers
 from memobench.memo import tokenize
@@ -48,8 +49,7 @@ def _inputs(d, seq="ascii", fts=True):
 def _outputs(root, name, seg=1):
     s = root / "ds" / name / "segments"
     s.mkdir(parents=True, exist_ok=True)
-    return {"rankings": str(s / f"seg{seg}.parquet"), "outcomes": str(s / f"seg{seg}.outcomes.parquet"),
-            "deep": str(s / f"seg{seg}.deep.parquet")}
+    return {kind: str(s / f"seg{seg}{suffix}") for kind, suffix in layout.SEGMENT_SUFFIXES.items()}
 
 
 def _alone(d, tmp_path, name, seg=1):

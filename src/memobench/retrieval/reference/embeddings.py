@@ -21,7 +21,8 @@ import pyarrow.parquet as pq
 from ...core.errors import ConfigError, DataError
 from ...core.progress import Progress
 from ...core.tables import TableWriter, read_table
-from ..documents import iter_session_documents, user_turns_only
+from ...core.formats import user_turns_only
+from ..documents import iter_session_documents
 
 
 

@@ -313,10 +313,11 @@ def rank_fts5_bm25(question: str, docs: Sequence[str]) -> Ranking:
 
 register(Row("bm25-official", "reference", label="LongMemEval flat-bm25",
              description="LongMemEval's flat BM25 exactly: rank_bm25 BM25Okapi defaults, split(' ') tokens, numpy "
-                         "argsort order", module=__name__, rank=rank_bm25_official, exact=True, all_turns=True))
+                         "argsort order", module=__name__, rank=rank_bm25_official, exact=True, all_turns=True,
+             turns=True))
 register(Row("bm25s", "reference", label="bm25s 0.3.16",
              description="the bm25s library with its defaults (lucene BM25, k1 1.5, b 0.75) and default tokenizer, "
-                         "one index per haystack", module=__name__, rank=rank_bm25s))
+                         "one index per haystack", module=__name__, rank=rank_bm25s, turns=True))
 register(Row("fts5-bm25", "reference", label="SQLite FTS5 bm25()",
              description="SQLite FTS5's own bm25() (k1 1.2, b 0.75, unicode61), one table per haystack",
-             module=__name__, rank=rank_fts5_bm25))
+             module=__name__, rank=rank_fts5_bm25, turns=True))

@@ -30,7 +30,8 @@ from __future__ import annotations
 
 from ...catalog.registry import embedding_inputs, row
 from ...catalog.row import Retriever, register_retriever
-from ..documents import rank_by_documents, user_turns_only
+from ...core.formats import user_turns_only
+from ..documents import rank_by_documents
 from ...core.errors import ConfigError, DataError
 from ...core.protocol import DEPTH
 from ...core.tables import exact_text
@@ -72,19 +73,22 @@ def rank_segment(variants, segment, log=print) -> dict:
         if dense and keys:
             stores[backend] = _vectors(dense, segment.inputs.get(name), keys)
 
-    def ranker(backend: str):
+    def ranker(backend: str, depth: int | None):
         store, encoder = stores.get(backend, (None, None))
         exact = row(backend).exact
 
         def ranked(q, hay, texts):
             vectors = store.vectors(hay.keys) if store is not None else None
             question = exact_text(q["question"], q.get("question_exact")) if exact else q["question"]
-            r = rank(backend, question, texts, vectors=vectors, encoder=encoder).top(DEPTH)
+            r = rank(backend, question, texts, vectors=vectors, encoder=encoder)
+            r = r.top(depth) if depth else r
             return r.positions.tolist(), r.scores
 
         return ranked
 
-    return rank_by_documents(variants, segment, {v.name: ranker(v.recipe.backend) for v in variants}, log,
+    # a turn variant's whole list is kept (retrieval/turns.py), a session variant's to depth 50
+    rankers = {v.name: ranker(v.recipe.backend, DEPTH if v.grain == "session" else None) for v in variants}
+    return rank_by_documents(variants, segment, rankers, log,
                              exact={v.name for v in variants if row(v.recipe.backend).exact})
 
 

@@ -1,0 +1,183 @@
+"""A turn variant's metrics at both grains (docs/protocol.md#turn-level),
+from its turn table (retrieval/turns.py) and the normalized tables.
+
+LongMemEval-format datasets, as LongMemEval's ``run_retrieval.py`` scores a
+turn ranking (``--granularity turn``):
+
+* the corpus: the question's user turns in haystack order (every copy of a
+  repeated session), each under its scoring id ``{session_id}_{i+1}``, with
+  every ``answer`` replaced by ``noans`` for a user turn without
+  ``has_answer`` in a session whose id contains ``answer``;
+* gold: the distinct scoring ids containing ``answer``;
+* turn-level recall_any@k, recall_all@k and ndcg_any@k: the session rules
+  (official.py) applied to the turn corpus;
+* session level from the turn ranking ("turn2session"): every id less its
+  last ``_suffix`` (the ``noans`` half of a session stays apart), and each k
+  grown until the first k' ranked turns hold k distinct such ids (or k'
+  passes the corpus size), the three metrics then taken at k';
+* the same exclusions and both averaging conventions as the session figures.
+
+Beside them, the harness's measures over turns: hit@k (k of the harness)
+and the reciprocal rank of the first gold turn in the top 10, averaged over
+the questions the run_retrieval convention keeps that have turn gold (a
+question without one is a counted skip).
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..core.errors import DataError
+from ..core.formats import LME_FORMATS
+from ..core.progress import Progress
+from ..core.protocol import TOP
+from ..core.tables import read_table, sorted_runs
+from .measures import HITS, MEASURES
+from .official import (CONVENTIONS, KS, _lme_metrics, average, is_abstention, metric_names, read_haystacks,
+                       read_questions)
+
+GRAIN_RULES = "LongMemEval official at turn level, run_retrieval.py --granularity turn (docs/protocol.md#turn-level)"
+
+
+def turn_scoring_id(session_id: str, seq: int, has_answer) -> str:
+    """LongMemEval's id of a user turn (``seq``: its 0-based index among all its session's turns)."""
+    tid = f"{session_id}_{seq + 1}"
+    if "answer" in session_id and not has_answer:
+        return tid.replace("answer", "noans")
+    return tid
+
+
+def strip_turn(scoring_id: str) -> str:
+    """The session part of a turn's scoring id (all before its last ``_``)."""
+    return "_".join(scoring_id.split("_")[:-1])
+
+
+def effective_k(ranked_sessions: list[str], k: int, n_corpus: int) -> int:
+    """turn2session's k: the fewest first ranked turns holding ``k`` distinct
+    session ids, from k up; n_corpus + 1 when the list never holds k (and k
+    itself when k is past the corpus)."""
+    if k > n_corpus:
+        return k
+    seen: set[str] = set()
+    for i, s in enumerate(ranked_sessions, 1):
+        seen.add(s)
+        if len(seen) >= k:
+            return max(i, k)
+    return n_corpus + 1
+
+
+def turn2session_metrics(positions: list[int], scoring: list[str], ks=KS) -> dict[str, float]:
+    """LongMemEval's session-level metrics of a turn ranking (``positions``:
+    turn corpus indices, best first; ``scoring``: the corpus's turn scoring ids)."""
+    corpus = [strip_turn(s) for s in scoring]
+    gold = {strip_turn(s) for s in scoring if "answer" in s}
+    ranked = [corpus[p] for p in positions]
+    out = {}
+    for k in ks:
+        eff = effective_k(ranked, k, len(corpus))
+        m = _lme_metrics(positions, corpus, gold, (eff,))
+        for name in ("recall_any", "recall_all", "ndcg_any"):
+            out[f"{name}@{k}"] = m[f"{name}@{eff}"]
+    return out
+
+
+def harness_over_turns(positions: list[int], scoring: list[str]) -> dict[str, float]:
+    """hit@k of the harness's k and the reciprocal rank within the top 10, of the first gold turn."""
+    first = next((r for r, p in enumerate(positions[:TOP], 1) if "answer" in scoring[p]), 0)
+    out = {h: (1.0 if 1 <= first <= MEASURES[h].cutoff else 0.0) for h in HITS}
+    out["mrr"] = 1.0 / first if first else 0.0
+    return out
+
+
+def read_turn_lists(path) -> dict[int, list[tuple[int, int]]]:
+    """{q_index: [(session position, turn index), ...] best first} of a turn table."""
+    t = read_table(path, columns=["q_index", "rank", "position", "turn"]).sort_by(
+        [("q_index", "ascending"), ("rank", "ascending")])
+    qis, pos, turn = (t.column(n).to_pylist() for n in ("q_index", "position", "turn"))
+    return {qi: list(zip(pos[lo:hi], turn[lo:hi])) for qi, lo, hi in sorted_runs(qis)}
+
+
+def lme_turn_rows(questions, haystacks, turns_by_key, ranked: dict, path="turns", progress=None) -> list[dict]:
+    """One row per question with a haystack: its exclusion, turn gold and metrics at both grains."""
+    from ..retrieval.turns import haystack_turns
+
+    rows = []
+    for n, q in enumerate(questions):
+        if progress is not None:
+            progress(n)
+        if q["parse_error"] or q["haystack_id"] < 0:
+            continue
+        hay = haystacks.get(q["haystack_id"], {"ids": [], "keys": []})
+        corpus = haystack_turns(hay["ids"], hay["keys"], turns_by_key)
+        scoring = [turn_scoring_id(hay["ids"][p], s, h) for p, s, h in zip(corpus.positions, corpus.seqs,
+                                                                             corpus.has_answer)]
+        index = {(p, s): j for j, (p, s) in enumerate(zip(corpus.positions, corpus.seqs))}
+        listed = ranked.get(q["q_index"], [])
+        positions = []
+        for r, key in enumerate(listed, 1):
+            j = index.get(key)
+            if j is None:
+                raise DataError(path, f"question {q['question_id']}",
+                                f"rank {r}: session position {key[0]} has no document turn {key[1]}")
+            positions.append(j)
+        if len(set(positions)) != len(positions):
+            raise DataError(path, f"question {q['question_id']}", "a turn is ranked twice")
+        has_target = any(h is True for h in corpus.has_answer)
+        excluded = ("abstention" if is_abstention(q["question_id"]) else None if has_target else "no_user_target")
+        gold = {s for s in scoring if "answer" in s}
+        rows.append({"q_index": q["q_index"], "question_id": q["question_id"], "excluded": excluded,
+                     "ranked": bool(listed), "gold": sorted(gold), "turns": len(scoring),
+                     "metrics": _lme_metrics(positions, scoring, gold),
+                     "turn2session": turn2session_metrics(positions, scoring),
+                     "harness": harness_over_turns(positions, scoring)})
+    return rows
+
+
+def lme_turn_block(rows: list[dict], questions: list[dict], depth: int) -> dict:
+    names = metric_names("longmemeval")
+    other = len(questions) - len(rows)
+
+    def view(dropped):
+        kept = [r for r in rows if r["excluded"] not in dropped]
+        excluded = {d: sum(r["excluded"] == d for r in rows) for d in dropped}
+        if other:
+            excluded["no_haystack"] = other
+        with_gold = [r for r in kept if r["gold"]]
+        harness = {m: (math.fsum(r["harness"][m] for r in with_gold) / len(with_gold) if with_gold else None)
+                   for m in (*HITS, "mrr")}
+        return {"questions": len(kept), "excluded": excluded,
+                "not_ranked": sum(not r["ranked"] for r in kept), "empty_gold": sum(not r["gold"] for r in kept),
+                **average(kept, names),
+                "turn2session": average([{"metrics": r["turn2session"]} for r in kept], names),
+                "harness_over_turns": {"questions": len(with_gold),
+                                       "skipped_no_turn_gold": len(kept) - len(with_gold), **harness}}
+
+    run_retrieval = view(("abstention", "no_user_target"))
+    return {"rules": GRAIN_RULES, "grain": "turn", "depth": depth,
+            "turns_per_question": (math.fsum(r["turns"] for r in rows) / len(rows)) if rows else None,
+            **run_retrieval,
+            "conventions": {"run_retrieval": {"convention": CONVENTIONS["run_retrieval"], **run_retrieval},
+                            "print_retrieval_metrics": {"convention": CONVENTIONS["print_retrieval_metrics"],
+                                                        **view(("abstention",))}}}
+
+
+def compute(fmt: str, questions_path, haystacks_path, events_path, turns_path, log=print):
+    """(turn block, per-question rows) of a turn variant; (None, []) for a
+    session variant (an empty turn table) or a format whose turn gold is not
+    read yet (only LongMemEval formats are scored at turn level)."""
+    from ..retrieval.turns import session_turns
+
+    ranked = read_turn_lists(turns_path)
+    if not ranked or fmt not in LME_FORMATS:
+        return None, []
+    questions = read_questions(questions_path)
+    hids = {q["haystack_id"] for q in questions if q["haystack_id"] >= 0}
+    haystacks = read_haystacks(haystacks_path, hids, dates=False)
+    keys = {k for h in haystacks.values() for k in h["keys"]}
+    turns_by_key = session_turns(events_path, fmt, keys, texts=False) if keys else {}
+    progress = Progress(log, f"turn metrics ({fmt})", total=len(questions), unit="questions")
+    rows = lme_turn_rows(questions, haystacks, turns_by_key, ranked, turns_path, progress)
+    depth = max((len(v) for v in ranked.values()), default=0)
+    block = lme_turn_block(rows, questions, depth)
+    progress(len(questions), f", done: {block['questions']} averaged", force=True)
+    return block, rows

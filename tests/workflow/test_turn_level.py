@@ -1,0 +1,136 @@
+"""A turn variant end to end through Snakemake: LongMemEval's flat BM25 at
+turn granularity (``grain: turn`` on bm25-official) on a generated
+LongMemEval file with repeated session ids, answer sessions whose other user
+turns become ``noans`` turns, an abstention question and a question with no
+user-side target, in two segments. Its turn lists, per-question metrics at
+both grains and averages are held against LongMemEval's own rules run here on
+the raw file (tests/oracles/longmemeval_retrieval.py); a session variant beside
+it keeps its tables and official.json as before."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow.parquet as pq
+import pytest
+
+from memobench.core import layout
+from memobench.evaluation import turn_metrics
+from tests.helpers import snakemake, write_config
+from tests.oracles import longmemeval_retrieval as lme
+
+VARIANTS = ["bm25-official", "bm25-turns"]
+
+
+def _as_published(items: list[dict]) -> None:
+    """What the published files hold and the generator leaves out: every user
+    turn of an answer session says has_answer (false where it is not the
+    evidence); then one more abstention question and one question whose
+    haystack has no user turn with has_answer."""
+    for item in items:
+        for sid, session in zip(item["haystack_session_ids"], item["haystack_sessions"]):
+            for t in session:
+                if "answer" in sid and t["role"] == "user":
+                    t.setdefault("has_answer", False)
+    items[3]["question_id"] += "_abs"
+    for session in items[7]["haystack_sessions"]:
+        for t in session:
+            if t.get("has_answer"):
+                t["has_answer"] = False
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    from memobench.tools.generate.longmemeval import write_longmemeval
+
+    root = tmp_path_factory.mktemp("turns")
+    data = root / "data"
+    data.mkdir()
+    raw = data / "lme.json"
+    write_longmemeval(raw, n_questions=24, sessions_per_question=8, seed=5, turns=(2, 7), words_per_turn=(4, 30),
+                      repeat_ids=0.5)
+    items = json.loads(raw.read_text(encoding="utf-8"))
+    _as_published(items)
+    raw.write_text(json.dumps(items), encoding="utf-8")
+    cfg = write_config(root / "cfg.yaml", data_dir=str(data), run=["lme"],
+                       datasets={"lme": {"format": "longmemeval", "family": "s", "file": "lme.json",
+                                         "bytes": raw.stat().st_size, "segments": 2, "variants": VARIANTS}},
+                       variants={"bm25-turns": {"base": "bm25-official", "grain": "turn"}})
+    work = root / "work"
+    work.mkdir()
+    snakemake(work, "--cores", "2", *(f"results/lme/{v}/official.json" for v in VARIANTS), configfile=cfg)
+    return work, items, lme.run(items, "turn")
+
+
+def _lists(path) -> dict[str, list[tuple]]:
+    out: dict[str, list[tuple]] = {}
+    for r in pq.read_table(path).sort_by([("q_index", "ascending"), ("rank", "ascending")]).to_pylist():
+        out.setdefault(r["question_id"], []).append(r)
+    return out
+
+
+def _corpus_places(item) -> list[tuple[int, int]]:
+    """(haystack position, turn index) of each document of LongMemEval's turn corpus, in its order."""
+    return [(p, i) for p, s in enumerate(item["haystack_sessions"]) for i, t in enumerate(s) if t["role"] == "user"]
+
+
+def test_the_file_holds_the_cases(run):
+    _, items, oracle = run
+    assert any(len(set(i["haystack_session_ids"])) < len(i["haystack_session_ids"]) for i in items)
+    assert any(c.startswith("noans") for r in oracle for c in r["corpus_ids"])
+    assert sum("_abs" in i["question_id"] for i in items) >= 2
+
+
+def test_turn_lists_equal_longmemeval_flat_bm25(run):
+    work, items, oracle = run
+    got = _lists(work / "results/lme/bm25-turns/turns.parquet")
+    assert len(got) == len(items)  # every question ranked
+    for item, want in zip(items, oracle):
+        places = _corpus_places(item)
+        rows = got[item["question_id"]]
+        assert [places.index((r["position"], r["turn"])) for r in rows] == want["rankings"], item["question_id"]
+        assert [r["turn_id"] for r in rows] == [f"{item['haystack_session_ids'][r['position']]}_{r['turn'] + 1}"
+                                                for r in rows]
+
+
+def test_session_lists_are_sessions_at_their_best_turn(run):
+    work, items, oracle = run
+    deep = _lists(work / "results/lme/bm25-turns/deep.parquet")
+    for item, want in zip(items, oracle):
+        places = _corpus_places(item)
+        firsts = list(dict.fromkeys(places[j][0] for j in want["rankings"]))[:50]
+        assert [r["position"] for r in deep[item["question_id"]]] == firsts
+
+
+def test_metrics_at_both_grains_equal_longmemeval(run):
+    work, items, oracle = run
+    res = work / "results/lme"
+
+    def table(name):
+        return work / layout.path(layout.NORMALIZED_TABLE, dataset="lme", table=name)
+
+    _, rows = turn_metrics.compute("longmemeval", table("questions"), table("haystacks"), table("events"),
+                                   res / "bm25-turns/turns.parquet")
+    by_id = {r["question_id"]: r for r in rows}
+    for want in oracle:
+        row = by_id[want["question_id"]]
+        for name, w in want["metrics"]["turn"].items():
+            assert row["metrics"][name] == pytest.approx(w, rel=1e-12, abs=0), (want["question_id"], name)
+        for name, w in want["metrics"]["session"].items():
+            assert row["turn2session"][name] == pytest.approx(w, rel=1e-12, abs=0), (want["question_id"], name)
+    block = json.loads((res / "bm25-turns/official.json").read_text())["turn"]
+    means = lme.averaged(oracle)
+    assert means["no_user_target"] >= 1 and means["abstention"] >= 2
+    assert block["questions"] == means["questions"]
+    assert block["excluded"] == {"abstention": means["abstention"], "no_user_target": means["no_user_target"]}
+    for name, w in means["turn"].items():
+        assert block[name] == pytest.approx(w, rel=1e-12), name
+    for name, w in means["session"].items():
+        assert block["turn2session"][name] == pytest.approx(w, rel=1e-12), name
+
+
+def test_a_session_variant_has_no_turn_figures(run):
+    work, _, _ = run
+    official = json.loads((work / "results/lme/bm25-official/official.json").read_text())
+    assert "turn" not in official and "turn_rankings" not in official
+    assert pq.read_table(work / "results/lme/bm25-official/turns.parquet").num_rows == 0
