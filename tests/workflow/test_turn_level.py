@@ -19,7 +19,27 @@ from memobench.evaluation import turn_metrics
 from tests.helpers import snakemake, write_config
 from tests.oracles import longmemeval_retrieval as lme
 
-VARIANTS = ["bm25-official", "bm25-turns"]
+VARIANTS = ["bm25-official", "bm25-turns", "py-turns", "py-turn-ids"]
+
+# a user's retriever of turns: LongMemEval's flat BM25 over what it is given, returning turn positions
+# (rank) or turn ids (rank_ids), after checking the turns it got describe themselves consistently
+USER_RETRIEVER = """
+import numpy as np
+from rank_bm25 import BM25Okapi
+
+
+def rank(question, turns):
+    assert len(turns) == len(turns.texts) == len(turns.sessions) == len(turns.dates)
+    for j in range(len(turns)):
+        assert turns.ids[j] == f"{turns.sessions[j]}_{turns.indices[j] + 1}" and turns.roles[j] == "user"
+        assert 0 <= turns.positions[j] and (j == 0 or turns.positions[j] >= turns.positions[j - 1])
+    scores = BM25Okapi([t.split(" ") for t in turns.texts]).get_scores(question.text.split(" "))
+    return [int(i) for i in np.argsort(scores)[::-1]]
+
+
+def rank_ids(question, turns):
+    return [turns.ids[i] for i in rank(question, turns)]
+"""
 
 
 def _as_published(items: list[dict]) -> None:
@@ -55,9 +75,12 @@ def run(tmp_path_factory):
     cfg = write_config(root / "cfg.yaml", data_dir=str(data), run=["lme"],
                        datasets={"lme": {"format": "longmemeval", "family": "s", "file": "lme.json",
                                          "bytes": raw.stat().st_size, "segments": 2, "variants": VARIANTS}},
-                       variants={"bm25-turns": {"base": "bm25-official", "grain": "turn"}})
+                       variants={"bm25-turns": {"base": "bm25-official", "grain": "turn"},
+                                 "py-turns": {"retriever": {"callable": "my_turns.py:rank"}, "grain": "turn"},
+                                 "py-turn-ids": {"retriever": {"callable": "my_turns.py:rank_ids"}, "grain": "turn"}})
     work = root / "work"
     work.mkdir()
+    (work / "my_turns.py").write_text(USER_RETRIEVER, encoding="utf-8")
     snakemake(work, "--cores", "2", *(f"results/lme/{v}/official.json" for v in VARIANTS), configfile=cfg)
     return work, items, lme.run(items, "turn")
 
@@ -81,16 +104,18 @@ def test_the_file_holds_the_cases(run):
     assert sum("_abs" in i["question_id"] for i in items) >= 2
 
 
-def test_turn_lists_equal_longmemeval_flat_bm25(run):
+@pytest.mark.parametrize("variant", ["bm25-turns", "py-turns", "py-turn-ids"])
+def test_turn_lists_equal_longmemeval_flat_bm25(run, variant):
     work, items, oracle = run
-    got = _lists(work / "results/lme/bm25-turns/turns.parquet")
+    got = _lists(work / f"results/lme/{variant}/turns.parquet")
     assert len(got) == len(items)  # every question ranked
     for item, want in zip(items, oracle):
         places = _corpus_places(item)
         rows = got[item["question_id"]]
-        assert [places.index((r["position"], r["turn"])) for r in rows] == want["rankings"], item["question_id"]
-        assert [r["turn_id"] for r in rows] == [f"{item['haystack_session_ids'][r['position']]}_{r['turn'] + 1}"
-                                                for r in rows]
+        ids = [f"{item['haystack_session_ids'][places[j][0]]}_{places[j][1] + 1}" for j in want["rankings"]]
+        assert [r["turn_id"] for r in rows] == ids, item["question_id"]
+        if variant != "py-turn-ids":  # ids name a repeated session's turn once per copy, in haystack order
+            assert [places.index((r["position"], r["turn"])) for r in rows] == want["rankings"], item["question_id"]
 
 
 def test_session_lists_are_sessions_at_their_best_turn(run):

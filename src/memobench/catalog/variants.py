@@ -207,6 +207,9 @@ def _with_grain(v: Variant, entry: dict) -> Variant:
     if grain == "turn" and not registry.row(v.recipe.backend).turns:
         raise ConfigError(f"variant {v.name!r}: grain turn: {registry.row(v.recipe.backend).label} ranks whole "
                           f"sessions only (turns are ranked by: {', '.join(r.name for r in registry.rows() if r.turns)})")
+    if grain == "turn" and (v.retriever or {}).get("prepare"):
+        raise ConfigError(f"variant {v.name!r}: grain turn: prepare gives one value per session document, and a "
+                          f"turn variant ranks turns; leave prepare out (or rank sessions)")
     return v if grain == "session" else replace(v, grain=grain)
 
 

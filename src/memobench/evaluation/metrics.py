@@ -228,6 +228,9 @@ def merge_segments(dataset: str, variant_spec: dict, rankings_in, outcomes_in, d
     meta = {"dataset": dataset, "variant": variant_spec["name"], "harness": variant_spec["harness"],
             "description": variant_spec["description"], "recipe": variant_spec["recipe"],
             "skip_rule": variant_spec["skip"], "baseline": variant_spec.get("baseline", ""),
+            # a turn variant says so (its sessions are read at their best turn); a session variant's file is
+            # as it was before grains existed
+            **({"grain": variant_spec["grain"]} if variant_spec.get("grain") else {}),
             "provenance": seen[0] if len(seen) == 1 else seen,
             **({"run": {**variant_spec["run"], **(imported_summary(seg_tables, variant_spec["run"]["file"]) or {})}} if variant_spec.get("run") else {}),
             # what normalization counted (date fallbacks, unmatched evidence, ...)

@@ -76,8 +76,9 @@ GUIDE_TABLE = [
 # Official-metric figures published by others, each with the protocol it was
 # printed under. ``convention``: the official.json convention it was averaged
 # by (official.CONVENTIONS); ``match``: the recipe fields a run needs to be
-# the same system; ``questions``: the count it was averaged over. A run is
-# comparable to a figure only when all three agree (reporting/conventions.py).
+# the same system; ``questions``: the count it was averaged over; ``grain``: what
+# the system ranked (sessions unless said). A run is comparable to a figure
+# only when all four agree (reporting/conventions.py).
 PUBLISHED_OFFICIAL = [
     {"source": "LongMemEval paper, Table 9", "system": "flat BM25, session level", "dataset": "longmemeval_m",
      "convention": "print_retrieval_metrics", "questions": 470,

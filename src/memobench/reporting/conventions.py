@@ -19,6 +19,11 @@ def comparable_to(m: dict, dataset: str, convention: str, n) -> str:
         if (pub["dataset"] != dataset or pub["convention"] != convention or is_imported(m)
                 or any(recipe.get(k) != v for k, v in pub["match"].items())):
             continue
+        grain, theirs = m.get("grain", "session"), pub.get("grain", "session")
+        if grain != theirs:
+            return (f"not comparable: {pub['source']} ranked {theirs}s; this run ranked {grain}s (its sessions read "
+                    f"at their best turn)" if grain == "turn" else
+                    f"not comparable: {pub['source']} ranked {theirs}s; this run ranked {grain}s")
         if n != pub["questions"]:
             return f"not comparable: same protocol as {pub['source']}, but n {n} (it: {pub['questions']})"
         return f"comparable: {pub['source']}"
@@ -85,3 +90,38 @@ def convention_blocks(runs: list[dict]) -> list:
                  "evaluations report over categories 1-4, so compare them with categories_1_4."),
             Table(["source", "system", "dataset", "protocol", "convention", "n", "figures", "comparable"],
                   published_rows(runs), left=(0, 1, 2, 3, 4, 6, 7))]
+
+
+# LongMemEval's printed figures (print_retrieval_metrics.py), at each grain of a turn variant
+TURN_FIGURES = ("recall_all@5", "ndcg_any@5", "recall_all@10", "ndcg_any@10")
+
+
+def turn_blocks(runs: list[dict]) -> list:
+    """The turn variants' figures at both grains (official.json's ``turn``):
+    LongMemEval's scoring of a turn ranking, each figure under its grain;
+    nothing when no run ranked turns (the report is then as before)."""
+    rows = []
+    for m in runs:
+        t = m.get("turn")
+        if not t:
+            continue
+        over = t["harness_over_turns"]
+        exc = ", ".join(f"{k} {v}" for k, v in t["excluded"].items()) or "-"
+        rows.append([m["dataset"], label(m), t["questions"], exc, f"{t['turns_per_question']:.1f}",
+                     *(percent(t.get(k)) for k in TURN_FIGURES),
+                     *(percent(t["turn2session"].get(k)) for k in TURN_FIGURES),
+                     percent(over.get("hit@5")), over["questions"]])
+    if not rows:
+        return []
+    return [Heading(2, "Turn level", anchor="turn-level"),
+            Para(["Variants that rank turns (", Code("grain: turn"), "), scored as LongMemEval's run_retrieval.py "
+                  "scores a turn ranking (", Code("run_retrieval"), " convention). ", Strong("turn"),
+                  ": over the question's turn documents, gold its evidence turns (a user turn with has_answer in "
+                  "an answer session); ", Strong("turn2session"), ": LongMemEval's session figures from the turn "
+                  "ranking (k grown until k distinct sessions); turn hit@5: the first evidence turn in the top 5 "
+                  "turns, over the questions with one. The other tables score these variants' sessions at their "
+                  "best turn. A turn figure is not a session figure: quote each with its grain "
+                  "(docs/protocol.md#turn-level)."]),
+            Table(["dataset", "variant", "n", "excluded", "turns per question",
+                   *(f"turn {k}" for k in TURN_FIGURES), *(f"turn2session {k}" for k in TURN_FIGURES),
+                   "turn hit@5", "n with turn gold"], rows, left=(0, 1, 3))]

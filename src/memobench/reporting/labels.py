@@ -24,8 +24,12 @@ def kind(m: dict) -> str:
 
 
 def label(m: dict) -> str:
-    """The variant's name as the report's tables show it."""
-    return m["variant"] if kind(m) == "Memo" else f"{m['variant']} ({kind(m)})"
+    """The variant's name as the report's tables show it (a turn variant says so: its session
+    figures are its sessions at their best turn)."""
+    what = [] if kind(m) == "Memo" else [kind(m)]
+    if m.get("grain") == "turn":
+        what.append("ranks turns")
+    return f"{m['variant']} ({', '.join(what)})" if what else m["variant"]
 
 
 def is_locomo(m: dict) -> bool:

@@ -39,7 +39,7 @@ from pathlib import Path
 
 from ..datasets.missing import blocks as missing_blocks
 from ..core.atomic import write_text
-from .conventions import convention_blocks
+from .conventions import convention_blocks, turn_blocks
 from .figures import draw, forest_plot, heatmap, plot
 from .html import html_report
 from .markdown import markdown_report
@@ -57,12 +57,15 @@ def build_report(metrics_paths, extra_paths, md_out, html_out, png_out, official
     official = {}
     for p in official_paths:
         o = json.loads(Path(p).read_text(encoding="utf-8"))
-        official[(o["dataset"], o["variant"])] = o["official"]
-    for m in runs:  # fold official.json into the run, as metrics.json's `official`
+        official[(o["dataset"], o["variant"])] = o
+    for m in runs:  # fold official.json into the run, as metrics.json's `official` (and a turn variant's `turn`)
         if (m["dataset"], m["variant"]) in official:
-            m["official"] = official[(m["dataset"], m["variant"])]
+            o = official[(m["dataset"], m["variant"])]
+            m["official"] = o["official"]
+            if o.get("turn"):
+                m["turn"] = o["turn"]
     stats = [json.loads(Path(p).read_text(encoding="utf-8")) for p in stats_paths]
-    extras = ([convention_blocks(runs)] + [extra_blocks(p) for p in extra_paths]
+    extras = ([convention_blocks(runs), turn_blocks(runs)] + [extra_blocks(p) for p in extra_paths]
               + [provenance_blocks(manifest_path, runs)])
     gone = missing_blocks(missing or {})
     write_text(md_out, markdown_report(runs, stats, extras, gone))

@@ -151,11 +151,13 @@ def _mode(variant, exact) -> str | tuple:
 def rank_by_documents(variants, segment, rankers: dict, log=print, docs: dict | None = None,
                       exact=frozenset(), timed=None) -> dict:
     """Rank one segment (``harness.Segment``) under document retrievers:
-    ``rankers[variant name](q, hay, texts)`` ranks question row ``q`` over
+    ``rankers[variant name](q, hay, documents)`` ranks question row ``q`` over
     its haystack ``hay`` (``harness.Entries``) whose documents, in haystack
-    order, are ``texts`` (the variant's ``documents`` rule), and returns
-    ``(positions, scores)``: haystack positions best first, and their scores
-    or None. The skip rule is the variant's family's (``harness.skip_reason``);
+    order, are ``documents`` (the texts under the variant's ``documents``
+    rule), and returns ``(positions, scores)``: haystack positions best first,
+    and their scores or None. A turn variant's ranker gets the haystack's
+    turns (``turns.HaystackTurns``) and returns their positions, the whole
+    list (kept in ``segment.turns``); its sessions are ranked at their best turn. The skip rule is the variant's family's (``harness.skip_reason``);
     a forced miss of the Memo pipeline (``empty_seq``) is ranked, since that
     limit is the Memo tokenizer's, not the question's. Lists are cut to depth
     50 (``deep``) and 10 (``rankings``); the deep score is the retriever's own
@@ -192,13 +194,12 @@ def rank_by_documents(variants, segment, rankers: dict, log=print, docs: dict | 
             positions, scores = [], None
             if hay is not None and hay.ids:
                 if v.grain == "turn":
-                    turns = turn_docs[_mode(v, exact)](q["haystack_id"], hay)
-                    texts = turns.texts
+                    documents = turns = turn_docs[_mode(v, exact)](q["haystack_id"], hay)
                 else:
                     mode = docs[_mode(v, exact)]
-                    texts = [mode[k] for k in hay.keys]
+                    documents = [mode[k] for k in hay.keys]
                 called = time.perf_counter()
-                positions, scores = rankers[v.name](q, hay, texts)
+                positions, scores = rankers[v.name](q, hay, documents)
                 if v.name in times:
                     times[v.name].add(q["haystack_id"], q["question_id"], time.perf_counter() - called)
                 if v.grain == "turn":

@@ -13,7 +13,9 @@ same questions, gold and denominators as the Memo variants)::
 ``rank(question, haystack, **params)`` gets a :class:`Question` and the
 :class:`Haystack` it searches, and returns the sessions best first: haystack
 positions (ints) or session ids (strings), optionally with their scores as
-``(ranking, scores)``. With ``prepare``, ``prepare(texts, **params)`` returns
+``(ranking, scores)``. A variant with ``grain: turn`` ranks turns: ``rank``
+gets the haystack's :class:`Turns` and returns turn positions or turn ids
+(docs/protocol.md#turn-level). With ``prepare``, ``prepare(texts, **params)`` returns
 one value per session document; it runs once per distinct document of a
 dataset in its own job (rule ``prepare``: ``results/{dataset}/prepared/
 {variant}.parquet``, keyed by the document's sha256), and ``rank`` gets the
@@ -66,7 +68,7 @@ from pathlib import Path
 
 from ..catalog.row import Retriever, Row, register, register_retriever
 from ..core.errors import ConfigError, DataError
-from .returned import Haystack, Question, RetrieverError, _is_sequence, _what, check_ranking
+from .returned import Haystack, Question, RetrieverError, Turns, _is_sequence, _what, check_ranking
 from .timings import CallTimes
 
 
@@ -467,9 +469,15 @@ class _Ranker:
         self.timed_out: list[str] = []
         self.times = CallTimes()  # every call of the function (the determinism check's second one: warm)
 
-    def __call__(self, q, hay, texts):
+    def __call__(self, q, hay, documents):
         question = Question(q["question_id"], q["question"], q["question_date"], q["question_type"])
-        haystack = Haystack(tuple(hay.ids), tuple(texts), tuple(hay.dates))
+        if self.variant.grain == "turn":  # documents: the haystack's turns (turns.HaystackTurns)
+            haystack = Turns(tuple(documents.ids), tuple(documents.texts),
+                             tuple(hay.ids[p] for p in documents.positions), tuple(documents.positions),
+                             tuple(documents.seqs), tuple(documents.roles),
+                             tuple(hay.dates[p] for p in documents.positions))
+        else:
+            haystack = Haystack(tuple(hay.ids), tuple(documents), tuple(hay.dates))
         where = f"variant {self.variant.name!r}: question {question.id!r}: {self.name}"
 
         def rank():
@@ -709,6 +717,7 @@ def _variant_sources(variant) -> tuple:
 # choice, a user variant states it by ``retriever``.
 BACKEND = "python"
 register(Row(BACKEND, "python", label="your retriever", description="a user's Python callable ranking each "
-             "question's session documents", module=__name__, config_key="retriever", make_variant=python_variant))
+             "question's session documents", module=__name__, config_key="retriever", make_variant=python_variant,
+             turns=True))
 register_retriever(Retriever("python", __name__, rank_segment, variant_inputs=_inputs, sources=_variant_sources,
                              shares=False))

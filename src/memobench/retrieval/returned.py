@@ -38,6 +38,30 @@ class Haystack:
     ids: tuple
     texts: tuple
     dates: tuple
+    unit = "session"  # what one entry is, for the messages of check_ranking
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
+@dataclass(frozen=True)
+class Turns:
+    """The turns a question searches, for a variant that ranks turns
+    (``grain: turn``; docs/protocol.md#turn-level), in haystack then turn
+    order: turn ``j`` has the id ``ids[j]`` (``{session_id}_{index + 1}``, or
+    LoCoMo's dia_id), the text ``texts[j]``, its session's id ``sessions[j]``
+    and haystack position ``positions[j]``, its place among all its session's
+    turns ``indices[j]`` (from 0), its ``roles[j]`` and its session's raw date
+    ``dates[j]``. A session listed twice in a haystack gives its turns twice."""
+
+    ids: tuple
+    texts: tuple
+    sessions: tuple
+    positions: tuple
+    indices: tuple
+    roles: tuple
+    dates: tuple
+    unit = "turn"
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -53,21 +77,23 @@ def _what(x) -> str:
     return "None" if x is None else f"a {type(x).__name__}"
 
 
-def check_ranking(result, haystack: Haystack, where: str) -> tuple[list[int], list[float] | None]:
+def check_ranking(result, haystack: Haystack | Turns, where: str) -> tuple[list[int], list[float] | None]:
     """(haystack positions best first, their scores or None) from what a
     retriever returned; a one-line RetrieverError (``where`` first) when it
-    is not a ranking of this haystack."""
+    is not a ranking of this haystack (of its turns, for :class:`Turns`)."""
     import numpy as np
+
+    unit = haystack.unit
 
     order, scores = result, None
     if isinstance(result, tuple) and len(result) == 2 and all(_is_sequence(x) for x in result):
         order, scores = result
     elif isinstance(result, tuple) and len(result) == 2 and _is_sequence(result[0]) and not _is_sequence(result[1]):
         raise RetrieverError(f"{where} returned (ranking, {_what(result[1])}); the second item of a pair is the "
-                             f"scores, a list of numbers, one per ranked session: return the ranking alone when "
+                             f"scores, a list of numbers, one per ranked {unit}: return the ranking alone when "
                              f"it has no scores")
     if not _is_sequence(order):
-        raise RetrieverError(f"{where} returned {_what(result)}; return the haystack's positions or session ids, "
+        raise RetrieverError(f"{where} returned {_what(result)}; return the haystack's positions or {unit} ids, "
                              f"best first, or (ranking, scores)")
     items = order.tolist() if isinstance(order, np.ndarray) else list(order)
     positions: list[int] = []
@@ -79,11 +105,11 @@ def check_ranking(result, haystack: Haystack, where: str) -> tuple[list[int], li
         for sid in items:
             pos = slots.get(sid)
             if pos is None:
-                raise RetrieverError(f"{where} returned session id {sid!r}, which is not in its haystack")
+                raise RetrieverError(f"{where} returned {unit} id {sid!r}, which is not in its haystack")
             k = used.get(sid, 0)
             if k == len(pos):
                 times = "once" if len(pos) == 1 else f"{len(pos)} times"
-                raise RetrieverError(f"{where} returned session id {sid!r} {k + 1} times; the haystack lists it "
+                raise RetrieverError(f"{where} returned {unit} id {sid!r} {k + 1} times; the haystack lists it "
                                      f"{times}")
             used[sid] = k + 1
             positions.append(pos[k])
@@ -93,7 +119,7 @@ def check_ranking(result, haystack: Haystack, where: str) -> tuple[list[int], li
         for x in items:
             if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
                 raise RetrieverError(f"{where} returned {x!r} in its ranking; give haystack positions (ints) or "
-                                     f"session ids (strings), not a mix")
+                                     f"{unit} ids (strings), not a mix")
             p = int(x)
             if not 0 <= p < n:
                 raise RetrieverError(f"{where} returned position {p}, outside the haystack's 0..{n - 1}")
@@ -105,7 +131,7 @@ def check_ranking(result, haystack: Haystack, where: str) -> tuple[list[int], li
         return positions, None
     values = scores.tolist() if isinstance(scores, np.ndarray) else list(scores)
     if len(values) != len(positions):
-        raise RetrieverError(f"{where} returned {len(values)} scores for {len(positions)} ranked sessions")
+        raise RetrieverError(f"{where} returned {len(values)} scores for {len(positions)} ranked {unit}s")
     floats: list[float] = []
     for r, x in enumerate(values, 1):
         if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, np.integer, np.floating)):

@@ -45,10 +45,12 @@ TURNS = pa.schema(
 
 @dataclass(frozen=True)
 class SessionTurns:
-    """One session's document turns: each one's index (``seq``), text, LoCoMo ``dia_id`` and LongMemEval ``has_answer``."""
+    """One session's document turns: each one's index (``seq``), text, role, LoCoMo ``dia_id`` and
+    LongMemEval ``has_answer``."""
 
     seqs: list[int]
     texts: list[str]
+    roles: list
     dia_ids: list
     has_answer: list
 
@@ -62,6 +64,7 @@ class HaystackTurns:
     seqs: list[int]
     texts: list[str]
     ids: list[str]
+    roles: list
     has_answer: list
 
 
@@ -94,29 +97,30 @@ def session_turns(events_path, fmt: str, keys, exact: bool = False, texts: bool 
             words = batch.column(5).take(take).to_pylist()
             if exact:
                 words = list(map(exact_text, words, batch.column(6).take(take).to_pylist()))
-        for key, seq, text, dia, has in zip(k[take].tolist(), batch.column(1).take(take).to_pylist(), words,
-                                            batch.column(3).take(take).to_pylist(),
-                                            batch.column(4).take(take).to_pylist()):
-            rows[key].append((seq, text, dia, has))
+        for key, seq, text, role, dia, has in zip(k[take].tolist(), batch.column(1).take(take).to_pylist(), words,
+                                                  batch.column(2).take(take).to_pylist(),
+                                                  batch.column(3).take(take).to_pylist(),
+                                                  batch.column(4).take(take).to_pylist()):
+            rows[key].append((seq, text, role, dia, has))
     out = {}
     for key, turns in rows.items():
         turns.sort(key=lambda t: t[0])
-        out[key] = SessionTurns([t[0] for t in turns], [t[1] for t in turns], [t[2] for t in turns],
-                                [t[3] for t in turns])
+        out[key] = SessionTurns(*(list(c) for c in zip(*turns))) if turns else SessionTurns([], [], [], [], [])
     return out
 
 
 def haystack_turns(session_ids: list[str], keys: list[int], by_key: dict[int, SessionTurns]) -> HaystackTurns:
     """A haystack's turn documents (its sessions' ``session_turns``, in haystack order)."""
-    positions, seqs, texts, ids, has = [], [], [], [], []
+    positions, seqs, texts, ids, roles, has = [], [], [], [], [], []
     for p, (sid, key) in enumerate(zip(session_ids, keys)):
         s = by_key[key]
         positions += [p] * len(s.seqs)
         seqs += s.seqs
         texts += s.texts
         ids += [turn_id(sid, q, d) for q, d in zip(s.seqs, s.dia_ids)]
+        roles += s.roles
         has += s.has_answer
-    return HaystackTurns(positions, seqs, texts, ids, has)
+    return HaystackTurns(positions, seqs, texts, ids, roles, has)
 
 
 def sessions_by_best_turn(turn_positions: list[int], haystack: HaystackTurns, scores=None):

@@ -201,3 +201,25 @@ def test_all_turns_counterpart_of_bm25_official():
     for family in ("locomo", "zh"):
         with pytest.raises(ConfigError, match="does not apply"):
             resolve("bm25-official-all", family)
+
+
+def test_grain_turn_is_taken_where_the_retriever_ranks_turns():
+    from memobench.catalog.variant import from_spec, to_spec
+
+    custom = {"t": {"base": "bm25s", "grain": "turn"}, "s": {"base": "bm25s"},
+              "py": {"retriever": {"callable": "m.py:rank"}, "grain": "turn"}}
+    t = resolve("t", "s", custom)
+    assert t.grain == "turn" and to_spec(t)["grain"] == "turn" and from_spec(to_spec(t)) == t
+    assert resolve("py", "s", custom).grain == "turn"
+    # a session variant's spec (the rule's params, the cache key) holds no grain: it stays what it was
+    assert "grain" not in to_spec(resolve("s", "s", custom))
+
+
+@pytest.mark.parametrize("entry,why", [
+    ({"base": "v0.8.0", "grain": "turn"}, "ranks whole sessions only"),
+    ({"base": "bm25s", "grain": "sentence"}, "grain 'sentence' is not one of session, turn"),
+    ({"retriever": {"callable": "m.py:rank", "prepare": "m.py:prep"}, "grain": "turn"}, "leave prepare out"),
+])
+def test_grain_turn_refused_where_it_cannot_apply(entry, why):
+    with pytest.raises(ConfigError, match=why):
+        resolve("x", "s", {"x": entry})

@@ -330,6 +330,9 @@ def test_conventions_table_marks_comparable_only_where_the_protocol_matches(tmp_
     assert conventions.comparable_to(bm25, "longmemeval_m", "print_retrieval_metrics", 470).startswith("comparable")
     assert conventions.comparable_to(bm25, "longmemeval_m", "print_retrieval_metrics", 45).startswith("not comparable")
     assert conventions.comparable_to({**bm25, "run": {"file": "x"}}, "longmemeval_m", "print_retrieval_metrics", 470) == ""
+    # the same retriever ranking turns: its sessions are read at their best turn, not Table 9's session lists
+    turns = conventions.comparable_to({**bm25, "grain": "turn"}, "longmemeval_m", "print_retrieval_metrics", 470)
+    assert turns.startswith("not comparable") and "ranked turns" in turns
     # the HTML from the same rows
     p = _Tables()
     p.feed(out["html"].read_text())
@@ -579,3 +582,18 @@ def test_pools_sit_beside_the_hit_columns_and_a_k_at_or_above_most_pools_is_flag
     locomo = html.split("<h3>locomo10</h3>", 1)[1].split("<h3>", 1)[0]
     assert locomo.index("</table>") < locomo.index(f"<b>{flag}")
     assert html.count(flag) == 1
+
+
+def test_turn_section_names_each_grain_and_is_absent_without_turn_variants():
+    figures_ = {f"{n}@{k}": 0.5 for n in ("recall_any", "recall_all", "ndcg_any") for k in official.KS}
+    turn = {"questions": 8, "excluded": {"abstention": 1, "no_user_target": 1}, "turns_per_question": 12.25,
+            **figures_, "recall_all@5": 0.625, "turn2session": {**figures_, "recall_all@5": 0.875},
+            "harness_over_turns": {"questions": 7, "hit@5": 0.75}}
+    session = {"dataset": "lme", "variant": "bm25s", "recipe": {"backend": "bm25s"}}
+    ranked = {**session, "variant": "t", "grain": "turn", "turn": turn}
+    assert conventions.turn_blocks([session]) == []
+    md = doc.to_markdown(conventions.turn_blocks([session, ranked]))
+    row = next(line for line in md.splitlines() if line.startswith("| lme"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[:5] == ["lme", "t (reference retriever, ranks turns)", "8", "abstention 1, no_user_target 1", "12.2"]
+    assert cells[5] == "62.5%" and cells[9] == "87.5%" and cells[-2:] == ["75.0%", "7"]

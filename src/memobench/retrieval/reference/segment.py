@@ -77,11 +77,13 @@ def rank_segment(variants, segment, log=print) -> dict:
         store, encoder = stores.get(backend, (None, None))
         exact = row(backend).exact
 
-        def ranked(q, hay, texts):
+        def ranked(q, hay, documents):
             vectors = store.vectors(hay.keys) if store is not None else None
             question = exact_text(q["question"], q.get("question_exact")) if exact else q["question"]
-            r = rank(backend, question, texts, vectors=vectors, encoder=encoder)
-            r = r.top(depth) if depth else r
+            if depth is None:  # a turn variant: its haystack's turns, the whole list
+                r = rank(backend, question, documents.texts, vectors=vectors, encoder=encoder)
+            else:
+                r = rank(backend, question, documents, vectors=vectors, encoder=encoder).top(depth)
             return r.positions.tolist(), r.scores
 
         return ranked
