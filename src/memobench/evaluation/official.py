@@ -26,11 +26,9 @@ depth used is reported, and metrics at k beyond it see a list shorter than k.
 from __future__ import annotations
 
 import math
-from array import array
 from bisect import bisect_left
 from collections import defaultdict
 
-import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
@@ -38,7 +36,7 @@ from ..core.formats import FORMATS, LME_FORMATS
 from ..core.errors import DataError
 from ..core.progress import Progress
 from ..retrieval.harness import scoring_id, user_target_sessions  # the rules an imported run is read under too
-from ..core.tables import read_table, sorted_runs
+from ..core.tables import is_in, read_table, sorted_runs
 
 KS = (1, 3, 5, 10, 30, 50)
 # LoCoMo's question categories (``qa[].category``) by the names of the LoCoMo
@@ -191,11 +189,14 @@ _NAMES: dict[tuple, list[tuple[str, str, str]]] = {}
 
 
 def _names(ks) -> list[tuple[str, str, str]]:
-    """(recall_any@k, recall_all@k, ndcg_any@k) of each k."""
+    """(recall_any@k, recall_all@k, ndcg_any@k) of each k (the fixed k sets
+    kept; turn2session's per-question ones are not)."""
     key = tuple(ks)
     names = _NAMES.get(key)
     if names is None:
-        names = _NAMES[key] = [(f"recall_any@{k}", f"recall_all@{k}", f"ndcg_any@{k}") for k in key]
+        names = [(f"recall_any@{k}", f"recall_all@{k}", f"ndcg_any@{k}") for k in key]
+        if len(_NAMES) < 16:
+            _NAMES[key] = names
     return names
 
 
@@ -265,7 +266,7 @@ def read_haystacks(path, hids=None, dates: bool = True) -> dict[int, dict[str, l
     names = ["session_id", "session_key"] + ["date"] * dates
     t = read_table(path, columns=["haystack_id", "position"] + names)
     if hids:
-        t = t.filter(_is_in(t.column("haystack_id"), hids))
+        t = t.filter(is_in(t.column("haystack_id"), hids))
     t = t.sort_by([("haystack_id", "ascending"), ("position", "ascending")])
     ids, keys = t.column("session_id").to_pylist(), t.column("session_key").to_pylist()
     runs = sorted_runs(t.column("haystack_id").to_pylist())
@@ -273,18 +274,6 @@ def read_haystacks(path, hids=None, dates: bool = True) -> dict[int, dict[str, l
         return {hid: {"ids": ids[lo:hi], "keys": keys[lo:hi]} for hid, lo, hi in runs}
     days = t.column("date").to_pylist()
     return {hid: {"ids": ids[lo:hi], "keys": keys[lo:hi], "dates": days[lo:hi]} for hid, lo, hi in runs}
-
-
-def _is_in(column, values):
-    """Where an integer column holds one of ``values`` (never at a null). Not
-    tables.read_table's ``where``: its value set is a pa.array of Python
-    values, whose pandas probe imports pandas (0.3 s) wherever the jobs'
-    guard (stages.adapter.without_pandas) is not in place; this one is built
-    on a buffer."""
-    wanted = array("q", sorted(set(values)))
-    value_set = pc.cast(pa.Array.from_buffers(pa.int64(), len(wanted), [None, pa.py_buffer(wanted)]), column.type)
-    m = pc.is_in(column, value_set=value_set)
-    return pc.and_kleene(pc.is_valid(m), m)
 
 
 def read_questions(path) -> list[dict]:
@@ -295,30 +284,40 @@ def read_questions(path) -> list[dict]:
 # ---------------------------------------------------------------- per dataset
 
 
+def with_haystacks(questions, haystacks, progress=None):
+    """(question, its haystack) of each question that has one (not an
+    unparseable element, not an unpaired CN row), in order, calling
+    ``progress(n)`` as it goes."""
+    for n, q in enumerate(questions):
+        if progress is not None:
+            progress(n)
+        if q["parse_error"] or q["haystack_id"] < 0:
+            continue
+        yield q, haystacks.get(q["haystack_id"], {"ids": [], "keys": [], "dates": []})
+
+
+def exclusion(question_id: str, has_user_target: bool) -> str | None:
+    """Why LongMemEval leaves a question out of its means: ``abstention``
+    first, then ``no_user_target`` (no user turn with has_answer); None when kept."""
+    if is_abstention(question_id):
+        return "abstention"
+    return None if has_user_target else "no_user_target"
+
+
 def lme_per_question(questions, haystacks, targets: set[int], rankings: dict[int, list[str]], path="rankings",
                      known: dict[int, list[int]] | None = None, progress=None):
     """One row per question with a haystack: its exclusion (or None) and
     metrics. ``known``: the ranker's own haystack positions (read_rankings);
     other lists are placed by :func:`ranked_positions`."""
     rows = []
-    for n, q in enumerate(questions):
-        if progress is not None:
-            progress(n)
-        if q["parse_error"] or q["haystack_id"] < 0:
-            continue
-        hay = haystacks.get(q["haystack_id"], {"ids": [], "keys": [], "dates": []})
+    for q, hay in with_haystacks(questions, haystacks, progress):
         # (scoring_id leaves an id without "answer" as it is)
         scoring = [scoring_id(s, k in targets) if "answer" in s else s for s, k in zip(hay["ids"], hay["keys"])]
         ranked = rankings.get(q["q_index"], [])
         item = f"question {q['question_id']}"
         positions = (given_positions(ranked, known[q["q_index"]], hay["ids"], path, item)
                      if known and q["q_index"] in known else ranked_positions(ranked, hay["ids"], path, item))
-        if is_abstention(q["question_id"]):
-            excluded = "abstention"
-        elif targets.isdisjoint(hay["keys"]):
-            excluded = "no_user_target"
-        else:
-            excluded = None
+        excluded = exclusion(q["question_id"], not targets.isdisjoint(hay["keys"]))
         gold = gold_ids(scoring)
         rows.append({"q_index": q["q_index"], "question_id": q["question_id"],
                      "question_type": q["question_type"], "excluded": excluded, "ranked": bool(ranked),

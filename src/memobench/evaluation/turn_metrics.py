@@ -33,8 +33,8 @@ from ..core.progress import Progress
 from ..core.protocol import TOP
 from ..core.tables import read_table, sorted_runs
 from .measures import HITS, MEASURES
-from .official import (CONVENTIONS, KS, _lme_metrics, average, is_abstention, metric_names, read_haystacks,
-                       read_questions)
+from .official import (CONVENTIONS, KS, _lme_metrics, average, exclusion, metric_names, read_haystacks,
+                       read_questions, with_haystacks)
 
 GRAIN_RULES = "LongMemEval official at turn level, run_retrieval.py --granularity turn (docs/protocol.md#turn-level)"
 
@@ -52,33 +52,34 @@ def strip_turn(scoring_id: str) -> str:
     return "_".join(scoring_id.split("_")[:-1])
 
 
-def effective_k(ranked_sessions: list[str], k: int, n_corpus: int) -> int:
-    """turn2session's k: the fewest first ranked turns holding ``k`` distinct
-    session ids, from k up; n_corpus + 1 when the list never holds k (and k
-    itself when k is past the corpus)."""
-    if k > n_corpus:
-        return k
+def effective_ks(ranked_sessions: list[str], ks, n_corpus: int) -> list[int]:
+    """turn2session's k of each k: the fewest first ranked turns holding k
+    distinct session ids, from k up; n_corpus + 1 when the list never holds k
+    (and k itself when k is past the corpus), as LongMemEval's loop ends."""
+    reach: list[int] = [0]  # reach[d]: the first prefix length holding d distinct ids
     seen: set[str] = set()
     for i, s in enumerate(ranked_sessions, 1):
-        seen.add(s)
-        if len(seen) >= k:
-            return max(i, k)
-    return n_corpus + 1
+        if s not in seen:
+            seen.add(s)
+            reach.append(i)
+    return [k if k > n_corpus else max(reach[k], k) if k < len(reach) else n_corpus + 1 for k in ks]
 
 
-def turn2session_metrics(positions: list[int], scoring: list[str], ks=KS) -> dict[str, float]:
+def effective_k(ranked_sessions: list[str], k: int, n_corpus: int) -> int:
+    return effective_ks(ranked_sessions, (k,), n_corpus)[0]
+
+
+def turn2session_metrics(positions: list[int], scoring: list[str], ks=KS, stripped: list[str] | None = None
+                         ) -> dict[str, float]:
     """LongMemEval's session-level metrics of a turn ranking (``positions``:
-    turn corpus indices, best first; ``scoring``: the corpus's turn scoring ids)."""
-    corpus = [strip_turn(s) for s in scoring]
-    gold = {strip_turn(s) for s in scoring if "answer" in s}
-    ranked = [corpus[p] for p in positions]
-    out = {}
-    for k in ks:
-        eff = effective_k(ranked, k, len(corpus))
-        m = _lme_metrics(positions, corpus, gold, (eff,))
-        for name in ("recall_any", "recall_all", "ndcg_any"):
-            out[f"{name}@{k}"] = m[f"{name}@{eff}"]
-    return out
+    turn corpus indices, best first; ``scoring``: the corpus's turn scoring
+    ids; ``stripped``: the same less their suffixes, when the caller has them)."""
+    corpus = [strip_turn(s) for s in scoring] if stripped is None else stripped
+    gold = {c for c, s in zip(corpus, scoring) if "answer" in s}
+    effs = effective_ks([corpus[p] for p in positions], ks, len(corpus))
+    m = _lme_metrics(positions, corpus, gold, effs)  # one pass for every k' (a k' repeated gives the same names)
+    return {f"{name}@{k}": m[f"{name}@{eff}"] for k, eff in zip(ks, effs)
+            for name in ("recall_any", "recall_all", "ndcg_any")}
 
 
 def harness_over_turns(positions: list[int], scoring: list[str]) -> dict[str, float]:
@@ -102,15 +103,13 @@ def lme_turn_rows(questions, haystacks, turns_by_key, ranked: dict, path="turns"
     from ..retrieval.turns import haystack_turns
 
     rows = []
-    for n, q in enumerate(questions):
-        if progress is not None:
-            progress(n)
-        if q["parse_error"] or q["haystack_id"] < 0:
-            continue
-        hay = haystacks.get(q["haystack_id"], {"ids": [], "keys": []})
-        corpus = haystack_turns(hay["ids"], hay["keys"], turns_by_key)
+    for q, hay in with_haystacks(questions, haystacks, progress):
+        corpus = haystack_turns(hay["ids"], hay["keys"], turns_by_key, ids=False)
         scoring = [turn_scoring_id(hay["ids"][p], s, h) for p, s, h in zip(corpus.positions, corpus.seqs,
                                                                              corpus.has_answer)]
+        # strip_turn of each: its session's id, "answer" made "noans" as in its turn's id
+        stripped = [sid if "answer" not in sid or h else sid.replace("answer", "noans")
+                    for sid, h in zip((hay["ids"][p] for p in corpus.positions), corpus.has_answer)]
         index = {(p, s): j for j, (p, s) in enumerate(zip(corpus.positions, corpus.seqs))}
         listed = ranked.get(q["q_index"], [])
         positions = []
@@ -122,13 +121,12 @@ def lme_turn_rows(questions, haystacks, turns_by_key, ranked: dict, path="turns"
             positions.append(j)
         if len(set(positions)) != len(positions):
             raise DataError(path, f"question {q['question_id']}", "a turn is ranked twice")
-        has_target = any(h is True for h in corpus.has_answer)
-        excluded = ("abstention" if is_abstention(q["question_id"]) else None if has_target else "no_user_target")
+        excluded = exclusion(q["question_id"], any(h is True for h in corpus.has_answer))
         gold = {s for s in scoring if "answer" in s}
         rows.append({"q_index": q["q_index"], "question_id": q["question_id"], "excluded": excluded,
                      "ranked": bool(listed), "gold": sorted(gold), "turns": len(scoring),
                      "metrics": _lme_metrics(positions, scoring, gold),
-                     "turn2session": turn2session_metrics(positions, scoring),
+                     "turn2session": turn2session_metrics(positions, scoring, stripped=stripped),
                      "harness": harness_over_turns(positions, scoring)})
     return rows
 

@@ -481,14 +481,14 @@ def _write_timings(path, v: Variant, seg, dataset: str) -> None:
 def write_segment(variant: Variant, questions_path, haystacks_path, events_path, segment: int,
                   n_segments: int, rankings_out, outcomes_out, log=print, tokens_path=None,
                   fts_tokens_path=None, deep_out=None, metadata: dict | None = None, embeddings_path=None,
-                  inputs: dict | None = None, timings_out=None, dataset: str = "") -> None:
+                  inputs: dict | None = None, timings_out=None, dataset: str = "", turns_out=None) -> None:
     """One variant's segment (:func:`write_segments` for one variant, its
     tokenizer's tokens given as ``tokens_path``; a memory service's timings
-    go to ``timings_out``)."""
+    go to ``timings_out``, a turn variant's turn lists to ``turns_out``)."""
     from .harness import token_tables
 
     tokens = token_tables(variant.recipe.seq, tokens_path, fts_tokens_path)
     outs = {variant.name: {"rankings": rankings_out, "outcomes": outcomes_out, "deep": deep_out,
-                           "timings": timings_out}}
+                           "timings": timings_out, "turns": turns_out}}
     write_segments([variant], questions_path, haystacks_path, events_path, segment, n_segments, outs, log=log,
                    tokens=tokens, metadata=metadata, embeddings_path=embeddings_path, inputs=inputs, dataset=dataset)

@@ -21,12 +21,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..core.tables import BATCH_ROWS, exact_text
+from ..core.tables import BATCH_ROWS, exact_text, is_in
 from ..core.formats import user_turns_only
 
 TURNS = pa.schema(
@@ -79,48 +78,49 @@ def session_turns(events_path, fmt: str, keys, exact: bool = False, texts: bool 
     holds them (a lone surrogate kept: documents.session_documents);
     ``texts=False``: empty texts (scoring reads ids only)."""
     only_user = user_turns_only(fmt)
-    wanted = np.fromiter(set(keys), dtype=np.int64)
-    rows: dict[int, list[tuple]] = {k: [] for k in wanted.tolist()}
+    keys = set(keys)
+    rows: dict[int, list[tuple]] = {k: [] for k in keys}
     columns = ["session_key", "seq", "role", "dia_id", "has_answer", *(["text"] if texts else []),
                *(["text_exact"] if texts and exact else [])]
     for batch in pq.ParquetFile(events_path).iter_batches(batch_size=batch_rows, columns=columns):
-        k = batch.column(0).to_numpy()
-        mask = np.isin(k, wanted)
+        mask = is_in(batch.column(0), keys)
         if only_user:
-            mask &= pc.fill_null(pc.equal(batch.column(2), "user"), False).to_numpy(zero_copy_only=False)
-        take = np.flatnonzero(mask)
-        if not len(take):
+            mask = pc.and_(mask, pc.fill_null(pc.equal(batch.column(2), "user"), False))
+        b = batch.filter(mask)
+        if not b.num_rows:
             continue
         if not texts:
-            words = [""] * len(take)
+            words = [""] * b.num_rows
         else:
-            words = batch.column(5).take(take).to_pylist()
+            words = b.column(5).to_pylist()
             if exact:
-                words = list(map(exact_text, words, batch.column(6).take(take).to_pylist()))
-        for key, seq, text, role, dia, has in zip(k[take].tolist(), batch.column(1).take(take).to_pylist(), words,
-                                                  batch.column(2).take(take).to_pylist(),
-                                                  batch.column(3).take(take).to_pylist(),
-                                                  batch.column(4).take(take).to_pylist()):
+                words = list(map(exact_text, words, b.column(6).to_pylist()))
+        for key, seq, text, role, dia, has in zip(b.column(0).to_pylist(), b.column(1).to_pylist(), words,
+                                                  b.column(2).to_pylist(), b.column(3).to_pylist(),
+                                                  b.column(4).to_pylist()):
             rows[key].append((seq, text, role, dia, has))
     out = {}
     for key, turns in rows.items():
-        turns.sort(key=lambda t: t[0])
+        turns.sort(key=lambda t: t[0])  # seq order (as normalize writes a session, so usually a no-op)
         out[key] = SessionTurns(*(list(c) for c in zip(*turns))) if turns else SessionTurns([], [], [], [], [])
     return out
 
 
-def haystack_turns(session_ids: list[str], keys: list[int], by_key: dict[int, SessionTurns]) -> HaystackTurns:
-    """A haystack's turn documents (its sessions' ``session_turns``, in haystack order)."""
-    positions, seqs, texts, ids, roles, has = [], [], [], [], [], []
+def haystack_turns(session_ids: list[str], keys: list[int], by_key: dict[int, SessionTurns],
+                   ids: bool = True) -> HaystackTurns:
+    """A haystack's turn documents (its sessions' ``session_turns``, in haystack order);
+    ``ids=False`` leaves the turn ids empty (scoring builds its own)."""
+    positions, seqs, texts, out_ids, roles, has = [], [], [], [], [], []
     for p, (sid, key) in enumerate(zip(session_ids, keys)):
         s = by_key[key]
         positions += [p] * len(s.seqs)
         seqs += s.seqs
         texts += s.texts
-        ids += [turn_id(sid, q, d) for q, d in zip(s.seqs, s.dia_ids)]
+        if ids:
+            out_ids += [turn_id(sid, q, d) for q, d in zip(s.seqs, s.dia_ids)]
         roles += s.roles
         has += s.has_answer
-    return HaystackTurns(positions, seqs, texts, ids, roles, has)
+    return HaystackTurns(positions, seqs, texts, out_ids, roles, has)
 
 
 def sessions_by_best_turn(turn_positions: list[int], haystack: HaystackTurns, scores=None):

@@ -20,6 +20,16 @@ process: one index per distinct haystack (as the retrieve stage does) and one
 per question (every kept index dropped first); it prints questions/s, the
 speed-up and whether the two runs' lists (positions and scores) are the same.
 
+    python -m memobench.tools.bench_baselines --turns [--work bench_work]
+
+ranks the S-scale file's turns with LongMemEval's flat BM25 twice, each in
+its own process: as LongMemEval's ``run_retrieval.py --granularity turn``
+does it (``json.load`` of the raw file, its turn corpus, ``BM25Okapi``,
+``numpy.argsort``) and as a turn variant's retrieve job does it (from the
+normalized tables); it checks the two give the same turn lists, then times
+that variant's scoring at turn level (``turn_metrics``) against its
+session-level scoring (``official``), and prints the ratios.
+
     python -m memobench.tools.bench_baselines --long-question [--docs 5000] [--words 100,400,1600,50000]
 
 instead ranks one haystack of ``--docs`` generated documents (~100 words each)
@@ -199,6 +209,108 @@ def long_question(a) -> int:
     return 0
 
 
+def _times() -> tuple[float, float]:
+    return time.monotonic(), time.process_time()
+
+
+def _since(t: tuple[float, float]) -> dict:
+    return {"wall_s": round(time.monotonic() - t[0], 2), "cpu_s": round(time.process_time() - t[1], 2)}
+
+
+def _turn_digest(lists) -> str:
+    """sha256 of every question's turn list, each turn as ``{session_id}_{index + 1}``."""
+    h = hashlib.sha256()
+    for qid, turns in lists:
+        h.update(json.dumps([qid, turns]).encode("utf-8", "surrogatepass"))
+    return h.hexdigest()[:16]
+
+
+def run_longmemeval_turns(raw: str) -> dict:
+    """LongMemEval's own turn path: its turn corpus and flat BM25, over the raw file."""
+    import numpy as np
+    from rank_bm25 import BM25Okapi
+
+    t = _times()
+    lists = []
+    for item in json.loads(Path(raw).read_text(encoding="utf-8")):
+        docs, ids = [], []
+        for sid, session in zip(item["haystack_session_ids"], item["haystack_sessions"]):
+            for i, turn in enumerate(session):
+                if turn["role"] == "user":
+                    docs.append(turn["content"])
+                    ids.append(f"{sid}_{i + 1}")
+        order = np.argsort(BM25Okapi([d.split(" ") for d in docs]).get_scores(item["question"].split(" ")))[::-1]
+        lists.append((item["question_id"], [ids[j] for j in order]))
+    return {"who": "LongMemEval's code path", **_since(t), "peak_rss_mb": round(_peak_mb()),
+            "questions": len(lists), "lists": _turn_digest(lists)}
+
+
+def run_our_turns(norm: str, out: str) -> dict:
+    """The turn variant's retrieve job (one segment), then its scoring at both grains."""
+    from ..catalog.variants import resolve
+    from ..core.layout import table_paths
+    from ..evaluation import official, turn_metrics
+    from ..retrieval.sharing import write_segment
+    from ..core.tables import read_table
+    from ..stages.adapter import without_pandas
+
+    without_pandas()  # as in the jobs (stages.adapter): pyarrow's pandas probe imports nothing
+    tables, out = table_paths(Path(norm)), Path(out)
+    v = resolve("bm25-turns", "s", {"bm25-turns": {"base": "bm25-official", "grain": "turn"}})
+    paths = {k: out / f"{k}.parquet" for k in ("rankings", "outcomes", "deep", "turns")}
+    t = _times()
+    write_segment(v, tables["questions"], tables["haystacks"], tables["events"], 1, 1, paths["rankings"],
+                  paths["outcomes"], log=lambda m: None, deep_out=paths["deep"], turns_out=paths["turns"])
+    ranked = _since(t)
+    t = _times()
+    official.compute("longmemeval", tables["questions"], tables["haystacks"], tables["events"], paths["deep"],
+                     log=lambda m: None)
+    session = _since(t)
+    t = _times()
+    turn_metrics.compute("longmemeval", tables["questions"], tables["haystacks"], tables["events"], paths["turns"],
+                         log=lambda m: None)
+    turn = _since(t)
+    rows = read_table(paths["turns"]).sort_by([("q_index", "ascending"), ("rank", "ascending")]).to_pylist()
+    lists: dict[str, list[str]] = {}
+    for r in rows:
+        lists.setdefault(r["question_id"], []).append(f"{r['session_id']}_{r['turn'] + 1}")
+    return {"who": "memobench turn variant", **ranked, "peak_rss_mb": round(_peak_mb()), "questions": len(lists),
+            "lists": _turn_digest(lists.items()), "scoring_session": session, "scoring_turn": turn}
+
+
+def turns(a) -> int:
+    from .benchmark import SCALES, generate
+    from ..datasets.normalize import normalize_longmemeval
+    from ..core.layout import table_paths
+
+    s = SCALES["s"]
+    raw = generate(a.work, "bench_s", s["questions"], s["sessions"], s["target"], s["seed"])
+    norm = a.work / "bench_s_normalized"
+    if not table_paths(norm)["events"].exists():
+        normalize_longmemeval(raw, norm, log=lambda m: None)
+    out = a.work / "bench_s_turns"
+    out.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for only, extra in (("longmemeval-turns", ["--path", str(raw)]),
+                        ("our-turns", ["--norm", str(norm), "--path", str(out)])):
+        p = subprocess.run([sys.executable, "-m", "memobench.tools.bench_baselines", "--only", only, *extra],
+                           capture_output=True, text=True)
+        if p.returncode:
+            print(f"{only}: failed\n{p.stderr[-2000:]}", file=sys.stderr)
+            return 1
+        rows.append(json.loads(p.stdout.strip().splitlines()[-1]))
+        print(json.dumps(rows[-1]), flush=True)
+    theirs, ours = rows
+    same = theirs["lists"] == ours["lists"]
+    print(f"| what | LongMemEval | memobench | ratio |\n|---|---|---|---|\n"
+          f"| turn-level flat BM25, wall s ({ours['questions']} questions) | {theirs['wall_s']} | {ours['wall_s']} | "
+          f"{ours['wall_s'] / theirs['wall_s']:.2f}x |\n"
+          f"| the same lists | | {'yes' if same else 'NO'} | |\n"
+          f"| scoring, wall s: turn level / session level | | {ours['scoring_turn']['wall_s']} / "
+          f"{ours['scoring_session']['wall_s']} | {ours['scoring_turn']['wall_s'] / ours['scoring_session']['wall_s']:.2f}x |")
+    return 0 if same else 1
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--work", type=Path, default=Path("bench_work"))
@@ -216,7 +328,17 @@ def main(argv=None) -> int:
     ap.add_argument("--only", help=argparse.SUPPRESS)
     ap.add_argument("--norm", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--path", help=argparse.SUPPRESS)
+    ap.add_argument("--turns", action="store_true",
+                    help="flat BM25 at turn level, LongMemEval's code path against a turn variant, and turn scoring")
     a = ap.parse_args(argv)
+    if a.only == "longmemeval-turns":
+        print(json.dumps(run_longmemeval_turns(a.path)))
+        return 0
+    if a.only == "our-turns":
+        print(json.dumps(run_our_turns(str(a.norm), a.path)))
+        return 0
+    if a.turns:
+        return turns(a)
     if a.only == "long-question":
         print(json.dumps(run_long_question(a.docs, int(a.words), a.path)))
         return 0
