@@ -34,7 +34,7 @@ from .core import layout
 from .core.config import RESERVED, SAFE_NAME, dataset_family, validate
 from .core.errors import ConfigError
 from .evaluation.measures import HARNESS_MEASURES, MEASURES, OFFICIAL_MEASURES, PAIRED
-from .evaluation.published import REFERENCE
+from .evaluation.published import REFERENCE, identify_file
 from .catalog.variants import known_variants, resolve
 from .runs import FORMATS as RUN_FORMATS
 
@@ -342,7 +342,8 @@ def score(args) -> str:
         return json.loads((workdir / layout.path(pattern, dataset=ds, variant=v)).read_text(encoding="utf-8"))
 
     m, off = read(name, layout.METRICS), read(name, layout.OFFICIAL)
-    out = [f"{run} scored as {name!r} on {ds} ({layout.path(layout.VARIANT, dataset=ds, variant=name)}/)", "",
+    out = [f"{run} scored as {name!r} on {ds} ({layout.path(layout.VARIANT, dataset=ds, variant=name)}/)",
+           data_file_line(workdir / layout.path(layout.VERIFIED, dataset=ds)), "",
            "harness metrics (the Memo harness's rules: first gold rank in the top 10):",
            harness_line(name, m)]
     if against:
@@ -375,6 +376,17 @@ def score(args) -> str:
     if isinstance(run, str):
         out += ["", *latency_lines(workdir, ds, name, entry["segments"], m)]
     return "\n".join(out)
+
+
+def data_file_line(verified: Path) -> str:
+    """The dataset's raw file as checked (verify stage), and which published release it is: a
+    figure is comparable with a published one only on the same file."""
+    if not verified.exists():  # a dataset with no raw file (the embedded zh set)
+        return "data file: none (the dataset is built in)"
+    v = json.loads(verified.read_text(encoding="utf-8"))
+    known = identify_file(v.get("bytes"), v.get("sha256"))
+    how = {"sha256": ", by its sha256", "bytes": ", by its byte count"}.get(known["matched_by"], "")
+    return f"data file: {Path(v['file']).name}, {v['bytes']:,} bytes: {known['label']}{how}"
 
 
 def latency_lines(workdir: Path, ds: str, name: str, n_segments: int, metrics: dict) -> list[str]:

@@ -162,6 +162,8 @@ def test_memobench_score_end_to_end(locomo):
     assert f"mrr {m['mrr']:.4f}" in ours
     assert any(line.lstrip().startswith("v0.5.0 ") and "(published: hit@1 53.2" in line for line in lines)
     assert "absent from the run (counted as misses): 0" in proc.stdout
+    assert "data file: locomo10.json, 2,805,274 bytes: LoCoMo10 (snap-research/LoCoMo locomo10.json), by its" \
+        in proc.stdout  # the real file, whichever way the config let it be identified
     off = results(work, "locomo10", "scored", "official.json")["official"]
     assert f"recall_any@5 {percent(off['recall_any@5'])}" in proc.stdout  # in percent, as the report prints it
     assert any(line.lstrip().startswith("hit@1  +0.0 [+0.0, +0.0]  p: randomization 1.0000; McNemar 1.0000")

@@ -77,11 +77,40 @@ GUIDE_TABLE = [
 # printed under. ``convention``: the official.json convention it was averaged
 # by (official.CONVENTIONS); ``match``: the recipe fields a run needs to be
 # the same system; ``questions``: the count it was averaged over; ``grain``: what
-# the system ranked (sessions unless said). A run is comparable to a figure
-# only when all four agree (reporting/conventions.py).
+# the system ranked (sessions unless said); ``file``: the data file (DATA_FILES).
+# A run is comparable to a figure only when all five agree (reporting/conventions.py).
+# The data files published figures were computed on. A run's raw file (its bytes and
+# sha256 in results/manifest.json) is one of these when its sha256 matches, or, where
+# no sha256 is on record, its byte count (the release's published size). The same
+# retriever scores differently on another release of a dataset (LongMemEval's authors
+# later released cleaned S and M files), so a figure is comparable only on its file.
+DATA_FILES = {
+    "longmemeval_s-original": {"label": "LongMemEval-S, original release (longmemeval_s)", "bytes": 278025796,
+                               "sha256": None},
+    "longmemeval_m-original": {"label": "LongMemEval-M, original release (longmemeval_m)", "bytes": 2745274681,
+                               "sha256": None},
+    "locomo10": {"label": "LoCoMo10 (snap-research/LoCoMo locomo10.json)", "bytes": 2805274,
+                 "sha256": "79fa87e90f04081343b8c8debecb80a9a6842b76a7aa537dc9fdf651ea698ff4"},
+}
+
+
+def identify_file(n_bytes: int | None, sha256: str | None) -> dict:
+    """Which known data file a raw file is: ``{"known": key or None, "label",
+    "matched_by": "sha256" | "bytes" | None}``: by sha256 where both are
+    known, else by byte count (a file whose sha256 differs from the release's
+    is another file, whatever its size)."""
+    for key, f in DATA_FILES.items():
+        if f["sha256"] is not None and sha256 is not None:
+            if sha256 == f["sha256"]:
+                return {"known": key, "label": f["label"], "matched_by": "sha256"}
+        elif n_bytes == f["bytes"]:
+            return {"known": key, "label": f["label"], "matched_by": "bytes"}
+    return {"known": None, "label": "not a published release", "matched_by": None}
+
+
 PUBLISHED_OFFICIAL = [
     {"source": "LongMemEval paper, Table 9", "system": "flat BM25, session level", "dataset": "longmemeval_m",
-     "convention": "print_retrieval_metrics", "questions": 470,
+     "file": "longmemeval_m-original", "convention": "print_retrieval_metrics", "questions": 470,
      "match": {"backend": "bm25-official", "documents": "user"},
      "protocol": "LongMemEval official rules, averaged by print_retrieval_metrics.py (abstentions left out, "
                  "no-user-target questions kept); user-turn session documents",

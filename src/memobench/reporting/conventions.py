@@ -6,7 +6,7 @@ from __future__ import annotations
 from ..core.doc import Code, Heading, Para, Strong, Table
 from ..evaluation.measures import HITS, MEASURES, OFFICIAL_MEASURES
 from ..evaluation.official import LOCOMO_CATEGORIES
-from ..evaluation.published import HARNESS_PROTOCOL, PUBLISHED_OFFICIAL, REFERENCE, published
+from ..evaluation.published import DATA_FILES, HARNESS_PROTOCOL, PUBLISHED_OFFICIAL, REFERENCE, published
 from .labels import is_imported, label
 from .numbers import percent
 
@@ -19,6 +19,11 @@ def comparable_to(m: dict, dataset: str, convention: str, n) -> str:
         if (pub["dataset"] != dataset or pub["convention"] != convention or is_imported(m)
                 or any(recipe.get(k) != v for k, v in pub["match"].items())):
             continue
+        mine = (m.get("data_file") or {}).get("known")
+        if mine != pub["file"]:
+            their_file = DATA_FILES[pub["file"]]["label"]
+            ours = (m.get("data_file") or {}).get("label") or "not recorded (no results/manifest.json)"
+            return f"not comparable: {pub['source']} used {their_file}; this run's file: {ours}"
         grain, theirs = m.get("grain", "session"), pub.get("grain", "session")
         if grain != theirs:
             return (f"not comparable: {pub['source']} ranked {theirs}s; this run ranked {grain}s (its sessions read "
@@ -63,6 +68,25 @@ def published_rows(runs: list[dict]) -> list[list]:
     return rows
 
 
+def data_file_blocks(runs: list[dict]) -> list:
+    """Each dataset's raw file (results/manifest.json) and which published release it is."""
+    rows, seen = [], set()
+    for m in runs:
+        f = m.get("data_file")
+        if not f or m["dataset"] in seen:
+            continue
+        seen.add(m["dataset"])
+        how = {"sha256": "by its sha256", "bytes": "by its byte count"}.get(f["matched_by"], "")
+        rows.append([m["dataset"], Code(f["file"]), f"{f['bytes']:,}", Code((f["sha256"] or "-")[:16]),
+                     f"{f['label']} ({how})" if how else f["label"]])
+    if not rows:
+        return []
+    return [Heading(3, "Data files"),
+            Para("The same retriever scores differently on another release of a dataset (LongMemEval's authors "
+                 "later released cleaned files): a figure is comparable only with runs on its own file."),
+            Table(["dataset", "file", "bytes", "sha256 (first 16)", "what it is"], rows, left=(0, 1, 3, 4))]
+
+
 def convention_blocks(runs: list[dict]) -> list:
     """Each run's official metrics under every averaging convention (official.json's
     ``conventions``), beside the published official-metric figures and the
@@ -84,10 +108,12 @@ def convention_blocks(runs: list[dict]) -> list:
             Table(["dataset", "variant", "convention", "n", "excluded",
                    *(MEASURES[k].label for k in OFFICIAL_MEASURES), "published figure"],
                   rows, left=(0, 1, 2, 4, 11)),
+            *data_file_blocks(runs),
             Heading(3, "Published figures"),
             Para("Each with the protocol it was published under. A figure is comparable only to a run of the same "
-                 "system under the same convention over the same number of questions; memory-system LoCoMo "
-                 "evaluations report over categories 1-4, so compare them with categories_1_4."),
+                 "system, ranking the same grain, on the same data file, under the same convention over the same "
+                 "number of questions; memory-system LoCoMo evaluations report over categories 1-4, so compare "
+                 "them with categories_1_4."),
             Table(["source", "system", "dataset", "protocol", "convention", "n", "figures", "comparable"],
                   published_rows(runs), left=(0, 1, 2, 3, 4, 6, 7))]
 

@@ -39,6 +39,7 @@ from pathlib import Path
 
 from ..datasets.missing import blocks as missing_blocks
 from ..core.atomic import write_text
+from ..evaluation.published import identify_file
 from .conventions import convention_blocks, turn_blocks
 from .figures import draw, forest_plot, heatmap, plot
 from .html import html_report
@@ -64,6 +65,13 @@ def build_report(metrics_paths, extra_paths, md_out, html_out, png_out, official
             m["official"] = o["official"]
             if o.get("turn"):
                 m["turn"] = o["turn"]
+    if manifest_path is not None:  # each dataset's raw file, and which published release it is
+        files = {f["dataset"]: f for f in json.loads(Path(manifest_path).read_text(encoding="utf-8")).get("files", [])}
+        for m in runs:
+            f = files.get(m["dataset"])
+            if f is not None:
+                m["data_file"] = {"file": Path(f["file"]).name, "bytes": f["bytes"], "sha256": f.get("sha256"),
+                                  **identify_file(f["bytes"], f.get("sha256"))}
     stats = [json.loads(Path(p).read_text(encoding="utf-8")) for p in stats_paths]
     extras = ([convention_blocks(runs), turn_blocks(runs)] + [extra_blocks(p) for p in extra_paths]
               + [provenance_blocks(manifest_path, runs)])

@@ -96,3 +96,27 @@ if __name__ == "__main__" and sys.argv[1:] == ["--write"]:
     DOC.write_text(text.replace(generated_part(text), new) if generated_part(text) else text + "\n" + new + "\n",
                    encoding="utf-8")
     print(f"wrote {DOC}")
+
+
+def test_the_shipped_config_names_the_published_data_files():
+    """config.yaml's byte counts (and sha256) of the published files are those the report identifies them by."""
+    import yaml
+
+    from memobench.evaluation.published import DATA_FILES, identify_file
+
+    datasets = yaml.safe_load((REPO / "config.yaml").read_text(encoding="utf-8"))["datasets"]
+    for ds, key in (("longmemeval_s", "longmemeval_s-original"), ("longmemeval_m", "longmemeval_m-original"),
+                    ("locomo10", "locomo10")):
+        assert datasets[ds]["bytes"] == DATA_FILES[key]["bytes"], ds
+        assert identify_file(datasets[ds]["bytes"], datasets[ds].get("sha256"))["known"] == key, ds
+
+
+def test_a_file_is_known_by_sha256_where_both_are_known_else_by_size():
+    from memobench.evaluation.published import DATA_FILES, identify_file
+
+    loc = DATA_FILES["locomo10"]
+    assert identify_file(loc["bytes"], loc["sha256"])["matched_by"] == "sha256"
+    assert identify_file(loc["bytes"], None)["matched_by"] == "bytes"  # its sha256 not computed here
+    assert identify_file(loc["bytes"], "0" * 64)["known"] is None  # the same size, another file
+    assert identify_file(DATA_FILES["longmemeval_m-original"]["bytes"], "0" * 64)["known"] == "longmemeval_m-original"
+    assert identify_file(123, None) == {"known": None, "label": "not a published release", "matched_by": None}

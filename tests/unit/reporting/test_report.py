@@ -306,10 +306,20 @@ def test_conventions_table_marks_comparable_only_where_the_protocol_matches(tmp_
         metrics_paths.append(mp)
         official_paths.append(op)
     out = {k: res / f"report.{k}" for k in ("md", "html")}
+    # the raw files: M's of the original release's size (no sha256 on record), S's another release
+    files = [{"dataset": "longmemeval_m", "file": "/d/longmemeval_m.json", "bytes": 2745274681, "sha256": "ab" * 32},
+             {"dataset": "longmemeval_s", "file": "/d/longmemeval_s_cleaned.json", "bytes": 277383315,
+              "sha256": "cd" * 32}]
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text(json.dumps({"provenance": {}, "files": files}))
     build_report(metrics_paths, [], out["md"], out["html"], res / "hitk.png", official_paths=official_paths,
-                 log=lambda m: None)
+                 log=lambda m: None, manifest_path=manifest)
     md = out["md"].read_text()
     assert "## Official metrics by convention" in md and "### Published figures" in md
+    data_files = next(rows for header, rows in _md_rows(md) if header[-1].strip() == "what it is")
+    assert [r[-1].strip() for r in data_files] == [
+        "LongMemEval-M, original release (longmemeval_m) (by its byte count)",
+        "not a published release"]
     tables = _md_rows(md)
     conv = next(rows for header, rows in tables if "convention" in header[2] and "published figure" in header[-1])
     assert len(conv) == 2 * len(runs)
@@ -326,10 +336,16 @@ def test_conventions_table_marks_comparable_only_where_the_protocol_matches(tmp_
     assert all("comparable" not in r[-1] or "not an official" in r[-1] for r in memo)
     assert "hit@1 54.6%" in next(r[6] for r in memo if r[2].strip() == "longmemeval_m")
     # a subset of M under M's name: same system and convention, another n
-    bm25 = {"recipe": runs[0][2]}
+    bm25 = {"recipe": runs[0][2], "data_file": {"known": "longmemeval_m-original"}}
     assert conventions.comparable_to(bm25, "longmemeval_m", "print_retrieval_metrics", 470).startswith("comparable")
     assert conventions.comparable_to(bm25, "longmemeval_m", "print_retrieval_metrics", 45).startswith("not comparable")
     assert conventions.comparable_to({**bm25, "run": {"file": "x"}}, "longmemeval_m", "print_retrieval_metrics", 470) == ""
+    # the same run without its file on record, or on another release's file: not comparable, saying why
+    bare = conventions.comparable_to({"recipe": runs[0][2]}, "longmemeval_m", "print_retrieval_metrics", 470)
+    assert bare.startswith("not comparable") and "not recorded" in bare
+    other = {**bm25, "data_file": {"known": None, "label": "not a published release"}}
+    assert "this run's file: not a published release" in conventions.comparable_to(
+        other, "longmemeval_m", "print_retrieval_metrics", 470)
     # the same retriever ranking turns: its sessions are read at their best turn, not Table 9's session lists
     turns = conventions.comparable_to({**bm25, "grain": "turn"}, "longmemeval_m", "print_retrieval_metrics", 470)
     assert turns.startswith("not comparable") and "ranked turns" in turns
