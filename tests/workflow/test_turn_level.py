@@ -10,6 +10,7 @@ it keeps its tables and official.json as before."""
 from __future__ import annotations
 
 import json
+import re
 
 import pyarrow.parquet as pq
 import pytest
@@ -60,29 +61,36 @@ def _as_published(items: list[dict]) -> None:
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory):
+def run(tmp_path_factory, locomo_path):
     from memobench.tools.generate.longmemeval import write_longmemeval
 
     root = tmp_path_factory.mktemp("turns")
     data = root / "data"
     data.mkdir()
+    conv = json.loads(locomo_path.read_text(encoding="utf-8"))[0]
+    conv = {**conv, "qa": conv["qa"][:60]}
+    (data / "locomo1.json").write_text(json.dumps([conv]), encoding="utf-8")
     raw = data / "lme.json"
     write_longmemeval(raw, n_questions=24, sessions_per_question=8, seed=5, turns=(2, 7), words_per_turn=(4, 30),
                       repeat_ids=0.5)
     items = json.loads(raw.read_text(encoding="utf-8"))
     _as_published(items)
     raw.write_text(json.dumps(items), encoding="utf-8")
-    cfg = write_config(root / "cfg.yaml", data_dir=str(data), run=["lme"],
+    cfg = write_config(root / "cfg.yaml", data_dir=str(data), run=["lme", "locomo1"],
                        datasets={"lme": {"format": "longmemeval", "family": "s", "file": "lme.json",
-                                         "bytes": raw.stat().st_size, "segments": 2, "variants": VARIANTS}},
+                                         "bytes": raw.stat().st_size, "segments": 2, "variants": VARIANTS},
+                                 "locomo1": {"format": "locomo", "file": "locomo1.json", "segments": 1,
+                                             "bytes": (data / "locomo1.json").stat().st_size,
+                                             "variants": ["bm25-turns"]}},
                        variants={"bm25-turns": {"base": "bm25-official", "grain": "turn"},
                                  "py-turns": {"retriever": {"callable": "my_turns.py:rank"}, "grain": "turn"},
                                  "py-turn-ids": {"retriever": {"callable": "my_turns.py:rank_ids"}, "grain": "turn"}})
     work = root / "work"
     work.mkdir()
     (work / "my_turns.py").write_text(USER_RETRIEVER, encoding="utf-8")
-    snakemake(work, "--cores", "2", *(f"results/lme/{v}/official.json" for v in VARIANTS), configfile=cfg)
-    return work, items, lme.run(items, "turn")
+    snakemake(work, "--cores", "2", *(f"results/lme/{v}/official.json" for v in VARIANTS),
+              "results/locomo1/bm25-turns/official.json", configfile=cfg)
+    return work, items, lme.run(items, "turn"), conv
 
 
 def _lists(path) -> dict[str, list[tuple]]:
@@ -98,7 +106,7 @@ def _corpus_places(item) -> list[tuple[int, int]]:
 
 
 def test_the_file_holds_the_cases(run):
-    _, items, oracle = run
+    _, items, oracle, _ = run
     assert any(len(set(i["haystack_session_ids"])) < len(i["haystack_session_ids"]) for i in items)
     assert any(c.startswith("noans") for r in oracle for c in r["corpus_ids"])
     assert sum("_abs" in i["question_id"] for i in items) >= 2
@@ -106,7 +114,7 @@ def test_the_file_holds_the_cases(run):
 
 @pytest.mark.parametrize("variant", ["bm25-turns", "py-turns", "py-turn-ids"])
 def test_turn_lists_equal_longmemeval_flat_bm25(run, variant):
-    work, items, oracle = run
+    work, items, oracle, _ = run
     got = _lists(work / f"results/lme/{variant}/turns.parquet")
     assert len(got) == len(items)  # every question ranked
     for item, want in zip(items, oracle):
@@ -119,7 +127,7 @@ def test_turn_lists_equal_longmemeval_flat_bm25(run, variant):
 
 
 def test_session_lists_are_sessions_at_their_best_turn(run):
-    work, items, oracle = run
+    work, items, oracle, _ = run
     deep = _lists(work / "results/lme/bm25-turns/deep.parquet")
     for item, want in zip(items, oracle):
         places = _corpus_places(item)
@@ -128,7 +136,7 @@ def test_session_lists_are_sessions_at_their_best_turn(run):
 
 
 def test_metrics_at_both_grains_equal_longmemeval(run):
-    work, items, oracle = run
+    work, items, oracle, _ = run
     res = work / "results/lme"
 
     def table(name):
@@ -155,7 +163,41 @@ def test_metrics_at_both_grains_equal_longmemeval(run):
 
 
 def test_a_session_variant_has_no_turn_figures(run):
-    work, _, _ = run
+    work, _, _, _ = run
     official = json.loads((work / "results/lme/bm25-official/official.json").read_text())
     assert "turn" not in official and "turn_rankings" not in official
     assert pq.read_table(work / "results/lme/bm25-official/turns.parquet").num_rows == 0
+
+
+def test_locomo_turn_lists_and_evidence_turn_recall_equal_an_independent_count(run):
+    """LoCoMo's first conversation: every turn a document (its text as the file holds it), ranked by
+    flat BM25 here; evidence-turn recall counted here from the file's evidence dia_ids."""
+    import numpy as np
+    from rank_bm25 import BM25Okapi
+
+    work, _, _, conv = run
+    c = conv["conversation"]
+    keys = sorted((k for k in c if re.fullmatch(r"session_\d+", k)), key=lambda k: int(k.split("_")[1]))
+    turns = [t for k in keys for t in c[k]]
+    bm25 = BM25Okapi([str(t.get("text", "")).split(" ") for t in turns])
+    got = _lists(work / "results/locomo1/bm25-turns/turns.parquet")
+    dia = {t["dia_id"] for t in turns}
+    per_k = {k: [] for k in (1, 5, 10, 50)}
+    cats = []
+    for qi, qa in enumerate(conv["qa"]):
+        qid = f"{conv['sample_id']}#{qi}"
+        gold = {str(e) for e in qa.get("evidence", [])} & dia
+        if not gold:
+            continue  # no evidence turn: skipped at turn level, as the session figures skip it
+        order = np.argsort(bm25.get_scores(qa["question"].split(" ")))[::-1]
+        ids = [r["turn_id"] for r in got[qid]]
+        assert ids == [turns[j]["dia_id"] for j in order], qid
+        for k in per_k:
+            per_k[k].append(len(gold & set(ids[:k])) / len(gold))
+        cats.append(str(qa["category"]) in "1234")
+    block = json.loads((work / "results/locomo1/bm25-turns/official.json").read_text())["turn"]
+    assert block["questions"] == len(per_k[1]) and block["excluded"]["no_evidence"] == len(conv["qa"]) - len(cats)
+    for k, shares in per_k.items():
+        assert block[f"recall@{k}"] == pytest.approx(sum(shares) / len(shares), rel=1e-12), k
+    c14 = [share for share, keep in zip(per_k[10], cats) if keep]
+    assert block["conventions"]["categories_1_4"]["recall@10"] == pytest.approx(sum(c14) / len(c14), rel=1e-12)

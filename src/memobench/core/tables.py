@@ -38,6 +38,7 @@ QUESTIONS = pa.schema(
         ("answer", pa.string()),  # LongMemEval: the raw `answer` as JSON text (null elsewhere)
         ("answer_session_ids", pa.list_(pa.string())),  # LongMemEval: String() of each raw id, as listed
         ("question_exact", pa.binary()),  # null, or the exact question where `question` has a U+FFFD for a lone surrogate
+        ("evidence", pa.list_(pa.string())),  # LoCoMo: each `evidence` element as a string, as listed (null elsewhere)
     ]
 )
 

@@ -277,7 +277,7 @@ def read_haystacks(path, hids=None, dates: bool = True) -> dict[int, dict[str, l
 
 
 def read_questions(path) -> list[dict]:
-    cols = ["q_index", "question_id", "question_type", "haystack_id", "gold", "parse_error"]
+    cols = ["q_index", "question_id", "question_type", "haystack_id", "gold", "parse_error", "evidence"]
     return read_table(path, columns=cols).sort_by("q_index").to_pylist()
 
 

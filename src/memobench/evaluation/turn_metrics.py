@@ -21,6 +21,14 @@ Beside them, the harness's measures over turns: hit@k (k of the harness)
 and the reciprocal rank of the first gold turn in the top 10, averaged over
 the questions the run_retrieval convention keeps that have turn gold (a
 question without one is a counted skip).
+
+LoCoMo: gold is the question's evidence turns (the turns whose ``dia_id``
+its ``evidence`` lists; evidence naming no turn is dropped, as the harness
+drops it, and a question left with none is a counted ``no_evidence`` skip).
+Per question, at each k: evidence-turn ``recall@k`` (the share of its
+evidence turns among the first k ranked turns), ``recall_any@k`` and
+``recall_all@k``; and the harness's measures over turns; averaged over every
+category and over categories 1-4, as the session figures.
 """
 
 from __future__ import annotations
@@ -28,13 +36,13 @@ from __future__ import annotations
 import math
 
 from ..core.errors import DataError
-from ..core.formats import LME_FORMATS
+from ..core.formats import FORMATS, LME_FORMATS
 from ..core.progress import Progress
 from ..core.protocol import TOP
 from ..core.tables import read_table, sorted_runs
 from .measures import HITS, MEASURES
-from .official import (CONVENTIONS, KS, _lme_metrics, average, exclusion, metric_names, read_haystacks,
-                       read_questions, with_haystacks)
+from .official import (CONVENTIONS, KS, LOCOMO_CATEGORIES_1_4, _lme_metrics, average, exclusion, metric_names,
+                       read_haystacks, read_questions, with_haystacks)
 
 GRAIN_RULES = "LongMemEval official at turn level, run_retrieval.py --granularity turn (docs/protocol.md#turn-level)"
 
@@ -112,15 +120,7 @@ def lme_turn_rows(questions, haystacks, turns_by_key, ranked: dict, path="turns"
                     for sid, h in zip((hay["ids"][p] for p in corpus.positions), corpus.has_answer)]
         index = {(p, s): j for j, (p, s) in enumerate(zip(corpus.positions, corpus.seqs))}
         listed = ranked.get(q["q_index"], [])
-        positions = []
-        for r, key in enumerate(listed, 1):
-            j = index.get(key)
-            if j is None:
-                raise DataError(path, f"question {q['question_id']}",
-                                f"rank {r}: session position {key[0]} has no document turn {key[1]}")
-            positions.append(j)
-        if len(set(positions)) != len(positions):
-            raise DataError(path, f"question {q['question_id']}", "a turn is ranked twice")
+        positions = _turn_positions(listed, index, path, q["question_id"])
         excluded = exclusion(q["question_id"], any(h is True for h in corpus.has_answer))
         gold = {s for s in scoring if "answer" in s}
         rows.append({"q_index": q["q_index"], "question_id": q["question_id"], "excluded": excluded,
@@ -159,14 +159,79 @@ def lme_turn_block(rows: list[dict], questions: list[dict], depth: int) -> dict:
                                                         **view(("abstention",))}}}
 
 
+def _turn_positions(listed, index: dict, path, question_id: str) -> list[int]:
+    """A turn list's (session position, turn index) pairs as turn corpus indices, checked."""
+    positions = []
+    for r, key in enumerate(listed, 1):
+        j = index.get(key)
+        if j is None:
+            raise DataError(path, f"question {question_id}",
+                            f"rank {r}: session position {key[0]} has no document turn {key[1]}")
+        positions.append(j)
+    if len(set(positions)) != len(positions):
+        raise DataError(path, f"question {question_id}", "a turn is ranked twice")
+    return positions
+
+
+def locomo_turn_metrics(ranked_ids: list[str], gold: set[str], ks=KS) -> dict[str, float]:
+    """Evidence-turn recall@k (the share of gold ids among the first k), recall_any@k and recall_all@k."""
+    out = {}
+    for k in ks:
+        found = len(gold.intersection(ranked_ids[:k]))
+        out[f"recall@{k}"] = found / len(gold) if gold else 0.0
+        out[f"recall_any@{k}"] = 1.0 if found else 0.0
+        out[f"recall_all@{k}"] = 1.0 if found == len(gold) else 0.0
+    return out
+
+
+LOCOMO_TURN_NAMES = [f"{m}@{k}" for m in ("recall", "recall_any", "recall_all") for k in KS]
+
+
+def locomo_turn_rows(questions, haystacks, turns_by_key, ranked: dict, path="turns", progress=None) -> list[dict]:
+    from ..retrieval.turns import haystack_turns
+
+    rows = []
+    for q, hay in with_haystacks(questions, haystacks, progress):
+        corpus = haystack_turns(hay["ids"], hay["keys"], turns_by_key)
+        index = {(p, s): j for j, (p, s) in enumerate(zip(corpus.positions, corpus.seqs))}
+        positions = _turn_positions(ranked.get(q["q_index"], []), index, path, q["question_id"])
+        gold = set(q["evidence"] or ()) & set(corpus.ids)  # evidence naming no turn is dropped
+        ids = [corpus.ids[j] for j in positions]
+        first = next((r for r, t in enumerate(ids[:TOP], 1) if t in gold), 0)
+        rows.append({"q_index": q["q_index"], "question_id": q["question_id"], "question_type": q["question_type"],
+                     "excluded": None if gold else "no_evidence", "ranked": bool(positions), "gold": sorted(gold),
+                     "turns": len(corpus.ids), "metrics": locomo_turn_metrics(ids, gold),
+                     "harness": {**{h: (1.0 if 1 <= first <= MEASURES[h].cutoff else 0.0) for h in HITS},
+                                 "mrr": 1.0 / first if first else 0.0}})
+    return rows
+
+
+def locomo_turn_block(rows: list[dict], depth: int) -> dict:
+    def view(sel):
+        kept = [r for r in sel if r["excluded"] is None]
+        harness = {m: (math.fsum(r["harness"][m] for r in kept) / len(kept) if kept else None) for m in (*HITS, "mrr")}
+        return {"questions": len(kept), "not_ranked": sum(not r["ranked"] for r in kept),
+                **average(kept, LOCOMO_TURN_NAMES), "harness_over_turns": {"questions": len(kept), **harness}}
+
+    every = view(rows)
+    return {"rules": "LoCoMo evidence turns (docs/protocol.md#turn-level)", "grain": "turn", "depth": depth,
+            "turns_per_question": (math.fsum(r["turns"] for r in rows) / len(rows)) if rows else None,
+            "excluded": {"no_evidence": sum(r["excluded"] == "no_evidence" for r in rows)}, **every,
+            "conventions": {"all_categories": {"convention": CONVENTIONS["all_categories"], **every},
+                            "categories_1_4": {"convention": CONVENTIONS["categories_1_4"],
+                                               **view([r for r in rows
+                                                       if r["question_type"] in LOCOMO_CATEGORIES_1_4])}}}
+
+
 def compute(fmt: str, questions_path, haystacks_path, events_path, turns_path, log=print):
     """(turn block, per-question rows) of a turn variant; (None, []) for a
-    session variant (an empty turn table) or a format whose turn gold is not
-    read yet (only LongMemEval formats are scored at turn level)."""
+    session variant (an empty turn table) or a format with no turn gold (the
+    embedded zh set)."""
     from ..retrieval.turns import session_turns
 
     ranked = read_turn_lists(turns_path)
-    if not ranked or fmt not in LME_FORMATS:
+    locomo = FORMATS[fmt].scorer == "locomo"
+    if not ranked or not (fmt in LME_FORMATS or locomo):
         return None, []
     questions = read_questions(questions_path)
     hids = {q["haystack_id"] for q in questions if q["haystack_id"] >= 0}
@@ -174,8 +239,12 @@ def compute(fmt: str, questions_path, haystacks_path, events_path, turns_path, l
     keys = {k for h in haystacks.values() for k in h["keys"]}
     turns_by_key = session_turns(events_path, fmt, keys, texts=False) if keys else {}
     progress = Progress(log, f"turn metrics ({fmt})", total=len(questions), unit="questions")
-    rows = lme_turn_rows(questions, haystacks, turns_by_key, ranked, turns_path, progress)
     depth = max((len(v) for v in ranked.values()), default=0)
-    block = lme_turn_block(rows, questions, depth)
+    if locomo:
+        rows = locomo_turn_rows(questions, haystacks, turns_by_key, ranked, turns_path, progress)
+        block = locomo_turn_block(rows, depth)
+    else:
+        rows = lme_turn_rows(questions, haystacks, turns_by_key, ranked, turns_path, progress)
+        block = lme_turn_block(rows, questions, depth)
     progress(len(questions), f", done: {block['questions']} averaged", force=True)
     return block, rows

@@ -120,34 +120,53 @@ def convention_blocks(runs: list[dict]) -> list:
 
 # LongMemEval's printed figures (print_retrieval_metrics.py), at each grain of a turn variant
 TURN_FIGURES = ("recall_all@5", "ndcg_any@5", "recall_all@10", "ndcg_any@10")
+LOCOMO_TURN_FIGURES = ("recall@5", "recall@10", "recall_all@5", "recall_all@10")
 
 
 def turn_blocks(runs: list[dict]) -> list:
     """The turn variants' figures at both grains (official.json's ``turn``):
     LongMemEval's scoring of a turn ranking, each figure under its grain;
     nothing when no run ranked turns (the report is then as before)."""
-    rows = []
+    rows, locomo = [], []
     for m in runs:
         t = m.get("turn")
         if not t:
             continue
         over = t["harness_over_turns"]
+        if "turn2session" not in t:  # LoCoMo: evidence turns
+            c14 = t["conventions"]["categories_1_4"]
+            locomo.append([m["dataset"], label(m), t["questions"], f"{t['turns_per_question']:.1f}",
+                           *(percent(t.get(k)) for k in LOCOMO_TURN_FIGURES), percent(c14.get("recall@10")),
+                           c14["questions"], percent(over.get("hit@5"))])
+            continue
         exc = ", ".join(f"{k} {v}" for k, v in t["excluded"].items()) or "-"
         rows.append([m["dataset"], label(m), t["questions"], exc, f"{t['turns_per_question']:.1f}",
                      *(percent(t.get(k)) for k in TURN_FIGURES),
                      *(percent(t["turn2session"].get(k)) for k in TURN_FIGURES),
                      percent(over.get("hit@5")), over["questions"]])
-    if not rows:
+    if not rows and not locomo:
         return []
-    return [Heading(2, "Turn level", anchor="turn-level"),
-            Para(["Variants that rank turns (", Code("grain: turn"), "), scored as LongMemEval's run_retrieval.py "
-                  "scores a turn ranking (", Code("run_retrieval"), " convention). ", Strong("turn"),
-                  ": over the question's turn documents, gold its evidence turns (a user turn with has_answer in "
-                  "an answer session); ", Strong("turn2session"), ": LongMemEval's session figures from the turn "
-                  "ranking (k grown until k distinct sessions); turn hit@5: the first evidence turn in the top 5 "
-                  "turns, over the questions with one. The other tables score these variants' sessions at their "
-                  "best turn. A turn figure is not a session figure: quote each with its grain "
-                  "(docs/protocol.md#turn-level)."]),
-            Table(["dataset", "variant", "n", "excluded", "turns per question",
-                   *(f"turn {k}" for k in TURN_FIGURES), *(f"turn2session {k}" for k in TURN_FIGURES),
-                   "turn hit@5", "n with turn gold"], rows, left=(0, 1, 3))]
+    out = [Heading(2, "Turn level", anchor="turn-level")]
+    if locomo:
+        out += [Para(["LoCoMo variants that rank turns: gold is each question's evidence turns (its ",
+                      Code("evidence"), " dia_ids); evidence-turn recall@k is the share of them among the first k "
+                      "turns, recall_all@k 1 when all are; turn hit@5 the first one in the top 5 turns. The other "
+                      "tables score these variants' sessions at their best turn (docs/protocol.md#turn-level)."]),
+                Table(["dataset", "variant", "n", "turns per question",
+                       *(f"turn {k}" for k in LOCOMO_TURN_FIGURES), "turn recall@10, categories 1-4", "n 1-4",
+                       "turn hit@5"], locomo, left=(0, 1))]
+    if not rows:
+        return out
+    return out + [
+        Para(["Variants that rank turns (", Code("grain: turn"), "), scored as LongMemEval's run_retrieval.py "
+              "scores a turn ranking (", Code("run_retrieval"), " convention). ", Strong("turn"),
+              ": over the question's turn documents, gold its evidence turns (a user turn with has_answer in "
+              "an answer session); ", Strong("turn2session"), ": LongMemEval's session figures from the turn "
+              "ranking (k grown until k distinct sessions); turn hit@5: the first evidence turn in the top 5 "
+              "turns, over the questions with one. The other tables score these variants' sessions at their "
+              "best turn. A turn figure is not a session figure: quote each with its grain "
+              "(docs/protocol.md#turn-level)."]),
+        Table(["dataset", "variant", "n", "excluded", "turns per question",
+               *(f"turn {k}" for k in TURN_FIGURES), *(f"turn2session {k}" for k in TURN_FIGURES),
+               "turn hit@5", "n with turn gold"], rows, left=(0, 1, 3))]
+

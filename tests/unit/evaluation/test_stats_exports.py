@@ -120,7 +120,8 @@ def _questions(path, rows):
 
     pq.write_table(pa.Table.from_pylist(
         [dict(q_index=i, question_id=qid, question="?", question_type="t", question_date=None, haystack_id=0,
-              gold=gold, paired_question_id=None, parse_error=False, answer=None, answer_session_ids=[])
+              gold=gold, paired_question_id=None, parse_error=False, answer=None, answer_session_ids=[],
+              evidence=None)
          for i, (qid, gold) in enumerate(rows)], schema=QUESTIONS), path)
     return path
 

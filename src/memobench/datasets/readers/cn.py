@@ -59,7 +59,7 @@ def read_cn(path: Path, base_questions: Path, paths: dict, log=print) -> dict:
                     haystack_id=pair["haystack_id"] if pair else -1,
                     gold=pair["gold"] if pair else [],
                     paired_question_id=orig if pair else None, parse_error=False,
-                    answer=None, answer_session_ids=[], question_exact=question_exact,
+                    answer=None, answer_session_ids=[], question_exact=question_exact, evidence=None,
                 )
                 stats["rows"] += 1
         if stats["rows"] and not stats["paired"]:

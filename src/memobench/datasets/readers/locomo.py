@@ -94,9 +94,10 @@ def read_locomo(path: Path, paths: dict, log=print) -> dict:
                 if not isinstance(item, dict):
                     raise DataError(path, f"{sample_id} qa {qi}", "expected an object")
                 evidence = item.get("evidence")
+                listed = [js_string(e) for e in evidence] if isinstance(evidence, list) else []
                 gold = []
-                for e in evidence if isinstance(evidence, list) else []:
-                    s = dia.get(js_string(e))
+                for e in listed:
+                    s = dia.get(e)
                     if s is None:
                         stats["evidence_unmatched"] += 1
                     elif s not in gold:
@@ -111,7 +112,7 @@ def read_locomo(path: Path, paths: dict, log=print) -> dict:
                     q_index=q_index, question_id=f"{sample_id}#{qi}", question=question,
                     question_type=question_type, question_date=None, haystack_id=ci, gold=gold,
                     paired_question_id=None, parse_error=False, answer=None, answer_session_ids=[],
-                    question_exact=question_exact,
+                    question_exact=question_exact, evidence=listed,
                 )
                 q_index += 1
             progress(ci + 1)

@@ -202,7 +202,7 @@ class _LmeTables(_Tables):
             q_index=index, question_id=qid, question=question, question_type=question_type,
             question_date=question_date, haystack_id=index, gold=gold,
             paired_question_id=None, parse_error=False, answer=_answer_json(item),
-            answer_session_ids=answer_ids, question_exact=question_exact,
+            answer_session_ids=answer_ids, question_exact=question_exact, evidence=None,
         )
         self.stats["questions"] += 1
 
@@ -212,7 +212,7 @@ class _LmeTables(_Tables):
         self.questions.append(
             q_index=index, question_id=f"#unparseable-{index}", question="", question_type="unknown",
             question_date=None, haystack_id=-1, gold=[], paired_question_id=None, parse_error=True,
-            answer=None, answer_session_ids=[], question_exact=None,
+            answer=None, answer_session_ids=[], question_exact=None, evidence=None,
         )
         self.stats["unparseable_items"] += 1
 

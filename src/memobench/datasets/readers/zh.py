@@ -22,7 +22,8 @@ def read_zh(paths: dict, log=print) -> dict:
         for qi, (query, gold) in enumerate(QUERIES):
             questions.append(q_index=qi, question_id=f"zh#{qi}", question=query, question_type="zh",
                              question_date=None, haystack_id=0, gold=[gold], paired_question_id=None,
-                             parse_error=False, answer=None, answer_session_ids=[], question_exact=None)
+                             parse_error=False, answer=None, answer_session_ids=[], question_exact=None,
+                             evidence=None)
         tables.close()
     stats = {"questions": len(QUERIES), "sessions": len(store.keys), "events": store.n_events, "haystacks": 1}
     log(f"normalize zh: {stats}")
