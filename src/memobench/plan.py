@@ -356,14 +356,18 @@ def stats_files(config: dict) -> list[str]:
     return [layout.path(layout.STATS, dataset=ds) for ds in _with_variants(config)]
 
 
-def export_files(config: dict) -> list[str]:
+def export_files(config: dict, specs: dict) -> list[str]:
     """The TREC exports (docs/protocol.md#the-output-contract), so rule all (through the report)
     makes them. Not the retrieval logs: each is about the raw file's size, made
     only where exports.retrieval_log lists it or when its path is asked for (a
     target of rule all alone, retrievallog_pairs, so one more reruns nothing
     but its job)."""
     out = [layout.path(layout.RUN_TREC, dataset=ds, variant=v) for ds, v in run_pairs(config)]
-    return out + [layout.path(layout.QRELS, dataset=ds) for ds in _with_variants(config)]
+    out += [layout.path(layout.QRELS, dataset=ds) for ds in _with_variants(config)]
+    # a turn variant's turn run, and the turn qrels of its dataset
+    turns = [(ds, v) for ds, v in run_pairs(config) if specs[ds][v].get("grain") == "turn"]
+    out += [layout.path(layout.TURN_RUN_TREC, dataset=ds, variant=v) for ds, v in turns]
+    return out + [layout.path(layout.TURN_QRELS, dataset=ds) for ds in dict.fromkeys(ds for ds, _ in turns)]
 
 
 def retrievallog_pairs(config: dict, listed, exists=os.path.exists) -> list[tuple[str, str]]:
@@ -444,6 +448,12 @@ def imported_variants(specs: dict) -> str:
     nothing, when there is none): the import_run rule reads them, the
     retrieve rule never ranks them."""
     return "|".join(sorted({re.escape(v) for vs in specs.values() for v, s in vs.items() if s.get("run")})) or "(?!)"
+
+
+def turn_variants(specs: dict) -> str:
+    """The variant names that rank turns (``grain: turn``), as a regex ("(?!)" when none)."""
+    return "|".join(sorted({re.escape(v) for vs in specs.values() for v, s in vs.items()
+                            if s.get("grain") == "turn"})) or "(?!)"
 
 
 def ranked_variants(specs: dict) -> str:

@@ -89,7 +89,9 @@ def run(tmp_path_factory, locomo_path):
     work.mkdir()
     (work / "my_turns.py").write_text(USER_RETRIEVER, encoding="utf-8")
     snakemake(work, "--cores", "2", *(f"results/lme/{v}/official.json" for v in VARIANTS),
-              "results/locomo1/bm25-turns/official.json", configfile=cfg)
+              "results/locomo1/bm25-turns/official.json",
+              *(f"results/{ds}/{f}" for ds in ("lme", "locomo1") for f in ("bm25-turns/run.turns.trec",
+                                                                           "qrels.turns.trec")), configfile=cfg)
     return work, items, lme.run(items, "turn"), conv
 
 
@@ -201,3 +203,34 @@ def test_locomo_turn_lists_and_evidence_turn_recall_equal_an_independent_count(r
         assert block[f"recall@{k}"] == pytest.approx(sum(shares) / len(shares), rel=1e-12), k
     c14 = [share for share, keep in zip(per_k[10], cats) if keep]
     assert block["conventions"]["categories_1_4"]["recall@10"] == pytest.approx(sum(c14) / len(c14), rel=1e-12)
+
+
+@pytest.mark.parametrize("dataset", ["lme", "locomo1"])
+def test_turn_exports_give_the_turn_figures_under_trec_eval(run, dataset):
+    """run.turns.trec with qrels.turns.trec: trec_eval's Success@k and RR@10 per question are the turn
+    hit@k and reciprocal rank of the per-question turn rows."""
+    ir_measures = pytest.importorskip("ir_measures")
+    from ir_measures import RR, Success
+
+    work = run[0]
+    res = work / "results" / dataset
+
+    def table(name):
+        return work / layout.path(layout.NORMALIZED_TABLE, dataset=dataset, table=name)
+
+    fmt = "longmemeval" if dataset == "lme" else "locomo"
+    _, rows = turn_metrics.compute(fmt, table("questions"), table("haystacks"), table("events"),
+                                   res / "bm25-turns/turns.parquet")
+    qrels = list(ir_measures.read_trec_qrels(str(work / layout.path(layout.TURN_QRELS, dataset=dataset))))
+    trec = list(ir_measures.read_trec_run(str(work / layout.path(layout.TURN_RUN_TREC, dataset=dataset,
+                                                                   variant="bm25-turns"))))
+    names = {Success @ 1: "hit@1", Success @ 5: "hit@5", Success @ 10: "hit@10", RR @ 10: "mrr"}
+    got: dict[str, dict] = {}
+    for m in ir_measures.iter_calc(list(names), qrels, trec):
+        got.setdefault(m.query_id, {})[names[m.measure]] = m.value
+    with_gold = [r for r in rows if r["gold"]]
+    assert {q for q, _, _, _ in qrels} == {r["question_id"] for r in with_gold}
+    assert len(with_gold) > 10
+    for r in with_gold:
+        for name, value in r["harness"].items():
+            assert got[r["question_id"]][name] == pytest.approx(value, rel=1e-12), (r["question_id"], name)

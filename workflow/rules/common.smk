@@ -306,3 +306,5 @@ wildcard_constraints:
 # does not match them (memobench.plan.imported_variants).
 IMPORTED_VARIANTS = plan.imported_variants(VARIANT_SPECS)
 RANKED_VARIANTS = plan.ranked_variants(VARIANT_SPECS)
+# the variants that rank turns (grain: turn): only they have a turn run (exports.smk)
+TURN_VARIANTS = plan.turn_variants(VARIANT_SPECS)

@@ -63,5 +63,44 @@ rule qrels:
         STAGE_SCRIPT
 
 
+# A turn variant's turn lists as a TREC run, and the dataset's gold turns as
+# qrels (docs/protocol.md#turn-level): made for the datasets and variants that
+# rank turns only.
+rule turn_run:
+    input:
+        turns=layout.TURNS,
+        questions=lambda w: plan.normalized(dataset_of(w), "questions"),
+    output:
+        run=layout.TURN_RUN_TREC,
+    params:
+        code=code("turn_run"),
+    wildcard_constraints:
+        variant=TURN_VARIANTS,
+    log:
+        f"{LOGS}/turn_run/{{dataset}}/{{variant}}.log",
+    conda:
+        "../../envs/memobench.yaml"
+    script:
+        STAGE_SCRIPT
+
+
+rule turn_qrels:
+    input:
+        questions=lambda w: plan.normalized(dataset_of(w), "questions"),
+        haystacks=lambda w: plan.normalized(plan.base_dataset(config, dataset_of(w)), "haystacks"),
+        events=lambda w: plan.normalized(plan.base_dataset(config, dataset_of(w)), "events"),
+    output:
+        qrels=layout.TURN_QRELS,
+    params:
+        fmt=lambda w: DATASETS[w.dataset]["format"],
+        code=code("turn_qrels"),
+    log:
+        f"{LOGS}/turn_qrels/{{dataset}}.log",
+    conda:
+        "../../envs/memobench.yaml"
+    script:
+        STAGE_SCRIPT
+
+
 localrules:
     qrels,

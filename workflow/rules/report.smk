@@ -16,7 +16,7 @@ rule report:
         official=present_only(plan.official_files(config)),
         stats=present_only(plan.stats_files(config)),
         # made here so that rule all produces every export (docs/protocol.md#the-output-contract)
-        exports=present_only(plan.export_files(config)),
+        exports=present_only(plan.export_files(config, VARIANT_SPECS)),
         receipts=plan.receipt_files(config),
     output:
         md=layout.REPORT_MD,

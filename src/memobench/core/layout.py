@@ -33,6 +33,8 @@ EMBEDDINGS = f"{DATASET}/embeddings/{{model}}.parquet"
 PREPARED = f"{DATASET}/prepared/{{variant}}.parquet"
 SESSIONS_JSON = f"{DATASET}/exports/sessions.bin"
 QRELS = f"{DATASET}/qrels.trec"
+# the gold turns of a dataset with a turn variant (evaluation.exports.write_turn_qrels)
+TURN_QRELS = f"{DATASET}/qrels.turns.trec"
 STATS = f"{DATASET}/stats.json"
 ANALYZE = f"{DATASET}/analyze"
 ANALYZE_ROWS = f"{ANALYZE}/questions.parquet"
@@ -67,6 +69,7 @@ DEEP = f"{VARIANT}/deep.parquet"
 TURNS = f"{VARIANT}/turns.parquet"
 OFFICIAL = f"{VARIANT}/official.json"
 RUN_TREC = f"{VARIANT}/run.trec"
+TURN_RUN_TREC = f"{VARIANT}/run.turns.trec"  # a turn variant's turn lists as a TREC run, scored with TURN_QRELS
 RETRIEVAL_LOG = f"{VARIANT}/retrievallog.jsonl"
 
 # `memobench score`'s config overlay for one imported run (not a result)

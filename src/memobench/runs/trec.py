@@ -110,13 +110,15 @@ class _LineEnds(dict):
         return got
 
 
-def write(rankings_path, questions_path, tag: str, out, log=print) -> dict:
+def write(rankings_path, questions_path, tag: str, out, log=print, id_column: str = "session_id") -> dict:
     """``run.trec`` from a rankings table of any depth (first :data:`DEPTH`
-    ranks): one line per position, ids as :func:`trec_id` writes them."""
+    ranks): one line per position, ids as :func:`trec_id` writes them; the
+    docnos are ``id_column``'s (a turn table's ``turn_id`` for a turn run)."""
     tag = trec_id(tag)
     qtok = question_tokens(read_table(questions_path, columns=["q_index", "question_id"]).to_pylist())
-    t = read_table(rankings_path, columns=["rank", "session_id", "q_index"])
+    t = read_table(rankings_path, columns=["rank", id_column, "q_index"])
     t = t.sort_by([("q_index", "ascending"), ("rank", "ascending")]).to_pydict()
+    t["session_id"] = t.pop(id_column)
     stats = {"questions": 0, "lines": 0, "repeated_question_ids": 0, "repeated_sessions": 0,
              "encoded_question_ids": 0, "encoded_session_ids": 0}
     ranks, sids = t["rank"], t["session_id"]
