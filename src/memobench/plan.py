@@ -239,12 +239,12 @@ def search_inputs(config: dict, ds: str, names, tokenizer: str, variant: str | N
     return {n: p for n, p in paths.items() if n in names}
 
 
-def import_inputs(config: dict, ds: str, variant: str, run: str, run_format: str) -> dict:
+def import_inputs(config: dict, ds: str, variant: str, run: str, run_format: str, grain: str = "session") -> dict:
     """An import_run job's inputs: the run file and its record (its sha256, taken once for every segment)."""
     base = base_dataset(config, ds)
     inputs = {"run": run, "record": layout.path(layout.RUN_RECORD, dataset=ds, variant=variant),
               "questions": normalized(ds, "questions"), "haystacks": normalized(base, "haystacks")}
-    if run_format == "retrievallog":  # scoring ids: which sessions hold a user target
+    if run_format == "retrievallog" or grain == "turn":  # scoring ids (which sessions hold a user target), turns
         inputs["events"] = normalized(base, "events")
     return inputs
 

@@ -57,6 +57,9 @@ def add_arguments(p) -> None:
     p.add_argument("--against", help=f"the variant to compare with (default {REFERENCE} where the dataset's family has it)")
     p.add_argument("--format", choices=RUN_FORMATS, help="the run's format (default: read from the file)")
     p.add_argument("--name", help="the imported variant's name (default: the file's name without its suffix)")
+    p.add_argument("--grain", choices=("session", "turn"), default="session",
+                   help="what the run ranks: sessions (default) or turns, named by their turn ids "
+                        "(docs/protocol.md#turn-level)")
     p.add_argument("--configfile", nargs="+", default=[], help="config overlays, as given to snakemake")
     p.add_argument("--directory", "-d", default=".", help="the working directory holding results/ (default: .)")
     p.add_argument("--cores", default="1", help="snakemake --cores (default 1)")
@@ -323,6 +326,8 @@ def score(args) -> str:
                    "description": f"{run.name}, scored by memobench score"}
     if against and not isinstance(run, str):  # an imported run's paired statistics (a service's: every pair)
         variant["against"] = against
+    if args.grain == "turn":
+        variant["grain"] = "turn"
     resolve(name, family, {**custom, name: variant})  # a bad format for the dataset fails here, in one line
     overlay = Path(layout.path(layout.SCORE_OVERLAY, root=workdir / layout.RESULTS, dataset=ds, variant=name))
     overlay.parent.mkdir(parents=True, exist_ok=True)
@@ -364,7 +369,8 @@ def score(args) -> str:
                       else ""))
     fmt_ds = entry["format"]
     rules = (off["official"] or {}).get("rules", "none")
-    out += ["", f"official metrics ({rules}):", official_line(name, off["official"], fmt_ds)]
+    grain = " of its sessions at their best turn" if off.get("turn") else ""
+    out += ["", f"official metrics{grain} ({rules}):", official_line(name, off["official"], fmt_ds)]
     if against:
         out.append(official_line(against, aoff["official"], fmt_ds))
         n_seg = entry["segments"]
@@ -373,9 +379,26 @@ def score(args) -> str:
                     for v in (name, against)]
         a, b = per_question(outcomes[0]), per_question(outcomes[1])
         out += ["", *paired_lines(compare(name, against, a, b, ds))]
+    if off.get("turn"):
+        out += ["", *turn_lines(name, off["turn"])]
     if isinstance(run, str):
         out += ["", *latency_lines(workdir, ds, name, entry["segments"], m)]
     return "\n".join(out)
+
+
+def turn_lines(label: str, t: dict) -> list[str]:
+    """A turn run's figures at turn level (official.json's ``turn``), each named by its grain."""
+    from .reporting.numbers import percent
+
+    if "turn2session" in t:  # LongMemEval's turn path
+        shown = ("recall_all@5", "ndcg_any@5", "recall_all@10", "ndcg_any@10")
+        return [f"turn level ({t['rules']}):",
+                f"  {label:24s} n {t['questions']:5d}  turn: " + "  ".join(f"{k} {percent(t.get(k))}" for k in shown),
+                f"  {'':24s} {'':7s}  turn2session: "
+                + "  ".join(f"{k} {percent(t['turn2session'].get(k))}" for k in shown)]
+    shown = ("recall@5", "recall@10", "recall_all@10")
+    return [f"turn level ({t['rules']}):",
+            f"  {label:24s} n {t['questions']:5d}  turn: " + "  ".join(f"{k} {percent(t.get(k))}" for k in shown)]
 
 
 def data_file_line(verified: Path) -> str:

@@ -20,7 +20,7 @@ from memobench.evaluation import turn_metrics
 from tests.helpers import snakemake, write_config
 from tests.oracles import longmemeval_retrieval as lme
 
-VARIANTS = ["bm25-official", "bm25-turns", "py-turns", "py-turn-ids"]
+VARIANTS = ["bm25-official", "bm25-turns", "py-turns", "py-turn-ids", "their-turns-trec", "their-turns-log"]
 
 # a user's retriever of turns: LongMemEval's flat BM25 over what it is given, returning turn positions
 # (rank) or turn ids (rank_ids), after checking the turns it got describe themselves consistently
@@ -76,6 +76,23 @@ def run(tmp_path_factory, locomo_path):
     items = json.loads(raw.read_text(encoding="utf-8"))
     _as_published(items)
     raw.write_text(json.dumps(items), encoding="utf-8")
+    oracle = lme.run(items, "turn")
+    # another system's turn runs: LongMemEval's own rankings, as a TREC run of turn ids and as its turn
+    # retrieval log (corpus ids with noans)
+    with open(data / "turns.trec", "w", encoding="utf-8") as f:
+        for item, r in zip(items, oracle):
+            seen: dict[str, int] = {}
+            for rank, j in enumerate(r["rankings"], 1):
+                p, i = _corpus_places(item)[j]
+                tid = f"{item['haystack_session_ids'][p]}_{i + 1}"
+                seen[tid] = seen.get(tid, 0) + 1
+                f.write(f"{item['question_id']} Q0 {tid if seen[tid] == 1 else f'{tid}%#{seen[tid]}'} {rank} "
+                        f"{1000 - rank} theirs\n")
+    with open(data / "turns.jsonl", "w", encoding="utf-8") as f:
+        for r in oracle:
+            items_ranked = [{"corpus_id": r["corpus_ids"][j]} for j in r["rankings"]]
+            f.write(json.dumps({"question_id": r["question_id"], "retrieval_results": {"ranked_items": items_ranked}})
+                    + "\n")
     cfg = write_config(root / "cfg.yaml", data_dir=str(data), run=["lme", "locomo1"],
                        datasets={"lme": {"format": "longmemeval", "family": "s", "file": "lme.json",
                                          "bytes": raw.stat().st_size, "segments": 2, "variants": VARIANTS},
@@ -84,7 +101,11 @@ def run(tmp_path_factory, locomo_path):
                                              "variants": ["bm25-turns"]}},
                        variants={"bm25-turns": {"base": "bm25-official", "grain": "turn"},
                                  "py-turns": {"retriever": {"callable": "my_turns.py:rank"}, "grain": "turn"},
-                                 "py-turn-ids": {"retriever": {"callable": "my_turns.py:rank_ids"}, "grain": "turn"}})
+                                 "py-turn-ids": {"retriever": {"callable": "my_turns.py:rank_ids"}, "grain": "turn"},
+                                 "their-turns-trec": {"run": {"file": str(data / "turns.trec"), "format": "trec"},
+                                                      "grain": "turn"},
+                                 "their-turns-log": {"run": {"file": str(data / "turns.jsonl"),
+                                                             "format": "retrievallog"}, "grain": "turn"}})
     work = root / "work"
     work.mkdir()
     (work / "my_turns.py").write_text(USER_RETRIEVER, encoding="utf-8")
@@ -92,7 +113,7 @@ def run(tmp_path_factory, locomo_path):
               "results/locomo1/bm25-turns/official.json",
               *(f"results/{ds}/{f}" for ds in ("lme", "locomo1") for f in ("bm25-turns/run.turns.trec",
                                                                            "qrels.turns.trec")), configfile=cfg)
-    return work, items, lme.run(items, "turn"), conv
+    return work, items, oracle, conv
 
 
 def _lists(path) -> dict[str, list[tuple]]:
@@ -114,7 +135,7 @@ def test_the_file_holds_the_cases(run):
     assert sum("_abs" in i["question_id"] for i in items) >= 2
 
 
-@pytest.mark.parametrize("variant", ["bm25-turns", "py-turns", "py-turn-ids"])
+@pytest.mark.parametrize("variant", ["bm25-turns", "py-turns", "py-turn-ids", "their-turns-trec", "their-turns-log"])
 def test_turn_lists_equal_longmemeval_flat_bm25(run, variant):
     work, items, oracle, _ = run
     got = _lists(work / f"results/lme/{variant}/turns.parquet")
@@ -124,7 +145,7 @@ def test_turn_lists_equal_longmemeval_flat_bm25(run, variant):
         rows = got[item["question_id"]]
         ids = [f"{item['haystack_session_ids'][places[j][0]]}_{places[j][1] + 1}" for j in want["rankings"]]
         assert [r["turn_id"] for r in rows] == ids, item["question_id"]
-        if variant != "py-turn-ids":  # ids name a repeated session's turn once per copy, in haystack order
+        if variant in ("bm25-turns", "py-turns"):  # ids name a repeated session's turn per copy, in haystack order
             assert [places.index((r["position"], r["turn"])) for r in rows] == want["rankings"], item["question_id"]
 
 
@@ -234,3 +255,41 @@ def test_turn_exports_give_the_turn_figures_under_trec_eval(run, dataset):
     for r in with_gold:
         for name, value in r["harness"].items():
             assert got[r["question_id"]][name] == pytest.approx(value, rel=1e-12), (r["question_id"], name)
+
+
+@pytest.mark.parametrize("variant", ["py-turns", "py-turn-ids", "their-turns-trec", "their-turns-log"])
+def test_every_kind_of_turn_variant_scores_as_the_reference_one(run, variant):
+    """The same turn lists given by a Python retriever or read from another system's TREC run or
+    LongMemEval turn log: the same figures at both grains (a copy of a repeated session scores as the
+    other copy), the same session lists where the turns are given by position."""
+    work = run[0]
+    res = work / "results/lme"
+    want = json.loads((res / "bm25-turns/official.json").read_text())
+    got = json.loads((res / variant / "official.json").read_text())
+    assert got["turn"] == want["turn"] and got["official"] == want["official"]
+    if variant == "py-turns":  # by positions; a list of ids gives a repeated session's turns to its first copy
+        assert pq.read_table(res / variant / "deep.parquet").column("session_id").to_pylist() == \
+            pq.read_table(res / "bm25-turns/deep.parquet").column("session_id").to_pylist()
+
+
+def test_memobench_score_scores_a_turn_run_at_both_grains(run):
+    import os
+    import subprocess
+    import sys
+
+    from memobench.reporting.numbers import percent
+    from tests.helpers import REPO
+
+    work = run[0]
+    cmd = [sys.executable, "-m", "memobench.cli", "score", str(work.parent / "data" / "turns.trec"), "--dataset",
+           "lme", "--grain", "turn", "--name", "scored-turns", "--against", "bm25-turns", "--configfile",
+           str(work.parent / "cfg.yaml"), "-d", str(work), "--cores", "2"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "PYTHONPATH": str(REPO / "src")})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    want = json.loads((work / "results/lme/bm25-turns/official.json").read_text())["turn"]
+    out = proc.stdout
+    assert "official metrics of its sessions at their best turn" in out and "turn level (LongMemEval" in out
+    assert f"turn: recall_all@5 {percent(want['recall_all@5'])}" in out
+    assert f"turn2session: recall_all@5 {percent(want['turn2session']['recall_all@5'])}" in out
+    assert "data file: lme.json" in out and "not a published release" in out

@@ -230,7 +230,9 @@ def run_file(w):
 
 def import_inputs(w):
     segment_of(w)
-    return plan.import_inputs(config, w.dataset, w.variant, run_file(w), variant_of(w)["run"]["format"])
+    spec = variant_of(w)
+    return plan.import_inputs(config, w.dataset, w.variant, run_file(w), spec["run"]["format"],
+                              spec.get("grain", "session"))
 
 
 def prepare_spec(w):

@@ -42,12 +42,13 @@ rule import_run:
         rankings=layout.path(layout.SEGMENT_TABLE, suffix=layout.SEGMENT_SUFFIXES["rankings"]),
         outcomes=layout.path(layout.SEGMENT_TABLE, suffix=layout.SEGMENT_SUFFIXES["outcomes"]),
         deep=layout.path(layout.SEGMENT_TABLE, suffix=layout.SEGMENT_SUFFIXES["deep"]),
-        turns=layout.path(layout.SEGMENT_TABLE, suffix=layout.SEGMENT_SUFFIXES["turns"]),  # empty: run files name sessions
+        turns=layout.path(layout.SEGMENT_TABLE, suffix=layout.SEGMENT_SUFFIXES["turns"]),  # a turn run's turn lists
         timings=layout.TIMINGS,  # empty: a run file's lists were timed by no one here (retrieval/timings.py)
     params:
-        variant=lambda w: {k: variant_of(w)[k] for k in ("name", "recipe", "skip", "run")},
+        variant=lambda w: {k: variant_of(w)[k] for k in ("name", "recipe", "skip", "run", "grain") if k in variant_of(w)},
         segment=segment_of,
         n_segments=lambda w: len(segments(w.dataset)),
+        fmt=lambda w: DATASETS[w.dataset]["format"],  # which turns are documents, for a turn run
         code=code("import_run"),
     wildcard_constraints:
         variant=IMPORTED_VARIANTS,

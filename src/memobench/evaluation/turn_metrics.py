@@ -41,18 +41,11 @@ from ..core.progress import Progress
 from ..core.protocol import TOP
 from ..core.tables import read_table, sorted_runs
 from .measures import HITS, MEASURES
+from ..retrieval.turns import turn_scoring_id  # the rule an imported turn log is read under too
 from .official import (CONVENTIONS, KS, LOCOMO_CATEGORIES_1_4, _lme_metrics, average, exclusion, metric_names,
                        read_haystacks, read_questions, with_haystacks)
 
 GRAIN_RULES = "LongMemEval official at turn level, run_retrieval.py --granularity turn (docs/protocol.md#turn-level)"
-
-
-def turn_scoring_id(session_id: str, seq: int, has_answer) -> str:
-    """LongMemEval's id of a user turn (``seq``: its 0-based index among all its session's turns)."""
-    tid = f"{session_id}_{seq + 1}"
-    if "answer" in session_id and not has_answer:
-        return tid.replace("answer", "noans")
-    return tid
 
 
 def strip_turn(scoring_id: str) -> str:

@@ -120,6 +120,41 @@ class Run:
             out.append(sid)
         return out
 
+    def turns(self, listed: Listed, turn_ids: list[str], scoring: list[str] | None = None) -> list[int]:
+        """A turn run's list as turn corpus indices, checked: each token names
+        a turn of the haystack (``turn_ids``, turns.HaystackTurns.ids; a
+        retrieval log's corpus ids are LongMemEval's turn scoring ids,
+        ``scoring``), its n-th mention the n-th turn holding that id."""
+        slots: dict[str, list[int]] = {}
+        for j, t in enumerate(turn_ids):
+            slots.setdefault(t, []).append(j)
+        by_scoring: dict[str, str] = {}
+        for sc, t in zip(scoring or (), turn_ids):
+            by_scoring.setdefault(sc, t)
+        used: Counter = Counter()
+        out = []
+        for i, tok in enumerate(listed.tokens):
+            tid = self._turn(tok, slots, by_scoring)
+            if tid is None:
+                raise self.fail(self.line(listed, i),
+                                f"turn {tok!r} is not a turn of the haystack of question {listed.qid!r}; a turn run "
+                                f"names turns by their ids ({{session_id}}_{{index + 1}}, the index counting every "
+                                f"turn of the session from 0; LoCoMo's dia_id)")
+            if used[tid] >= len(slots[tid]):
+                raise self.fail(self.line(listed, i), f"turn {tid!r} is listed again for question {listed.qid!r}; "
+                                                      f"list each turn of the haystack once")
+            out.append(slots[tid][used[tid]])
+            used[tid] += 1
+        return out
+
+    def _turn(self, tok: str, slots: dict, by_scoring: dict) -> str | None:
+        if self.fmt == "trec":
+            tid, _ = trec.read_id(tok)
+            return tid if tid in slots else tok if tok in slots else None
+        if self.fmt == "retrievallog" and tok in by_scoring:
+            return by_scoring[tok]
+        return tok if tok in slots else None
+
     def _session(self, tok: str, copies: Counter, by_scoring: dict) -> str | None:
         if self.fmt == "trec":
             sid, _ = trec.read_id(tok)
@@ -177,7 +212,7 @@ def imported_variant(name: str, family: str, entry: dict, others: dict | None = 
 BACKEND = "imported"
 register(Row(BACKEND, "imported", label="imported run", description="another system's ranked lists read from a run "
              "file (TREC, a LongMemEval retrieval log, or JSON)", module=__name__, config_key="run",
-             make_variant=imported_variant))
+             make_variant=imported_variant, turns=True))
 
 
 def read_run(path, fmt: str, questions: list[dict], dataset: str, log=print) -> Run:
@@ -264,15 +299,20 @@ def check_record(run: Run, record_path) -> None:
 
 
 def import_segment(variant, run_path, questions_path, haystacks_path, events_path, dataset: str, segment: int,
-                   n_segments: int, log=print, record=None) -> tuple[tuple, dict]:
-    """One segment's (rankings, outcomes, deep) tables from a run file, under
-    the variant's skip rule, and what the import counted (``ignored``: lists
-    given for questions the rule skips, by reason;
-    ``truncated``: lists cut at :data:`DEPTH`). ``record``: the run file's
-    record (:func:`check_record`), which the bytes read must match."""
+                   n_segments: int, log=print, record=None, fmt: str = "") -> tuple[tuple, dict]:
+    """One segment's (rankings, outcomes, deep, turns) tables from a run file,
+    under the variant's skip rule, and what the import counted (``ignored``:
+    lists given for questions the rule skips, by reason; ``truncated``: lists
+    cut at :data:`DEPTH`). ``record``: the run file's record
+    (:func:`check_record`), which the bytes read must match. A turn run
+    (``grain: turn``) names turns: its turn table holds its whole lists, its
+    session lists are each session at its best turn (``fmt``: the dataset's
+    format, whose rule says which turns are documents)."""
     import pyarrow as pa
 
     from .harness import SegmentRows, load_questions, scoring_id, skip_reason, user_target_sessions
+    from .turns import TurnRows, haystack_turns, sessions_by_best_turn, session_turns, turn_scoring_id
+    from ..core.formats import LME_FORMATS
     from ..core.tables import read_table
 
     table = read_table(questions_path).sort_by("q_index")
@@ -282,7 +322,12 @@ def import_segment(variant, run_path, questions_path, haystacks_path, events_pat
     if record is not None:
         check_record(run, record)
     questions, haystacks = load_questions(questions_path, haystacks_path, segment, n_segments)
-    targets = user_target_sessions(events_path) if run.fmt == "retrievallog" else None
+    by_turns = variant.grain == "turn"
+    targets = user_target_sessions(events_path) if run.fmt == "retrievallog" and not by_turns else None
+    turn_rows = TurnRows()
+    if by_turns:  # the segment's turn documents, by the dataset format's rule
+        keys = {k for h in haystacks.values() for k in h.keys}
+        by_key = session_turns(events_path, fmt, keys, texts=False) if keys else {}
     rows = SegmentRows()
     ignored: Counter = Counter()
     counts = {"listed": 0, "truncated": 0}
@@ -293,7 +338,17 @@ def import_segment(variant, run_path, questions_path, haystacks_path, events_pat
         # a forced miss of the Memo pipeline (empty_seq) is the list the run gives, as a reference retriever's
         skip, _ = skip_reason(variant.skip, q, hay, variant)
         ranked = None
-        if listed is not None and (hay is not None or skip is None):
+        turn_list = None
+        if listed is not None and (hay is not None or skip is None) and by_turns:
+            ids = hay.ids if hay is not None else []
+            turns = haystack_turns(ids, hay.keys if hay is not None else [], by_key)
+            scoring = ([turn_scoring_id(ids[p], t, h) for p, t, h in zip(turns.positions, turns.seqs,
+                                                                          turns.has_answer)]
+                       if run.fmt == "retrievallog" and fmt in LME_FORMATS else None)
+            turn_list = run.turns(listed, turns.ids, scoring)
+            positions, _ = sessions_by_best_turn(turn_list, turns)
+            ranked = [ids[p] for p in positions]
+        elif listed is not None and (hay is not None or skip is None):
             ids = hay.ids if hay is not None else []
             scoring = ([scoring_id(s, k in targets) for s, k in zip(ids, hay.keys)]
                        if targets is not None and hay is not None else None)
@@ -305,6 +360,10 @@ def import_segment(variant, run_path, questions_path, haystacks_path, events_pat
         elif ranked is None:
             rows.add(q, hay)  # an empty list (its reason is set below)
             absent.add(q["q_index"])
+        elif turn_list is not None:
+            counts["listed"] += 1
+            turn_rows.add(q, ids, turns, turn_list)
+            rows.add(q, hay, final=ranked[:TOP], deep=ranked[:DEPTH], positions=positions[:DEPTH])
         else:
             deep = ranked[:DEPTH]
             counts["listed"] += 1
@@ -319,4 +378,4 @@ def import_segment(variant, run_path, questions_path, haystacks_path, events_pat
         outcomes = outcomes.set_column(col, outcomes.schema.field(col), pa.array(reasons, pa.string()))
     seg = {**run.summary, **counts, "absent": len(absent), "ignored": dict(sorted(ignored.items()))}
     log(f"{variant.name} segment {segment}/{n_segments}: {len(questions)} questions, {seg}")
-    return (rankings, outcomes, deep), seg
+    return (rankings, outcomes, deep, turn_rows.table()), seg

@@ -71,6 +71,16 @@ def turn_id(session_id: str, seq: int, dia_id=None) -> str:
     return dia_id if dia_id else f"{session_id}_{seq + 1}"
 
 
+def turn_scoring_id(session_id: str, seq: int, has_answer) -> str:
+    """LongMemEval's id of a user turn (``seq``: its 0-based index among all
+    its session's turns): ``answer`` made ``noans`` in an answer session's
+    turn without has_answer (docs/protocol.md#turn-level)."""
+    tid = f"{session_id}_{seq + 1}"
+    if "answer" in session_id and not has_answer:
+        return tid.replace("answer", "noans")
+    return tid
+
+
 def session_turns(events_path, fmt: str, keys, exact: bool = False, texts: bool = True,
                   batch_rows: int = BATCH_ROWS) -> dict[int, SessionTurns]:
     """``{session_key: SessionTurns}`` of the wanted sessions (every one gets

@@ -11,16 +11,17 @@ import random
 import pytest
 
 from memobench.evaluation import turn_metrics as tm
+from memobench.retrieval.turns import turn_scoring_id
 from tests.oracles import longmemeval_retrieval as lme
 
 
 def test_turn_ids_follow_longmemeval():
-    assert tm.turn_scoring_id("answer_ab", 2, True) == "answer_ab_3"
-    assert tm.turn_scoring_id("answer_ab", 0, False) == "noans_ab_1"
-    assert tm.turn_scoring_id("answer_ab", 0, None) == "noans_ab_1"  # missing has_answer reads as false
-    assert tm.turn_scoring_id("sharegpt_x", 4, False) == "sharegpt_x_5"
-    assert tm.turn_scoring_id("sharegpt_x", 4, True) == "sharegpt_x_5"  # no "answer": kept as it is
-    assert tm.turn_scoring_id("answer_answer_1", 1, False) == "noans_noans_1_2"  # every "answer" replaced
+    assert turn_scoring_id("answer_ab", 2, True) == "answer_ab_3"
+    assert turn_scoring_id("answer_ab", 0, False) == "noans_ab_1"
+    assert turn_scoring_id("answer_ab", 0, None) == "noans_ab_1"  # missing has_answer reads as false
+    assert turn_scoring_id("sharegpt_x", 4, False) == "sharegpt_x_5"
+    assert turn_scoring_id("sharegpt_x", 4, True) == "sharegpt_x_5"  # no "answer": kept as it is
+    assert turn_scoring_id("answer_answer_1", 1, False) == "noans_noans_1_2"  # every "answer" replaced
     assert tm.strip_turn("noans_ab_2") == "noans_ab" and tm.strip_turn("answer_a_b_12") == "answer_a_b"
 
 
@@ -33,7 +34,7 @@ def _corpus(rng: random.Random) -> list[str]:
     for sid in sessions:
         for i in range(rng.randint(1, 5)):
             seq = 2 * i  # user turns sit at even places, assistants between
-            out.append(tm.turn_scoring_id(sid, seq, rng.random() < 0.4))
+            out.append(turn_scoring_id(sid, seq, rng.random() < 0.4))
     return out
 
 

@@ -91,7 +91,7 @@ def test_lists_counts_and_absent_questions_are_misses_in_the_denominator(lme, tm
            for q in listed}
     path = tmp_path / "run.json"
     path.write_text(json.dumps(run), encoding="utf-8")
-    (rankings, outcomes, deep), summary = imported(lme, path, "json")
+    (rankings, outcomes, deep, _), summary = imported(lme, path, "json")
     rows = {r["q_index"]: r for r in outcomes.to_pylist()}
     # the absent ones, and a repeated id's second question (the JSON names its first)
     missing = [q for q in evaluated(lme, once=False) if q["question_id"] not in run or q not in listed]
@@ -119,7 +119,7 @@ def test_skipped_questions_are_the_family_rules_and_their_lists_are_ignored(lme,
     q = skipped[0]
     path = tmp_path / "run.json"
     path.write_text(json.dumps({q["question_id"]: lme["ids"][q["haystack_id"]][:2]}), encoding="utf-8")
-    (_, outcomes, deep), summary = imported(lme, path, "json")
+    (_, outcomes, deep, _), summary = imported(lme, path, "json")
     for row, qq in zip(outcomes.to_pylist(), lme["questions"]):
         hay = lme["ids"].get(qq["haystack_id"])
         want, _ = skip_reason("run", qq, type("H", (), {"ids": hay})() if hay else None, reference)
@@ -134,7 +134,7 @@ def test_a_session_listed_as_often_as_its_haystack_holds_it(lme, tmp_path):
     assert ids.count(twice) == 2
     path = tmp_path / "run.json"
     path.write_text(json.dumps({q["question_id"]: [twice, twice]}), encoding="utf-8")
-    (_, _, deep), _ = imported(lme, path, "json")
+    (_, _, deep, _), _ = imported(lme, path, "json")
     assert deep.column("session_id").to_pylist() == [twice, twice]
     path.write_text(json.dumps({q["question_id"]: [twice, twice, twice]}), encoding="utf-8")
     msg = error(lme, path, "json")
@@ -150,7 +150,7 @@ def test_a_repeated_question_id_takes_one_list_per_question(lme, tmp_path):
     path = tmp_path / "run.json"
     key = json.dumps(a["question_id"])
     path.write_text(f'{{{key}: ["{sa}"],\n {key}: ["{sb}"]}}', encoding="utf-8")
-    (_, _, deep), _ = imported(lme, path, "json")
+    (_, _, deep, _), _ = imported(lme, path, "json")
     got = {(r["q_index"], r["session_id"]) for r in deep.to_pylist()}
     assert got == {(a["q_index"], sa), (b["q_index"], sb)}
     path.write_text(f'{{{key}: ["{sa}"],\n {key}: ["{sb}"],\n {key}: []}}', encoding="utf-8")
@@ -273,7 +273,7 @@ def test_a_retrieval_log_gives_scoring_ids_and_a_turn_id_is_named(lme, tmp_path)
 
     path = tmp_path / "run.jsonl"
     path.write_text(log([cid]) + "\n", encoding="utf-8")
-    (_, _, deep), _ = imported(lme, path, "retrievallog")
+    (_, _, deep, _), _ = imported(lme, path, "retrievallog")
     assert deep.column("session_id").to_pylist() == [renamed["session_id"]]
     path.write_text(log([f"{renamed['session_id']}_3"]) + "\n", encoding="utf-8")
     assert "(a turn id: give the session-level ranking)" in error(lme, path, "retrievallog")
@@ -359,8 +359,8 @@ def test_a_byte_order_mark_is_no_part_of_the_text_and_an_array_is_json(lme, tmp_
         plain.write_text(text, encoding="utf-8")
         marked.write_bytes(b"\xef\xbb\xbf" + text.encode())
         assert sniff(marked) == fmt
-        (a, _, deep_a), _ = imported(lme, plain, fmt)
-        (b, _, deep_b), summary = imported(lme, marked, fmt)
+        (a, _, deep_a, _), _ = imported(lme, plain, fmt)
+        (b, _, deep_b, _), summary = imported(lme, marked, fmt)
         assert deep_a.to_pylist() == deep_b.to_pylist() and deep_b.num_rows == 6
         assert (summary["bytes"], summary["sha256"]) == (3 + len(text.encode()),
                                                          hashlib.sha256(marked.read_bytes()).hexdigest())
@@ -402,3 +402,33 @@ def test_segments_check_the_bytes_they_read_against_the_runs_record(lme, tmp_pat
                                         rf"{now[:12]}\); rerun to score the file as it is now$"):
         metrics.imported_summary(tables, "run.json")
     assert metrics.imported_summary(tables[:1] * 2, "run.json")["listed"] == 2
+
+
+def test_a_turn_run_maps_turn_ids_and_names_a_foreign_turn_in_one_line(lme, tmp_path):
+    """A turn run (grain: turn) names turns: {session_id}_{index + 1}; a repeated session's turn id twice is
+    its two copies; an id that is no turn of the haystack is one line naming the file, line and question."""
+    from memobench.retrieval.turns import TURNS
+
+    d = lme["dir"]
+    q = next(q for q in lme["questions"] if q["question_id"] == lme["dup"])
+    sid = lme["ids"][q["haystack_id"]][0]  # held twice by this haystack
+    events = read_table(d / "events.parquet").to_pylist()
+    key = next(r["session_key"] for r in read_table(d / "haystacks.parquet").to_pylist()
+               if r["haystack_id"] == q["haystack_id"] and r["position"] == 0)
+    user = [e["seq"] for e in events if e["session_key"] == key and e["role"] == "user"]
+    tid = f"{sid}_{user[0] + 1}"
+    v = resolve("theirs", "s", {"theirs": {"run": {"file": "x", "format": "json"}, "grain": "turn"}})
+    path = tmp_path / "turns.json"
+    path.write_text(json.dumps({q["question_id"]: [tid, tid]}), encoding="utf-8")
+    (_, _, deep, turns), _ = import_segment(v, path, d / "questions.parquet", d / "haystacks.parquet",
+                                            d / "events.parquet", "lme", 1, 1, log=lambda m: None, fmt="longmemeval")
+    assert turns.schema == TURNS
+    mine = [r for r in turns.to_pylist() if r["question_id"] == q["question_id"]]
+    assert [(r["turn_id"], r["rank"]) for r in mine] == [(tid, 1), (tid, 2)]
+    assert mine[0]["position"] != mine[1]["position"]  # the two copies, each once
+    path.write_text(json.dumps({q["question_id"]: [tid, f"{sid}_999"]}), encoding="utf-8")
+    with pytest.raises(DataError) as e:
+        import_segment(v, path, d / "questions.parquet", d / "haystacks.parquet", d / "events.parquet", "lme", 1, 1,
+                       log=lambda m: None, fmt="longmemeval")
+    assert str(e.value).startswith(f"{path}: line 1: turn '{sid}_999' is not a turn of the haystack of question "
+                                   f"'{q['question_id']}'; a turn run names turns by their ids")
