@@ -72,12 +72,14 @@ def scratch(tmp_path_factory):
                           "variants": ["v0.8.0", "v0.8.0-index", "exp3-V6", "exp3-T1", "imported"]
                           # a reference retriever; minilm and wordllama also run the embeddings stage
                           + (["minilm"] if HAVE_DENSE else ["bm25s"]) + (["wordllama"] if HAVE_STATIC else [])
-                          + ["mine", "fused", "service"]}},
+                          + ["mine", "fused", "service", "turns"]}},
         variants={"imported": {"run": {"file": str(run), "format": "json"}},
                   # a memory service (the latency stage runs for it)
                   "service": {"system": {"url": server.url}},
                   "mine": {"retriever": {"callable": f"{retr}/mine.py:rank", "prepare": f"{retr}/mine.py:prepare"}},
-                  "fused": {"fuse": {"of": ["v0.8.0", "mine"]}}},
+                  "fused": {"fuse": {"of": ["v0.8.0", "mine"]}},
+                  # a turn variant (the turn_run and turn_qrels stages run for it)
+                  "turns": {"base": "bm25-official", "grain": "turn"}},
         exports={"retrieval_log": ["lme/v0.8.0"]},  # so that session_json and retrievallog run
     )
     dump = root / "imports"
@@ -317,13 +319,13 @@ REFERENCE = (["minilm"] if HAVE_DENSE else ["bm25s"]) + (["wordllama"] if HAVE_S
 
 
 @pytest.mark.parametrize("edited,variants", [
-    ("src/memobench/retrieval/reference/lexical.py", REFERENCE),
+    ("src/memobench/retrieval/reference/lexical.py", REFERENCE + ["turns"]),
     # the fusion of v0.8.0 and mine follows its inputs
     ("src/memobench/memo/engine.py", ["v0.8.0", "v0.8.0-index", "exp3-V6", "exp3-T1", "zh-A", "zh-B", "fused"]),
     ("src/memobench/retrieval/python.py", ["mine", "fused"]),
     ("src/memobench/retrieval/fusion.py", ["fused"]),
     ("src/memobench/retrieval/harness.py", ["v0.8.0", "v0.8.0-index", "exp3-V6", "exp3-T1", "zh-A", "zh-B", "mine", "fused",
-                                            "service"] + REFERENCE),
+                                            "service", "turns"] + REFERENCE),
     # a memory service's variant and the HTTP client it drives the service with
     ("src/memobench/retrieval/system.py", ["service"]),
     ("src/memobench/services/client.py", ["service"]),

@@ -157,7 +157,8 @@ def rank_by_documents(variants, segment, rankers: dict, log=print, docs: dict | 
     rule), and returns ``(positions, scores)``: haystack positions best first,
     and their scores or None. A turn variant's ranker gets the haystack's
     turns (``turns.HaystackTurns``) and returns their positions, the whole
-    list (kept in ``segment.turns``); its sessions are ranked at their best turn. The skip rule is the variant's family's (``harness.skip_reason``);
+    list (kept in ``segment.turns``); its sessions are ranked at their best
+    turn. The skip rule is the variant's family's (``harness.skip_reason``);
     a forced miss of the Memo pipeline (``empty_seq``) is ranked, since that
     limit is the Memo tokenizer's, not the question's. Lists are cut to depth
     50 (``deep``) and 10 (``rankings``); the deep score is the retriever's own
@@ -171,7 +172,6 @@ def rank_by_documents(variants, segment, rankers: dict, log=print, docs: dict | 
     import time
 
     from .timings import CallTimes
-
     from .turns import TurnRows, sessions_by_best_turn
 
     questions, haystacks = segment.questions, segment.haystacks

@@ -107,7 +107,7 @@ class Run:
         first: dict[str, int] = {}
         out = []
         for i, tok in enumerate(toks):
-            sid = self._session(tok, copies, by_scoring)
+            sid = self._named(tok, copies, by_scoring)
             if sid is None:
                 raise self.fail(self.line(listed, i), self._outside(tok, listed.qid, copies))
             used[sid] += 1
@@ -134,7 +134,7 @@ class Run:
         used: Counter = Counter()
         out = []
         for i, tok in enumerate(listed.tokens):
-            tid = self._turn(tok, slots, by_scoring)
+            tid = self._named(tok, slots, by_scoring)
             if tid is None:
                 raise self.fail(self.line(listed, i),
                                 f"turn {tok!r} is not a turn of the haystack of question {listed.qid!r}; a turn run "
@@ -147,21 +147,15 @@ class Run:
             used[tid] += 1
         return out
 
-    def _turn(self, tok: str, slots: dict, by_scoring: dict) -> str | None:
+    def _named(self, tok: str, known, by_scoring: dict) -> str | None:
+        """The session (or turn) id among ``known`` a token names: a TREC docno
+        decoded, a retrieval log's scoring id mapped back; None when none."""
         if self.fmt == "trec":
-            tid, _ = trec.read_id(tok)
-            return tid if tid in slots else tok if tok in slots else None
+            name, _ = trec.read_id(tok)
+            return name if name in known else tok if tok in known else None
         if self.fmt == "retrievallog" and tok in by_scoring:
             return by_scoring[tok]
-        return tok if tok in slots else None
-
-    def _session(self, tok: str, copies: Counter, by_scoring: dict) -> str | None:
-        if self.fmt == "trec":
-            sid, _ = trec.read_id(tok)
-            return sid if sid in copies else tok if tok in copies else None
-        if self.fmt == "retrievallog" and tok in by_scoring:
-            return by_scoring[tok]
-        return tok if tok in copies else None
+        return tok if tok in known else None
 
     def _outside(self, tok: str, qid: str, copies: Counter) -> str:
         head, _, tail = tok.rpartition("_")

@@ -9,8 +9,9 @@ docs/protocol.md#turn-level).
 * A turn's index is its 0-based place among **all** its session's turns
   (assistant turns counted), the events table's ``seq``.
 * A turn's id: ``{session_id}_{index + 1}`` (LongMemEval's corpus id before
-  its ``answer``/``noans`` rule, which is scoring's: evaluation.turn_metrics),
-  LoCoMo's ``dia_id`` (``D1:3``) where the turn has one.
+  its ``answer``/``noans`` rule, :func:`turn_scoring_id`, which scoring and a
+  LongMemEval turn log read), LoCoMo's ``dia_id`` (``D1:3``) where the turn
+  has one.
 
 The turn table (``TURNS``) holds a turn variant's whole ranked list, not 50:
 LongMemEval's session scores from a turn ranking read turns until k
