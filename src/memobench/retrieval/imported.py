@@ -320,6 +320,8 @@ def import_segment(variant, run_path, questions_path, haystacks_path, events_pat
     targets = user_target_sessions(events_path) if run.fmt == "retrievallog" and not by_turns else None
     turn_rows = TurnRows()
     if by_turns:  # the segment's turn documents, by the dataset format's rule
+        if not fmt or events_path is None:
+            raise ValueError(f"variant {variant.name!r}: a turn run is read with its dataset's format and events")
         keys = {k for h in haystacks.values() for k in h.keys}
         by_key = session_turns(events_path, fmt, keys, texts=False) if keys else {}
     rows = SegmentRows()
