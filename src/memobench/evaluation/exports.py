@@ -43,33 +43,21 @@ def write_qrels(questions_path, out, log=print) -> dict:
 
 
 def write_turn_qrels(fmt: str, questions_path, haystacks_path, events_path, out, log=print) -> dict:
-    """``qrels.turns.trec``: each question's gold turns by their turn ids
-    (retrieval/turns.py), the docnos of ``run.turns.trec``: LongMemEval
-    formats' user turns with has_answer in a session whose id holds
-    ``answer`` (LongMemEval's turn gold), LoCoMo's evidence turns. A turn id
-    repeated in a haystack is gold at its first occurrence (as qrels.trec)."""
+    """``qrels.turns.trec``: each question's gold turns (turn_metrics.gold_turns)
+    by their turn ids (retrieval/turns.py), the docnos of ``run.turns.trec``.
+    A turn id repeated in a haystack is gold at its first occurrence (as qrels.trec)."""
     from ..core.formats import FORMATS, LME_FORMATS
-    from ..retrieval.turns import haystack_turns, session_turns
-    from .official import read_haystacks, read_questions, with_haystacks
+    from ..retrieval.turns import haystack_turns
+    from .official import with_haystacks
+    from .turn_metrics import gold_turns, load
 
-    questions = read_questions(questions_path)
+    questions, haystacks, by_key = load(fmt, questions_path, haystacks_path, events_path)
     qtok = question_tokens(questions)
-    hids = {q["haystack_id"] for q in questions if q["haystack_id"] >= 0}
-    haystacks = read_haystacks(haystacks_path, hids, dates=False)
-    keys = {k for h in haystacks.values() for k in h["keys"]}
-    by_key = session_turns(events_path, fmt, keys, texts=False) if keys else {}
+    scored = fmt in LME_FORMATS or FORMATS[fmt].scorer == "locomo"
     stats = {"questions": 0, "lines": 0, "no_gold": 0}
     with atomic_path(out) as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as f:
         for q, hay in with_haystacks(questions, haystacks):
-            turns = haystack_turns(hay["ids"], hay["keys"], by_key)
-            if fmt in LME_FORMATS:
-                gold = [t for t, p, h in zip(turns.ids, turns.positions, turns.has_answer)
-                        if h is True and "answer" in hay["ids"][p]]
-            elif FORMATS[fmt].scorer == "locomo":
-                evidence = set(q["evidence"] or ())
-                gold = [t for t in turns.ids if t in evidence]
-            else:
-                gold = []
+            gold = gold_turns(fmt, q, hay["ids"], haystack_turns(hay["ids"], hay["keys"], by_key)) if scored else []
             if not gold:
                 stats["no_gold"] += 1
                 continue

@@ -83,12 +83,54 @@ def turn2session_metrics(positions: list[int], scoring: list[str], ks=KS, stripp
             for name in ("recall_any", "recall_all", "ndcg_any")}
 
 
-def harness_over_turns(positions: list[int], scoring: list[str]) -> dict[str, float]:
+def harness_over_turns(ranked_ids: list[str], gold) -> dict[str, float]:
     """hit@k of the harness's k and the reciprocal rank within the top 10, of the first gold turn."""
-    first = next((r for r, p in enumerate(positions[:TOP], 1) if "answer" in scoring[p]), 0)
+    first = next((r for r, t in enumerate(ranked_ids[:TOP], 1) if t in gold), 0)
     out = {h: (1.0 if 1 <= first <= MEASURES[h].cutoff else 0.0) for h in HITS}
     out["mrr"] = 1.0 / first if first else 0.0
     return out
+
+
+def gold_turns(fmt: str, question: dict, session_ids: list[str], turns) -> list[str]:
+    """A question's gold turns (turn ids, in corpus order; ``turns``: its
+    ``turns.HaystackTurns``): LongMemEval's, the user turns with has_answer in
+    a session whose id holds ``answer`` (the turn scoring ids that keep
+    ``answer``); LoCoMo's, the turns its evidence names (evidence naming no
+    turn dropped, as the harness drops it)."""
+    if fmt in LME_FORMATS:
+        return [t for t, p, h in zip(turns.ids, turns.positions, turns.has_answer)
+                if h is True and "answer" in session_ids[p]]
+    evidence = set(question["evidence"] or ())
+    return [t for t in turns.ids if t in evidence]
+
+
+def load(fmt: str, questions_path, haystacks_path, events_path) -> tuple[list[dict], dict, dict]:
+    """(questions, their haystacks, {session_key: its document turns}): what turn scoring reads."""
+    from ..retrieval.turns import session_turns
+
+    questions = read_questions(questions_path)
+    hids = {q["haystack_id"] for q in questions if q["haystack_id"] >= 0}
+    haystacks = read_haystacks(haystacks_path, hids, dates=False)
+    keys = {k for h in haystacks.values() for k in h["keys"]}
+    return questions, haystacks, session_turns(events_path, fmt, keys, texts=False) if keys else {}
+
+
+def _corpus(hay: dict, turns_by_key, listed, path, question_id: str):
+    """A question's turn corpus (turns.HaystackTurns) and its turn list as corpus indices, checked."""
+    from ..retrieval.turns import haystack_turns
+
+    corpus = haystack_turns(hay["ids"], hay["keys"], turns_by_key)
+    index = {(p, s): j for j, (p, s) in enumerate(zip(corpus.positions, corpus.seqs))}
+    positions = []
+    for r, key in enumerate(listed, 1):
+        j = index.get(key)
+        if j is None:
+            raise DataError(path, f"question {question_id}",
+                            f"rank {r}: session position {key[0]} has no document turn {key[1]}")
+        positions.append(j)
+    if len(set(positions)) != len(positions):
+        raise DataError(path, f"question {question_id}", "a turn is ranked twice")
+    return corpus, positions
 
 
 def read_turn_lists(path) -> dict[int, list[tuple[int, int]]]:
@@ -101,26 +143,22 @@ def read_turn_lists(path) -> dict[int, list[tuple[int, int]]]:
 
 def lme_turn_rows(questions, haystacks, turns_by_key, ranked: dict, path="turns", progress=None) -> list[dict]:
     """One row per question with a haystack: its exclusion, turn gold and metrics at both grains."""
-    from ..retrieval.turns import haystack_turns
-
     rows = []
     for q, hay in with_haystacks(questions, haystacks, progress):
-        corpus = haystack_turns(hay["ids"], hay["keys"], turns_by_key, ids=False)
+        listed = ranked.get(q["q_index"], [])
+        corpus, positions = _corpus(hay, turns_by_key, listed, path, q["question_id"])
         scoring = [turn_scoring_id(hay["ids"][p], s, h) for p, s, h in zip(corpus.positions, corpus.seqs,
                                                                              corpus.has_answer)]
         # strip_turn of each: its session's id, "answer" made "noans" as in its turn's id
         stripped = [sid if "answer" not in sid or h else sid.replace("answer", "noans")
                     for sid, h in zip((hay["ids"][p] for p in corpus.positions), corpus.has_answer)]
-        index = {(p, s): j for j, (p, s) in enumerate(zip(corpus.positions, corpus.seqs))}
-        listed = ranked.get(q["q_index"], [])
-        positions = _turn_positions(listed, index, path, q["question_id"])
         excluded = exclusion(q["question_id"], any(h is True for h in corpus.has_answer))
-        gold = {s for s in scoring if "answer" in s}
+        gold = {s for s in scoring if "answer" in s}  # gold_turns' ids, as scoring ids
         rows.append({"q_index": q["q_index"], "question_id": q["question_id"], "excluded": excluded,
                      "ranked": bool(listed), "gold": sorted(gold), "turns": len(scoring),
                      "metrics": _lme_metrics(positions, scoring, gold),
                      "turn2session": turn2session_metrics(positions, scoring, stripped=stripped),
-                     "harness": harness_over_turns(positions, scoring)})
+                     "harness": harness_over_turns([scoring[j] for j in positions], gold)})
     return rows
 
 
@@ -152,20 +190,6 @@ def lme_turn_block(rows: list[dict], questions: list[dict], depth: int) -> dict:
                                                         **view(("abstention",))}}}
 
 
-def _turn_positions(listed, index: dict, path, question_id: str) -> list[int]:
-    """A turn list's (session position, turn index) pairs as turn corpus indices, checked."""
-    positions = []
-    for r, key in enumerate(listed, 1):
-        j = index.get(key)
-        if j is None:
-            raise DataError(path, f"question {question_id}",
-                            f"rank {r}: session position {key[0]} has no document turn {key[1]}")
-        positions.append(j)
-    if len(set(positions)) != len(positions):
-        raise DataError(path, f"question {question_id}", "a turn is ranked twice")
-    return positions
-
-
 def locomo_turn_metrics(ranked_ids: list[str], gold: set[str], ks=KS) -> dict[str, float]:
     """Evidence-turn recall@k (the share of gold ids among the first k), recall_any@k and recall_all@k."""
     out = {}
@@ -181,21 +205,15 @@ LOCOMO_TURN_NAMES = [f"{m}@{k}" for m in ("recall", "recall_any", "recall_all") 
 
 
 def locomo_turn_rows(questions, haystacks, turns_by_key, ranked: dict, path="turns", progress=None) -> list[dict]:
-    from ..retrieval.turns import haystack_turns
-
     rows = []
     for q, hay in with_haystacks(questions, haystacks, progress):
-        corpus = haystack_turns(hay["ids"], hay["keys"], turns_by_key)
-        index = {(p, s): j for j, (p, s) in enumerate(zip(corpus.positions, corpus.seqs))}
-        positions = _turn_positions(ranked.get(q["q_index"], []), index, path, q["question_id"])
-        gold = set(q["evidence"] or ()) & set(corpus.ids)  # evidence naming no turn is dropped
+        corpus, positions = _corpus(hay, turns_by_key, ranked.get(q["q_index"], []), path, q["question_id"])
+        gold = set(gold_turns("locomo", q, hay["ids"], corpus))
         ids = [corpus.ids[j] for j in positions]
-        first = next((r for r, t in enumerate(ids[:TOP], 1) if t in gold), 0)
         rows.append({"q_index": q["q_index"], "question_id": q["question_id"], "question_type": q["question_type"],
                      "excluded": None if gold else "no_evidence", "ranked": bool(positions), "gold": sorted(gold),
                      "turns": len(corpus.ids), "metrics": locomo_turn_metrics(ids, gold),
-                     "harness": {**{h: (1.0 if 1 <= first <= MEASURES[h].cutoff else 0.0) for h in HITS},
-                                 "mrr": 1.0 / first if first else 0.0}})
+                     "harness": harness_over_turns(ids, gold)})
     return rows
 
 
@@ -220,17 +238,11 @@ def compute(fmt: str, questions_path, haystacks_path, events_path, turns_path, l
     """(turn block, per-question rows) of a turn variant; (None, []) for a
     session variant (an empty turn table) or a format with no turn gold (the
     embedded zh set)."""
-    from ..retrieval.turns import session_turns
-
     ranked = read_turn_lists(turns_path)
     locomo = FORMATS[fmt].scorer == "locomo"
     if not ranked or not (fmt in LME_FORMATS or locomo):
         return None, []
-    questions = read_questions(questions_path)
-    hids = {q["haystack_id"] for q in questions if q["haystack_id"] >= 0}
-    haystacks = read_haystacks(haystacks_path, hids, dates=False)
-    keys = {k for h in haystacks.values() for k in h["keys"]}
-    turns_by_key = session_turns(events_path, fmt, keys, texts=False) if keys else {}
+    questions, haystacks, turns_by_key = load(fmt, questions_path, haystacks_path, events_path)
     progress = Progress(log, f"turn metrics ({fmt})", total=len(questions), unit="questions")
     depth = max((len(v) for v in ranked.values()), default=0)
     if locomo:

@@ -117,21 +117,18 @@ def session_turns(events_path, fmt: str, keys, exact: bool = False, texts: bool 
     return out
 
 
-def haystack_turns(session_ids: list[str], keys: list[int], by_key: dict[int, SessionTurns],
-                   ids: bool = True) -> HaystackTurns:
-    """A haystack's turn documents (its sessions' ``session_turns``, in haystack order);
-    ``ids=False`` leaves the turn ids empty (scoring builds its own)."""
-    positions, seqs, texts, out_ids, roles, has = [], [], [], [], [], []
+def haystack_turns(session_ids: list[str], keys: list[int], by_key: dict[int, SessionTurns]) -> HaystackTurns:
+    """A haystack's turn documents (its sessions' ``session_turns``, in haystack order)."""
+    positions, seqs, texts, ids, roles, has = [], [], [], [], [], []
     for p, (sid, key) in enumerate(zip(session_ids, keys)):
         s = by_key[key]
         positions += [p] * len(s.seqs)
         seqs += s.seqs
         texts += s.texts
-        if ids:
-            out_ids += [turn_id(sid, q, d) for q, d in zip(s.seqs, s.dia_ids)]
+        ids += [turn_id(sid, q, d) for q, d in zip(s.seqs, s.dia_ids)]
         roles += s.roles
         has += s.has_answer
-    return HaystackTurns(positions, seqs, texts, out_ids, roles, has)
+    return HaystackTurns(positions, seqs, texts, ids, roles, has)
 
 
 def sessions_by_best_turn(turn_positions: list[int], haystack: HaystackTurns, scores=None):
