@@ -261,10 +261,11 @@ def merge_inputs(config: dict, ds: str, variant: str) -> dict:
     }
 
 
-def retrievallog_inputs(config: dict, ds: str, variant: str) -> dict:
-    """The merged deep list, the tables its official metrics read, and the
-    sessions' log JSON (made once per base dataset). A retrieval log is
-    LongMemEval's format: asking for one of another format's dataset fails here."""
+def retrievallog_inputs(config: dict, ds: str, variant: str, grain: str = "session") -> dict:
+    """The merged deep list (and a turn variant's turn lists), the tables its
+    official metrics read, and the sessions' log JSON (made once per base
+    dataset). A retrieval log is LongMemEval's format: asking for one of
+    another format's dataset fails here."""
     if not is_lme(config, ds):
         raise ConfigError(f"{layout.path(layout.RETRIEVAL_LOG, dataset=ds, variant=variant)}: dataset {ds!r} has "
                           f"format {config['datasets'][ds]['format']!r}; a retrieval log is made for "
@@ -276,6 +277,7 @@ def retrievallog_inputs(config: dict, ds: str, variant: str) -> dict:
         "haystacks": normalized(base, "haystacks"),
         "events": normalized(base, "events"),
         "sessions": layout.path(layout.SESSIONS_JSON, dataset=base),
+        **({"turns": layout.path(layout.TURNS, dataset=ds, variant=variant)} if grain == "turn" else {}),
     }
 
 

@@ -110,7 +110,7 @@ def run(tmp_path_factory, locomo_path):
     work.mkdir()
     (work / "my_turns.py").write_text(USER_RETRIEVER, encoding="utf-8")
     snakemake(work, "--cores", "2", *(f"results/lme/{v}/official.json" for v in VARIANTS),
-              "results/locomo1/bm25-turns/official.json",
+              "results/locomo1/bm25-turns/official.json", "results/lme/bm25-turns/retrievallog.jsonl",
               *(f"results/{ds}/{f}" for ds in ("lme", "locomo1") for f in ("bm25-turns/run.turns.trec",
                                                                            "qrels.turns.trec")), configfile=cfg)
     return work, items, oracle, conv
@@ -183,6 +183,35 @@ def test_metrics_at_both_grains_equal_longmemeval(run):
         assert block[name] == pytest.approx(w, rel=1e-12), name
     for name, w in means["session"].items():
         assert block["turn2session"][name] == pytest.approx(w, rel=1e-12), name
+
+
+def test_a_turn_variants_retrieval_log_is_longmemevals_turn_log(run):
+    """Line by line, what LongMemEval's run_retrieval.py --granularity turn writes for the same file:
+    every user turn ranked (its scoring id, its own text, its session's date), the turn metrics and the
+    session metrics from the turns (floats to 1e-12: numpy sums pairwise); has_answer written where true."""
+    work, items, oracle, _ = run
+    text = (work / "results/lme/bm25-turns/retrievallog.jsonl").read_text(encoding="utf-8").splitlines()
+    assert len(text) == len(items)
+    for line, item, want in zip(text, items, oracle):
+        got = json.loads(line)
+        assert line == json.dumps(got, ensure_ascii=False)
+        docs, _ = lme.corpus(item, "turn")
+        places = _corpus_places(item)
+        expected = {k: item[k] for k in ("question_id", "question_type", "question", "answer", "question_date",
+                                         "haystack_dates")}
+        expected["haystack_sessions"] = [[{k: v for k, v in t.items() if k != "has_answer" or v} for t in s]
+                                         for s in item["haystack_sessions"]]
+        expected.update({k: item[k] for k in ("haystack_session_ids", "answer_session_ids")})
+        ranked = [{"corpus_id": want["corpus_ids"][j], "text": docs[j],
+                   "timestamp": item["haystack_dates"][places[j][0]]} for j in want["rankings"]]
+        metrics = got["retrieval_results"].pop("metrics")
+        expected["retrieval_results"] = {"query": item["question"], "ranked_items": ranked}
+        assert got == expected and list(got) == list(expected), item["question_id"]
+        assert list(metrics) == ["session", "turn"]
+        for grain in ("session", "turn"):
+            assert list(metrics[grain]) == list(want["metrics"][grain])
+            for name, w in want["metrics"][grain].items():
+                assert metrics[grain][name] == pytest.approx(w, rel=1e-12, abs=0), (item["question_id"], name)
 
 
 def test_a_session_variant_has_no_turn_figures(run):

@@ -219,8 +219,7 @@ def merge_inputs(w):
 
 
 def retrievallog_inputs(w):
-    variant_of(w)
-    return checked(plan.retrievallog_inputs, config, w.dataset, w.variant)
+    return checked(plan.retrievallog_inputs, config, w.dataset, w.variant, variant_of(w).get("grain", "session"))
 
 
 def run_file(w):

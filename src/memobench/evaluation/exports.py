@@ -8,7 +8,9 @@
   TREC ids of runs.trec;
 * ``retrievallog.jsonl`` (runs.retrieval_log.write): LongMemEval's
   retrieval-log format, one line per question, ``metrics.session`` holding
-  that question's official metrics (:func:`write_retrievallog` computes them).
+  that question's official metrics (:func:`write_retrievallog` computes them);
+  a turn variant's lists its turns, with ``metrics.turn`` and turn2session's
+  ``metrics.session`` (docs/protocol.md#turn-level).
 """
 
 from __future__ import annotations
@@ -77,13 +79,21 @@ def write_turn_qrels(fmt: str, questions_path, haystacks_path, events_path, out,
 
 def write_retrievallog(fmt: str, questions_path, haystacks_path, events_path, rankings_path, out,
                        session_json_path, sessions: bool = True, log=print, rows: list | None = None,
-                       haystacks: dict | None = None) -> dict:
+                       haystacks: dict | None = None, turns_path=None) -> dict:
     """``retrievallog.jsonl`` (runs.retrieval_log.write) with each question's
     official session metrics: ``rows`` and ``haystacks``, the per-question
     rows of ``official.compute`` on the same tables and the haystacks it
     read, when the caller has them; else they are computed here (the
-    retrievallog job)."""
-    if rows is not None:
+    retrievallog job). ``turns_path``: a turn variant's turn table, whose
+    turns the log then lists, with the metrics of both grains."""
+    from . import turn_metrics
+
+    ranked = turn_metrics.read_turn_lists(turns_path) if turns_path is not None else {}
+    if ranked and fmt in official.LME_FORMATS:
+        questions, haystacks, by_key = turn_metrics.load(fmt, questions_path, haystacks_path, events_path,
+                                                         dates=True)
+        rows = turn_metrics.lme_turn_rows(questions, haystacks, by_key, ranked, turns_path, items=True)
+    elif rows is not None:
         qs = {q["q_index"]: q["haystack_id"] for q in read_table(questions_path, columns=["q_index", "haystack_id"])
               .to_pylist()}
         needed = {qs[r["q_index"]] for r in rows}

@@ -104,13 +104,15 @@ def gold_turns(fmt: str, question: dict, session_ids: list[str], turns) -> list[
     return [t for t in turns.ids if t in evidence]
 
 
-def load(fmt: str, questions_path, haystacks_path, events_path) -> tuple[list[dict], dict, dict]:
-    """(questions, their haystacks, {session_key: its document turns}): what turn scoring reads."""
+def load(fmt: str, questions_path, haystacks_path, events_path, dates: bool = False
+         ) -> tuple[list[dict], dict, dict]:
+    """(questions, their haystacks, {session_key: its document turns}): what turn scoring reads
+    (``dates``: the haystacks' dates too)."""
     from ..retrieval.turns import session_turns
 
     questions = read_questions(questions_path)
     hids = {q["haystack_id"] for q in questions if q["haystack_id"] >= 0}
-    haystacks = read_haystacks(haystacks_path, hids, dates=False)
+    haystacks = read_haystacks(haystacks_path, hids, dates=dates)
     keys = {k for h in haystacks.values() for k in h["keys"]}
     return questions, haystacks, session_turns(events_path, fmt, keys, texts=False) if keys else {}
 
@@ -141,8 +143,11 @@ def read_turn_lists(path) -> dict[int, list[tuple[int, int]]]:
     return {qi: list(zip(pos[lo:hi], turn[lo:hi])) for qi, lo, hi in sorted_runs(qis)}
 
 
-def lme_turn_rows(questions, haystacks, turns_by_key, ranked: dict, path="turns", progress=None) -> list[dict]:
-    """One row per question with a haystack: its exclusion, turn gold and metrics at both grains."""
+def lme_turn_rows(questions, haystacks, turns_by_key, ranked: dict, path="turns", progress=None,
+                  items: bool = False) -> list[dict]:
+    """One row per question with a haystack: its exclusion, turn gold and metrics at both grains;
+    ``items``: also its ranked turns as (session position, turn index, scoring id), best first
+    (what a turn variant's retrieval log lists)."""
     rows = []
     for q, hay in with_haystacks(questions, haystacks, progress):
         listed = ranked.get(q["q_index"], [])
@@ -154,11 +159,13 @@ def lme_turn_rows(questions, haystacks, turns_by_key, ranked: dict, path="turns"
                     for sid, h in zip((hay["ids"][p] for p in corpus.positions), corpus.has_answer)]
         excluded = exclusion(q["question_id"], any(h is True for h in corpus.has_answer))
         gold = {s for s in scoring if "answer" in s}  # gold_turns' ids, as scoring ids
-        rows.append({"q_index": q["q_index"], "question_id": q["question_id"], "excluded": excluded,
-                     "ranked": bool(listed), "gold": sorted(gold), "turns": len(scoring),
+        rows.append({"q_index": q["q_index"], "question_id": q["question_id"],
+                     "question_type": q["question_type"], "excluded": excluded, "ranked": bool(listed), "gold": sorted(gold), "turns": len(scoring),
                      "metrics": _lme_metrics(positions, scoring, gold),
                      "turn2session": turn2session_metrics(positions, scoring, stripped=stripped),
                      "harness": harness_over_turns([scoring[j] for j in positions], gold)})
+        if items:
+            rows[-1]["items"] = [(corpus.positions[j], corpus.seqs[j], scoring[j]) for j in positions]
     return rows
 
 

@@ -138,6 +138,7 @@ class SessionJson:
         self.keys = index[:n]
         self.offsets = index[n:]
         self.rows = {k: i for i, k in enumerate(self.keys)}
+        self._turns: dict[int, list[bytes]] = {}
 
     def _bytes(self, j: int) -> bytes:
         lo, hi = self.offsets[j], self.offsets[j + 1]
@@ -155,6 +156,16 @@ class SessionJson:
         i = self.rows.get(key)
         return b'""' if i is None else self._bytes(2 * i + 1)
 
+    def turn_texts_json(self, key: int) -> list[bytes]:
+        """Each turn's content as a JSON string in UTF-8 (as :meth:`user_text_json`), in turn order
+        (the index is the turn's ``seq``); the last few sessions asked are kept."""
+        got = self._turns.get(key)
+        if got is None:
+            if len(self._turns) >= 256:
+                self._turns.clear()
+            got = self._turns[key] = [_json_bytes(t["content"]) for t in json.loads(self.turns(key))]
+        return got
+
     def user_text(self, key: int) -> str:
         return json.loads(self.user_text_json(key))
 
@@ -167,7 +178,12 @@ def write(fmt: str, questions_path, rows: list, haystacks: dict, out, session_js
     """``retrievallog.jsonl`` (LongMemEval-format datasets): each question's
     fields, then ``retrieval_results`` with the ranked documents (scoring id,
     user-turn text, the haystack's date) to :data:`DEPTH` and the question's
-    official session metrics. ``sessions=False`` leaves out ``haystack_sessions``
+    official session metrics; a turn ranking's row (one with ``items``:
+    (session position, turn index, scoring id) best first, the whole list)
+    lists its turns, each with its own text, and its metrics at both grains
+    (``metrics.turn``, and ``metrics.session`` from the turns by LongMemEval's
+    turn2session rule), as LongMemEval's ``run_retrieval.py --granularity
+    turn`` writes them. ``sessions=False`` leaves out ``haystack_sessions``
     (the bulk of each line). Each line is the JSON of one object, keys in the
     order above; the sessions' JSON and the ranked items' texts (as JSON
     strings) come ready-made from ``session_json_path``
@@ -196,10 +212,15 @@ def write(fmt: str, questions_path, rows: list, haystacks: dict, out, session_js
                     "question_date": q["question_date"], "haystack_dates": h["dates"]}
             # json.dumps of the whole line, written piece by piece: each ranked
             # item {"corpus_id", "text", "timestamp"} with its text ready-made
-            items = b", ".join([b'{"corpus_id": ' + _json_bytes(sid)
-                                + b', "text": ' + store.user_text_json(h["keys"][p])
-                                + b', "timestamp": ' + _json_bytes(h["dates"][p]) + b"}"
-                                for p, sid in zip(r["positions"][:DEPTH], r["scoring"][:DEPTH])])
+            if "items" in r:  # a turn ranking
+                ranked = [(sid, store.turn_texts_json(h["keys"][p])[seq], p) for p, seq, sid in r["items"]]
+                metrics = {"session": _in_log_order(r["turn2session"]), "turn": _in_log_order(r["metrics"])}
+            else:
+                ranked = [(sid, store.user_text_json(h["keys"][p]), p)
+                          for p, sid in zip(r["positions"][:DEPTH], r["scoring"][:DEPTH])]
+                metrics = {"session": _in_log_order(r["metrics"]), "turn": {}}
+            items = b", ".join([b'{"corpus_id": ' + _json_bytes(sid) + b', "text": ' + text
+                                + b', "timestamp": ' + _json_bytes(h["dates"][p]) + b"}" for sid, text, p in ranked])
             f.write(_json_bytes(head)[:-1])
             if sessions:
                 f.write(b', "haystack_sessions": [')
@@ -209,10 +230,23 @@ def write(fmt: str, questions_path, rows: list, haystacks: dict, out, session_js
                     + b', "answer_session_ids": ' + _json_bytes(q["answer_session_ids"])
                     + b', "retrieval_results": {"query": ' + _json_bytes(q["question"])
                     + b', "ranked_items": [' + items
-                    + b'], "metrics": ' + _json_bytes({"session": r["metrics"], "turn": {}}) + b"}}\n")
+                    + b'], "metrics": ' + _json_bytes(metrics) + b"}}\n")
     store.close()
     progress(len(rows), f", done ({os.path.getsize(out)} bytes)", force=True)
     return {"questions": len(rows)}
+
+
+_LOG_METRICS = ("recall_any", "recall_all", "ndcg_any")
+
+
+def _in_log_order(metrics: dict) -> dict:
+    """A question's metrics in the order LongMemEval's log lists them: by k, then recall_any,
+    recall_all, ndcg_any."""
+    def key(name):
+        metric, k = name.rsplit("@", 1)
+        return int(k), _LOG_METRICS.index(metric)
+
+    return {n: metrics[n] for n in sorted(metrics, key=key)}
 
 
 _QID_FIRST = re.compile(r'\s*\{\s*"question_id"\s*:\s*"')
