@@ -250,7 +250,8 @@ def import_inputs(config: dict, ds: str, variant: str, run: str, run_format: str
 
 
 def merge_inputs(config: dict, ds: str, variant: str) -> dict:
-    """The variant's segments, and the tables its official metrics read."""
+    """The variant's segments, the tables its official metrics read, and the
+    check records of the raw files they came from (official.json names them)."""
     base = base_dataset(config, ds)
     return {
         **{kind: segment_files(config, ds, variant, suffix) for kind, suffix in layout.SEGMENT_SUFFIXES.items()},
@@ -258,6 +259,8 @@ def merge_inputs(config: dict, ds: str, variant: str) -> dict:
         "questions": normalized(ds, "questions"),
         "haystacks": normalized(base, "haystacks"),
         "events": normalized(base, "events"),
+        **{name: layout.path(layout.VERIFIED, dataset=d) for name, d in (("verified", ds), ("base_verified", base))
+           if has_raw_file(config["datasets"][d]["format"]) and (name == "verified" or base != ds)},
     }
 
 

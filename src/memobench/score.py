@@ -34,7 +34,7 @@ from .core import layout
 from .core.config import RESERVED, SAFE_NAME, dataset_family, validate
 from .core.errors import ConfigError
 from .evaluation.measures import HARNESS_MEASURES, MEASURES, OFFICIAL_MEASURES, PAIRED
-from .evaluation.published import REFERENCE, identify_file
+from .evaluation.published import REFERENCE, data_file
 from .catalog.variants import known_variants, resolve
 from .runs import FORMATS as RUN_FORMATS
 
@@ -404,12 +404,11 @@ def turn_lines(label: str, t: dict) -> list[str]:
 def data_file_line(verified: Path) -> str:
     """The dataset's raw file as checked (verify stage), and which published release it is: a
     figure is comparable with a published one only on the same file."""
-    if not verified.exists():  # a dataset with no raw file (the embedded zh set)
-        return "data file: none (the dataset is built in)"
-    v = json.loads(verified.read_text(encoding="utf-8"))
-    known = identify_file(v.get("bytes"), v.get("sha256"))
-    how = {"sha256": ", by its sha256", "bytes": ", by its byte count"}.get(known["matched_by"], "")
-    return f"data file: {Path(v['file']).name}, {v['bytes']:,} bytes: {known['label']}{how}"
+    f = data_file(verified if verified.exists() else None)  # none: the embedded zh set
+    if f["file"] is None:
+        return f"data file: {f['label']}"
+    how = {"sha256": ", by its sha256", "bytes": ", by its byte count"}.get(f["matched_by"], "")
+    return f"data file: {f['file']}, {f['bytes']:,} bytes: {f['label']}{how}"
 
 
 def latency_lines(workdir: Path, ds: str, name: str, n_segments: int, metrics: dict) -> list[str]:

@@ -60,6 +60,14 @@ def _as_published(items: list[dict]) -> None:
                 t["has_answer"] = False
 
 
+def _cn_rows(items) -> list[dict]:
+    """A LongMemEval-CN file over the generated one: every other question asked again in other words
+    (its words reversed, one of them dropped, a Chinese word added), and a row that pairs with none."""
+    rows = [{"questionId": it["question_id"] + "_cn",
+             "question": " ".join(list(reversed(it["question"].split(" ")))[1:]) + " 什么"} for it in items[::2]]
+    return rows + [{"questionId": "unpaired_cn", "question": "什么"}]
+
+
 @pytest.fixture(scope="module")
 def run(tmp_path_factory, locomo_path):
     from memobench.tools.generate.longmemeval import write_longmemeval
@@ -93,12 +101,17 @@ def run(tmp_path_factory, locomo_path):
             items_ranked = [{"corpus_id": r["corpus_ids"][j]} for j in r["rankings"]]
             f.write(json.dumps({"question_id": r["question_id"], "retrieval_results": {"ranked_items": items_ranked}})
                     + "\n")
-    cfg = write_config(root / "cfg.yaml", data_dir=str(data), run=["lme", "locomo1"],
+    (data / "cn.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in _cn_rows(items)),
+                                   encoding="utf-8")
+    cfg = write_config(root / "cfg.yaml", data_dir=str(data), run=["lme", "locomo1", "cn"],
                        datasets={"lme": {"format": "longmemeval", "family": "s", "file": "lme.json",
                                          "bytes": raw.stat().st_size, "segments": 2, "variants": VARIANTS},
                                  "locomo1": {"format": "locomo", "file": "locomo1.json", "segments": 1,
                                              "bytes": (data / "locomo1.json").stat().st_size,
-                                             "variants": ["bm25-turns"]}},
+                                             "variants": ["bm25-turns"]},
+                                 "cn": {"format": "longmemeval_cn", "family": "cn", "file": "cn.jsonl",
+                                        "bytes": (data / "cn.jsonl").stat().st_size, "haystacks_from": "lme",
+                                        "segments": 1, "variants": ["bm25-turns"]}},
                        variants={"bm25-turns": {"base": "bm25-official", "grain": "turn"},
                                  "py-turns": {"retriever": {"callable": "my_turns.py:rank"}, "grain": "turn"},
                                  "py-turn-ids": {"retriever": {"callable": "my_turns.py:rank_ids"}, "grain": "turn"},
@@ -111,6 +124,7 @@ def run(tmp_path_factory, locomo_path):
     (work / "my_turns.py").write_text(USER_RETRIEVER, encoding="utf-8")
     snakemake(work, "--cores", "2", *(f"results/lme/{v}/official.json" for v in VARIANTS),
               "results/locomo1/bm25-turns/official.json", "results/lme/bm25-turns/retrievallog.jsonl",
+              "results/cn/bm25-turns/official.json",
               *(f"results/{ds}/{f}" for ds in ("lme", "locomo1") for f in ("bm25-turns/run.turns.trec",
                                                                            "qrels.turns.trec")), configfile=cfg)
     return work, items, oracle, conv
@@ -214,10 +228,38 @@ def test_a_turn_variants_retrieval_log_is_longmemevals_turn_log(run):
                 assert metrics[grain][name] == pytest.approx(w, rel=1e-12, abs=0), (item["question_id"], name)
 
 
+def test_cn_at_turn_level_is_longmemeval_over_its_base_turns(run):
+    """CN questions over LongMemEval-S's turns: the turn lists and both grains' metrics LongMemEval's rules
+    give for the same haystacks asked the CN question; the unpaired row a counted skip; official.json names
+    both files."""
+    work, items, _, _ = run
+    by_id = {it["question_id"]: it for it in items}
+    cn = [r for r in _cn_rows(items) if r["questionId"][:-3] in by_id]
+    asked = [{**by_id[r["questionId"][:-3]], "question_id": r["questionId"], "question": r["question"]} for r in cn]
+    oracle = lme.run(asked, "turn")
+    got = _lists(work / "results/cn/bm25-turns/turns.parquet")
+    assert set(got) == {r["questionId"] for r in cn}
+    for item, want in zip(asked, oracle):
+        places = _corpus_places(item)
+        assert [places.index((r["position"], r["turn"])) for r in got[item["question_id"]]] == want["rankings"]
+    official = json.loads((work / "results/cn/bm25-turns/official.json").read_text())
+    block, means = official["turn"], lme.averaged(oracle)
+    assert block["questions"] == means["questions"] and block["excluded"]["no_haystack"] == 1
+    for name, w in means["turn"].items():
+        assert block[name] == pytest.approx(w, rel=1e-12), name
+    for name, w in means["session"].items():
+        assert block["turn2session"][name] == pytest.approx(w, rel=1e-12), name
+    assert official["data_file"]["file"] == "cn.jsonl" and official["haystacks_data_file"]["file"] == "lme.json"
+
+
 def test_a_session_variant_has_no_turn_figures(run):
     work, _, _, _ = run
     official = json.loads((work / "results/lme/bm25-official/official.json").read_text())
     assert "turn" not in official and "turn_rankings" not in official
+    # the data file is named, and known not to be a published release
+    size = (work.parent / "data" / "lme.json").stat().st_size
+    assert official["data_file"] == {"file": "lme.json", "bytes": size, "sha256": None, "release": None,
+                                     "label": "not a published release", "matched_by": None}
     assert pq.read_table(work / "results/lme/bm25-official/turns.parquet").num_rows == 0
 
 

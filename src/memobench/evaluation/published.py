@@ -1,6 +1,9 @@
 """Published numbers (docs/harnesses.md#published-numbers), as
 printed: percentages with one decimal, MRR with the printed digits."""
 
+import json
+from pathlib import Path
+
 REFERENCE = "v0.8.0"  # the release every variant is compared against (stats.json, memobench score)
 
 # (dataset key, variant) -> {metric: printed value}
@@ -106,6 +109,20 @@ def identify_file(n_bytes: int | None, sha256: str | None) -> dict:
         elif n_bytes == f["bytes"]:
             return {"known": key, "label": f["label"], "matched_by": "bytes"}
     return {"known": None, "label": "not a published release", "matched_by": None}
+
+
+def data_file(verified_path) -> dict:
+    """A dataset's raw file as the verify stage checked it (``verified.json``),
+    named for official.json and ``memobench score``: its name, bytes and sha256
+    (null unless checked) and which published release it is
+    (:func:`identify_file`); a dataset with no raw file (the built-in zh set):
+    ``{"file": None}``."""
+    if verified_path is None:
+        return {"file": None, "label": "none (the dataset is built in)"}
+    v = json.loads(Path(verified_path).read_text(encoding="utf-8"))
+    known = identify_file(v.get("bytes"), v.get("sha256"))
+    return {"file": Path(v["file"]).name, "bytes": v["bytes"], "sha256": v.get("sha256"),
+            "release": known["known"], "label": known["label"], "matched_by": known["matched_by"]}
 
 
 PUBLISHED_OFFICIAL = [

@@ -9,7 +9,7 @@ from .adapter import Job, stage
 
 
 @stage("merge", inputs=["rankings", "outcomes", "deep", "turns", "data_summary", "questions", "haystacks", "events"],
-       outputs=["rankings", "outcomes", "metrics", "deep", "turns", "official", "run"], params=["variant", "fmt"])
+       optional=["verified", "base_verified"], outputs=["rankings", "outcomes", "metrics", "deep", "turns", "official", "run"], params=["variant", "fmt"])
 def merge(job: Job) -> None:
     """A variant's segments merged, then the field's yardsticks on the merged
     deep list: official metrics (official.json) and the TREC run. One job, so
@@ -18,6 +18,7 @@ def merge(job: Job) -> None:
     from ..evaluation import official as off
     from ..evaluation import turn_metrics
     from ..evaluation.metrics import concat_rankings, merge_segments
+    from ..evaluation.published import data_file
     from ..core.tables import write_table
 
     i, o, w = job.input, job.output, job.wildcards
@@ -28,7 +29,10 @@ def merge(job: Job) -> None:
     block, _ = off.compute(job.params.fmt, i.questions, i.haystacks, i.events, o.deep, log=job.log)
     run = trec.write(o.deep, i.questions, w.variant, o.run, log=job.log)
     official = {"dataset": w.dataset, "variant": w.variant, "format": job.params.fmt,
-                "rankings": Path(o.deep).name, "official": block, "run_trec": run}
+                "data_file": data_file(i.get("verified")), "rankings": Path(o.deep).name, "official": block,
+                "run_trec": run}
+    if i.get("base_verified"):  # the sessions come from another dataset's file (CN: LongMemEval-S's)
+        official["haystacks_data_file"] = data_file(i.base_verified)
     # a turn variant's turn lists, and its figures at both grains (a session variant's official.json is
     # as it was before turn variants existed)
     write_table(o.turns, concat_rankings(i.turns))
