@@ -171,24 +171,28 @@ def tiny_normalized(tmp_path: Path) -> Path:
     return norm
 
 
-def reference_command(documents: str, mcp: str | None = None, port: int | None = None) -> list[str]:
-    """``memobench serve`` of bm25s over ``documents`` (HTTP, or MCP over stdio or http)."""
-    return ([sys.executable, "-m", "memobench.cli", "serve", "--retriever", "bm25s", "--documents", documents]
+def reference_command(documents: str, mcp: str | None = None, port: int | None = None, retriever: str = "bm25s",
+                      grain: str = "session") -> list[str]:
+    """``memobench serve`` of ``retriever`` over ``documents`` (HTTP, or MCP over stdio or http), ranking
+    sessions or turns (``grain``)."""
+    return ([sys.executable, "-m", "memobench.cli", "serve", "--retriever", retriever, "--documents", documents]
+            + (["--grain", grain] if grain != "session" else [])
             + (["--mcp", mcp] if mcp else []) + ([] if port is None else ["--port", str(port)]))
 
 
 class ReferenceServer:
-    """The reference memory service (``memobench serve``, bm25s) as its own process on
+    """The reference memory service (``memobench serve``, bm25s unless said) as its own process on
     127.0.0.1, over the HTTP API or (``mcp="http"``) MCP's streamable HTTP; ``url`` is where it
     listens, ``restart`` brings it back on the same port, empty."""
 
-    def __init__(self, documents: str = "all", port: int = 0, mcp: str | None = None):
-        self.documents, self.mcp = documents, mcp
-        self.proc = subprocess.Popen(reference_command(documents, mcp, port),
+    def __init__(self, documents: str = "all", port: int = 0, mcp: str | None = None, retriever: str = "bm25s",
+                 grain: str = "session"):
+        self.documents, self.mcp, self.retriever, self.grain = documents, mcp, retriever, grain
+        self.proc = subprocess.Popen(reference_command(documents, mcp, port, retriever, grain),
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                      env={**os.environ, "PYTHONPATH": str(REPO / "src")})
         line = self.proc.stdout.readline()
-        if not line.startswith("memobench: serving bm25s"):
+        if not line.startswith(f"memobench: serving {retriever}"):
             raise AssertionError(f"the reference server did not start: {line}{self.proc.stderr.read()}")
         self.url = line.split(" on ")[1].strip()
         self.port = int(self.url.split(":")[2].split("/")[0])
@@ -199,5 +203,5 @@ class ReferenceServer:
 
     def restart(self) -> None:
         self.kill()
-        self.proc = ReferenceServer(self.documents, self.port, self.mcp).proc
+        self.proc = ReferenceServer(self.documents, self.port, self.mcp, self.retriever, self.grain).proc
 

@@ -17,10 +17,11 @@ import pytest
 
 from memobench.core import layout
 from memobench.evaluation import turn_metrics
-from tests.helpers import snakemake, write_config
+from tests.helpers import ReferenceServer, snakemake, write_config
 from tests.oracles import longmemeval_retrieval as lme
 
-VARIANTS = ["bm25-official", "bm25-turns", "py-turns", "py-turn-ids", "their-turns-trec", "their-turns-log"]
+VARIANTS = ["bm25-official", "bm25-turns", "py-turns", "py-turn-ids", "their-turns-trec", "their-turns-log",
+            "svc-turns", "svc-all-turns"]
 
 # a user's retriever of turns: LongMemEval's flat BM25 over what it is given, returning turn positions
 # (rank) or turn ids (rank_ids), after checking the turns it got describe themselves consistently
@@ -103,12 +104,15 @@ def run(tmp_path_factory, locomo_path):
                     + "\n")
     (data / "cn.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in _cn_rows(items)),
                                    encoding="utf-8")
+    # memory services that rank turns: the reference server over the user turns (LongMemEval's turn corpus)
+    # and over every turn (assistant turns ranked too)
+    servers = {docs: ReferenceServer(docs, retriever="bm25-official", grain="turn") for docs in ("user", "all")}
     cfg = write_config(root / "cfg.yaml", data_dir=str(data), run=["lme", "locomo1", "cn"],
                        datasets={"lme": {"format": "longmemeval", "family": "s", "file": "lme.json",
                                          "bytes": raw.stat().st_size, "segments": 2, "variants": VARIANTS},
                                  "locomo1": {"format": "locomo", "file": "locomo1.json", "segments": 1,
                                              "bytes": (data / "locomo1.json").stat().st_size,
-                                             "variants": ["bm25-turns"]},
+                                             "variants": ["bm25-turns", "svc-all-turns"]},
                                  "cn": {"format": "longmemeval_cn", "family": "cn", "file": "cn.jsonl",
                                         "bytes": (data / "cn.jsonl").stat().st_size, "haystacks_from": "lme",
                                         "segments": 1, "variants": ["bm25-turns"]}},
@@ -118,16 +122,23 @@ def run(tmp_path_factory, locomo_path):
                                  "their-turns-trec": {"run": {"file": str(data / "turns.trec"), "format": "trec"},
                                                       "grain": "turn"},
                                  "their-turns-log": {"run": {"file": str(data / "turns.jsonl"),
-                                                             "format": "retrievallog"}, "grain": "turn"}})
+                                                             "format": "retrievallog"}, "grain": "turn"},
+                                 # k: every turn, as the in-process variant ranks them
+                                 "svc-turns": {"system": {"url": servers["user"].url, "k": 1000}, "grain": "turn"},
+                                 "svc-all-turns": {"system": {"url": servers["all"].url, "k": 1000},
+                                                   "grain": "turn"}})
     work = root / "work"
     work.mkdir()
     (work / "my_turns.py").write_text(USER_RETRIEVER, encoding="utf-8")
     snakemake(work, "--cores", "2", *(f"results/lme/{v}/official.json" for v in VARIANTS),
-              "results/locomo1/bm25-turns/official.json", "results/lme/bm25-turns/retrievallog.jsonl",
+              "results/locomo1/bm25-turns/official.json", "results/locomo1/svc-all-turns/official.json",
+              "results/lme/bm25-turns/retrievallog.jsonl",
               "results/cn/bm25-turns/official.json",
               *(f"results/{ds}/{f}" for ds in ("lme", "locomo1") for f in ("bm25-turns/run.turns.trec",
                                                                            "qrels.turns.trec")), configfile=cfg)
-    return work, items, oracle, conv
+    yield work, items, oracle, conv
+    for server in servers.values():
+        server.kill()
 
 
 def _lists(path) -> dict[str, list[tuple]]:
@@ -341,6 +352,54 @@ def test_every_kind_of_turn_variant_scores_as_the_reference_one(run, variant):
     if variant == "py-turns":  # by positions; a list of ids gives a repeated session's turns to its first copy
         assert pq.read_table(res / variant / "deep.parquet").column("session_id").to_pylist() == \
             pq.read_table(res / "bm25-turns/deep.parquet").column("session_id").to_pylist()
+
+
+@pytest.mark.parametrize("ds,service", [("lme", "svc-turns"), ("locomo1", "svc-all-turns")])
+def test_a_memory_service_ranking_turns_gives_the_in_process_reference_turn_variant(run, ds, service):
+    """The reference server ranking turns (their ids sent with each session), driven as a system variant:
+    the in-process turn variant's turn lists and figures at both grains (a service answers ids: a repeated
+    session's turn goes to its first copy, as an imported run's, so the positions are not compared)."""
+    res = run[0] / "results" / ds
+    cols = ["question_id", "rank", "session_id", "turn", "turn_id"]
+    assert pq.read_table(res / service / "turns.parquet", columns=cols).equals(
+        pq.read_table(res / "bm25-turns" / "turns.parquet", columns=cols))
+    got, want = (json.loads((res / v / "official.json").read_text()) for v in (service, "bm25-turns"))
+    assert got["turn"] == want["turn"] and got["official"] == want["official"]
+
+
+def test_a_memory_service_ranking_assistant_turns_has_them_scored_as_never_gold(run):
+    """Over every turn (LongMemEval's turn corpus holds the user turns only), the service's turns:
+    each ranked assistant turn takes its rank and is never gold, at both grains (counted here from the
+    raw file with LongMemEval's rules over a corpus of every turn)."""
+    import numpy as np
+    from rank_bm25 import BM25Okapi
+
+    work, items, _, _ = run
+    got = _lists(work / "results/lme/svc-all-turns/turns.parquet")
+    _, rows = turn_metrics.compute("longmemeval", *(work / layout.path(layout.NORMALIZED_TABLE, dataset="lme",
+                                                                        table=t)
+                                                    for t in ("questions", "haystacks", "events")),
+                                   work / "results/lme/svc-all-turns/turns.parquet")
+    by_id = {r["question_id"]: r for r in rows}
+    assistant = 0
+    for item in items:
+        turns = [(p, i, t) for p, sess in enumerate(item["haystack_sessions"]) for i, t in enumerate(sess)]
+        ids = []
+        for p, i, t in turns:
+            tid = f"{item['haystack_session_ids'][p]}_{i + 1}"
+            ids.append(tid if t["role"] == "user" and t.get("has_answer") else tid.replace("answer", "noans"))
+        order = np.argsort(BM25Okapi([t["content"].split(" ") for _, _, t in turns])
+                           .get_scores(item["question"].split(" ")))[::-1].tolist()
+        assert [r["turn_id"] for r in got[item["question_id"]]] == [
+            f"{item['haystack_session_ids'][turns[j][0]]}_{turns[j][1] + 1}" for j in order]
+        assistant += sum(turns[j][2]["role"] != "user" for j in order)
+        want = lme.question_metrics(order, ids, "turn")
+        row = by_id[item["question_id"]]
+        for name, w in want["turn"].items():
+            assert row["metrics"][name] == pytest.approx(w, rel=1e-12, abs=0), (item["question_id"], name)
+        for name, w in want["session"].items():
+            assert row["turn2session"][name] == pytest.approx(w, rel=1e-12, abs=0), (item["question_id"], name)
+    assert assistant > 0
 
 
 def test_memobench_score_scores_a_turn_run_at_both_grains(run):

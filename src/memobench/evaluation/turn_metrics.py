@@ -118,20 +118,31 @@ def load(fmt: str, questions_path, haystacks_path, events_path, dates: bool = Fa
 
 
 def _corpus(hay: dict, turns_by_key, listed, path, question_id: str):
-    """A question's turn corpus (turns.HaystackTurns) and its turn list as corpus indices, checked."""
-    from ..retrieval.turns import haystack_turns
+    """A question's turn corpus (turns.HaystackTurns) and its turn list as
+    corpus indices, checked. A ranked turn that is not a document turn (a
+    memory service's assistant turn on a LongMemEval-format dataset, whose
+    corpus is the user turns) is added at the corpus's end, never gold."""
+    from ..retrieval.turns import HaystackTurns, haystack_turns, turn_id
 
     corpus = haystack_turns(hay["ids"], hay["keys"], turns_by_key)
     index = {(p, s): j for j, (p, s) in enumerate(zip(corpus.positions, corpus.seqs))}
-    positions = []
+    positions, extra = [], []
     for r, key in enumerate(listed, 1):
         j = index.get(key)
         if j is None:
-            raise DataError(path, f"question {question_id}",
-                            f"rank {r}: session position {key[0]} has no document turn {key[1]}")
+            if not 0 <= key[0] < len(hay["ids"]) or key[1] < 0:
+                raise DataError(path, f"question {question_id}",
+                                f"rank {r}: session position {key[0]} turn {key[1]} is not in its haystack")
+            j = index[key] = len(corpus.ids) + len(extra)
+            extra.append(key)
         positions.append(j)
     if len(set(positions)) != len(positions):
         raise DataError(path, f"question {question_id}", "a turn is ranked twice")
+    if extra:
+        corpus = HaystackTurns(corpus.positions + [p for p, _ in extra], corpus.seqs + [s for _, s in extra],
+                               corpus.texts + [""] * len(extra),
+                               corpus.ids + [turn_id(hay["ids"][p], s) for p, s in extra],
+                               corpus.roles + [None] * len(extra), corpus.has_answer + [False] * len(extra))
     return corpus, positions
 
 

@@ -68,7 +68,7 @@ from pathlib import Path
 
 from ..catalog.row import Retriever, Row, register, register_retriever
 from ..core.errors import ConfigError, DataError
-from .returned import Haystack, Question, RetrieverError, Turns, _is_sequence, _what, check_ranking
+from .returned import Haystack, Question, RetrieverError, _is_sequence, _what, check_ranking, turns_of
 from .timings import CallTimes
 
 
@@ -472,10 +472,7 @@ class _Ranker:
     def __call__(self, q, hay, documents):
         question = Question(q["question_id"], q["question"], q["question_date"], q["question_type"])
         if self.variant.grain == "turn":  # documents: the haystack's turns (turns.HaystackTurns)
-            haystack = Turns(tuple(documents.ids), tuple(documents.texts),
-                             tuple(hay.ids[p] for p in documents.positions), tuple(documents.positions),
-                             tuple(documents.seqs), tuple(documents.roles),
-                             tuple(hay.dates[p] for p in documents.positions))
+            haystack = turns_of(hay, documents)
         else:
             haystack = Haystack(tuple(hay.ids), tuple(documents), tuple(hay.dates))
         where = f"variant {self.variant.name!r}: question {question.id!r}: {self.name}"

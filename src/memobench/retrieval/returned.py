@@ -67,6 +67,15 @@ class Turns:
         return len(self.ids)
 
 
+def turns_of(hay, turns) -> Turns:
+    """The :class:`Turns` a turn variant ranks: a haystack's turn documents
+    (``turns.HaystackTurns``) with their sessions' ids and dates (``hay``:
+    ``harness.Entries``)."""
+    return Turns(tuple(turns.ids), tuple(turns.texts), tuple(hay.ids[p] for p in turns.positions),
+                 tuple(turns.positions), tuple(turns.seqs), tuple(turns.roles),
+                 tuple(hay.dates[p] for p in turns.positions))
+
+
 def _is_sequence(x) -> bool:
     import numpy as np
 

@@ -25,6 +25,14 @@ as ``{id, date, turns: [{role, content}]}`` in haystack order; a session id
 the haystack lists twice is sent twice, and the service's i-th result with
 that id is taken as its i-th copy.
 
+A variant with ``grain: turn`` ranks turns (docs/protocol.md#turn-level):
+each turn is sent with its ``id`` (``{session_id}_{index + 1}``, or LoCoMo's
+``dia_id``) before its role and content, and the service's results are turn
+ids, held to the same checks (an id repeated in the haystack, a repeated
+session's turn, is its i-th copy as above). Every turn can be returned; on a
+LongMemEval-format dataset, whose turn corpus is the user turns, an
+assistant turn ranked is scored as a turn that is never gold, at its rank.
+
 Ingestion is checkpointed (:data:`layout.SYSTEM_LEDGER`): a namespace is
 recorded once its sessions are in and the service's ``count`` agrees; a
 later job (a resumed run, another segment) asks ``count`` again and ingests
@@ -65,7 +73,7 @@ from pathlib import Path
 from ..catalog.row import Retriever, Row, register, register_retriever
 from ..core.atomic import locked
 from ..core.errors import ConfigError, excerpt
-from .returned import Haystack, RetrieverError, check_ranking
+from .returned import Haystack, RetrieverError, check_ranking, turns_of
 
 DEFAULTS = {"isolation": "namespace", "namespace_prefix": "mb-", "concurrency": 4, "timeout_s": 30.0,
             "retries": 3, "backoff_s": 0.1, "max_errors": 0, "warm_repeats": 1, "k": 50, "answer": "structured"}
@@ -166,24 +174,36 @@ def _mcp_transport(m, where: str) -> str:
 # --------------------------------------------------------------------------- sessions and namespaces
 
 
-def session_turns(events_path, keys) -> dict[int, list[dict]]:
-    """{session_key: its turns in order, each ``{role, content}``} (every
-    wanted key has an entry; the role as the file gives it: LongMemEval's
-    ``role``, LoCoMo's speaker)."""
+def session_turns(events_path, keys) -> dict[int, list[tuple]]:
+    """{session_key: its turns in order, each ``(index, dia_id, role,
+    content)``} (every wanted key has an entry; the role as the file gives
+    it: LongMemEval's ``role``, LoCoMo's speaker)."""
     from ..core.tables import read_table
 
-    out: dict[int, list[tuple[int, dict]]] = {k: [] for k in keys}
+    out: dict[int, list[tuple]] = {k: [] for k in keys}
     if not out:
         return {}
-    t = read_table(events_path, columns=["session_key", "seq", "text", "role"],
+    t = read_table(events_path, columns=["session_key", "seq", "dia_id", "text", "role"],
                    where={"session_key": sorted(out)}).to_pydict()
-    for key, seq, text, role in zip(t["session_key"], t["seq"], t["text"], t["role"]):
-        out[key].append((seq, {"role": role, "content": text}))
-    return {k: [turn for _, turn in sorted(v, key=lambda x: x[0])] for k, v in out.items()}
+    for turn in zip(t["session_key"], t["seq"], t["dia_id"], t["role"], t["text"]):
+        out[turn[0]].append(turn[1:])
+    return {k: sorted(v, key=lambda x: x[0]) for k, v in out.items()}
+
+
+def sent_turns(turns: dict, session_ids: dict, ids: bool = False) -> dict[int, list[dict]]:
+    """{session_key: its turns as the service gets them, each ``{role,
+    content}``, or ``{id, role, content}`` with ``ids`` (a turn variant's
+    service)} (``session_ids``: each key's session id)."""
+    from .turns import turn_id
+
+    if ids:
+        return {key: [{"id": turn_id(session_ids[key], seq, dia), "role": role, "content": text}
+                      for seq, dia, role, text in t] for key, t in turns.items()}
+    return {key: [{"role": role, "content": text} for _, _, role, text in t] for key, t in turns.items()}
 
 
 def haystack_sessions(hay, turns: dict) -> list[dict]:
-    """A haystack's sessions as the service gets them, in haystack order."""
+    """A haystack's sessions as the service gets them, in haystack order (``turns``: :func:`sent_turns`)."""
     return [{"id": sid, "date": date, "turns": turns[key]} for sid, key, date in zip(hay.ids, hay.keys, hay.dates)]
 
 
@@ -359,10 +379,11 @@ class _Service:
 
     # ---- searching
 
-    def search(self, q: dict, hay, sessions: list[dict], namespace: str, content: str):
+    def search(self, q: dict, hay, sessions: list[dict], namespace: str, content: str, turns=None):
         """(positions, scores) of one question searched in ``namespace``, or None when it is a
         system error; ``content`` names the haystack's sessions (reset isolation refills the
-        namespace when it changes)."""
+        namespace when it changes); ``turns``: a turn variant's haystack turns (turns.HaystackTurns),
+        whose positions it then returns."""
         from ..services.api import Missing, pick
         from ..services.client import ServiceError, Unavailable
 
@@ -409,16 +430,17 @@ class _Service:
         for r, item in enumerate(listed, 1):
             sid = _picked(item, res, "id", f"{where}: result {r}")
             if not isinstance(sid, str):
-                raise RetrieverError(f"{where}: result {r}: the id {sid!r} is not a string (a session id)")
+                raise RetrieverError(f"{where}: result {r}: the id {sid!r} is not a string (a "
+                                     f"{'turn' if turns is not None else 'session'} id)")
             ids.append(sid)
             if res.get("score") and scores is not None:
                 try:
                     scores.append(pick(item, res["score"]))
                 except Missing:
                     scores = None  # a result without a score: the list has none
-        hay_ids = Haystack(tuple(hay.ids), ("",) * len(hay.ids), tuple(hay.dates))
-        got = check_ranking((ids, scores) if scores else ids, hay_ids, where)
-        return got
+        ranked = turns_of(hay, turns) if turns is not None else Haystack(tuple(hay.ids), ("",) * len(hay.ids),
+                                                                          tuple(hay.dates))
+        return check_ranking((ids, scores) if scores else ids, ranked, where)
 
     def _held(self, qid: str, namespace: str, sessions: list[dict], content: str) -> bool:
         """:meth:`_ready`, a response that cannot be used one line naming the question; False when the
@@ -528,9 +550,11 @@ def rank_segment(variants, segment, log=print) -> dict:
 
     keys = sorted({k for h in segment.haystacks.values() for k in h.keys})
     turns = session_turns(segment.inputs["events"], keys)
-    payloads = {hid: haystack_sessions(h, turns) for hid, h in segment.haystacks.items()}
+    session_ids = {k: sid for h in segment.haystacks.values() for k, sid in zip(h.keys, h.ids)}
     out = {}
     for v in variants:
+        sent = sent_turns(turns, session_ids, ids=v.grain == "turn")
+        payloads = {hid: haystack_sessions(h, sent) for hid, h in segment.haystacks.items()}
         service = _Service(v, segment, log)
         contents = {hid: namespace_of(v.name, v.retriever["namespace_prefix"], s) for hid, s in payloads.items()}
         # reset isolation: one namespace, refilled whenever the haystack's content changes
@@ -547,13 +571,15 @@ def rank_segment(variants, segment, log=print) -> dict:
                             needed[names[q["haystack_id"]]] = payloads[q["haystack_id"]]
                     service.ingest_all(needed)
 
-                def ranked(q, hay, _docs, service=service, names=names, contents=contents):
+                def ranked(q, hay, docs, service=service, names=names, contents=contents, payloads=payloads):
                     hid = q["haystack_id"]
-                    got = service.search(q, hay, payloads[hid], names[hid], contents[hid])
+                    got = service.search(q, hay, payloads[hid], names[hid], contents[hid],
+                                         turns=docs if v.grain == "turn" else None)
                     return ([], None) if got is None else got
 
-                # rank_by_documents hands the ranker each session's document; a service gets the
-                # haystack's sessions instead (payloads), so the documents are placeholders
+                # rank_by_documents hands the ranker each session's document (a turn variant's: the
+                # haystack's turns, every turn, as the service has them); a service gets the haystack's
+                # sessions instead (payloads), so the session documents are placeholders
                 docs = {v.recipe.documents: dict.fromkeys(keys)}
                 rankings, outcomes, deep = rank_by_documents([v], segment, {v.name: ranked}, log, docs=docs,
                                                              timed=())[v.name]
@@ -569,5 +595,5 @@ def rank_segment(variants, segment, log=print) -> dict:
 BACKEND = "system"
 register(Row(BACKEND, "system", label="memory service", description="a running memory service that ingests "
              "each haystack's sessions and answers searches over HTTP", module=__name__, config_key="system",
-             make_variant=system_variant))
+             make_variant=system_variant, turns=True))
 register_retriever(Retriever("system", __name__, rank_segment, shares=False))

@@ -13,7 +13,10 @@ the namespace's sessions in the order they were ingested (ties keep that
 order) and answers ``{"results": [{"id", "score"}, ...]}``, best first, at
 most ``k``; a search of a namespace it does not hold is HTTP 404 (after a
 restart it holds none), never an empty list that would pass for a miss. The
-first line on stdout says where it listens (``--port 0``: a free port). It is
+first line on stdout says where it listens (``--port 0``: a free port).
+``--grain turn`` ranks turns instead (a turn variant's service,
+docs/protocol.md#turn-level): every kept turn is a document, and a search
+answers turn ids (each turn must come with its ``id``). It is
 the test oracle of the system variant and a template for wrapping a memory
 system of one's own. ``--mcp stdio|http`` serves the same over MCP
 (:mod:`.mcp_server`)."""
@@ -35,15 +38,24 @@ class NoNamespace(Exception):
 class Store:
     """Namespaces of sessions, in ingestion order."""
 
-    def __init__(self, retriever: str, documents: str):
-        self.retriever, self.documents = retriever, documents
+    def __init__(self, retriever: str, documents: str, grain: str = "session"):
+        self.retriever, self.documents, self.grain = retriever, documents, grain
         self.namespaces: dict[str, list[dict]] = {}
         self.lock = threading.Lock()
 
+    def kept(self, session: dict) -> list[dict]:
+        """The session's turns its document keeps (``--documents``)."""
+        return [t for t in session.get("turns") or [] if self.documents == "all" or t.get("role") == "user"]
+
     def document(self, session: dict) -> str:
-        turns = session.get("turns") or []
-        keep = [t for t in turns if self.documents == "all" or t.get("role") == "user"]
-        return " ".join(str(t.get("content", "")) for t in keep)
+        return " ".join(str(t.get("content", "")) for t in self.kept(session))
+
+    def units(self, sessions: list[dict]) -> tuple[list[str], list[str]]:
+        """(ids, documents) of what a search ranks: the sessions, or (``--grain turn``) their kept turns."""
+        if self.grain == "turn":
+            turns = [t for s in sessions for t in self.kept(s)]
+            return [t["id"] for t in turns], [str(t.get("content", "")) for t in turns]
+        return [s["id"] for s in sessions], [self.document(s) for s in sessions]
 
     def reset(self, namespace: str) -> dict:
         with self.lock:
@@ -53,6 +65,9 @@ class Store:
     def ingest(self, namespace: str, session: dict) -> dict:
         if not isinstance(session, dict) or not isinstance(session.get("id"), str):
             raise ValueError("session must be an object with a string id")
+        if self.grain == "turn" and not all(isinstance(t, dict) and isinstance(t.get("id"), str)
+                                            for t in session.get("turns") or []):
+            raise ValueError("a turn-grain server needs each turn's string id (a variant with grain: turn sends it)")
         with self.lock:
             self.namespaces.setdefault(namespace, []).append(session)
         return {}
@@ -68,10 +83,11 @@ class Store:
             if namespace not in self.namespaces:
                 raise NoNamespace(f"no namespace {namespace!r} (never reset or ingested, or the server restarted)")
             sessions = list(self.namespaces[namespace])
-        if not sessions:
+        ids, docs = self.units(sessions)
+        if not docs:
             return {"results": []}
-        ranked = rank(self.retriever, query, [self.document(s) for s in sessions]).top(int(k))
-        return {"results": [{"id": sessions[p]["id"], "score": float(s)}
+        ranked = rank(self.retriever, query, docs).top(int(k))
+        return {"results": [{"id": ids[p], "score": float(s)}
                             for p, s in zip(ranked.positions.tolist(), ranked.scores.tolist())]}
 
 
@@ -107,7 +123,7 @@ def handler(store: Store):
 
         def do_GET(self):
             if self.path == "/info":
-                self._answer(200, {"retriever": store.retriever, "documents": store.documents})
+                self._answer(200, {"retriever": store.retriever, "documents": store.documents, "grain": store.grain})
             else:
                 self._answer(404, {"error": f"no GET {self.path}"})
 
@@ -147,10 +163,11 @@ def check_retriever(retriever: str) -> None:
         raise SystemExit(f"memobench: unknown retriever {retriever!r} (known: {', '.join(names('reference'))})")
 
 
-def serve(retriever: str, documents: str = "all", host: str = "127.0.0.1", port: int = 0) -> ThreadingHTTPServer:
+def serve(retriever: str, documents: str = "all", host: str = "127.0.0.1", port: int = 0,
+          grain: str = "session") -> ThreadingHTTPServer:
     """A started-to-be server (call ``serve_forever``); its port is ``server_address[1]``."""
     check_retriever(retriever)
-    server = ThreadingHTTPServer((host, port), handler(Store(retriever, documents)))
+    server = ThreadingHTTPServer((host, port), handler(Store(retriever, documents, grain)))
     server.daemon_threads = True
     return server
 
@@ -159,6 +176,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--retriever", required=True, help="a reference retriever (docs/baselines.md)")
     p.add_argument("--documents", choices=["user", "all"], default="all",
                    help="a session's document: its user turns (LongMemEval's rule) or all its turns (default)")
+    p.add_argument("--grain", choices=["session", "turn"], default="session",
+                   help="rank sessions (default) or turns: each kept turn a document, answered by its id "
+                        "(for a variant with grain: turn)")
     p.add_argument("--mcp", choices=["stdio", "http"], default=None,
                    help="serve over MCP (the official SDK): over stdin/stdout, or streamable HTTP at /mcp; "
                         "default: the HTTP JSON API")
@@ -173,13 +193,13 @@ def main(a: argparse.Namespace) -> int:
 
         check_retriever(a.retriever)
         try:
-            serve_mcp(Store(a.retriever, a.documents), a.mcp, a.host, 8766 if a.port is None else a.port)
+            serve_mcp(Store(a.retriever, a.documents, a.grain), a.mcp, a.host, 8766 if a.port is None else a.port)
         except KeyboardInterrupt:
             pass
         return 0
-    server = serve(a.retriever, a.documents, a.host, 8765 if a.port is None else a.port)
-    print(f"memobench: serving {a.retriever} ({a.documents} turns) on http://{a.host}:{server.server_address[1]}",
-          flush=True)
+    server = serve(a.retriever, a.documents, a.host, 8765 if a.port is None else a.port, a.grain)
+    print(f"memobench: serving {a.retriever} ({a.documents} turns{', ranking turns' * (a.grain == 'turn')}) on "
+          f"http://{a.host}:{server.server_address[1]}", flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:
