@@ -216,14 +216,15 @@ def normalize_threads(config: dict, ds: str) -> int:
 
 
 def search_inputs(config: dict, ds: str, names, tokenizer: str, variant: str | None = None,
-                  segment: str | None = None, fused=()) -> dict:
+                  segment: str | None = None, fused=(), grain: str = "session") -> dict:
     """The paths of the named inputs (``names``) of a job that ranks a
     dataset's questions: which ones a variant reads is its retriever's
     (memobench.catalog.registry.inputs_of; memobench.catalog.registry.input_names for the
     Memo and reference backends: the FTS5 tokens only for the FTS backend, no
     tokens for a reference retriever, its session vectors for an embedding
     retriever, a user retriever's prepared table when it has a prepare step,
-    and for a fusion the segment's deep tables of the variants it fuses)."""
+    and for a fusion the segment's deep tables of the variants it fuses, its
+    turn tables for a turn fusion)."""
     base = base_dataset(config, ds)
     paths = {
         "questions": normalized(ds, "questions"),
@@ -234,7 +235,8 @@ def search_inputs(config: dict, ds: str, names, tokenizer: str, variant: str | N
         **{name: layout.path(layout.EMBEDDINGS, dataset=base, model=model) for model, name in embedding_inputs().items()},
         "prepared": layout.path(layout.PREPARED, dataset=base, variant=variant),
         "fused": [layout.path(layout.SEGMENT_TABLE, dataset=ds, variant=v, segment=segment,
-                              suffix=layout.SEGMENT_SUFFIXES["deep"]) for v in fused],
+                              suffix=layout.SEGMENT_SUFFIXES["turns" if grain == "turn" else "deep"])
+                  for v in fused],
     }
     return {n: p for n, p in paths.items() if n in names}
 

@@ -21,7 +21,7 @@ from tests.helpers import ReferenceServer, snakemake, write_config
 from tests.oracles import longmemeval_retrieval as lme
 
 VARIANTS = ["bm25-official", "bm25-turns", "py-turns", "py-turn-ids", "their-turns-trec", "their-turns-log",
-            "svc-turns", "svc-all-turns"]
+            "svc-turns", "svc-all-turns", "fused-turns"]
 
 # a user's retriever of turns: LongMemEval's flat BM25 over what it is given, returning turn positions
 # (rank) or turn ids (rank_ids), after checking the turns it got describe themselves consistently
@@ -126,7 +126,8 @@ def run(tmp_path_factory, locomo_path):
                                  # k: every turn, as the in-process variant ranks them
                                  "svc-turns": {"system": {"url": servers["user"].url, "k": 1000}, "grain": "turn"},
                                  "svc-all-turns": {"system": {"url": servers["all"].url, "k": 1000},
-                                                   "grain": "turn"}})
+                                                   "grain": "turn"},
+                                 "fused-turns": {"fuse": {"of": ["bm25-turns", "svc-all-turns"]}, "grain": "turn"}})
     work = root / "work"
     work.mkdir()
     (work / "my_turns.py").write_text(USER_RETRIEVER, encoding="utf-8")
@@ -400,6 +401,31 @@ def test_a_memory_service_ranking_assistant_turns_has_them_scored_as_never_gold(
         for name, w in want["session"].items():
             assert row["turn2session"][name] == pytest.approx(w, rel=1e-12, abs=0), (item["question_id"], name)
     assert assistant > 0
+
+
+def test_a_turn_fusion_is_reciprocal_rank_fusion_of_the_turn_lists(run):
+    """RRF (k 60) of two turn variants' whole turn lists by turn id, counted here with fractions (ties by
+    best rank, then input); its sessions at their best turns."""
+    from fractions import Fraction
+
+    res = run[0] / "results/lme"
+    inputs = [_lists(res / v / "turns.parquet") for v in ("bm25-turns", "svc-all-turns")]
+    got = _lists(res / "fused-turns/turns.parquet")
+    deep = _lists(res / "fused-turns/deep.parquet")
+    assert set(got) == set(inputs[0])
+    for qid, rows in got.items():
+        score, best = {}, {}
+        for i, listed in enumerate(inputs):
+            once = list(dict.fromkeys(row["turn_id"] for row in listed.get(qid, [])))  # a turn at its first rank
+            for r, tid in enumerate(once, 1):
+                score[tid] = score.get(tid, Fraction(0)) + Fraction(1, 60 + r)
+                best[tid] = min(best.get(tid, (r, i)), (r, i))
+        want = sorted(score, key=lambda t: (-score[t], best[t]))
+        assert [r["turn_id"] for r in rows] == want, qid
+        sessions = list(dict.fromkeys((r["position"], r["session_id"]) for r in rows))[:50]
+        assert [(r["position"], r["session_id"]) for r in deep[qid]] == sessions, qid
+    official = json.loads((res / "fused-turns/official.json").read_text())
+    assert official["turn"]["questions"] > 0
 
 
 def test_memobench_score_scores_a_turn_run_at_both_grains(run):

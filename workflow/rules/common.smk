@@ -188,8 +188,8 @@ def normalize_inputs(w):
     return plan.normalize_inputs(config, dataset_of(w))
 
 
-def search_inputs(ds, names, tokenizer, variant=None, segment=None, fused=()):
-    return plan.search_inputs(config, ds, names, tokenizer, variant, segment, fused)
+def search_inputs(ds, names, tokenizer, variant=None, segment=None, fused=(), grain="session"):
+    return plan.search_inputs(config, ds, names, tokenizer, variant, segment, fused, grain)
 
 
 def embeddings_code(w):
@@ -206,7 +206,8 @@ def retrieve_inputs(w):
     names = inputs_of(from_spec(spec))
     # a fusion's inputs: the variants it fuses, each listed for the dataset (config.check)
     fused = spec["retriever"]["of"] if "fused" in names else ()
-    return search_inputs(w.dataset, names, spec["recipe"]["seq"], spec["name"], w.segment, fused)
+    return search_inputs(w.dataset, names, spec["recipe"]["seq"], spec["name"], w.segment, fused,
+                         spec.get("grain", "session"))
 
 
 def analyze_inputs(w):

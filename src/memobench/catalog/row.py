@@ -57,6 +57,8 @@ class Row:
     # the function (name, family, entry, others) -> Variant that builds it
     config_key: str = ""
     make_variant: Callable | None = field(default=None, compare=False)
+    # (variant, family, others) -> None: a ConfigError where the built variant, its grain set, cannot be
+    check_variant: Callable | None = field(default=None, compare=False)
 
     def __post_init__(self):
         if self.kind not in KINDS:

@@ -227,7 +227,10 @@ def resolve(name: str, family: str, custom: dict | None = None) -> Variant:
         for row in registry.rows():
             if row.config_key and row.config_key in entry:
                 check_family(family)
-                return _with_grain(row.make_variant(name, family, entry, others), custom[name])
+                v = _with_grain(row.make_variant(name, family, entry, others), custom[name])
+                if row.check_variant:
+                    row.check_variant(v, family, others)
+                return v
         if "base" not in entry:
             raise ConfigError(f"variant {name!r}: give base (the built-in variant it changes), retriever "
                               f"(your own Python callable), run (another system's output file) or fuse "

@@ -42,6 +42,15 @@ there: a total order, since an input holds one session per rank. The fused
 score written is the exact sum rounded to the nearest float. It is cut at 50 (``deep.parquet``) and 10 (``rankings``);
 its deep score is the fused score where it strictly decreases, else
 ``51 - rank`` (``harness.run_scores``).
+
+A fusion with ``grain: turn`` fuses turn variants' turn lists
+(docs/protocol.md#turn-level): the same rules over turn ids instead of
+session ids (a repeated session's turn counts once, at its first rank), each
+input's whole turn list read from its segment's turn table (``s``: the
+retriever's own scores where strictly decreasing, else ``n + 1 - rank`` for a
+list of ``n``), the fused turn list kept whole, each turn at the haystack
+position and index of its best-ranked occurrence; its session list is each
+session at its best turn, as every turn variant's.
 """
 
 from __future__ import annotations
@@ -51,8 +60,11 @@ import time
 from fractions import Fraction
 from pathlib import Path
 
+import pyarrow as pa
+
 from ..core.errors import DataError
 from .harness import SegmentRows, run_scores, skip_reason
+from .turns import TURNS
 from .timings import CallTimes
 from ..core.protocol import DEPTH, TOP
 from ..catalog.row import Retriever, Row, register, register_retriever
@@ -144,6 +156,51 @@ def read_deep(path) -> dict[int, list[tuple[str, float]]]:
     return out
 
 
+def read_turn_lists(path) -> dict[int, list[tuple[str, float, int, int]]]:
+    """{q_index: [(turn id, score, session position, turn index)] in rank order} of a segment's turn
+    table, scores as the module docstring says."""
+    import numpy as np
+
+    from ..core.tables import read_table, sorted_runs
+
+    t = read_table(path, columns=["q_index", "rank", "turn_id", "score", "position", "turn"]).sort_by(
+        [("q_index", "ascending"), ("rank", "ascending")]).to_pydict()
+    out = {}
+    for qi, lo, hi in sorted_runs(t["q_index"]):
+        given = t["score"][lo:hi]
+        s = np.asarray([np.nan if x is None else x for x in given], dtype=np.float64)
+        scores = (s.tolist() if np.all(np.isfinite(s)) and np.all(np.diff(s) < 0)
+                  else [float(hi - lo + 1 - r) for r in range(1, hi - lo + 1)])
+        out[qi] = list(zip(t["turn_id"][lo:hi], scores, t["position"][lo:hi], t["turn"][lo:hi]))
+    return out
+
+
+def _fuse_turns(v, q, hay, lists, rows: SegmentRows, turn_rows: dict) -> None:
+    """One question of a turn fusion: its fused turn list into ``turn_rows`` (turns.TURNS columns), its
+    sessions at their best turns into ``rows``."""
+    spec = v.retriever
+    place: dict[str, tuple] = {}  # turn id -> (rank, input) of its best occurrence, (position, index)
+    for i, ranked in enumerate(lists):
+        for r, (tid, _, p, t) in enumerate(ranked or (), 1):
+            if tid not in place or (r, i) < place[tid][0]:
+                place[tid] = ((r, i), (p, t))
+    fused = fuse([[(tid, sc) for tid, sc, _, _ in ranked] if ranked else None for ranked in lists],
+                 spec["method"], spec.get("k", RRF_K))
+    positions, best = [], []
+    for rank, (tid, score) in enumerate(fused, 1):
+        p, t = place[tid][1]
+        for name, value in (("q_index", q["q_index"]), ("question_id", q["question_id"]), ("rank", rank),
+                            ("position", p), ("session_id", hay.ids[p]), ("turn", t), ("turn_id", tid),
+                            ("score", score)):
+            turn_rows[name].append(value)
+        if p not in positions:
+            positions.append(p)
+            best.append(score)
+    positions, best = positions[:DEPTH], best[:DEPTH]
+    ids = [hay.ids[p] for p in positions]
+    rows.add(q, hay, final=ids[:TOP], deep=ids, scores=run_scores(best), positions=positions)
+
+
 def rank_segment(variants, segment, log=print) -> dict:
     """Rank one segment (``harness.Segment``) under each fusion variant from
     its ``fused`` inputs (the fused variants' deep tables of this segment, in
@@ -157,8 +214,10 @@ def rank_segment(variants, segment, log=print) -> dict:
         of = list(spec["of"])
         if len(paths) != len(of):
             raise ValueError(f"variant {v.name!r} fuses {of} but was given {len(paths)} deep table(s)")
-        deep = [read_deep(p) for p in paths]
+        turns = v.grain == "turn"
+        deep = [(read_turn_lists if turns else read_deep)(p) for p in paths]
         rows = SegmentRows()
+        turn_rows = {n: [] for n in TURNS.names}
         times = CallTimes()
         for q in segment.questions:
             hay = segment.haystacks.get(q["haystack_id"])
@@ -167,12 +226,19 @@ def rank_segment(variants, segment, log=print) -> dict:
                 rows.add(q, hay, skip=skip)
                 continue
             called = time.perf_counter()
+            if turns:
+                _fuse_turns(v, q, hay, [d.get(q["q_index"]) for d in deep], rows, turn_rows)
+                times.add(q["haystack_id"], q["question_id"], time.perf_counter() - called)
+                continue
             fused = fuse([d.get(q["q_index"]) for d in deep], spec["method"], spec.get("k", RRF_K))[:DEPTH]
             times.add(q["haystack_id"], q["question_id"], time.perf_counter() - called)
             ids = [sid for sid, _ in fused]
             rows.add(q, hay, final=ids[:TOP], deep=ids, scores=run_scores([s for _, s in fused]))
-        log(f"{segment.label}: {v.name}: {spec['method']} of {', '.join(of)}, {len(segment.questions)} questions")
+        log(f"{segment.label}: {v.name}: {spec['method']} of {', '.join(of)}{' (turn lists)' * turns}, "
+            f"{len(segment.questions)} questions")
         out[v.name] = rows.tables()
+        if turns:
+            segment.turns[v.name] = pa.table(turn_rows, schema=TURNS)
         segment.timings[v.name] = (times.rows, {})
     return out
 
@@ -220,6 +286,18 @@ def fusion_variant(name: str, family: str, entry: dict, others: dict | None = No
                    retriever=spec)
 
 
+def check_fusion(v, family: str, others: dict) -> None:
+    """A turn fusion fuses turn lists: every variant it fuses ranks turns."""
+    from ..catalog.variants import resolve
+    from ..core.errors import ConfigError
+
+    if v.grain == "turn":
+        for o in v.retriever["of"]:
+            if resolve(o, family, others).grain != "turn":
+                raise ConfigError(f"variant {v.name!r}: fuse: grain turn fuses turn lists, and {o!r} ranks sessions "
+                                  f"(give it grain: turn, or fuse the session lists without grain: turn)")
+
+
 def _fusion_cycle(name: str, of: list, others: dict) -> list[str] | None:
     """The path [name, ..., name] by which a fusion reaches itself through the
     user variants it fuses (their ``fuse.of``, or a ``base``), or None."""
@@ -247,7 +325,8 @@ def _fusion_cycle(name: str, of: list, others: dict) -> list[str] | None:
 # variants' deep lists; not a recipe choice either.
 BACKEND = "fusion"
 register(Row(BACKEND, "fusion", label="fusion", description="other variants' deep lists fused (rrf, combsum, borda)",
-             module=__name__, config_key="fuse", make_variant=fusion_variant))
-# ``fused``: the deep tables of the variants it fuses, of the job's segment, in ``of`` order
+             module=__name__, config_key="fuse", make_variant=fusion_variant, turns=True, check_variant=check_fusion))
+# ``fused``: the deep tables (a turn fusion's: the turn tables) of the variants it fuses, of the job's
+# segment, in ``of`` order
 register_retriever(Retriever("fusion", __name__, rank_segment, inputs=frozenset({"questions", "haystacks", "fused"}),
                              shares=False))

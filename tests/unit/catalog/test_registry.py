@@ -213,6 +213,10 @@ def test_grain_turn_is_taken_where_the_retriever_ranks_turns():
     assert resolve("py", "s", custom).grain == "turn"
     # a session variant's spec (the rule's params, the cache key) holds no grain: it stays what it was
     assert "grain" not in to_spec(resolve("s", "s", custom))
+    # a memory service and a fusion of turn lists rank turns too; a session fusion may fuse turn variants
+    custom.update({"svc": {"system": {"url": "http://127.0.0.1:1"}, "grain": "turn"},
+                   "ft": {"fuse": {"of": ["t", "py"]}, "grain": "turn"}, "fs": {"fuse": {"of": ["t", "s"]}}})
+    assert [resolve(n, "s", custom).grain for n in ("svc", "ft", "fs")] == ["turn", "turn", "session"]
 
 
 @pytest.mark.parametrize("entry,why", [
@@ -223,3 +227,9 @@ def test_grain_turn_is_taken_where_the_retriever_ranks_turns():
 def test_grain_turn_refused_where_it_cannot_apply(entry, why):
     with pytest.raises(ConfigError, match=why):
         resolve("x", "s", {"x": entry})
+
+
+def test_a_turn_fusion_of_a_session_variant_is_refused():
+    custom = {"t": {"base": "bm25s", "grain": "turn"}, "x": {"fuse": {"of": ["t", "bm25s"]}, "grain": "turn"}}
+    with pytest.raises(ConfigError, match="variant 'x': fuse: grain turn fuses turn lists, and 'bm25s' ranks sessions"):
+        resolve("x", "s", custom)
