@@ -21,7 +21,7 @@ from tests.helpers import ReferenceServer, snakemake, write_config
 from tests.oracles import longmemeval_retrieval as lme
 
 VARIANTS = ["bm25-official", "bm25-turns", "py-turns", "py-turn-ids", "their-turns-trec", "their-turns-log",
-            "svc-turns", "svc-all-turns", "fused-turns"]
+            "svc-turns", "svc-all-turns", "fused-turns", "minilm-turns"]
 
 # a user's retriever of turns: LongMemEval's flat BM25 over what it is given, returning turn positions
 # (rank) or turn ids (rank_ids), after checking the turns it got describe themselves consistently
@@ -127,7 +127,8 @@ def run(tmp_path_factory, locomo_path):
                                  "svc-turns": {"system": {"url": servers["user"].url, "k": 1000}, "grain": "turn"},
                                  "svc-all-turns": {"system": {"url": servers["all"].url, "k": 1000},
                                                    "grain": "turn"},
-                                 "fused-turns": {"fuse": {"of": ["bm25-turns", "svc-all-turns"]}, "grain": "turn"}})
+                                 "fused-turns": {"fuse": {"of": ["bm25-turns", "svc-all-turns"]}, "grain": "turn"},
+                                 "minilm-turns": {"base": "minilm", "grain": "turn"}})
     work = root / "work"
     work.mkdir()
     (work / "my_turns.py").write_text(USER_RETRIEVER, encoding="utf-8")
@@ -426,6 +427,28 @@ def test_a_turn_fusion_is_reciprocal_rank_fusion_of_the_turn_lists(run):
         assert [(r["position"], r["session_id"]) for r in deep[qid]] == sessions, qid
     official = json.loads((res / "fused-turns/official.json").read_text())
     assert official["turn"]["questions"] > 0
+
+
+def test_minilm_at_turn_level_ranks_each_user_turn_by_cosine(run):
+    """MiniLM over LongMemEval's turn corpus: each user turn of the raw file embedded alone, ranked by
+    cosine to the question (ties by corpus order), the whole list."""
+    import numpy as np
+
+    from memobench.catalog.registry import row
+
+    work, items, _, _ = run
+    encoder = row("minilm").default_encoder()
+    got = _lists(work / "results/lme/minilm-turns/turns.parquet")
+    for item in items:
+        places = _corpus_places(item)
+        vectors = np.asarray(encoder.encode([item["haystack_sessions"][p][i]["content"] for p, i in places]),
+                             dtype=np.float64)
+        scores = vectors @ np.asarray(encoder.encode([item["question"]])[0], dtype=np.float64)
+        order = np.argsort(-scores, kind="stable").tolist()
+        assert [places.index((r["position"], r["turn"])) for r in got[item["question_id"]]] == order
+    assert json.loads((work / "results/lme/minilm-turns/official.json").read_text())["turn"]["questions"] > 0
+    # turns are embedded in the job: no session vectors were made
+    assert not (work / layout.path(layout.EMBEDDINGS, dataset="lme", model="minilm")).exists()
 
 
 def test_memobench_score_scores_a_turn_run_at_both_grains(run):

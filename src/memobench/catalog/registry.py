@@ -148,8 +148,10 @@ def input_names(backend: str) -> frozenset[str]:
 
 def inputs_of(variant) -> frozenset[str]:
     """The named inputs a retrieve job of this variant reads (common.smk's
-    ``search_inputs`` gives their paths)."""
-    return input_names(variant.recipe.backend) | retriever_of(variant).variant_inputs(variant)
+    ``search_inputs`` gives their paths); an embedding retriever ranking turns
+    embeds them in the job, and reads no session vectors."""
+    names = input_names(variant.recipe.backend) | retriever_of(variant).variant_inputs(variant)
+    return names - {row(variant.recipe.backend).embedding} if variant.grain == "turn" else names
 
 
 def kind_modules() -> dict[str, frozenset[str]]:

@@ -241,4 +241,5 @@ def new_encoder(device: str = "auto", batch_size: int | None = None) -> MiniLM:
 
 register(Row("minilm", "reference", label="all-MiniLM-L6-v2",
              description="dense all-MiniLM-L6-v2 embeddings (truncated at 256 word pieces), cosine similarity",
-             module=__name__, rank=rank_minilm, embedding="embeddings", encoder=new_encoder, default_encoder=default_encoder))
+             module=__name__, rank=rank_minilm, embedding="embeddings", encoder=new_encoder, default_encoder=default_encoder,
+             turns=True))

@@ -24,6 +24,9 @@ Memo variants' (``harness.RANKINGS``, ``OUTCOMES``, ``DEEP``).
   copy that was ranked). The deep list's score is the retriever's own where it is
   strictly decreasing with rank over that question's list, else ``51 - rank``
   (a tie anywhere in the 50), so a TREC tool reads the same order.
+* Turns (a variant with ``grain: turn``): each turn document ranked, the whole
+  list kept; an embedding retriever embeds a haystack's turns in the job
+  (its embeddings stage's vectors are the sessions'), once per haystack.
 """
 
 from __future__ import annotations
@@ -69,20 +72,27 @@ def rank_segment(variants, segment, log=print) -> dict:
     keys = sorted({k for h in segment.haystacks.values() for k in h.keys})
     stores = {}
     for backend, name in embedding_inputs().items():
-        dense = [v for v in variants if v.recipe.backend == backend]
+        dense = [v for v in variants if v.recipe.backend == backend and v.grain == "session"]
         if dense and keys:
             stores[backend] = _vectors(dense, segment.inputs.get(name), keys)
 
     def ranker(backend: str, depth: int | None):
         store, encoder = stores.get(backend, (None, None))
         exact = row(backend).exact
+        turn_vectors: dict = {}  # an embedding retriever's turn vectors of the haystack at hand
 
         def ranked(q, hay, documents):
-            vectors = store.vectors(hay.keys) if store is not None else None
             question = exact_text(q["question"], q.get("question_exact")) if exact else q["question"]
             if depth is None:  # a turn variant: its haystack's turns, the whole list
+                vectors = None
+                if row(backend).embedding and documents.texts:
+                    if q["haystack_id"] not in turn_vectors:  # questions come haystack by haystack
+                        turn_vectors.clear()
+                        turn_vectors[q["haystack_id"]] = row(backend).default_encoder().encode(documents.texts)
+                    vectors = turn_vectors[q["haystack_id"]]
                 r = rank(backend, question, documents.texts, vectors=vectors, encoder=encoder)
             else:
+                vectors = store.vectors(hay.keys) if store is not None else None
                 r = rank(backend, question, documents, vectors=vectors, encoder=encoder).top(depth)
             return r.positions.tolist(), r.scores
 

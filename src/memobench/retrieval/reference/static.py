@@ -130,4 +130,4 @@ register(Row("wordllama", "reference", label="WordLlama l2_supercat 256",
              description="static WordLlama embeddings (l2_supercat, 256 dimensions): the mean of a text's token "
                          "vectors, cosine similarity", module=__name__, rank=rank_wordllama,
              embedding="wordllama_embeddings", encoder=new_encoder,
-             default_encoder=default_encoder))
+             default_encoder=default_encoder, turns=True))
