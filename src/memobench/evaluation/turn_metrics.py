@@ -158,25 +158,58 @@ def lme_turn_rows(questions, haystacks, turns_by_key, ranked: dict, path="turns"
                   items: bool = False) -> list[dict]:
     """One row per question with a haystack: its exclusion, turn gold and metrics at both grains;
     ``items``: also its ranked turns as (session position, turn index, scoring id), best first
-    (what a turn variant's retrieval log lists)."""
+    (what a turn variant's retrieval log lists).
+
+    The corpus is :func:`_corpus`'s, laid out without building it: a turn is placed by its
+    session's offset in the corpus and its place among the session's document turns, and only
+    gold turns get their scoring id (the metrics compare ids with the gold set alone, so every
+    other turn stands as ``""``); a ranked turn outside the corpus is added at its end."""
+    local = {key: dict(zip(t.seqs, range(len(t.seqs)))) for key, t in turns_by_key.items()}
     rows = []
     for q, hay in with_haystacks(questions, haystacks, progress):
         listed = ranked.get(q["q_index"], [])
-        corpus, positions = _corpus(hay, turns_by_key, listed, path, q["question_id"])
-        scoring = [turn_scoring_id(hay["ids"][p], s, h) for p, s, h in zip(corpus.positions, corpus.seqs,
-                                                                             corpus.has_answer)]
-        # strip_turn of each: its session's id, "answer" made "noans" as in its turn's id
-        stripped = [sid if "answer" not in sid or h else sid.replace("answer", "noans")
-                    for sid, h in zip((hay["ids"][p] for p in corpus.positions), corpus.has_answer)]
-        excluded = exclusion(q["question_id"], any(h is True for h in corpus.has_answer))
-        gold = {s for s in scoring if "answer" in s}  # gold_turns' ids, as scoring ids
+        ids, keys = hay["ids"], hay["keys"]
+        starts, scoring, stripped, has_target = [], [], [], False
+        for sid, key in zip(ids, keys):
+            t = turns_by_key[key]
+            starts.append(len(scoring))
+            has_target = has_target or any(h is True for h in t.has_answer)
+            if "answer" in sid:  # the answer and noans halves (turn_scoring_id, strip_turn)
+                noans = sid.replace("answer", "noans")
+                scoring += [f"{sid}_{s + 1}" if h else "" for s, h in zip(t.seqs, t.has_answer)]
+                stripped += [sid if h else noans for h in t.has_answer]
+            else:
+                scoring += [""] * len(t.seqs)
+                stripped += [sid] * len(t.seqs)
+        positions, extra = [], {}
+        for r, (p, s) in enumerate(listed, 1):
+            i = local[keys[p]].get(s) if 0 <= p < len(keys) else None
+            if i is not None:
+                positions.append(starts[p] + i)
+                continue
+            if not 0 <= p < len(keys) or s < 0:
+                raise DataError(path, f"question {q['question_id']}",
+                                f"rank {r}: session position {p} turn {s} is not in its haystack")
+            if (p, s) not in extra:  # not a document turn: never gold (_corpus)
+                extra[(p, s)] = len(scoring)
+                scoring.append("")
+                stripped.append(ids[p].replace("answer", "noans"))
+            positions.append(extra[(p, s)])
+        if len(set(positions)) != len(positions):
+            raise DataError(path, f"question {q['question_id']}", "a turn is ranked twice")
+        gold = set(scoring)
+        gold.discard("")  # gold_turns' ids, as scoring ids
         rows.append({"q_index": q["q_index"], "question_id": q["question_id"],
-                     "question_type": q["question_type"], "excluded": excluded, "ranked": bool(listed), "gold": sorted(gold), "turns": len(scoring),
+                     "question_type": q["question_type"], "excluded": exclusion(q["question_id"], has_target),
+                     "ranked": bool(listed), "gold": sorted(gold), "turns": len(scoring),
                      "metrics": _lme_metrics(positions, scoring, gold),
                      "turn2session": turn2session_metrics(positions, scoring, stripped=stripped),
-                     "harness": harness_over_turns([scoring[j] for j in positions], gold)})
+                     "harness": harness_over_turns([scoring[j] for j in positions[:TOP]], gold)})
         if items:
-            rows[-1]["items"] = [(corpus.positions[j], corpus.seqs[j], scoring[j]) for j in positions]
+            rows[-1]["items"] = [
+                (p, s, turn_scoring_id(ids[p], s, (p, s) not in extra
+                                       and turns_by_key[keys[p]].has_answer[local[keys[p]][s]]))
+                for p, s in listed]
     return rows
 
 
