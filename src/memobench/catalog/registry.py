@@ -43,9 +43,13 @@ def _load() -> None:
 
 
 def rows(kind: str | None = None) -> list[Row]:
-    """Every row (of ``kind``), in registration order."""
+    """Every row (of ``kind``), in :data:`LOADS` order, then in its module's
+    registration order: the same order whichever module a process imported
+    first (the schema's and the docs' backend lists are generated from it)."""
     _load()
-    return [r for r in ROWS.values() if kind is None or r.kind == kind]
+    place = {m: i for i, m in enumerate(LOADS)}
+    ordered = sorted(ROWS.values(), key=lambda r: place.get(r.module.removeprefix("memobench."), len(LOADS)))
+    return [r for r in ordered if kind is None or r.kind == kind]
 
 
 def names(kind: str | None = None) -> tuple[str, ...]:
@@ -57,7 +61,7 @@ def row(backend: str) -> Row:
     _load()
     r = ROWS.get(backend)
     if r is None:
-        raise ConfigError(f"unknown backend {backend!r}; known: {', '.join(ROWS)}")
+        raise ConfigError(f"unknown backend {backend!r}; known: {', '.join(names())}")
     return r
 
 

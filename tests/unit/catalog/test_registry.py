@@ -233,3 +233,16 @@ def test_a_turn_fusion_of_a_session_variant_is_refused():
     custom = {"t": {"base": "bm25s", "grain": "turn"}, "x": {"fuse": {"of": ["t", "bm25s"]}, "grain": "turn"}}
     with pytest.raises(ConfigError, match="variant 'x': fuse: grain turn fuses turn lists, and 'bm25s' ranks sessions"):
         resolve("x", "s", custom)
+
+
+def test_the_rows_order_does_not_depend_on_which_module_was_imported_first():
+    """The schema's and the docs' backend lists are generated from it."""
+    import subprocess
+    import sys
+
+    code = ("import memobench.retrieval.{} as _\nfrom memobench.catalog import registry\n"
+            "print(','.join(registry.names()))")
+    got = {subprocess.run([sys.executable, "-c", code.format(m)], capture_output=True, text=True, check=True,
+                          cwd=REPO, env={"PYTHONPATH": str(REPO / "src")}).stdout
+           for m in ("reference.static", "system", "memo")}
+    assert len(got) == 1 and got.pop().strip() == ",".join(registry.names())
