@@ -255,14 +255,15 @@ def merge_inputs(config: dict, ds: str, variant: str) -> dict:
     """The variant's segments, the tables its official metrics read, and the
     check records of the raw files they came from (official.json names them)."""
     base = base_dataset(config, ds)
+    files = {"verified": ds, **({"base_verified": base} if base != ds else {})}
     return {
         **{kind: segment_files(config, ds, variant, suffix) for kind, suffix in layout.SEGMENT_SUFFIXES.items()},
         "data_summary": layout.path(layout.NORMALIZED_SUMMARY, dataset=ds),
         "questions": normalized(ds, "questions"),
         "haystacks": normalized(base, "haystacks"),
         "events": normalized(base, "events"),
-        **{name: layout.path(layout.VERIFIED, dataset=d) for name, d in (("verified", ds), ("base_verified", base))
-           if has_raw_file(config["datasets"][d]["format"]) and (name == "verified" or base != ds)},
+        **{name: layout.path(layout.VERIFIED, dataset=d) for name, d in files.items()
+           if has_raw_file(config["datasets"][d]["format"])},
     }
 
 

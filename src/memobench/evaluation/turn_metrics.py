@@ -118,31 +118,21 @@ def load(fmt: str, questions_path, haystacks_path, events_path, dates: bool = Fa
 
 
 def _corpus(hay: dict, turns_by_key, listed, path, question_id: str):
-    """A question's turn corpus (turns.HaystackTurns) and its turn list as
-    corpus indices, checked. A ranked turn that is not a document turn (a
-    memory service's assistant turn on a LongMemEval-format dataset, whose
-    corpus is the user turns) is added at the corpus's end, never gold."""
-    from ..retrieval.turns import HaystackTurns, haystack_turns, turn_id
+    """A question's turn corpus (turns.HaystackTurns) and its turn list as corpus indices, checked
+    (LoCoMo's: every turn is a document turn)."""
+    from ..retrieval.turns import haystack_turns
 
     corpus = haystack_turns(hay["ids"], hay["keys"], turns_by_key)
     index = {(p, s): j for j, (p, s) in enumerate(zip(corpus.positions, corpus.seqs))}
-    positions, extra = [], []
+    positions = []
     for r, key in enumerate(listed, 1):
         j = index.get(key)
         if j is None:
-            if not 0 <= key[0] < len(hay["ids"]) or key[1] < 0:
-                raise DataError(path, f"question {question_id}",
-                                f"rank {r}: session position {key[0]} turn {key[1]} is not in its haystack")
-            j = index[key] = len(corpus.ids) + len(extra)
-            extra.append(key)
+            raise DataError(path, f"question {question_id}",
+                            f"rank {r}: session position {key[0]} has no document turn {key[1]}")
         positions.append(j)
     if len(set(positions)) != len(positions):
         raise DataError(path, f"question {question_id}", "a turn is ranked twice")
-    if extra:
-        corpus = HaystackTurns(corpus.positions + [p for p, _ in extra], corpus.seqs + [s for _, s in extra],
-                               corpus.texts + [""] * len(extra),
-                               corpus.ids + [turn_id(hay["ids"][p], s) for p, s in extra],
-                               corpus.roles + [None] * len(extra), corpus.has_answer + [False] * len(extra))
     return corpus, positions
 
 
@@ -160,10 +150,11 @@ def lme_turn_rows(questions, haystacks, turns_by_key, ranked: dict, path="turns"
     ``items``: also its ranked turns as (session position, turn index, scoring id), best first
     (what a turn variant's retrieval log lists).
 
-    The corpus is :func:`_corpus`'s, laid out without building it: a turn is placed by its
-    session's offset in the corpus and its place among the session's document turns, and only
-    gold turns get their scoring id (the metrics compare ids with the gold set alone, so every
-    other turn stands as ``""``); a ranked turn outside the corpus is added at its end."""
+    The corpus (the user turns, haystack then turn order) is laid out without building it: a
+    turn is placed by its session's offset in the corpus and its place among the session's
+    document turns, and only gold turns get their scoring id (the metrics compare ids with the
+    gold set alone, so every other turn stands as ``""``). A ranked turn outside the corpus (a
+    memory service's assistant turn) is added at its end, never gold."""
     local = {key: dict(zip(t.seqs, range(len(t.seqs)))) for key, t in turns_by_key.items()}
     rows = []
     for q, hay in with_haystacks(questions, haystacks, progress):
@@ -190,7 +181,7 @@ def lme_turn_rows(questions, haystacks, turns_by_key, ranked: dict, path="turns"
             if not 0 <= p < len(keys) or s < 0:
                 raise DataError(path, f"question {q['question_id']}",
                                 f"rank {r}: session position {p} turn {s} is not in its haystack")
-            if (p, s) not in extra:  # not a document turn: never gold (_corpus)
+            if (p, s) not in extra:  # not a document turn: never gold
                 extra[(p, s)] = len(scoring)
                 scoring.append("")
                 stripped.append(ids[p].replace("answer", "noans"))
@@ -205,11 +196,9 @@ def lme_turn_rows(questions, haystacks, turns_by_key, ranked: dict, path="turns"
                      "metrics": _lme_metrics(positions, scoring, gold),
                      "turn2session": turn2session_metrics(positions, scoring, stripped=stripped),
                      "harness": harness_over_turns([scoring[j] for j in positions[:TOP]], gold)})
-        if items:
-            rows[-1]["items"] = [
-                (p, s, turn_scoring_id(ids[p], s, (p, s) not in extra
-                                       and turns_by_key[keys[p]].has_answer[local[keys[p]][s]]))
-                for p, s in listed]
+        if items:  # a turn is gold exactly where its has_answer makes its id an answer id
+            rows[-1]["items"] = [(p, s, turn_scoring_id(ids[p], s, scoring[j] != ""))
+                                 for (p, s), j in zip(listed, positions)]
     return rows
 
 

@@ -46,9 +46,10 @@ its deep score is the fused score where it strictly decreases, else
 A fusion with ``grain: turn`` fuses turn variants' turn lists
 (docs/protocol.md#turn-level): the same rules over turn ids instead of
 session ids (a repeated session's turn counts once, at its first rank), each
-input's whole turn list read from its segment's turn table (``s``: the
-retriever's own scores where strictly decreasing, else ``n + 1 - rank`` for a
-list of ``n``), the fused turn list kept whole, each turn at the haystack
+input's whole turn list read from its segment's turn table (``s`` as a deep
+list's: the retriever's own scores where strictly decreasing, else
+``51 - rank``, below zero past rank 50, which min-max normalizing makes no
+matter), the fused turn list kept whole, each turn at the haystack
 position and index of its best-ranked occurrence; its session list is each
 session at its best turn, as every turn variant's.
 """
@@ -60,11 +61,9 @@ import time
 from fractions import Fraction
 from pathlib import Path
 
-import pyarrow as pa
-
 from ..core.errors import DataError
 from .harness import SegmentRows, run_scores, skip_reason
-from .turns import TURNS
+from .turns import TurnRows
 from .timings import CallTimes
 from ..core.protocol import DEPTH, TOP
 from ..catalog.row import Retriever, Row, register, register_retriever
@@ -156,28 +155,23 @@ def read_deep(path) -> dict[int, list[tuple[str, float]]]:
     return out
 
 
-def read_turn_lists(path) -> dict[int, list[tuple[str, float, int, int]]]:
+def read_turn_table(path) -> dict[int, list[tuple[str, float, int, int]]]:
     """{q_index: [(turn id, score, session position, turn index)] in rank order} of a segment's turn
-    table, scores as the module docstring says."""
-    import numpy as np
-
+    table, scores as the module docstring says (``harness.run_scores`` over the whole list)."""
     from ..core.tables import read_table, sorted_runs
 
     t = read_table(path, columns=["q_index", "rank", "turn_id", "score", "position", "turn"]).sort_by(
         [("q_index", "ascending"), ("rank", "ascending")]).to_pydict()
     out = {}
     for qi, lo, hi in sorted_runs(t["q_index"]):
-        given = t["score"][lo:hi]
-        s = np.asarray([np.nan if x is None else x for x in given], dtype=np.float64)
-        scores = (s.tolist() if np.all(np.isfinite(s)) and np.all(np.diff(s) < 0)
-                  else [float(hi - lo + 1 - r) for r in range(1, hi - lo + 1)])
+        scores = run_scores([math.nan if x is None else x for x in t["score"][lo:hi]])
         out[qi] = list(zip(t["turn_id"][lo:hi], scores, t["position"][lo:hi], t["turn"][lo:hi]))
     return out
 
 
-def _fuse_turns(v, q, hay, lists, rows: SegmentRows, turn_rows: dict) -> None:
-    """One question of a turn fusion: its fused turn list into ``turn_rows`` (turns.TURNS columns), its
-    sessions at their best turns into ``rows``."""
+def _fuse_turns(v, q, hay, lists, rows: SegmentRows, turn_rows: TurnRows) -> None:
+    """One question of a turn fusion: its fused turn list into ``turn_rows``, its sessions at their
+    best turns into ``rows``."""
     spec = v.retriever
     place: dict[str, tuple] = {}  # turn id -> (rank, input) of its best occurrence, (position, index)
     for i, ranked in enumerate(lists):
@@ -186,19 +180,16 @@ def _fuse_turns(v, q, hay, lists, rows: SegmentRows, turn_rows: dict) -> None:
                 place[tid] = ((r, i), (p, t))
     fused = fuse([[(tid, sc) for tid, sc, _, _ in ranked] if ranked else None for ranked in lists],
                  spec["method"], spec.get("k", RRF_K))
-    positions, best = [], []
-    for rank, (tid, score) in enumerate(fused, 1):
-        p, t = place[tid][1]
-        for name, value in (("q_index", q["q_index"]), ("question_id", q["question_id"]), ("rank", rank),
-                            ("position", p), ("session_id", hay.ids[p]), ("turn", t), ("turn_id", tid),
-                            ("score", score)):
-            turn_rows[name].append(value)
-        if p not in positions:
-            positions.append(p)
-            best.append(score)
-    positions, best = positions[:DEPTH], best[:DEPTH]
+    at = [place[tid][1] for tid, _ in fused]
+    turn_rows.append(q, hay.ids, [p for p, _ in at], [t for _, t in at], [tid for tid, _ in fused],
+                     [score for _, score in fused])
+    best: dict[int, float] = {}  # each session position at its best turn's score, in that order
+    for (p, _), (_, score) in zip(at, fused):
+        best.setdefault(p, score)
+    positions = list(best)[:DEPTH]
     ids = [hay.ids[p] for p in positions]
-    rows.add(q, hay, final=ids[:TOP], deep=ids, scores=run_scores(best), positions=positions)
+    rows.add(q, hay, final=ids[:TOP], deep=ids, scores=run_scores([best[p] for p in positions]),
+             positions=positions)
 
 
 def rank_segment(variants, segment, log=print) -> dict:
@@ -215,9 +206,9 @@ def rank_segment(variants, segment, log=print) -> dict:
         if len(paths) != len(of):
             raise ValueError(f"variant {v.name!r} fuses {of} but was given {len(paths)} deep table(s)")
         turns = v.grain == "turn"
-        deep = [(read_turn_lists if turns else read_deep)(p) for p in paths]
+        deep = [(read_turn_table if turns else read_deep)(p) for p in paths]
         rows = SegmentRows()
-        turn_rows = {n: [] for n in TURNS.names}
+        turn_rows = TurnRows()
         times = CallTimes()
         for q in segment.questions:
             hay = segment.haystacks.get(q["haystack_id"])
@@ -238,7 +229,7 @@ def rank_segment(variants, segment, log=print) -> dict:
             f"{len(segment.questions)} questions")
         out[v.name] = rows.tables()
         if turns:
-            segment.turns[v.name] = pa.table(turn_rows, schema=TURNS)
+            segment.turns[v.name] = turn_rows.table()
         segment.timings[v.name] = (times.rows, {})
     return out
 

@@ -174,32 +174,19 @@ def _mcp_transport(m, where: str) -> str:
 # --------------------------------------------------------------------------- sessions and namespaces
 
 
-def session_turns(events_path, keys) -> dict[int, list[tuple]]:
-    """{session_key: its turns in order, each ``(index, dia_id, role,
-    content)``} (every wanted key has an entry; the role as the file gives
-    it: LongMemEval's ``role``, LoCoMo's speaker)."""
-    from ..core.tables import read_table
-
-    out: dict[int, list[tuple]] = {k: [] for k in keys}
-    if not out:
-        return {}
-    t = read_table(events_path, columns=["session_key", "seq", "dia_id", "text", "role"],
-                   where={"session_key": sorted(out)}).to_pydict()
-    for turn in zip(t["session_key"], t["seq"], t["dia_id"], t["role"], t["text"]):
-        out[turn[0]].append(turn[1:])
-    return {k: sorted(v, key=lambda x: x[0]) for k, v in out.items()}
-
-
 def sent_turns(turns: dict, session_ids: dict, ids: bool = False) -> dict[int, list[dict]]:
-    """{session_key: its turns as the service gets them, each ``{role,
-    content}``, or ``{id, role, content}`` with ``ids`` (a turn variant's
-    service)} (``session_ids``: each key's session id)."""
+    """{session_key: its turns as the service gets them, in order, each
+    ``{role, content}``, or ``{id, role, content}`` with ``ids`` (a turn
+    variant's service)} (``turns``: every turn of each session,
+    turns.session_turns; the role as the file gives it: LongMemEval's
+    ``role``, LoCoMo's speaker; ``session_ids``: each key's session id)."""
     from .turns import turn_id
 
     if ids:
         return {key: [{"id": turn_id(session_ids[key], seq, dia), "role": role, "content": text}
-                      for seq, dia, role, text in t] for key, t in turns.items()}
-    return {key: [{"role": role, "content": text} for _, _, role, text in t] for key, t in turns.items()}
+                      for seq, dia, role, text in zip(t.seqs, t.dia_ids, t.roles, t.texts)]
+                for key, t in turns.items()}
+    return {key: [{"role": role, "content": text} for role, text in zip(t.roles, t.texts)] for key, t in turns.items()}
 
 
 def haystack_sessions(hay, turns: dict) -> list[dict]:
@@ -547,9 +534,10 @@ def rank_segment(variants, segment, log=print) -> dict:
     in place of its document)."""
     from .documents import rank_by_documents
     from .harness import CHECKS_KEY, skip_reason
+    from .turns import session_turns
 
     keys = sorted({k for h in segment.haystacks.values() for k in h.keys})
-    turns = session_turns(segment.inputs["events"], keys)
+    turns = session_turns(segment.inputs["events"], "all", keys) if keys else {}
     session_ids = {k: sid for h in segment.haystacks.values() for k, sid in zip(h.keys, h.ids)}
     out = {}
     for v in variants:

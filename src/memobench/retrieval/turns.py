@@ -153,15 +153,22 @@ class TurnRows:
         self.cols = {n: [] for n in TURNS.names}
 
     def add(self, q: dict, session_ids: list[str], haystack: HaystackTurns, ranked: list[int], scores=None):
-        n = len(ranked)
+        """A question's list: ``ranked`` turns of ``haystack`` (indices), best first."""
+        self.append(q, session_ids, [haystack.positions[t] for t in ranked], [haystack.seqs[t] for t in ranked],
+                    [haystack.ids[t] for t in ranked], scores)
+
+    def append(self, q: dict, session_ids: list[str], positions: list[int], seqs: list[int], turn_ids: list[str],
+               scores=None):
+        """A question's list given turn by turn: each one's session position, index and id, best first."""
+        n = len(positions)
         c = self.cols
         c["q_index"] += [q["q_index"]] * n
         c["question_id"] += [q["question_id"]] * n
         c["rank"] += range(1, n + 1)
-        c["position"] += [haystack.positions[t] for t in ranked]
-        c["session_id"] += [session_ids[haystack.positions[t]] for t in ranked]
-        c["turn"] += [haystack.seqs[t] for t in ranked]
-        c["turn_id"] += [haystack.ids[t] for t in ranked]
+        c["position"] += positions
+        c["session_id"] += [session_ids[p] for p in positions]
+        c["turn"] += seqs
+        c["turn_id"] += turn_ids
         c["score"] += [None] * n if scores is None else [float(s) for s in scores]
 
     def table(self) -> pa.Table:

@@ -88,7 +88,8 @@ def rank_segment(variants, segment, log=print) -> dict:
                 if row(backend).embedding and documents.texts:
                     if q["haystack_id"] not in turn_vectors:  # questions come haystack by haystack
                         turn_vectors.clear()
-                        turn_vectors[q["haystack_id"]] = row(backend).default_encoder().encode(documents.texts)
+                        turn_vectors[q["haystack_id"]] = (encoder or row(backend).default_encoder()).encode(
+                            documents.texts)
                     vectors = turn_vectors[q["haystack_id"]]
                 r = rank(backend, question, documents.texts, vectors=vectors, encoder=encoder)
             else:
