@@ -4,9 +4,11 @@ tests/workflow/ (docs/testing.md says where the test for X lives)."""
 
 from __future__ import annotations
 
+import compileall
 import functools
 import http.server
 import os
+import sys
 import threading
 from pathlib import Path
 
@@ -61,9 +63,18 @@ def pytest_collection_modifyitems(config, items):
 
 
 def pytest_configure(config):
-    """tqdm's monitor thread off: bm25s makes tqdm bars (disabled ones too),
+    """Bytecode cached even where PYTHONDONTWRITEBYTECODE is set: the suite
+    starts a Python process per Snakemake job (hundreds), each of which would
+    compile the package from source; they inherit the variable, so the
+    package is compiled here once (the controller, before any worker) and
+    they read it. The test modules' rewritten bytecode is cached likewise.
+
+    tqdm's monitor thread off: bm25s makes tqdm bars (disabled ones too),
     whose monitor then lives as long as the test process, and normalize forks
     its workers only from a process with a single thread (datasets/inparts.py)."""
+    sys.dont_write_bytecode = False
+    if not hasattr(config, "workerinput"):
+        compileall.compile_dir(HERE.parent / "src" / "memobench", quiet=1)
     try:
         import tqdm
     except ImportError:
