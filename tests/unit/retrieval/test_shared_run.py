@@ -1,7 +1,8 @@
 """Variants ranked together in one process (sharing.write_segments: shared
 tokens, representatives and FTS rows) give every variant exactly the tables it
 gets alone with the per-question FTS5 tables of the harnesses (the path the
-independent references check)."""
+independent references check). Every variant's tables made here are also held
+to the deep-list rules (test_deep_lists.keeps_top10)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from memobench.memo import tokenize
 from memobench.catalog import variants
 from memobench.memo.fts5 import PhraseMatcher, Unicode61
 from memobench.tools.generate.longmemeval import write_longmemeval
+from tests.unit.retrieval.test_deep_lists import keeps_top10
 
 QUIET = lambda *a, **k: None  # noqa: E731
 
@@ -26,8 +28,10 @@ def _prepare(d, seqs):
     return tokens
 
 
-def _check_together_equals_alone(d, family, names, segments):
+def _check_together_equals_alone(d, family, names, segments) -> dict[str, tuple[int, int]]:
+    """{variant: (its ranking rows, its lists past 10)}, over every segment."""
     vs = [variants.resolve(n, family) for n in names]
+    counts = {v.name: (0, 0) for v in vs}
     tokens = _prepare(d, {v.recipe.seq for v in vs})
     for seg in range(1, segments + 1):
         outs = {v.name: {k: d / f"{v.name}.{seg}.{k}.parquet" for k in ("rankings", "outcomes", "deep")}
@@ -41,6 +45,9 @@ def _check_together_equals_alone(d, family, names, segments):
             alone = retrieval.run_segments([v], qs, hs, corpus, log=QUIET, fts_sqlite=True)[v.name]
             for k, table in zip(("rankings", "outcomes", "deep"), alone):
                 assert pq.read_table(outs[v.name][k]).equals(table), (v.name, seg, k)
+            rows, longer = counts[v.name]
+            counts[v.name] = (rows + alone[0].num_rows, longer + keeps_top10(v.name, alone[0], alone[2]))
+    return counts
 
 
 @pytest.mark.slow  # every variant, 11 s of CPU: the whole suite runs it, the unit run not
@@ -49,19 +56,25 @@ def test_all_lme_variants_together(tmp_path):
     # 700-session haystacks are not needed here: LIMIT cuts are covered by the matcher's prefix rule below
     write_longmemeval(raw, n_questions=40, sessions_per_question=30, seed=5, spice=True)
     normalize.normalize_longmemeval(raw, tmp_path, log=QUIET)
-    _check_together_equals_alone(tmp_path, "s", sorted(variants.builtin("s")), segments=2)
+    names = sorted(variants.builtin("s"))
+    assert len(names) >= 35
+    counts = _check_together_equals_alone(tmp_path, "s", names, segments=2)
+    # V1 counts only t1's list (at most 10 sessions): nothing to continue
+    assert [n for n, (_, longer) in counts.items() if not longer] in (["exp-V1"], [])
 
 
 @pytest.mark.slow  # every variant on the whole real file
 def test_locomo_variants_together(tmp_path, locomo_path):
     normalize.normalize_locomo(locomo_path, tmp_path, log=QUIET)
-    _check_together_equals_alone(tmp_path, "locomo", sorted(variants.builtin("locomo")), segments=1)
+    counts = _check_together_equals_alone(tmp_path, "locomo", sorted(variants.builtin("locomo")), segments=1)
+    # most LoCoMo lists go deeper than 10
+    assert all(rows > 19000 and longer > 1000 for rows, longer in counts.values()), counts
 
 
 def test_matcher_rows_cut_to_each_limit(tmp_path):
     """Rows found once at the largest LIMIT, cut per caller, equal a real FTS5
     query at the caller's own LIMIT (the common words hit the cut)."""
-    from memobench.memo.engine import Corpus, FtsBackend
+    from memobench.memo.engine import FtsBackend
 
     raw = tmp_path / "lme.json"
     write_longmemeval(raw, n_questions=3, sessions_per_question=40, seed=9)
