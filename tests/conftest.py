@@ -55,11 +55,14 @@ def pytest_collection_modifyitems(config, items):
     """Every test under tests/workflow/ starts Snakemake (or a pipeline of
     processes as long): marked ``workflow``, so ``-m "not workflow"`` leaves
     them out. A unit test marked ``slow`` (big data) is marked ``workflow``
-    too."""
+    too. The workflow files run first."""
     workflow = HERE / "workflow"
     for item in items:
         if workflow in Path(str(item.fspath)).parents or item.get_closest_marker("slow"):
             item.add_marker(pytest.mark.workflow)
+    # the long files first: with --dist loadfile the short unit files then fill the workers' last minutes,
+    # where a long workflow file at the end would leave one worker idle until it finishes
+    items.sort(key=lambda item: workflow not in Path(str(item.fspath)).parents)
 
 
 def pytest_configure(config):
