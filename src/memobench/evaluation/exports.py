@@ -53,7 +53,7 @@ def write_turn_qrels(fmt: str, questions_path, haystacks_path, events_path, out,
     from .official import with_haystacks
     from .turn_metrics import gold_turns, load
 
-    questions, haystacks, by_key = load(fmt, questions_path, haystacks_path, events_path)
+    questions, haystacks, by_key = load(fmt, questions_path, haystacks_path, events_path, by_session=True)
     qtok = question_tokens(questions)
     scored = fmt in LME_FORMATS or FORMATS[fmt].scorer == "locomo"
     stats = {"questions": 0, "lines": 0, "no_gold": 0}

@@ -137,12 +137,7 @@ def lme_question_metrics(positions: list[int], scoring: list[str], ks=KS) -> dic
 
 
 def _lme_metrics(positions: list[int], scoring: list[str], gold: set[str], ks=KS) -> dict[str, float]:
-    """lme_question_metrics from the relevant documents' ranks, not a set and
-    a DCG per k: the same values. recall_any@k holds when the first relevant
-    rank is below k, recall_all@k when every gold id's first rank is; the DCG
-    of the top k is dcg's sum with its zero terms left out (adding 0.0
-    changes no float sum, compensated or not), the ideal's that of its
-    relevant documents (dcg([1.0] * c))."""
+    """lme_question_metrics from the relevant documents' ranks (:func:`metrics_from_hits`)."""
     hits = []  # the 0-based ranks of the relevant documents
     first: dict[str, int] = {}  # each gold id's first rank
     if gold:
@@ -152,17 +147,31 @@ def _lme_metrics(positions: list[int], scoring: list[str], gold: set[str], ks=KS
                 hits.append(i)
                 if s not in first:
                     first[s] = i
+    n_relevant = sum(map(gold.__contains__, scoring)) if gold else 0
+    return metrics_from_hits(hits, list(first.values()), len(gold), len(positions), len(scoring), n_relevant, ks)
+
+
+def metrics_from_hits(hits: list[int], first_ranks: list[int], n_gold: int, n_listed: int, n_corpus: int,
+                      n_relevant: int, ks=KS, labels=None) -> dict[str, float]:
+    """lme_question_metrics from a ranking's relevant documents alone, not a
+    set and a DCG per k: the same values. ``hits``: the relevant documents'
+    0-based ranks, ascending; ``first_ranks``: the first rank of each gold id
+    listed; ``n_gold``: the distinct gold ids; ``n_relevant``: the corpus
+    documents whose id is gold. recall_any@k holds when the first relevant
+    rank is below k, recall_all@k when every gold id's first rank is; the DCG
+    of the top k is dcg's sum with its zero terms left out (adding 0.0
+    changes no float sum, compensated or not), the ideal's that of its
+    relevant documents (dcg([1.0] * c)). ``labels``: the k each figure is named for, when
+    not ``ks`` itself (turn2session's figures at k' are named for k)."""
     never = math.inf
     any_at = hits[0] if hits else never
-    all_at = (max(first.values()) if first else -1) if len(first) == len(gold) else never
-    names = _names(ks)
-    n_listed, n_corpus = len(positions), len(scoring)
+    all_at = (max(first_ranks) if first_ranks else -1) if len(first_ranks) == n_gold else never
+    names = _names(ks if labels is None else labels)
     listed = [_prefix(n_listed, k) for k in ks]  # len(positions[:k])
     out = {}
     for (any_k, all_k, _), n in zip(names, listed):
         out[any_k] = 1.0 if any_at < n else 0.0
         out[all_k] = 1.0 if all_at < n else 0.0
-    n_relevant = sum(map(gold.__contains__, scoring)) if gold else 0
     if not n_relevant:  # an ideal DCG of 0 at every k
         for _, _, ndcg_k in names:
             out[ndcg_k] = 0.0
