@@ -358,8 +358,9 @@ def lme_turn_rows(questions, haystacks, turns: UserTurns, ranked: TurnLists, pat
                     "harness": _harness(first)})
         if items:
             lo, ids = int(row_lo[j]), hay["ids"]
-            out[-1]["items"] = [(p, x, turn_scoring_id(ids[p], x, h)) for p, x, h in
-                                zip(P[lo:lo + n].tolist(), S[lo:lo + n].tolist(), turn_has[row_turn[lo:lo + n]].tolist())]
+            has = turn_has[row_turn[lo:lo + n]].tolist()
+            out[-1]["items"] = [(p, x, turn_scoring_id(ids[p], x, h))
+                                for p, x, h in zip(P[lo:lo + n].tolist(), S[lo:lo + n].tolist(), has)]
     return out
 
 
