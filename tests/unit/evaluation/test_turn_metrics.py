@@ -161,3 +161,18 @@ def test_rows_equal_longmemeval_question_by_question(tmp_path):
         broken = tm.TurnLists(np.asarray([q]), np.asarray([0, 2]), np.asarray([p, p]), np.asarray([s, s]))
         with pytest.raises(DataError, match=f"question q{q}.*{what}"):
             tm.lme_turn_rows(questions, haystacks, user, broken)
+
+
+def test_turn_lists_read_in_rank_order_whatever_the_table_order(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = [(q, r, q + r, 2 * r) for q in (4, 1, 9) for r in range(1, 4 + q)]
+    for name, order in (("sorted", sorted(rows)), ("shuffled", random.Random(3).sample(rows, len(rows)))):
+        pq.write_table(pa.table({k: pa.array([row[i] for row in order], pa.int32())
+                                 for i, k in enumerate(("q_index", "rank", "position", "turn"))}), tmp_path / name)
+        lists = tm.read_turn_lists(tmp_path / name)
+        assert lists.qis.tolist() == [1, 4, 9] and lists.depth == 12
+        for q in (1, 4, 9):
+            assert lists.pairs(q) == [(q + r, 2 * r) for r in range(1, 4 + q)], name
+        assert lists.pairs(2) == [] and lists.pairs(10) == []
