@@ -44,7 +44,7 @@ from ..core.errors import DataError
 from ..core.formats import FORMATS, LME_FORMATS
 from ..core.progress import Progress
 from ..core.protocol import TOP
-from ..core.tables import BATCH_ROWS, read_table
+from ..core.tables import BATCH_ROWS, is_in, read_table
 from .measures import HITS, MEASURES
 from ..retrieval.turns import turn_scoring_id  # the rule an imported turn log is read under too
 from .official import (CONVENTIONS, KS, LOCOMO_CATEGORIES_1_4, average, exclusion, metric_names,
@@ -118,26 +118,21 @@ class UserTurns:
 def user_turns(events_path, keys) -> UserTurns:
     """:class:`UserTurns` of the sessions ``keys`` (the events table streamed; every key gets a count)."""
     keys = set(keys)
-    size = max(keys, default=-1) + 1
-    wanted = np.zeros(size + 1, bool)  # by key; the last place stands for every key past the wanted ones
-    wanted[list(keys)] = True
     parts = []
     for batch in pq.ParquetFile(events_path).iter_batches(batch_size=BATCH_ROWS,
                                                          columns=["session_key", "seq", "role", "has_answer"]):
-        key = batch.column(0).to_numpy().astype(np.int64)
-        mask = wanted[np.clip(key, 0, size)] & (key >= 0)
-        mask &= pc.fill_null(pc.equal(batch.column(2), "user"), False).to_numpy(zero_copy_only=False)
-        if mask.any():
-            parts.append((key[mask], batch.column(1).to_numpy().astype(np.int64)[mask],
-                          pc.fill_null(batch.column(3), False).to_numpy(zero_copy_only=False)[mask]))
+        b = batch.filter(pc.and_(is_in(batch.column(0), keys), pc.fill_null(pc.equal(batch.column(2), "user"), False)))
+        if b.num_rows:
+            parts.append((b.column(0).to_numpy().astype(np.int64), b.column(1).to_numpy().astype(np.int64),
+                          pc.fill_null(b.column(3), False).to_numpy(zero_copy_only=False)))
     key, seq, has = ((np.concatenate(c) for c in zip(*parts)) if parts
                      else (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, bool)))
     stride = int(seq.max()) + 1 if len(seq) else 1
     codes = key * stride + seq
-    if len(codes) > 1 and not (np.diff(codes) > 0).all():  # normalize writes them in order: rarely sorted here
+    if len(codes) > 1 and not (np.diff(codes) > 0).all():  # in order as normalize writes them; else sorted
         order = np.lexsort((seq, key))
         key, seq, has, codes = key[order], seq[order], has[order], codes[order]
-    count = np.bincount(key, minlength=size)
+    count = np.bincount(key, minlength=max(keys, default=-1) + 1)
     return UserTurns(np.cumsum(count) - count, count, seq, has.astype(bool), codes, stride)
 
 
