@@ -146,6 +146,17 @@ def job_counts(out: str) -> dict[str, int]:
     return jobs
 
 
+def token_files(normalized: Path, seqs) -> dict[str, Path]:
+    """The tokens stage's files for the tokenizers ``seqs`` and FTS5's (what
+    sharing.write_segments reads), written beside a normalized folder's tables."""
+    from memobench.memo.tokenize import write_tokens
+
+    tokens = {seq: normalized / f"tokens_{seq}.arrow" for seq in {*seqs, "fts5"}}
+    for seq, path in tokens.items():
+        write_tokens(normalized / "events.parquet", seq, path, log=lambda *a, **k: None)
+    return tokens
+
+
 def copy_project(dest: Path) -> Path:
     """A scratch copy of the workflow and package, for tests that edit code."""
     dest.mkdir(parents=True, exist_ok=True)

@@ -20,11 +20,11 @@ import pytest
 from memobench.evaluation import analyze
 from memobench.datasets import normalize
 from memobench.retrieval import memo as retrieval, sharing
-from memobench.memo import tokenize
 from memobench.catalog import variants
 from memobench.memo.engine import Ranker, deep_list, merge_final
 from memobench.core.protocol import DEPTH as DEEP
 from memobench.tools.generate.longmemeval import write_longmemeval
+from tests.helpers import token_files
 
 QUIET = lambda *a, **k: None  # noqa: E731
 
@@ -70,9 +70,7 @@ def test_every_m_variant_keeps_its_top10(lme_dir):
     # ranked together, as the retrieve stage ranks siblings (test_shared_run.py: the same tables as alone)
     vs = [variants.resolve(n, "m") for n in sorted(variants.builtin("m"))]
     assert len(vs) >= 4
-    tokens = {seq: lme_dir / f"tokens_{seq}.arrow" for seq in {*(v.recipe.seq for v in vs), "fts5"}}
-    for seq, path in tokens.items():
-        tokenize.write_tokens(lme_dir / "events.parquet", seq, path, log=QUIET)
+    tokens = token_files(lme_dir, {v.recipe.seq for v in vs})
     outs = {v.name: {k: lme_dir / f"m.{v.name}.{k}.parquet" for k in ("rankings", "outcomes", "deep")} for v in vs}
     sharing.write_segments(vs, lme_dir / "questions.parquet", lme_dir / "haystacks.parquet",
                            lme_dir / "events.parquet", 1, 1, outs, log=QUIET, tokens=tokens)

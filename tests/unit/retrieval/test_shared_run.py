@@ -11,28 +11,20 @@ import pytest
 
 from memobench.datasets import normalize
 from memobench.retrieval import memo as retrieval, sharing as retrievers
-from memobench.memo import tokenize
 from memobench.catalog import variants
 from memobench.memo.fts5 import PhraseMatcher, Unicode61
 from memobench.tools.generate.longmemeval import write_longmemeval
+from tests.helpers import token_files
 from tests.unit.retrieval.test_deep_lists import keeps_top10
 
 QUIET = lambda *a, **k: None  # noqa: E731
-
-
-def _prepare(d, seqs):
-    tokens = {}
-    for seq in {*seqs, "fts5"}:
-        tokens[seq] = d / f"tokens_{seq}.arrow"
-        tokenize.write_tokens(d / "events.parquet", seq, tokens[seq], log=QUIET)
-    return tokens
 
 
 def _check_together_equals_alone(d, family, names, segments) -> dict[str, tuple[int, int]]:
     """{variant: (its ranking rows, its lists past 10)}, over every segment."""
     vs = [variants.resolve(n, family) for n in names]
     counts = {v.name: (0, 0) for v in vs}
-    tokens = _prepare(d, {v.recipe.seq for v in vs})
+    tokens = token_files(d, {v.recipe.seq for v in vs})
     for seg in range(1, segments + 1):
         outs = {v.name: {k: d / f"{v.name}.{seg}.{k}.parquet" for k in ("rankings", "outcomes", "deep")}
                 for v in vs}

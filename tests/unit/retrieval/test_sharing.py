@@ -13,11 +13,11 @@ import pytest
 
 from memobench.core import layout
 from memobench.datasets import normalize
-from memobench.retrieval import memo as retrieval, sharing as retrievers
-from memobench.memo import tokenize
+from memobench.retrieval import sharing as retrievers
 from memobench.catalog import variants
 from memobench.tools.generate.longmemeval import write_longmemeval
-from memobench.retrieval.sharing import siblings, read_plan, stored_key, write_plan, write_segment_shared
+from memobench.retrieval.sharing import siblings, stored_key, write_plan, write_segment_shared
+from tests.helpers import token_files
 
 QUIET = lambda *a, **k: None  # noqa: E731
 KINDS = ("rankings", "outcomes", "deep")
@@ -29,8 +29,7 @@ def tables(tmp_path_factory):
     raw = d / "lme.json"
     write_longmemeval(raw, n_questions=30, sessions_per_question=20, seed=3, spice=True)
     normalize.normalize_longmemeval(raw, d, log=QUIET)
-    for seq in ("ascii", "cjkr", "fts5"):
-        tokenize.write_tokens(d / "events.parquet", seq, d / f"tokens_{seq}.arrow", log=QUIET)
+    token_files(d, ("ascii", "cjkr"))
     return d
 
 
