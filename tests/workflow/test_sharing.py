@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 
 from tests.helpers import snakemake, write_config
-from tests.unit.retrieval.test_sharing import read_plan, stored_key  # the package's, as that file imports them
+from memobench.retrieval.sharing import read_plan, stored_key
 
 
 def test_workflow_shares_and_reruns_only_the_changed_variant(tmp_path, locomo_path):
