@@ -7,6 +7,7 @@ server the client starts again after the fault behaves):
 - ``die-ingest:N``: the process exits at its N-th ingest, once;
 - ``die-search:N``: the process exits at its N-th search, once;
 - ``slow-search:S``: the first search sleeps S seconds, once;
+- ``slow-start:S``: the process sleeps S seconds before it serves (and writes its pid to ``pid``);
 - ``text``: every search answers text that is not JSON;
 - ``unknown-id``: every search's first result is an id the haystack lacks;
 - ``repeat-id``: every search lists its first result twice;
@@ -68,6 +69,11 @@ class FaultyStore(Store):
 
 def main() -> None:
     fault = os.environ["MB_FAULT"]
+    if fault.startswith("slow-start:"):
+        state = Path(os.environ["MB_FAULT_STATE"])
+        state.mkdir(parents=True, exist_ok=True)
+        (state / "pid").write_text(str(os.getpid()))
+        time.sleep(float(fault.partition(":")[2]))
     app = build(FaultyStore(fault))
     if fault == "text":
         app.remove_tool("search")

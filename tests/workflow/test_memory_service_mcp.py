@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
@@ -102,6 +103,30 @@ def test_a_search_slower_than_the_timeout_is_retried(norm, expected, tmp_path, m
     got, _ = rank_one_segment(norm, tmp_path, "svc", _faulty("slow-search:3", "$MB_TEST_STATE", timeout_s=1))
     assert _same(got, expected) and (tmp_path / "state" / "slept").exists()
     assert max(r["attempts"] for r in _timings(tmp_path) if r["operation"] == "search") == 2
+
+
+def test_a_server_slower_to_start_than_the_timeout_is_waited_for(norm, expected, tmp_path):
+    # timeout_s limits a request; a start (the process and the handshake) has START_TIMEOUT_S
+    got, _ = rank_one_segment(norm, tmp_path, "svc", _faulty("slow-start:2", tmp_path / "state", timeout_s=0.5))
+    assert _same(got, expected)
+
+
+def test_a_server_that_does_not_start_in_time_is_stopped(tmp_path, monkeypatch):
+    from memobench.services import mcp
+    from memobench.services.client import Unavailable
+
+    monkeypatch.setattr(mcp, "START_TIMEOUT_S", 1.0)
+    env = {**ENV, "MB_FAULT": "slow-start:60", "MB_FAULT_STATE": str(tmp_path)}
+    client = mcp.McpClient({"reset": {"tool": "reset"}}, command=[sys.executable, "-m", "tests.helpers.mcp_fault_server"],
+                           env=env, timeout_s=0.5, retries=0)
+    try:
+        with pytest.raises(Unavailable, match="TimeoutError"):
+            client.once("reset", {})
+    finally:
+        client.close()
+    stat = Path(f"/proc/{(tmp_path / 'pid').read_text()}/stat")
+    # stopped, not left starting (a zombie, or gone)
+    assert not stat.exists() or stat.read_text().rsplit(")", 1)[1].split()[0] == "Z"
 
 
 @pytest.mark.parametrize("fault,system,said", [

@@ -100,7 +100,9 @@ class HttpClient:
         self._host, self._port, self._https = parts.hostname, parts.port, parts.scheme == "https"
         self._prefix = parts.path.rstrip("/")
         self._headers = {"Content-Type": "application/json", "Accept": "application/json", **(headers or {})}
-        self._local = threading.local()
+        self._local = threading.local()  # one kept-alive connection per calling thread
+        self._opened: set = set()  # all of them, for close()
+        self._lock = threading.Lock()
         self.breaks = 0  # connections lost (a reset, a refusal, a timeout)
 
     def _connection(self) -> http.client.HTTPConnection:
@@ -108,6 +110,8 @@ class HttpClient:
         if conn is None:
             cls = _HTTPSNoDelay if self._https else _HTTPNoDelay
             conn = self._local.conn = cls(self._host, self._port, timeout=self.timeout_s)
+            with self._lock:
+                self._opened.add(conn)
         return conn
 
     def _drop(self) -> None:
@@ -115,9 +119,16 @@ class HttpClient:
         if conn is not None:
             conn.close()
             self._local.conn = None
+            with self._lock:
+                self._opened.discard(conn)
 
     def close(self) -> None:
-        self._drop()
+        """Closes every thread's connection: worker threads end without closing theirs, and a
+        connection left open holds one of the service's request handlers until it is collected."""
+        with self._lock:
+            opened, self._opened = self._opened, set()
+        for conn in opened:
+            conn.close()
 
     def once(self, op: str, values: dict, retries: int | None = None) -> tuple[object, Call]:
         """(the decoded JSON response, its :class:`Call`) of one operation."""

@@ -36,6 +36,10 @@ from .api import fill
 from .client import Call, ServiceError, Unavailable, attempts, server_seconds
 
 META_TIMING = "server-timing"  # the result ``_meta`` key a server's own time is read from
+# Opening a connection (a stdio server's process start and the handshake) may take this long even when
+# timeout_s, a request's limit, is shorter: a server that loads its index or a model starts slower
+# than it answers, and a start cut short by a search's limit would never be usable.
+START_TIMEOUT_S = 60.0
 
 
 def sdk_missing() -> bool:
@@ -69,6 +73,7 @@ class McpClient:
             raise ValueError("an MCP service is a command or a url, one of them")
         self.tools, self.command, self.url, self.env, self.answer = tools, command, url, env, answer
         self.timeout_s, self.retries, self.backoff_s = timeout_s, retries, backoff_s
+        self.start_timeout_s = max(timeout_s, START_TIMEOUT_S)
         self.breaks = 0
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="mcp-client", daemon=True)
@@ -105,7 +110,12 @@ class McpClient:
                     ready.set_exception(e)
 
         task = self._loop.create_task(hold())
-        client = await asyncio.wait_for(ready, self.timeout_s)
+        try:
+            client = await asyncio.wait_for(ready, self.start_timeout_s)
+        except BaseException:
+            task.cancel()  # a server still starting is stopped, not left running
+            await asyncio.wait({task}, timeout=5.0)
+            raise
         return client, stop, task
 
     async def _shut(self, conn) -> None:
@@ -122,7 +132,7 @@ class McpClient:
     def _connection(self):
         with self._lock:
             if self._conn is None:
-                self._conn = self._run(self._open(), self.timeout_s + 5.0)
+                self._conn = self._run(self._open(), self.start_timeout_s + 10.0)
             return self._conn[0], self._generation
 
     def _lost(self, generation: int) -> None:
