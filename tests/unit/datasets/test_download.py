@@ -20,7 +20,6 @@ import threading
 import tracemalloc
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import pytest
 
@@ -61,6 +60,7 @@ class Server:
         self.requests: list[Request] = []
         self.lock = threading.Lock()
         self.closing = threading.Event()
+        self.threads: list[threading.Thread] = []  # its request threads (not another test's server's)
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -68,6 +68,11 @@ class Server:
 
             def log_message(self, *args):  # keep pytest output quiet
                 pass
+
+            def setup(self):
+                with outer.lock:
+                    outer.threads.append(threading.current_thread())
+                super().setup()
 
             def do_GET(self):
                 rec = Request(self.path, {k.lower(): v for k, v in self.headers.items()})
@@ -141,9 +146,10 @@ class Server:
         self.closing.set()
         self.httpd.shutdown()
         self.httpd.server_close()
-        for t in threading.enumerate():
-            if t.name.endswith("(process_request_thread)"):
-                t.join(timeout=10)
+        with self.lock:
+            threads = list(self.threads)
+        for t in threads:
+            t.join(timeout=10)
 
 
 @pytest.fixture
