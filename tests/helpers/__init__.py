@@ -108,21 +108,98 @@ def write_config(path: Path, **config) -> Path:
 
 
 def snakemake(workdir: Path, *args, configfile: Path | None = None, snakefile: Path | None = None,
-              check: bool = True, timeout: float = 600) -> subprocess.CompletedProcess:
+              check: bool = True, timeout: float = 600, fresh: bool = False) -> subprocess.CompletedProcess:
     """Run the real workflow (the repository's Snakefile unless given) in
     ``workdir``: from a test under tests/workflow/ only, which the
-    ``workflow`` mark leaves out of the unit tests' run."""
+    ``workflow`` mark leaves out of the unit tests' run. Snakemake's command
+    line runs in a fork of a process that has imported it already
+    (:mod:`tests.helpers.snakemake_server`), unless ``fresh`` (a new process
+    with its own hash seed: for a test comparing the bytes of two runs) or
+    the environment's ``PYTHON*`` variables, read when a process starts,
+    differ from that process's."""
     current = os.environ.get("PYTEST_CURRENT_TEST", "")
     if current and not current.startswith("tests/workflow/"):
         raise AssertionError(f"{current.split('::')[0]} starts Snakemake: its test belongs under tests/workflow/")
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(snakefile or REPO / "Snakefile"), "-d", str(workdir)]
-    if configfile is not None:
-        cmd += ["--configfile", str(configfile)]
-    cmd += list(args)
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    args = ["-s", str(snakefile or REPO / "Snakefile"), "-d", str(workdir),
+            *(["--configfile", str(configfile)] if configfile is not None else []), *map(str, args)]
+    if fresh or not _SERVER.serves(os.environ):
+        proc = subprocess.run([sys.executable, "-m", "snakemake", *args], capture_output=True, text=True,
+                              timeout=timeout)
+    else:
+        proc = _SERVER.run(args, timeout)
     if check and proc.returncode != 0:
         raise AssertionError(f"snakemake failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
     return proc
+
+
+class _SnakemakeServer:
+    """The client of tests/helpers/snakemake_server.py: started at its first
+    use, one per test process, ended with it (its stdin closes)."""
+
+    def __init__(self):
+        self.proc = None
+        self.env = None
+        self.folder = None
+        self.pending = b""
+
+    @staticmethod
+    def _startup_env(env) -> dict:
+        return {k: v for k, v in env.items() if k.startswith("PYTHON")}
+
+    def serves(self, env) -> bool:
+        return self.env is None or self._startup_env(env) == self.env
+
+    def run(self, args: list[str], timeout: float) -> subprocess.CompletedProcess:
+        import json
+        import signal
+        import tempfile
+        import time
+
+        if self.proc is None or self.proc.poll() is not None:
+            self.env = self._startup_env(os.environ)
+            self.folder = Path(tempfile.mkdtemp(prefix="snakemake-server-"))
+            self.proc = subprocess.Popen([sys.executable, "-m", "tests.helpers.snakemake_server"], cwd=REPO,
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
+            self.pending = b""
+        out, err = self.folder / "stdout", self.folder / "stderr"
+        request = json.dumps({"args": args, "cwd": os.getcwd(), "env": dict(os.environ),
+                              "out": str(out), "err": str(err)}).encode() + b"\n"
+        while request:
+            request = request[os.write(self.proc.stdin.fileno(), request):]
+        pid = self._reply(None)["pid"]
+        reply = self._reply(time.monotonic() + timeout)
+        if reply is None:  # past the timeout: killed, as subprocess.run kills its process
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self._reply(None)
+        stdout, stderr = (p.read_text(errors="replace") for p in (out, err))
+        if reply is None:
+            raise subprocess.TimeoutExpired(["snakemake", *args], timeout, stdout, stderr)
+        return subprocess.CompletedProcess(["snakemake", *args], reply["rc"], stdout, stderr)
+
+    def _reply(self, deadline: float | None) -> dict | None:
+        """The server's next line (None at ``deadline``), read unbuffered so
+        that waiting on the pipe never misses a line already read."""
+        import json
+        import select
+        import time
+
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self.pending:
+            wait = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not select.select([fd], [], [], wait)[0]:
+                return None
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                raise RuntimeError("the Snakemake server ended")
+            self.pending += chunk
+        line, self.pending = self.pending.split(b"\n", 1)
+        return json.loads(line)
+
+
+_SERVER = _SnakemakeServer()
 
 
 def dry_run_jobs(workdir: Path, *args, **kw) -> dict[str, int]:
