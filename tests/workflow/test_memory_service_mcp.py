@@ -10,6 +10,7 @@ variant and the question. Each test starts real server processes."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -24,7 +25,9 @@ from memobench.tools.generate.longmemeval import write_longmemeval
 from tests.helpers import REPO, ReferenceServer, reference_command
 from tests.helpers.services import rank_one_segment
 
-pytest.importorskip("mcp")
+# find_spec, not importorskip: importing the SDK (about a second) at collection would cost every run
+# that collects this file, the unit tests' too
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("mcp") is None, reason="the MCP Python SDK is not installed")
 
 ENV = {"PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "src")])}
 

@@ -7,6 +7,7 @@ it: tests/test_registry.py)."""
 from __future__ import annotations
 
 import ast
+import functools
 
 import pytest
 
@@ -27,9 +28,14 @@ ALLOWED = {
 }
 
 
-def _strings(path):
-    """Every string constant of a module's code (docstrings left out), with f-strings' literal parts."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+@functools.lru_cache(maxsize=None)
+def _strings(path) -> tuple[str, ...]:
+    """Every string constant of a module's code (docstrings left out), with f-strings' literal parts
+    (parsed once: every retriever's test reads every module)."""
+    return tuple(_constants(ast.parse(path.read_text(encoding="utf-8"))))
+
+
+def _constants(tree):
     docs = set()
     for node in ast.walk(tree):
         if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
