@@ -123,37 +123,54 @@ class Fts:
 
     def __init__(self, limit):
         self.limit = limit
+        self.rows = None  # what the table holds
+        self.found = {}  # phrase -> the ids matching it in this table
         self.db = sqlite3.connect(":memory:")
         self.db.execute("CREATE VIRTUAL TABLE docs USING fts5(id, body)")
 
     def rebuild(self, sessions):
+        rows = [(v8_utf8(s["id"]), v8_utf8("\n".join(ev["text"] for ev in s["events"]))) for s in sessions]
+        if rows == self.rows:
+            return  # the table holds these rows already (the last question's haystack again)
         self.db.execute("DELETE FROM docs")
-        for s in sessions:  # haystack order
-            body = "\n".join(ev["text"] for ev in s["events"])
-            self.db.execute("INSERT INTO docs(id, body) VALUES (?, ?)", (v8_utf8(s["id"]), v8_utf8(body)))
+        self.db.executemany("INSERT INTO docs(id, body) VALUES (?, ?)", rows)  # haystack order
+        self.rows = rows
+        self.found = {}
 
     def query(self, phrase):
-        try:
-            rows = self.db.execute(
-                "SELECT id FROM docs WHERE docs MATCH ? LIMIT ?", (fts_quote(v8_utf8(phrase)), self.limit)
-            ).fetchall()
-        except sqlite3.Error:
-            return []
-        return [r[0] for r in rows]
+        """The ids of the rows matching ``phrase`` (asked once per table: the caller only reads them)."""
+        if phrase not in self.found:
+            try:
+                rows = self.db.execute(
+                    "SELECT id FROM docs WHERE docs MATCH ? LIMIT ?", (fts_quote(v8_utf8(phrase)), self.limit)
+                ).fetchall()
+            except sqlite3.Error:
+                rows = []
+            self.found[phrase] = [r[0] for r in rows]
+        return self.found[phrase]
 
     def close(self):
         self.db.close()
 
 
+_TOKENS: dict = {}  # (seq_fn, text) -> (tokens, their set): a text's tokens, computed once (read only)
+
+
 def make_events(texts, base, seq_fn):
     events = []
     for k, text in enumerate(texts):
-        tokens = seq_fn(text)
+        known = _TOKENS.get((seq_fn, text))
+        if known is None:
+            if len(_TOKENS) > 500_000:
+                _TOKENS.clear()
+            tokens = seq_fn(text)
+            known = _TOKENS[(seq_fn, text)] = (tokens, frozenset(tokens))
+        tokens, token_set = known
         events.append(
             {
                 "text": text,
                 "tokens": tokens,
-                "token_set": frozenset(tokens),
+                "token_set": token_set,
                 "len": len(text),  # code points
                 "time": base + k,  # one millisecond per turn
                 "seq": k,
