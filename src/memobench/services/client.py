@@ -127,6 +127,7 @@ class HttpClient:
         connection left open holds one of the service's request handlers until it is collected."""
         with self._lock:
             opened, self._opened = self._opened, set()
+            self._local = threading.local()  # a later call opens (and registers) a new one
         for conn in opened:
             conn.close()
 

@@ -46,13 +46,19 @@ def test_close_closes_the_connection_of_every_thread_that_called():
             t.start()
         while len(answers) < 3 and all(t.is_alive() for t in callers):
             time.sleep(0.01)
-        assert sorted(a["q"] for a in answers) == [0, 1, 2]
-        assert len(server.handlers) == 3  # a connection each, each holding a handler while open
+        answers.append(client.once("search", {"n": 3})[0])  # and this thread's
+        assert sorted(a["q"] for a in answers) == [0, 1, 2, 3]
+        assert len(server.handlers) == 4  # a connection each, each holding a handler while open
         client.close()
         deadline = time.monotonic() + 3
         for h in server.handlers:
             h.join(timeout=max(0.0, deadline - time.monotonic()))
         assert not any(h.is_alive() for h in server.handlers)
+        # a call after close (from a thread that called before) opens a connection the next close closes
+        assert client.once("search", {"n": 9})[0] == {"q": 9} and len(server.handlers) == 5
+        client.close()
+        server.handlers[-1].join(timeout=3)
+        assert not server.handlers[-1].is_alive()
     finally:
         done.set()
         server.shutdown()
