@@ -5,10 +5,16 @@ where it belongs)."""
 
 from __future__ import annotations
 
+import atexit
+import json
 import os
+import select
 import shutil
+import signal
 import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 
 import yaml
@@ -150,14 +156,11 @@ class _SnakemakeServer:
         return self.env is None or self._startup_env(env) == self.env
 
     def run(self, args: list[str], timeout: float) -> subprocess.CompletedProcess:
-        import json
-        import signal
-        import tempfile
-        import time
-
         if self.proc is None or self.proc.poll() is not None:
             self.env = self._startup_env(os.environ)
-            self.folder = Path(tempfile.mkdtemp(prefix="snakemake-server-"))
+            if self.folder is None:  # where each run's stdout and stderr go, removed when the tests end
+                self.folder = Path(tempfile.mkdtemp(prefix="snakemake-server-"))
+                atexit.register(shutil.rmtree, self.folder, ignore_errors=True)
             self.proc = subprocess.Popen([sys.executable, "-m", "tests.helpers.snakemake_server"], cwd=REPO,
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
             self.pending = b""
@@ -182,10 +185,6 @@ class _SnakemakeServer:
     def _reply(self, deadline: float | None) -> dict | None:
         """The server's next line (None at ``deadline``), read unbuffered so
         that waiting on the pipe never misses a line already read."""
-        import json
-        import select
-        import time
-
         fd = self.proc.stdout.fileno()
         while b"\n" not in self.pending:
             wait = None if deadline is None else max(0.0, deadline - time.monotonic())
