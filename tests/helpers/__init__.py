@@ -119,7 +119,8 @@ def snakemake(workdir: Path, *args, configfile: Path | None = None, snakefile: P
     ``workdir``: from a test under tests/workflow/ only, which the
     ``workflow`` mark leaves out of the unit tests' run. Snakemake's command
     line runs in a fork of a process that has imported it already
-    (:mod:`tests.helpers.snakemake_server`), unless ``fresh`` (a new process
+    (:mod:`tests.helpers.snakemake_server`), and its jobs in forks of
+    :mod:`tests.helpers.job_server`, unless ``fresh`` (new processes, each
     with its own hash seed: for a test comparing the bytes of two runs) or
     the environment's ``PYTHON*`` variables, read when a process starts,
     differ from that process's."""
@@ -147,6 +148,8 @@ class _SnakemakeServer:
         self.env = None
         self.folder = None
         self.pending = b""
+        self.jobs = None  # the job server (tests/helpers/job_server.py)
+        self.job_python = None
 
     @staticmethod
     def _startup_env(env) -> dict:
@@ -164,8 +167,9 @@ class _SnakemakeServer:
             self.proc = subprocess.Popen([sys.executable, "-m", "tests.helpers.snakemake_server"], cwd=REPO,
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
             self.pending = b""
+            self.job_python = self._start_job_server()
         out, err = self.folder / "stdout", self.folder / "stderr"
-        request = json.dumps({"args": args, "cwd": os.getcwd(), "env": dict(os.environ),
+        request = json.dumps({"args": args, "cwd": os.getcwd(), "env": dict(os.environ), "python": self.job_python,
                               "out": str(out), "err": str(err)}).encode() + b"\n"
         while request:
             request = request[os.write(self.proc.stdin.fileno(), request):]
@@ -181,6 +185,25 @@ class _SnakemakeServer:
         if reply is None:
             raise subprocess.TimeoutExpired(["snakemake", *args], timeout, stdout, stderr)
         return subprocess.CompletedProcess(["snakemake", *args], reply["rc"], stdout, stderr)
+
+    def _start_job_server(self) -> str | None:
+        """Starts tests/helpers/job_server.py (ended with this process); the
+        Python its runs' jobs name, or None (they start as new processes)
+        when it cannot serve: a path too long for a script's first line."""
+        from tests.helpers.job_server import SINGLE_THREAD
+
+        if self.jobs is not None and self.jobs.poll() is None:
+            self.jobs.kill()
+        folder = Path(tempfile.mkdtemp(prefix="jobs-", dir=self.folder))
+        if len(sys.executable) > 100 or len(str(folder)) > 80:  # a shebang's and a socket path's limits
+            return None
+        if os.environ.get("MEMOBENCH_TEST_FRESH_JOBS"):  # every job a new process (docs/testing.md)
+            return None
+        self.jobs = subprocess.Popen([sys.executable, str(REPO / "tests" / "helpers" / "job_server.py"), str(folder)],
+                                     cwd=REPO, env={**os.environ, **SINGLE_THREAD}, stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.PIPE)
+        atexit.register(self.jobs.kill)
+        return json.loads(self.jobs.stdout.readline())["client"]
 
     def _reply(self, deadline: float | None) -> dict | None:
         """The server's next line (None at ``deadline``), read unbuffered so

@@ -13,8 +13,8 @@ child, as in a fresh process.
 
 Every child shares this process's hash seed. A test that compares the bytes
 of two runs to catch an order that depends on it starts fresh processes
-(``snakemake(..., fresh=True)``); the jobs themselves always are fresh
-processes.
+(``snakemake(..., fresh=True)``); otherwise a child's jobs run in forks of
+:mod:`tests.helpers.job_server` (the request's ``python``).
 """
 
 from __future__ import annotations
@@ -40,6 +40,8 @@ def _child(req: dict) -> int:
     for fd, path in ((1, req["out"]), (2, req["err"])):
         os.dup2(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), fd)
     sys.argv = ["snakemake", *req["args"]]
+    if req.get("python"):  # the jobs' Python: tests/helpers/job_server.py's client
+        sys.executable = req["python"]
     try:
         snakemake.cli.main()
         code = 0
