@@ -51,8 +51,20 @@ class Vocab:
 
     def encode(self, joined: str) -> np.ndarray:
         """The ids of one joined form's tokens (tokens never hold whitespace)."""
+        return self._ids_of(joined.split())
+
+    def _ids_of(self, tokens: list) -> np.ndarray:
+        """The ids of ``tokens``, a new token given the next id where first
+        seen. Most tokens are known: looked up all at once, the new ones
+        added only when a lookup misses."""
         ids = self.ids
-        return np.array([ids.setdefault(t, len(ids)) for t in joined.split()], np.int32)
+        try:
+            return np.fromiter(map(ids.__getitem__, tokens), np.int32, len(tokens))
+        except KeyError:
+            for t in tokens:
+                if t not in ids:
+                    ids[t] = len(ids)
+            return np.fromiter(map(ids.__getitem__, tokens), np.int32, len(tokens))
 
     def tokens(self) -> list[str]:
         """Every token, at its id (ids are given in order, and dicts keep it)."""
@@ -63,7 +75,20 @@ class Vocab:
     def encode_events(self, joined: list[str]) -> np.ndarray:
         """The ids of several events' joined forms, each followed by :data:`SEPARATOR`
         (a :class:`HayEvents` session)."""
-        return np.concatenate([part for j in joined for part in (self.encode(j), _SEP)] or [EMPTY_IDS])
+        events = [j.split() for j in joined]
+        try:
+            return self._known_events(events)
+        except KeyError:  # as in _ids_of: the new tokens get their ids, then the lookup again
+            self._ids_of([t for tokens in events for t in tokens])
+            return self._known_events(events)
+
+    def _known_events(self, events: list[list[str]]) -> np.ndarray:
+        get = self.ids.__getitem__
+        out: list[int] = []
+        for tokens in events:
+            out += map(get, tokens)
+            out.append(SEPARATOR)
+        return np.array(out, np.int32)
 
     def lookup(self, tokens) -> tuple[int, ...] | None:
         """The ids of ``tokens``, or None when one of them was never seen (the

@@ -35,6 +35,20 @@ def test_encode_strings_gives_ids_in_order_of_first_sight(batches):
     assert vocab.tokens() == list(dict.fromkeys(t for ts in batches for t in ts))
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(alphabet="abc  ", max_size=12), max_size=4),
+       st.lists(st.text(alphabet="abcd ", max_size=12), max_size=6))
+def test_encode_events_gives_each_events_ids_then_a_separator(before, events):
+    """Whatever the vocabulary already holds, empty events included: the ids
+    a token-by-token definition gives, new tokens in order of first sight."""
+    vocab, want_ids = Vocab(), {}
+    for text in before:
+        assert vocab.encode(text).tolist() == [want_ids.setdefault(t, len(want_ids)) for t in text.split()]
+    want = [i for e in events for i in (*[want_ids.setdefault(t, len(want_ids)) for t in e.split()], SEPARATOR)]
+    got = vocab.encode_events(events)
+    assert got.dtype == np.int32 and got.tolist() == want and vocab.ids == want_ids
+
+
 # Texts of ASCII (cases, digits, punctuation, runs of separators), of other
 # characters whose tokenizers differ (accents, Han, the Kelvin sign whose lower
 # case is ASCII, a dotted capital I), and empty ones.
