@@ -95,6 +95,17 @@ def representative(events, phrase_tokens):
     return best
 
 
+def session_representative(session, phrase_tokens):
+    """representative() of a session's events, kept on the session, whose
+    events never change: a conversation's questions ask many of the same
+    phrases (computed less often, the same answer)."""
+    memo = session.setdefault("reps", {})
+    key = tuple(phrase_tokens)
+    if key not in memo:
+        memo[key] = representative(session["events"], phrase_tokens)
+    return memo[key]
+
+
 def session_order(candidates):
     """Session order: occ desc, len asc, time desc, id asc (UTF-16), seq desc; stable."""
     return sorted(
@@ -190,7 +201,7 @@ def fts_candidates(fts, by_id, phrase, js_tokens):
     cands = []
     for sid in fts.query(phrase):
         session = by_id[sid]
-        rep = representative(session["events"], js_tokens)
+        rep = session_representative(session, js_tokens)
         if rep is None:
             continue
         cands.append({"id": session["id"], **rep})
@@ -209,7 +220,7 @@ def index_candidates(sessions, phrase_tokens):
     for s in sessions:
         if not any(first in ev["token_set"] for ev in s["events"]):
             continue
-        rep = representative(s["events"], phrase_tokens)
+        rep = session_representative(s, phrase_tokens)
         if rep is None:
             continue
         cands.append({"id": s["id"], **rep})

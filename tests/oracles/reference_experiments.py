@@ -19,7 +19,7 @@ import re
 
 from memobench.datasets.dates import parse_lme
 from memobench.core.jsmath import MISSING, js_log, js_string, utf16_len
-from tests.oracles.naive import Fts, gold_rank, lme_gold, lme_sessions, representative, session_order
+from tests.oracles.naive import Fts, gold_rank, lme_gold, lme_sessions, session_order, session_representative
 from memobench.memo.stemmer import stem
 from memobench.memo.tokenize import (
     STOP_LISTS,
@@ -56,7 +56,7 @@ def candidates(fts, by_id, phrase, js_tokens, min_time=None):
         s = by_id[sid]
         if min_time is not None and not any(ev["time"] >= min_time for ev in s["events"]):
             continue
-        rep = representative(s["events"], js_tokens)
+        rep = session_representative(s, js_tokens)
         if rep is None:
             continue
         cands.append({"id": s["id"], **rep})
