@@ -175,7 +175,11 @@ def _watch(conn: socket.socket, req: dict, fds: list[int]) -> None:
         ready = select.select([conn, ended], [], [])[0]
         if ended in ready:
             break
-        if not conn.recv(1):  # the client was killed
+        try:
+            gone = not conn.recv(1)
+        except OSError:
+            gone = True
+        if gone:  # the client was killed: so is its job, as when it is the job
             os.kill(pid, signal.SIGKILL)
             break
     _, status = os.waitpid(pid, 0)
