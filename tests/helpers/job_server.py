@@ -42,8 +42,6 @@ PRELOAD = ("snakemake.script", "numpy", "pyarrow", "pyarrow.parquet", "pyarrow.c
 STARTUP_VARS = ("PYTHON", "OMP_", "OPENBLAS_", "MKL_", "GOTO_", "VECLIB_", "NUMEXPR_", "ARROW_", "NUMPY_")
 SINGLE_THREAD = {v: "1" for v in ("OMP_NUM_THREADS", "GOTO_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                                   "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")}
-FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
-
 CLIENT = """#!{python} -IS
 # Runs a Snakemake job's script in a fork of tests/helpers/job_server.py, else as `python` would.
 import json, os, signal, socket, sys
@@ -75,10 +73,10 @@ if first.get("fresh"):
 pid = first["pid"]
 
 
-def forward(sig, frame):
+def forward(sig, frame):  # to the watcher, which signals the job while it is still its child
     try:
-        os.kill(pid, sig)
-    except ProcessLookupError:
+        conn.send(bytes([sig]))
+    except OSError:
         pass
 
 
@@ -86,8 +84,11 @@ for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT):
     signal.signal(sig, forward)
 line = replies.readline()
 rc = json.loads(line)["rc"] if line else 1
-if rc < 0:
-    signal.signal(-rc, signal.SIG_DFL)
+if rc < 0:  # the job died of a signal: so does this
+    try:
+        signal.signal(-rc, signal.SIG_DFL)
+    except (OSError, ValueError):
+        pass
     os.kill(os.getpid(), -rc)
 sys.exit(rc)
 """
@@ -97,11 +98,10 @@ def startup_env(env) -> dict:
     return {k: v for k, v in env.items() if k.startswith(STARTUP_VARS)}
 
 
-def _job(req: dict, fds: list[int]) -> int:
-    """In the job's process: become ``python <script>`` and run it."""
-    import atexit
-    import threading
-    import traceback
+def _become_job(req: dict, fds: list[int]) -> None:
+    """In the job's process, at the top of the stack: take the job's streams,
+    folder and environment, run its script as ``python script.py`` does and
+    end as the interpreter would (:func:`_end`)."""
     import types
 
     for fd, target in zip(fds, (0, 1, 2)):
@@ -111,90 +111,119 @@ def _job(req: dict, fds: list[int]) -> int:
     os.environ.clear()
     os.environ.update(req["env"])
     sys.argv = [req["argv0"]]
-    sys.path[0] = os.path.dirname(req["script"])
+    sys.path[0] = os.path.dirname(os.path.realpath(req["script"]))
     import random
-
-    random.seed()
     import tempfile
 
-    tempfile.tempdir = None  # found again from this job's TMPDIR
+    random.seed()
     if "numpy" in sys.modules:
         sys.modules["numpy"].random.seed()
+    tempfile.tempdir = None  # found again from this job's TMPDIR
+    preloaded = list(sys.modules)
+    main = types.ModuleType("__main__")  # argv as given, __file__ absolute, as `python script.py` has them
+    main.__file__ = req["script"]
+    sys.modules["__main__"] = main
+    interrupted = False
     try:
-        main = types.ModuleType("__main__")  # as `python script.py` runs it: argv as given, __file__ absolute
-        main.__file__ = req["script"]
-        sys.modules["__main__"] = main
         with open(req["script"], "rb") as f:
-            source = f.read()
-        exec(compile(source, req["script"], "exec"), main.__dict__)
-        code = 0
-    except SystemExit as e:
+            code = compile(f.read(), req["script"], "exec")
+        exec(code, main.__dict__)
+        status = 0
+    except SystemExit as e:  # as the interpreter reads it
         if e.code is None or isinstance(e.code, int):
-            code = e.code or 0
+            status = (e.code or 0) & 0xFF
         else:
             print(e.code, file=sys.stderr)
-            code = 1
-    except KeyboardInterrupt:
-        traceback.print_exc()
-        code = -signal.SIGINT
+            status = 1
     except BaseException:
-        traceback.print_exc()
-        code = 1
-    # what Python does when it ends: join the threads left running, then the atexit functions
+        sys.excepthook(*sys.exc_info())
+        interrupted, status = isinstance(sys.exc_info()[1], KeyboardInterrupt), 1
+    _end(status, interrupted, preloaded)
+
+
+def _end(status: int, interrupted: bool, preloaded: list[str]) -> None:
+    """What the interpreter does when a script ends, for what the job made:
+    threads joined, atexit functions, the globals of the script and of the
+    modules it imported released and their cycles collected (a file left open
+    is flushed and closed), the standard streams flushed (120 when that
+    fails); then the exit status, or death by SIGINT after an interrupt. The
+    preloaded modules are left as they are: tearing them down costs more than
+    the fork saves, and a fresh process that never imported them has nothing
+    of theirs to tear down."""
+    import atexit
+    import gc
+    import threading
+
     threading._shutdown()
     atexit._run_exitfuncs()
-    return code
+    kept = set(preloaded)
+    for name in ["__main__", *reversed([m for m in list(sys.modules) if m not in kept])]:
+        module = sys.modules.pop(name, None)
+        if module is not None and name != "sys":
+            module.__dict__.clear()
+    gc.collect()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            status = 120
+    if interrupted:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+    os._exit(status)
 
 
-def _watch(conn: socket.socket, req: dict, fds: list[int]) -> None:
-    """In a watcher process: fork the job, tell the client its pid, kill it
-    if the client goes away, tell the client how it ended."""
+def _watch(conn: socket.socket, req: dict, fds: list[int]):
+    """In a watcher process: fork the job, tell the client its pid, pass on
+    the signals the client forwards, kill the job if the client goes away,
+    tell the client how the job ended. Returns the job's request in the
+    job's process, None in the watcher's."""
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
     if pid == 0:
         conn.close()
-        code = 1
-        try:
-            code = _job(req, fds)
-        finally:
+        return req, fds
+    try:
+        for fd in fds:
+            os.close(fd)
+        ended = os.pidfd_open(pid)
+        conn.sendall(json.dumps({"pid": pid}).encode() + b"\n")
+        while True:
+            if ended in select.select([conn, ended], [], [])[0]:
+                break
             try:
-                sys.stdout.flush()
-                sys.stderr.flush()
-            finally:
-                if code < 0:
-                    signal.signal(-code, signal.SIG_DFL)
-                    os.kill(os.getpid(), -code)
-                os._exit(code)
-    for fd in fds:
-        os.close(fd)
-    conn.sendall(json.dumps({"pid": pid}).encode() + b"\n")
-    ended = os.pidfd_open(pid)
-    while True:
-        ready = select.select([conn, ended], [], [])[0]
-        if ended in ready:
-            break
-        try:
-            gone = not conn.recv(1)
-        except OSError:
-            gone = True
-        if gone:  # the client was killed: so is its job, as when it is the job
-            os.kill(pid, signal.SIGKILL)
-            break
-    _, status = os.waitpid(pid, 0)
+                forwarded = conn.recv(16)
+            except OSError:
+                forwarded = b""
+            if not forwarded:  # the client was killed: so is its job, as when it is the job
+                signal.pidfd_send_signal(ended, signal.SIGKILL)
+                break
+            for sig in forwarded:
+                try:
+                    signal.pidfd_send_signal(ended, sig)
+                except OSError:
+                    pass
+        _, status = os.waitpid(pid, 0)
+    except BaseException:
+        os.kill(pid, signal.SIGKILL)  # never a job left running unwatched
+        raise
     try:
         conn.sendall(json.dumps({"rc": os.waitstatus_to_exitcode(status)}).encode() + b"\n")
     except OSError:
         pass
+    return None
 
 
-def _serve(listener: socket.socket) -> None:
+def _serve(listener: socket.socket):
+    """Answers the clients until the test process that started this one
+    ends; returns only in a job's process, with its request."""
     own = startup_env(os.environ)
     parent = os.getppid()
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the watchers are reaped by the kernel
     listener.settimeout(2.0)
-    while os.getppid() == parent:  # ends with the test process that started it
+    while os.getppid() == parent:
         try:
             conn, _ = listener.accept()
         except TimeoutError:
@@ -204,31 +233,37 @@ def _serve(listener: socket.socket) -> None:
         try:
             _, fds, _, _ = socket.recv_fds(conn, 1, 3)
             req = json.loads(conn.makefile("rb").readline())
-        except (OSError, ValueError):
-            for fd in fds:
-                os.close(fd)
-            conn.close()
-            continue
-        if len(fds) != 3 or startup_env(req["env"]) != own:
-            conn.sendall(b'{"fresh": true}\n')
-        else:
-            sys.stdout.flush()
-            sys.stderr.flush()
-            if os.fork() == 0:
-                try:
-                    listener.close()
-                    _watch(conn, req, fds)
-                finally:
-                    os._exit(0)
+            if len(fds) != 3 or startup_env(req["env"]) != own:
+                conn.sendall(b'{"fresh": true}\n')
+            else:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                if os.fork() == 0:  # the watcher
+                    job = None
+                    try:
+                        listener.close()
+                        job = _watch(conn, req, fds)
+                    finally:
+                        if job is None:
+                            os._exit(0)
+                    return job
+        except (OSError, ValueError, KeyError):
+            pass  # this client runs its job fresh (a closed connection) or not at all; the next one is served
         for fd in fds:
             os.close(fd)
         conn.close()
+    return None
 
 
-def main() -> None:
+def main():
     import importlib
 
     folder = sys.argv[1]
+    try:
+        os.close(os.pidfd_open(os.getpid()))  # a watcher waits on one (Linux 5.3)
+    except (AttributeError, OSError):
+        print(json.dumps({"client": None}), flush=True)
+        return None
     for name in PRELOAD:
         importlib.import_module(name)
     assert not any(m == "memobench" or m.startswith("memobench.") for m in sys.modules), "memobench preloaded"
@@ -241,9 +276,13 @@ def main() -> None:
         f.write(CLIENT.format(python=sys.executable, socket=path))
     os.chmod(client, 0o755)
     print(json.dumps({"client": client}), flush=True)
-    os.dup2(os.open(os.devnull, os.O_WRONLY), 1)  # nobody reads the pipe after that line
-    _serve(listener)
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)  # nobody reads the pipe after that line
+    os.close(null)
+    return _serve(listener)
 
 
 if __name__ == "__main__":
-    main()
+    job = main()
+    if job is not None:  # this is a job's process now, out of the server's frames
+        _become_job(*job)
