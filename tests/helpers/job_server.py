@@ -8,13 +8,13 @@ server, whose runs then name :data:`CLIENT` (written next to the socket) as
 the Python that runs a rule's script: ``<client> <script.py>``. The client
 sends its folder, environment and standard streams (the descriptors
 themselves) over the socket; the server forks a watcher, which forks the
-job: the job takes the folder, the environment and the streams, and runs
-the script as ``python script.py`` would (``sys.argv``, ``sys.path[0]``,
-``__main__``, threads joined and atexit functions run at the end, fresh
-seeds for ``random`` and numpy). The watcher sends the job's pid, forwards
-nothing itself, kills the job when the client goes away (Snakemake killed
-it), and sends the exit status, which the client exits with (a signal's
-death too). The client forwards the signals Snakemake sends it.
+job: the job takes the folder, the environment and the streams, runs the
+script as ``python script.py`` would (``sys.argv``, ``sys.path[0]``,
+``__main__``, fresh seeds for ``random`` and numpy) and ends as the
+interpreter would (:func:`_end`). The client forwards the signals Snakemake
+sends it to the watcher, which delivers them through the job's pidfd; the
+watcher kills the job when the client goes away (Snakemake killed it) and
+sends the exit status, which the client exits with (a signal's death too).
 
 Nothing of the memobench package is imported here: the script imports it
 from its own ``src/`` in each job, as a new process does. A job runs as a
