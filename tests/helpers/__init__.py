@@ -189,7 +189,9 @@ class _SnakemakeServer:
     def _start_job_server(self) -> str | None:
         """Starts tests/helpers/job_server.py (ended with this process); the
         Python its runs' jobs name, or None (they start as new processes)
-        when it cannot serve: a path too long for a script's first line."""
+        when it cannot serve (a path too long for a script's first line, no
+        ``pidfd_open``, a server that did not start) or
+        ``MEMOBENCH_TEST_FRESH_JOBS`` is set."""
         from tests.helpers.job_server import SINGLE_THREAD
 
         if self.jobs is not None and self.jobs.poll() is None:
@@ -203,7 +205,8 @@ class _SnakemakeServer:
                                      cwd=REPO, env={**os.environ, **SINGLE_THREAD}, stdin=subprocess.DEVNULL,
                                      stdout=subprocess.PIPE)
         atexit.register(self.jobs.kill)
-        return json.loads(self.jobs.stdout.readline())["client"]
+        started = self.jobs.stdout.readline()
+        return json.loads(started)["client"] if started else None
 
     def _reply(self, deadline: float | None) -> dict | None:
         """The server's next line (None at ``deadline``), read unbuffered so
