@@ -19,6 +19,8 @@ from pathlib import Path
 
 import yaml
 
+from tests.helpers.job_server import SINGLE_THREAD, startup_env
+
 REPO = Path(__file__).resolve().parents[2]
 SHARED_LOCOMO = REPO.parent / "shared" / "data" / "locomo10.json"
 SKIP_PREFIX = "real LoCoMo file unavailable"
@@ -122,8 +124,8 @@ def snakemake(workdir: Path, *args, configfile: Path | None = None, snakefile: P
     (:mod:`tests.helpers.snakemake_server`), and its jobs in forks of
     :mod:`tests.helpers.job_server`, unless ``fresh`` (new processes, each
     with its own hash seed: for a test comparing the bytes of two runs) or
-    the environment's ``PYTHON*`` variables, read when a process starts,
-    differ from that process's."""
+    the variables read when a process starts (``PYTHON*``, thread counts:
+    ``job_server.startup_env``) differ from that process's."""
     current = os.environ.get("PYTEST_CURRENT_TEST", "")
     if current and not current.startswith("tests/workflow/"):
         raise AssertionError(f"{current.split('::')[0]} starts Snakemake: its test belongs under tests/workflow/")
@@ -151,16 +153,12 @@ class _SnakemakeServer:
         self.jobs = None  # the job server (tests/helpers/job_server.py)
         self.job_python = None
 
-    @staticmethod
-    def _startup_env(env) -> dict:
-        return {k: v for k, v in env.items() if k.startswith("PYTHON")}
-
     def serves(self, env) -> bool:
-        return self.env is None or self._startup_env(env) == self.env
+        return self.env is None or startup_env(env) == self.env
 
     def run(self, args: list[str], timeout: float) -> subprocess.CompletedProcess:
         if self.proc is None or self.proc.poll() is not None:
-            self.env = self._startup_env(os.environ)
+            self.env = startup_env(os.environ)
             if self.folder is None:  # where each run's stdout and stderr go, removed when the tests end
                 self.folder = Path(tempfile.mkdtemp(prefix="snakemake-server-"))
                 atexit.register(shutil.rmtree, self.folder, ignore_errors=True)
@@ -192,14 +190,12 @@ class _SnakemakeServer:
         when it cannot serve (a path too long for a script's first line, no
         ``pidfd_open``, a server that did not start) or
         ``MEMOBENCH_TEST_FRESH_JOBS`` is set."""
-        from tests.helpers.job_server import SINGLE_THREAD
-
         if self.jobs is not None and self.jobs.poll() is None:
             self.jobs.kill()
+        if os.environ.get("MEMOBENCH_TEST_FRESH_JOBS"):  # every job a new process (docs/testing.md)
+            return None
         folder = Path(tempfile.mkdtemp(prefix="jobs-", dir=self.folder))
         if len(sys.executable) > 100 or len(str(folder)) > 80:  # a shebang's and a socket path's limits
-            return None
-        if os.environ.get("MEMOBENCH_TEST_FRESH_JOBS"):  # every job a new process (docs/testing.md)
             return None
         self.jobs = subprocess.Popen([sys.executable, str(REPO / "tests" / "helpers" / "job_server.py"), str(folder)],
                                      cwd=REPO, env={**os.environ, **SINGLE_THREAD}, stdin=subprocess.DEVNULL,

@@ -95,6 +95,8 @@ sys.exit(rc)
 
 
 def startup_env(env) -> dict:
+    """The variables a process reads when it starts or loads the preloaded
+    libraries: a fork serves a request only where they are the same."""
     return {k: v for k, v in env.items() if k.startswith(STARTUP_VARS)}
 
 
