@@ -10,10 +10,11 @@ sends its folder, environment and standard streams (the descriptors
 themselves) over the socket; the server forks a watcher, which forks the
 job: the job takes the folder, the environment and the streams, runs the
 script as ``python script.py`` would (``sys.argv``, ``sys.path[0]``,
-``__main__``, fresh seeds for ``random`` and numpy) and ends as the
-interpreter would (:func:`_end`). The client forwards the signals Snakemake
-sends it to the watcher, which delivers them through the job's pidfd; the
-watcher kills the job when the client goes away (Snakemake killed it) and
+``__main__``, fresh seeds for ``random`` and numpy, the client's ignored
+signals and signal mask, never the server's) and ends as the interpreter
+would (:func:`_end`). The client forwards the signals Snakemake sends it
+(those it does not ignore) to the watcher, which delivers them through the
+job's pidfd; the watcher kills the job when the client goes away (Snakemake killed it) and
 sends the exit status, which the client exits with (a signal's death too).
 
 Nothing of the memobench package is imported here: the script imports it
@@ -61,8 +62,11 @@ try:
     conn.connect(SOCKET)
 except OSError:
     fresh()
+# what a process started from here would inherit: the signals ignored (Python keeps them so) and the mask
+ignored = [int(s) for s in signal.valid_signals() if signal.getsignal(s) == signal.SIG_IGN]
 request = json.dumps({{"script": os.path.abspath(args[0]), "argv0": args[0], "cwd": os.getcwd(),
-                      "env": dict(os.environ)}}).encode() + b"\\n"
+                      "env": dict(os.environ), "ignored": ignored,
+                      "mask": sorted(signal.pthread_sigmask(signal.SIG_BLOCK, []))}}).encode() + b"\\n"
 socket.send_fds(conn, [b"R"], [0, 1, 2])
 conn.sendall(request)
 replies = conn.makefile("rb")
@@ -81,7 +85,8 @@ def forward(sig, frame):  # to the watcher, which signals the job while it is st
 
 
 for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT):
-    signal.signal(sig, forward)
+    if sig not in ignored:  # an ignored one is ignored by the job too, as by a new process
+        signal.signal(sig, forward)
 line = replies.readline()
 rc = json.loads(line)["rc"] if line else 1
 if rc < 0:  # the job died of a signal: so does this
@@ -98,6 +103,27 @@ def startup_env(env) -> dict:
     """The variables a process reads when it starts or loads the preloaded
     libraries: a fork serves a request only where they are the same."""
     return {k: v for k, v in env.items() if k.startswith(STARTUP_VARS)}
+
+
+def _take_signals(req: dict) -> dict:
+    """Sets the dispositions and the mask a new process started by the client
+    would have (the ignored signals stay ignored, the others are Python's
+    defaults); returns the ones replaced, for :func:`_restore_signals`."""
+    ignored = set(req["ignored"])
+    before = {"mask": signal.pthread_sigmask(signal.SIG_SETMASK, req["mask"])}
+    for sig in signal.valid_signals():
+        default = signal.default_int_handler if sig == signal.SIGINT else signal.SIG_DFL
+        try:
+            before[sig] = signal.signal(sig, signal.SIG_IGN if sig in ignored else default)
+        except (OSError, ValueError):  # SIGKILL, SIGSTOP, the C library's own
+            pass
+    return before
+
+
+def _restore_signals(before: dict) -> None:
+    signal.pthread_sigmask(signal.SIG_SETMASK, before.pop("mask"))
+    for sig, handler in before.items():
+        signal.signal(sig, handler)
 
 
 def _become_job(req: dict, fds: list[int]) -> None:
@@ -180,13 +206,15 @@ def _watch(conn: socket.socket, req: dict, fds: list[int]):
     the signals the client forwards, kill the job if the client goes away,
     tell the client how the job ended. Returns the job's request in the
     job's process, None in the watcher's."""
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the job is waited for here
     sys.stdout.flush()
     sys.stderr.flush()
+    before = _take_signals(req)  # before the fork: a signal forwarded at once finds them set
     pid = os.fork()
     if pid == 0:
         conn.close()
         return req, fds
+    _restore_signals(before)
     try:
         for fd in fds:
             os.close(fd)
@@ -235,7 +263,7 @@ def _serve(listener: socket.socket):
         try:
             _, fds, _, _ = socket.recv_fds(conn, 1, 3)
             req = json.loads(conn.makefile("rb").readline())
-            if len(fds) != 3 or startup_env(req["env"]) != own:
+            if len(fds) != 3 or startup_env(req["env"]) != own or not {"ignored", "mask"} <= req.keys():
                 conn.sendall(b'{"fresh": true}\n')
             else:
                 sys.stdout.flush()

@@ -22,10 +22,12 @@ from tests.helpers import REPO
 from tests.helpers.job_server import SINGLE_THREAD
 
 SCRIPT = """
-import atexit, json, os, random, sys, threading, time
+import atexit, json, os, random, signal, sys, threading, time
 atexit.register(lambda: print("atexit ran", flush=True))
 print(json.dumps({"argv": sys.argv, "path0": sys.path[0], "cwd": os.getcwd(), "var": os.environ.get("JOB_VAR"),
-                  "file": __file__, "name": __name__}), flush=True)
+                  "file": __file__, "name": __name__,
+                  "signals": {s.name: str(signal.getsignal(s)) for s in signal.Signals if s not in (9, 19)},
+                  "mask": sorted(signal.pthread_sigmask(signal.SIG_BLOCK, []))}), flush=True)
 print("to stderr", file=sys.stderr, flush=True)
 if os.environ.get("JOB_OPEN"):  # never closed: written when the interpreter ends
     kept = open(os.environ["JOB_OPEN"], "w")
@@ -44,11 +46,31 @@ NOT_COMPARED = ("numpy", "random")  # what a fork differs in by design, reported
 FACTS = 'import json, random, sys; print(json.dumps({"numpy": "numpy" in sys.modules, "random": random.random()}))\n'
 
 
+def _ignoring(*signals, blocking=()):
+    """For preexec_fn: a process started with these signals ignored and those blocked."""
+    def setup():
+        for sig in signals:
+            signal.signal(sig, signal.SIG_IGN)
+        signal.pthread_sigmask(signal.SIG_BLOCK, blocking)
+    return setup
+
+
+def _defaults(*signals):
+    """For preexec_fn: these signals at their defaults, whatever the test process inherited (a suite started
+    in the background ignores SIGINT)."""
+    def setup():
+        for sig in signals:
+            signal.signal(sig, signal.SIG_DFL)
+    return setup
+
+
 @pytest.fixture(scope="module")
 def client(tmp_path_factory):
+    """The server ignores SIGINT and SIGTERM and blocks SIGUSR2: a job has the client's signals, never these."""
     folder = tmp_path_factory.mktemp("jobs")
     proc = subprocess.Popen([sys.executable, str(REPO / "tests" / "helpers" / "job_server.py"), str(folder)],
-                            env={**os.environ, **SINGLE_THREAD}, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
+                            env={**os.environ, **SINGLE_THREAD}, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            preexec_fn=_ignoring(signal.SIGINT, signal.SIGTERM, blocking=[signal.SIGUSR2]))
     path = json.loads(proc.stdout.readline())["client"]
     if path is None:
         proc.wait()
@@ -66,9 +88,10 @@ def script(tmp_path):
     return path
 
 
-def _run(python, script, **env):
+def _run(python, script, preexec=None, **env):
     return subprocess.run([python, str(script.relative_to(script.parents[2]))], cwd=script.parents[2],
-                          env={**os.environ, **SINGLE_THREAD, **env}, capture_output=True, text=True, timeout=60)
+                          env={**os.environ, **SINGLE_THREAD, **env}, capture_output=True, text=True, timeout=60,
+                          preexec_fn=preexec or _defaults(signal.SIGINT, signal.SIGTERM))
 
 
 def _facts(proc) -> dict:
@@ -94,15 +117,25 @@ def test_a_job_ends_as_python_would_end_it(client, script, env):
     assert files == {p.name: p.read_text() for p in work.glob("*.txt")}
 
 
+@pytest.mark.parametrize("preexec", [_ignoring(signal.SIGINT, signal.SIGHUP, signal.SIGCHLD),
+                                     _ignoring(signal.SIGTERM, blocking=[signal.SIGUSR1, signal.SIGINT])],
+                         ids=["ignoring", "blocking"])
+def test_a_job_has_the_signals_of_a_new_process_from_its_client(client, script, preexec):
+    served, fresh = _run(client, script, preexec), _run(sys.executable, script, preexec)
+    assert _facts(served)["numpy"] and not _facts(fresh)["numpy"], "served by a fork (numpy is preloaded there only)"
+    assert json.loads(served.stdout.splitlines()[1]) == json.loads(fresh.stdout.splitlines()[1])
+
+
 def test_each_job_has_its_own_random_seed(client, script):
     assert _facts(_run(client, script))["random"] != _facts(_run(client, script))["random"]
 
 
-def _started(client, script, tmp_path):
+def _started(client, script, tmp_path, preexec=None):
     marker = tmp_path / "job.pid"
     proc = subprocess.Popen([client, str(script)], cwd=tmp_path, env={**os.environ, **SINGLE_THREAD,
                                                                        "JOB_SLEEP": str(marker)},
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            preexec_fn=preexec or _defaults(signal.SIGINT, signal.SIGTERM))
     deadline = time.monotonic() + 30
     while not (marker.exists() and marker.read_text()):
         assert time.monotonic() < deadline, "the job never started"
@@ -129,6 +162,18 @@ def test_a_signal_to_the_client_reaches_the_job_and_the_client_dies_of_it(client
     assert job != proc.pid
     proc.send_signal(sig)
     assert proc.wait(timeout=30) == -sig
+    assert _gone(job)
+
+
+@pytest.mark.parametrize("python", ["served", "fresh"])
+def test_a_signal_the_client_ignores_is_ignored_by_the_job(client, script, tmp_path, python):
+    proc, job = _started(client if python == "served" else sys.executable, script, tmp_path,
+                         _ignoring(signal.SIGINT))
+    proc.send_signal(signal.SIGINT)
+    with pytest.raises(subprocess.TimeoutExpired):
+        proc.wait(timeout=1)
+    proc.terminate()
+    assert proc.wait(timeout=30) == -signal.SIGTERM
     assert _gone(job)
 
 
