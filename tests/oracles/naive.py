@@ -106,6 +106,14 @@ def session_representative(session, phrase_tokens):
     return memo[key]
 
 
+def session_tokens(session):
+    """The tokens of any of a session's events (the union of their sets),
+    kept on the session: "does an event hold t" asked once per session."""
+    if "tokens_any" not in session:
+        session["tokens_any"] = frozenset().union(*(ev["token_set"] for ev in session["events"]))
+    return session["tokens_any"]
+
+
 def session_order(candidates):
     """Session order: occ desc, len asc, time desc, id asc (UTF-16), seq desc; stable."""
     return sorted(
@@ -218,7 +226,7 @@ def index_candidates(sessions, phrase_tokens):
     cands = []
     first = phrase_tokens[0]
     for s in sessions:
-        if not any(first in ev["token_set"] for ev in s["events"]):
+        if first not in session_tokens(s):  # no event has it
             continue
         rep = session_representative(s, phrase_tokens)
         if rep is None:
@@ -263,7 +271,7 @@ def rank_one(question, sessions, window_tokens, weights, backend, fts=None, toke
 
         def df(term):
             # distinct ids whose events hold the term (a repeated id counts once)
-            return len({s["id"] for s in sessions if any(term in ev["token_set"] for ev in s["events"])})
+            return len({s["id"] for s in sessions if term in session_tokens(s)})
 
         question_tokens = seq_exp6(question)
         phrase_tokens = seq_exp6

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import itertools
 import json
 import os
 import re
@@ -604,3 +605,43 @@ def test_cli(tmp_path, capsys):
     assert len(json.loads(s.read_text(encoding="utf-8"))) == 5
     assert len(json.loads(l.read_text())) == 2
     assert not list(tmp_path.glob("*.tmp"))
+
+
+class _SmallBank(gen_vocab._Vocab):
+    BANK = 3000
+
+
+@pytest.mark.parametrize("words", [gen_vocab._WORDS.split(), ["été", "naïve", "日本", "a", "ok", "zebra"]],
+                         ids=["built-in", "non-ascii"])
+@pytest.mark.parametrize("seed", [5, 77])
+def test_the_bank_is_drawn_by_random_choice_and_choices(words, seed):
+    """The bank's written-out draws are ``rng.choice``, ``rng.choices`` and
+    ``rng.random`` called as the definition says, draw for draw."""
+    weights = [1.0 / (r + 2.0) ** 1.05 for r in range(len(words))]
+    cum = list(itertools.accumulate(weights))
+    rng = gen_vocab._rng(seed, "bank", len(words))
+    want = []
+    for _ in range(_SmallBank.BANK):
+        s = " ".join(rng.choices(words, cum_weights=cum, k=rng.choice(_SmallBank._CHUNK_SIZES)))
+        r = rng.random()
+        want.append(s + ("." if r < 0.13 else "," if r < 0.18 else "?" if r < 0.20 else "!" if r < 0.21 else ""))
+    bank, nwords, nbytes = _SmallBank._bank(gen_vocab._rng(seed, "bank", len(words)), words, weights)
+    assert bank == want
+    assert nwords == sum(len(s.split(" ")) for s in want)
+    assert nbytes == sum(len(s.encode("utf-8")) + 1 for s in want)
+
+
+def test_the_committed_test_file_is_what_its_documented_command_writes(tmp_path):
+    """.test/config/config.yaml says how .test/data/lme_tiny.json was made and holds its sha256."""
+    import yaml
+
+    repo = HERE.parents[3]
+    config = (repo / ".test" / "config" / "config.yaml").read_text(encoding="utf-8")
+    command = re.search(r"python -m memobench\.tools\.generate (longmemeval .*?)\n#\s+(--.*?)\n", config)
+    args = (command.group(1).rstrip("\\ ") + " " + command.group(2)).split()
+    out = tmp_path / "lme_tiny.json"
+    args[args.index("--out") + 1] = str(out)
+    assert generate_main([*args, "--quiet"]) == 0
+    dataset = yaml.safe_load(config)["datasets"]["lme_tiny"]
+    assert out.stat().st_size == dataset["bytes"]
+    assert hashlib.sha256(out.read_bytes()).hexdigest() == dataset["sha256"]

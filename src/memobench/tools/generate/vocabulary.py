@@ -6,6 +6,7 @@ formats, and the file that appears only when complete."""
 
 from __future__ import annotations
 
+import bisect
 import datetime as _dt
 import functools
 import hashlib
@@ -162,27 +163,7 @@ class _Vocab:
         else:
             words, weights = _vocab_from_source(source)
         self.words = words
-        cum = list(itertools.accumulate(weights))
-        rng = _rng(seed, "bank", len(words))
-        bank = []
-        nwords = nbytes = 0
-        sizes = self._CHUNK_SIZES
-        for _ in range(self.BANK):
-            n = rng.choice(sizes)
-            s = " ".join(rng.choices(words, cum_weights=cum, k=n))
-            r = rng.random()
-            if r < 0.13:
-                s += "."
-            elif r < 0.18:
-                s += ","
-            elif r < 0.20:
-                s += "?"
-            elif r < 0.21:
-                s += "!"
-            bank.append(s)
-            nwords += n
-            nbytes += len(s.encode("utf-8")) + 1
-        self.bank = bank
+        self.bank, nwords, nbytes = self._bank(_rng(seed, "bank", len(words)), words, weights)
         self.mean_words = nwords / self.BANK
         self.mean_chunk_bytes = nbytes / self.BANK
         start = min(150, len(words) // 10)
@@ -198,6 +179,34 @@ class _Vocab:
             kws = [w for w in words if w.isascii() and w.isalpha() and len(w) >= 3]
         self.keywords = kws
         self.keyword_set = frozenset(k.lower() for k in kws)
+
+    @classmethod
+    def _bank(cls, rng: random.Random, words: list[str], weights: list[float]) -> tuple[list[str], int, int]:
+        """BANK chunks, each ``rng.choice(_CHUNK_SIZES)`` words drawn by
+        ``rng.choices(words, cum_weights=...)`` and a punctuation mark drawn
+        by ``rng.random()``; the words and bytes (one separator each) in all.
+        Those two calls are written out here (the same draws in the same
+        order: every generated file depends on them) because the bank is most
+        of a generator start."""
+        cum = list(itertools.accumulate(weights))
+        total, hi = cum[-1] + 0.0, len(cum) - 1
+        sizes = cls._CHUNK_SIZES
+        bits, rand, find = rng.getrandbits, rng.random, bisect.bisect_right
+        nbits = len(sizes).bit_length()
+        bank = []
+        nwords = 0
+        for _ in range(cls.BANK):
+            r = bits(nbits)  # rng.choice(sizes): random._randbelow by rejection
+            while r >= len(sizes):
+                r = bits(nbits)
+            n = sizes[r]
+            s = " ".join([words[find(cum, rand() * total, 0, hi)] for _ in range(n)])
+            r = rand()
+            if r < 0.21:
+                s += "." if r < 0.13 else "," if r < 0.18 else "?" if r < 0.20 else "!"
+            bank.append(s)
+            nwords += n
+        return bank, nwords, len("\n".join(bank).encode("utf-8")) + 1
 
     def text(self, rng: random.Random, nwords: int) -> str:
         k = max(1, int(nwords / self.mean_words + 0.5))
