@@ -32,8 +32,10 @@ PACKAGE_DIR = Path(__file__).resolve().parents[1]  # the memobench package (this
 ADAPTER = "stages.adapter"  # the adapter every rule's job goes through
 
 
+@lru_cache(maxsize=None)
 def module_path(name: str) -> Path | None:
-    """The file of package module ``name`` (dotted, without the package prefix)."""
+    """The file of package module ``name`` (dotted, without the package prefix);
+    found once per process, as a module's imports are (:func:`imports_of`)."""
     base = PACKAGE_DIR.joinpath(*name.split("."))
     for cand in (base.with_suffix(".py"), base / "__init__.py"):
         if cand.is_file():
