@@ -60,6 +60,9 @@ def main() -> None:
 
     for name in PRELOAD:
         importlib.import_module(name)
+    # the plugin registries (executors, storage, reports...) are found once, by walking the installed packages,
+    # when the first command line is parsed: done here, for every child
+    sys.modules["snakemake.cli"].get_argument_parser()
     assert not any(m == "memobench" or m.startswith("memobench.") for m in sys.modules), "memobench preloaded"
     reply = sys.stdout
     for line in sys.stdin:
