@@ -116,7 +116,8 @@ def write_config(path: Path, **config) -> Path:
 
 
 def snakemake(workdir: Path, *args, configfile: Path | None = None, snakefile: Path | None = None,
-              check: bool = True, timeout: float = 600, fresh: bool = False) -> subprocess.CompletedProcess:
+              check: bool = True, timeout: float = 600, fresh: bool = False,
+              hash_seed: int | None = None) -> subprocess.CompletedProcess:
     """Run the real workflow (the repository's Snakefile unless given) in
     ``workdir``: from a test under tests/workflow/ only, which the
     ``workflow`` mark leaves out of the unit tests' run. Snakemake's command
@@ -125,17 +126,21 @@ def snakemake(workdir: Path, *args, configfile: Path | None = None, snakefile: P
     :mod:`tests.helpers.job_server`, unless ``fresh`` (new processes, each
     with its own hash seed: for a test comparing the bytes of two runs) or
     the variables read when a process starts (``PYTHON*``, thread counts:
-    ``job_server.startup_env``) differ from that process's."""
+    ``job_server.startup_env``) differ from that process's. ``hash_seed``:
+    forks of a pair of servers started with that hash seed (one such pair
+    at a time), so that a run and all its jobs hash strings as that seed
+    says, another run's seed differing."""
     current = os.environ.get("PYTEST_CURRENT_TEST", "")
     if current and not current.startswith("tests/workflow/"):
         raise AssertionError(f"{current.split('::')[0]} starts Snakemake: its test belongs under tests/workflow/")
     args = ["-s", str(snakefile or REPO / "Snakefile"), "-d", str(workdir),
             *(["--configfile", str(configfile)] if configfile is not None else []), *map(str, args)]
-    if fresh or not _SERVER.serves(os.environ):
+    server = _SERVER if hash_seed is None else _seeded_server(hash_seed)
+    if fresh or not server.serves(os.environ):
         proc = subprocess.run([sys.executable, "-m", "snakemake", *args], capture_output=True, text=True,
-                              timeout=timeout)
+                              timeout=timeout, env={**os.environ, **server.extra})
     else:
-        proc = _SERVER.run(args, timeout)
+        proc = server.run(args, timeout)
     if check and proc.returncode != 0:
         raise AssertionError(f"snakemake failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
     return proc
@@ -145,7 +150,8 @@ class _SnakemakeServer:
     """The client of tests/helpers/snakemake_server.py: started at its first
     use, one per test process, ended with it (its stdin closes)."""
 
-    def __init__(self):
+    def __init__(self, extra: dict[str, str] | None = None):
+        self.extra = extra or {}  # variables set for this server and its runs, over the test process's
         self.proc = None
         self.env = None
         self.folder = None
@@ -154,20 +160,27 @@ class _SnakemakeServer:
         self.job_python = None
 
     def serves(self, env) -> bool:
-        return self.env is None or startup_env(env) == self.env
+        return self.env is None or startup_env({**env, **self.extra}) == self.env
+
+    def close(self) -> None:
+        for proc in (self.proc, self.jobs):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.wait()
 
     def run(self, args: list[str], timeout: float) -> subprocess.CompletedProcess:
+        env = {**os.environ, **self.extra}
         if self.proc is None or self.proc.poll() is not None:
-            self.env = startup_env(os.environ)
+            self.env = startup_env(env)
             if self.folder is None:  # where each run's stdout and stderr go, removed when the tests end
                 self.folder = Path(tempfile.mkdtemp(prefix="snakemake-server-"))
                 atexit.register(shutil.rmtree, self.folder, ignore_errors=True)
             self.proc = subprocess.Popen([sys.executable, "-m", "tests.helpers.snakemake_server"], cwd=REPO,
-                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0, env=env)
             self.pending = b""
             self.job_python = self._start_job_server()
         out, err = self.folder / "stdout", self.folder / "stderr"
-        request = json.dumps({"args": args, "cwd": os.getcwd(), "env": dict(os.environ), "python": self.job_python,
+        request = json.dumps({"args": args, "cwd": os.getcwd(), "env": env, "python": self.job_python,
                               "out": str(out), "err": str(err)}).encode() + b"\n"
         while request:
             request = request[os.write(self.proc.stdin.fileno(), request):]
@@ -198,7 +211,8 @@ class _SnakemakeServer:
         if len(sys.executable) > 100 or len(str(folder)) > 80:  # a shebang's and a socket path's limits
             return None
         self.jobs = subprocess.Popen([sys.executable, str(REPO / "tests" / "helpers" / "job_server.py"), str(folder)],
-                                     cwd=REPO, env={**os.environ, **SINGLE_THREAD}, stdin=subprocess.DEVNULL,
+                                     cwd=REPO, env={**os.environ, **self.extra, **SINGLE_THREAD},
+                                     stdin=subprocess.DEVNULL,
                                      stdout=subprocess.PIPE)
         atexit.register(self.jobs.kill)
         started = self.jobs.stdout.readline()
@@ -221,6 +235,17 @@ class _SnakemakeServer:
 
 
 _SERVER = _SnakemakeServer()
+_SEEDED: dict[int, _SnakemakeServer] = {}
+
+
+def _seeded_server(seed: int) -> _SnakemakeServer:
+    """The servers started with hash seed ``seed``; another seed's are ended (each pair holds a few
+    hundred MB)."""
+    for other in [s for s in _SEEDED if s != seed]:
+        _SEEDED.pop(other).close()
+    if seed not in _SEEDED:
+        _SEEDED[seed] = _SnakemakeServer({"PYTHONHASHSEED": str(seed)})
+    return _SEEDED[seed]
 
 
 def dry_run_jobs(workdir: Path, *args, **kw) -> dict[str, int]:

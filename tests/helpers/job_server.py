@@ -24,7 +24,8 @@ server cannot be reached, or when a variable read as a module is imported
 (``PYTHON*``, the thread counts Snakemake sets per job: :data:`STARTUP_VARS`)
 differs from the server's: the server is started with one thread, so a rule
 with more runs fresh. Every job shares the server's hash seed; a test that
-compares the bytes of two runs starts fresh processes (``fresh=True``).
+compares the bytes of two runs starts fresh processes (``fresh=True``) or
+servers started with another seed (``hash_seed=``).
 """
 
 from __future__ import annotations

@@ -13,7 +13,8 @@ child, as in a fresh process.
 
 Every child shares this process's hash seed. A test that compares the bytes
 of two runs to catch an order that depends on it starts fresh processes
-(``snakemake(..., fresh=True)``); otherwise a child's jobs run in forks of
+(``snakemake(..., fresh=True)``) or a server started with another seed
+(``hash_seed=``); otherwise a child's jobs run in forks of
 :mod:`tests.helpers.job_server` (the request's ``python``).
 """
 

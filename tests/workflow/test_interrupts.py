@@ -191,14 +191,16 @@ def test_deterministic_across_cores_and_reruns(tmp_path, locomo_path):
     cfg = write_config(tmp_path / "cfg.yaml", data_dir=str(data), run=["locomo10", "big", "zh"],
                        # LoCoMo's two search paths (FTS5 and the inverted index), in three segments
                        datasets={"big": ds, "locomo10": {"segments": 3, "variants": ["v0.8.0", "v0.8.0-index"]}})
+    # three hash seeds: one for the first run and all its jobs, a new one for each process of the second
+    # (as a user's run is), a third for the rerun
     digests = []
-    for name, cores in (("one", "1"), ("two", "2")):
+    for name, cores, how in (("one", "1", {"hash_seed": 1}), ("two", "2", {"fresh": True})):
         work = tmp_path / name
         work.mkdir()
-        snakemake(work, "--cores", cores, configfile=cfg, fresh=True)  # each its own hash seed
+        snakemake(work, "--cores", cores, configfile=cfg, **how)
         digests.append(digest_tree(work / "results"))
     assert digests[0] == digests[1]
-    snakemake(tmp_path / "one", "--cores", "2", "--forceall", configfile=cfg, fresh=True)
+    snakemake(tmp_path / "one", "--cores", "2", "--forceall", configfile=cfg, hash_seed=2)
     assert digest_tree(tmp_path / "one" / "results") == digests[0]
     # --forceall reruns the download stage too, which must leave hand-placed raw files alone
     assert (data / "big.json").read_bytes() == lme.read_bytes()
