@@ -22,8 +22,9 @@ from its own ``src/`` in each job, as a new process does. A job runs as a
 new process instead when the client is asked anything else, when the
 server cannot be reached, or when a variable read as a module is imported
 (``PYTHON*``, the thread counts Snakemake sets per job: :data:`STARTUP_VARS`)
-differs from the server's: the server is started with one thread, so a rule
-with more runs fresh. Every job shares the server's hash seed; a test that
+differs from the server's. There is a server for each thread count in
+:data:`THREADS` (the client asks the one of its job's count); a job given
+another count runs fresh. Every job shares the server's hash seed; a test that
 compares the bytes of two runs starts fresh processes (``fresh=True``) or
 servers started with another seed (``hash_seed=``).
 """
@@ -39,24 +40,36 @@ import sys
 
 # third-party only: what the jobs import
 PRELOAD = ("snakemake.script", "numpy", "pyarrow", "pyarrow.parquet", "pyarrow.compute", "pyarrow.ipc", "ijson",
-           "dateutil.parser", "scipy.stats")
+           "dateutil.parser", "scipy.stats", "matplotlib", "matplotlib.pyplot", "matplotlib.ticker")
 # read by Python or by the preloaded libraries when they start or load (Snakemake sets the thread counts per job)
 STARTUP_VARS = ("PYTHON", "OMP_", "OPENBLAS_", "MKL_", "GOTO_", "VECLIB_", "NUMEXPR_", "ARROW_", "NUMPY_")
-SINGLE_THREAD = {v: "1" for v in ("OMP_NUM_THREADS", "GOTO_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
-                                  "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")}
+THREAD_VARS = ("OMP_NUM_THREADS", "GOTO_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+               "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")  # what Snakemake sets to a job's threads
+
+
+def threads_env(n: int) -> dict[str, str]:
+    return {v: str(n) for v in THREAD_VARS}
+
+
+SINGLE_THREAD = threads_env(1)
+# the thread counts served, a server each: Snakemake gives a job min(its threads, --cores), and the suite runs
+# with --cores 1 or 2 (a rule's threads: 2 included)
+THREADS = (1, 2)
 CLIENT = """#!{python} -IS
 # Runs a Snakemake job's script in a fork of tests/helpers/job_server.py, else as `python` would.
 import json, os, signal, socket, sys
 
-REAL, SOCKET = {python!r}, {socket!r}
+REAL, SOCKETS = {python!r}, {sockets!r}
 args = sys.argv[1:]
+SOCKET = SOCKETS.get(os.environ.get("OMP_NUM_THREADS"))  # the server started with this job's thread counts
 
 
 def fresh():
     os.execv(REAL, [REAL, *args])
 
 
-if len(args) != 1 or not args[0].endswith(".py") or "/.snakemake/scripts/" not in os.path.abspath(args[0]):
+if len(args) != 1 or not args[0].endswith(".py") or "/.snakemake/scripts/" not in os.path.abspath(args[0]) \
+        or SOCKET is None:
     fresh()
 conn = socket.socket(socket.AF_UNIX)
 try:
@@ -295,25 +308,38 @@ def main():
     except (AttributeError, OSError):
         print(json.dumps({"client": None}), flush=True)
         return None
+    sockets, listeners = {}, {}
+    for n in THREADS:
+        sockets[str(n)] = os.path.join(folder, f"jobs-{n}.sock")
+        listeners[n] = socket.socket(socket.AF_UNIX)
+        listeners[n].bind(sockets[str(n)])
+        listeners[n].listen(64)
+    # this process serves the first thread count; a fork of it, before anything reads the variables, each other
+    served = THREADS[0]
+    for n in THREADS[1:]:
+        if os.fork() == 0:
+            served = n
+            os.environ.update(threads_env(n))
+            break
+    for n, listener in listeners.items():
+        if n != served:
+            listener.close()
     for name in PRELOAD:
         try:
             importlib.import_module(name)
         except ImportError:  # not installed here: the jobs that need it import it themselves
             pass
     assert not any(m == "memobench" or m.startswith("memobench.") for m in sys.modules), "memobench preloaded"
-    path = os.path.join(folder, "jobs.sock")
-    listener = socket.socket(socket.AF_UNIX)
-    listener.bind(path)
-    listener.listen(64)
-    client = os.path.join(folder, "python")
-    with open(client, "w", encoding="utf-8") as f:
-        f.write(CLIENT.format(python=sys.executable, socket=path))
-    os.chmod(client, 0o755)
-    print(json.dumps({"client": client}), flush=True)
+    if served == THREADS[0]:
+        client = os.path.join(folder, "python")
+        with open(client, "w", encoding="utf-8") as f:
+            f.write(CLIENT.format(python=sys.executable, sockets=sockets))
+        os.chmod(client, 0o755)
+        print(json.dumps({"client": client}), flush=True)
     null = os.open(os.devnull, os.O_WRONLY)
     os.dup2(null, 1)  # nobody reads the pipe after that line
     os.close(null)
-    return _serve(listener)
+    return _serve(listeners[served])
 
 
 if __name__ == "__main__":

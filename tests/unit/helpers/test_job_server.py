@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import REPO
-from tests.helpers.job_server import SINGLE_THREAD
+from tests.helpers.job_server import SINGLE_THREAD, THREADS, threads_env
 
 SCRIPT = """
 import atexit, json, os, random, signal, sys, threading, time
@@ -184,14 +184,24 @@ def test_a_killed_client_takes_its_job_with_it(client, script, tmp_path):
     assert _gone(job)
 
 
+def test_a_job_given_two_threads_is_served_by_the_two_thread_server(client, script):
+    served, fresh = _run(client, script, **threads_env(2)), _run(sys.executable, script, **threads_env(2))
+    assert _facts(served)["numpy"] and served.returncode == fresh.returncode == 0
+    assert served.stdout.splitlines()[1:] == fresh.stdout.splitlines()[1:]
+
+
 def test_what_it_cannot_serve_runs_as_a_new_process(client, script, tmp_path):
-    threads = _run(client, script, OMP_NUM_THREADS="2")  # a variable read when numpy loads differs
-    assert threads.returncode == 0 and not _facts(threads)["numpy"]
+    for env in (threads_env(3), {"OMP_NUM_THREADS": "2"}):  # no server has these thread counts
+        threads = _run(client, script, **env)  # variables read when numpy loads
+        assert threads.returncode == 0 and not _facts(threads)["numpy"]
     code = subprocess.run([client, "-c", "import sys; print(sys.argv)"], capture_output=True, text=True, timeout=60)
     assert code.returncode == 0 and code.stdout == "['-c']\n"
-    # a client whose server is gone
+    # a client whose servers are gone
     orphan = tmp_path / "python"
-    orphan.write_text(Path(client).read_text().replace(str(Path(client).parent / "jobs.sock"), str(tmp_path / "none")))
+    text = Path(client).read_text()
+    for n in THREADS:
+        text = text.replace(str(Path(client).parent / f"jobs-{n}.sock"), str(tmp_path / "none"))
+    orphan.write_text(text)
     orphan.chmod(0o755)
     gone = _run(str(orphan), script)
     assert gone.returncode == 0 and not _facts(gone)["numpy"]
