@@ -9,6 +9,7 @@ the code."""
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 from pathlib import Path
 
@@ -35,9 +36,15 @@ def _exists(name: str) -> bool:
     return name in FILES
 
 
+@functools.lru_cache(maxsize=None)
+def _tree(name: str) -> ast.Module:
+    """Module ``name``'s syntax tree, parsed once (every test here reads every module; none changes it)."""
+    return ast.parse(FILES[name].read_text(encoding="utf-8"))
+
+
 def _imports(name: str, module_level_only: bool = False) -> set[str]:
     """Package modules that module ``name`` imports (dotted, below the package)."""
-    tree = ast.parse(FILES[name].read_text(encoding="utf-8"))
+    tree = _tree(name)
     if module_level_only:
         nodes, todo = [], list(tree.body)
         while todo:  # module level: also inside if/try/with at module level, never in a def or class
@@ -143,8 +150,8 @@ def test_tools_are_imported_only_by_tools():
 
 
 def test_the_package_never_imports_its_tests():
-    for m, path in FILES.items():
-        for n in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for m in FILES:
+        for n in ast.walk(_tree(m)):
             names = ([a.name for a in n.names] if isinstance(n, ast.Import)
                      else [n.module or ""] if isinstance(n, ast.ImportFrom) and not n.level else [])
             for name in names:
