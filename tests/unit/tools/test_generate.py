@@ -16,6 +16,7 @@ from pathlib import Path
 import ijson
 import pytest
 
+from tests.helpers import REPO
 from memobench.tools.generate import locomo as gen_locomo
 from memobench.tools.generate import longmemeval as gen_lme
 from memobench.tools.generate import vocabulary as gen_vocab
@@ -635,8 +636,7 @@ def test_the_committed_test_file_is_what_its_documented_command_writes(tmp_path)
     """.test/config/config.yaml says how .test/data/lme_tiny.json was made and holds its sha256."""
     import yaml
 
-    repo = HERE.parents[3]
-    config = (repo / ".test" / "config" / "config.yaml").read_text(encoding="utf-8")
+    config = (REPO / ".test" / "config" / "config.yaml").read_text(encoding="utf-8")
     command = re.search(r"python -m memobench\.tools\.generate (longmemeval .*?)\n#\s+(--.*?)\n", config)
     args = (command.group(1).rstrip("\\ ") + " " + command.group(2)).split()
     out = tmp_path / "lme_tiny.json"
