@@ -55,6 +55,7 @@ SINGLE_THREAD = threads_env(1)
 # the thread counts served, a server each: Snakemake gives a job min(its threads, --cores), and the suite runs
 # with --cores 1 or 2 (a rule's threads: 2 included)
 THREADS = (1, 2)
+IMPORTS_VAR = "JOB_SERVER_IMPORTS"  # a folder: each job records the package modules it imported (_record_imports)
 CLIENT = """#!{python} -IS
 # Runs a Snakemake job's script in a fork of tests/helpers/job_server.py, else as `python` would.
 import json, os, signal, socket, sys
@@ -183,6 +184,18 @@ def _become_job(req: dict, fds: list[int]) -> None:
     _end(status, interrupted, preloaded)
 
 
+def _record_imports(folder: str, preloaded: set[str]) -> None:
+    """``<folder>/<pid>.json``: the job's rule and the package modules it
+    imported (none is preloaded here: what the stage's code loaded, as in a
+    new process), for tests/workflow/test_fingerprint.py."""
+    smk = getattr(sys.modules.get("__main__"), "snakemake", None)
+    if smk is None:
+        return
+    mods = sorted(m.split(".", 1)[1] for m in sys.modules if m.startswith("memobench.") and m not in preloaded)
+    with open(os.path.join(folder, f"{os.getpid()}.json"), "w", encoding="utf-8") as f:
+        json.dump({"rule": smk.rule, "modules": mods}, f)
+
+
 def _end(status: int, interrupted: bool, preloaded: list[str]) -> None:
     """What the interpreter does when a script ends, for what the job made:
     threads joined, atexit functions, the globals of the script and of the
@@ -199,6 +212,8 @@ def _end(status: int, interrupted: bool, preloaded: list[str]) -> None:
     threading._shutdown()
     atexit._run_exitfuncs()
     kept = set(preloaded)
+    if os.environ.get(IMPORTS_VAR):
+        _record_imports(os.environ[IMPORTS_VAR], kept)
     for name in ["__main__", *reversed([m for m in list(sys.modules) if m not in kept])]:
         module = sys.modules.pop(name, None)
         if module is not None and name != "sys":

@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from tests.helpers import REPO, ReferenceServer, copy_project, dry_run_jobs, snakemake, write_config
+from tests.helpers.job_server import IMPORTS_VAR
 from tests.unit.core.test_fingerprint import (HAVE_DENSE, HAVE_STATIC, MODULES, STAGES, module_file,
                                               scanned_embedding_modules, scanned_stage_modules,
                                               scanned_variant_modules)
@@ -25,20 +26,6 @@ from memobench.core.fingerprint import stage_modules
 from memobench.catalog.registry import retriever_of
 from memobench.catalog.variants import resolve
 from memobench.tools.generate.longmemeval import write_longmemeval
-
-SITECUSTOMIZE = '''
-import atexit, json, os, sys
-def _dump():
-    main = sys.modules.get("__main__")
-    smk = getattr(main, "snakemake", None)
-    if smk is None:
-        return
-    mods = sorted(m.split(".", 1)[1] for m in sys.modules if m.startswith("memobench."))
-    path = os.path.join(os.environ["MEMOBENCH_IMPORT_DUMP"], f"{os.getpid()}.json")
-    with open(path, "w") as f:
-        json.dump({"rule": smk.rule, "modules": mods}, f)
-atexit.register(_dump)
-'''
 
 
 @pytest.fixture(scope="module")
@@ -82,19 +69,14 @@ def scratch(tmp_path_factory):
                   "turns": {"base": "bm25-official", "grain": "turn"}},
         exports={"retrieval_log": ["lme/v0.8.0"]},  # so that session_json and retrievallog run
     )
+    # each job, a fork of the job server that imported nothing of the package, records what it imported
     dump = root / "imports"
     dump.mkdir()
-    site = root / "site"
-    site.mkdir()
-    (site / "sitecustomize.py").write_text(SITECUSTOMIZE, encoding="utf-8")
-    env_before = dict(os.environ)
-    os.environ["PYTHONPATH"] = str(site)
-    os.environ["MEMOBENCH_IMPORT_DUMP"] = str(dump)
+    os.environ[IMPORTS_VAR] = str(dump)
     try:
         snakemake(proj, "--cores", "2", configfile=cfg, snakefile=proj / "Snakefile")
     finally:
-        os.environ.clear()
-        os.environ.update(env_before)
+        del os.environ[IMPORTS_VAR]
         server.kill()
     loaded: dict[str, set[str]] = {}
     for f in dump.glob("*.json"):
