@@ -45,13 +45,15 @@ def _char_class(chars: list[str]) -> str:
     return "".join(parts)
 
 
+_TOKEN, _DIACRITIC, _SEPARATOR = "token", "diacritic", "separator"
+_ANSWERS: dict[str, tuple[str, str]] = {}  # character -> (class, fold): SQLite's answers, asked once per process
+
+
 class Unicode61:
     """SQLite FTS5's default tokenizer, character classes learned from SQLite."""
 
     def __init__(self):
-        self._db = sqlite3.connect(":memory:")
-        self._db.execute("CREATE VIRTUAL TABLE t USING fts5(body)")
-        self._db.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
+        self._db = None  # the probe tables, made when a character no tokenizer of this process has met comes
         self.known: set[str] = set()
         self.separators: set[str] = set()
         self.diacritics: set[str] = set()
@@ -69,13 +71,37 @@ class Unicode61:
             int(c < 128 and chr(c) not in self.separators) for c in range(256))
 
     def learn(self, chars) -> None:
-        """Ask SQLite how it tokenizes each new character: alone (a token
-        character gives its fold) and between two x's (a diacritic joins
-        them, a separator splits them)."""
+        """Take each new character's class and fold, asking SQLite of those
+        no tokenizer of this process has asked (:meth:`_ask`: every answer
+        comes from the same library)."""
         new = sorted(set(chars) - self.known)
         if not new:
             return
-        probe = ["\ufffd" if 0xD800 <= ord(c) < 0xE000 else c for c in new]
+        unasked = [c for c in new if c not in _ANSWERS]
+        if unasked:
+            _ANSWERS.update(zip(unasked, self._ask(unasked)))
+        grew = False
+        for c in new:
+            kind, folded = _ANSWERS[c]
+            if kind != _TOKEN:
+                (self.diacritics if kind == _DIACRITIC else self.separators).add(c)
+                grew = True
+            if folded != c:
+                self.fold[ord(c)] = folded
+        self.known.update(new)
+        if grew or self._token is None:
+            stop = _char_class(self.separators)
+            self._token = re.compile(f"[^{stop}{_char_class(self.diacritics)}][^{stop}]*")
+
+    def _ask(self, chars: list[str]) -> list[tuple[str, str]]:
+        """How SQLite tokenizes each character: alone (a token character gives
+        its fold) and between two x's (a diacritic joins them, a separator
+        splits them). One (class, fold) per character."""
+        if self._db is None:
+            self._db = sqlite3.connect(":memory:")
+            self._db.execute("CREATE VIRTUAL TABLE t USING fts5(body)")
+            self._db.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
+        probe = ["\ufffd" if 0xD800 <= ord(c) < 0xE000 else c for c in chars]
         db = self._db
         db.execute("DELETE FROM t")
         db.executemany("INSERT INTO t(rowid, body) VALUES (?, ?)",
@@ -85,24 +111,16 @@ class Unicode61:
         for term, doc, offset in db.execute("SELECT term, doc, offset FROM v ORDER BY doc, offset"):
             n, k = divmod(doc - 1, 2)
             (between if k else alone).setdefault(n, []).append(term)
-        grew = False
-        for n, c in enumerate(new):
-            if n in alone:  # a token character
+        answers = []
+        for n, c in enumerate(chars):
+            if n in alone:
                 (folded,) = alone[n]
-            elif len(between.get(n, ())) == 1:  # a diacritic: no token alone, joins its neighbours
-                folded = between[n][0][1:-1]
-                self.diacritics.add(c)
-                grew = True
+                answers.append((_TOKEN, folded))
+            elif len(between.get(n, ())) == 1:  # no token alone, joins its neighbours
+                answers.append((_DIACRITIC, between[n][0][1:-1]))
             else:
-                self.separators.add(c)
-                grew = True
-                folded = c
-            if folded != c:
-                self.fold[ord(c)] = folded
-        self.known.update(new)
-        if grew or self._token is None:
-            stop = _char_class(self.separators)
-            self._token = re.compile(f"[^{stop}{_char_class(self.diacritics)}][^{stop}]*")
+                answers.append((_SEPARATOR, c))
+        return answers
 
     def tokens(self, text: str) -> list[str]:
         return self.joined(text).split()
