@@ -57,6 +57,7 @@ def _child(req: dict) -> int:
 
 
 def main() -> None:
+    import gc
     import importlib
 
     for name in PRELOAD:
@@ -65,6 +66,7 @@ def main() -> None:
     # when the first command line is parsed: done here, for every child
     sys.modules["snakemake.cli"].get_argument_parser()
     assert not any(m == "memobench" or m.startswith("memobench.") for m in sys.modules), "memobench preloaded"
+    gc.freeze()  # the preloaded objects out of every child's collections (as a new process has none of them)
     reply = sys.stdout
     for line in sys.stdin:
         req = json.loads(line)
