@@ -6,7 +6,6 @@ formats, and the file that appears only when complete."""
 
 from __future__ import annotations
 
-import bisect
 import datetime as _dt
 import functools
 import hashlib
@@ -185,28 +184,55 @@ class _Vocab:
         """BANK chunks, each ``rng.choice(_CHUNK_SIZES)`` words drawn by
         ``rng.choices(words, cum_weights=...)`` and a punctuation mark drawn
         by ``rng.random()``; the words and bytes (one separator each) in all.
-        Those two calls are written out here (the same draws in the same
-        order: every generated file depends on them) because the bank is most
-        of a generator start."""
-        cum = list(itertools.accumulate(weights))
-        total, hi = cum[-1] + 0.0, len(cum) - 1
+        The bank is most of a generator start, so those calls are made here in
+        bulk, the same draws in the same order (every generated file depends
+        on them): ``rng``'s Mersenne Twister continued by numpy's MT19937 from
+        its state (the same 32-bit outputs), ``choice`` by rejection on the top
+        bits as ``random._randbelow``, ``random()`` from two outputs as CPython
+        makes it, ``choices`` by bisecting the cumulative weights."""
+        import numpy as np
+
+        cum = np.array(list(itertools.accumulate(weights)), dtype=np.float64)
+        total, hi = float(cum[-1]) + 0.0, len(cum) - 1
         sizes = cls._CHUNK_SIZES
-        bits, rand, find = rng.getrandbits, rng.random, bisect.bisect_right
-        nbits = len(sizes).bit_length()
-        bank = []
-        nwords = 0
+        shift = 32 - len(sizes).bit_length()
+        twister = np.random.MT19937()
+        state = rng.getstate()[1]
+        twister.state = {"bit_generator": "MT19937",
+                         "state": {"key": np.array(state[:-1], dtype=np.uint32), "pos": state[-1]}}
+        raw = twister.random_raw(cls.BANK * 12).astype(np.uint32)
+        top = (raw >> shift).tolist()
+        most = 2 * max(sizes) + 3  # the outputs a chunk takes after its size
+        starts, counts = [], []
+        p = 0
         for _ in range(cls.BANK):
-            r = bits(nbits)  # rng.choice(sizes): random._randbelow by rejection
-            while r >= len(sizes):
-                r = bits(nbits)
+            while True:  # rng.choice(sizes)
+                if p + most >= len(top):  # more outputs, as the twister goes on
+                    more = twister.random_raw(cls.BANK * 4 + most).astype(np.uint32)
+                    raw = np.concatenate([raw, more])
+                    top.extend((more >> shift).tolist())
+                r = top[p]
+                p += 1
+                if r < len(sizes):
+                    break
             n = sizes[r]
-            s = " ".join([words[find(cum, rand() * total, 0, hi)] for _ in range(n)])
-            r = rand()
+            starts.append(p)
+            counts.append(n)
+            p += 2 * n + 2
+        # random.random() at each output: (a >> 5, b >> 6) of it and the next, as 53 bits
+        unit = ((raw[:-1] >> 5).astype(np.float64) * 67108864.0 + (raw[1:] >> 6)) * (1.0 / 9007199254740992.0)
+        first, n_of = np.array(starts), np.array(counts)
+        at = np.repeat(first, n_of) + 2 * (np.arange(int(n_of.sum())) - np.repeat(np.cumsum(n_of) - n_of, n_of))
+        chosen = [words[k] for k in np.minimum(np.searchsorted(cum, unit[at] * total, side="right"), hi).tolist()]
+        bank = []
+        q = 0
+        for n, r in zip(counts, unit[first + 2 * n_of].tolist()):
+            s = " ".join(chosen[q:q + n])
+            q += n
             if r < 0.21:
                 s += "." if r < 0.13 else "," if r < 0.18 else "?" if r < 0.20 else "!"
             bank.append(s)
-            nwords += n
-        return bank, nwords, len("\n".join(bank).encode("utf-8")) + 1
+        return bank, q, len("\n".join(bank).encode("utf-8")) + 1
 
     def text(self, rng: random.Random, nwords: int) -> str:
         k = max(1, int(nwords / self.mean_words + 0.5))
