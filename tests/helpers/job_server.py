@@ -17,8 +17,11 @@ would (:func:`_end`). The client forwards the signals Snakemake sends it
 job's pidfd; the watcher kills the job when the client goes away (Snakemake killed it) and
 sends the exit status, which the client exits with (a signal's death too).
 
-Nothing of the memobench package is imported here: the script imports it
-from its own ``src/`` in each job, as a new process does. A job runs as a
+The package is imported here too, every module of it, when the one
+importable is this checkout's: a job of this checkout's stage script
+(:data:`STAGE_SCRIPT`, what every rule runs) finds it imported, as its
+libraries; any other job drops it first and imports it from wherever its
+script says (a scratch copy's ``src/``), as a new process does. A job runs as a
 new process instead when the client is asked anything else, when the
 server cannot be reached, or when a variable read as a module is imported
 (``PYTHON*``, the thread counts Snakemake sets per job: :data:`STARTUP_VARS`)
@@ -55,6 +58,8 @@ SINGLE_THREAD = threads_env(1)
 # the thread counts served, a server each: Snakemake gives a job min(its threads, --cores), and the suite runs
 # with --cores 1 or 2 (a rule's threads: 2 included)
 THREADS = (1, 2)
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
+STAGE_SCRIPT = os.path.join(REPO, "workflow", "scripts", "stage.py")  # what every rule of the workflow runs
 IMPORTS_VAR = "JOB_SERVER_IMPORTS"  # a folder: each job records the package modules it imported (_record_imports)
 CLIENT = """#!{python} -IS
 # Runs a Snakemake job's script in a fork of tests/helpers/job_server.py, else as `python` would.
@@ -162,6 +167,8 @@ def _become_job(req: dict, fds: list[int]) -> None:
     if "numpy" in sys.modules:
         sys.modules["numpy"].random.seed()
     tempfile.tempdir = None  # found again from this job's TMPDIR
+    if os.environ.get(IMPORTS_VAR) or not _runs_own_stage(req["script"]):
+        _drop_package()  # imported by the job from wherever its script says, as a new process does
     preloaded = list(sys.modules)
     main = types.ModuleType("__main__")  # argv as given, __file__ absolute, as `python script.py` has them
     main.__file__ = req["script"]
@@ -184,14 +191,58 @@ def _become_job(req: dict, fds: list[int]) -> None:
     _end(status, interrupted, preloaded)
 
 
+def _package_modules() -> list[str]:
+    return [m for m in sys.modules if m == "memobench" or m.startswith("memobench.")]
+
+
+def _preload_package() -> None:
+    """Import every module of the package from this checkout's ``src/`` (a
+    small stage job spends much of its own time importing it): what a job
+    of this checkout's stage script imports, imported once (the package
+    reads no variable and starts nothing when imported). None when the
+    package importable here is another checkout's."""
+    import importlib
+    import pkgutil
+
+    try:
+        import memobench
+    except ImportError:
+        return
+    if os.path.dirname(os.path.realpath(memobench.__file__)) != os.path.join(REPO, "src", "memobench"):
+        _drop_package()
+        return
+    for module in pkgutil.walk_packages(memobench.__path__, "memobench."):
+        try:
+            importlib.import_module(module.name)
+        except ImportError:  # an optional extra's module, not installed here: its jobs import it themselves
+            pass
+
+
+def _drop_package() -> None:
+    for name in _package_modules():
+        del sys.modules[name]
+
+
+def _runs_own_stage(script: str) -> bool:
+    """Whether ``script`` is Snakemake's copy of this checkout's stage script
+    (its preamble names the original file), the one job whose package is the
+    one preloaded here."""
+    try:
+        with open(script, "rb") as f:
+            head = f.read(1 << 16)
+    except OSError:
+        return False
+    return f"__file__ = {STAGE_SCRIPT!r};".encode() in head
+
+
 def _record_imports(folder: str, preloaded: set[str]) -> None:
     """``<folder>/<pid>.json``: the job's rule and the package modules it
-    imported (none is preloaded here: what the stage's code loaded, as in a
-    new process), for tests/workflow/test_fingerprint.py."""
+    imported (the preloaded ones were dropped first: what the stage's code
+    loaded, as in a new process), for tests/workflow/test_fingerprint.py."""
     smk = getattr(sys.modules.get("__main__"), "snakemake", None)
     if smk is None:
         return
-    mods = sorted(m.split(".", 1)[1] for m in sys.modules if m.startswith("memobench.") and m not in preloaded)
+    mods = sorted(m.split(".", 1)[1] for m in _package_modules() if m != "memobench" and m not in preloaded)
     with open(os.path.join(folder, f"{os.getpid()}.json"), "w", encoding="utf-8") as f:
         json.dump({"rule": smk.rule, "modules": mods}, f)
 
@@ -345,7 +396,7 @@ def main():
             importlib.import_module(name)
         except ImportError:  # not installed here: the jobs that need it import it themselves
             pass
-    assert not any(m == "memobench" or m.startswith("memobench.") for m in sys.modules), "memobench preloaded"
+    _preload_package()
     # what is loaded now is out of the collector's reach in every fork: a job's collections (the one at its
     # end included) walk what the job made, as a new process's do, not the libraries' hundred thousand objects
     gc.freeze()
