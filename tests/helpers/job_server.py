@@ -212,6 +212,8 @@ def _preload_package() -> None:
         _drop_package()
         return
     for module in pkgutil.walk_packages(memobench.__path__, "memobench."):
+        if module.name.endswith(".__main__"):  # a command line, run only as one
+            continue
         try:
             importlib.import_module(module.name)
         except ImportError:  # an optional extra's module, not installed here: its jobs import it themselves

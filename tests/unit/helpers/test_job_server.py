@@ -4,7 +4,8 @@ the folder, environment, streams, ``sys.argv`` and ``sys.path[0]``, the exit
 status (odd codes, an exception, an interrupt), threads joined, atexit
 functions, files flushed when the interpreter ends, its own random seeds; a
 signal to the client reaches the job and the client dies of it; a killed
-client takes its job with it; anything it cannot serve runs as a new process."""
+client takes its job with it; anything it cannot serve runs as a new process;
+the package it preloads is seen by the workflow's stage script only."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import REPO
-from tests.helpers.job_server import SINGLE_THREAD, THREADS, threads_env
+from tests.helpers.job_server import IMPORTS_VAR, SINGLE_THREAD, THREADS, threads_env
 
 SCRIPT = """
 import atexit, json, os, random, signal, sys, threading, time
@@ -216,3 +217,26 @@ def test_a_job_sees_its_folder_arguments_and_environment(client, script):
     assert first["argv"] == [".snakemake/scripts/tmpjob.stage.py"] and first["name"] == "__main__"
     assert first["path0"] == str(script.parent) and first["file"] == str(script) and first["var"] == "x"
     assert served.stderr == "to stderr\n"
+
+
+PACKAGE = ('import json, sys\nprint(json.dumps(sorted(m for m in sys.modules if m == "memobench" '
+           'or m.startswith("memobench."))))\n')
+
+
+def test_only_a_job_of_the_checkouts_stage_script_finds_the_package_imported(client, tmp_path):
+    """The package is preloaded for Snakemake's copies of workflow/scripts/stage.py (their preamble names
+    it); any other script, or a job recording its imports, starts without it, as a new process does."""
+    scripts = tmp_path / ".snakemake" / "scripts"  # where Snakemake writes a job's script: what is served
+    scripts.mkdir(parents=True)
+    other = scripts / "tmpother.py"
+    other.write_text(PACKAGE, encoding="utf-8")
+    stage = scripts / "tmpjob.stage.py"
+    stage.write_text(f"__file__ = {str(REPO / 'workflow' / 'scripts' / 'stage.py')!r};\n" + PACKAGE,
+                     encoding="utf-8")
+    run = {name: subprocess.run([client, str(path)], cwd=tmp_path, env={**os.environ, **SINGLE_THREAD, **env},
+                                capture_output=True, text=True, timeout=60, preexec_fn=_defaults(signal.SIGINT))
+           for name, path, env in (("other", other, {}), ("stage", stage, {}),
+                                   ("recording", stage, {IMPORTS_VAR: str(tmp_path)}))}
+    fresh = subprocess.run([sys.executable, str(stage)], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert json.loads(fresh.stdout) == json.loads(run["other"].stdout) == json.loads(run["recording"].stdout) == []
+    assert "memobench.stages.adapter" in json.loads(run["stage"].stdout)
