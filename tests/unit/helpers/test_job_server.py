@@ -149,7 +149,7 @@ def _gone(pid: int) -> bool:
     while time.monotonic() < deadline:
         try:
             state = Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0]
-        except (FileNotFoundError, IndexError):
+        except (FileNotFoundError, ProcessLookupError, IndexError):  # reaped, between the open and the read too
             return True
         if state == "Z":
             return True
