@@ -69,7 +69,7 @@ def scratch(tmp_path_factory):
                   "turns": {"base": "bm25-official", "grain": "turn"}},
         exports={"retrieval_log": ["lme/v0.8.0"]},  # so that session_json and retrievallog run
     )
-    # each job, a fork of the job server that imported nothing of the package, records what it imported
+    # each job records the package modules it imported (the job server drops its own preloaded ones first)
     dump = root / "imports"
     dump.mkdir()
     os.environ[IMPORTS_VAR] = str(dump)
