@@ -13,8 +13,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from scipy import stats as sps
-from statsmodels.stats.multitest import multipletests
 
 from memobench.evaluation import correction, paired, resampling, stats
 from memobench.evaluation.measures import PAIRED
@@ -66,8 +64,14 @@ def test_every_pair_once_later_minus_earlier(five):
     assert s["resampled_questions"] == 90
 
 
+# scipy.stats and statsmodels (1 s to import) are imported by the tests that use
+# them: each test process collects this file, and only one runs those tests.
+
+
 def test_holm_matches_statsmodels(five):
     """Per metric, over the distinct pairs of pairs and comparisons together."""
+    from statsmodels.stats.multitest import multipletests
+
     s, _, _ = five
     rows = s["pairs"] + s["comparisons"]
     for m in PAIRED:
@@ -88,6 +92,8 @@ def test_holm_matches_statsmodels(five):
 
 
 def test_holm_on_ties_bounds_and_order():
+    from statsmodels.stats.multitest import multipletests
+
     rng = np.random.default_rng(9)
     for size in (1, 2, 5, 8, 12):  # tied p-values among them
         p = list(rng.choice([0.001, 0.01, 0.02, 0.04, 0.3, 1.0], size=size) * rng.random())
@@ -129,6 +135,8 @@ def test_mcnemar_is_the_exact_sign_flip_test():
 
 
 def test_mrr_p_is_the_paired_t_test():
+    from scipy import stats as sps
+
     rng = np.random.default_rng(8)
     a = 1 / rng.integers(1, 11, 60)
     b = np.where(rng.random(60) < 0.3, 0.0, 1 / rng.integers(1, 11, 60))
