@@ -72,12 +72,18 @@ def pytest_configure(config):
     package is compiled here once (the controller, before any worker) and
     they read it. The test modules' rewritten bytecode is cached likewise.
 
+    The naive reference keeps its tables' answers across calls
+    (tests/oracles/naive.py, SHARE_TABLES: the tests run it on one file under
+    several variants).
+
     tqdm's monitor thread off: bm25s makes tqdm bars (disabled ones too),
     whose monitor then lives as long as the test process, and normalize forks
     its workers only from a process with a single thread (datasets/inparts.py)."""
     sys.dont_write_bytecode = False
     if not hasattr(config, "workerinput"):
         compileall.compile_dir(HERE.parent / "src" / "memobench", quiet=1)
+    from tests.oracles import naive
+    naive.SHARE_TABLES = True
     try:
         import tqdm
     except ImportError:
