@@ -22,7 +22,7 @@ from tests.oracles import reference_experiments as ref  # noqa: E402
 from memobench.tools.generate.cn import write_cn  # noqa: E402
 from memobench.tools.generate.longmemeval import write_longmemeval
 from memobench.datasets.normalize import normalize_cn, normalize_longmemeval  # noqa: E402
-from memobench.retrieval.memo import load_segment, run_segment  # noqa: E402
+from memobench.retrieval.memo import load_segment, run_segment, run_segments  # noqa: E402
 from memobench.catalog.variants import resolve  # noqa: E402
 
 QUIET = lambda m: None  # noqa: E731
@@ -234,10 +234,24 @@ def datasets(tmp_path_factory):
     return out
 
 
-def project(name, family, qdir, lme_dir):
+def project(names, family, qdir, lme_dir) -> dict:
+    """{variant: {q_index: its status, rank, list and question id}}: the
+    variants ranked together, as one job ranks a family's siblings (sharing
+    their tokens and FTS rows), and the first of them ranked alone as well
+    (its own job): every list must be the reference's either way
+    (tests/unit/retrieval/test_shared_run.py holds together against alone for
+    every variant)."""
     qs, hs, corpus = load_segment(qdir / "questions.parquet", lme_dir / "haystacks.parquet",
                                   lme_dir / "events.parquet", 1, 1)
-    rankings, outcomes = run_segment(resolve(name, family), qs, hs, corpus, log=QUIET)
+    vs = [resolve(n, family) for n in names]
+    tables = run_segments(vs, qs, hs, corpus, log=QUIET)
+    qs, hs, corpus = load_segment(qdir / "questions.parquet", lme_dir / "haystacks.parquet",
+                                  lme_dir / "events.parquet", 1, 1)
+    alone = {f"{vs[0].name} alone": run_segment(vs[0], qs, hs, corpus, log=QUIET)}
+    return {name: _lists(*ts[:2]) for name, ts in {**tables, **alone}.items()}
+
+
+def _lists(rankings, outcomes) -> dict:
     finals = {}
     for row in sorted(rankings.to_pylist(), key=lambda r: (r["q_index"], r["rank"])):
         finals.setdefault(row["q_index"], []).append(row["session_id"])
@@ -289,11 +303,13 @@ LME_HARNESSES = [
 def test_lme_experiments(datasets, dataset, harness, fn, variants):
     path, d = datasets[dataset]
     refs = fn(path)
+    lists = project([f"{harness}-{v}" for v in variants], "s", d, d)
+    assert len(lists) == len(variants) + 1
     all_diffs = {}
-    for v in variants:
-        diffs = compare(v, refs[v], project(f"{harness}-{v}", "s", d, d))
+    for name, proj in lists.items():
+        diffs = compare(name, refs[name.split()[0].split("-", 1)[1]], proj)
         if diffs:
-            all_diffs[f"{harness}-{v}"] = diffs
+            all_diffs[name] = diffs
     assert not all_diffs, json.dumps(all_diffs, ensure_ascii=False, indent=1, default=str)[:20000]
 
 
@@ -302,11 +318,13 @@ def test_cn(datasets, which, lme):
     cn_path, cn_dir = datasets[which]
     lme_path, lme_dir = datasets[lme]
     refs = ref.reference_cn(lme_path, cn_path)
+    lists = project([f"cn-{v}" for v in ref.CN_VARIANTS], "cn", cn_dir, lme_dir)
+    assert len(lists) == len(ref.CN_VARIANTS) + 1
     all_diffs = {}
-    for v in ref.CN_VARIANTS:
-        diffs = compare(v, refs[v], project(f"cn-{v}", "cn", cn_dir, lme_dir))
+    for name, proj in lists.items():
+        diffs = compare(name, refs[name.split()[0].split("-", 1)[1]], proj)
         if diffs:
-            all_diffs[f"cn-{v}"] = diffs
+            all_diffs[name] = diffs
     assert not all_diffs, json.dumps(all_diffs, ensure_ascii=False, indent=1, default=str)[:20000]
 
 
