@@ -34,10 +34,10 @@ import pytest
 from tests.oracles.naive import reference_locomo
 from tests.unit.memo.test_reference_equivalence import compare, lme_reference, run_project
 from tests.oracles import reference_experiments as refx
-from tests.unit.memo.test_reference_experiments import compare as compare_exp, project as project_exp
+from tests.unit.memo.test_reference_experiments import diffs_from_reference
 
 from memobench.runs import retrieval_log
-from memobench.evaluation import exports, official
+from memobench.evaluation import exports
 from memobench.retrieval.documents import session_documents
 from memobench.core.errors import DataError
 from memobench.memo.fts5 import Unicode61
@@ -332,15 +332,15 @@ def test_locomo_lists_equal_the_reference(files, variant_name, tmp_path):
 def test_experiment_lists_equal_the_reference(files, harness, fn, names):
     raw, norm = files["s"]
     refs = fn(raw)
-    diffs = {v: compare_exp(v, refs[v], project_exp(f"{harness}-{v}", "s", norm, norm)) for v in names}
-    assert not any(diffs.values()), diffs
+    diffs = diffs_from_reference(refs, harness, names, "s", norm, norm)
+    assert not diffs, diffs
 
 
 def test_cn_lists_equal_the_reference(files):
     (lme, lme_dir), (cn, cn_dir) = files["s"], files["cn"]
     refs = refx.reference_cn(lme, cn)
-    diffs = {v: compare_exp(v, refs[v], project_exp(f"cn-{v}", "cn", cn_dir, lme_dir)) for v in refx.CN_VARIANTS}
-    assert not any(diffs.values()), diffs
+    diffs = diffs_from_reference(refs, "cn", refx.CN_VARIANTS, "cn", cn_dir, lme_dir)
+    assert not diffs, diffs
 
 
 # ---------------------------------------------------------------------------

@@ -234,21 +234,32 @@ def datasets(tmp_path_factory):
     return out
 
 
-def project(names, family, qdir, lme_dir) -> dict:
-    """{variant: {q_index: its status, rank, list and question id}}: the
-    variants ranked together, as one job ranks a family's siblings (sharing
-    their tokens and FTS rows), and the first of them ranked alone as well
-    (its own job): every list must be the reference's either way
-    (tests/unit/retrieval/test_shared_run.py holds together against alone for
-    every variant)."""
+def project(names, family, qdir, lme_dir) -> tuple[dict, dict]:
+    """({variant: {q_index: its status, rank, list and question id}}, the
+    first variant's alone): the variants ranked together, as one job ranks a
+    family's siblings (sharing their tokens and FTS rows), and the first of
+    them ranked alone as well (its own job). Every list must be the
+    reference's either way (tests/unit/retrieval/test_shared_run.py holds
+    together against alone for every variant)."""
     qs, hs, corpus = load_segment(qdir / "questions.parquet", lme_dir / "haystacks.parquet",
                                   lme_dir / "events.parquet", 1, 1)
     vs = [resolve(n, family) for n in names]
     tables = run_segments(vs, qs, hs, corpus, log=QUIET)
+    together = {n: _lists(*tables[v.name][:2]) for n, v in zip(names, vs)}
     qs, hs, corpus = load_segment(qdir / "questions.parquet", lme_dir / "haystacks.parquet",
                                   lme_dir / "events.parquet", 1, 1)
-    alone = {f"{vs[0].name} alone": run_segment(vs[0], qs, hs, corpus, log=QUIET)}
-    return {name: _lists(*ts[:2]) for name, ts in {**tables, **alone}.items()}
+    return together, _lists(*run_segment(vs[0], qs, hs, corpus, log=QUIET))
+
+
+def diffs_from_reference(refs, harness, variants, family, qdir, lme_dir) -> dict:
+    """{variant: how its lists differ from the reference's} (``project``:
+    ranked together, and the first also alone), the variants without a
+    difference left out."""
+    names = [f"{harness}-{v}" for v in variants]
+    together, alone = project(names, family, qdir, lme_dir)
+    runs = [(n, v, together[n]) for n, v in zip(names, variants)] + [(f"{names[0]} alone", variants[0], alone)]
+    diffs = {name: compare(name, refs[v], lists) for name, v, lists in runs}
+    return {name: d for name, d in diffs.items() if d}
 
 
 def _lists(rankings, outcomes) -> dict:
@@ -303,13 +314,7 @@ LME_HARNESSES = [
 def test_lme_experiments(datasets, dataset, harness, fn, variants):
     path, d = datasets[dataset]
     refs = fn(path)
-    lists = project([f"{harness}-{v}" for v in variants], "s", d, d)
-    assert len(lists) == len(variants) + 1
-    all_diffs = {}
-    for name, proj in lists.items():
-        diffs = compare(name, refs[name.split()[0].split("-", 1)[1]], proj)
-        if diffs:
-            all_diffs[name] = diffs
+    all_diffs = diffs_from_reference(refs, harness, variants, "s", d, d)
     assert not all_diffs, json.dumps(all_diffs, ensure_ascii=False, indent=1, default=str)[:20000]
 
 
@@ -318,13 +323,7 @@ def test_cn(datasets, which, lme):
     cn_path, cn_dir = datasets[which]
     lme_path, lme_dir = datasets[lme]
     refs = ref.reference_cn(lme_path, cn_path)
-    lists = project([f"cn-{v}" for v in ref.CN_VARIANTS], "cn", cn_dir, lme_dir)
-    assert len(lists) == len(ref.CN_VARIANTS) + 1
-    all_diffs = {}
-    for name, proj in lists.items():
-        diffs = compare(name, refs[name.split()[0].split("-", 1)[1]], proj)
-        if diffs:
-            all_diffs[name] = diffs
+    all_diffs = diffs_from_reference(refs, "cn", ref.CN_VARIANTS, "cn", cn_dir, lme_dir)
     assert not all_diffs, json.dumps(all_diffs, ensure_ascii=False, indent=1, default=str)[:20000]
 
 
