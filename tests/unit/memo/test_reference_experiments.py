@@ -246,6 +246,7 @@ def project(names, family, qdir, lme_dir) -> tuple[dict, dict]:
     vs = [resolve(n, family) for n in names]
     tables = run_segments(vs, qs, hs, corpus, log=QUIET)
     together = {n: _lists(*tables[v.name][:2]) for n, v in zip(names, vs)}
+    # loaded again: a run drops each session's tokens after its last question, so the corpus serves one run
     qs, hs, corpus = load_segment(qdir / "questions.parquet", lme_dir / "haystacks.parquet",
                                   lme_dir / "events.parquet", 1, 1)
     return together, _lists(*run_segment(vs[0], qs, hs, corpus, log=QUIET))
