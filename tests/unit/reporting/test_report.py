@@ -125,14 +125,15 @@ def hostile_report(tmp_path_factory):
     gone = {"far": missing.missing_receipt(tmp_path / "far.json", f"far.json: {HOSTILE}", 5, None,
                                            [f"http://x/{HOSTILE}"], {missing.ATTEMPT: 1})}
     out = {k: res / f"report.{k}" for k in ("md", "html")}
-    build_report([m0, m1, m2, lm], [res / ds / "summary.json", res / ds / "falsifier.json"], out["md"], out["html"],
-                 res / "hitk.png", stats_paths=st, forest_out=res / "forest.png", heatmap_out=res / "heatmap.png",
-                 log=lambda m: None, missing=gone)
-    return out["md"].read_text(), out["html"], res
+    # the plots drawn at once, as the report job draws them when it has the cores
+    inputs = ([m0, m1, m2, lm], [res / ds / "summary.json", res / ds / "falsifier.json"])
+    build_report(*inputs, out["md"], out["html"], res / "hitk.png", stats_paths=st, forest_out=res / "forest.png",
+                 heatmap_out=res / "heatmap.png", log=lambda m: None, missing=gone, workers=3)
+    return out["md"].read_text(), out["html"], res, dict(inputs=inputs, stats_paths=st, missing=gone)
 
 
 def test_hostile_values_stay_in_their_markdown_cells(hostile_report):
-    md, _, _ = hostile_report
+    md, _, _, _ = hostile_report
     assert "<script" not in md and "&lt;script>" in md and "&lt;/script>" in md
     tables = _md_rows(md)
     assert len(tables) >= 8
@@ -149,7 +150,7 @@ def test_hostile_values_stay_in_their_markdown_cells(hostile_report):
 
 
 def test_hostile_values_stay_in_their_html_cells(hostile_report):
-    _, html_path, _ = hostile_report
+    _, html_path, _, _ = hostile_report
     p = _Tables()
     p.feed(html_path.read_text())
     assert p.scripts == 0  # none of the values became a script
@@ -165,7 +166,7 @@ def test_hostile_values_stay_in_their_html_cells(hostile_report):
 
 
 def test_locomo_categories_pairs_and_p_values(hostile_report):
-    md, html_path, _ = hostile_report
+    md, html_path, _, _ = hostile_report
     html = html_path.read_text()
     for cat, name in (("4", "single-hop"), ("5", "adversarial"), ("2", "temporal"), ("1", "multi-hop"),
                       ("3", "open-domain")):
@@ -191,7 +192,7 @@ def test_locomo_categories_pairs_and_p_values(hostile_report):
 
 
 def test_report_in_a_browser_keeps_hostile_values_inert(hostile_report, tmp_path):
-    _, html_path, _ = hostile_report
+    _, html_path, _, _ = hostile_report
     r = browser.measure(html_path, tmp_path)
     assert r["scripts"] == 1 and not r["injected"]  # only the measuring script; the data's did not run
     assert r["scrollWidth"] <= browser.WIDTH, r
@@ -388,22 +389,18 @@ def ten_variants(tmp_path_factory):
 
 def test_plots_drawn_at_once_are_the_same_bytes(hostile_report, tmp_path):
     """The report job draws its three plots in forked processes when it has
-    the cores; each file is the one drawn in sequence, byte for byte."""
-    _, html_path, res = hostile_report
-    runs = sorted(res.glob("*/*/metrics.json"))
-    stats_paths = sorted(res.glob("*/stats.json"))
-    assert runs and stats_paths
-    drawn = {}
-    for workers in (1, 3):
-        out = tmp_path / f"w{workers}"
-        out.mkdir()
-        build_report(runs, [], out / "r.md", out / "r.html", out / "hitk.png", stats_paths=stats_paths,
-                     forest_out=out / "forest.png", heatmap_out=out / "heatmap.png", log=lambda m: None,
-                     workers=workers)
-        drawn[workers] = {p.name: p.read_bytes() for p in sorted(out.iterdir())}
-    assert sorted(drawn[1]) == ["forest.png", "heatmap.png", "hitk.png", "r.html", "r.md"]
-    assert all(len(b) > 1000 for n, b in drawn[1].items() if n.endswith(".png"))
-    assert drawn[1] == drawn[3]
+    the cores (the fixture's build); each file is the one drawn in sequence,
+    byte for byte."""
+    _, _, res, built = hostile_report
+    names = ["forest.png", "heatmap.png", "hitk.png", "report.html", "report.md"]
+    at_once = {n: (res / n).read_bytes() for n in names}
+    build_report(*built["inputs"], tmp_path / "report.md", tmp_path / "report.html", tmp_path / "hitk.png",
+                 stats_paths=built["stats_paths"], forest_out=tmp_path / "forest.png",
+                 heatmap_out=tmp_path / "heatmap.png", log=lambda m: None, missing=built["missing"], workers=1)
+    in_sequence = {p.name: p.read_bytes() for p in sorted(tmp_path.iterdir())}
+    assert sorted(in_sequence) == names
+    assert all(len(b) > 1000 for n, b in in_sequence.items() if n.endswith(".png"))
+    assert in_sequence == at_once
 
 
 def test_matrix_marks_who_beats_whom_after_holm(ten_variants):
