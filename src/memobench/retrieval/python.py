@@ -205,7 +205,8 @@ def uncovered(spec: str, scope: Path, cwd=None) -> list[Path]:
     :func:`sources` does not hold (a module that a name built at run time
     loads from a folder without ``__init__.py``): an edit to one would not
     rerun the variant. Installed packages and memobench's own are not the
-    user's, wherever they sit."""
+    user's, wherever they sit; nor is the job's script (``__main__``), which
+    may sit inside ``scope`` when the user's file is at the project's root."""
     from ..core.fingerprint import PACKAGE_DIR
 
     if scope.is_file():
@@ -213,7 +214,10 @@ def uncovered(spec: str, scope: Path, cwd=None) -> list[Path]:
     known = set(sources(spec, cwd))
     prefixes = {Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
     out = set()
-    for module in list(sys.modules.values()):
+    main = sys.modules.get("__main__")
+    for name, module in list(sys.modules.items()):
+        if module is main or name in ("__main__", "__mp_main__"):
+            continue  # the job's script (multiprocessing aliases it), whose path Snakemake sets: not the user's
         f = getattr(module, "__file__", None)
         if not f or not f.endswith(".py"):
             continue
