@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -388,16 +388,22 @@ def locomo_per_question(questions, rankings: dict[int, list[str]], progress=None
 def locomo_block(rows: list[dict], depth: int) -> dict:
     names = metric_names("locomo")
 
-    def view(sel):
-        kept = [r for r in sel if r["excluded"] is None]
-        return {"questions": len(kept), "not_ranked": sum(not r["ranked"] for r in kept), **average(kept, names)}
+    no_evidence = {"no_evidence": sum(r["excluded"] == "no_evidence" for r in rows)}
 
-    block = {"rules": "LoCoMo evidence sessions (recall_any/recall_all)", "depth": depth,
-             "excluded": {"no_evidence": sum(r["excluded"] == "no_evidence" for r in rows)}}
-    block.update(view(rows))
-    block["categories_1_4"] = view([r for r in rows if r["question_type"] in LOCOMO_CATEGORIES_1_4])
+    def view(in_view=lambda r: True):
+        kept = [r for r in rows if r["excluded"] is None and in_view(r)]
+        # each question left out once, for its first reason: no evidence, then a category the view drops;
+        # so n and the excluded counts add up to the file's questions under every convention
+        dropped = Counter(f"category_{r['question_type']}" for r in rows
+                          if r["excluded"] is None and not in_view(r))
+        return {"excluded": {**no_evidence, **dict(sorted(dropped.items()))}, "questions": len(kept),
+                "not_ranked": sum(not r["ranked"] for r in kept), **average(kept, names)}
+
+    block = {"rules": "LoCoMo evidence sessions (recall_any/recall_all)", "depth": depth}
+    block.update(view())
+    block["categories_1_4"] = view(lambda r: r["question_type"] in LOCOMO_CATEGORIES_1_4)
     block["conventions"] = {
-        "all_categories": {"convention": CONVENTIONS["all_categories"], **view(rows)},
+        "all_categories": {"convention": CONVENTIONS["all_categories"], **view()},
         "categories_1_4": {"convention": CONVENTIONS["categories_1_4"], **block["categories_1_4"]}}
     return block
 

@@ -455,3 +455,30 @@ def test_locomo_conventions(tmp_path):
     assert c["questions"] == 2 and c["recall_any@1"] == 0.5 and c["recall_any@3"] == 1.0
     assert {k: v for k, v in c.items() if k != "convention"} == block["categories_1_4"]
     assert a["recall_all@3"] == block["recall_all@3"] and "categories 1-4" in c["convention"]
+
+
+def test_locomo_conventions_name_what_each_leaves_out(tmp_path):
+    """Each LoCoMo convention says what it leaves out, as LongMemEval's do: the
+    question without evidence in both, the adversarial category in
+    categories_1_4; n and the excluded counts add up to the file's questions
+    (the convention table and the Official metrics table agree)."""
+    def turn(i, s):
+        return {"speaker": "A", "dia_id": f"D{s}:{i}", "text": f"words {s} {i}"}
+
+    conv = {"session_1": [turn(1, 1)], "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_2": [turn(1, 2)], "session_2_date_time": "1:56 pm on 9 May, 2023"}
+    qa = [{"question": "a?", "evidence": ["D1:1"], "category": 1},
+          {"question": "b?", "evidence": ["D2:1"], "category": 5, "adversarial_answer": "no"},
+          {"question": "c?", "evidence": ["D2:1"], "category": 5, "adversarial_answer": "no"},
+          {"question": "d?", "evidence": ["nothing"], "category": 5}]
+    (tmp_path / "l.json").write_text(json.dumps([{"sample_id": "c0", "conversation": conv, "qa": qa}]))
+    out = tmp_path / "n"
+    normalize_locomo(tmp_path / "l.json", out, log=lambda m: None)
+    rk = _rankings(tmp_path / "r.parquet", {0: ["session_1"], 1: ["session_2"], 2: ["session_2"]})
+    block, _ = official.compute("locomo", out / "questions.parquet", out / "haystacks.parquet",
+                                out / "events.parquet", rk, log=lambda m: None)
+    a, c = block["conventions"]["all_categories"], block["conventions"]["categories_1_4"]
+    assert a["excluded"] == block["excluded"] == {"no_evidence": 1}
+    assert c["excluded"] == {"no_evidence": 1, "category_5": 2}
+    for v in (a, c):
+        assert v["questions"] + sum(v["excluded"].values()) == len(qa)
