@@ -49,8 +49,12 @@ def convention_rows(runs: list[dict]) -> list[list]:
 
 
 def published_rows(runs: list[dict]) -> list[list]:
+    """The published figures of the datasets in ``runs`` (another dataset's figure has no run to be read beside)."""
     rows = []
+    present = {m["dataset"] for m in runs}
     for pub in PUBLISHED_OFFICIAL:
+        if pub["dataset"] not in present:
+            continue
         values = "; ".join(f"{k} {percent(v)}" for k, v in pub["values"].items())
         ours = [label(m) for m in runs if m["dataset"] == pub["dataset"]
                 and comparable_to(m, pub["dataset"], pub["convention"],
@@ -108,14 +112,21 @@ def convention_blocks(runs: list[dict]) -> list:
             Table(["dataset", "variant", "convention", "n", "excluded",
                    *(MEASURES[k].label for k in OFFICIAL_MEASURES), "published figure"],
                   rows, left=(0, 1, 2, 4, 11)),
-            *data_file_blocks(runs),
-            Heading(3, "Published figures"),
-            Para("Each with the protocol it was published under. A figure is comparable only to a run of the same "
-                 "system, ranking the same grain, on the same data file, under the same convention over the same "
-                 "number of questions; memory-system LoCoMo evaluations report over categories 1-4, so compare "
-                 "them with categories_1_4."),
+            *data_file_blocks(runs), *published_blocks(runs)]
+
+
+def published_blocks(runs: list[dict]) -> list:
+    """The published figures of the report's datasets, each with its protocol (none: no section)."""
+    rows = published_rows(runs)
+    if not rows:
+        return []
+    return [Heading(3, "Published figures"),
+            Para("The published figures of this report's datasets, each with the protocol it was published under. "
+                 "A figure is comparable only to a run of the same system, ranking the same grain, on the same "
+                 "data file, under the same convention over the same number of questions; memory-system LoCoMo "
+                 "evaluations report over categories 1-4, so compare them with categories_1_4."),
             Table(["source", "system", "dataset", "protocol", "convention", "n", "figures", "comparable"],
-                  published_rows(runs), left=(0, 1, 2, 3, 4, 6, 7))]
+                  rows, left=(0, 1, 2, 3, 4, 6, 7))]
 
 
 # LongMemEval's printed figures (print_retrieval_metrics.py), at each grain of a turn variant

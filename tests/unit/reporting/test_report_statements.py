@@ -1,0 +1,70 @@
+"""What the report says beside a figure is true of that figure: the
+published figures of the report's datasets only, the exclusions of each
+convention as the main table counts them, each variant's list depth, a
+minimum detectable difference only where the differences vary, a run that
+covers few questions flagged and kept out of the paired tests; and what
+metrics.json says a variant is."""
+
+from __future__ import annotations
+
+import json
+
+from memobench.evaluation import official
+from memobench.reporting import conventions, markdown
+from memobench.reporting.report import build_report
+from tests.unit.reporting.test_report import _md_rows, _run
+
+
+def _locomo_official(depth: int, n: int = 6) -> dict:
+    metrics = {f"{name}@{k}": 0.5 for name in ("recall_any", "recall_all") for k in official.KS}
+    view = {"excluded": {"no_evidence": 2}, "questions": n, "not_ranked": 0, **metrics}
+    c14 = {**view, "excluded": {"no_evidence": 2, "category_5": 1}, "questions": n - 1}
+    return {"rules": "LoCoMo evidence sessions (recall_any/recall_all)", "depth": depth, **view,
+            "categories_1_4": c14,
+            "conventions": {"all_categories": {"convention": official.CONVENTIONS["all_categories"], **view},
+                            "categories_1_4": {"convention": official.CONVENTIONS["categories_1_4"], **c14}}}
+
+
+def _locomo_runs(tmp_path, depths=(31, 32)):
+    """LoCoMo runs of two variants with official.json beside metrics.json."""
+    res = tmp_path / "results"
+    metrics_paths, official_paths = [], []
+    for v, depth in zip(("v0.8.0", "mine"), depths):
+        mp, _ = _run(res, "locomo10", v, [1, 2, 0, 1, 5, 1], ["4", "5", "2", "1", "3", "4"], fmt="locomo",
+                     skip_rule="locomo")
+        op = mp.parent / "official.json"
+        op.write_text(json.dumps({"dataset": "locomo10", "variant": v, "official": _locomo_official(depth)}))
+        metrics_paths.append(mp)
+        official_paths.append(op)
+    return res, metrics_paths, official_paths
+
+
+def _report(tmp_path, metrics_paths, official_paths=(), stats_paths=()):
+    out = {k: tmp_path / f"report.{k}" for k in ("md", "html")}
+    build_report(metrics_paths, [], out["md"], out["html"], tmp_path / "hitk.png", official_paths=official_paths,
+                 stats_paths=stats_paths, log=lambda m: None)
+    return out["md"].read_text(), out["html"].read_text()
+
+
+def test_published_figures_are_those_of_the_datasets_in_the_run(tmp_path):
+    """A LoCoMo-only report lists LoCoMo's published figures, not LongMemEval-M's."""
+    _, metrics_paths, official_paths = _locomo_runs(tmp_path)
+    md, html = _report(tmp_path, metrics_paths, official_paths)
+    pub = next(rows for header, rows in _md_rows(md) if header[0].strip() == "source")
+    assert {r[2].strip() for r in pub} == {"locomo10"}
+    assert "longmemeval_m" not in md and "Table 9" not in html
+    assert conventions.published_rows([]) == []
+
+
+def test_convention_table_counts_the_exclusions_the_main_table_counts(tmp_path):
+    """The convention rows say what each convention leaves out, the all-categories
+    row as the Official metrics table does."""
+    _, metrics_paths, official_paths = _locomo_runs(tmp_path)
+    md, _ = _report(tmp_path, metrics_paths, official_paths)
+    tables = _md_rows(md)
+    main = next(rows for header, rows in tables if header[:5] == [" dataset ", " variant ", " n ", " excluded ",
+                                                                   " depth "])
+    conv = next(rows for header, rows in tables if "convention" in header[2])
+    assert {r[3].strip() for r in main} == {"no_evidence 2"}
+    assert [(r[2].strip(" `"), r[4].strip()) for r in conv[:2]] == [
+        ("all_categories", "no_evidence 2"), ("categories_1_4", "no_evidence 2, category_5 1")]
