@@ -13,7 +13,7 @@ from ..evaluation.official import LOCOMO_CATEGORIES
 from ..evaluation.published import published
 from .labels import by_dataset, label
 from .numbers import percent, printed, published_diff
-from .sections import (latency_note, matrix_blocks, paired_blocks, per_type_blocks, pool_note, reading_guide, type_paired_blocks,
+from .sections import (DEPTH_MEANS, depths, latency_note, matrix_blocks, paired_blocks, per_type_blocks, pool_note, reading_guide, type_paired_blocks,
                        variant_table)
 
 CSS = """
@@ -85,7 +85,7 @@ def _official_cells(o: dict | None, names: list[str]) -> str:
         if v is None:
             cells.append("<td>-</td>")
             continue
-        mark = "<sup title='k beyond the list depth: the list is shorter than k'>†</sup>" if k > o["depth"] else ""
+        mark = "<sup title='k beyond this variant&#x27;s list depth: every list of it is shorter than k'>†</sup>" if k > o["depth"] else ""
         sat = MEASURES[n].unit.saturates and v >= SATURATED
         cells.append(f"<td class='{'sat' if sat else ''}'>{percent(v)}{mark}</td>")
     return "".join(cells)
@@ -129,8 +129,8 @@ def html_main_tables(runs: list[dict]) -> list[str]:
                          + "; ".join(f"{_e(v)} recall_all@10 {percent(o['categories_1_4'].get('recall_all@10'))} "
                                      f"(n {_e(o['categories_1_4']['questions'])})" for v, o in excl) + ".")
             out.append(f"<p class='note'>Official: averaged over {_e(o0['questions'])} questions; excluded: "
-                       f"{_e(parts)}; lists to depth {_e(o0['depth'])} († marks k beyond it). Questions a variant "
-                       f"gave no list count with an empty list.{extra}</p>")
+                       f"{_e(parts)}; list depth {_e(depths(ms))} ({_e(DEPTH_MEANS)}; † marks such a k). Questions "
+                       f"a variant gave no list count with an empty list.{extra}</p>")
     return out
 
 

@@ -8,7 +8,7 @@ from ..evaluation.measures import HARNESS_MEASURES, MEASURES, OFFICIAL_MEASURES
 from ..evaluation.published import published
 from .labels import by_dataset, label
 from .numbers import percent, printed, published_diff
-from .sections import (latency_note, matrix_blocks, paired_blocks, per_type_blocks, pool_note, reading_guide, type_paired_blocks,
+from .sections import (DEPTH_MEANS, latency_note, matrix_blocks, paired_blocks, per_type_blocks, pool_note, reading_guide, type_paired_blocks,
                        variant_table)
 
 
@@ -56,7 +56,8 @@ def md_official(runs: list[dict]) -> list:
                        "hit@k)"),
             Para("recall_all@k: every gold session in the top k; recall_any@k: at least one; ndcg_any@k with "
                  "LongMemEval's discount. Averaged over the file's questions less abstention and no-user-target "
-                 "questions (LongMemEval); LoCoMo over questions with evidence sessions."),
+                 "questions (LongMemEval); LoCoMo over questions with evidence sessions; "
+                 f"{DEPTH_MEANS}."),
             Table(["dataset", "variant", "n", "excluded", "depth", *(MEASURES[k].label for k in OFFICIAL_MEASURES)],
                   rows, left=2)]
 

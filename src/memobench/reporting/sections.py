@@ -17,6 +17,7 @@ from ..evaluation.published import GUIDE_TABLE, REFERENCE, published
 from ..evaluation.resampling import BOOTSTRAP, PERMUTATIONS
 from .labels import KIND_NAMES, by_dataset, is_imported, is_locomo, kind, label, type_label
 from ..core.jsmath import to_fixed
+from ..core.protocol import DEPTH
 from .numbers import difference, level, mde_text, p_randomization, p_test, percent, printed, value_text
 
 BETTER, WORSE, EVEN = "▲", "▼", "·"
@@ -34,6 +35,20 @@ DATA_COUNTS = {
 
 def _e(x) -> str:
     return html.escape(str(x))
+
+
+# what an official table's depth is (official.read_rankings: the deepest rank the variant's lists reach)
+DEPTH_MEANS = (f"depth: the length of the variant's longest list, the deepest rank any of its questions' lists "
+               f"reaches (lists are read to {DEPTH}); at a k beyond it every list of the variant is shorter than k")
+
+
+def depths(ms: list[dict]) -> str:
+    """The official lists' depth of a dataset's variants: one number when they share it, else each
+    variant's (``31 (v0.8.0), 32 (mine)``)."""
+    have = [(label(m), m["official"]["depth"]) for m in ms if m.get("official")]
+    if len({d for _, d in have}) == 1:
+        return str(have[0][1])
+    return ", ".join(f"{d} ({name})" for name, d in have)
 
 
 def latency_note(runs: list[dict]) -> list:

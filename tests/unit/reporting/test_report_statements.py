@@ -68,3 +68,20 @@ def test_convention_table_counts_the_exclusions_the_main_table_counts(tmp_path):
     assert {r[3].strip() for r in main} == {"no_evidence 2"}
     assert [(r[2].strip(" `"), r[4].strip()) for r in conv[:2]] == [
         ("all_categories", "no_evidence 2"), ("categories_1_4", "no_evidence 2, category_5 1")]
+
+
+def test_depth_is_each_variants_and_is_explained(tmp_path):
+    """Variants whose lists reach 31 and 32: the HTML names each depth (not the
+    first variant's for all), and both formats say what depth is."""
+    _, metrics_paths, official_paths = _locomo_runs(tmp_path, depths=(31, 32))
+    md, html = _report(tmp_path, metrics_paths, official_paths)
+    assert "list depth 31 (v0.8.0), 32 (mine)" in html
+    assert "lists to depth 31" not in html
+    for text in (md, html):
+        assert "depth: the length of the variant&#x27;s longest list" in text or \
+               "depth: the length of the variant's longest list" in text
+    same = tmp_path / "same"
+    same.mkdir()
+    _, metrics_paths, official_paths = _locomo_runs(same, depths=(32, 32))
+    _, html = _report(same, metrics_paths, official_paths)
+    assert "list depth 32 (depth:" in html
