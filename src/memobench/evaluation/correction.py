@@ -29,11 +29,18 @@ def z(q: float) -> float:
 
 def mde(d: np.ndarray, alpha: float = ALPHA, power: float = POWER) -> float | None:
     """The difference a two-sided test at ``alpha`` detects with probability
-    ``power`` at this n and spread: (z_{1-alpha/2} + z_power) * sd(d) / sqrt(n)."""
+    ``power`` at this n and spread: (z_{1-alpha/2} + z_power) * sd(d) / sqrt(n).
+    None below two questions, and where the differences do not vary (no
+    discordant question: identical outcomes): sd 0 would give an MDE of 0,
+    which reads as "any difference is detectable" where there is no spread to
+    size one from."""
     n = len(d)
     if n < 2:
         return None
-    return (z(1 - alpha / 2) + z(power)) * float(d.std(ddof=1)) / math.sqrt(n)
+    sd = float(d.std(ddof=1))
+    if sd == 0:
+        return None
+    return (z(1 - alpha / 2) + z(power)) * sd / math.sqrt(n)
 
 
 def holm(pvalues: list[float]) -> list[float]:

@@ -116,9 +116,16 @@ def _delta_cell(c: dict, key: str) -> Cell:
                 note=_mde_note(mm, key))
 
 
+# the MDE of a pair whose differences do not vary (correction.mde: none, not 0)
+MDE_NONE = "MDE n/a: no question differs"
+
+
 def _mde_note(mm: dict, key: str) -> str | None:
-    """The pair's minimum detectable difference, in the difference's unit."""
-    return None if mm.get("mde") is None else f"MDE {mde_text(mm['mde'], key)}"
+    """The pair's minimum detectable difference, in the difference's unit; where its differences do not
+    vary (``sd`` 0), that it has none."""
+    if mm.get("mde") is not None:
+        return f"MDE {mde_text(mm['mde'], key)}"
+    return MDE_NONE if mm.get("sd") == 0 and mm.get("diff") == 0 else None
 
 
 def _p_cell(mm: dict, key: str, n_perm: int) -> Cell:
@@ -163,7 +170,8 @@ def paired_blocks(runs: list[dict], stats: list[dict]) -> list:
                     anchor="paired"),
             Para(["Variant minus the variant in ", Strong("against"), ", per question over the questions both "
                   "evaluated: the mean difference with its bootstrap 95% interval and, after it, the minimum "
-                  "detectable difference (", Code("MDE"), "); the paired randomization p-value, then the McNemar "
+                  "detectable difference (", Code("MDE"), f"; {MDE_NONE} where every question has the same "
+                  "outcome in both, so the differences have no spread to size one from); the paired randomization p-value, then the McNemar "
                   "(hit@k) or paired t-test (MRR) p-value with, beside it, that p-value after Holm's correction over "
                   "all the dataset's pairs (", Code("Holm"), "), each named by its test. hit@k in "
                   "percentage points, MRR in MRR units. Each pair appears once."], cls="note"),
@@ -214,7 +222,8 @@ def _mde_line(s: dict) -> Para | None:
     family = (s.get("holm") or {}).get("pairs", {}).get(MATRIX[0], m0["pairs"])
     return Para([Strong("Minimum detectable difference"), f" at n = {n} paired questions "
                  f"({100 * (1 - pw.get('alpha', ALPHA)):g}% two-sided, {100 * pw.get('power', POWER):g}% power, "
-                 "(z + z) · sd(d) / √n; the median over the dataset's pairs, their range, and at the level of Holm's "
+                 "(z + z) · sd(d) / √n; the median over the dataset's pairs whose differences vary (a pair with no "
+                 "differing question has none), their range, and at the level of Holm's "
                  f"first step, α / {family}): " + "; ".join(parts) + ". An observed difference below it is one "
                  "this set is unlikely to show; a saturated rate (95% or more) shrinks both."], cls="note")
 

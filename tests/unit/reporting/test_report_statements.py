@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import json
 
-from memobench.evaluation import official
+import numpy as np
+
+from memobench.evaluation import correction, official
 from memobench.reporting import conventions, markdown
 from memobench.reporting.report import build_report
-from tests.unit.reporting.test_report import _md_rows, _run
+from tests.unit.reporting.test_report import _md_rows, _run, _stats
 
 
 def _locomo_official(depth: int, n: int = 6) -> dict:
@@ -85,3 +87,24 @@ def test_depth_is_each_variants_and_is_explained(tmp_path):
     _, metrics_paths, official_paths = _locomo_runs(same, depths=(32, 32))
     _, html = _report(same, metrics_paths, official_paths)
     assert "list depth 32 (depth:" in html
+
+
+def test_identical_lists_have_no_mde_of_zero(tmp_path):
+    """Two variants with the same outcome on every question: no discordant
+    pair, so stats.json has no MDE (not 0) and the report says why, never
+    'MDE 0.0'."""
+    res = tmp_path / "results"
+    ranks = [1, 2, 0, 1, 5, 1, 3, 0, 1, 2]
+    types = ["a", "b"] * 5
+    m0, o0 = _run(res, "lme", "v0.8.0", ranks, types)
+    m1, o1 = _run(res, "lme", "twin", ranks, types, baseline="v0.8.0")
+    st = _stats(res, "lme", {"v0.8.0": "", "twin": "v0.8.0"}, {"v0.8.0": o0, "twin": o1})
+    s = json.loads(st.read_text())
+    for mm in s["comparisons"][0]["metrics"].values():
+        assert mm["mde"] is None and mm["sd"] == 0 and mm["diff"] == 0
+    assert correction.mde(np.zeros(10)) is None
+    md, html = _report(tmp_path, [m0, m1], stats_paths=[st])
+    assert "MDE 0.0" not in md and "MDE 0.0" not in html
+    paired = next(rows for header, rows in _md_rows(md) if header[0].strip() == "variant" and "against" in header[2])
+    assert paired[0][4].count("MDE n/a: no question differs") == 1
+    assert "no spread to size one from" in md
