@@ -253,6 +253,20 @@ def paired_lines(c: dict) -> list[str]:
     return out
 
 
+def paired_or_why(ds: str, name: str, against: str, m: dict, outcomes, against_outcomes) -> list[str]:
+    """:func:`paired_lines` of ``name`` against ``against``, or, for a run covering too few of the
+    evaluated questions, why there is none (the report's rule, stats.py)."""
+    from .evaluation.metrics import MIN_COVERAGE, coverage, too_few
+    from .evaluation.stats import compare, per_question
+
+    cov, n = coverage(m)
+    if too_few(cov, n):
+        return [f"no paired comparison: {name} covers {cov} of {n} questions, fewer than {100 * MIN_COVERAGE:g}% "
+                f"of the evaluated questions (each question it does not list counts as its miss, so a difference "
+                f"would measure its coverage, not its ranking)"]
+    return paired_lines(compare(name, against, per_question(outcomes), per_question(against_outcomes), ds))
+
+
 def main(args) -> int:
     try:
         print(score(args))
@@ -264,7 +278,6 @@ def main(args) -> int:
 
 def score(args) -> str:
     from .evaluation.published import published
-    from .evaluation.stats import compare, per_question
 
     if [args.run, args.system, args.mcp].count(None) != 2:
         raise ScoreError("give a run file, --system URL for a memory service, or --mcp COMMAND|URL for an MCP one "
@@ -377,8 +390,7 @@ def score(args) -> str:
         outcomes = [[workdir / layout.path(layout.SEGMENT_TABLE, dataset=ds, variant=v, segment=layout.segment_name(i),
                                            suffix=layout.SEGMENT_SUFFIXES["outcomes"]) for i in range(1, n_seg + 1)]
                     for v in (name, against)]
-        a, b = per_question(outcomes[0]), per_question(outcomes[1])
-        out += ["", *paired_lines(compare(name, against, a, b, ds))]
+        out += ["", *paired_or_why(ds, name, against, m, *outcomes)]
     if off.get("turn"):
         out += ["", *turn_lines(name, off["turn"])]
     if isinstance(run, str):

@@ -111,6 +111,26 @@ def compute(outcomes: list[dict], segments: list[list[dict]] | None = None) -> d
     return result
 
 
+# The least share of its evaluated questions a variant must give lists for to enter the paired tests
+# (stats.py, `memobench score`): a question an imported run does not list counts as its miss, so below
+# this a paired difference measures how much of the set the file covers, not how well it ranks.
+MIN_COVERAGE = 0.5
+
+
+def coverage(m: dict) -> tuple[int, int]:
+    """(questions a variant's lists cover, questions evaluated), from metrics.json: a question an imported
+    run does not list (``absent_from_run``) is evaluated, as a miss, but not covered."""
+    from ..retrieval.imported import ABSENT
+
+    n = m["questions"]
+    return n - (m.get("counted_as_miss") or {}).get(ABSENT, 0), n
+
+
+def too_few(covered: int, questions: int) -> bool:
+    """Covering fewer than :data:`MIN_COVERAGE` of the evaluated questions: left out of the paired tests."""
+    return covered < MIN_COVERAGE * questions
+
+
 def pct(count: int, n: int, digits: int = 1) -> str:
     """``(100 * count / n).toFixed(digits)`` as the harnesses print it."""
     return to_fixed(100 * count / n, digits) if n else "NaN"

@@ -8,7 +8,10 @@ reciprocal rank under the harness rules, the first gold rank in the top 10, 0
 for a miss), over the questions both evaluated. Each mean difference gets a
 bootstrap 95% interval and a randomization p-value on the dataset's shared
 draws (resampling.py), a McNemar or t-test p-value (paired.py) with Holm's
-correction and the minimum detectable difference (correction.py).
+correction and the minimum detectable difference (correction.py). A variant
+that gives lists for fewer than ``metrics.MIN_COVERAGE`` of its evaluated
+questions (an imported run's absent questions count as its misses) is in no
+comparison and no pair: stats.json names it under ``left_out``.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import numpy as np
 from ..core.tables import read_table
 from .correction import ALPHA, FAMILY, apply_holm, mde, power_summary
 from .measures import MEASURES, PAIRED, SATURATED
+from .metrics import MIN_COVERAGE, too_few
 from .paired import p_analytic
 from .published import REFERENCE
 from .resampling import BOOTSTRAP, PERMUTATIONS, SEED, Draws, paired, seeded
@@ -37,6 +41,20 @@ def read_outcomes(outcome_paths) -> tuple[dict[int, dict[str, float]], dict[int,
             if in_types:
                 types[qi] = qt
     return out, types
+
+
+def covered(outcome_paths) -> tuple[int, int]:
+    """(questions covered, questions evaluated) of a variant's outcomes (metrics.coverage, from its tables)."""
+    from ..retrieval.imported import ABSENT
+
+    cov = n = 0
+    for p in outcome_paths:
+        t = read_table(p, columns=["status", "reason"]).to_pydict()
+        for status, reason in zip(t["status"], t["reason"]):
+            if status == "evaluated":
+                n += 1
+                cov += reason != ABSENT
+    return cov, n
 
 
 def per_question(outcome_paths) -> dict[int, dict[str, float]]:
@@ -180,7 +198,17 @@ def dataset_stats(dataset: str, variants: dict[str, str], outcomes: dict[str, li
                   compare_set: list[str] | None = None) -> dict:
     """``variants``: {name: its baseline}; ``outcomes``: {name: outcome files};
     ``compare_set``: the variants compared pairwise (their order, those of
-    ``variants`` only; None: every variant)."""
+    ``variants`` only; None: every variant). A variant that covers too few
+    of its evaluated questions (metrics.MIN_COVERAGE) is in no comparison
+    and no pair (``left_out``)."""
+    left_out = []
+    for v in variants:
+        cov, n = covered(outcomes[v])
+        if too_few(cov, n):
+            left_out.append({"variant": v, "covered": cov, "questions": n})
+            log(f"{dataset}: {v} left out of the paired tests: covers {cov} of {n} questions")
+    gone = {d["variant"] for d in left_out}
+    variants = {v: b for v, b in variants.items() if v not in gone}
     read = {v: read_outcomes(outcomes[v]) for v in variants}
     per = {v: r[0] for v, r in read.items()}
     types: dict[int, str] = {}
@@ -210,6 +238,7 @@ def dataset_stats(dataset: str, variants: dict[str, str], outcomes: dict[str, li
     return {"dataset": dataset, "seed": SEED, "bootstrap": BOOTSTRAP, "permutations": PERMUTATIONS,
             "saturated_at": SATURATED, "metrics": list(PAIRED), "comparisons": rows,
             "resampled_questions": len(draws.index), "compared": chosen, "pairs": pairs,
+            "min_coverage": MIN_COVERAGE, "left_out": left_out,
             "holm": {"alpha": ALPHA, "family": FAMILY, "pairs": family_size,
                      "tests": {m: MEASURES[m].test_text for m in PAIRED}},
             "power": power_summary(rows + pairs, family_size)}

@@ -5,6 +5,7 @@ type (LoCoMo's categories with their names), the runs by dataset."""
 from __future__ import annotations
 
 from ..catalog.registry import kind_of
+from ..evaluation.metrics import coverage
 from ..evaluation.official import LOCOMO_CATEGORIES
 
 
@@ -25,11 +26,20 @@ def kind(m: dict) -> str:
 
 def label(m: dict) -> str:
     """The variant's name as the report's tables show it (a turn variant says so: its session
-    figures are its sessions at their best turn)."""
+    figures are its sessions at their best turn; a run that lists only some of the evaluated
+    questions says how many, since its rates count the others as misses)."""
     what = [] if kind(m) == "Memo" else [kind(m)]
     if m.get("grain") == "turn":
         what.append("ranks turns")
+    if coverage_text(m):
+        what.append(coverage_text(m))
     return f"{m['variant']} ({', '.join(what)})" if what else m["variant"]
+
+
+def coverage_text(m: dict) -> str:
+    """``covers 1 of 1977 questions`` where a run's lists leave evaluated questions out (else "")."""
+    cov, n = coverage(m)
+    return f"covers {cov} of {n} questions" if cov < n else ""
 
 
 def is_locomo(m: dict) -> bool:

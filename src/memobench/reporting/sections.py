@@ -15,7 +15,7 @@ from ..evaluation.correction import ALPHA, POWER
 from ..evaluation.measures import HARNESS_MEASURES, HITS, MATRIX, MEASURES, PAIRED, label as metric_name
 from ..evaluation.published import GUIDE_TABLE, REFERENCE, published
 from ..evaluation.resampling import BOOTSTRAP, PERMUTATIONS
-from .labels import KIND_NAMES, by_dataset, is_imported, is_locomo, kind, label, type_label
+from .labels import KIND_NAMES, by_dataset, coverage_text, is_imported, is_locomo, kind, label, type_label
 from ..core.jsmath import to_fixed
 from ..core.protocol import DEPTH
 from .numbers import difference, level, mde_text, p_randomization, p_test, percent, printed, value_text
@@ -146,7 +146,9 @@ def paired_blocks(runs: list[dict], stats: list[dict]) -> list:
     out = []
     for s in stats:
         comps = s["comparisons"]
+        gone = left_out_note(s)
         if not comps:
+            out += [Heading(3, s["dataset"]), gone] if gone else []
             continue
         n_perm = s.get("permutations", PERMUTATIONS)
         rows = []
@@ -154,7 +156,8 @@ def paired_blocks(runs: list[dict], stats: list[dict]) -> list:
             m = by_key.get((s["dataset"], c["variant"]), {})
             only = [f"{c[k]} only in the {w}" for k, w in (("only_variant", "variant"), ("only_baseline", "baseline"))
                     if c.get(k)]
-            row = [c["variant"], kind(m), _against(c),
+            # a run that covers part of the set: its misses there are in the difference
+            row = [Cell(c["variant"], note=coverage_text(m) or None) if m else c["variant"], kind(m), _against(c),
                    Cell(c["n"], note="; ".join(only) or None)]
             for k in PAIRED:
                 row += [_delta_cell(c, k), _p_cell(c["metrics"][k], k, n_perm)]
@@ -163,7 +166,7 @@ def paired_blocks(runs: list[dict], stats: list[dict]) -> list:
         for k in PAIRED:
             header += [f"Δ{metric_name(k)} ({MEASURES[k].diff_unit_short}) [95% CI]",
                        f"p: randomization; {MEASURES[k].test}, Holm"]
-        out += [Heading(3, s["dataset"]), Table(header, rows, left=3, cls="paired")]
+        out += [Heading(3, s["dataset"]), Table(header, rows, left=3, cls="paired"), *([gone] if gone else [])]
     if not out:
         return []
     return [Heading(2, f"Paired differences (harness metrics): against the harness baseline and {REFERENCE}",
@@ -171,13 +174,27 @@ def paired_blocks(runs: list[dict], stats: list[dict]) -> list:
             Para(["Variant minus the variant in ", Strong("against"), ", per question over the questions both "
                   "evaluated: the mean difference with its bootstrap 95% interval and, after it, the minimum "
                   "detectable difference (", Code("MDE"), f"; {MDE_NONE} where every question has the same "
-                  "outcome in both, so the differences have no spread to size one from); the paired randomization p-value, then the McNemar "
+                  "outcome in both, so the differences have no spread to size one from); the paired randomization "
+                  "p-value, then the McNemar "
                   "(hit@k) or paired t-test (MRR) p-value with, beside it, that p-value after Holm's correction over "
                   "all the dataset's pairs (", Code("Holm"), "), each named by its test. hit@k in "
                   "percentage points, MRR in MRR units. Each pair appears once."], cls="note"),
             Html("<p class='note'>Green: the interval lies above 0; red: below. A shaded difference: one of its "
                  "two rates is 95% or more (saturated). Hover a difference for both rates.</p>"),
             *out]
+
+
+def left_out_note(s: dict) -> Para | None:
+    """The variants of a dataset's statistics left out of its paired tests for covering too few questions."""
+    gone = s.get("left_out") or []
+    if not gone:
+        return None
+    names = "; ".join(f"{d['variant']} (covers {d['covered']} of {d['questions']} questions)" for d in gone)
+    return Para([Strong("Left out of the paired tests"), f": {names}. A run that lists fewer than "
+                 f"{100 * s['min_coverage']:g}% of the evaluated questions is compared with nothing here (nor in the "
+                 "matrix): each question it does not list counts as its miss, so its difference would measure how "
+                 "much of the set the file covers, not how well it ranks. Its own rates, over every evaluated "
+                 "question, are in the tables above."], cls="note")
 
 
 def _oriented(s: dict) -> dict[tuple[str, str], tuple[dict, int]]:

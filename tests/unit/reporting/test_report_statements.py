@@ -108,3 +108,72 @@ def test_identical_lists_have_no_mde_of_zero(tmp_path):
     paired = next(rows for header, rows in _md_rows(md) if header[0].strip() == "variant" and "against" in header[2])
     assert paired[0][4].count("MDE n/a: no question differs") == 1
     assert "no spread to size one from" in md
+
+
+def _imported(tmp, dataset, variant, ranks, types, listed):
+    """An imported run's outcomes and metrics.json: the questions past ``listed`` absent from its file."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from memobench.evaluation import metrics
+    from memobench.retrieval.imported import ABSENT
+    from memobench.retrieval.memo import OUTCOMES
+
+    rows = [{"q_index": i, "question_id": f"q{i}", "question_type": t, "status": "evaluated",
+             "reason": None if i < listed else ABSENT, "in_types": True, "gold_rank": r if i < listed else 0,
+             "pool_size": 20, "gold_in_pool": 1} for i, (r, t) in enumerate(zip(ranks, types))]
+    d = tmp / dataset / variant
+    d.mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist(rows, schema=OUTCOMES), d / "outcomes.parquet")
+    m = metrics.compute(rows)
+    m.update(dataset=dataset, variant=variant, harness="imported trec run", description="lists from a file",
+             baseline="", kind="imported", skip_rule="run", data={"format": "longmemeval"},
+             run={"file": "their.trec", "format": "trec", "sha256": "ab" * 32, "questions_listed": listed,
+                  "absent": len(rows) - listed, "ignored": {}, "truncated": 0},
+             provenance={"source": "0123456789abcdef", "python": "3"})
+    (d / "metrics.json").write_text(json.dumps(m))
+    return d / "metrics.json", d / "outcomes.parquet"
+
+
+def test_a_run_covering_few_questions_is_flagged_and_kept_out_of_the_paired_tests(tmp_path):
+    """A one-line run file over 40 questions: its rows say it covers 1 of 40,
+    it enters no comparison, pair or Holm family (below half the evaluated
+    questions), and the paired section says so; a run covering 30 of 40 stays
+    in, flagged."""
+    res = tmp_path / "results"
+    n = 40
+    ranks, types = [1 + i % 4 for i in range(n)], ["a", "b"] * (n // 2)
+    m0, o0 = _run(res, "lme", "v0.8.0", ranks, types)
+    m1, o1 = _imported(res, "lme", "theirs", ranks, types, listed=1)
+    m2, o2 = _imported(res, "lme", "most", ranks, types, listed=30)
+    st = _stats(res, "lme", {"v0.8.0": "", "theirs": "", "most": ""}, {"v0.8.0": o0, "theirs": o1, "most": o2})
+    s = json.loads(st.read_text())
+    assert s["min_coverage"] == 0.5
+    assert s["left_out"] == [{"variant": "theirs", "covered": 1, "questions": n}]
+    assert all("theirs" not in (c["variant"], c["baseline"]) for c in s["comparisons"] + s["pairs"])
+    assert s["compared"] == ["v0.8.0", "most"] and s["holm"]["pairs"]["hit@1"] == 1
+    md, html = _report(tmp_path, [m0, m1, m2], stats_paths=[st])
+    main = next(rows for header, rows in _md_rows(md) if header[:3] == [" dataset ", " variant ", " questions "])
+    assert [r[1].strip() for r in main] == ["v0.8.0", "theirs (imported run, covers 1 of 40 questions)",
+                                            "most (imported run, covers 30 of 40 questions)"]
+    assert "**Left out of the paired tests**: theirs (covers 1 of 40 questions)" in md
+    assert "fewer than 50% of the evaluated questions" in md
+    paired = next(rows for header, rows in _md_rows(md) if header[0].strip() == "variant" and "against" in header[2])
+    assert [r[0].strip() for r in paired] == ["most covers 30 of 40 questions"]
+    assert "covers 1 of 40 questions" in html and "Left out of the paired tests" in html
+
+
+def test_memobench_score_compares_no_run_covering_too_few_questions(tmp_path):
+    """`memobench score` follows the report's rule: a one-line run gets no paired
+    difference, and a line saying why; a run covering most questions gets one."""
+    from memobench import score
+
+    res = tmp_path / "results"
+    ranks, types = [1 + i % 4 for i in range(40)], ["a", "b"] * 20
+    _, o0 = _run(res, "lme", "v0.8.0", ranks, types)
+    m1, o1 = _imported(res, "lme", "theirs", ranks, types, listed=1)
+    m2, o2 = _imported(res, "lme", "most", ranks, types, listed=30)
+    (why,) = score.paired_or_why("lme", "theirs", "v0.8.0", json.loads(m1.read_text()), [o1], [o0])
+    assert why.startswith("no paired comparison: theirs covers 1 of 40 questions, fewer than 50%")
+    lines = score.paired_or_why("lme", "most", "v0.8.0", json.loads(m2.read_text()), [o2], [o0])
+    assert lines[0].startswith("paired against v0.8.0") and len(lines) == 4
