@@ -15,7 +15,8 @@ from pathlib import Path
 from ..core import layout
 from ..core.doc import Heading, Html, Markdown, Para, Table, to_html, to_markdown
 from ..evaluation.latency import RECALL, summarize
-from ..retrieval.timings import MEASURES
+from ..catalog.registry import kind_of
+from ..retrieval.timings import COLD, MEASURES
 from .html import CSS
 
 # where the timings tables lie (the folder of layout.TIMINGS), for the page's text
@@ -37,13 +38,15 @@ def blocks(summaries: list[dict], png_name: str) -> list:
                 "monotonic clock (milliseconds; [95% bootstrap interval]). Measurements of this run: they differ "
                 f"from run to run ({TIMINGS_FOLDER}), unlike every other result. A cold search is a namespace's "
                 "first after its ingestion in that job (in-process: the first call on its haystack in the job, "
-                "which builds what is built per haystack); warm are the others and the repeats "
+                "which builds what is built per haystack): each row says what its cold search includes, so read "
+                "a service's cold beside an in-process one with that in mind; warm are the others and the repeats "
                 "(system.warm_repeats; a Python retriever's determinism check). Outside the server: a warm "
                 "search's time less what the server said it spent (HTTP's Server-Timing header, MCP's result "
                 "_meta): the client, the connection, the protocol and JSON. Ingestion: per request (with "
                 "system.concurrency requests in flight). The Memo variants are not timed: one engine pass ranks "
                 "them all, and its time is no single variant's.")]
-    header = ["variant", RECALL, "searches (cold / warm, failed)", "cold p50", "warm p50", "warm p95", "warm p99",
+    header = ["variant", RECALL, "searches (cold / warm, failed)", "cold p50", "a cold search includes", "warm p50",
+              "warm p95", "warm p99",
               "outside the server p50 / p95", "ingested sessions", "ingest p50", "sessions/s per request"]
     by_ds: dict[str, list[dict]] = {}
     for s in summaries:
@@ -54,7 +57,8 @@ def blocks(summaries: list[dict], png_name: str) -> list:
             ing, cold, warm, outside = s["ingest"], s["cold"], s["warm"], s["outside_server"]
             table.append([
                 f"{s['variant']} ({_kind(s)})", "-" if s[RECALL] is None else f"{100 * s[RECALL]:.1f}%",
-                f"{cold['n']} / {warm['n']}, {s['failed']}", _ms(cold.get("p50"), False), _ms(warm.get("p50")),
+                f"{cold['n']} / {warm['n']}, {s['failed']}", _ms(cold.get("p50"), False),
+                COLD.get(s.get("kind"), "-"), _ms(warm.get("p50")),
                 _ms(warm.get("p95")), _ms(warm.get("p99")),
                 (f"{_ms(outside.get('p50'), False)} / {_ms(outside.get('p95'), False)}" if outside["n"]
                  else "- (no Server-Timing)"),
@@ -138,7 +142,7 @@ def build(timings: dict, metrics: dict, md_out, json_out, png_out, html_out, log
         rows = [r for t in tables for r in t.to_pylist()]
         n += len(rows)
         measures = next((schema_meta(t.schema).get("measures") for t in tables), None)
-        summaries.append({**summarize(ds, v, rows, m), "measures": measures})
+        summaries.append({**summarize(ds, v, rows, m), "measures": measures, "kind": kind_of(m)})
     write_text(json_out, json.dumps(summaries, indent=2, sort_keys=True) + "\n")
     page = blocks(summaries, Path(png_out).name)
     write_text(md_out, to_markdown(page).rstrip("\n") + "\n")

@@ -28,6 +28,15 @@ UNTIMED_RUN = "lists read from a run file: timed by no one here"
 # what a timed variant's rows measure (its table's metadata, the latency page's column)
 MEASURES = {"system": "service requests", "reference": "in-process calls", "python": "in-process calls",
             "fusion": "the fusion step alone (its inputs' searches are in their own tables)"}
+# what a cold search of each kind holds (the latency page's rows): a service's cold and an in-process cold
+# time different work, so a row says which
+COLD = {"system": "the namespace's first search after this job ingested it (the ingestion is not in it: its own "
+                  "columns)",
+        "reference": "the first call on its haystack in the job: it builds the retriever's per-haystack index, "
+                     "then ranks",
+        "python": "the first call of your function on its haystack in the job, with whatever it builds per haystack "
+                  "(prepare's values, computed per session beforehand, are not in it)",
+        "fusion": "the fusion step on its haystack's first question (its inputs' searches are not in it)"}
 
 
 class CallTimes:

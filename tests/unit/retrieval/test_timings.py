@@ -109,3 +109,24 @@ def test_the_latency_page_is_planned_beside_a_service_or_when_asked(tmp_path):
     svc = {"svc": {"system": {"url": "http://127.0.0.1:9"}}}
     assert pairs(["v0.8.0", "bm25s", "svc"], custom=svc) == [("lme", "bm25s"), ("lme", "svc")]
     assert json.dumps(MEASURES, sort_keys=True)  # every timed kind says what its rows measure
+
+
+def test_each_latency_row_says_what_its_cold_search_includes():
+    """An in-process retriever's cold p50 holds its index build, a service's
+    its first search after ingestion: the row of each says which."""
+    from memobench.reporting.latency import blocks
+    from memobench.retrieval.timings import COLD
+
+    def summary(variant, kind, measures):
+        q = {"ms": 5.0, "low": 4.0, "high": 6.0}
+        return {"dataset": "lme", "variant": variant, "hit@5": 0.5, "searches": 2, "failed": 0, "kind": kind,
+                "measures": measures, "cold": {"n": 1, "p50": q}, "warm": {"n": 1, "p50": q, "p95": q, "p99": q},
+                "outside_server": {"n": 0}, "ingest": {"sessions": 0, "p50_ms": None, "sessions_per_s": None}}
+
+    page = blocks([summary("bm25s", "reference", MEASURES["reference"]),
+                   summary("svc", "system", MEASURES["system"])], "latency.png")
+    (table,) = [b for b in page if hasattr(b, "rows")]
+    col = table.header.index("a cold search includes")
+    assert table.header[col - 1] == "cold p50"
+    assert [r[col] for r in table.rows] == [COLD["reference"], COLD["system"]]
+    assert "index" in COLD["reference"] and "ingestion is not in it" in COLD["system"]
