@@ -333,7 +333,8 @@ def score(args) -> str:
         except ConfigError as e:
             raise ScoreError(f"--against: {e}") from None
     if isinstance(run, str):
-        variant = {"system": service, "description": f"the memory service at {run}, measured by memobench score"}
+        variant = {"system": service, "description": f"the memory service at {identity(service, public=True)}, "
+                                                      f"measured by memobench score"}
     else:
         variant = {"run": {"file": str(run), "format": fmt},
                    "description": f"{run.name}, scored by memobench score"}

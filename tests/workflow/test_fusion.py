@@ -115,7 +115,8 @@ def test_fusion_and_wordllama_rows_have_the_familys_denominators(run, ds):
         # its paired row against v0.8.0 (under the dataset's heading) and its row of the comparison matrix
         assert f"| {v} | {kind} | v0.8.0 |" in report
         assert re.search(rf"^\| \d+ \| {re.escape(v)} \|", report, re.M), v
-        assert m["recipe"]["backend"] == ("fusion" if v in FUSIONS else v)
+        assert (m["kind"], m.get("fusion", m.get("recipe", {}).get("backend"))) == (
+            ("fusion", m["fusion"]) if v in FUSIONS else ("reference", v))
 
 
 @pytest.mark.skipif(not HAVE_STATIC, reason="wordllama needs the [static] extra")

@@ -194,7 +194,7 @@ def test_lists_and_metrics_equal_the_functions_called_directly(run, ds, variant)
     # the Memo variant's questions, skips and denominators
     memo = json.loads((res / "v0.8.0" / "metrics.json").read_text())
     assert (m["items"], m["questions"], m["skipped"]) == (memo["items"], memo["questions"], memo["skipped"])
-    assert m["recipe"]["backend"] == "python"
+    assert m["kind"] == "python" and "recipe" not in m and m["retriever"]["callable"]
     for name in ("official.json", "run.trec") + (("retrievallog.jsonl",) if ds == "lme" else ()):
         assert (res / variant / name).stat().st_size > 0
 

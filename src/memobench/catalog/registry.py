@@ -69,8 +69,11 @@ def kind_of(variant) -> str:
     """What kind of variant this is: ``memo`` (a recipe of the Memo engine),
     ``reference`` (a reference retriever), ``python`` (a user's Python
     retriever), ``fusion``, ``imported`` or ``system`` (a memory service). ``variant``: a Variant, or its
-    spec as the rule's params and metrics.json hold it ({"recipe": {"backend": ...}})."""
+    spec as the rule's params hold it ({"recipe": {"backend": ...}}), or metrics.json ({"kind": ...}; one
+    written before it stated its kind: {"recipe": ...})."""
     if isinstance(variant, dict):
+        if variant.get("kind"):
+            return variant["kind"]
         backend = (variant.get("recipe") or {}).get("backend", "fts")
     else:
         backend = variant.recipe.backend

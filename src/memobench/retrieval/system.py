@@ -123,17 +123,39 @@ def system_variant(name: str, family: str, entry: dict, others: dict | None = No
                           f" (known: {', '.join(DEFAULT_RESULTS)})")
     spec["operations"], spec["transport"], spec["results"] = operations, transport, results
     spec["identity"] = identity(s)
-    return Variant(name, Recipe(backend=BACKEND, documents="all"), SKIP[family], f"memory service: {spec['identity']}",
-                   entry.get("description", f"the memory service at {spec['identity']}"), retriever=spec)
+    shown = identity(s, public=True)
+    return Variant(name, Recipe(backend=BACKEND, documents="all"), SKIP[family], f"memory service: {shown}",
+                   entry.get("description", f"the memory service at {shown}"), retriever=spec)
 
 
-def identity(system: dict) -> str:
-    """What a service is known by (its ingestion ledger's key, its label): the HTTP API's URL,
-    ``mcp <url>``, or ``mcp stdio: <command>``."""
+def identity(system: dict, public: bool = False) -> str:
+    """What a service is known by (its ingestion ledger's key): the HTTP API's URL, ``mcp <url>``, or
+    ``mcp stdio: <command>``. ``public``: as result files and the report show it, with nothing that may
+    hold a secret (:func:`public_url`; a command's program alone, not its arguments)."""
+    url = public_url if public else str
     if "url" in system:
-        return system["url"]
+        return url(system["url"])
     m = system["mcp"]
-    return f"mcp {m['url']}" if "url" in m else "mcp stdio: " + " ".join(_command(m["command"]))
+    if "url" in m:
+        return f"mcp {url(m['url'])}"
+    command = _command(m["command"])
+    return "mcp stdio: " + (Path(command[0]).name if public else " ".join(command))
+
+
+def public_url(url: str) -> str:
+    """``url`` without what may hold a secret: its user and password, its query and fragment."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    u = urlsplit(url)
+    host = f"[{u.hostname}]" if u.hostname and ":" in u.hostname else u.hostname or ""
+    return urlunsplit((u.scheme, host + (f":{u.port}" if u.port else ""), u.path, "", ""))
+
+
+def public(spec: dict, grain: str) -> dict:
+    """What metrics.json says a service variant is (``spec``: its built spec): its protocol, its address
+    without secrets (:func:`identity`), its isolation and the grain it ranks."""
+    return {"transport": spec["transport"], "address": identity(spec, public=True),
+            "isolation": spec["isolation"], "grain": grain}
 
 
 def _command(command) -> list[str]:

@@ -177,3 +177,47 @@ def test_memobench_score_compares_no_run_covering_too_few_questions(tmp_path):
     assert why.startswith("no paired comparison: theirs covers 1 of 40 questions, fewer than 50%")
     lines = score.paired_or_why("lme", "most", "v0.8.0", json.loads(m2.read_text()), [o2], [o0])
     assert lines[0].startswith("paired against v0.8.0") and len(lines) == 4
+
+
+def test_metrics_json_states_what_ranked_each_kind_and_no_memo_recipe_beside_others():
+    """metrics.json's account of a variant: a Memo variant's whole recipe; a
+    reference retriever's backend and documents only; a Python retriever's
+    callable and params; a fusion's inputs and method; an imported run
+    nothing of a recipe; a memory service its protocol, its address without
+    the user, password or query that may hold a secret, and its grain. The
+    report still names each kind."""
+    from memobench.catalog.variant import to_spec
+    from memobench.catalog.variants import resolve
+    from memobench.evaluation.metrics import what_ranked
+    from memobench.reporting.labels import kind
+
+    secret = "http://me:hunter2@127.0.0.1:8765/api?token=s3cret#x"
+    custom = {"mine": {"retriever": {"callable": "my_retrievers.py:rank", "params": {"min_len": 3}}},
+              "fused": {"fuse": {"of": ["v0.8.0", "bm25s"], "method": "rrf", "k": 60}},
+              "theirs": {"run": {"file": "runs/their.trec", "format": "trec"}},
+              "svc": {"system": {"url": secret}},
+              "stdio": {"system": {"mcp": {"command": ["/opt/bin/my-server", "--api-key", "s3cret"]}},
+                        "grain": "turn"}}
+    got = {}
+    for name in ("v0.8.0", "bm25s", *custom):
+        got[name] = what_ranked(to_spec(resolve(name, "locomo", custom)))
+    assert got["v0.8.0"]["kind"] == "memo" and got["v0.8.0"]["recipe"]["fts_limit"] == 500
+    assert got["bm25s"] == {"kind": "reference", "recipe": {"backend": "bm25s", "documents": "all"}}
+    assert got["mine"] == {"kind": "python", "retriever": {"callable": "my_retrievers.py:rank", "prepare": None,
+                                                           "params": {"min_len": 3}, "documents": "all"}}
+    assert got["fused"] == {"kind": "fusion", "fusion": {"of": ["v0.8.0", "bm25s"], "method": "rrf", "k": 60}}
+    assert got["theirs"] == {"kind": "imported"}
+    assert got["svc"] == {"kind": "system", "system": {"transport": "http", "address": "http://127.0.0.1:8765/api",
+                                                       "isolation": "namespace", "grain": "session"}}
+    assert got["stdio"]["system"] == {"transport": "mcp-stdio", "address": "mcp stdio: my-server",
+                                      "isolation": "namespace", "grain": "turn"}
+    for name, block in got.items():
+        text = json.dumps(block)
+        assert "hunter2" not in text and "s3cret" not in text and "me@" not in text
+        if name not in ("v0.8.0", "bm25s"):
+            assert "recipe" not in block and "window" not in text and "fts_limit" not in text
+        assert kind({"variant": name, "questions": 1, **block}) == {
+            "memo": "Memo", "reference": "reference retriever", "python": "your retriever", "fusion": "fusion",
+            "imported": "imported run", "system": "memory service"}[block["kind"]]
+    spec = to_spec(resolve("svc", "locomo", custom))
+    assert "hunter2" not in spec["harness"] + spec["description"] and "127.0.0.1:8765" in spec["description"]
