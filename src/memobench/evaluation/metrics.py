@@ -122,7 +122,7 @@ def coverage(m: dict) -> tuple[int, int]:
     run does not list (``absent_from_run``) is evaluated, as a miss, but not covered."""
     from ..retrieval.imported import ABSENT
 
-    n = m["questions"]
+    n = m.get("questions") or 0
     return n - (m.get("counted_as_miss") or {}).get(ABSENT, 0), n
 
 
