@@ -44,11 +44,14 @@ DEPTH_MEANS = (f"depth: the length of the variant's longest list, the deepest ra
 
 def depths(ms: list[dict]) -> str:
     """The official lists' depth of a dataset's variants: one number when they share it, else each
-    variant's (``31 (v0.8.0), 32 (mine)``)."""
-    have = [(label(m), m["official"]["depth"]) for m in ms if m.get("official")]
-    if len({d for _, d in have}) == 1:
-        return str(have[0][1])
-    return ", ".join(f"{d} ({name})" for name, d in have)
+    depth with its variants (``31 (v0.8.0), 32 (mine, bm25s)``)."""
+    by_depth: dict[int, list[str]] = {}
+    for m in ms:
+        if m.get("official"):
+            by_depth.setdefault(m["official"]["depth"], []).append(m["variant"])
+    if len(by_depth) == 1:
+        return str(next(iter(by_depth)))
+    return ", ".join(f"{d} ({', '.join(names)})" for d, names in by_depth.items())
 
 
 def latency_note(runs: list[dict]) -> list:
@@ -173,8 +176,8 @@ def paired_blocks(runs: list[dict], stats: list[dict]) -> list:
                     anchor="paired"),
             Para(["Variant minus the variant in ", Strong("against"), ", per question over the questions both "
                   "evaluated: the mean difference with its bootstrap 95% interval and, after it, the minimum "
-                  "detectable difference (", Code("MDE"), f"; {MDE_NONE} where every question has the same "
-                  "outcome in both, so the differences have no spread to size one from); the paired randomization "
+                  "detectable difference (", Code("MDE"), "; ", Code(MDE_NONE), " where every question has the "
+                  "same outcome in both, so the differences have no spread to size one from); the paired randomization "
                   "p-value, then the McNemar "
                   "(hit@k) or paired t-test (MRR) p-value with, beside it, that p-value after Holm's correction over "
                   "all the dataset's pairs (", Code("Holm"), "), each named by its test. hit@k in "
