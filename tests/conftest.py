@@ -38,17 +38,32 @@ def locomo_path() -> Path:
     return path
 
 
+def _skip_reason(report) -> str:
+    longrepr = report.longrepr
+    reason = str(longrepr[-1]) if isinstance(longrepr, tuple) else str(longrepr)
+    return reason.removeprefix("Skipped: ")
+
+
 def pytest_terminal_summary(terminalreporter):
     """Say at the end of the run how many exactness tests (the ones that need
-    the real LoCoMo file) did not run, and why."""
-    skipped = [r for r in terminalreporter.stats.get("skipped", [])
-               if SKIP_PREFIX in str(getattr(r, "longrepr", ""))]
-    if skipped:
-        reason = str(skipped[0].longrepr[-1]) if isinstance(skipped[0].longrepr, tuple) else str(skipped[0].longrepr)
+    the real LoCoMo file) did not run, and why; and, in one line, every other
+    skip by its reason (an optional extra not installed, chromium absent), so
+    that a run on a fresh clone names what it left out."""
+    skipped = terminalreporter.stats.get("skipped", [])
+    exact = [r for r in skipped if SKIP_PREFIX in _skip_reason(r)]
+    if exact:
         terminalreporter.write_line(
-            f"memobench: {len(skipped)} exactness tests skipped ({reason.removeprefix('Skipped: ')})", yellow=True)
+            f"memobench: {len(exact)} exactness tests skipped ({_skip_reason(exact[0])})", yellow=True)
     elif terminalreporter.stats.get("passed") and _LOCOMO is not None and _LOCOMO[0] is not None:
         terminalreporter.write_line(f"memobench: exactness tests ran on the real LoCoMo file ({_LOCOMO[1]})")
+    others: dict[str, int] = {}
+    for r in skipped:
+        if r not in exact:
+            others[_skip_reason(r)] = others.get(_skip_reason(r), 0) + 1
+    if others:
+        terminalreporter.write_line(
+            f"memobench: {sum(others.values())} other tests skipped: "
+            + "; ".join(f"{reason} ({n})" for reason, n in sorted(others.items())), yellow=True)
 
 
 def pytest_collection_modifyitems(config, items):
@@ -111,17 +126,17 @@ def http_dir(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def small_data(tmp_path_factory, locomo_path):
-    """The small workflow's raw files: ``small_data(variants, seed)`` makes a
-    folder holding the real LoCoMo file's first conversation (19 sessions)
-    with its first 40 questions, ``locomo1.json``, and a generated
-    LongMemEval file of 10 questions x 6 sessions, ``lme.json`` (``spice``:
-    with the generator's edge cases), and returns (folder, the ``datasets``
-    config running ``variants``: LoCoMo in one segment, LongMemEval in two),
-    the folder ``data`` when given."""
+def small_data(tmp_path_factory):
+    """The small workflow's raw files, made by the generator (no real file
+    needed): ``small_data(variants, seed)`` makes a folder holding a
+    LoCoMo-format conversation of 19 sessions and 40 questions,
+    ``locomo1.json``, and a LongMemEval file of 10 questions x 6 sessions,
+    ``lme.json`` (``spice``: both with the generator's edge cases), and
+    returns (folder, the ``datasets`` config running ``variants``: LoCoMo in
+    one segment, LongMemEval in two), the folder ``data`` when given."""
 
     def make(variants: list[str], seed: int, spice: bool = False, data: Path | None = None) -> tuple[Path, dict]:
         data = data or tmp_path_factory.mktemp("small") / "data"
-        return data, small_datasets(data, locomo_path, variants, seed, spice=spice)
+        return data, small_datasets(data, variants, seed, spice=spice)
 
     return make

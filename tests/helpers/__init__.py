@@ -5,77 +5,40 @@ where it belongs)."""
 
 from __future__ import annotations
 
-import atexit
-import json
 import os
-import select
 import shutil
-import signal
 import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
 
 import yaml
 
-from tests.helpers.job_server import SINGLE_THREAD, startup_env
-
 REPO = Path(__file__).resolve().parents[2]
-SHARED_LOCOMO = REPO.parent / "shared" / "data" / "locomo10.json"
 SKIP_PREFIX = "real LoCoMo file unavailable"
 
 
-def locomo_cache() -> Path:
-    """Where the tests keep their downloaded copy: $MEMOBENCH_CACHE, else the
-    user's cache directory (~/.cache/memobench)."""
-    if os.environ.get("MEMOBENCH_CACHE"):
-        return Path(os.environ["MEMOBENCH_CACHE"])
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "memobench"
-
-
-def find_locomo(config: Path = REPO / "config.yaml", shared: Path = SHARED_LOCOMO) -> tuple[Path | None, str]:
-    """The real locomo10.json the way a user gets it, and how it was found, in
-    this order: MEMOBENCH_LOCOMO when set; else where the README tells users
-    to place it, the config's ``data_dir`` (relative to the config's folder,
-    the repository root for config.yaml), when it has the published bytes and
-    sha256; else the pipeline's own download (config.yaml's URLs, byte count
-    and sha256) into the cache, once; else ../shared/data. Returns (None, why)
-    when none of them has it."""
+def find_locomo(config: Path = REPO / "config.yaml") -> tuple[Path | None, str]:
+    """The real locomo10.json where the README tells users to place it, the
+    config's ``data_dir`` (relative to the config's folder: the clone's
+    ``data/`` for config.yaml), when it has the published bytes and sha256;
+    when it is not there, the pipeline's own download puts it there (the
+    config's URLs, byte count and sha256), as a user's first run would. One
+    place, inside the clone: returns (None, why, and where to place it) when
+    it cannot be had."""
     from memobench.datasets.download import DownloadError, fetch, verify
 
     cfg = yaml.safe_load(Path(config).read_text(encoding="utf-8"))
     ds = cfg["datasets"]["locomo10"]
-    if os.environ.get("MEMOBENCH_LOCOMO"):
-        p = Path(os.environ["MEMOBENCH_LOCOMO"])
-        return (p, f"MEMOBENCH_LOCOMO={p}") if p.exists() else (None, f"MEMOBENCH_LOCOMO={p} does not exist")
-    tried = []
-
-    def verified(path: Path, where: str) -> bool:
-        try:
-            verify(path, ds["bytes"], ds["sha256"])
-            return True
-        except DownloadError as e:
-            tried.append(f"{where}: {e}")
-            return False
-
     placed = Path(config).resolve().parent / cfg.get("data_dir", "data") / ds["file"]
-    if placed.exists() and verified(placed, "data_dir"):
-        return placed, f"data_dir {placed}"
-    cached = locomo_cache() / ds["file"]
-    if cached.exists():
-        if verified(cached, "cache"):
-            return cached, f"cache {cached}"
-    else:
-        try:
-            fetch(ds["urls"], cached, ds["bytes"], sha256=ds["sha256"], log=lambda msg: None)
-            return cached, f"downloaded into {cached}"
-        except DownloadError as e:
-            tried.append(f"download: {e}")
-    if shared.exists():
-        return shared, f"{shared}"
-    tried.append(f"not in data_dir ({placed}) nor at {shared}")
-    return None, "; ".join(tried) + f"; place it at {placed} or set MEMOBENCH_LOCOMO=/path/to/locomo10.json"
+    place = f"place it at {placed} ({ds['bytes']} bytes, sha256 {ds['sha256']})"
+    try:
+        if placed.exists():
+            verify(placed, ds["bytes"], ds["sha256"])
+            return placed, f"data_dir {placed}"
+        fetch(ds["urls"], placed, ds["bytes"], sha256=ds["sha256"], log=lambda msg: None)
+        return placed, f"downloaded into {placed}"
+    except DownloadError as e:
+        return None, f"{e}; {place}"
 
 
 def data_dir(root: Path, *files: Path) -> Path:
@@ -87,19 +50,18 @@ def data_dir(root: Path, *files: Path) -> Path:
     return data
 
 
-def small_datasets(data: Path, locomo_path: Path, variants: list[str], seed: int, spice: bool = False) -> dict:
-    """Write into ``data`` the real LoCoMo file's first conversation (19
-    sessions) with its first 40 questions, ``locomo1.json``, and a generated
-    LongMemEval file of 10 questions x 6 sessions, ``lme.json``; return their
-    ``datasets`` config (LoCoMo in one segment, LongMemEval in two), each
-    running ``variants``."""
-    import json
-
+def small_datasets(data: Path, variants: list[str], seed: int, spice: bool = False) -> dict:
+    """Write into ``data`` a generated LoCoMo-format file of one conversation
+    (19 sessions, 40 questions, the real file's key structure and messy
+    evidence), ``locomo1.json``, and a generated LongMemEval file of 10
+    questions x 6 sessions, ``lme.json``; return their ``datasets`` config
+    (LoCoMo in one segment, LongMemEval in two), each running ``variants``."""
+    from memobench.tools.generate.locomo import write_locomo
     from memobench.tools.generate.longmemeval import write_longmemeval
 
     data.mkdir(parents=True, exist_ok=True)
-    convs = json.loads(locomo_path.read_text(encoding="utf-8"))
-    (data / "locomo1.json").write_text(json.dumps([{**convs[0], "qa": convs[0]["qa"][:40]}]), encoding="utf-8")
+    write_locomo(data / "locomo1.json", 1, seed=seed, sessions=(19, 19), turns=(8, 20), qa_per_conversation=(40, 40),
+                 spice=spice)
     write_longmemeval(data / "lme.json", n_questions=10, sessions_per_question=6, seed=seed, turns=(2, 5),
                       words_per_turn=(4, 30), spice=spice)
     return {
@@ -115,137 +77,39 @@ def write_config(path: Path, **config) -> Path:
     return path
 
 
+def snakemake_command() -> list[str]:
+    """The ``snakemake`` command of the environment the tests run in (the
+    venv's ``bin``, as the README calls it), as a user's shell starts it."""
+    found = Path(sys.executable).parent / "snakemake"
+    if not found.exists():
+        found = shutil.which("snakemake")
+        if found is None:
+            raise AssertionError(f"no snakemake command beside {sys.executable} or on PATH: install the package "
+                                 f"(pip install -e '.[test]') into the environment that runs the tests")
+    return [str(found)]
+
+
 def snakemake(workdir: Path, *args, configfile: Path | None = None, snakefile: Path | None = None,
-              check: bool = True, timeout: float = 600, fresh: bool = False,
-              hash_seed: int | None = None) -> subprocess.CompletedProcess:
-    """Run the real workflow (the repository's Snakefile unless given) in
-    ``workdir``: from a test under tests/workflow/ only, which the
-    ``workflow`` mark leaves out of the unit tests' run. Snakemake's command
-    line runs in a fork of a process that has imported it already
-    (:mod:`tests.helpers.snakemake_server`), and its jobs in forks of
-    :mod:`tests.helpers.job_server`, unless ``fresh`` (new processes, each
-    with its own hash seed: for a test comparing the bytes of two runs) or
-    the variables read when a process starts (``PYTHON*``, thread counts:
-    ``job_server.startup_env``) differ from that process's. ``hash_seed``:
-    forks of a pair of servers started with that hash seed (one such pair
-    at a time), so that a run and all its jobs hash strings as that seed
-    says, another run's seed differing."""
+              check: bool = True, timeout: float = 600, env: dict[str, str] | None = None,
+              inside: bool = False) -> subprocess.CompletedProcess:
+    """Run the real workflow as a user does: the environment's ``snakemake``
+    command in a new process, each job started by Snakemake itself. From a
+    test under tests/workflow/ only, which the ``workflow`` mark leaves out of
+    the unit tests' run. ``inside``: in ``workdir`` itself, a copy of the
+    project (:func:`copy_project`), as the README's commands run; else the
+    repository's Snakefile (or ``snakefile``) with ``workdir`` as Snakemake's
+    working directory (``-s``/``-d``). ``env``: variables set for this run
+    over the test process's (its jobs inherit them)."""
     current = os.environ.get("PYTEST_CURRENT_TEST", "")
     if current and not current.startswith("tests/workflow/"):
         raise AssertionError(f"{current.split('::')[0]} starts Snakemake: its test belongs under tests/workflow/")
-    args = ["-s", str(snakefile or REPO / "Snakefile"), "-d", str(workdir),
-            *(["--configfile", str(configfile)] if configfile is not None else []), *map(str, args)]
-    server = _SERVER if hash_seed is None else _seeded_server(hash_seed)
-    if fresh or not server.serves(os.environ):
-        proc = subprocess.run([sys.executable, "-m", "snakemake", *args], capture_output=True, text=True,
-                              timeout=timeout, env={**os.environ, **server.extra})
-    else:
-        proc = server.run(args, timeout)
+    where = [] if inside else ["-s", str(snakefile or REPO / "Snakefile"), "-d", str(workdir)]
+    args = [*where, *(["--configfile", str(configfile)] if configfile is not None else []), *map(str, args)]
+    proc = subprocess.run([*snakemake_command(), *args], capture_output=True, text=True, timeout=timeout,
+                          cwd=workdir if inside else None, env={**os.environ, **(env or {})})
     if check and proc.returncode != 0:
         raise AssertionError(f"snakemake failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
     return proc
-
-
-class _SnakemakeServer:
-    """The client of tests/helpers/snakemake_server.py: started at its first
-    use, one per test process, ended with it (its stdin closes)."""
-
-    def __init__(self, extra: dict[str, str] | None = None):
-        self.extra = extra or {}  # variables set for this server and its runs, over the test process's
-        self.proc = None
-        self.env = None
-        self.folder = None
-        self.pending = b""
-        self.jobs = None  # the job server (tests/helpers/job_server.py)
-        self.job_python = None
-
-    def serves(self, env) -> bool:
-        return self.env is None or startup_env({**env, **self.extra}) == self.env
-
-    def close(self) -> None:
-        for proc in (self.proc, self.jobs):
-            if proc is not None and proc.poll() is None:
-                proc.kill()
-                proc.wait()
-
-    def run(self, args: list[str], timeout: float) -> subprocess.CompletedProcess:
-        env = {**os.environ, **self.extra}
-        if self.proc is None or self.proc.poll() is not None:
-            self.env = startup_env(env)
-            if self.folder is None:  # where each run's stdout and stderr go, removed when the tests end
-                self.folder = Path(tempfile.mkdtemp(prefix="snakemake-server-"))
-                atexit.register(shutil.rmtree, self.folder, ignore_errors=True)
-            self.proc = subprocess.Popen([sys.executable, "-m", "tests.helpers.snakemake_server"], cwd=REPO,
-                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0, env=env)
-            self.pending = b""
-            self.job_python = self._start_job_server()
-        out, err = self.folder / "stdout", self.folder / "stderr"
-        request = json.dumps({"args": args, "cwd": os.getcwd(), "env": env, "python": self.job_python,
-                              "out": str(out), "err": str(err)}).encode() + b"\n"
-        while request:
-            request = request[os.write(self.proc.stdin.fileno(), request):]
-        pid = self._reply(None)["pid"]
-        reply = self._reply(time.monotonic() + timeout)
-        if reply is None:  # past the timeout: killed, as subprocess.run kills its process
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            self._reply(None)
-        stdout, stderr = (p.read_text(errors="replace") for p in (out, err))
-        if reply is None:
-            raise subprocess.TimeoutExpired(["snakemake", *args], timeout, stdout, stderr)
-        return subprocess.CompletedProcess(["snakemake", *args], reply["rc"], stdout, stderr)
-
-    def _start_job_server(self) -> str | None:
-        """Starts tests/helpers/job_server.py (ended with this process); the
-        Python its runs' jobs name, or None (they start as new processes)
-        when it cannot serve (a path too long for a script's first line, no
-        ``pidfd_open``, a server that did not start) or
-        ``MEMOBENCH_TEST_FRESH_JOBS`` is set."""
-        if self.jobs is not None and self.jobs.poll() is None:
-            self.jobs.kill()
-        if os.environ.get("MEMOBENCH_TEST_FRESH_JOBS"):  # every job a new process (docs/testing.md)
-            return None
-        folder = Path(tempfile.mkdtemp(prefix="jobs-", dir=self.folder))
-        if len(sys.executable) > 100 or len(str(folder)) > 80:  # a shebang's and a socket path's limits
-            return None
-        self.jobs = subprocess.Popen([sys.executable, str(REPO / "tests" / "helpers" / "job_server.py"), str(folder)],
-                                     cwd=REPO, env={**os.environ, **self.extra, **SINGLE_THREAD},
-                                     stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.PIPE)
-        atexit.register(self.jobs.kill)
-        started = self.jobs.stdout.readline()
-        return json.loads(started)["client"] if started else None
-
-    def _reply(self, deadline: float | None) -> dict | None:
-        """The server's next line (None at ``deadline``), read unbuffered so
-        that waiting on the pipe never misses a line already read."""
-        fd = self.proc.stdout.fileno()
-        while b"\n" not in self.pending:
-            wait = None if deadline is None else max(0.0, deadline - time.monotonic())
-            if not select.select([fd], [], [], wait)[0]:
-                return None
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                raise RuntimeError("the Snakemake server ended")
-            self.pending += chunk
-        line, self.pending = self.pending.split(b"\n", 1)
-        return json.loads(line)
-
-
-_SERVER = _SnakemakeServer()
-_SEEDED: dict[int, _SnakemakeServer] = {}
-
-
-def _seeded_server(seed: int) -> _SnakemakeServer:
-    """The servers started with hash seed ``seed``; another seed's are ended (each pair holds a few
-    hundred MB)."""
-    for other in [s for s in _SEEDED if s != seed]:
-        _SEEDED.pop(other).close()
-    if seed not in _SEEDED:
-        _SEEDED[seed] = _SnakemakeServer({"PYTHONHASHSEED": str(seed)})
-    return _SEEDED[seed]
 
 
 def dry_run_jobs(workdir: Path, *args, **kw) -> dict[str, int]:
@@ -280,13 +144,15 @@ def token_files(normalized: Path, seqs) -> dict[str, Path]:
     return tokens
 
 
-def copy_project(dest: Path) -> Path:
-    """A scratch copy of the workflow and package, for tests that edit code."""
+def copy_project(dest: Path, *more: str) -> Path:
+    """A scratch copy of the project (the workflow, the package and the
+    config; ``more``: other top-level names, e.g. ``tests``), for tests that
+    edit code or run the README's commands where a clone would."""
     dest.mkdir(parents=True, exist_ok=True)
-    for name in ("Snakefile", "config.yaml", "workflow", "src", "envs"):
+    for name in ("Snakefile", "config.yaml", "workflow", "src", "envs", *more):
         src = REPO / name
         if src.is_dir():
-            shutil.copytree(src, dest / name, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+            shutil.copytree(src, dest / name, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info", ".pytest_cache"))
         else:
             shutil.copy2(src, dest / name)
     return dest

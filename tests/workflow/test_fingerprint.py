@@ -18,7 +18,6 @@ import pytest
 import yaml
 
 from tests.helpers import REPO, ReferenceServer, copy_project, dry_run_jobs, snakemake, write_config
-from tests.helpers.job_server import IMPORTS_VAR
 from tests.unit.core.test_fingerprint import (HAVE_DENSE, HAVE_STATIC, MODULES, STAGES, module_file,
                                               scanned_embedding_modules, scanned_stage_modules,
                                               scanned_variant_modules)
@@ -69,14 +68,16 @@ def scratch(tmp_path_factory):
                   "turns": {"base": "bm25-official", "grain": "turn"}},
         exports={"retrieval_log": ["lme/v0.8.0"]},  # so that session_json and retrievallog run
     )
-    # each job records the package modules it imported (the job server drops its own preloaded ones first)
+    # each job, a new process, records at exit the package modules it imported
+    # (tests/helpers/record_imports/sitecustomize.py, which Python loads at start-up)
     dump = root / "imports"
     dump.mkdir()
-    os.environ[IMPORTS_VAR] = str(dump)
+    recorder = REPO / "tests" / "helpers" / "record_imports"
     try:
-        snakemake(proj, "--cores", "2", configfile=cfg, snakefile=proj / "Snakefile")
+        snakemake(proj, "--cores", "2", configfile=cfg, snakefile=proj / "Snakefile",
+                  env={"MEMOBENCH_RECORD_IMPORTS": str(dump),
+                       "PYTHONPATH": os.pathsep.join(filter(None, [str(recorder), os.environ.get("PYTHONPATH")]))})
     finally:
-        del os.environ[IMPORTS_VAR]
         server.kill()
     loaded: dict[str, set[str]] = {}
     for f in dump.glob("*.json"):

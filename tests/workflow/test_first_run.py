@@ -9,7 +9,6 @@ import functools
 import hashlib
 import http.server
 import importlib.util
-import json
 import os
 import shutil
 import subprocess
@@ -17,7 +16,6 @@ import sys
 import threading
 import tomllib
 from importlib import metadata
-from pathlib import Path
 
 import pytest
 import yaml
@@ -25,7 +23,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from tests import helpers
-from tests.helpers import REPO, dry_run_jobs, snakemake, write_config
+from tests.helpers import REPO, copy_project, snakemake, write_config
 from memobench.datasets.download import verify
 from memobench.tools.generate.longmemeval import write_longmemeval
 
@@ -139,8 +137,8 @@ def test_the_report_needs_nothing_beyond_the_main_dependencies(tmp_path):
 # --- how the tests find the real LoCoMo file (helpers.find_locomo) ---------
 
 @pytest.fixture
-def fake_locomo(tmp_path, monkeypatch):
-    """A config naming a small 'locomo10.json' served on 127.0.0.1, and an empty cache."""
+def fake_locomo(tmp_path):
+    """A config naming a small 'locomo10.json' served on 127.0.0.1, its data_dir empty."""
     body = b'[{"fake": "locomo"}]'
     root = tmp_path / "www"
     root.mkdir()
@@ -151,70 +149,54 @@ def fake_locomo(tmp_path, monkeypatch):
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{server.server_address[1]}/locomo10.json"
     cfg = tmp_path / "config.yaml"
-    cfg.write_text(yaml.safe_dump({"datasets": {"locomo10": {
+    cfg.write_text(yaml.safe_dump({"data_dir": "mydata", "datasets": {"locomo10": {
         "file": "locomo10.json", "bytes": len(body), "sha256": hashlib.sha256(body).hexdigest(), "urls": [url]}}}))
-    monkeypatch.delenv("MEMOBENCH_LOCOMO", raising=False)
-    monkeypatch.setenv("MEMOBENCH_CACHE", str(tmp_path / "cache"))
     yield cfg, root, body
     server.shutdown()
 
 
-def test_find_locomo_downloads_once_into_the_cache(tmp_path, fake_locomo):
+def test_find_locomo_downloads_once_into_the_data_folder(tmp_path, fake_locomo):
+    """Not placed: the pipeline's download puts it where the README says, once."""
     cfg, root, body = fake_locomo
-    path, how = helpers.find_locomo(cfg, shared=tmp_path / "nowhere.json")
-    assert path == tmp_path / "cache" / "locomo10.json" and path.read_bytes() == body
-    assert how.startswith("downloaded into")
-    (root / "locomo10.json").unlink()  # the server no longer has it: the cache answers
-    assert helpers.find_locomo(cfg, shared=tmp_path / "nowhere.json") == (path, f"cache {path}")
-
-
-def test_find_locomo_rejects_a_wrong_file_and_falls_back(tmp_path, fake_locomo):
-    cfg, root, body = fake_locomo
-    (root / "locomo10.json").write_bytes(body.upper())  # same size, other sha256
-    shared = tmp_path / "shared.json"
-    path, how = helpers.find_locomo(cfg, shared=shared)
-    assert path is None and "sha256 mismatch" in how and "MEMOBENCH_LOCOMO" in how
-    assert not (tmp_path / "cache" / "locomo10.json").exists()
-    shared.write_bytes(body)
-    assert helpers.find_locomo(cfg, shared=shared) == (shared, str(shared))
-
-
-def test_find_locomo_finds_the_file_placed_in_data_dir(tmp_path, fake_locomo):
-    """Where the README tells users to place it: the config's data_dir, here
-    relative to the config's folder; the server and the cache have nothing."""
-    cfg, root, body = fake_locomo
-    (root / "locomo10.json").unlink()
-    config = yaml.safe_load(cfg.read_text())
-    cfg.write_text(yaml.safe_dump({**config, "data_dir": "mydata"}))
-    nowhere = tmp_path / "nowhere.json"
-    path, how = helpers.find_locomo(cfg, shared=nowhere)
-    assert path is None and f"place it at {tmp_path / 'mydata' / 'locomo10.json'}" in how
-    (tmp_path / "mydata").mkdir()
     placed = tmp_path / "mydata" / "locomo10.json"
-    placed.write_bytes(body.upper())  # the wrong file is not used
-    path, how = helpers.find_locomo(cfg, shared=nowhere)
-    assert path is None and "data_dir: locomo10.json: sha256 mismatch" in how
-    placed.write_bytes(body)
-    assert helpers.find_locomo(cfg, shared=nowhere) == (placed, f"data_dir {placed}")
-    assert not (tmp_path / "cache" / "locomo10.json").exists()
-
-
-def test_find_locomo_honours_the_environment(tmp_path, fake_locomo, monkeypatch):
-    cfg, _, _ = fake_locomo
-    monkeypatch.setenv("MEMOBENCH_LOCOMO", str(tmp_path / "absent.json"))
     path, how = helpers.find_locomo(cfg)
-    assert path is None and how == f"MEMOBENCH_LOCOMO={tmp_path / 'absent.json'} does not exist"
+    assert path == placed and placed.read_bytes() == body and how == f"downloaded into {placed}"
+    (root / "locomo10.json").unlink()  # the server no longer has it: the data folder answers
+    assert helpers.find_locomo(cfg) == (placed, f"data_dir {placed}")
+
+
+def test_find_locomo_uses_no_wrong_file_and_says_where_to_place_it(tmp_path, fake_locomo):
+    cfg, root, body = fake_locomo
+    placed = tmp_path / "mydata" / "locomo10.json"
+    (root / "locomo10.json").write_bytes(body.upper())  # same size, other sha256
+    path, how = helpers.find_locomo(cfg)
+    assert path is None and "sha256 mismatch" in how and f"place it at {placed} ({len(body)} bytes" in how
+    assert not placed.exists()  # a download that fails its check leaves nothing
+    placed.parent.mkdir(exist_ok=True)
+    placed.write_bytes(body.upper())  # a wrong file placed by hand is not used either
+    path, how = helpers.find_locomo(cfg)
+    assert path is None and "sha256 mismatch" in how and f"place it at {placed}" in how
+    placed.write_bytes(body)
+    assert helpers.find_locomo(cfg) == (placed, f"data_dir {placed}")
 
 
 def test_skipped_exactness_tests_are_counted_at_the_end(tmp_path):
+    """A clone where the file is not placed and cannot be downloaded (its URL
+    refuses): the exactness tests are skipped, counted in one closing line
+    that says where to place the file, inside the clone."""
+    proj = copy_project(tmp_path / "proj", "tests", "pyproject.toml")
+    config = yaml.safe_load((proj / "config.yaml").read_text(encoding="utf-8"))
+    config["datasets"]["locomo10"]["urls"] = ["http://127.0.0.1:9/locomo10.json"]  # nothing listens on port 9
+    (proj / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if k != "CI"}
-    env["MEMOBENCH_LOCOMO"] = str(tmp_path / "absent.json")
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:xdist", "-p", "no:cacheprovider",
-                           str(REPO / "tests" / "workflow" / "test_locomo.py"), "-k", "not bad_config"],
-                          capture_output=True, text=True, env=env, cwd=REPO)
+                           "tests/workflow/test_locomo.py", "-k", "not bad_config"],
+                          capture_output=True, text=True, env=env, cwd=proj)
     last = [line for line in proc.stdout.splitlines() if line.startswith("memobench:")]
     assert len(last) == 1, proc.stdout[-3000:]
     n = int(last[0].split()[1])
     assert n > 0 and f"{n} skipped" in proc.stdout
-    assert last[0] == (f"memobench: {n} exactness tests skipped (real LoCoMo file unavailable: "
-                       f"MEMOBENCH_LOCOMO={tmp_path / 'absent.json'} does not exist)")
+    placed = proj / "data" / "locomo10.json"
+    assert last[0].startswith(f"memobench: {n} exactness tests skipped (real LoCoMo file unavailable: ")
+    assert last[0].endswith(f"place it at {placed} ({config['datasets']['locomo10']['bytes']} bytes, "
+                            f"sha256 {config['datasets']['locomo10']['sha256']}))")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import REPO, data_dir, dry_run_jobs, snakemake, write_config
+from tests.helpers import REPO, data_dir, dry_run_jobs, snakemake, snakemake_command, write_config
 from memobench.evaluation import exports
 from memobench.retrieval.imported import ABSENT
 from memobench.runs.trec import read_id as decode_trec_id
@@ -250,7 +250,7 @@ def test_a_missing_run_file_is_one_line_before_any_job(locomo):
     root, work = locomo["root"], locomo["work"]
     cfg = write_config(root / "missing.yaml", datasets={"locomo10": {"variants": ["v0.8.0", "gone"]}},
                        variants={"gone": {"run": {"file": "no/such.trec", "format": "trec"}}})
-    proc = subprocess.run([sys.executable, "-m", "snakemake", "results/locomo10/gone/metrics.json", "-n", "-s",
+    proc = subprocess.run([*snakemake_command(), "results/locomo10/gone/metrics.json", "-n", "-s",
                            str(REPO / "Snakefile"), "-d", str(work), "--configfile", str(locomo["cfg"]), str(cfg)],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 1

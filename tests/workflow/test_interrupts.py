@@ -13,14 +13,13 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import REPO, data_dir, snakemake, write_config
+from tests.helpers import REPO, data_dir, snakemake, snakemake_command, write_config
 from memobench.tools.generate.longmemeval import write_longmemeval
 
 
@@ -74,7 +73,7 @@ def serve(directory: Path):
 
 
 def start_run(workdir: Path, cfg: Path, *targets) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(workdir),
+    cmd = [*snakemake_command(), "-s", str(REPO / "Snakefile"), "-d", str(workdir),
            "--configfile", str(cfg), "--cores", "2", *targets]
     return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
 
@@ -191,16 +190,16 @@ def test_deterministic_across_cores_and_reruns(tmp_path, locomo_path):
     cfg = write_config(tmp_path / "cfg.yaml", data_dir=str(data), run=["locomo10", "big", "zh"],
                        # LoCoMo's two search paths (FTS5 and the inverted index), in three segments
                        datasets={"big": ds, "locomo10": {"segments": 3, "variants": ["v0.8.0", "v0.8.0-index"]}})
-    # three hash seeds: one for the first run and all its jobs, a new one for each process of the second
+    # hash seeds: one for the first run and all its jobs, a new one for each process of the second
     # (as a user's run is), a third for the rerun
     digests = []
-    for name, cores, how in (("one", "1", {"hash_seed": 1}), ("two", "2", {"fresh": True})):
+    for name, cores, env in (("one", "1", {"PYTHONHASHSEED": "1"}), ("two", "2", {"PYTHONHASHSEED": "random"})):
         work = tmp_path / name
         work.mkdir()
-        snakemake(work, "--cores", cores, configfile=cfg, **how)
+        snakemake(work, "--cores", cores, configfile=cfg, env=env)
         digests.append(digest_tree(work / "results"))
     assert digests[0] == digests[1]
-    snakemake(tmp_path / "one", "--cores", "2", "--forceall", configfile=cfg, hash_seed=2)
+    snakemake(tmp_path / "one", "--cores", "2", "--forceall", configfile=cfg, env={"PYTHONHASHSEED": "2"})
     assert digest_tree(tmp_path / "one" / "results") == digests[0]
     # --forceall reruns the download stage too, which must leave hand-placed raw files alone
     assert (data / "big.json").read_bytes() == lme.read_bytes()

@@ -18,13 +18,12 @@ import fcntl
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import REPO, data_dir, snakemake, write_config
+from tests.helpers import REPO, data_dir, snakemake, snakemake_command, write_config
 from memobench.tools.generate.longmemeval import write_longmemeval
 from tests.workflow.test_interrupts import digest_tree, rerun_after_crash
 from tests.unit.retrieval.test_sharing import reverse_lists
@@ -77,7 +76,7 @@ def _stop_after_first_sibling_pass(work: Path, cfg: Path) -> Path:
     segment's lock as soon as the job that wrote it lets it go (so no sibling
     job can copy the entry), and SIGKILL the run's whole process group.
     Returns the folder of the entry's group (results/g/cache/{segment}/{group})."""
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(work),
+    cmd = [*snakemake_command(), "-s", str(REPO / "Snakefile"), "-d", str(work),
            "--configfile", str(cfg), "--cores", "1"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     cache_root = work / "results" / "g" / "cache"

@@ -5,8 +5,9 @@
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
+SCRIPT = Path(__file__).resolve()  # Snakemake's preamble names the workflow's file here, not its copy
+sys.path.insert(0, str(SCRIPT.parents[2] / "src"))
 
 from memobench.stages import run  # noqa: E402
 
-run(snakemake)  # noqa: F821 (injected by Snakemake)
+run(snakemake, SCRIPT)  # noqa: F821 (injected by Snakemake); a retrieve job fingerprints its siblings with it

@@ -100,6 +100,9 @@ class Job:
     # the cores Snakemake gave the job (its rule's threads, capped by --cores):
     # how it may work, never what it writes
     threads: int = 1
+    # the workflow's script that runs every stage (workflow/scripts/stage.py), as it named itself:
+    # part of a retrieve job's sibling fingerprints
+    script: Path | None = None
 
 
 def _named(items) -> dict:
@@ -169,8 +172,9 @@ def all_stages() -> dict[str, Stage]:
     return STAGES
 
 
-def run(smk) -> None:
-    """Run the stage registered under the rule's name (called by the workflow's script)."""
+def run(smk, script: Path | None = None) -> None:
+    """Run the stage registered under the rule's name (called by the workflow's
+    script, which passes its own path)."""
     st = load_stage(smk.rule)
     if st is None:
         sys.exit(f"memobench: internal error: no stage registered for rule {smk.rule!r}")
@@ -183,7 +187,7 @@ def run(smk) -> None:
     wildcards = dict(smk.wildcards.items())
     run_logged(smk.log[0], st.func, inputs, outputs, params, wildcards, dict(smk.config),
                console=f"{smk.rule} {'/'.join(map(str, wildcards.values()))}".rstrip(),
-               threads=int(getattr(smk, "threads", 1) or 1))
+               threads=int(getattr(smk, "threads", 1) or 1), script=script)
     # The job is done and its files are closed: what it still holds goes with
     # the process, so the collector's last pass over it is skipped (gc.freeze):
     # after matplotlib or pyarrow it is a pass over many objects for nothing.
@@ -211,7 +215,8 @@ class _NoPandas:
 
 
 def run_logged(log_path, func, inputs: dict, outputs: dict, params: dict, wildcards: dict,
-               config: dict | None = None, console: str | None = None, threads: int = 1) -> None:
+               config: dict | None = None, console: str | None = None, threads: int = 1,
+               script: Path | None = None) -> None:
     """Run one stage with its log; exit 1 with one line on a user-facing or
     environment error. ``console``: the job's name, e.g. ``retrieve
     locomo10/v0.8.0/seg1``; a long job's progress lines also go to the
@@ -229,7 +234,7 @@ def run_logged(log_path, func, inputs: dict, outputs: dict, params: dict, wildca
             sys.exit(1)
 
         job = Job(Names("input", inputs), Names("output", outputs), Names("params", params),
-                  Names("wildcard", wildcards), log, config or {}, threads)
+                  Names("wildcard", wildcards), log, config or {}, threads, script)
         if console is not None:
             set_console(lambda line: print(f"memobench: {console}: {line}", file=sys.stderr, flush=True))
         try:

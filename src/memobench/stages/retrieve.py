@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from .adapter import Job, stage
 
-# the one script every rule runs (a sibling variant's code fingerprint hashes it)
-SCRIPT = Path(__file__).resolve().parents[3] / "workflow" / "scripts" / "stage.py"
 
 
 @stage("retrieve", inputs=["questions", "haystacks"],
@@ -31,4 +28,4 @@ def retrieve(job: Job) -> None:
                                                         "deep": o.deep, "timings": o.timings, "turns": o.turns}, p.code, log=job.log,
                          # where this segment was computed (SQLite and the rest), for metrics.json
                          metadata=lambda: {PROVENANCE_KEY: json.dumps(provenance(), sort_keys=True)},
-                         code_of=lambda v: code_fingerprint(v, SCRIPT))
+                         code_of=lambda v: code_fingerprint(v, job.script))

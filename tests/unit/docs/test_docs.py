@@ -150,19 +150,18 @@ def test_every_listed_variant_is_in_the_readmes_variant_table():
     assert [v for v in listed if not any(fnmatch.fnmatchcase(v, n) for n in names)] == []
 
 
-def test_testing_doc_names_where_the_tests_find_locomo_in_their_order():
-    """docs/testing.md gives the places the tests look for the real LoCoMo file
-    in helpers.find_locomo's order, the README's `data/locomo10.json` among them."""
+def test_testing_doc_and_readme_name_one_place_for_the_real_locomo_file():
+    """docs/testing.md and the README's troubleshooting name one place for the
+    real LoCoMo file, the README's `data/locomo10.json`, and none outside the clone."""
     import yaml as _yaml
 
     section = (REPO / "docs" / "testing.md").read_text(encoding="utf-8").split("## The real LoCoMo file", 1)[1]
     section = section.split("\n## ", 1)[0]
     data_dir = _yaml.safe_load((REPO / "config.yaml").read_text(encoding="utf-8"))["data_dir"]
     placed = f"{data_dir}/locomo10.json"
-    assert placed in README.read_text(encoding="utf-8")
-    order = ["MEMOBENCH_LOCOMO", placed, "MEMOBENCH_CACHE", "beside the checkout"]
-    at = [section.find(w) for w in order]
-    assert -1 not in at and at == sorted(at), dict(zip(order, at))
+    trouble = README.read_text(encoding="utf-8").split("exactness tests skipped", 1)[1].split("\n- ", 1)[0]
+    for text in (section, trouble):
+        assert placed in text and "MEMOBENCH_LOCOMO" not in text and "cache" not in text, text
 
 
 def test_each_users_question_has_one_page():

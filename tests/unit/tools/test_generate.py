@@ -27,11 +27,9 @@ from memobench.tools.generate.vocabulary import QUESTION_TYPES
 from memobench.tools.generate.__main__ import main as generate_main
 
 HERE = Path(__file__).resolve()
-REAL_LOCOMO_CANDIDATES = [
-    HERE.parents[4] / "shared" / "data" / "locomo10.json",
-    Path("/work/shared/data/locomo10.json"),
-]
-REAL_LOCOMO = next((p for p in REAL_LOCOMO_CANDIDATES if p.exists()), None)
+# where the README tells users to place it (the clone's data/); CI places it there
+REAL_LOCOMO = HERE.parents[3] / "data" / "locomo10.json"
+REAL_LOCOMO = REAL_LOCOMO if REAL_LOCOMO.exists() else None
 
 # Key structure of the real locomo10.json (used when the file is absent).
 REAL_TURN_KEYS = {

@@ -197,7 +197,12 @@ def main(a: argparse.Namespace) -> int:
         except KeyboardInterrupt:
             pass
         return 0
-    server = serve(a.retriever, a.documents, a.host, 8765 if a.port is None else a.port, a.grain)
+    port = 8765 if a.port is None else a.port
+    try:
+        server = serve(a.retriever, a.documents, a.host, port, a.grain)
+    except OSError as e:  # most often the port is taken (another server, or one left running)
+        raise SystemExit(f"memobench: serve: cannot listen on {a.host}:{port}: {e.strerror or e}; stop what "
+                         f"listens there or choose another --port (0 for a free one)") from None
     print(f"memobench: serving {a.retriever} ({a.documents} turns{', ranking turns' * (a.grain == 'turn')}) on "
           f"http://{a.host}:{server.server_address[1]}", flush=True)
     try:
