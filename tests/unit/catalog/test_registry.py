@@ -123,12 +123,17 @@ def test_a_job_loads_its_own_stage_module_and_no_other(name):
     assert out == [name, *sorted(["memobench.stages.adapter", f"memobench.stages.{name}"])]
 
 
-def test_retrieve_stage_finds_the_workflow_script():
+def test_the_stage_script_reaches_the_retrieve_stage(tmp_path):
     """A sibling variant's code fingerprint hashes the script every rule runs:
-    the retrieve stage's path to it must be the workflow's."""
-    from memobench.stages import retrieve
+    the script passes its own path (as Snakemake names it) and the stage gets
+    it on its job; the workflow's script does so."""
+    from memobench.stages import run_logged
 
-    assert retrieve.SCRIPT == REPO / "workflow" / "scripts" / "stage.py" and retrieve.SCRIPT.is_file()
+    seen = []
+    script = REPO / "workflow" / "scripts" / "stage.py"
+    run_logged(tmp_path / "x.log", lambda job: seen.append(job.script), {}, {}, {}, {}, script=script)
+    assert seen == [script] and script.is_file()
+    assert "run(snakemake, SCRIPT)" in script.read_text(encoding="utf-8")
 
 
 def test_reference_backends_are_the_catalogs_rows():
