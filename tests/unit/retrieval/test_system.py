@@ -310,6 +310,18 @@ def test_a_service_of_another_shape_is_driven_by_config_alone(norm, expected, tm
     ({"system": {"url": "http://x", "endpoints": {"reset": None}}}, "endpoints: reset is required"),
     ({"system": {"url": "http://x", "endpoints": {"delete": {}}}}, "unknown operation 'delete'"),
     ({"system": {"url": "http://x", "results": {"hits": "x"}}}, "results: unknown key(s) hits"),
+    # brace forms that are no placeholder would be the same literal text in every request
+    *[({"system": {"url": "http://x", "endpoints": {"search": {"body": {"query": q}}}}},
+       f"endpoints: search: body: {b!r} is not a placeholder (known: k, namespace, question.date")
+      for q, b in [("{question_text}", "{question_text}"), ("{Question.Text}", "{Question.Text}"),
+                   ("{ question.text }", "{ question.text }"), ("about {question.text", "{question.text"),
+                   ("{question.texts}", "{question.texts}"), ("a}", "}")]],
+    ({"system": {"url": "http://x", "endpoints": {"search": {"path": "/q/{name_space}"}}}},
+     "endpoints: search: path: '{name_space}' is not a placeholder"),
+    ({"system": {"url": "http://x", "endpoints": {"ingest": {"body": {"{namespace}": "{session}"}}}}},
+     "endpoints: ingest: body: '{namespace}' is not a placeholder"),
+    ({"system": {"mcp": {"command": "srv"}, "tools": {"search": {"arguments": {"q": ["{question}"]}}}}},
+     "tools: search: arguments: '{question}' is not a placeholder"),
 ])
 def test_config_errors_name_the_variant(entry, why):
     with pytest.raises(ConfigError) as e:
