@@ -241,7 +241,7 @@ class _Service:
         from ..core import layout
 
         self.v, self.spec, self.log = variant, variant.retriever, log
-        self.client = client_of(self.spec)
+        self.client = client_of(self.spec, self.where())
         outs = (segment.outputs or {}).get(variant.name) or {}
         root = layout.root_of(outs["rankings"], layout.path(layout.SEGMENT_TABLE, suffix=""))
         ledger = Path(layout.path(layout.SYSTEM_LEDGER, root=root, variant=variant.name))
@@ -492,8 +492,11 @@ class _IngestFailed(Exception):
     pass
 
 
-def client_of(spec: dict):
-    """The client of a system variant's service (HTTP, or MCP over stdio or streamable HTTP)."""
+def client_of(spec: dict, where: str = "memory service"):
+    """The client of a system variant's service (HTTP, or MCP over stdio or streamable HTTP); ``where``
+    names the variant in a config line (an unset ``$NAME``), raised before any request."""
+    from ..services.api import from_environment
+
     settings = {"timeout_s": float(spec["timeout_s"]), "retries": int(spec["retries"]),
                 "backoff_s": float(spec["backoff_s"])}
     if spec["transport"] == "http":
@@ -508,7 +511,10 @@ def client_of(spec: dict):
     m, settings["answer"] = spec["mcp"], spec["answer"]
     if spec["transport"] == "mcp-http":
         return McpClient(spec["operations"], url=m["url"], **settings)
-    return McpClient(spec["operations"], command=_command(m["command"]), env=m.get("env"), **settings)
+    env = m.get("env")
+    if env is not None:
+        env = {k: from_environment(v, f"{where}: system: mcp: env: {k}") for k, v in env.items()}
+    return McpClient(spec["operations"], command=_command(m["command"]), env=env, **settings)
 
 
 def _picked(answer, results: dict, key: str, where: str):

@@ -98,6 +98,26 @@ def fill(template, values: dict):
     return template
 
 
+_ENV = re.compile(r"\$(?:\{(\w+)\}|(\w+))")
+
+
+def from_environment(text: str, where: str, environ=None) -> str:
+    """``text`` with each ``$NAME`` (or ``${NAME}``) replaced by the environment's value, so a secret
+    stays out of config; an unset one is a ConfigError line naming it (sent as the literal ``$NAME``
+    it would reach the service as a wrong key, with no error)."""
+    import os
+
+    env = os.environ if environ is None else environ
+
+    def value(m):
+        name = m.group(1) or m.group(2)
+        if name not in env:
+            raise ConfigError(f"{where}: ${name} is not set in the environment")
+        return env[name]
+
+    return _ENV.sub(value, text)
+
+
 class Missing(Exception):
     """A dotted path that is not in a response (its message names where it stopped)."""
 

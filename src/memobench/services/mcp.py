@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import threading
 import time
 
@@ -88,10 +87,9 @@ class McpClient:
         mcp, _ = _sdk()
         if self.url is not None:
             return self.url
-        # the SDK passes a server only a safe part of the environment (HOME, PATH, ...); env adds to it,
-        # $NAME in a value read from this process's environment (a key stays out of config files)
-        env = None if self.env is None else {**mcp.client.stdio.get_default_environment(),
-                                             **{k: os.path.expandvars(v) for k, v in self.env.items()}}
+        # the SDK passes a server only a safe part of the environment (HOME, PATH, ...); env adds to it
+        # (its $NAMEs already read from this process's environment: system.client_of)
+        env = None if self.env is None else {**mcp.client.stdio.get_default_environment(), **self.env}
         return mcp.StdioServerParameters(command=self.command[0], args=list(self.command[1:]), env=env)
 
     async def _open(self):

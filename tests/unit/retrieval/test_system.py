@@ -366,3 +366,25 @@ def test_the_server_s_own_time_is_recorded_beside_the_client_s(norm, reference, 
     _rank(norm, tmp_path, "svc", _system(reference[0]))
     searches = [r for r in _timings(tmp_path, "svc") if r["operation"] == "search"]
     assert searches and all(0 <= r["server_seconds"] < r["seconds"] for r in searches)
+
+
+def test_an_unset_environment_name_in_mcp_env_is_one_line_before_the_server_starts(norm, tmp_path, monkeypatch):
+    import sys
+
+    pytest.importorskip("mcp")
+    monkeypatch.delenv("MB_UNSET_KEY", raising=False)
+    started = tmp_path / "started"
+    command = [sys.executable, "-c", f"open({str(started)!r}, 'w')"]
+    entry = {"system": {"mcp": {"command": command, "env": {"API_KEY": "key-${MB_UNSET_KEY}"}}}}
+    with pytest.raises(ConfigError) as e:
+        _rank(norm, tmp_path, "svc", entry)
+    assert str(e.value) == "variant 'svc': system: mcp: env: API_KEY: $MB_UNSET_KEY is not set in the environment"
+    assert not started.exists()
+    monkeypatch.setenv("MB_UNSET_KEY", "s3cret")  # set, it is read when the job starts
+    from memobench.retrieval.system import client_of
+
+    client = client_of(resolve("svc", "s", {"svc": entry}).retriever)
+    try:
+        assert client.env == {"API_KEY": "key-s3cret"}
+    finally:
+        client.close()
