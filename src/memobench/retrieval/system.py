@@ -102,7 +102,8 @@ def system_variant(name: str, family: str, entry: dict, others: dict | None = No
                           f"{{command: [...]}} or {{url: ...}}), one of them")
     if "url" in s:
         if not _http_url(s["url"]):
-            raise ConfigError(f"{where}: url {s['url']!r} is not an http:// or https:// URL")
+            raise ConfigError(f"{where}: url {_shown(s['url'])!r} is not an http:// or https:// URL")
+        _no_written_secret(s["url"], f"{where}: url")
         if "tools" in s or "answer" in s:
             raise ConfigError(f"{where}: {'tools are' if 'tools' in s else 'answer is'} an MCP server's; an HTTP "
                               f"service's operations are endpoints")
@@ -128,12 +129,37 @@ def system_variant(name: str, family: str, entry: dict, others: dict | None = No
 
 
 def identity(system: dict) -> str:
-    """What a service is known by (its ingestion ledger's key, its label): the HTTP API's URL,
-    ``mcp <url>``, or ``mcp stdio: <command>``."""
+    """What a service is known by (its ingestion ledger's key, its label, its timings' url): the HTTP
+    API's URL, ``mcp <url>``, or ``mcp stdio: <command>``; a URL's user information and query values
+    starred, since they may hold a secret."""
     if "url" in system:
-        return system["url"]
+        return _shown(system["url"])
     m = system["mcp"]
-    return f"mcp {m['url']}" if "url" in m else "mcp stdio: " + " ".join(_command(m["command"]))
+    return f"mcp {_shown(m['url'])}" if "url" in m else "mcp stdio: " + " ".join(_command(m["command"]))
+
+
+def _shown(url) -> str:
+    from ..services.client import shown_url
+
+    return shown_url(url) if isinstance(url, str) else repr(url)
+
+
+def _no_written_secret(url: str, where: str) -> None:
+    """A URL's password (or user, without one) and query values are ``$NAME``s, read from the
+    environment when the job starts: written out, the secret would be in the rule's params, which
+    Snakemake keeps in its metadata."""
+    import re
+    from urllib.parse import parse_qsl, urlsplit
+
+    parts = urlsplit(url)
+    name = re.compile(r"\$(\w+|\{\w+\})")
+    secret = parts.password if parts.password is not None else parts.username
+    written = [v for v in ([secret] if secret else []) + [v for _, v in parse_qsl(parts.query, keep_blank_values=True)]
+               if v and not name.fullmatch(v)]
+    if written:
+        raise ConfigError(f"{where}: {_shown(url)!r} holds a secret written out (its user information or a query "
+                          f"value); write it as $NAME, read from the environment when the job runs, so that no "
+                          f"file the pipeline writes holds it")
 
 
 def _command(command) -> list[str]:
@@ -158,7 +184,8 @@ def _mcp_transport(m, where: str) -> str:
                           f"(known: command, url, env)")
     if "url" in m:
         if not _http_url(m["url"]):
-            raise ConfigError(f"{where}: url {m['url']!r} is not an http:// or https:// URL")
+            raise ConfigError(f"{where}: url {_shown(m['url'])!r} is not an http:// or https:// URL")
+        _no_written_secret(m["url"], f"{where}: url")
         if "env" in m:
             raise ConfigError(f"{where}: env is for a server started by command")
         return "mcp-http"
@@ -502,7 +529,7 @@ def client_of(spec: dict, where: str = "memory service"):
     if spec["transport"] == "http":
         from ..services.client import HttpClient
 
-        return HttpClient(spec["url"], spec["operations"], **settings)
+        return HttpClient(from_environment(spec["url"], f"{where}: system: url"), spec["operations"], **settings)
     from ..services.mcp import McpClient, sdk_missing
 
     if sdk_missing():
@@ -510,7 +537,7 @@ def client_of(spec: dict, where: str = "memory service"):
                           f"not installed: pip install 'memobench[mcp]' (or -e '.[mcp]' in a checkout)")
     m, settings["answer"] = spec["mcp"], spec["answer"]
     if spec["transport"] == "mcp-http":
-        return McpClient(spec["operations"], url=m["url"], **settings)
+        return McpClient(spec["operations"], url=from_environment(m["url"], f"{where}: system: mcp: url"), **settings)
     env = m.get("env")
     if env is not None:
         env = {k: from_environment(v, f"{where}: system: mcp: env: {k}") for k, v in env.items()}

@@ -12,6 +12,7 @@ held, and the caller confirms its namespaces again (``retrieval.system``)."""
 
 from __future__ import annotations
 
+import base64
 import http.client
 import json
 import re
@@ -19,7 +20,7 @@ import socket
 import threading
 import time
 from dataclasses import dataclass
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from ..core.errors import excerpt
 from .api import fill, fill_path
@@ -58,6 +59,15 @@ def server_seconds(header: str | None) -> float | None:
     return sum(found) / 1000.0 if found else None
 
 
+def shown_url(url: str) -> str:
+    """A URL as any file or message shows it: its user information and query values starred
+    (``http://***@host/api?api_key=***``), since either may hold a secret."""
+    parts = urlsplit(url)
+    netloc = "***@" + parts.netloc.rsplit("@", 1)[1] if "@" in parts.netloc else parts.netloc
+    query = "&".join(k + ("=***" if eq else "") for k, eq, _ in (q.partition("=") for q in parts.query.split("&")))
+    return urlunsplit((parts.scheme, netloc, parts.path, query if parts.query else "", ""))
+
+
 def _short(data: bytes, n: int = 120) -> str:
     return excerpt(data.decode("utf-8", "replace"), n)
 
@@ -94,12 +104,19 @@ class HttpClient:
                  backoff_s: float = 0.1, headers: dict | None = None):
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"not an http(s) URL: {url!r}")
-        self.url, self.endpoints = url, endpoints
+            raise ValueError(f"not an http(s) URL: {shown_url(url)!r}")
+        self.url, self.endpoints = shown_url(url), endpoints  # the URL itself may hold a secret: kept out
         self.timeout_s, self.retries, self.backoff_s = timeout_s, retries, backoff_s
         self._host, self._port, self._https = parts.hostname, parts.port, parts.scheme == "https"
         self._prefix = parts.path.rstrip("/")
-        self._headers = {"Content-Type": "application/json", "Accept": "application/json", **(headers or {})}
+        # the URL's query (an API key, say) goes with every request; its user information is Basic auth
+        self._query = parts.query
+        auth = {}
+        if parts.username is not None or parts.password is not None:
+            pair = f"{unquote(parts.username or '')}:{unquote(parts.password or '')}".encode("utf-8")
+            auth = {"Authorization": "Basic " + base64.b64encode(pair).decode("ascii")}
+        self._headers = {"Content-Type": "application/json", "Accept": "application/json", **auth,
+                         **(headers or {})}
         self._local = threading.local()  # one kept-alive connection per calling thread
         self._opened: set = set()  # all of them, for close()
         self._lock = threading.Lock()
@@ -135,6 +152,7 @@ class HttpClient:
         """(the decoded JSON response, its :class:`Call`) of one operation."""
         e = self.endpoints[op]
         path = self._prefix + fill_path(e["path"], values)
+        target = path + ("&" if "?" in path else "?") + self._query if self._query else path  # path: messages
         body = json.dumps(fill(e.get("body", {}), values), ensure_ascii=True).encode("ascii")
         tries = (self.retries if retries is None else retries) + 1
         why = ""
@@ -142,7 +160,7 @@ class HttpClient:
             started = time.monotonic()
             try:
                 conn = self._connection()
-                conn.request("POST", path, body=body, headers=self._headers)
+                conn.request("POST", target, body=body, headers=self._headers)
                 resp = conn.getresponse()
                 data = resp.read()
             except (OSError, http.client.HTTPException) as exc:

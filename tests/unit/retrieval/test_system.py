@@ -310,6 +310,11 @@ def test_a_service_of_another_shape_is_driven_by_config_alone(norm, expected, tm
     ({"system": {"url": "http://x", "endpoints": {"reset": None}}}, "endpoints: reset is required"),
     ({"system": {"url": "http://x", "endpoints": {"delete": {}}}}, "unknown operation 'delete'"),
     ({"system": {"url": "http://x", "results": {"hits": "x"}}}, "results: unknown key(s) hits"),
+    # a secret written out would be in the rule's params (Snakemake's metadata)
+    ({"system": {"url": "http://alice:PW@x/api"}}, "url: 'http://***@x/api' holds a secret written out"),
+    ({"system": {"url": "http://TOKEN@x"}}, "url: 'http://***@x' holds a secret written out"),
+    ({"system": {"url": "http://x/?v=$V&api_key=S"}}, "url: 'http://x/?v=***&api_key=***' holds a secret"),
+    ({"system": {"mcp": {"url": "http://x/mcp?key=S"}}}, "mcp: url: 'http://x/mcp?key=***' holds a secret"),
     # brace forms that are no placeholder would be the same literal text in every request
     *[({"system": {"url": "http://x", "endpoints": {"search": {"body": {"query": q}}}}},
        f"endpoints: search: body: {b!r} is not a placeholder (known: k, namespace, question.date")
@@ -388,3 +393,51 @@ def test_an_unset_environment_name_in_mcp_env_is_one_line_before_the_server_star
         assert client.env == {"API_KEY": "key-s3cret"}
     finally:
         client.close()
+
+
+class _Gate(_ProxyHandler):
+    """The proxy behind Basic auth and an API key in the query, as a hosted service is: it records
+    what came, and forwards what it lets through without the query."""
+
+    def do_POST(self):
+        path, _, query = self.path.partition("?")
+        with self.server.lock:
+            self.server.seen.append((self.path, self.headers.get("Authorization")))
+        if self.headers.get("Authorization") != "Basic YWxpY2U6cCBAc3M=" or query != "api_key=k3y":  # alice:p @ss
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self._send(401, b'{"error": "who are you"}')
+            return
+        self.path = path
+        super().do_POST()
+
+
+def test_a_url_s_user_and_query_are_sent_with_every_request_and_written_nowhere(norm, reference, expected,
+                                                                               tmp_path, monkeypatch):
+    p = Proxy(reference[0])
+    p.RequestHandlerClass, p.seen = _Gate, []
+    port = _start(p).rsplit(":", 1)[1]
+    monkeypatch.setenv("MB_PW", "p%20%40ss")  # percent-encoded in the URL as RFC 3986 says: "p @ss"
+    monkeypatch.setenv("MB_KEY", "k3y")
+    try:
+        v = resolve("gated", "s", {"gated": _system(f"http://alice:$MB_PW@127.0.0.1:{port}?api_key=${{MB_KEY}}")})
+        assert "MB_PW" not in v.harness and v.harness.endswith(f"http://***@127.0.0.1:{port}?api_key=***")
+        (rankings, _, _), _ = _rank(norm, tmp_path, "gated", _system(
+            f"http://alice:$MB_PW@127.0.0.1:{port}?api_key=${{MB_KEY}}"))
+    finally:
+        p.shutdown()
+        p.server_close()
+    assert rankings.equals(expected[0])
+    assert p.seen and all(q.endswith("?api_key=k3y") and a == "Basic YWxpY2U6cCBAc3M=" for q, a in p.seen)
+    written = [f for f in tmp_path.rglob("*") if f.is_file()]
+    assert any(f.suffix == ".jsonl" for f in written)  # the ingestion ledger
+    for f in written:
+        data = f.read_bytes()
+        assert b"k3y" not in data and b"p @ss" not in data and b"p%20%40ss" not in data, f
+    meta = _timings_meta(tmp_path, "gated")
+    assert meta["url"] == f"http://***@127.0.0.1:{port}?api_key=***"
+
+
+def _timings_meta(root: Path, name: str) -> dict:
+    from memobench.retrieval.timings import read_meta
+
+    return read_meta(layout.path(layout.TIMINGS, root=root / "results", dataset="lme", variant=name, segment="seg1"))
