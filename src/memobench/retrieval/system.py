@@ -78,6 +78,7 @@ from .returned import Haystack, RetrieverError, check_ranking, turns_of
 DEFAULTS = {"isolation": "namespace", "namespace_prefix": "mb-", "concurrency": 4, "timeout_s": 30.0,
             "retries": 3, "backoff_s": 0.1, "max_errors": 0, "warm_repeats": 1, "k": 50, "answer": "structured"}
 ISOLATION = ("namespace", "reset")
+MAX_RESPONSE_MB = 64  # the largest answer read from an HTTP service (system.max_response_mb)
 ANSWERS = ("structured", "text")  # an MCP tool's answer: its structured content, or its text as JSON
 
 
@@ -529,7 +530,10 @@ def client_of(spec: dict, where: str = "memory service"):
     if spec["transport"] == "http":
         from ..services.client import HttpClient
 
-        return HttpClient(from_environment(spec["url"], f"{where}: system: url"), spec["operations"], **settings)
+        # read as given, not a DEFAULTS entry: a new default key would change every system variant's params
+        limit = int(float(spec.get("max_response_mb", MAX_RESPONSE_MB)) * 2**20)
+        return HttpClient(from_environment(spec["url"], f"{where}: system: url"), spec["operations"],
+                          max_response_bytes=limit, **settings)
     from ..services.mcp import McpClient, sdk_missing
 
     if sdk_missing():

@@ -80,6 +80,60 @@ def attempts(tries: int, backoff_s: float):
         yield attempt
 
 
+# the largest answer read (system.max_response_mb's default): a service that answers without end would
+# otherwise fill the job's memory
+MAX_RESPONSE_BYTES = 64 * 2**20
+
+
+class _Deadlines:
+    """One thread that cuts a request's connection at its deadline: a socket's timeout bounds each
+    read only, and an answer that trickles a byte at a time would never reach it."""
+
+    def __init__(self):
+        self._cv = threading.Condition()
+        self._due: dict = {}  # connection -> its request's deadline (monotonic)
+        self._fired: set = set()
+        self._thread = None
+        self._stopped = False
+
+    def arm(self, conn, at: float) -> None:
+        with self._cv:
+            self._due[conn] = at
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="http-deadlines", daemon=True)
+                self._thread.start()
+            self._cv.notify()
+
+    def disarm(self, conn) -> bool:
+        """True when the deadline cut the connection."""
+        with self._cv:
+            self._due.pop(conn, None)
+            fired = conn in self._fired
+            self._fired.discard(conn)
+            return fired
+
+    def stop(self) -> None:
+        with self._cv:
+            self._stopped = True
+            self._cv.notify()
+
+    def _run(self) -> None:
+        with self._cv:
+            while not self._stopped:
+                now = time.monotonic()
+                for conn, at in list(self._due.items()):
+                    if at <= now:
+                        del self._due[conn]
+                        self._fired.add(conn)
+                        sock = conn.sock
+                        if sock is not None:
+                            try:
+                                sock.shutdown(socket.SHUT_RDWR)  # the blocked read returns at once
+                            except OSError:
+                                pass
+                self._cv.wait(min(self._due.values()) - now if self._due else None)
+
+
 class _HTTPNoDelay(http.client.HTTPConnection):
     """A connection whose requests go out in one segment, not held back waiting on the server's
     delayed ACK (Nagle's algorithm); a reconnection after the server closed the last one too."""
@@ -101,7 +155,8 @@ class HttpClient:
     (:func:`.api.endpoints`)."""
 
     def __init__(self, url: str, endpoints: dict, timeout_s: float = 30.0, retries: int = 3,
-                 backoff_s: float = 0.1, headers: dict | None = None):
+                 backoff_s: float = 0.1, headers: dict | None = None,
+                 max_response_bytes: int = MAX_RESPONSE_BYTES):
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"not an http(s) URL: {shown_url(url)!r}")
@@ -117,6 +172,8 @@ class HttpClient:
             auth = {"Authorization": "Basic " + base64.b64encode(pair).decode("ascii")}
         self._headers = {"Content-Type": "application/json", "Accept": "application/json", **auth,
                          **(headers or {})}
+        self.max_response_bytes = max_response_bytes
+        self._deadlines = _Deadlines()
         self._local = threading.local()  # one kept-alive connection per calling thread
         self._opened: set = set()  # all of them, for close()
         self._lock = threading.Lock()
@@ -145,8 +202,25 @@ class HttpClient:
         with self._lock:
             opened, self._opened = self._opened, set()
             self._local = threading.local()  # a later call opens (and registers) a new one
+            deadlines, self._deadlines = self._deadlines, _Deadlines()
+        deadlines.stop()
         for conn in opened:
             conn.close()
+
+    def _body(self, resp, op: str, path: str) -> bytes:
+        """The answer's body, read up to :attr:`max_response_bytes` (more is a ServiceError)."""
+        limit = self.max_response_bytes
+        length = resp.getheader("Content-Length")
+        chunks, n = [], 0
+        while not (length and length.isdigit() and int(length) > limit):
+            chunk = resp.read(min(65536, limit + 1 - n))
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+            n += len(chunk)
+            if n > limit:
+                break
+        raise ServiceError(f"{op} {path} answered more than {limit / 2**20:g} MiB (system.max_response_mb)")
 
     def once(self, op: str, values: dict, retries: int | None = None) -> tuple[object, Call]:
         """(the decoded JSON response, its :class:`Call`) of one operation."""
@@ -158,18 +232,27 @@ class HttpClient:
         why = ""
         for attempt in attempts(tries, self.backoff_s):
             started = time.monotonic()
+            conn, deadlines = self._connection(), self._deadlines
+            # timeout_s bounds the whole request (connecting, sending, the headers, the body)
+            deadlines.arm(conn, started + self.timeout_s)
             try:
-                conn = self._connection()
                 conn.request("POST", target, body=body, headers=self._headers)
                 resp = conn.getresponse()
-                data = resp.read()
-            except (OSError, http.client.HTTPException) as exc:
+                data = self._body(resp, op, path)
+                if deadlines.disarm(conn):
+                    raise TimeoutError  # cut at its deadline: what was read may be a part
+            except (OSError, ValueError, http.client.HTTPException) as exc:
+                cut = deadlines.disarm(conn)
                 self._drop()
                 self.breaks += 1
-                kind = "timed out" if isinstance(exc, (socket.timeout, TimeoutError)) else type(exc).__name__
+                kind = "timed out" if cut or isinstance(exc, TimeoutError) else type(exc).__name__
                 why = f"{kind} after {time.monotonic() - started:.3g} s" if kind == "timed out" else \
                     f"{kind}: {exc}" if str(exc) else kind
                 continue
+            except ServiceError:
+                deadlines.disarm(conn)
+                self._drop()  # the rest of the answer is unread
+                raise
             seconds = time.monotonic() - started
             if resp.status in TRANSIENT_STATUS:
                 why = f"HTTP {resp.status} {_short(data, 80)}".rstrip()

@@ -63,3 +63,89 @@ def test_close_closes_the_connection_of_every_thread_that_called():
         done.set()
         server.shutdown()
         server.server_close()
+
+
+class _Trickle(BaseHTTPRequestHandler):
+    """Headers at once, then the body one byte at a time (``trickle`` seconds apart), or a body
+    bigger than asked (``size`` bytes, with or without its length)."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers["Content-Length"]))
+        s = self.server
+        try:
+            if s.trickle:
+                self.send_response(200)
+                self.send_header("Content-Length", "40")
+                self.end_headers()
+                for _ in range(40):  # bounded: 40 bytes, at most 40 * trickle seconds
+                    self.wfile.write(b" ")
+                    self.wfile.flush()
+                    time.sleep(s.trickle)
+                return
+            self.send_response(200)
+            if s.chunked:
+                self.send_header("Transfer-Encoding", "chunked")
+            else:
+                self.send_header("Content-Length", str(s.size))
+            self.end_headers()
+            block = b" " * 65536
+            for start in range(0, s.size, len(block)):
+                part = block[:min(len(block), s.size - start)]
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part) if s.chunked else part)
+            if s.chunked:
+                self.wfile.write(b"0\r\n\r\n")
+        except OSError:
+            pass  # the client gave up on it
+
+
+def _serve(handler, **attrs):
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    for k, v in attrs.items():
+        setattr(server, k, v)
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
+    return server
+
+
+def test_timeout_s_bounds_the_whole_request_not_each_read():
+    import pytest
+
+    from memobench.services.client import Unavailable
+
+    server = _serve(_Trickle, trickle=0.2, size=0, chunked=False)
+    client = HttpClient(f"http://127.0.0.1:{server.server_address[1]}", {"search": {"path": "/s", "body": {}}},
+                        timeout_s=1.0, retries=0)
+    try:
+        started = time.monotonic()
+        with pytest.raises(Unavailable) as e:
+            client.once("search", {})
+        assert time.monotonic() - started < 3.0  # a byte every 0.2 s: each read is quick, the whole is 8 s
+        assert "timed out after 1" in str(e.value), str(e.value)
+    finally:
+        client.close()
+        server.shutdown()
+        server.server_close()
+
+
+def test_an_answer_over_the_size_limit_is_one_line():
+    import pytest
+
+    from memobench.services.client import ServiceError
+
+    for chunked in (False, True):
+        server = _serve(_Trickle, trickle=0, size=3 * 2**20, chunked=chunked)
+        client = HttpClient(f"http://127.0.0.1:{server.server_address[1]}", {"search": {"path": "/s", "body": {}}},
+                            retries=0, max_response_bytes=2**20)
+        try:
+            with pytest.raises(ServiceError) as e:
+                client.once("search", {})
+            assert str(e.value) == "search /s answered more than 1 MiB (system.max_response_mb)", str(e.value)
+        finally:
+            client.close()
+            server.shutdown()
+            server.server_close()
