@@ -117,6 +117,10 @@ def system_variant(name: str, family: str, entry: dict, others: dict | None = No
     spec = {**DEFAULTS, **{k: v for k, v in s.items() if k not in ("endpoints", "tools", "results")}}
     if spec["answer"] not in ANSWERS:
         raise ConfigError(f"{where}: answer {spec['answer']!r} is not one of {', '.join(ANSWERS)}")
+    prefix = spec["namespace_prefix"]
+    if not isinstance(prefix, str) or not prefix.isprintable() or any(c in prefix for c in ("/", "\\", "..")):
+        raise ConfigError(f"{where}: namespace_prefix {prefix!r} may not hold '/', '\\', '..', NUL or other control "
+                          f"characters (a namespace names a service's store, and may name a path there)")
     if spec["isolation"] not in ISOLATION:
         raise ConfigError(f"{where}: isolation {spec['isolation']!r} is not one of {', '.join(ISOLATION)}")
     results = {**DEFAULT_RESULTS, **(s.get("results") or {})}
@@ -363,7 +367,8 @@ class _Service:
         # a stdio server is this job's own process: without count, nothing recorded of another is known to hold
         trust = self.spec["transport"] != "mcp-stdio" or self.spec["operations"].get("count") is not None
         breaks = self.client.breaks
-        with locked(self.lock_dir / f"{namespace}.lock"):
+        # named by a digest: a namespace is the service's name, not a safe file name
+        with locked(self.lock_dir / f"{hashlib.sha256(namespace.encode('utf-8')).hexdigest()[:32]}.lock"):
             if trust and self.ledger.recorded(url, namespace) == len(sessions):
                 try:
                     n = self._count(namespace)

@@ -310,6 +310,8 @@ def test_a_service_of_another_shape_is_driven_by_config_alone(norm, expected, tm
     ({"system": {"url": "http://x", "endpoints": {"reset": None}}}, "endpoints: reset is required"),
     ({"system": {"url": "http://x", "endpoints": {"delete": {}}}}, "unknown operation 'delete'"),
     ({"system": {"url": "http://x", "results": {"hits": "x"}}}, "results: unknown key(s) hits"),
+    *[({"system": {"url": "http://x", "namespace_prefix": bad}}, f"namespace_prefix {bad!r} may not hold")
+      for bad in ("../../../../outside/x-", "a/b-", "a\\b", "mb\x00-", "mb\n-", "..")],
     # a secret written out would be in the rule's params (Snakemake's metadata)
     ({"system": {"url": "http://alice:PW@x/api"}}, "url: 'http://***@x/api' holds a secret written out"),
     ({"system": {"url": "http://TOKEN@x"}}, "url: 'http://***@x' holds a secret written out"),
@@ -441,3 +443,12 @@ def _timings_meta(root: Path, name: str) -> dict:
     from memobench.retrieval.timings import read_meta
 
     return read_meta(layout.path(layout.TIMINGS, root=root / "results", dataset="lme", variant=name, segment="seg1"))
+
+
+def test_namespace_locks_are_named_by_a_digest(norm, reference, expected, tmp_path):
+    import re
+
+    (rankings, _, _), _ = _rank(norm, tmp_path, "svc", _system(reference[0], namespace_prefix="mb:x y-"))
+    assert rankings.equals(expected[0])
+    locks = list((tmp_path / "results").rglob("*.locks/*"))
+    assert locks and all(re.fullmatch(r"[0-9a-f]{32}\.lock", p.name) for p in locks), locks
