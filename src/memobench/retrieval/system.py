@@ -319,8 +319,8 @@ class _Service:
         service was lost meanwhile, ``retries`` more times."""
         from ..services.client import Unavailable, attempts
 
-        why = ""
-        for _ in attempts(int(self.spec["retries"]) + 1, float(self.spec["backoff_s"])):
+        why, asked = "", 0.0
+        for _ in attempts(int(self.spec["retries"]) + 1, float(self.spec["backoff_s"]), lambda: asked):
             breaks = self.client.breaks
             try:
                 _, call = self.client.once("reset", {"namespace": namespace})
@@ -333,7 +333,7 @@ class _Service:
                     self._time("ingest", "", namespace, None, call)
                 n = self._count(namespace)
             except Unavailable as e:
-                why = str(e)
+                why, asked = str(e), getattr(e, "retry_after", 0.0)  # a 429's Retry-After, honoured here too
                 continue
             if self.client.breaks != breaks:
                 # a connection was lost meanwhile (another thread's too): the sessions sent before it may

@@ -34,7 +34,33 @@ class ServiceError(Exception):
 
 
 class Unavailable(Exception):
-    """A transient failure that outlasted the retries (its message is one line)."""
+    """A transient failure that outlasted the retries (its message is one line); ``retry_after``: the
+    wait the service last asked for (:func:`retry_after`), 0 when it asked none."""
+
+    def __init__(self, message: str, retry_after: float = 0.0):
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+# the longest wait a Retry-After header is honoured for: one asking more is retried after this
+RETRY_AFTER_MAX_S = 60.0
+
+
+def retry_after(header: str | None) -> float:
+    """The seconds a ``Retry-After`` header asks to wait (RFC 9110: seconds, or an HTTP date), at most
+    :data:`RETRY_AFTER_MAX_S`; 0 without one or for one that cannot be read."""
+    if not header:
+        return 0.0
+    header = header.strip()
+    seconds = float(header) if header.replace(".", "", 1).isdigit() else None
+    if seconds is None:
+        from email.utils import parsedate_to_datetime
+
+        try:
+            seconds = parsedate_to_datetime(header).timestamp() - time.time()
+        except (TypeError, ValueError, IndexError, OverflowError):
+            return 0.0
+    return min(max(seconds, 0.0), RETRY_AFTER_MAX_S)
 
 
 @dataclass(frozen=True)
@@ -72,11 +98,12 @@ def _short(data: bytes, n: int = 120) -> str:
     return excerpt(data.decode("utf-8", "replace"), n)
 
 
-def attempts(tries: int, backoff_s: float):
-    """1 to ``tries``, waiting before each retry: ``backoff_s``, doubled each time (exponential backoff)."""
+def attempts(tries: int, backoff_s: float, at_least=None):
+    """1 to ``tries``, waiting before each retry: ``backoff_s``, doubled each time (exponential backoff),
+    or ``at_least()`` seconds when that is longer (what the service asked: :func:`retry_after`)."""
     for attempt in range(1, tries + 1):
         if attempt > 1:
-            time.sleep(backoff_s * 2 ** (attempt - 2))
+            time.sleep(max(backoff_s * 2 ** (attempt - 2), at_least() if at_least else 0.0))
         yield attempt
 
 
@@ -229,8 +256,9 @@ class HttpClient:
         target = path + ("&" if "?" in path else "?") + self._query if self._query else path  # path: messages
         body = json.dumps(fill(e.get("body", {}), values), ensure_ascii=True).encode("ascii")
         tries = (self.retries if retries is None else retries) + 1
-        why = ""
-        for attempt in attempts(tries, self.backoff_s):
+        why, asked = "", [0.0]  # asked: the wait the last answer's Retry-After asks for
+        for attempt in attempts(tries, self.backoff_s, lambda: asked[0]):
+            asked[0] = 0.0
             started = time.monotonic()
             conn, deadlines = self._connection(), self._deadlines
             # timeout_s bounds the whole request (connecting, sending, the headers, the body)
@@ -256,6 +284,7 @@ class HttpClient:
             seconds = time.monotonic() - started
             if resp.status in TRANSIENT_STATUS:
                 why = f"HTTP {resp.status} {_short(data, 80)}".rstrip()
+                asked[0] = retry_after(resp.getheader("Retry-After"))
                 continue
             if resp.status >= 300:
                 raise ServiceError(f"{op} {path} answered HTTP {resp.status}: {_short(data)}")
@@ -264,4 +293,4 @@ class HttpClient:
             except ValueError:
                 raise ServiceError(f"{op} {path} answered a body that is not JSON: {_short(data)!r}") from None
             return obj, Call(seconds, attempt, server_seconds(resp.getheader("Server-Timing")))
-        raise Unavailable(f"{op} {path} failed {tries} time(s), last: {why}")
+        raise Unavailable(f"{op} {path} failed {tries} time(s), last: {why}", asked[0])

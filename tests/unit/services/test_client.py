@@ -149,3 +149,49 @@ def test_an_answer_over_the_size_limit_is_one_line():
             client.close()
             server.shutdown()
             server.server_close()
+
+
+class _Busy(BaseHTTPRequestHandler):
+    """HTTP 429 with ``server.retry_after`` for the first ``server.busy`` requests, then ``{}``."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers["Content-Length"]))
+        s = self.server
+        with s.lock:
+            s.times.append(time.monotonic())
+            busy = len(s.times) <= s.busy
+        if busy:
+            self.send_response(429)
+            self.send_header("Retry-After", s.retry_after())
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+        else:
+            reply(self, 200, b"{}")
+
+
+def test_retry_after_is_honoured_in_seconds_or_as_a_date_within_a_bound(monkeypatch):
+    from email.utils import formatdate
+
+    from memobench.services import client as client_module
+
+    for header, busy, least, most in [(lambda: "1", 2, 1.9, 4.0),
+                                      (lambda: formatdate(time.time() + 2, usegmt=True), 1, 0.9, 3.5),
+                                      (lambda: "3600", 1, 0.4, 2.0)]:  # past the bound: the bound (0.5 s here)
+        monkeypatch.setattr(client_module, "RETRY_AFTER_MAX_S", 0.5 if header() == "3600" else 60.0)
+        server = _serve(_Busy, busy=busy, retry_after=header, times=[], lock=threading.Lock())
+        client = HttpClient(f"http://127.0.0.1:{server.server_address[1]}", {"search": {"path": "/s", "body": {}}},
+                            retries=3, backoff_s=0.01)
+        try:
+            answer, call = client.once("search", {})
+            assert answer == {} and call.attempts == busy + 1
+            waited = server.times[-1] - server.times[0]
+            assert least <= waited <= most, (header(), waited)
+        finally:
+            client.close()
+            server.shutdown()
+            server.server_close()
