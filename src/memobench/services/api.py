@@ -33,6 +33,8 @@ import re
 from ..core.errors import ConfigError
 
 OPERATIONS = ("reset", "ingest", "search", "count")
+# the operations whose answer is read (config says where its values sit); another's may be anything
+READ = frozenset({"search", "count"})
 DEFAULT_ENDPOINTS = {
     "reset": {"path": "/reset", "body": {"namespace": "{namespace}"}},
     "ingest": {"path": "/ingest", "body": {"namespace": "{namespace}", "session": "{session}"}},

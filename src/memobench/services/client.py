@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from ..core.errors import excerpt
-from .api import fill, fill_path
+from .api import READ, fill, fill_path
 
 # HTTP statuses worth another try: the server's own failures and "too many requests"
 TRANSIENT_STATUS = frozenset({429, 500, 502, 503, 504})
@@ -291,6 +291,8 @@ class HttpClient:
             try:
                 obj = json.loads(data)
             except ValueError:
-                raise ServiceError(f"{op} {path} answered a body that is not JSON: {_short(data)!r}") from None
+                if op in READ:
+                    raise ServiceError(f"{op} {path} answered a body that is not JSON: {_short(data)!r}") from None
+                obj = None  # an answer nothing reads ("OK", an empty 204) may be anything
             return obj, Call(seconds, attempt, server_seconds(resp.getheader("Server-Timing")))
         raise Unavailable(f"{op} {path} failed {tries} time(s), last: {why}", asked[0])

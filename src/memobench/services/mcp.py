@@ -31,7 +31,7 @@ import threading
 import time
 
 from ..core.errors import excerpt
-from .api import fill
+from .api import READ, fill
 from .client import Call, ServiceError, Unavailable, attempts, server_seconds
 
 META_TIMING = "server-timing"  # the result ``_meta`` key a server's own time is read from
@@ -202,7 +202,10 @@ class McpClient:
                 try:
                     answer = json.loads(text)
                 except ValueError:
-                    raise ServiceError(f"{op} tool {tool!r} answered text that is not JSON: {excerpt(text)!r}") from None
+                    if op in READ:
+                        raise ServiceError(f"{op} tool {tool!r} answered text that is not JSON: "
+                                           f"{excerpt(text)!r}") from None
+                    answer = None  # an answer nothing reads ("ok", no text) may be anything
             meta = result.meta or {}
             return answer, Call(seconds, attempt, server_seconds(meta.get(META_TIMING)))
         raise Unavailable(f"{op} tool {tool!r} failed {tries} time(s), last: {why}")

@@ -452,3 +452,29 @@ def test_namespace_locks_are_named_by_a_digest(norm, reference, expected, tmp_pa
     assert rankings.equals(expected[0])
     locks = list((tmp_path / "results").rglob("*.locks/*"))
     assert locks and all(re.fullmatch(r"[0-9a-f]{32}\.lock", p.name) for p in locks), locks
+
+
+class _Terse(_ProxyHandler):
+    """The proxy whose reset answers ``OK`` as text and whose ingest answers an empty 204."""
+
+    def _send(self, status: int, body: bytes) -> None:
+        if status != 200 or self.path not in ("/reset", "/ingest"):
+            return super()._send(status, body)
+        self.send_response(204 if self.path == "/ingest" else 200)
+        if self.path == "/reset":
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", "2")
+        self.end_headers()
+        if self.path == "/reset":
+            self.wfile.write(b"OK")
+
+
+def test_an_ingest_or_reset_answer_need_not_be_json(norm, reference, expected, tmp_path):
+    p = Proxy(reference[0])
+    p.RequestHandlerClass = _Terse
+    try:
+        (rankings, _, _), _ = _rank(norm, tmp_path, "svc", _system(_start(p)))
+    finally:
+        p.shutdown()
+        p.server_close()
+    assert rankings.equals(expected[0])
