@@ -65,8 +65,9 @@ def retry_after(header: str | None) -> float:
 
 @dataclass(frozen=True)
 class Call:
-    """One operation's last attempt: its time (seconds, monotonic), how many attempts it took, and the
-    time the server says it spent (its ``Server-Timing`` header's durations, summed), when it says."""
+    """One operation: its time (seconds, monotonic) from its first attempt to its answer (the waits
+    between retries included: its caller waited them), how many attempts it took, and the time the
+    server says its last attempt spent (its ``Server-Timing`` header's durations, summed), when it says."""
 
     seconds: float
     attempts: int
@@ -257,6 +258,7 @@ class HttpClient:
         body = json.dumps(fill(e.get("body", {}), values), ensure_ascii=True).encode("ascii")
         tries = (self.retries if retries is None else retries) + 1
         why, asked = "", [0.0]  # asked: the wait the last answer's Retry-After asks for
+        first = time.monotonic()
         for attempt in attempts(tries, self.backoff_s, lambda: asked[0]):
             asked[0] = 0.0
             started = time.monotonic()
@@ -281,7 +283,7 @@ class HttpClient:
                 deadlines.disarm(conn)
                 self._drop()  # the rest of the answer is unread
                 raise
-            seconds = time.monotonic() - started
+            seconds = time.monotonic() - first
             if resp.status in TRANSIENT_STATUS:
                 why = f"HTTP {resp.status} {_short(data, 80)}".rstrip()
                 asked[0] = retry_after(resp.getheader("Retry-After"))

@@ -169,7 +169,7 @@ class McpClient:
         tool = self.tools[op]["tool"]
         arguments = fill(self.tools[op].get("arguments", {}), values)
         tries = (self.retries if retries is None else retries) + 1
-        why = ""
+        why, first = "", time.monotonic()
         for attempt in attempts(tries, self.backoff_s):
             started = time.monotonic()
             generation = self._generation
@@ -192,7 +192,7 @@ class McpClient:
                 e = _leaf(e)
                 why = f"{type(e).__name__}: {excerpt(str(e))}" if str(e) else type(e).__name__
                 continue
-            seconds = time.monotonic() - started
+            seconds = time.monotonic() - first  # from the first attempt: the retries' waits are the call's time
             text = "".join(getattr(block, "text", "") for block in result.content or [])
             if result.is_error:
                 raise ServiceError(f"{op} tool {tool!r} answered an error: {excerpt(text) or '(no text)'}")

@@ -166,7 +166,7 @@ class _Busy(BaseHTTPRequestHandler):
             s.times.append(time.monotonic())
             busy = len(s.times) <= s.busy
         if busy:
-            self.send_response(429)
+            self.send_response(getattr(s, "status", 429))
             self.send_header("Retry-After", s.retry_after())
             self.send_header("Content-Length", "0")
             self.end_headers()
@@ -195,3 +195,17 @@ def test_retry_after_is_honoured_in_seconds_or_as_a_date_within_a_bound(monkeypa
             client.close()
             server.shutdown()
             server.server_close()
+
+
+def test_a_retried_call_is_timed_from_its_first_attempt_to_its_answer():
+    server = _serve(_Busy, busy=3, status=503, retry_after=lambda: "0", times=[], lock=threading.Lock())
+    client = HttpClient(f"http://127.0.0.1:{server.server_address[1]}", {"search": {"path": "/s", "body": {}}},
+                        retries=3, backoff_s=0.1)
+    try:
+        answer, call = client.once("search", {})
+        assert answer == {} and call.attempts == 4
+        assert call.seconds >= 0.7  # the waits between tries (0.1, 0.2, 0.4 s) are the search's time too
+    finally:
+        client.close()
+        server.shutdown()
+        server.server_close()
