@@ -32,7 +32,7 @@ import time
 
 from ..core.errors import excerpt
 from .api import READ, fill
-from .client import Call, ServiceError, Unavailable, attempts, server_seconds
+from .client import Call, ServiceError, Unavailable, attempts, server_seconds, shown_url
 
 META_TIMING = "server-timing"  # the result ``_meta`` key a server's own time is read from
 # Opening a connection (a stdio server's process start and the handshake) may take this long even when
@@ -159,6 +159,10 @@ class McpClient:
             if not self._thread.is_alive():
                 self._loop.close()
 
+    def _shown(self, text: str) -> str:
+        """``text`` with the server's URL starred (the SDK's messages name it, and it may hold a secret)."""
+        return text.replace(self.url, shown_url(self.url)) if self.url else text
+
     # ---- one operation
 
     def once(self, op: str, values: dict, retries: int | None = None) -> tuple[object, Call]:
@@ -190,7 +194,7 @@ class McpClient:
             except Exception as e:  # noqa: BLE001 - a server that cannot be reached or started, or a transport failure
                 self._lost(generation)
                 e = _leaf(e)
-                why = f"{type(e).__name__}: {excerpt(str(e))}" if str(e) else type(e).__name__
+                why = f"{type(e).__name__}: {excerpt(self._shown(str(e)))}" if str(e) else type(e).__name__
                 continue
             seconds = time.monotonic() - first  # from the first attempt: the retries' waits are the call's time
             text = "".join(getattr(block, "text", "") for block in result.content or [])

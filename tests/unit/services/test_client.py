@@ -209,3 +209,17 @@ def test_a_retried_call_is_timed_from_its_first_attempt_to_its_answer():
         client.close()
         server.shutdown()
         server.server_close()
+
+
+def test_an_mcp_failure_naming_the_url_stars_its_secrets():
+    import pytest
+
+    pytest.importorskip("mcp")
+    from memobench.services.mcp import McpClient
+
+    client = McpClient({"reset": {"tool": "reset"}}, url="http://alice:pw@127.0.0.1:9/mcp?api_key=k3y")
+    try:
+        said = client._shown("Client error '401' for url 'http://alice:pw@127.0.0.1:9/mcp?api_key=k3y'")
+        assert said == "Client error '401' for url 'http://***@127.0.0.1:9/mcp?api_key=***'"
+    finally:
+        client.close()
