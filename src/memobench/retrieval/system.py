@@ -78,6 +78,7 @@ from .returned import Haystack, RetrieverError, check_ranking, turns_of
 DEFAULTS = {"isolation": "namespace", "namespace_prefix": "mb-", "concurrency": 4, "timeout_s": 30.0,
             "retries": 3, "backoff_s": 0.1, "max_errors": 0, "warm_repeats": 1, "k": 50, "answer": "structured"}
 ISOLATION = ("namespace", "reset")
+MAX_RESPONSE_MB = 64  # the largest answer read from an HTTP service (system.max_response_mb)
 ANSWERS = ("structured", "text")  # an MCP tool's answer: its structured content, or its text as JSON
 
 
@@ -102,7 +103,8 @@ def system_variant(name: str, family: str, entry: dict, others: dict | None = No
                           f"{{command: [...]}} or {{url: ...}}), one of them")
     if "url" in s:
         if not _http_url(s["url"]):
-            raise ConfigError(f"{where}: url {s['url']!r} is not an http:// or https:// URL")
+            raise ConfigError(f"{where}: url {_shown(s['url'])!r} is not an http:// or https:// URL")
+        _no_written_secret(s["url"], f"{where}: url")
         if "tools" in s or "answer" in s:
             raise ConfigError(f"{where}: {'tools are' if 'tools' in s else 'answer is'} an MCP server's; an HTTP "
                               f"service's operations are endpoints")
@@ -115,6 +117,10 @@ def system_variant(name: str, family: str, entry: dict, others: dict | None = No
     spec = {**DEFAULTS, **{k: v for k, v in s.items() if k not in ("endpoints", "tools", "results")}}
     if spec["answer"] not in ANSWERS:
         raise ConfigError(f"{where}: answer {spec['answer']!r} is not one of {', '.join(ANSWERS)}")
+    prefix = spec["namespace_prefix"]
+    if not isinstance(prefix, str) or not prefix.isprintable() or any(c in prefix for c in ("/", "\\", "..")):
+        raise ConfigError(f"{where}: namespace_prefix {prefix!r} may not hold '/', '\\', '..', NUL or other control "
+                          f"characters (a namespace names a service's store, and may name a path there)")
     if spec["isolation"] not in ISOLATION:
         raise ConfigError(f"{where}: isolation {spec['isolation']!r} is not one of {', '.join(ISOLATION)}")
     results = {**DEFAULT_RESULTS, **(s.get("results") or {})}
@@ -129,10 +135,11 @@ def system_variant(name: str, family: str, entry: dict, others: dict | None = No
 
 
 def identity(system: dict, public: bool = False) -> str:
-    """What a service is known by (its ingestion ledger's key): the HTTP API's URL, ``mcp <url>``, or
-    ``mcp stdio: <command>``. ``public``: as result files and the report show it, with nothing that may
-    hold a secret (:func:`public_url`; a command's program alone, not its arguments)."""
-    url = public_url if public else str
+    """What a service is known by (its ingestion ledger's key, its label, its timings' url): the HTTP
+    API's URL, ``mcp <url>``, or ``mcp stdio: <command>``; a URL's user information and query values
+    starred, since they may hold a secret. ``public``: as result files and the report show it, with
+    nothing that may hold a secret (:func:`public_url`; a command's program alone, not its arguments)."""
+    url = public_url if public else _shown
     if "url" in system:
         return url(system["url"])
     m = system["mcp"]
@@ -158,6 +165,30 @@ def public(spec: dict, grain: str) -> dict:
             "isolation": spec["isolation"], "grain": grain}
 
 
+def _shown(url) -> str:
+    from ..services.client import shown_url
+
+    return shown_url(url) if isinstance(url, str) else repr(url)
+
+
+def _no_written_secret(url: str, where: str) -> None:
+    """A URL's password (or user, without one) and query values are ``$NAME``s, read from the
+    environment when the job starts: written out, the secret would be in the rule's params, which
+    Snakemake keeps in its metadata."""
+    import re
+    from urllib.parse import parse_qsl, urlsplit
+
+    parts = urlsplit(url)
+    name = re.compile(r"\$(\w+|\{\w+\})")
+    secret = parts.password if parts.password is not None else parts.username
+    written = [v for v in ([secret] if secret else []) + [v for _, v in parse_qsl(parts.query, keep_blank_values=True)]
+               if v and not name.fullmatch(v)]
+    if written:
+        raise ConfigError(f"{where}: {_shown(url)!r} holds a secret written out (its user information or a query "
+                          f"value); write it as $NAME, read from the environment when the job runs, so that no "
+                          f"file the pipeline writes holds it")
+
+
 def _command(command) -> list[str]:
     import shlex
 
@@ -180,7 +211,8 @@ def _mcp_transport(m, where: str) -> str:
                           f"(known: command, url, env)")
     if "url" in m:
         if not _http_url(m["url"]):
-            raise ConfigError(f"{where}: url {m['url']!r} is not an http:// or https:// URL")
+            raise ConfigError(f"{where}: url {_shown(m['url'])!r} is not an http:// or https:// URL")
+        _no_written_secret(m["url"], f"{where}: url")
         if "env" in m:
             raise ConfigError(f"{where}: env is for a server started by command")
         return "mcp-http"
@@ -263,7 +295,7 @@ class _Service:
         from ..core import layout
 
         self.v, self.spec, self.log = variant, variant.retriever, log
-        self.client = client_of(self.spec)
+        self.client = client_of(self.spec, self.where())
         outs = (segment.outputs or {}).get(variant.name) or {}
         root = layout.root_of(outs["rankings"], layout.path(layout.SEGMENT_TABLE, suffix=""))
         ledger = Path(layout.path(layout.SYSTEM_LEDGER, root=root, variant=variant.name))
@@ -309,8 +341,8 @@ class _Service:
         service was lost meanwhile, ``retries`` more times."""
         from ..services.client import Unavailable, attempts
 
-        why = ""
-        for _ in attempts(int(self.spec["retries"]) + 1, float(self.spec["backoff_s"])):
+        why, asked = "", 0.0
+        for _ in attempts(int(self.spec["retries"]) + 1, float(self.spec["backoff_s"]), lambda: asked):
             breaks = self.client.breaks
             try:
                 _, call = self.client.once("reset", {"namespace": namespace})
@@ -323,7 +355,7 @@ class _Service:
                     self._time("ingest", "", namespace, None, call)
                 n = self._count(namespace)
             except Unavailable as e:
-                why = str(e)
+                why, asked = str(e), getattr(e, "retry_after", 0.0)  # a 429's Retry-After, honoured here too
                 continue
             if self.client.breaks != breaks:
                 # a connection was lost meanwhile (another thread's too): the sessions sent before it may
@@ -357,7 +389,8 @@ class _Service:
         # a stdio server is this job's own process: without count, nothing recorded of another is known to hold
         trust = self.spec["transport"] != "mcp-stdio" or self.spec["operations"].get("count") is not None
         breaks = self.client.breaks
-        with locked(self.lock_dir / f"{namespace}.lock"):
+        # named by a digest: a namespace is the service's name, not a safe file name
+        with locked(self.lock_dir / f"{hashlib.sha256(namespace.encode('utf-8')).hexdigest()[:32]}.lock"):
             if trust and self.ledger.recorded(url, namespace) == len(sessions):
                 try:
                     n = self._count(namespace)
@@ -514,14 +547,20 @@ class _IngestFailed(Exception):
     pass
 
 
-def client_of(spec: dict):
-    """The client of a system variant's service (HTTP, or MCP over stdio or streamable HTTP)."""
+def client_of(spec: dict, where: str = "memory service"):
+    """The client of a system variant's service (HTTP, or MCP over stdio or streamable HTTP); ``where``
+    names the variant in a config line (an unset ``$NAME``), raised before any request."""
+    from ..services.api import from_environment
+
     settings = {"timeout_s": float(spec["timeout_s"]), "retries": int(spec["retries"]),
                 "backoff_s": float(spec["backoff_s"])}
     if spec["transport"] == "http":
         from ..services.client import HttpClient
 
-        return HttpClient(spec["url"], spec["operations"], **settings)
+        # read as given, not a DEFAULTS entry: a new default key would change every system variant's params
+        limit = int(float(spec.get("max_response_mb", MAX_RESPONSE_MB)) * 2**20)
+        return HttpClient(from_environment(spec["url"], f"{where}: system: url"), spec["operations"],
+                          max_response_bytes=limit, **settings)
     from ..services.mcp import McpClient, sdk_missing
 
     if sdk_missing():
@@ -529,8 +568,11 @@ def client_of(spec: dict):
                           f"not installed: pip install 'memobench[mcp]' (or -e '.[mcp]' in a checkout)")
     m, settings["answer"] = spec["mcp"], spec["answer"]
     if spec["transport"] == "mcp-http":
-        return McpClient(spec["operations"], url=m["url"], **settings)
-    return McpClient(spec["operations"], command=_command(m["command"]), env=m.get("env"), **settings)
+        return McpClient(spec["operations"], url=from_environment(m["url"], f"{where}: system: mcp: url"), **settings)
+    env = m.get("env")
+    if env is not None:
+        env = {k: from_environment(v, f"{where}: system: mcp: env: {k}") for k, v in env.items()}
+    return McpClient(spec["operations"], command=_command(m["command"]), env=env, **settings)
 
 
 def _picked(answer, results: dict, key: str, where: str):

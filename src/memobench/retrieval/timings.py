@@ -14,7 +14,8 @@ import pyarrow as pa
 
 # operation: reset | ingest | count | search; phase (searches): cold, the first of a namespace since
 # this job ingested it (in-process: the first call on its haystack in the job, which builds what is
-# built per haystack), else warm; namespace: in-process, the haystack's id; seconds: the last attempt's; attempts: how many it took; ok: False for
+# built per haystack), else warm; namespace: in-process, the haystack's id; seconds: from the first attempt to
+# the answer (the waits between retries included); attempts: how many it took; ok: False for
 # a request that still failed (its seconds null); server_seconds: what the server said it spent (its
 # Server-Timing header), null when it does not say
 SCHEMA = pa.schema([("operation", pa.string()), ("phase", pa.string()), ("namespace", pa.string()),

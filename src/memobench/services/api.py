@@ -33,6 +33,8 @@ import re
 from ..core.errors import ConfigError
 
 OPERATIONS = ("reset", "ingest", "search", "count")
+# the operations whose answer is read (config says where its values sit); another's may be anything
+READ = frozenset({"search", "count"})
 DEFAULT_ENDPOINTS = {
     "reset": {"path": "/reset", "body": {"namespace": "{namespace}"}},
     "ingest": {"path": "/ingest", "body": {"namespace": "{namespace}", "session": "{session}"}},
@@ -52,6 +54,25 @@ AVAILABLE = {"reset": {"namespace"}, "count": {"namespace"},
              "ingest": {"namespace", "session", "session.id", "session.date", "session.turns"},
              "search": {"namespace", "k", "question.id", "question.text", "question.date", "question.type"}}
 _PLACEHOLDER = re.compile(r"\{([a-z.]+)\}")
+# a brace that no known placeholder accounts for (``{question_text}``, ``{ question.text }``, a lone ``{``):
+# sent as it stands it would be the same literal text in every request
+_BRACE = re.compile(r"\{[^{}]*\}?|\}")
+
+
+def stray_brace(template) -> str | None:
+    """The first brace-like text in a template that is not a known placeholder (a key's: any)."""
+    if isinstance(template, str):
+        rest = _PLACEHOLDER.sub(lambda m: "" if m.group(1) in PLACEHOLDERS else m.group(0), template)
+        found = _BRACE.search(rest)
+        return found.group(0) if found else None
+    if isinstance(template, dict):
+        # a key is never filled: any brace in one is sent as it stands
+        keys = (m.group(0) for k in template for m in [_BRACE.search(str(k))] if m)
+        values = (b for b in map(stray_brace, template.values()) if b is not None)
+        return next(keys, None) or next(values, None)
+    if isinstance(template, list):
+        return next((b for b in map(stray_brace, template) if b is not None), None)
+    return None
 
 
 def placeholders(template) -> set[str]:
@@ -77,6 +98,26 @@ def fill(template, values: dict):
     if isinstance(template, list):
         return [fill(v, values) for v in template]
     return template
+
+
+_ENV = re.compile(r"\$(?:\{(\w+)\}|(\w+))")
+
+
+def from_environment(text: str, where: str, environ=None) -> str:
+    """``text`` with each ``$NAME`` (or ``${NAME}``) replaced by the environment's value, so a secret
+    stays out of config; an unset one is a ConfigError line naming it (sent as the literal ``$NAME``
+    it would reach the service as a wrong key, with no error)."""
+    import os
+
+    env = os.environ if environ is None else environ
+
+    def value(m):
+        name = m.group(1) or m.group(2)
+        if name not in env:
+            raise ConfigError(f"{where}: ${name} is not set in the environment")
+        return env[name]
+
+    return _ENV.sub(value, text)
 
 
 class Missing(Exception):
@@ -138,6 +179,11 @@ def _operations(spec: dict | None, where: str, key: str, defaults: dict, name: s
             raise ConfigError(f"{where}: {key}: {op}: path must start with '/' (got {e.get('path')!r})")
         if name == "tool" and (not isinstance(e.get("tool"), str) or not e["tool"]):
             raise ConfigError(f"{where}: {key}: {op}: tool must be a tool's name (got {e.get('tool')!r})")
+        for part in ("path", template) if name == "path" else (template,):
+            brace = stray_brace(e.get(part))
+            if brace is not None:
+                raise ConfigError(f"{where}: {key}: {op}: {part}: {brace!r} is not a placeholder (known: "
+                                  f"{', '.join(sorted(AVAILABLE[op]))})")
         named = placeholders(e.get(template)) | (placeholders(e["path"]) if name == "path" else set())
         unknown = named - AVAILABLE[op]
         if unknown:

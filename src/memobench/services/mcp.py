@@ -27,13 +27,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import threading
 import time
 
 from ..core.errors import excerpt
-from .api import fill
-from .client import Call, ServiceError, Unavailable, attempts, server_seconds
+from .api import READ, fill
+from .client import Call, ServiceError, Unavailable, attempts, server_seconds, shown_url
 
 META_TIMING = "server-timing"  # the result ``_meta`` key a server's own time is read from
 # Opening a connection (a stdio server's process start and the handshake) may take this long even when
@@ -88,10 +87,9 @@ class McpClient:
         mcp, _ = _sdk()
         if self.url is not None:
             return self.url
-        # the SDK passes a server only a safe part of the environment (HOME, PATH, ...); env adds to it,
-        # $NAME in a value read from this process's environment (a key stays out of config files)
-        env = None if self.env is None else {**mcp.client.stdio.get_default_environment(),
-                                             **{k: os.path.expandvars(v) for k, v in self.env.items()}}
+        # the SDK passes a server only a safe part of the environment (HOME, PATH, ...); env adds to it
+        # (its $NAMEs already read from this process's environment: system.client_of)
+        env = None if self.env is None else {**mcp.client.stdio.get_default_environment(), **self.env}
         return mcp.StdioServerParameters(command=self.command[0], args=list(self.command[1:]), env=env)
 
     async def _open(self):
@@ -161,6 +159,10 @@ class McpClient:
             if not self._thread.is_alive():
                 self._loop.close()
 
+    def _shown(self, text: str) -> str:
+        """``text`` with the server's URL starred (the SDK's messages name it, and it may hold a secret)."""
+        return text.replace(self.url, shown_url(self.url)) if self.url else text
+
     # ---- one operation
 
     def once(self, op: str, values: dict, retries: int | None = None) -> tuple[object, Call]:
@@ -171,7 +173,7 @@ class McpClient:
         tool = self.tools[op]["tool"]
         arguments = fill(self.tools[op].get("arguments", {}), values)
         tries = (self.retries if retries is None else retries) + 1
-        why = ""
+        why, first = "", time.monotonic()
         for attempt in attempts(tries, self.backoff_s):
             started = time.monotonic()
             generation = self._generation
@@ -192,9 +194,9 @@ class McpClient:
             except Exception as e:  # noqa: BLE001 - a server that cannot be reached or started, or a transport failure
                 self._lost(generation)
                 e = _leaf(e)
-                why = f"{type(e).__name__}: {excerpt(str(e))}" if str(e) else type(e).__name__
+                why = f"{type(e).__name__}: {excerpt(self._shown(str(e)))}" if str(e) else type(e).__name__
                 continue
-            seconds = time.monotonic() - started
+            seconds = time.monotonic() - first  # from the first attempt: the retries' waits are the call's time
             text = "".join(getattr(block, "text", "") for block in result.content or [])
             if result.is_error:
                 raise ServiceError(f"{op} tool {tool!r} answered an error: {excerpt(text) or '(no text)'}")
@@ -204,7 +206,10 @@ class McpClient:
                 try:
                     answer = json.loads(text)
                 except ValueError:
-                    raise ServiceError(f"{op} tool {tool!r} answered text that is not JSON: {excerpt(text)!r}") from None
+                    if op in READ:
+                        raise ServiceError(f"{op} tool {tool!r} answered text that is not JSON: "
+                                           f"{excerpt(text)!r}") from None
+                    answer = None  # an answer nothing reads ("ok", no text) may be anything
             meta = result.meta or {}
             return answer, Call(seconds, attempt, server_seconds(meta.get(META_TIMING)))
         raise Unavailable(f"{op} tool {tool!r} failed {tries} time(s), last: {why}")

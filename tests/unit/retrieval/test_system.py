@@ -310,6 +310,25 @@ def test_a_service_of_another_shape_is_driven_by_config_alone(norm, expected, tm
     ({"system": {"url": "http://x", "endpoints": {"reset": None}}}, "endpoints: reset is required"),
     ({"system": {"url": "http://x", "endpoints": {"delete": {}}}}, "unknown operation 'delete'"),
     ({"system": {"url": "http://x", "results": {"hits": "x"}}}, "results: unknown key(s) hits"),
+    *[({"system": {"url": "http://x", "namespace_prefix": bad}}, f"namespace_prefix {bad!r} may not hold")
+      for bad in ("../../../../outside/x-", "a/b-", "a\\b", "mb\x00-", "mb\n-", "..")],
+    # a secret written out would be in the rule's params (Snakemake's metadata)
+    ({"system": {"url": "http://alice:PW@x/api"}}, "url: 'http://***@x/api' holds a secret written out"),
+    ({"system": {"url": "http://TOKEN@x"}}, "url: 'http://***@x' holds a secret written out"),
+    ({"system": {"url": "http://x/?v=$V&api_key=S"}}, "url: 'http://x/?v=***&api_key=***' holds a secret"),
+    ({"system": {"mcp": {"url": "http://x/mcp?key=S"}}}, "mcp: url: 'http://x/mcp?key=***' holds a secret"),
+    # brace forms that are no placeholder would be the same literal text in every request
+    *[({"system": {"url": "http://x", "endpoints": {"search": {"body": {"query": q}}}}},
+       f"endpoints: search: body: {b!r} is not a placeholder (known: k, namespace, question.date")
+      for q, b in [("{question_text}", "{question_text}"), ("{Question.Text}", "{Question.Text}"),
+                   ("{ question.text }", "{ question.text }"), ("about {question.text", "{question.text"),
+                   ("{question.texts}", "{question.texts}"), ("a}", "}")]],
+    ({"system": {"url": "http://x", "endpoints": {"search": {"path": "/q/{name_space}"}}}},
+     "endpoints: search: path: '{name_space}' is not a placeholder"),
+    ({"system": {"url": "http://x", "endpoints": {"ingest": {"body": {"{namespace}": "{session}"}}}}},
+     "endpoints: ingest: body: '{namespace}' is not a placeholder"),
+    ({"system": {"mcp": {"command": "srv"}, "tools": {"search": {"arguments": {"q": ["{question}"]}}}}},
+     "tools: search: arguments: '{question}' is not a placeholder"),
 ])
 def test_config_errors_name_the_variant(entry, why):
     with pytest.raises(ConfigError) as e:
@@ -354,3 +373,108 @@ def test_the_server_s_own_time_is_recorded_beside_the_client_s(norm, reference, 
     _rank(norm, tmp_path, "svc", _system(reference[0]))
     searches = [r for r in _timings(tmp_path, "svc") if r["operation"] == "search"]
     assert searches and all(0 <= r["server_seconds"] < r["seconds"] for r in searches)
+
+
+def test_an_unset_environment_name_in_mcp_env_is_one_line_before_the_server_starts(norm, tmp_path, monkeypatch):
+    import sys
+
+    pytest.importorskip("mcp")
+    monkeypatch.delenv("MB_UNSET_KEY", raising=False)
+    started = tmp_path / "started"
+    command = [sys.executable, "-c", f"open({str(started)!r}, 'w')"]
+    entry = {"system": {"mcp": {"command": command, "env": {"API_KEY": "key-${MB_UNSET_KEY}"}}}}
+    with pytest.raises(ConfigError) as e:
+        _rank(norm, tmp_path, "svc", entry)
+    assert str(e.value) == "variant 'svc': system: mcp: env: API_KEY: $MB_UNSET_KEY is not set in the environment"
+    assert not started.exists()
+    monkeypatch.setenv("MB_UNSET_KEY", "s3cret")  # set, it is read when the job starts
+    from memobench.retrieval.system import client_of
+
+    client = client_of(resolve("svc", "s", {"svc": entry}).retriever)
+    try:
+        assert client.env == {"API_KEY": "key-s3cret"}
+    finally:
+        client.close()
+
+
+class _Gate(_ProxyHandler):
+    """The proxy behind Basic auth and an API key in the query, as a hosted service is: it records
+    what came, and forwards what it lets through without the query."""
+
+    def do_POST(self):
+        path, _, query = self.path.partition("?")
+        with self.server.lock:
+            self.server.seen.append((self.path, self.headers.get("Authorization")))
+        if self.headers.get("Authorization") != "Basic YWxpY2U6cCBAc3M=" or query != "api_key=k3y":  # alice:p @ss
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self._send(401, b'{"error": "who are you"}')
+            return
+        self.path = path
+        super().do_POST()
+
+
+def test_a_url_s_user_and_query_are_sent_with_every_request_and_written_nowhere(norm, reference, expected,
+                                                                               tmp_path, monkeypatch):
+    p = Proxy(reference[0])
+    p.RequestHandlerClass, p.seen = _Gate, []
+    port = _start(p).rsplit(":", 1)[1]
+    monkeypatch.setenv("MB_PW", "p%20%40ss")  # percent-encoded in the URL as RFC 3986 says: "p @ss"
+    monkeypatch.setenv("MB_KEY", "k3y")
+    try:
+        v = resolve("gated", "s", {"gated": _system(f"http://alice:$MB_PW@127.0.0.1:{port}?api_key=${{MB_KEY}}")})
+        assert "MB_PW" not in v.harness and v.harness.endswith(f"http://***@127.0.0.1:{port}?api_key=***")
+        (rankings, _, _), _ = _rank(norm, tmp_path, "gated", _system(
+            f"http://alice:$MB_PW@127.0.0.1:{port}?api_key=${{MB_KEY}}"))
+    finally:
+        p.shutdown()
+        p.server_close()
+    assert rankings.equals(expected[0])
+    assert p.seen and all(q.endswith("?api_key=k3y") and a == "Basic YWxpY2U6cCBAc3M=" for q, a in p.seen)
+    written = [f for f in tmp_path.rglob("*") if f.is_file()]
+    assert any(f.suffix == ".jsonl" for f in written)  # the ingestion ledger
+    for f in written:
+        data = f.read_bytes()
+        assert b"k3y" not in data and b"p @ss" not in data and b"p%20%40ss" not in data, f
+    meta = _timings_meta(tmp_path, "gated")
+    assert meta["url"] == f"http://***@127.0.0.1:{port}?api_key=***"
+
+
+def _timings_meta(root: Path, name: str) -> dict:
+    from memobench.retrieval.timings import read_meta
+
+    return read_meta(layout.path(layout.TIMINGS, root=root / "results", dataset="lme", variant=name, segment="seg1"))
+
+
+def test_namespace_locks_are_named_by_a_digest(norm, reference, expected, tmp_path):
+    import re
+
+    (rankings, _, _), _ = _rank(norm, tmp_path, "svc", _system(reference[0], namespace_prefix="mb:x y-"))
+    assert rankings.equals(expected[0])
+    locks = list((tmp_path / "results").rglob("*.locks/*"))
+    assert locks and all(re.fullmatch(r"[0-9a-f]{32}\.lock", p.name) for p in locks), locks
+
+
+class _Terse(_ProxyHandler):
+    """The proxy whose reset answers ``OK`` as text and whose ingest answers an empty 204."""
+
+    def _send(self, status: int, body: bytes) -> None:
+        if status != 200 or self.path not in ("/reset", "/ingest"):
+            return super()._send(status, body)
+        self.send_response(204 if self.path == "/ingest" else 200)
+        if self.path == "/reset":
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", "2")
+        self.end_headers()
+        if self.path == "/reset":
+            self.wfile.write(b"OK")
+
+
+def test_an_ingest_or_reset_answer_need_not_be_json(norm, reference, expected, tmp_path):
+    p = Proxy(reference[0])
+    p.RequestHandlerClass = _Terse
+    try:
+        (rankings, _, _), _ = _rank(norm, tmp_path, "svc", _system(_start(p)))
+    finally:
+        p.shutdown()
+        p.server_close()
+    assert rankings.equals(expected[0])

@@ -63,3 +63,163 @@ def test_close_closes_the_connection_of_every_thread_that_called():
         done.set()
         server.shutdown()
         server.server_close()
+
+
+class _Trickle(BaseHTTPRequestHandler):
+    """Headers at once, then the body one byte at a time (``trickle`` seconds apart), or a body
+    bigger than asked (``size`` bytes, with or without its length)."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers["Content-Length"]))
+        s = self.server
+        try:
+            if s.trickle:
+                self.send_response(200)
+                self.send_header("Content-Length", "40")
+                self.end_headers()
+                for _ in range(40):  # bounded: 40 bytes, at most 40 * trickle seconds
+                    self.wfile.write(b" ")
+                    self.wfile.flush()
+                    time.sleep(s.trickle)
+                return
+            self.send_response(200)
+            if s.chunked:
+                self.send_header("Transfer-Encoding", "chunked")
+            else:
+                self.send_header("Content-Length", str(s.size))
+            self.end_headers()
+            block = b" " * 65536
+            for start in range(0, s.size, len(block)):
+                part = block[:min(len(block), s.size - start)]
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part) if s.chunked else part)
+            if s.chunked:
+                self.wfile.write(b"0\r\n\r\n")
+        except OSError:
+            pass  # the client gave up on it
+
+
+def _serve(handler, **attrs):
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    for k, v in attrs.items():
+        setattr(server, k, v)
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
+    return server
+
+
+def test_timeout_s_bounds_the_whole_request_not_each_read():
+    import pytest
+
+    from memobench.services.client import Unavailable
+
+    server = _serve(_Trickle, trickle=0.2, size=0, chunked=False)
+    client = HttpClient(f"http://127.0.0.1:{server.server_address[1]}", {"search": {"path": "/s", "body": {}}},
+                        timeout_s=1.0, retries=0)
+    try:
+        started = time.monotonic()
+        with pytest.raises(Unavailable) as e:
+            client.once("search", {})
+        assert time.monotonic() - started < 3.0  # a byte every 0.2 s: each read is quick, the whole is 8 s
+        assert "timed out after 1" in str(e.value), str(e.value)
+    finally:
+        client.close()
+        server.shutdown()
+        server.server_close()
+
+
+def test_an_answer_over_the_size_limit_is_one_line():
+    import pytest
+
+    from memobench.services.client import ServiceError
+
+    for chunked in (False, True):
+        server = _serve(_Trickle, trickle=0, size=3 * 2**20, chunked=chunked)
+        client = HttpClient(f"http://127.0.0.1:{server.server_address[1]}", {"search": {"path": "/s", "body": {}}},
+                            retries=0, max_response_bytes=2**20)
+        try:
+            with pytest.raises(ServiceError) as e:
+                client.once("search", {})
+            assert str(e.value) == "search /s answered more than 1 MiB (system.max_response_mb)", str(e.value)
+        finally:
+            client.close()
+            server.shutdown()
+            server.server_close()
+
+
+class _Busy(BaseHTTPRequestHandler):
+    """HTTP 429 with ``server.retry_after`` for the first ``server.busy`` requests, then ``{}``."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers["Content-Length"]))
+        s = self.server
+        with s.lock:
+            s.times.append(time.monotonic())
+            busy = len(s.times) <= s.busy
+        if busy:
+            self.send_response(getattr(s, "status", 429))
+            self.send_header("Retry-After", s.retry_after())
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+        else:
+            reply(self, 200, b"{}")
+
+
+def test_retry_after_is_honoured_in_seconds_or_as_a_date_within_a_bound(monkeypatch):
+    from email.utils import formatdate
+
+    from memobench.services import client as client_module
+
+    for header, busy, least, most in [(lambda: "1", 2, 1.9, 4.0),
+                                      (lambda: formatdate(time.time() + 2, usegmt=True), 1, 0.9, 3.5),
+                                      (lambda: "3600", 1, 0.4, 2.0)]:  # past the bound: the bound (0.5 s here)
+        monkeypatch.setattr(client_module, "RETRY_AFTER_MAX_S", 0.5 if header() == "3600" else 60.0)
+        server = _serve(_Busy, busy=busy, retry_after=header, times=[], lock=threading.Lock())
+        client = HttpClient(f"http://127.0.0.1:{server.server_address[1]}", {"search": {"path": "/s", "body": {}}},
+                            retries=3, backoff_s=0.01)
+        try:
+            answer, call = client.once("search", {})
+            assert answer == {} and call.attempts == busy + 1
+            waited = server.times[-1] - server.times[0]
+            assert least <= waited <= most, (header(), waited)
+        finally:
+            client.close()
+            server.shutdown()
+            server.server_close()
+
+
+def test_a_retried_call_is_timed_from_its_first_attempt_to_its_answer():
+    server = _serve(_Busy, busy=3, status=503, retry_after=lambda: "0", times=[], lock=threading.Lock())
+    client = HttpClient(f"http://127.0.0.1:{server.server_address[1]}", {"search": {"path": "/s", "body": {}}},
+                        retries=3, backoff_s=0.1)
+    try:
+        answer, call = client.once("search", {})
+        assert answer == {} and call.attempts == 4
+        assert call.seconds >= 0.7  # the waits between tries (0.1, 0.2, 0.4 s) are the search's time too
+    finally:
+        client.close()
+        server.shutdown()
+        server.server_close()
+
+
+def test_an_mcp_failure_naming_the_url_stars_its_secrets():
+    import pytest
+
+    pytest.importorskip("mcp")
+    from memobench.services.mcp import McpClient
+
+    client = McpClient({"reset": {"tool": "reset"}}, url="http://alice:pw@127.0.0.1:9/mcp?api_key=k3y")
+    try:
+        said = client._shown("Client error '401' for url 'http://alice:pw@127.0.0.1:9/mcp?api_key=k3y'")
+        assert said == "Client error '401' for url 'http://***@127.0.0.1:9/mcp?api_key=***'"
+    finally:
+        client.close()
