@@ -192,6 +192,19 @@ def check_owner(workdir: Path, dataset: str, name: str, run: Path | str) -> None
                          f"--name")
 
 
+def _check_command(command: list[str]) -> None:
+    """The program of an MCP server's command is there to start (the retrieve job says so too, but only
+    after Snakemake has started; an environment not activated is the usual cause)."""
+    import shlex
+    import shutil
+
+    program = command[0]
+    if shutil.which(program) is None:
+        why = ("is not an executable file" if os.sep in program else
+               "is not on PATH (activate the environment that has it, or give its full path)")
+        raise ScoreError(f"--mcp: the MCP server could not start: {shlex.join(command)}: {program!r} {why}")
+
+
 def targets(dataset: str, variants: list[str]) -> list[str]:
     return [layout.path(p, dataset=dataset, variant=v) for v in variants for p in (layout.METRICS, layout.OFFICIAL)]
 
@@ -285,6 +298,7 @@ def score(args) -> str:
             service = {"mcp": {"command": shlex.split(args.mcp)}}
             if not service["mcp"]["command"]:
                 raise ScoreError("--mcp: give the command that starts the server, or its URL")
+            _check_command(service["mcp"]["command"])
         run = identity(service)
     else:
         run = Path(args.run).resolve()

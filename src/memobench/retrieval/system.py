@@ -532,6 +532,7 @@ def rank_segment(variants, segment, log=print) -> dict:
     """The seam's entry: rank one segment (``harness.Segment``) under system
     variants (``documents.rank_by_documents``, each session's ingest payload
     in place of its document)."""
+    from ..services.client import StartFailed
     from .documents import rank_by_documents
     from .harness import CHECKS_KEY, skip_reason
     from .turns import session_turns
@@ -571,6 +572,9 @@ def rank_segment(variants, segment, log=print) -> dict:
                 docs = {v.recipe.documents: dict.fromkeys(keys)}
                 rankings, outcomes, deep = rank_by_documents([v], segment, {v.name: ranked}, log, docs=docs,
                                                              timed=())[v.name]
+        except StartFailed as e:
+            # one line at once: a server that cannot start would fail every question the same way
+            raise RetrieverError(f"variant {v.name!r}: the MCP server could not start: {e}") from None
         finally:
             service.client.close()
         segment.timings[v.name] = service.timed()

@@ -36,6 +36,12 @@ class Unavailable(Exception):
     """A transient failure that outlasted the retries (its message is one line)."""
 
 
+class StartFailed(Exception):
+    """A server the client starts itself (an MCP server over stdio) that could not start: its command
+    was not found, or it exited before the handshake. Never retried: starting it again fails the same
+    way, and each question would wait out the retries (its message is one line)."""
+
+
 @dataclass(frozen=True)
 class Call:
     """One operation's last attempt: its time (seconds, monotonic), how many attempts it took, and the
