@@ -427,6 +427,8 @@ class _Service:
                     scores = None  # a result without a score: the list has none
         ranked = turns_of(hay, turns) if turns is not None else Haystack(tuple(hay.ids), ("",) * len(hay.ids),
                                                                           tuple(hay.dates))
+        if turns is not None:
+            _session_ids_for_turns(ids, ranked, where)
         return check_ranking((ids, scores) if scores else ids, ranked, where)
 
     def _held(self, qid: str, namespace: str, sessions: list[dict], content: str) -> bool:
@@ -509,6 +511,18 @@ def client_of(spec: dict):
     if spec["transport"] == "mcp-http":
         return McpClient(spec["operations"], url=m["url"], **settings)
     return McpClient(spec["operations"], command=_command(m["command"]), env=m.get("env"), **settings)
+
+
+def _session_ids_for_turns(ids: list[str], turns, where: str) -> None:
+    """A turn variant whose service answers with its haystack's session ids (a server that ranks
+    sessions, as the reference server does unless started with --grain turn): check_ranking's line
+    for the first unknown id, saying what it is."""
+    known = set(turns.ids)
+    unknown = next((i for i in ids if i not in known), None)
+    if unknown is not None and unknown in set(turns.sessions):
+        raise RetrieverError(f"{where} returned turn id {unknown!r}, which is not in its haystack; it is a session id "
+                             f"of the haystack: the service ranks sessions (start the reference server with --grain "
+                             f"turn, or give this variant grain: session)")
 
 
 def _picked(answer, results: dict, key: str, where: str):
