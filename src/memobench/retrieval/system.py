@@ -75,6 +75,9 @@ from ..core.atomic import locked
 from ..core.errors import ConfigError, excerpt
 from .returned import Haystack, RetrieverError, check_ranking, turns_of
 
+# Parquet key-value metadata of a system variant's outcomes tables: a digest of the definition that
+# made them (:func:`definition`), by which memobench score tells this service's results from another's
+DEFINITION_KEY = b"memobench.definition"
 DEFAULTS = {"isolation": "namespace", "namespace_prefix": "mb-", "concurrency": 4, "timeout_s": 30.0,
             "retries": 3, "backoff_s": 0.1, "max_errors": 0, "warm_repeats": 1, "k": 50, "answer": "structured"}
 ISOLATION = ("namespace", "reset")
@@ -134,6 +137,25 @@ def identity(system: dict) -> str:
         return system["url"]
     m = system["mcp"]
     return f"mcp {m['url']}" if "url" in m else "mcp stdio: " + " ".join(_command(m["command"]))
+
+
+def definition(variant) -> str:
+    """A digest of what decides a system variant's lists, its retrieve job's variant param (the service,
+    every setting with its default, the grain; not the description): equal digests, equal definitions.
+    A digest, not the settings themselves: an ``env`` value may be a key."""
+    from ..catalog.variant import LIST_FIELDS, to_spec
+
+    def canonical(x):  # 30 and 30.0 are one setting
+        if isinstance(x, dict):
+            return {str(k): canonical(v) for k, v in x.items()}
+        if isinstance(x, (list, tuple)):
+            return [canonical(v) for v in x]
+        if isinstance(x, (int, float)) and not isinstance(x, bool):
+            return float(x)
+        return x
+
+    spec = {k: v for k, v in to_spec(variant).items() if k in LIST_FIELDS}
+    return hashlib.sha256(json.dumps(canonical(spec), sort_keys=True, default=str).encode()).hexdigest()[:20]
 
 
 def _command(command) -> list[str]:
@@ -592,7 +614,8 @@ def rank_segment(variants, segment, log=print) -> dict:
         finally:
             service.client.close()
         segment.timings[v.name] = service.timed()
-        meta = {**(outcomes.schema.metadata or {}), CHECKS_KEY: json.dumps(service.checks(), sort_keys=True)}
+        meta = {**(outcomes.schema.metadata or {}), CHECKS_KEY: json.dumps(service.checks(), sort_keys=True),
+                DEFINITION_KEY: definition(v)}
         out[v.name] = (rankings, outcomes.replace_schema_metadata(meta), deep)
     return out
 
