@@ -57,6 +57,9 @@ def add_arguments(p) -> None:
     p.add_argument("--against", help=f"the variant to compare with (default {REFERENCE} where the dataset's family has it)")
     p.add_argument("--format", choices=RUN_FORMATS, help="the run's format (default: read from the file)")
     p.add_argument("--name", help="the imported variant's name (default: the file's name without its suffix)")
+    p.add_argument("--k", type=int, metavar="N",
+                   help="a memory service's search depth: the results asked of each search (default 50, as a "
+                        "system variant's k; the deep lists go to 50)")
     p.add_argument("--grain", choices=("session", "turn"), default="session",
                    help="what the run ranks: sessions (default) or turns, named by their turn ids "
                         "(docs/protocol.md#turn-level)")
@@ -377,8 +380,14 @@ def score(args) -> str:
             if not service["mcp"]["command"]:
                 raise ScoreError("--mcp: give the command that starts the server, or its URL")
             _check_command(service["mcp"]["command"])
+        if args.k is not None:
+            if args.k < 1:
+                raise ScoreError(f"--k {args.k}: give how many results each search asks for, 1 or more")
+            service["k"] = args.k
         run = identity(service)
     else:
+        if args.k is not None:
+            raise ScoreError("--k is a memory service's search depth; a run file's lists are read as they are")
         run = Path(args.run).resolve()
         if not run.is_file():
             raise ScoreError(f"{args.run}: no such file; give the run file's path")

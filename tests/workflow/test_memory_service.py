@@ -213,3 +213,15 @@ def test_memobench_score_reuses_the_results_of_the_same_service_under_its_name(r
                       configfile=configs)
         assert proc.returncode == 1 and _said(proc) == [f"memobench: {url}: {said}"], proc.stderr[-3000:]
     assert {p: p.stat().st_mtime_ns for p in folder.rglob("*") if p.is_file()} == stamps  # nothing made again
+
+
+def test_memobench_score_asks_a_service_for_k_results(run):
+    work, cfg, servers = run
+    proc = _score(work, "--system", servers["locomo1"].url, "--k", "3", "--against", "bm25s", "--name", "svc-k3",
+                  configfile=[cfg])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    deep = pq.read_table(_result(work, "locomo1", "svc-k3", "DEEP")).to_pylist()
+    assert deep and max(r["rank"] for r in deep) == 3
+    bad = _score(work, "--system", servers["locomo1"].url, "--k", "0", "--name", "svc-k0", configfile=[cfg])
+    assert bad.returncode == 1 and _said(bad) == [
+        "memobench: --k 0: give how many results each search asks for, 1 or more"], bad.stderr
