@@ -415,6 +415,11 @@ def score(args) -> str:
     if against is not None:
         if against == name:
             raise ScoreError(f"--against {against!r} is the run itself; name another variant")
+        if against not in custom and against not in known_variants():
+            given = ", ".join(["config.yaml", *args.configfile])
+            raise ScoreError(f"--against {against!r}: no such variant in {given}; a variant of your own is "
+                             f"defined under variants: in a config file: give that file with --configfile "
+                             f"(the built-in variants: memobench variants)")
         try:
             resolve(against, family, custom)
         except ConfigError as e:
@@ -439,10 +444,13 @@ def score(args) -> str:
             variant["description"] = description
     overlay = Path(layout.path(layout.SCORE_OVERLAY, root=workdir / layout.RESULTS, dataset=ds, variant=name))
     overlay.parent.mkdir(parents=True, exist_ok=True)
-    listed = [v for v in (against, name) if v]
+    # a fusion is compared with once the variants it fuses are listed beside it (the config's rule)
+    compared = [v for v in (against, name) if v]
+    fused = ((custom.get(against) or {}).get("fuse") or {}).get("of") or []
+    listed = list(dict.fromkeys([*fused, *compared]))
     overlay.write_text(json.dumps({"run": [ds], "datasets": {ds: {"variants": listed}},
                                    "variants": {name: variant}}, indent=1) + "\n", encoding="utf-8")
-    cmd = [sys.executable, "-m", "snakemake", *targets(ds, listed), "-s", str(snakefile), "-d", str(workdir),
+    cmd = [sys.executable, "-m", "snakemake", *targets(ds, compared), "-s", str(snakefile), "-d", str(workdir),
            "--configfile", *[str(Path(c).resolve()) for c in args.configfile], str(overlay), "--cores",
            str(args.cores)]
     what = f"the memory service at {run}" if isinstance(run, str) else f"{run.name} ({fmt})"

@@ -225,3 +225,20 @@ def test_memobench_score_asks_a_service_for_k_results(run):
     bad = _score(work, "--system", servers["locomo1"].url, "--k", "0", "--name", "svc-k0", configfile=[cfg])
     assert bad.returncode == 1 and _said(bad) == [
         "memobench: --k 0: give how many results each search asks for, 1 or more"], bad.stderr
+
+
+def test_memobench_score_compares_with_a_fusion_of_an_overlay(run, tmp_path):
+    work, cfg, servers = run
+    fused = write_config(tmp_path / "fused.yaml", variants={"bm25-svc": {"fuse": {"of": ["bm25s", "svc-all"]}}})
+    proc = _score(work, "--system", servers["locomo1"].url, "--against", "bm25-svc", "--name", "svc-vs-fusion",
+                  configfile=[cfg, fused])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert any(line.lstrip().startswith("bm25-svc ") for line in proc.stdout.splitlines())
+    assert "paired against bm25-svc " in proc.stdout
+    # a variant of one's own, its config file not given: one line saying to give it
+    proc = _score(work, "--system", servers["locomo1"].url, "--against", "bm25-svc", "--name", "svc-vs-fusion",
+                  configfile=[cfg])
+    assert proc.returncode == 1 and _said(proc) == [
+        f"memobench: --against 'bm25-svc': no such variant in config.yaml, {cfg}; a variant of your own is defined "
+        f"under variants: in a config file: give that file with --configfile (the built-in variants: memobench "
+        f"variants)"], proc.stderr
