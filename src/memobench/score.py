@@ -221,7 +221,8 @@ def check_owner(workdir: Path, dataset: str, name: str, run: Path | str, ours: s
         if isinstance(run, str):  # a service: what made the outcomes, else what the overlay that made the folder drove
             from .retrieval.system import identity
 
-            recorded = recorded_definitions(workdir, dataset, name, n_segments)
+            # tables an older memobench wrote record none: the overlay, where there is one, says instead
+            recorded = recorded_definitions(workdir, dataset, name, n_segments) - {None}
             if made is not None:
                 owner = identity(made["system"])
             elif str(metrics.get("harness", "")).startswith(SERVICE_HARNESS):
@@ -237,11 +238,15 @@ def check_owner(workdir: Path, dataset: str, name: str, run: Path | str, ours: s
         pass
     if same:
         return metrics.get("description")
+    where = f"{run}: {folder.relative_to(workdir)}/ holds"
+    if isinstance(run, str) and owner == run and same is None:
+        raise ScoreError(f"{where} results of {run} whose settings are not recorded (an older memobench made them); "
+                         f"rerun the pipeline that made them, or give this run another name with --name")
     if isinstance(run, str) and owner == run:
         what = f"the results of {run} with other settings"
     else:
         what = f"the results of {owner}" if owner else "another variant's results"
-    raise ScoreError(f"{run}: {folder.relative_to(workdir)}/ holds {what}; give this run another name with --name")
+    raise ScoreError(f"{where} {what}; give this run another name with --name")
 
 
 SERVICE_HARNESS = "memory service: "  # a system variant's harness label, before its service's identity
