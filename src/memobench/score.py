@@ -57,6 +57,9 @@ def add_arguments(p) -> None:
     p.add_argument("--against", help=f"the variant to compare with (default {REFERENCE} where the dataset's family has it)")
     p.add_argument("--format", choices=RUN_FORMATS, help="the run's format (default: read from the file)")
     p.add_argument("--name", help="the imported variant's name (default: the file's name without its suffix)")
+    p.add_argument("--k", type=int, metavar="N",
+                   help="a memory service's search depth: the results asked of each search (default 50, as a "
+                        "system variant's k; the deep lists go to 50)")
     p.add_argument("--grain", choices=("session", "turn"), default="session",
                    help="what the run ranks: sessions (default) or turns, named by their turn ids "
                         "(docs/protocol.md#turn-level)")
@@ -135,7 +138,7 @@ def load_config(snakefile: Path, overlays: list[str]) -> dict:
     return config
 
 
-def variant_name(path: Path | str, given: str | None, config: dict, service: dict | None = None) -> str:
+def variant_name(path: Path | str, given: str | None, service: dict | None = None) -> str:
     """The variant's name: ``given``, else made from the run file's name (or a service's host and port, or
     its command's program)."""
     if isinstance(path, str):
@@ -155,41 +158,137 @@ def variant_name(path: Path | str, given: str | None, config: dict, service: dic
     if not re.fullmatch(SAFE_NAME, name) or name in RESERVED:
         raise ScoreError(f"--name {name!r}: a variant name holds only letters, digits and ._+- (not starting "
                          f"with a symbol) and is not one of {', '.join(sorted(RESERVED))}")
-    # a configured imported run too: its folder holds the results the config's report shows
-    configured = name in (config.get("variants") or {}) or any(
-        name in (ds.get("variants") or []) for ds in config["datasets"].values())
-    if name in known_variants() or configured:
+    if name in known_variants():
         raise ScoreError(f"{path}: the variant name {name!r} is taken (a built-in or configured variant); "
                          f"give another with --name")
     return name
 
 
-def check_owner(workdir: Path, dataset: str, name: str, run: Path | str) -> None:
-    """The variant's folder holds nothing, or what this command made of the
-    same file (its metrics.json's run.file; before that, its overlay's) or
-    the same service (``run`` a URL: its overlay's system.url): another
-    file's or service's results are never replaced."""
+def definition(v, workdir: Path) -> str | None:
+    """What decides a variant's results, as this command compares two of one name: an imported run's
+    file (relative to ``workdir`` when it is so given), format and grain; a service's digest
+    (:func:`memobench.retrieval.system.definition`: the service, its settings and grain); None for
+    any other kind (never this command's)."""
+    from .retrieval.system import BACKEND, definition as system_definition
+
+    if v.run is not None:
+        return json.dumps({"file": str(_absolute(v.run["file"], workdir)), "format": v.run["format"],
+                           "grain": v.grain})
+    return system_definition(v) if v.recipe.backend == BACKEND else None
+
+
+def _absolute(file: str, workdir: Path) -> Path:
+    """A run file's path as the workflow reads it (relative paths start from the working directory)."""
+    return (workdir / file).resolve()
+
+
+def check_configured(path, name: str, config: dict, family: str, ours: str | None, workdir: Path) -> dict | None:
+    """The config's own entry of ``name`` when it is this very variant (the same run file, or the same
+    service with the same settings: its results are reused as the config made them), None when the name
+    is free; a name the config gives another variant is refused (its folder holds the results the
+    config's report shows)."""
+    custom = config.get("variants") or {}
+    listed = any(name in (ds.get("variants") or []) for ds in config["datasets"].values())
+    if name not in custom and not listed:
+        return None
+    try:
+        theirs = definition(resolve(name, family, custom), workdir) if name in custom else None
+    except ConfigError:
+        theirs = None
+    if ours is None or theirs != ours:
+        raise ScoreError(f"{path}: the variant name {name!r} is taken (a built-in or configured variant); "
+                         f"give another with --name")
+    return custom[name]
+
+
+def check_owner(workdir: Path, dataset: str, name: str, run: Path | str, ours: str | None = None,
+                family: str = "", n_segments: int = 1) -> str | None:
+    """The variant's folder holds nothing, or the results of this same
+    definition: the same file (its metrics.json's run.file; before that, its
+    overlay's), or the same service with the same settings (the definition
+    its outcomes tables record, whether the pipeline or this command made
+    them; before those exist, its overlay's). Another file's, service's or
+    setting's results are never replaced. Returns the description the
+    results carry (metrics.json's), so that reusing them remakes nothing."""
     folder = workdir / layout.path(layout.VARIANT, dataset=dataset, variant=name)
     if not folder.is_dir() or not any(folder.iterdir()):
-        return
-    owner = None
-    metrics = workdir / layout.path(layout.METRICS, dataset=dataset, variant=name)
-    overlay = workdir / layout.path(layout.SCORE_OVERLAY, dataset=dataset, variant=name)
+        return None
+    metrics = _json(workdir / layout.path(layout.METRICS, dataset=dataset, variant=name)) or {}
+    overlay = _json(workdir / layout.path(layout.SCORE_OVERLAY, dataset=dataset, variant=name))
+    made = ((overlay or {}).get("variants") or {}).get(name) if isinstance(overlay, dict) else None
+    owner = same = None
     try:
-        if isinstance(run, str):  # a service: what the overlay that made the folder drove
+        if isinstance(run, str):  # a service: what made the outcomes, else what the overlay that made the folder drove
             from .retrieval.system import identity
 
-            owner = identity(json.loads(overlay.read_text(encoding="utf-8"))["variants"][name]["system"])
-        elif metrics.is_file():
-            owner = (json.loads(metrics.read_text(encoding="utf-8")).get("run") or {}).get("file")
-        elif overlay.is_file():
-            owner = json.loads(overlay.read_text(encoding="utf-8"))["variants"][name]["run"]["file"]
-    except (ValueError, KeyError, TypeError, OSError):
-        owner = None
-    if owner != str(run):
+            # tables an older memobench wrote record none: the overlay, where there is one, says instead
+            recorded = recorded_definitions(workdir, dataset, name, n_segments) - {None}
+            if made is not None:
+                owner = identity(made["system"])
+            elif str(metrics.get("harness", "")).startswith(SERVICE_HARNESS):
+                owner = metrics["harness"][len(SERVICE_HARNESS):]
+            if recorded:
+                same = recorded == {ours}
+            elif made is not None:
+                same = definition(resolve(name, family, {name: made}), workdir) == ours
+        else:
+            owner = (metrics.get("run") or {}).get("file") if metrics else (made or {})["run"]["file"]
+            same = owner is not None and str(_absolute(owner, workdir)) == str(run)
+    except (ValueError, KeyError, TypeError, ConfigError):
+        pass
+    if same:
+        return metrics.get("description")
+    where = f"{run}: {folder.relative_to(workdir)}/ holds"
+    if isinstance(run, str) and owner == run and same is None:
+        raise ScoreError(f"{where} results of {run} whose settings are not recorded (an older memobench made them); "
+                         f"rerun the pipeline that made them, or give this run another name with --name")
+    if isinstance(run, str) and owner == run:
+        what = f"the results of {run} with other settings"
+    else:
         what = f"the results of {owner}" if owner else "another variant's results"
-        raise ScoreError(f"{run}: {folder.relative_to(workdir)}/ holds {what}; give this run another name with "
-                         f"--name")
+    raise ScoreError(f"{where} {what}; give this run another name with --name")
+
+
+SERVICE_HARNESS = "memory service: "  # a system variant's harness label, before its service's identity
+
+
+def _json(path: Path):
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def recorded_definitions(workdir: Path, dataset: str, name: str, n_segments: int) -> set:
+    """The definitions a system variant's segment outcomes tables record (:data:`system.DEFINITION_KEY`;
+    None for a table without one), of the segments there."""
+    import pyarrow.parquet as pq
+
+    from .retrieval.system import DEFINITION_KEY
+
+    found = set()
+    for i in range(1, n_segments + 1):
+        path = workdir / layout.path(layout.SEGMENT_TABLE, dataset=dataset, variant=name,
+                                     segment=layout.segment_name(i), suffix=layout.SEGMENT_SUFFIXES["outcomes"])
+        try:
+            meta = pq.read_schema(path).metadata or {}
+        except (OSError, ValueError):
+            continue
+        found.add(meta[DEFINITION_KEY].decode() if DEFINITION_KEY in meta else None)
+    return found
+
+
+def _check_command(command: list[str]) -> None:
+    """The program of an MCP server's command is there to start (the retrieve job says so too, but only
+    after Snakemake has started; an environment not activated is the usual cause)."""
+    import shlex
+    import shutil
+
+    program = command[0]
+    if shutil.which(program) is None:
+        why = ("is not an executable file" if os.sep in program else
+               "is not on PATH (activate the environment that has it, or give its full path)")
+        raise ScoreError(f"--mcp: the MCP server could not start: {shlex.join(command)}: {program!r} {why}")
 
 
 def targets(dataset: str, variants: list[str]) -> list[str]:
@@ -298,8 +397,15 @@ def score(args) -> str:
             service = {"mcp": {"command": shlex.split(args.mcp)}}
             if not service["mcp"]["command"]:
                 raise ScoreError("--mcp: give the command that starts the server, or its URL")
+            _check_command(service["mcp"]["command"])
+        if args.k is not None:
+            if args.k < 1:
+                raise ScoreError(f"--k {args.k}: give how many results each search asks for, 1 or more")
+            service["k"] = args.k
         run = identity(service)
     else:
+        if args.k is not None:
+            raise ScoreError("--k is a memory service's search depth; a run file's lists are read as they are")
         run = Path(args.run).resolve()
         if not run.is_file():
             raise ScoreError(f"{args.run}: no such file; give the run file's path")
@@ -316,8 +422,7 @@ def score(args) -> str:
     family = dataset_family(entry)
     custom = config.get("variants") or {}
     fmt = None if isinstance(run, str) else args.format or sniff(run)
-    name = variant_name(run, args.name, config, service)
-    check_owner(workdir, ds, name, run)
+    name = variant_name(run, args.name, service)
     against = args.against
     if against is None:
         try:
@@ -328,6 +433,11 @@ def score(args) -> str:
     if against is not None:
         if against == name:
             raise ScoreError(f"--against {against!r} is the run itself; name another variant")
+        if against not in custom and against not in known_variants():
+            given = ", ".join(["config.yaml", *args.configfile])
+            raise ScoreError(f"--against {against!r}: no such variant in {given}; a variant of your own is "
+                             f"defined under variants: in a config file: give that file with --configfile "
+                             f"(the built-in variants: memobench variants)")
         try:
             resolve(against, family, custom)
         except ConfigError as e:
@@ -342,13 +452,24 @@ def score(args) -> str:
         variant["against"] = against
     if args.grain == "turn":
         variant["grain"] = "turn"
-    resolve(name, family, {**custom, name: variant})  # a bad format for the dataset fails here, in one line
+    # a bad format for the dataset fails here, in one line
+    ours = definition(resolve(name, family, {**custom, name: variant}), workdir)
+    configured = check_configured(run, name, config, family, ours, workdir)
+    if configured is not None:
+        variant = configured  # the config's own variant: its results, as the config made them
+    else:
+        description = check_owner(workdir, ds, name, run, ours, family, entry["segments"])
+        if description is not None:  # the same definition's results: reused, not remade for a new label
+            variant["description"] = description
     overlay = Path(layout.path(layout.SCORE_OVERLAY, root=workdir / layout.RESULTS, dataset=ds, variant=name))
     overlay.parent.mkdir(parents=True, exist_ok=True)
-    listed = [v for v in (against, name) if v]
+    # a fusion is compared with once the variants it fuses are listed beside it (the config's rule)
+    compared = [v for v in (against, name) if v]
+    fused = ((custom.get(against) or {}).get("fuse") or {}).get("of") or []
+    listed = list(dict.fromkeys([*fused, *compared]))
     overlay.write_text(json.dumps({"run": [ds], "datasets": {ds: {"variants": listed}},
                                    "variants": {name: variant}}, indent=1) + "\n", encoding="utf-8")
-    cmd = [sys.executable, "-m", "snakemake", *targets(ds, listed), "-s", str(snakefile), "-d", str(workdir),
+    cmd = [sys.executable, "-m", "snakemake", *targets(ds, compared), "-s", str(snakefile), "-d", str(workdir),
            "--configfile", *[str(Path(c).resolve()) for c in args.configfile], str(overlay), "--cores",
            str(args.cores)]
     what = f"the memory service at {run}" if isinstance(run, str) else f"{run.name} ({fmt})"

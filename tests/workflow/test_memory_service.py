@@ -178,3 +178,69 @@ def test_a_service_s_jobs_count_against_the_memory_service_resource(run):
     counted = {re.search(r"variant=([^,\s]+)", j).group(1): re.search(r"memory_service=(\d+)", j).group(1)
                for j in jobs}
     assert counted == {"bm25s": "0", "svc-all": "1", "svc-user": "1", "mcp-stdio": "1", "mcp-http": "1"}, counted
+
+
+def _score(work, *args, configfile=()) -> subprocess.CompletedProcess:
+    """`memobench score ... --dataset locomo1` in ``work`` over the config files ``configfile``."""
+    return subprocess.run([sys.executable, "-m", "memobench.cli", "score", *args, "--dataset", "locomo1", "-d",
+                           str(work), "--configfile", *map(str, configfile)], capture_output=True, text=True,
+                          timeout=600, env={**os.environ, "PYTHONPATH": str(REPO / "src")})
+
+
+def _said(proc) -> list[str]:
+    return [line for line in proc.stderr.splitlines() if line.startswith("memobench:")]
+
+
+def test_memobench_score_reuses_the_results_of_the_same_service_under_its_name(run, tmp_path):
+    """The README's way: a service configured in an overlay and run through the pipeline, then scored
+    under its name, with the overlay given or not: the same service with the same settings is that
+    variant, its results reused as they are; other settings under the name are refused in one line."""
+    work, cfg, servers = run
+    url = servers["locomo1"].url
+    mine = write_config(tmp_path / "mine.yaml", variants={"my-service": {"system": {"url": url}}},
+                        datasets={"locomo1": {"variants": ["bm25s", "my-service"]}})
+    snakemake(work, "--cores", "2", *(f"results/locomo1/my-service/{f}" for f in ("metrics.json", "official.json")),
+              "--configfile", str(cfg), str(mine))
+    folder = work / "results" / "locomo1" / "my-service"
+    stamps = {p: p.stat().st_mtime_ns for p in folder.rglob("*") if p.is_file()}
+    for configs in ([cfg], [cfg, mine]):
+        proc = _score(work, "--system", url, "--against", "bm25s", "--name", "my-service", configfile=configs)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert any(line.lstrip().startswith("my-service ") for line in proc.stdout.splitlines()), proc.stdout
+    for configs, said in (([cfg], f"results/locomo1/my-service/ holds the results of {url} with other settings; "
+                                  f"give this run another name with --name"),
+                          ([cfg, mine], "the variant name 'my-service' is taken (a built-in or configured variant); "
+                                        "give another with --name")):
+        proc = _score(work, "--system", url, "--grain", "turn", "--against", "bm25s", "--name", "my-service",
+                      configfile=configs)
+        assert proc.returncode == 1 and _said(proc) == [f"memobench: {url}: {said}"], proc.stderr[-3000:]
+    assert {p: p.stat().st_mtime_ns for p in folder.rglob("*") if p.is_file()} == stamps  # nothing made again
+
+
+def test_memobench_score_asks_a_service_for_k_results(run):
+    work, cfg, servers = run
+    proc = _score(work, "--system", servers["locomo1"].url, "--k", "3", "--against", "bm25s", "--name", "svc-k3",
+                  configfile=[cfg])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    deep = pq.read_table(_result(work, "locomo1", "svc-k3", "DEEP")).to_pylist()
+    assert deep and max(r["rank"] for r in deep) == 3
+    bad = _score(work, "--system", servers["locomo1"].url, "--k", "0", "--name", "svc-k0", configfile=[cfg])
+    assert bad.returncode == 1 and _said(bad) == [
+        "memobench: --k 0: give how many results each search asks for, 1 or more"], bad.stderr
+
+
+def test_memobench_score_compares_with_a_fusion_of_an_overlay(run, tmp_path):
+    work, cfg, servers = run
+    fused = write_config(tmp_path / "fused.yaml", variants={"bm25-svc": {"fuse": {"of": ["bm25s", "svc-all"]}}})
+    proc = _score(work, "--system", servers["locomo1"].url, "--against", "bm25-svc", "--name", "svc-vs-fusion",
+                  configfile=[cfg, fused])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert any(line.lstrip().startswith("bm25-svc ") for line in proc.stdout.splitlines())
+    assert "paired against bm25-svc " in proc.stdout
+    # a variant of one's own, its config file not given: one line saying to give it
+    proc = _score(work, "--system", servers["locomo1"].url, "--against", "bm25-svc", "--name", "svc-vs-fusion",
+                  configfile=[cfg])
+    assert proc.returncode == 1 and _said(proc) == [
+        f"memobench: --against 'bm25-svc': no such variant in config.yaml, {cfg}; a variant of your own is defined "
+        f"under variants: in a config file: give that file with --configfile (the built-in variants: memobench "
+        f"variants)"], proc.stderr

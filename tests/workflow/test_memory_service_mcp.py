@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shlex
 import sys
 from pathlib import Path
 
@@ -131,6 +132,21 @@ def test_a_server_that_does_not_start_in_time_is_stopped(tmp_path, monkeypatch):
     stat = Path(f"/proc/{(tmp_path / 'pid').read_text()}/stat")
     # stopped, not left starting (a zombie, or gone)
     assert not stat.exists() or stat.read_text().rsplit(")", 1)[1].split()[0] == "Z"
+
+
+@pytest.mark.parametrize("how", ["not-found", "exits"])
+def test_a_server_that_cannot_start_is_one_line_naming_its_command_at_once(norm, tmp_path, how):
+    starts = tmp_path / "starts"
+    command = (["no-such-memory-server", "--stdio"] if how == "not-found" else
+               [sys.executable, "-c", f"open({str(starts)!r}, 'a').write('x'); raise SystemExit(3)"])
+    with pytest.raises(RetrieverError) as e:
+        rank_one_segment(norm, tmp_path, "svc", {"system": {"mcp": {"command": command}, "backoff_s": 0.01}})
+    msg = str(e.value)
+    assert "\n" not in msg and msg.startswith(f"variant 'svc': the MCP server could not start: {shlex.join(command)}: "), msg
+    said = "FileNotFoundError" if how == "not-found" else "it exited before the MCP handshake"
+    assert said in msg and "failed at the service" not in msg, msg
+    if how == "exits":  # started once: a start failure is not retried
+        assert starts.read_text() == "x"
 
 
 @pytest.mark.parametrize("fault,system,said", [

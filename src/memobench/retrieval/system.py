@@ -75,6 +75,9 @@ from ..core.atomic import locked
 from ..core.errors import ConfigError, excerpt
 from .returned import Haystack, RetrieverError, check_ranking, turns_of
 
+# Parquet key-value metadata of a system variant's outcomes tables: a digest of the definition that
+# made them (:func:`definition`), by which memobench score tells this service's results from another's
+DEFINITION_KEY = b"memobench.definition"
 DEFAULTS = {"isolation": "namespace", "namespace_prefix": "mb-", "concurrency": 4, "timeout_s": 30.0,
             "retries": 3, "backoff_s": 0.1, "max_errors": 0, "warm_repeats": 1, "k": 50, "answer": "structured"}
 ISOLATION = ("namespace", "reset")
@@ -187,6 +190,25 @@ def _no_written_secret(url: str, where: str) -> None:
         raise ConfigError(f"{where}: {_shown(url)!r} holds a secret written out (its user information or a query "
                           f"value); write it as $NAME, read from the environment when the job runs, so that no "
                           f"file the pipeline writes holds it")
+
+
+def definition(variant) -> str:
+    """A digest of what decides a system variant's lists, its retrieve job's variant param (the service,
+    every setting with its default, the grain; not the description): equal digests, equal definitions.
+    A digest, not the settings themselves: an ``env`` value may be a key."""
+    from ..catalog.variant import LIST_FIELDS, to_spec
+
+    def canonical(x):  # 30 and 30.0 are one setting
+        if isinstance(x, dict):
+            return {str(k): canonical(v) for k, v in x.items()}
+        if isinstance(x, (list, tuple)):
+            return [canonical(v) for v in x]
+        if isinstance(x, (int, float)) and not isinstance(x, bool):
+            return float(x)
+        return x
+
+    spec = {k: v for k, v in to_spec(variant).items() if k in LIST_FIELDS}
+    return hashlib.sha256(json.dumps(canonical(spec), sort_keys=True, default=str).encode()).hexdigest()[:20]
 
 
 def _command(command) -> list[str]:
@@ -482,6 +504,8 @@ class _Service:
                     scores = None  # a result without a score: the list has none
         ranked = turns_of(hay, turns) if turns is not None else Haystack(tuple(hay.ids), ("",) * len(hay.ids),
                                                                           tuple(hay.dates))
+        if turns is not None:
+            _session_ids_for_turns(ids, ranked, where)
         return check_ranking((ids, scores) if scores else ids, ranked, where)
 
     def _held(self, qid: str, namespace: str, sessions: list[dict], content: str) -> bool:
@@ -575,6 +599,18 @@ def client_of(spec: dict, where: str = "memory service"):
     return McpClient(spec["operations"], command=_command(m["command"]), env=env, **settings)
 
 
+def _session_ids_for_turns(ids: list[str], turns, where: str) -> None:
+    """A turn variant whose service answers with its haystack's session ids (a server that ranks
+    sessions, as the reference server does unless started with --grain turn): check_ranking's line
+    for the first unknown id, saying what it is."""
+    known = set(turns.ids)
+    unknown = next((i for i in ids if i not in known), None)
+    if unknown is not None and unknown in set(turns.sessions):
+        raise RetrieverError(f"{where} returned turn id {unknown!r}, which is not in its haystack; it is a session id "
+                             f"of the haystack: the service ranks sessions (start the reference server with --grain "
+                             f"turn, or give this variant grain: session)")
+
+
 def _picked(answer, results: dict, key: str, where: str):
     """What sits at ``system.results.<key>`` in ``answer``, or a one-line error saying what came back."""
     from ..services.api import Missing, pick
@@ -596,6 +632,7 @@ def rank_segment(variants, segment, log=print) -> dict:
     """The seam's entry: rank one segment (``harness.Segment``) under system
     variants (``documents.rank_by_documents``, each session's ingest payload
     in place of its document)."""
+    from ..services.client import StartFailed
     from .documents import rank_by_documents
     from .harness import CHECKS_KEY, skip_reason
     from .turns import session_turns
@@ -635,10 +672,14 @@ def rank_segment(variants, segment, log=print) -> dict:
                 docs = {v.recipe.documents: dict.fromkeys(keys)}
                 rankings, outcomes, deep = rank_by_documents([v], segment, {v.name: ranked}, log, docs=docs,
                                                              timed=())[v.name]
+        except StartFailed as e:
+            # one line at once: a server that cannot start would fail every question the same way
+            raise RetrieverError(f"variant {v.name!r}: the MCP server could not start: {e}") from None
         finally:
             service.client.close()
         segment.timings[v.name] = service.timed()
-        meta = {**(outcomes.schema.metadata or {}), CHECKS_KEY: json.dumps(service.checks(), sort_keys=True)}
+        meta = {**(outcomes.schema.metadata or {}), CHECKS_KEY: json.dumps(service.checks(), sort_keys=True),
+                DEFINITION_KEY: definition(v)}
         out[v.name] = (rankings, outcomes.replace_schema_metadata(meta), deep)
     return out
 

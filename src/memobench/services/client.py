@@ -63,6 +63,12 @@ def retry_after(header: str | None) -> float:
     return min(max(seconds, 0.0), RETRY_AFTER_MAX_S)
 
 
+class StartFailed(Exception):
+    """A server the client starts itself (an MCP server over stdio) that could not start: its command
+    was not found, or it exited before the handshake. Never retried: starting it again fails the same
+    way, and each question would wait out the retries (its message is one line)."""
+
+
 @dataclass(frozen=True)
 class Call:
     """One operation: its time (seconds, monotonic) from its first attempt to its answer (the waits

@@ -27,12 +27,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import shlex
 import threading
 import time
 
 from ..core.errors import excerpt
 from .api import READ, fill
-from .client import Call, ServiceError, Unavailable, attempts, server_seconds, shown_url
+from .client import Call, ServiceError, StartFailed, Unavailable, attempts, server_seconds, shown_url
 
 META_TIMING = "server-timing"  # the result ``_meta`` key a server's own time is read from
 # Opening a connection (a stdio server's process start and the handshake) may take this long even when
@@ -80,6 +82,8 @@ class McpClient:
         self._lock = threading.Lock()  # one thread opens or replaces the connection
         self._conn = None  # (the SDK's client, the event that ends it, the task that holds it)
         self._generation = 0
+        self._opened = False  # a connection was once opened: a later failure to open is transient
+        self._start_failed = None  # the StartFailed of a server that could not start, told to every caller
 
     # ---- the connection, held open by one task of the loop
 
@@ -129,8 +133,17 @@ class McpClient:
 
     def _connection(self):
         with self._lock:
+            if self._start_failed is not None:
+                raise self._start_failed
             if self._conn is None:
-                self._conn = self._run(self._open(), self.start_timeout_s + 10.0)
+                try:
+                    self._conn = self._run(self._open(), self.start_timeout_s + 10.0)
+                except Exception as e:  # noqa: BLE001 - a start failure is told apart from the others here
+                    if self.command is not None and not self._opened and not isinstance(e, TimeoutError):
+                        self._start_failed = StartFailed(f"{shlex.join(self.command)}: {_start_failure(e)}")
+                        raise self._start_failed from None
+                    raise
+                self._opened = True
             return self._conn[0], self._generation
 
     def _lost(self, generation: int) -> None:
@@ -181,6 +194,8 @@ class McpClient:
                 client, generation = self._connection()
                 result = self._run(client.call_tool(tool, arguments, read_timeout_seconds=self.timeout_s),
                                    self.timeout_s + 5.0)
+            except StartFailed:
+                raise
             except MCPError as e:
                 code = e.error.code
                 if code == mcp_types.REQUEST_TIMEOUT:
@@ -213,6 +228,18 @@ class McpClient:
             meta = result.meta or {}
             return answer, Call(seconds, attempt, server_seconds(meta.get(META_TIMING)))
         raise Unavailable(f"{op} tool {tool!r} failed {tries} time(s), last: {why}")
+
+
+def _start_failure(e: BaseException) -> str:
+    """Why a stdio server did not start, in words: its program not found (the usual cause: an
+    environment not activated), another failure to run it, or the process gone before the handshake."""
+    e = _leaf(e)
+    said = f"{type(e).__name__}: {excerpt(str(e))}" if str(e) else type(e).__name__
+    if isinstance(e, FileNotFoundError):
+        return f"{said} (not on PATH: activate the environment that has it, or give its full path)"
+    if isinstance(e, OSError):
+        return said
+    return f"it exited before the MCP handshake ({said}); run the command yourself to see why"
 
 
 def _leaf(e: BaseException) -> BaseException:

@@ -73,3 +73,14 @@ def test_find_workflow_order(tmp_path):
     (tmp_path / "Snakefile").write_text("")  # a Snakefile alone is not the project's
     with pytest.raises(ScoreError, match="no memobench workflow in"):
         find_workflow(None, env={}, cwd=tmp_path)
+
+
+def test_an_mcp_server_whose_command_is_not_found_is_one_line_before_any_job(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    proc = subprocess.run([sys.executable, "-m", "memobench.cli", "score", "--mcp", "no-such-memory-server --stdio",
+                           "--dataset", "no-such-dataset"], cwd=REPO, capture_output=True, text=True, env=env,
+                          timeout=120)
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines() == [
+        "memobench: --mcp: the MCP server could not start: no-such-memory-server --stdio: 'no-such-memory-server' "
+        "is not on PATH (activate the environment that has it, or give its full path)"], proc.stderr

@@ -235,6 +235,15 @@ def test_a_bad_result_is_one_line_naming_variant_and_question(norm, reference, p
     assert "\n" not in msg and msg.startswith("variant 'svc': question ") and why in msg, msg
 
 
+def test_a_turn_variant_of_a_session_server_says_the_server_ranks_sessions(norm, reference, tmp_path):
+    with pytest.raises(RetrieverError) as e:
+        _rank(norm, tmp_path, "svc", {**_system(reference[0]), "grain": "turn"})
+    msg = str(e.value)
+    assert "\n" not in msg and msg.startswith("variant 'svc': question ") and "which is not in its haystack" in msg
+    assert msg.endswith("; it is a session id of the haystack: the service ranks sessions (start the reference "
+                        "server with --grain turn, or give this variant grain: session)"), msg
+
+
 def test_malformed_json_is_one_line(norm, reference, proxy, tmp_path):
     url, _ = proxy(fault=lambda path, body, n: (200, b"{not json") if path == "/search" else None)
     with pytest.raises(RetrieverError) as e:
