@@ -466,3 +466,33 @@ def turn_variants(specs: dict) -> str:
 
 def ranked_variants(specs: dict) -> str:
     return f"(?!(?:{imported_variants(specs)})/){NAME}"
+
+
+def what_ranked(spec: dict) -> dict:
+    """What ranked a variant, as metrics.json states it (``spec``: the rule's variant params): its
+    ``kind`` and only what applies to it. The Memo engine's whole ``recipe``; a reference retriever's
+    recipe backend and documents (the rest of a recipe is the Memo pipeline's); a Python retriever's
+    ``retriever`` (callable, prepare, params, documents); a fusion's ``fusion`` (of, method, k); a
+    memory service's ``system`` (retrieval.system.public: protocol, address without secrets, grain). An
+    imported run is its ``run`` block."""
+    kind, recipe = kind_of(spec), spec["recipe"]
+    if kind == "memo":
+        return {"kind": kind, "recipe": recipe}
+    if kind == "reference":
+        return {"kind": kind, "recipe": {k: recipe[k] for k in ("backend", "documents")}}
+    if kind == "python":
+        return {"kind": kind, "retriever": {**spec["retriever"], "documents": recipe["documents"]}}
+    if kind == "fusion":
+        return {"kind": kind, "fusion": spec["retriever"]}
+    if kind == "system":
+        from .retrieval.system import public
+
+        return {"kind": kind, "system": public(spec["retriever"], spec.get("grain", "session"))}
+    return {"kind": kind}
+
+
+def merge_spec(spec: dict) -> dict:
+    """The merge rule's variant params: the variant's spec and what ranked it (:func:`what_ranked`),
+    stated here so that the merge job, which writes it into metrics.json, imports no retriever's code
+    (an edit to one reruns its variants' merges only through their retrieve jobs)."""
+    return {**spec, "ranked": what_ranked(spec)}

@@ -19,7 +19,7 @@ rule merge:
         official=layout.OFFICIAL,
         run=layout.RUN_TREC,
     params:
-        variant=variant_of,
+        variant=lambda w: plan.merge_spec(variant_of(w)),
         fmt=lambda w: DATASETS[w.dataset]["format"],
         code=code("merge"),
     benchmark:

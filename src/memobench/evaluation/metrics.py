@@ -194,31 +194,6 @@ def checks_summary(seg_tables) -> dict:
     }
 
 
-def what_ranked(spec: dict) -> dict:
-    """What ranked a variant, as metrics.json states it (``spec``: the rule's variant params): its
-    ``kind`` and only what applies to it. The Memo engine's whole ``recipe``; a reference retriever's
-    recipe backend and documents (the rest of a recipe is the Memo pipeline's); a Python retriever's
-    ``retriever`` (callable, prepare, params, documents); a fusion's ``fusion`` (of, method, k); a
-    memory service's ``system`` (retrieval.system.public: protocol, address without secrets, grain). An
-    imported run is its ``run`` block."""
-    from ..catalog.registry import kind_of
-
-    kind, recipe = kind_of(spec), spec["recipe"]
-    if kind == "memo":
-        return {"kind": kind, "recipe": recipe}
-    if kind == "reference":
-        return {"kind": kind, "recipe": {k: recipe[k] for k in ("backend", "documents")}}
-    if kind == "python":
-        return {"kind": kind, "retriever": {**spec["retriever"], "documents": recipe["documents"]}}
-    if kind == "fusion":
-        return {"kind": kind, "fusion": spec["retriever"]}
-    if kind == "system":
-        from ..retrieval.system import public
-
-        return {"kind": kind, "system": public(spec["retriever"], spec.get("grain", "session"))}
-    return {"kind": kind}
-
-
 def concat_rankings(paths):
     """The segments' ranking tables (top-10 or deep) in question order."""
     import pyarrow as pa
@@ -271,7 +246,8 @@ def merge_segments(dataset: str, variant_spec: dict, rankings_in, outcomes_in, d
         if prov not in seen:
             seen.append(prov)
     meta = {"dataset": dataset, "variant": variant_spec["name"], "harness": variant_spec["harness"],
-            "description": variant_spec["description"], **what_ranked(variant_spec),
+            # what ranked it, stated by the plan (plan.merge_spec: the merge job imports no retriever's code)
+            "description": variant_spec["description"], **variant_spec.get("ranked", {}),
             "skip_rule": variant_spec["skip"], "baseline": variant_spec.get("baseline", ""),
             # a turn variant says so (its sessions are read at their best turn); a session variant's file is
             # as it was before grains existed

@@ -188,10 +188,11 @@ def test_metrics_json_states_what_ranked_each_kind_and_no_memo_recipe_beside_oth
     report still names each kind."""
     from memobench.catalog.variant import to_spec
     from memobench.catalog.variants import resolve
-    from memobench.evaluation.metrics import what_ranked
+    from memobench.plan import what_ranked
     from memobench.reporting.labels import kind
 
-    secret = "http://me:hunter2@127.0.0.1:8765/api?token=s3cret#x"
+    # a URL's secrets are $NAMEs (a written-out one is a config error: retrieval/system.py)
+    secret = "http://me:$MY_PW@127.0.0.1:8765/api?token=$MY_TOKEN#x"
     custom = {"mine": {"retriever": {"callable": "my_retrievers.py:rank", "params": {"min_len": 3}}},
               "fused": {"fuse": {"of": ["v0.8.0", "bm25s"], "method": "rrf", "k": 60}},
               "theirs": {"run": {"file": "runs/their.trec", "format": "trec"}},
@@ -213,11 +214,11 @@ def test_metrics_json_states_what_ranked_each_kind_and_no_memo_recipe_beside_oth
                                       "isolation": "namespace", "grain": "turn"}
     for name, block in got.items():
         text = json.dumps(block)
-        assert "hunter2" not in text and "s3cret" not in text and "me@" not in text
+        assert "MY_PW" not in text and "MY_TOKEN" not in text and "s3cret" not in text and "me@" not in text
         if name not in ("v0.8.0", "bm25s"):
             assert "recipe" not in block and "window" not in text and "fts_limit" not in text
         assert kind({"variant": name, "questions": 1, **block}) == {
             "memo": "Memo", "reference": "reference retriever", "python": "your retriever", "fusion": "fusion",
             "imported": "imported run", "system": "memory service"}[block["kind"]]
     spec = to_spec(resolve("svc", "locomo", custom))
-    assert "hunter2" not in spec["harness"] + spec["description"] and "127.0.0.1:8765" in spec["description"]
+    assert "MY_PW" not in spec["harness"] + spec["description"] and "127.0.0.1:8765" in spec["description"]

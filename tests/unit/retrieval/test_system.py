@@ -431,7 +431,7 @@ def test_a_url_s_user_and_query_are_sent_with_every_request_and_written_nowhere(
     monkeypatch.setenv("MB_KEY", "k3y")
     try:
         v = resolve("gated", "s", {"gated": _system(f"http://alice:$MB_PW@127.0.0.1:{port}?api_key=${{MB_KEY}}")})
-        assert "MB_PW" not in v.harness and v.harness.endswith(f"http://***@127.0.0.1:{port}?api_key=***")
+        assert "MB_PW" not in v.harness and v.harness.endswith(f"http://127.0.0.1:{port}")  # shown without user or query
         (rankings, _, _), _ = _rank(norm, tmp_path, "gated", _system(
             f"http://alice:$MB_PW@127.0.0.1:{port}?api_key=${{MB_KEY}}"))
     finally:
