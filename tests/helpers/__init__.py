@@ -6,6 +6,7 @@ where it belongs)."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -205,3 +206,11 @@ class ReferenceServer:
         self.kill()
         self.proc = ReferenceServer(self.documents, self.port, self.mcp, self.retriever, self.grain).proc
 
+
+
+def memobench_lines(text: str) -> list[str]:
+    """Each ``memobench:`` message in a run's output, one per line, also
+    where it landed after Snakemake's own text on a line (Snakemake writes a
+    message and its newline in two writes, and a job, its own process,
+    writes to the same stream between them)."""
+    return [m.group(0) for m in re.finditer(r"memobench: .*", text)]

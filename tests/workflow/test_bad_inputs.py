@@ -4,7 +4,7 @@ traceback. The rest of the catalogue: tests/unit/datasets/test_bad_inputs.py."""
 
 from __future__ import annotations
 
-from tests.helpers import snakemake, write_config
+from tests.helpers import memobench_lines, snakemake, write_config
 from tests.unit.datasets.test_bad_inputs import _retriever_config, item, lme_bytes
 
 
@@ -17,7 +17,7 @@ def test_no_traceback_reaches_the_user(tmp_path):
     cfg = write_config(tmp_path / "cfg.yaml", data_dir=str(tmp_path), run=["mine"], datasets={"mine": ds})
     proc = snakemake(tmp_path, "--cores", "1", configfile=cfg, check=False)
     assert proc.returncode != 0
-    ours = [line for line in proc.stderr.splitlines() if line.startswith("memobench:")]
+    ours = memobench_lines(proc.stderr)
     assert len(ours) == 1 and "item 1: invalid or truncated JSON" in ours[0], proc.stderr
     assert "Traceback" not in proc.stdout + proc.stderr
     assert not list((tmp_path / "results").rglob("*.parquet"))
@@ -27,7 +27,7 @@ def test_a_yaml_date_in_params_is_one_line_before_any_job(tmp_path):
     cfg = tmp_path / "cfg.yaml"
     cfg.write_text(_retriever_config("{since: 2024-01-01}"), encoding="utf-8")
     proc = snakemake(tmp_path, "--cores", "1", configfile=cfg, check=False)
-    ours = [line for line in proc.stderr.splitlines() if line.startswith("memobench:")]
+    ours = memobench_lines(proc.stderr)
     assert proc.returncode == 1 and ours == [
         "memobench: config: variants.mine.retriever.params.since: a YAML date, which JSON cannot hold; quote it "
         "('2024-01-01')"], proc.stderr[-2000:]

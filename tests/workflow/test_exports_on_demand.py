@@ -12,7 +12,7 @@ import shutil
 
 import pytest
 
-from tests.helpers import REPO, data_dir, dry_run_jobs, snakemake, write_config
+from tests.helpers import REPO, data_dir, dry_run_jobs, memobench_lines, snakemake, write_config
 from memobench.evaluation import exports, official
 from memobench.core.config import retrieval_log_pairs, validate
 from memobench.core.errors import ConfigError
@@ -135,7 +135,7 @@ def test_a_log_of_another_format_or_an_unknown_variant_fails_in_one_line(built, 
     for target, why in (("results/zh/zh-A/retrievallog.jsonl", "dataset 'zh' has format 'embedded'"),
                         ("results/g/nope/retrievallog.jsonl", "variant 'nope' is not listed")):
         proc = snakemake(work, "-n", target, configfile=cfg, check=False)
-        lines = [x for x in (proc.stdout + proc.stderr).splitlines() if x.startswith("memobench:")]
+        lines = memobench_lines((proc.stdout + proc.stderr))
         assert proc.returncode != 0 and len(lines) == 1 and why in lines[0], (target, proc.stderr[-2000:])
 
 
@@ -143,7 +143,7 @@ def test_a_bad_pattern_stops_the_run_before_any_job(built, tmp_path):
     _, raw, _, _ = built
     cfg = _config(tmp_path, raw, exports={"retrieval_log": ["g/v0.8.0", "g/v9*"]})
     proc = snakemake(tmp_path / "w", "-n", configfile=cfg, check=False)
-    lines = [x for x in (proc.stdout + proc.stderr).splitlines() if x.startswith("memobench:")]
+    lines = memobench_lines((proc.stdout + proc.stderr))
     assert proc.returncode != 0 and len(lines) == 1, proc.stderr[-2000:]
     assert "exports.retrieval_log: 'g/v9*' matches no configured variant" in lines[0], lines[0]
     assert not (tmp_path / "w" / "results").exists()

@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from tests.helpers import snakemake, write_config
+from tests.helpers import memobench_lines, snakemake, write_config
 from tests.unit.retrieval.test_fusion import _config as tiny_config, reference_fusion
 
 HAVE_STATIC = all(importlib.util.find_spec(m) for m in ("safetensors", "tokenizers", "wordllama"))
@@ -191,7 +191,7 @@ def test_workflow_says_it_in_one_line(tmp_path):
     cfg = write_config(tmp_path / "cfg.yaml", **tiny_config(tmp_path, {"rrf": {"fuse": {"of": ["v0.8.0", "bm25s"]}}},
                                                             ["v0.8.0", "rrf"]), run=["tiny"])
     proc = snakemake(tmp_path, "-n", configfile=cfg, check=False)
-    lines = [line for line in proc.stderr.splitlines() if line.startswith("memobench:")]
+    lines = memobench_lines(proc.stderr)
     assert proc.returncode != 0 and lines == [
         "memobench: config: dataset 'tiny': variant 'rrf' fuses 'bm25s', which is not listed for this dataset; "
         "add it to datasets.tiny.variants"], proc.stderr[-2000:]

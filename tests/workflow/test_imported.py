@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import REPO, data_dir, dry_run_jobs, snakemake, snakemake_command, write_config
+from tests.helpers import REPO, data_dir, dry_run_jobs, memobench_lines, snakemake, snakemake_command, write_config
 from memobench.evaluation import exports
 from memobench.retrieval.imported import ABSENT
 from memobench.runs.trec import read_id as decode_trec_id
@@ -180,7 +180,7 @@ def test_memobench_score_end_to_end(locomo):
     bad.write_text('{"conv-26#0": ["session_1", "no-such-session"]}', encoding="utf-8")
     proc = subprocess.run(cmd(bad, "bad"), capture_output=True, text=True, env=env, timeout=600)
     assert proc.returncode == 1
-    said = [line for line in proc.stderr.splitlines() if line.startswith("memobench:")]
+    said = memobench_lines(proc.stderr)
     assert said[0] == (f"memobench: {bad}: line 1: session 'no-such-session' is not in the haystack of question "
                        f"'conv-26#0'; rank only the question's own haystack sessions (its haystack_session_ids), "
                        f"by their ids")
@@ -199,7 +199,7 @@ def test_memobench_score_never_writes_over_another_variants_results(locomo):
                               capture_output=True, text=True, env=env, timeout=600)
 
     def ours(proc):
-        return [line for line in proc.stderr.splitlines() if line.startswith("memobench:")]
+        return memobench_lines(proc.stderr)
 
     other = runs / "other"
     other.mkdir()
@@ -254,7 +254,7 @@ def test_a_missing_run_file_is_one_line_before_any_job(locomo):
                            str(REPO / "Snakefile"), "-d", str(work), "--configfile", str(locomo["cfg"]), str(cfg)],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 1
-    said = [line for line in (proc.stdout + proc.stderr).splitlines() if line.startswith("memobench:")]
+    said = memobench_lines((proc.stdout + proc.stderr))
     assert said == [f"memobench: config: variants.gone.run.file: no/such.trec: no such file (relative paths start "
                     f"from the working directory, {work}); give the run file's path"]
 
@@ -356,7 +356,7 @@ def test_a_run_file_replaced_between_two_segments_is_one_line_never_a_mixed_resu
     os.utime(swap, ns=(st.st_atime_ns, st.st_mtime_ns))
     assert (swap.stat().st_size, swap.stat().st_ino) == (st.st_size, st.st_ino)
     proc = snakemake(work, "--cores", "1", "results/lme/swap/metrics.json", configfile=cfg, check=False)
-    ours = [line for line in proc.stderr.splitlines() if line.startswith("memobench:")]
+    ours = memobench_lines(proc.stderr)
     new_sha = hashlib.sha256(new_text.encode()).hexdigest()
     old_sha = hashlib.sha256(old_text.encode()).hexdigest()
     assert proc.returncode == 1 and ours == [

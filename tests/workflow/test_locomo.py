@@ -8,7 +8,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from tests.helpers import browser
+from tests.helpers import browser, memobench_lines
 from tests.helpers import REPO, data_dir, dry_run_jobs, snakemake, write_config
 
 
@@ -140,7 +140,7 @@ def test_truncated_file_stops_with_one_line(tmp_path, locomo_path):
     cfg = write_config(tmp_path / "cfg.yaml", data_dir=str(data), run=["locomo10"])
     proc = snakemake(tmp_path, "--cores", "2", configfile=cfg, check=False)
     assert proc.returncode != 0
-    ours = [line for line in proc.stderr.splitlines() if line.startswith("memobench:")]
+    ours = memobench_lines(proc.stderr)
     assert ours == ["memobench: locomo10.json: expected 2805274 bytes, got 1000000"] or (
         len(ours) == 1 and "2805274" in ours[0] and "1000000" in ours[0]
     ), proc.stderr

@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from memobench.core import layout
-from tests.helpers import REPO, ReferenceServer, reference_command, snakemake, write_config
+from tests.helpers import REPO, ReferenceServer, memobench_lines, reference_command, snakemake, write_config
 
 # the reference server's document rule for each dataset (the retrieve stage's: LongMemEval's user turns)
 DOCUMENTS = {"locomo1": "all", "lme": "user"}
@@ -134,7 +134,7 @@ def test_a_killed_server_fails_in_one_line_and_after_a_restart_is_ingested_again
     servers["locomo1"].kill()
     proc = snakemake(work, "--cores", "2", "--forcerun", "retrieve", configfile=cfg, check=False)
     assert proc.returncode != 0
-    lines = [line for line in proc.stderr.splitlines() if line.startswith("memobench:")]
+    lines = memobench_lines(proc.stderr)
     assert lines and "variant 'svc-all': " in lines[0] and "failed at the service" in lines[0], proc.stderr[-3000:]
     assert "ConnectionRefusedError" in lines[0]
     servers["locomo1"].restart()  # an in-memory server: it comes back empty
@@ -162,7 +162,7 @@ def test_memobench_score_measures_a_service_without_a_config_edit(run):
     assert "search latency (this run's measurement;" in proc.stdout and "  warm p50 " in proc.stdout
     # the name now holds this service's results: another service under it is refused in one line
     other = score("http://127.0.0.1:9", "scored-svc")
-    said = [line for line in other.stderr.splitlines() if line.startswith("memobench:")]
+    said = memobench_lines(other.stderr)
     assert other.returncode == 1 and said and "holds the results of " + servers["locomo1"].url in said[0], other.stderr
     # an MCP server started by one quoted command, over stdio
     proc = score(shlex.join(reference_command("all", "stdio")), "scored-mcp", how="--mcp")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import REPO, dry_run_jobs, snakemake, write_config
+from tests.helpers import REPO, dry_run_jobs, memobench_lines, snakemake, write_config
 from memobench.datasets import missing
 from memobench.tools.generate.cn import write_cn
 from memobench.tools.generate.locomo import write_locomo
@@ -263,7 +263,7 @@ def test_a_config_error_comes_before_any_job_whatever_the_data(tmp_path, http_di
     proc = snakemake(work, "--cores", "1", configfile=cfg, check=False)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 1
-    assert [ln for ln in proc.stderr.splitlines() if ln.startswith("memobench:")] == [
+    assert memobench_lines(proc.stderr) == [
         "memobench: " + line.format(work=work).replace("variants.gone:", "variants.gone.run.file:")], out[-3000:]
     assert "rule download" not in out and "Error in rule" not in out and "Traceback" not in out, out[-3000:]
     assert not (tmp_path / "data" / "mine.json").exists() and not (work / "results").exists()

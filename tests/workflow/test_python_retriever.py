@@ -20,7 +20,7 @@ import textwrap
 import pyarrow.parquet as pq
 import pytest
 
-from tests.helpers import REPO, dry_run_jobs, job_counts, snakemake, write_config
+from tests.helpers import REPO, dry_run_jobs, job_counts, memobench_lines, snakemake, write_config
 
 HELPER = '''\
 import re
@@ -480,7 +480,7 @@ def test_the_workflow_reports_a_bad_return_in_one_memobench_line(tmp_path, func,
                        variants={"bad": {"retriever": {"callable": f"bad.py:{func}"}}})
     proc = snakemake(tmp_path, "--cores", "1", configfile=cfg, check=False)
     assert proc.returncode != 0
-    lines = [text for text in proc.stderr.splitlines() if text.startswith("memobench:")]
+    lines = memobench_lines(proc.stderr)
     assert len(lines) == 1, proc.stderr[-3000:]
     assert re.fullmatch(rf"memobench: variant 'bad': question '[^']+': bad.py:{func} raised {why} "
                         rf"\(bad.py, line {line}\)", lines[0]), lines[0]
@@ -504,7 +504,7 @@ def test_config_errors_name_the_variant(tmp_path, entry, why):
                        variants={"mine": entry})
     proc = snakemake(tmp_path, "-n", configfile=cfg, check=False)
     assert proc.returncode != 0
-    lines = [line for line in proc.stderr.splitlines() if line.startswith("memobench:")]
+    lines = memobench_lines(proc.stderr)
     assert len(lines) == 1 and "mine" in lines[0] and why in lines[0], proc.stderr[-2000:]
 
 

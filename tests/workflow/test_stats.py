@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from tests.helpers import dry_run_jobs, snakemake, write_config
+from tests.helpers import dry_run_jobs, memobench_lines, snakemake, write_config
 from memobench.evaluation.official import LOCOMO_CATEGORIES
 
 VARIANTS = ["v0.8.0", "v0.8.0-index", "v0.5.0", "v0.4.0"]
@@ -102,6 +102,6 @@ def test_compare_naming_no_variant_fails_in_one_line(run, tmp_path):
     bad = config("bad.yaml", ["v0.8.0", "v9.9"])
     proc = snakemake(work, "-n", configfile=bad, check=False)
     assert proc.returncode != 0
-    line = [ln for ln in proc.stderr.splitlines() if ln.startswith("memobench:")]
+    line = memobench_lines(proc.stderr)
     assert line == ["memobench: config: statistics.compare names 'v9.9', which no dataset lists under variants"], \
         proc.stderr[-2000:]

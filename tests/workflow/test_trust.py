@@ -14,7 +14,7 @@ import sys
 import pyarrow.parquet as pq
 import pytest
 
-from tests.helpers import dry_run_jobs, snakemake, write_config
+from tests.helpers import dry_run_jobs, memobench_lines, snakemake, write_config
 from memobench.tools.generate.longmemeval import write_longmemeval
 
 ONE_LINE_NO_TRACEBACK = "Traceback"
@@ -34,7 +34,7 @@ def _fails_with(tmp_path, cfg, *targets, expect: str):
     proc = snakemake(tmp_path, "-n", *targets, configfile=cfg, check=False)
     err = proc.stdout + proc.stderr
     assert proc.returncode != 0
-    lines = [ln for ln in err.splitlines() if ln.startswith("memobench:")]
+    lines = memobench_lines(err)
     assert lines and expect in lines[0], err[-2000:]
     assert ONE_LINE_NO_TRACEBACK not in err and "Exception" not in err, err[-2000:]
 
