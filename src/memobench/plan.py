@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+from pathlib import Path
 
 from .core import layout
 from .datasets.inparts import MAX_PARTS, parts_for
@@ -315,6 +316,25 @@ def receipt_files(config: dict) -> list[str]:
 
 def metrics_files(config: dict) -> list[str]:
     return [layout.path(layout.METRICS, dataset=ds, variant=v) for ds, v in run_pairs(config)]
+
+
+def other_results(config: dict) -> dict[str, str]:
+    """The variants' results this folder holds that the config's run does not make (an earlier run's
+    overlay, ``memobench score``): {"dataset/variant": a digest of its metrics.json}. The report
+    lists them apart from the run's own tables, so that one report covers the folder; as its params
+    they remake it when one appears or changes."""
+    import glob
+    import hashlib
+
+    ours = set(metrics_files(config))
+    out = {}
+    for found in sorted(glob.glob(layout.path(layout.METRICS, dataset="*", variant="*"))):
+        made = Path(found).as_posix()
+        if made in ours:
+            continue
+        dataset, variant = Path(made).parts[-3:-1]
+        out[f"{dataset}/{variant}"] = hashlib.sha256(Path(found).read_bytes()).hexdigest()[:16]
+    return out
 
 
 def system_pairs(config: dict, specs: dict) -> list[tuple[str, str]]:

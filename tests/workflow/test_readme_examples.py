@@ -148,3 +148,18 @@ def test_the_own_retriever_block_gives_its_figures(readme_run):
     assert mine["questions"] == memo["questions"] == 1977
     assert (memo["hit@1"], memo["hit@5"], memo["hit@10"]) == (1190, 1724, 1848)
     assert 0 < mine["hit@10"] <= 1977
+
+
+def test_one_report_covers_every_block_and_the_score_run(readme_run):
+    """Each block's run remade the report; the last one lists its own variants in its tables and every
+    other result the folder holds (the earlier blocks', `memobench score`'s) apart."""
+    from tests.unit.reporting.test_report import _md_rows
+
+    proj, done = readme_run
+    last = yaml.safe_load([body for (kind, body), _ in done if kind == "yaml"][-1])
+    ours = {(ds, v) for ds in last["run"] for v in last["datasets"][ds]["variants"]}
+    held = {(p.parent.parent.name, p.parent.name) for p in (proj / "results").glob("*/*/metrics.json")}
+    assert ("locomo10", "their") in held  # `memobench score runs/their.trec`'s
+    md = (proj / "results" / "report.md").read_text(encoding="utf-8")
+    rows = next(r for h, r in _md_rows(md) if h[-1].strip() == "description")
+    assert {(r[0].strip(), r[1].split()[0]) for r in rows} == held - ours

@@ -26,6 +26,8 @@ rule report:
         heatmap=report(layout.HEATMAP_PNG, caption="../report/heatmap.rst", category="2. Plots"),
     params:
         needs=NEEDS,
+        # results of variants this run does not make, listed apart (an earlier overlay's, memobench score's)
+        others=lambda w: plan.other_results(config),
         code=code("report"),
     # its three plots are drawn at once (the bytes do not depend on it); the
     # report is the run's last job, so nothing waits for these cores. The

@@ -134,12 +134,15 @@ def html_main_tables(runs: list[dict]) -> list[str]:
     return out
 
 
-def html_report(runs, stats, extras: list, images: dict[str, str], missing: list | None = None) -> str:
-    """``extras``: blocks (analyze, falsifier, provenance); ``missing``: the missing-datasets blocks."""
+def html_report(runs, stats, extras: list, images: dict[str, str], missing: list | None = None,
+                others: list | None = None) -> str:
+    """``extras``: blocks (analyze, falsifier, provenance); ``missing``: the missing-datasets blocks;
+    ``others``: the folder's results that this run does not make (sections.other_results_blocks)."""
     paired = paired_blocks(runs, stats)
     matrix = matrix_blocks(runs, stats)
     by_type = type_paired_blocks(runs, stats)
     nav = ([("missing", "Missing datasets")] * bool(missing) + [("results", "Results")]
+           + [("others", "Other results")] * bool(others)
            + [("paired", "Paired differences")] * bool(paired) + [("matrix", "Who beats whom")] * bool(matrix)
            + [("typediff", "Differences per type")] * bool(by_type) + [("types", "Per question type")]
            + [("hitk", "hit@k plot")] * bool(images.get("hitk"))
@@ -152,6 +155,8 @@ def html_report(runs, stats, extras: list, images: dict[str, str], missing: list
         out.append(to_html(missing))
     out.append("<h2 id='results'>Harness and official metrics</h2>")
     out += html_main_tables(runs)
+    if others:
+        out.append("<div id='others'>" + to_html(others) + "</div>")
     if paired:
         out.append(to_html(paired[:3]))
         if images.get("forest"):

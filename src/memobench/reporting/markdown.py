@@ -62,9 +62,10 @@ def md_official(runs: list[dict]) -> list:
                   rows, left=2)]
 
 
-def markdown_report(runs, stats, extras: list, missing: list | None = None) -> str:
+def markdown_report(runs, stats, extras: list, missing: list | None = None, others: list | None = None) -> str:
+    """``others``: the blocks of the folder's results that this run does not make (sections.other_results_blocks)."""
     blocks = [Heading(1, "memobench report"), *reading_guide(), *latency_note(runs), *(missing or []), *md_main(runs),
-              *md_official(runs), *paired_blocks(runs, stats), *matrix_blocks(runs, stats),
+              *md_official(runs), *(others or []), *paired_blocks(runs, stats), *matrix_blocks(runs, stats),
               *type_paired_blocks(runs, stats), *variant_table(runs), *per_type_blocks(runs)]
     for b in extras:
         blocks += b

@@ -44,16 +44,18 @@ from .conventions import convention_blocks, turn_blocks
 from .figures import draw, forest_plot, heatmap, plot
 from .html import html_report
 from .markdown import markdown_report
-from .sections import extra_blocks, provenance_blocks
+from .sections import extra_blocks, other_results_blocks, provenance_blocks
 
 
 def build_report(metrics_paths, extra_paths, md_out, html_out, png_out, official_paths=(), stats_paths=(),
                  forest_out=None, heatmap_out=None, manifest_path=None, log=print, missing=None,
-                 workers: int = 1) -> None:
+                 workers: int = 1, others=()) -> None:
     """``extra_paths``: analyze summaries (analyze/summary.json) and falsifier
     results (falsifier.json); ``missing``: {dataset: why} of the datasets that
     could not run (missing.py), listed with how to get them at the top;
-    ``workers``: the plots drawn at once; ``forest_out``: the forest plot."""
+    ``workers``: the plots drawn at once; ``forest_out``: the forest plot;
+    ``others``: "dataset/variant" names of results in the folder that this
+    run does not make (plan.other_results), listed apart."""
     runs = [json.loads(Path(p).read_text(encoding="utf-8")) for p in metrics_paths]
     official = {}
     for p in official_paths:
@@ -76,7 +78,8 @@ def build_report(metrics_paths, extra_paths, md_out, html_out, png_out, official
     extras = ([convention_blocks(runs), turn_blocks(runs)] + [extra_blocks(p) for p in extra_paths]
               + [provenance_blocks(manifest_path, runs)])
     gone = missing_blocks(missing or {})
-    write_text(md_out, markdown_report(runs, stats, extras, gone))
+    listed_apart = other_results_blocks([_other_run(name, Path(md_out).parent) for name in sorted(others)])
+    write_text(md_out, markdown_report(runs, stats, extras, gone, listed_apart))
     plots = [(plot, runs, png_out)]
     images = {"hitk": Path(png_out).name}
     if forest_out:
@@ -86,7 +89,23 @@ def build_report(metrics_paths, extra_paths, md_out, html_out, png_out, official
         plots.append((heatmap, runs, heatmap_out))
         images["heatmap"] = Path(heatmap_out).name
     draw(plots, workers)
-    write_text(html_out, html_report(runs, stats, extras, images, missing=gone))
-    log(f"report: {len(runs)} runs, {len(missing or {})} datasets missing, "
+    write_text(html_out, html_report(runs, stats, extras, images, missing=gone, others=listed_apart))
+    log(f"report: {len(runs)} runs, {len(others)} other results listed, {len(missing or {})} datasets missing, "
         f"{sum(1 for m in runs if m.get('official'))} with official metrics, "
         f"{sum(len(s['comparisons']) for s in stats)} comparisons")
+
+
+def _other_run(name: str, results: Path) -> dict:
+    """The metrics.json (its official.json folded in) of ``name``, "dataset/variant", a result in the
+    folder that this run does not make; ``{"dataset", "variant", "unreadable": why}`` when it cannot be
+    read (a file an older memobench wrote may lack what the report shows)."""
+    dataset, variant = name.split("/", 1)
+    folder = results / dataset / variant
+    try:
+        m = json.loads((folder / "metrics.json").read_text(encoding="utf-8"))
+        official = folder / "official.json"
+        if official.is_file():
+            m["official"] = json.loads(official.read_text(encoding="utf-8")).get("official")
+        return m
+    except (OSError, ValueError) as e:
+        return {"dataset": dataset, "variant": variant, "unreadable": str(e)}

@@ -346,6 +346,31 @@ def type_paired_blocks(runs: list[dict], stats: list[dict]) -> list:
             *out]
 
 
+def other_results_blocks(others: list[dict]) -> list:
+    """The results the folder holds that this run's config does not make (an earlier run's overlay,
+    ``memobench score``), so that one report covers the folder: their harness figures as their
+    metrics.json has them, apart from this run's tables (no paired test, matrix or plot: each was made
+    under its own config, perhaps by another version)."""
+    if not others:
+        return []
+    rows = []
+    for m in others:
+        try:
+            if "unreadable" in m:
+                raise ValueError(m["unreadable"])
+            rows.append([m["dataset"], label(m), m["questions"], *(level(m, k) for k in HARNESS_MEASURES),
+                         m.get("description", "")])
+        except (KeyError, TypeError, ValueError) as e:  # an older memobench's file may lack a field
+            rows.append([m["dataset"], m["variant"], "-", *("-" for _ in HARNESS_MEASURES),
+                         f"not shown: its metrics.json cannot be read ({type(e).__name__}: {e})"])
+    return [Heading(2, "Other results in this folder"),
+            Para(["Results in this folder that this run's config does not make: an earlier run's, with another "
+                  "config overlay, or ", Code("memobench score"), "'s. Their figures are as their ",
+                  Code("metrics.json"), " gives them; they are in no paired test, matrix or plot of this report. "
+                  "List a variant in this run's config to compare it."], cls="note"),
+            Table(["dataset", "variant", "questions", *LABELS, "description"], rows, left=(0, 1, 3 + len(LABELS)))]
+
+
 def variant_table(runs: list[dict]) -> list:
     """The guide's variant table (LongMemEval-S), rebuilt from the runs present."""
     by_key = {(m["dataset"], m["variant"]): m for m in runs}
