@@ -20,7 +20,7 @@ import textwrap
 import pyarrow.parquet as pq
 import pytest
 
-from tests.helpers import REPO, dry_run_jobs, job_counts, memobench_lines, snakemake, write_config
+from tests.helpers import REPO, copy_project, dry_run_jobs, job_counts, memobench_lines, snakemake, write_config
 
 HELPER = '''\
 import re
@@ -681,10 +681,11 @@ def slow(question, haystack, slow_ids):
 @pytest.fixture(scope="module")
 def hostile(tmp_path_factory):
     """lme_tiny ranked by three hostile retrievers in one Snakemake run, the
-    user_retrievers timeout cut to 0.5 s."""
+    user_retrievers timeout cut to 0.5 s. As a user runs it: in a copy of the
+    project, the retrievers' file at its root beside workflow/."""
     root = tmp_path_factory.mktemp("hostile")
-    data, work, scratch = root / "data", root / "work", root / "scratch"
-    for d in (data, work, scratch):
+    data, work, scratch = root / "data", copy_project(root / "work"), root / "scratch"
+    for d in (data, scratch):
         d.mkdir()
     raw = REPO / ".test/data/lme_tiny.json"
     (data / raw.name).write_bytes(raw.read_bytes())
@@ -699,7 +700,7 @@ def hostile(tmp_path_factory):
                        datasets={"tiny": {"format": "longmemeval", "file": raw.name, "bytes": raw.stat().st_size,
                                           "variants": ["v0.8.0", *variants]}},
                        variants=variants, user_retrievers={"timeout_s": 0.5, "max_timeouts": 3})
-    proc = snakemake(work, "--cores", "2", configfile=cfg)
+    proc = snakemake(work, "--cores", "2", configfile=cfg, inside=True)
     return work, scratch, cfg, proc, slow_ids
 
 
@@ -747,5 +748,6 @@ def test_timed_out_questions_are_counted_misses(hostile):
 def test_a_deterministic_retriever_s_metrics_are_the_same_on_a_rerun(hostile):
     work, _, cfg, _, _ = hostile
     before = (work / "results/tiny/moving/metrics.json").read_bytes()
-    snakemake(work, "--cores", "1", "--forcerun", "results/tiny/moving/segments/seg1.parquet", configfile=cfg)
+    snakemake(work, "--cores", "1", "--forcerun", "results/tiny/moving/segments/seg1.parquet", configfile=cfg,
+              inside=True)
     assert (work / "results/tiny/moving/metrics.json").read_bytes() == before
