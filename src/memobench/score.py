@@ -482,7 +482,8 @@ def score(args) -> str:
         return json.loads((workdir / layout.path(pattern, dataset=ds, variant=v)).read_text(encoding="utf-8"))
 
     m, off = read(name, layout.METRICS), read(name, layout.OFFICIAL)
-    out = [f"{run} scored as {name!r} on {ds} ({layout.path(layout.VARIANT, dataset=ds, variant=name)}/)",
+    out = [f"{run} scored as {name!r} on {ds} ({layout.path(layout.VARIANT, dataset=ds, variant=name)}/; "
+           f"{layout.REPORT_MD} lists it from the pipeline's next run on)",
            data_file_line(workdir / layout.path(layout.VERIFIED, dataset=ds)), "",
            "harness metrics (the Memo harness's rules: first gold rank in the top 10):",
            harness_line(name, m)]
