@@ -34,8 +34,9 @@ LongMemEval-format dataset, whose turn corpus is the user turns, an
 assistant turn ranked is scored as a turn that is never gold, at its rank.
 
 Ingestion is checkpointed (:data:`layout.SYSTEM_LEDGER`): a namespace is
-recorded once its sessions are in and the service's ``count`` agrees; a
-later job (a resumed run, another segment) asks ``count`` again and ingests
+recorded once its sessions are in and the service's ``count`` agrees, with
+what shaped the requests (:func:`sent_shape`: a record made otherwise never
+confirms it); a later job (a resumed run, another segment) asks ``count`` again and ingests
 only what it cannot confirm, after emptying it (a stdio server without
 ``count`` is a new process in every job: it is always ingested). A namespace
 is ingested under a lock, so parallel jobs never ingest one twice at once.
@@ -276,14 +277,27 @@ def namespace_of(variant: str, prefix: str, sessions: list[dict]) -> str:
     return f"{prefix}{variant}-{digest[:20]}"
 
 
-class Ledger:
-    """The namespaces a variant has ingested (one JSON line each: url, namespace, sessions)."""
+def sent_shape(spec: dict, grain: str, documents: str) -> str:
+    """A digest of what shapes the requests that fill a namespace beyond its sessions' content (which
+    names it): the ingest and reset operations' templates (a path, body, tool, arguments), the grain and
+    the documents rule. The ledger keys a namespace by it too: an ingest body fixed after a mistaken run
+    (each session sent as its date alone, say) sends the sessions again instead of confirming the
+    namespace's count, which the mistaken run filled."""
+    shape = {"ingest": spec["operations"]["ingest"], "reset": spec["operations"]["reset"], "grain": grain,
+             "documents": documents, "transport": spec["transport"]}
+    return hashlib.sha256(json.dumps(shape, sort_keys=True, default=str).encode("utf-8")).hexdigest()[:20]
 
-    def __init__(self, path: Path):
-        self.path = Path(path)
+
+class Ledger:
+    """The namespaces a variant has ingested (one JSON line each: url, namespace, sessions, and ``sent``,
+    the :func:`sent_shape` they were sent with; a line without one, written before it was recorded, is
+    never confirmed: what shaped it is not known)."""
+
+    def __init__(self, path: Path, sent: str | None = None):
+        self.path, self.sent = Path(path), sent
 
     def recorded(self, url: str, namespace: str) -> int | None:
-        """The session count recorded for ``namespace`` at ``url`` (the last line), or None."""
+        """The session count recorded for ``namespace`` at ``url``, sent as now (the last line), or None."""
         try:
             lines = self.path.read_text(encoding="utf-8").splitlines()
         except FileNotFoundError:
@@ -295,12 +309,13 @@ class Ledger:
             except ValueError:
                 continue  # a line a killed job left half-written
             if d.get("url") == url and d.get("namespace") == namespace:
-                found = d.get("sessions")
+                found = d.get("sessions") if d.get("sent") == self.sent else None
         return found
 
     def record(self, url: str, namespace: str, sessions: int) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        line = json.dumps({"url": url, "namespace": namespace, "sessions": sessions}, sort_keys=True) + "\n"
+        line = json.dumps({"url": url, "namespace": namespace, "sessions": sessions, "sent": self.sent},
+                          sort_keys=True) + "\n"
         with open(self.path, "a", encoding="utf-8") as f:
             f.write(line)
             f.flush()
@@ -321,7 +336,7 @@ class _Service:
         outs = (segment.outputs or {}).get(variant.name) or {}
         root = layout.root_of(outs["rankings"], layout.path(layout.SEGMENT_TABLE, suffix=""))
         ledger = Path(layout.path(layout.SYSTEM_LEDGER, root=root, variant=variant.name))
-        self.ledger = Ledger(ledger)
+        self.ledger = Ledger(ledger, sent_shape(self.spec, variant.grain, variant.recipe.documents))
         self.lock_dir = ledger.with_suffix(".locks")
         self.timings: list[tuple] = []
         self._timing_lock = threading.Lock()

@@ -487,3 +487,19 @@ def test_an_ingest_or_reset_answer_need_not_be_json(norm, reference, expected, t
         p.shutdown()
         p.server_close()
     assert rankings.equals(expected[0])
+
+
+def test_a_fixed_ingest_body_sends_the_sessions_again(norm, reference, expected, tmp_path):
+    # a mistaken body: each session's text only its date; the same namespaces (named by the sessions),
+    # whose count agrees after the body is fixed: only the ledger's record of how they were sent differs
+    dated = {"namespace": "{namespace}", "session": {"id": "{session.id}", "date": "{session.date}",
+                                                     "turns": [{"role": "user", "content": "{session.date}"}]}}
+    wrong, _ = _rank(norm, tmp_path, "svc", _system(reference[0], endpoints={"ingest": {"body": dated}}))
+    rk, _, dp = expected
+    assert not wrong[2].equals(dp)
+    (srk, _, sdp), lines = _rank(norm, tmp_path, "svc", _system(reference[0]))
+    assert "ingest" in {r["operation"] for r in _timings(tmp_path, "svc")}
+    assert srk.equals(rk) and sdp.equals(dp)
+    # unchanged, it is confirmed again and nothing is sent
+    _rank(norm, tmp_path, "svc", _system(reference[0]))
+    assert not {"ingest", "reset"} & {r["operation"] for r in _timings(tmp_path, "svc")}
