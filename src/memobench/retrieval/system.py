@@ -38,7 +38,9 @@ recorded once its sessions are in and the service's ``count`` agrees, with
 what shaped the requests (:func:`sent_shape`: a record made otherwise never
 confirms it); a later job (a resumed run, another segment) asks ``count`` again and ingests
 only what it cannot confirm, after emptying it (a stdio server without
-``count`` is a new process in every job: it is always ingested). A namespace
+``count`` is a new process in every job: it is always ingested; another
+without ``count`` is trusted on the record, and ingested again when its first
+search answers an empty list: :meth:`_Service._forgot`). A namespace
 is ingested under a lock, so parallel jobs never ingest one twice at once.
 A connection lost during a job (a server that restarted may have lost what
 it held) makes the next search of a namespace confirm it first, and a
@@ -345,6 +347,7 @@ class _Service:
         self.cold: set[str] = set()  # namespaces ingested in this job not yet searched
         self.confirmed: dict[str, int] = {}  # namespace -> the client's lost connections when it was confirmed
         self.current = None  # reset isolation: the namespace's content now in the service
+        self.unconfirmed: set[str] = set()  # namespaces trusted on the ledger alone (no count), not yet searched
 
     def where(self, qid=None) -> str:
         return f"variant {self.v.name!r}" + (f": question {qid!r}" if qid is not None else "")
@@ -419,7 +422,8 @@ class _Service:
         except ServiceError as e:
             raise RetrieverError(f"{self.where()}: namespace {namespace!r}: {e}") from None
 
-    def _ensure(self, namespace: str, sessions: list[dict]) -> None:
+    def _ensure(self, namespace: str, sessions: list[dict], again: bool = False) -> None:
+        """``again``: ingest it whatever the ledger says (a namespace that answered as if empty)."""
         from ..services.client import Unavailable
 
         url = self.spec["identity"]
@@ -428,12 +432,15 @@ class _Service:
         breaks = self.client.breaks
         # named by a digest: a namespace is the service's name, not a safe file name
         with locked(self.lock_dir / f"{hashlib.sha256(namespace.encode('utf-8')).hexdigest()[:32]}.lock"):
-            if trust and self.ledger.recorded(url, namespace) == len(sessions):
+            if trust and not again and self.ledger.recorded(url, namespace) == len(sessions):
                 try:
                     n = self._count(namespace)
                 except Unavailable:
                     n = -1
                 if n is None or n == len(sessions):
+                    if n is None:
+                        # trusted on the record alone: a service that forgot may answer [] for it (_forgot)
+                        self.unconfirmed.add(namespace)
                     self.confirmed[namespace] = breaks
                     return
                 self.log(f"{self.v.name}: namespace {namespace} holds {n} sessions, not the {len(sessions)} "
@@ -441,6 +448,7 @@ class _Service:
             self._ingest(namespace, sessions)
             self.ledger.record(url, namespace, len(sessions))
             self.confirmed[namespace] = breaks
+            self.unconfirmed.discard(namespace)
 
     def ingest_all(self, needed: dict[str, list[dict]]) -> None:
         """Every needed namespace ingested or confirmed, ``concurrency`` at a time."""
@@ -505,6 +513,8 @@ class _Service:
         if not isinstance(listed, list):
             raise RetrieverError(f"{where}: the results at {res['list']!r} are {type(listed).__name__}, not a "
                                  f"list: {_short(resp)}")
+        if self._forgot(qid, namespace, sessions, content, listed):
+            return self.search(q, hay, sessions, namespace, content, turns)
         ids, scores = [], []
         for r, item in enumerate(listed, 1):
             sid = _picked(item, res, "id", f"{where}: result {r}")
@@ -522,6 +532,30 @@ class _Service:
         if turns is not None:
             _session_ids_for_turns(ids, ranked, where)
         return check_ranking((ids, scores) if scores else ids, ranked, where)
+
+    def _forgot(self, qid: str, namespace: str, sessions: list[dict], content: str, listed: list) -> bool:
+        """True when ``namespace``, trusted on the ledger alone, answered its first search of the job with
+        an empty list and has been ingested again (search it again): a service without count that lost
+        what it held (an in-memory one, restarted) may answer [] for a namespace it does not know, and
+        every list would pass for a miss. Once per namespace and job; a service that answers [] for a
+        namespace it holds costs one ingestion more, never a different list."""
+        if namespace not in self.unconfirmed:
+            return False
+        self.unconfirmed.discard(namespace)
+        if listed:
+            return False
+        self.log(f"{self.where(qid)}: namespace {namespace} answered an empty list, and without count nothing "
+                 f"confirms the service still holds the {len(sessions)} sessions recorded (it may have forgotten "
+                 f"them); ingesting it again and searching again")
+        from ..services.client import ServiceError, Unavailable
+
+        try:
+            self._ensure(namespace, sessions, again=True)
+        except (_IngestFailed, Unavailable) as e:
+            self.failed[content] = f"ingestion failed: {e}"
+        except ServiceError as e:
+            raise RetrieverError(f"{self.where(qid)}: namespace {namespace!r}: {e}") from None
+        return True
 
     def _held(self, qid: str, namespace: str, sessions: list[dict], content: str) -> bool:
         """:meth:`_ready`, a response that cannot be used one line naming the question; False when the

@@ -503,3 +503,27 @@ def test_a_fixed_ingest_body_sends_the_sessions_again(norm, reference, expected,
     # unchanged, it is confirmed again and nothing is sent
     _rank(norm, tmp_path, "svc", _system(reference[0]))
     assert not {"ingest", "reset"} & {r["operation"] for r in _timings(tmp_path, "svc")}
+
+
+def test_a_service_without_count_that_forgot_and_answers_empty_is_ingested_again(norm, reference, proxy, expected,
+                                                                                 tmp_path):
+    # a service that keeps nothing across a restart, has no count, and answers [] for a namespace it does not
+    # know: the ledger alone would trust every namespace, and every list would be an empty miss
+    store: Store = reference[1].RequestHandlerClass.store
+
+    def unknown_is_empty(path, body, n):
+        return (200, b'{"results": []}') if path == "/search" and body["namespace"] not in store.namespaces else None
+
+    url, _ = proxy(fault=unknown_is_empty)
+    entry = _system(url, endpoints={"count": None})
+    rk, _, dp = expected
+    (srk, _, sdp), _ = _rank(norm, tmp_path, "svc", entry)
+    assert srk.equals(rk) and sdp.equals(dp)
+    store.namespaces.clear()  # what a restart of an in-memory server leaves
+    (srk, soc, sdp), lines = _rank(norm, tmp_path, "svc", entry)
+    assert any("answered an empty list, and without count nothing confirms" in line for line in lines), lines
+    assert srk.equals(rk) and sdp.equals(dp)
+    assert _checks(soc)["system_errors"]["count"] == 0
+    # a third job with the service holding them: trusted, searched once each, nothing sent
+    _rank(norm, tmp_path, "svc", entry)
+    assert not {"ingest", "reset"} & {r["operation"] for r in _timings(tmp_path, "svc")}
