@@ -86,6 +86,9 @@ DEFAULTS = {"isolation": "namespace", "namespace_prefix": "mb-", "concurrency": 
 ISOLATION = ("namespace", "reset")
 MAX_RESPONSE_MB = 64  # the largest answer read from an HTTP service (system.max_response_mb)
 ANSWERS = ("structured", "text")  # an MCP tool's answer: its structured content, or its text as JSON
+# what a degenerate answer makes (evaluation.metrics.degenerate; the merge job checks): read as given, not a
+# DEFAULTS entry, so that the variants that leave it out keep their definition
+DEGENERATE = ("warn", "error")
 
 
 # --------------------------------------------------------------------------- the variant
@@ -127,6 +130,8 @@ def system_variant(name: str, family: str, entry: dict, others: dict | None = No
     if not isinstance(prefix, str) or not prefix.isprintable() or any(c in prefix for c in ("/", "\\", "..")):
         raise ConfigError(f"{where}: namespace_prefix {prefix!r} may not hold '/', '\\', '..', NUL or other control "
                           f"characters (a namespace names a service's store, and may name a path there)")
+    if spec.get("degenerate", "warn") not in DEGENERATE:
+        raise ConfigError(f"{where}: degenerate {spec['degenerate']!r} is not one of {', '.join(DEGENERATE)}")
     if spec["isolation"] not in ISOLATION:
         raise ConfigError(f"{where}: isolation {spec['isolation']!r} is not one of {', '.join(ISOLATION)}")
     results = {**DEFAULT_RESULTS, **(s.get("results") or {})}
