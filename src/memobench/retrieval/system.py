@@ -89,6 +89,7 @@ ANSWERS = ("structured", "text")  # an MCP tool's answer: its structured content
 # what a degenerate answer makes (evaluation.metrics.degenerate; the merge job checks): read as given, not a
 # DEFAULTS entry, so that the variants that leave it out keep their definition
 DEGENERATE = ("warn", "error")
+MIN_K = 10  # the least system.k: the harness figures read a list to rank 10
 
 
 # --------------------------------------------------------------------------- the variant
@@ -130,6 +131,10 @@ def system_variant(name: str, family: str, entry: dict, others: dict | None = No
     if not isinstance(prefix, str) or not prefix.isprintable() or any(c in prefix for c in ("/", "\\", "..")):
         raise ConfigError(f"{where}: namespace_prefix {prefix!r} may not hold '/', '\\', '..', NUL or other control "
                           f"characters (a namespace names a service's store, and may name a path there)")
+    if isinstance(spec["k"], bool) or not isinstance(spec["k"], int) or spec["k"] < MIN_K:
+        # fewer results would make hit@10 and MRR (read to rank 10) those of shorter lists, unmarked
+        raise ConfigError(f"{where}: k {spec['k']!r} asks each search for fewer than {MIN_K} results; hit@10 and "
+                          f"MRR read 10, so give k: {MIN_K} or more (default 50)")
     if spec.get("degenerate", "warn") not in DEGENERATE:
         raise ConfigError(f"{where}: degenerate {spec['degenerate']!r} is not one of {', '.join(DEGENERATE)}")
     if spec["isolation"] not in ISOLATION:
