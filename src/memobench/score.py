@@ -59,7 +59,7 @@ def add_arguments(p) -> None:
     p.add_argument("--name", help="the imported variant's name (default: the file's name without its suffix)")
     p.add_argument("--k", type=int, metavar="N",
                    help="a memory service's search depth: the results asked of each search (default 50, as a "
-                        "system variant's k; the deep lists go to 50)")
+                        "system variant's k, at least 10; the deep lists go to 50)")
     p.add_argument("--grain", choices=("session", "turn"), default="session",
                    help="what the run ranks: sessions (default) or turns, named by their turn ids "
                         "(docs/protocol.md#turn-level)")
@@ -383,7 +383,7 @@ def score(args) -> str:
                          "(one of them)")
     service = None
     if args.system is not None or args.mcp is not None:
-        from .retrieval.system import identity
+        from .retrieval.system import MIN_K, identity
 
         if args.format:
             raise ScoreError("--format is a run file's; a memory service answers over its API")
@@ -399,8 +399,9 @@ def score(args) -> str:
                 raise ScoreError("--mcp: give the command that starts the server, or its URL")
             _check_command(service["mcp"]["command"])
         if args.k is not None:
-            if args.k < 1:
-                raise ScoreError(f"--k {args.k}: give how many results each search asks for, 1 or more")
+            if args.k < MIN_K:
+                raise ScoreError(f"--k {args.k}: give how many results each search asks for, {MIN_K} or more "
+                                 f"(hit@10 and MRR read 10 results)")
             service["k"] = args.k
         run = identity(service)
     else:

@@ -204,8 +204,43 @@ def concat_rankings(paths):
     return t.sort_by([("q_index", "ascending"), ("rank", "ascending")])
 
 
+def degenerate(result: dict, outcomes: list[dict], deep) -> list[str]:
+    """What is degenerate about a variant's lists, one sentence each (none: []): every evaluated
+    question's list empty; every list its haystack in haystack (ingestion) order, whatever the scores;
+    hit@k at or below a random ranking's at some k (``result``: :func:`compute`'s, with
+    ``empty_lists``; ``deep``: the merged deep table). Each is what a service that ignores the
+    question, lost what it held or answers from nothing gives with exit status 0."""
+    evaluated = [row for row in outcomes if row["status"] == "evaluated"]
+    if not evaluated:
+        return []
+    if result["empty_lists"] == len(evaluated):
+        return [f"every list is empty ({len(evaluated)} questions evaluated): the service found nothing; it may "
+                f"have lost or never received the sessions"]
+    out = []
+    d = deep.select(["q_index", "position"]).to_pydict()
+    lists: dict[int, list] = {}
+    for q, pos in zip(d["q_index"], d["position"]):
+        lists.setdefault(q, []).append(pos)
+    pools = {row["q_index"]: row["pool_size"] for row in evaluated}
+    listed = [(lists[q], pools[q]) for q in pools if q in lists]
+    # a pool of one is in haystack order whatever ranks it: the check needs one list that could differ
+    if (listed and any(p > 1 for _, p in listed) and all(None not in ps for ps, _ in listed)
+            and all(ps == list(range(len(ps))) and len(ps) >= min(p, 10) for ps, p in listed)):
+        out.append(f"every list is its haystack in ingestion order ({len(listed)} lists): the ranking ignores "
+                   f"the question")
+    rnd = result.get("random") or {}
+    below = [f"{k} {100 * result[k + '_rate']:.1f}% <= {100 * rnd[k]:.1f}%" for k in HITS
+             # a k at or above every pool: a random ranking hits as often as any, and no ranking does better
+             if rnd.get(k) is not None and rnd[k] < 1 and result.get(k + "_rate") is not None
+             and result[k + "_rate"] <= rnd[k]]
+    if below and not out:
+        out.append(f"recall at or below a random ranking's ({', '.join(below)}, random's expected hit@k over the "
+                   f"same pools)")
+    return out
+
+
 def merge_segments(dataset: str, variant_spec: dict, rankings_in, outcomes_in, data_summary,
-                   rankings_out, outcomes_out, metrics_out, log=print) -> None:
+                   rankings_out, outcomes_out, metrics_out, log=print, deep_in=None, warn=None) -> None:
     """Merge a variant's segments: rankings concatenated in question order, the
     per-question outcomes (with each list's length, so an evaluated question
     with an empty list is visible), and the counts recomputed over all
@@ -257,9 +292,23 @@ def merge_segments(dataset: str, variant_spec: dict, rankings_in, outcomes_in, d
             # what normalization counted (date fallbacks, unmatched evidence, ...)
             "data": {k: v for k, v in json.loads(Path(data_summary).read_text(encoding="utf-8")).items()
                      if k != "source"}}
+    checks = checks_summary(seg_tables)
+    ranked = variant_spec.get("ranked", {})
+    if ranked.get("kind") == "system" and deep_in is not None:
+        # a memory service's answers, checked for what passes as a ranking with exit status 0
+        said = [f"variant {variant_spec['name']!r} on {dataset}: {w}"
+                for w in degenerate(result, outcomes, concat_rankings(deep_in))]
+        if said and (variant_spec.get("retriever") or {}).get("degenerate", "warn") == "error":
+            from ..retrieval.returned import RetrieverError
+
+            raise RetrieverError(f"{said[0]} (system.degenerate: error)")
+        for line in said:
+            log(f"warning: {line}")
+            (warn or (lambda m: None))(f"memobench: warning: {line}")
+        checks["warnings"] = said
     write_table(rankings_out, rankings)
     write_table(outcomes_out, merged)
-    write_json(metrics_out, {**meta, **result, **checks_summary(seg_tables)})
+    write_json(metrics_out, {**meta, **result, **checks})
     log(f"{dataset} {variant_spec['name']}: {result['questions']} questions, hit@1 {result['hit@1']}, "
         f"hit@5 {result['hit@5']}, hit@10 {result['hit@10']}, MRR sum {result['mrr_sum']}, "
         f"{result['empty_lists']} empty lists")

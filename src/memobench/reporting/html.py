@@ -13,7 +13,7 @@ from ..evaluation.official import LOCOMO_CATEGORIES
 from ..evaluation.published import published
 from .labels import by_dataset, label
 from .numbers import percent, printed, published_diff
-from .sections import (DEPTH_MEANS, depths, latency_note, matrix_blocks, paired_blocks, per_type_blocks, pool_note, reading_guide, type_paired_blocks,
+from .sections import (DEPTH_MEANS, depths, latency_note, matrix_blocks, paired_blocks, per_type_blocks, pool_note, reading_guide, warned, warnings_note, type_paired_blocks,
                        variant_table)
 
 CSS = """
@@ -110,11 +110,14 @@ def html_main_tables(runs: list[dict]) -> list[str]:
         for m in ms:
             pub = published(m["dataset"], m["variant"])
             rnd = (m.get("random") or {}).get("hit@1")
-            out.append(f"<tr><td class='l'>{_e(label(m))}</td><td>{_e(m['questions'])}</td>"
+            out.append(f"<tr><td class='l'>{_e(warned(m))}</td><td>{_e(m['questions'])}</td>"
                        + "".join(_rate_cell(m, k, pub) for k in HARNESS_MEASURES)
                        + _official_cells(m.get("official"), names)
                        + f"<td>{percent(rnd)}</td></tr>")
         out.append("</table>")
+        warnings = warnings_note(ms)
+        if warnings is not None:
+            out.append(to_html([warnings]))
         pools = pool_note(ms)
         if pools is not None:
             out.append(to_html([pools]))

@@ -388,6 +388,23 @@ def variant_table(runs: list[dict]) -> list:
             Table(["variant", "ours: " + " / ".join(LABELS), "published", "guide's verdict"], rows)]
 
 
+WARNED = " (warning)"  # after a variant's name in the main tables: its metrics.json lists warnings
+
+
+def warned(m: dict) -> str:
+    """The main tables' variant cell: its label, marked when the variant has warnings."""
+    return label(m) + (WARNED if m.get("warnings") else "")
+
+
+def warnings_note(ms: list[dict]) -> Para | None:
+    """A dataset's variants' warnings (metrics.json ``warnings``: degenerate answers of a memory
+    service), one sentence each, under the table whose figures they qualify."""
+    said = [w for m in ms for w in m.get("warnings") or ()]
+    if not said:
+        return None
+    return Para([Strong("Warnings: " + " ".join(w.rstrip(".") + "." for w in said))], cls="note")
+
+
 def pool_note(ms: list[dict]) -> Para | None:
     """A dataset's pool sizes beside its hit@k columns (metrics.json
     ``pool_at_most`` and ``random``): the share of evaluated questions whose

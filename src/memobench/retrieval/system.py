@@ -34,10 +34,13 @@ LongMemEval-format dataset, whose turn corpus is the user turns, an
 assistant turn ranked is scored as a turn that is never gold, at its rank.
 
 Ingestion is checkpointed (:data:`layout.SYSTEM_LEDGER`): a namespace is
-recorded once its sessions are in and the service's ``count`` agrees; a
-later job (a resumed run, another segment) asks ``count`` again and ingests
+recorded once its sessions are in and the service's ``count`` agrees, with
+what shaped the requests (:func:`sent_shape`: a record made otherwise never
+confirms it); a later job (a resumed run, another segment) asks ``count`` again and ingests
 only what it cannot confirm, after emptying it (a stdio server without
-``count`` is a new process in every job: it is always ingested). A namespace
+``count`` is a new process in every job: it is always ingested; another
+without ``count`` is trusted on the record, and ingested again when its first
+search answers an empty list: :meth:`_Service._forgot`). A namespace
 is ingested under a lock, so parallel jobs never ingest one twice at once.
 A connection lost during a job (a server that restarted may have lost what
 it held) makes the next search of a namespace confirm it first, and a
@@ -83,6 +86,10 @@ DEFAULTS = {"isolation": "namespace", "namespace_prefix": "mb-", "concurrency": 
 ISOLATION = ("namespace", "reset")
 MAX_RESPONSE_MB = 64  # the largest answer read from an HTTP service (system.max_response_mb)
 ANSWERS = ("structured", "text")  # an MCP tool's answer: its structured content, or its text as JSON
+# what a degenerate answer makes (evaluation.metrics.degenerate; the merge job checks): read as given, not a
+# DEFAULTS entry, so that the variants that leave it out keep their definition
+DEGENERATE = ("warn", "error")
+MIN_K = 10  # the least system.k: the harness figures read a list to rank 10
 
 
 # --------------------------------------------------------------------------- the variant
@@ -124,6 +131,12 @@ def system_variant(name: str, family: str, entry: dict, others: dict | None = No
     if not isinstance(prefix, str) or not prefix.isprintable() or any(c in prefix for c in ("/", "\\", "..")):
         raise ConfigError(f"{where}: namespace_prefix {prefix!r} may not hold '/', '\\', '..', NUL or other control "
                           f"characters (a namespace names a service's store, and may name a path there)")
+    if isinstance(spec["k"], bool) or not isinstance(spec["k"], int) or spec["k"] < MIN_K:
+        # fewer results would make hit@10 and MRR (read to rank 10) those of shorter lists, unmarked
+        raise ConfigError(f"{where}: k {spec['k']!r} asks each search for fewer than {MIN_K} results; hit@10 and "
+                          f"MRR read 10, so give k: {MIN_K} or more (default 50)")
+    if spec.get("degenerate", "warn") not in DEGENERATE:
+        raise ConfigError(f"{where}: degenerate {spec['degenerate']!r} is not one of {', '.join(DEGENERATE)}")
     if spec["isolation"] not in ISOLATION:
         raise ConfigError(f"{where}: isolation {spec['isolation']!r} is not one of {', '.join(ISOLATION)}")
     results = {**DEFAULT_RESULTS, **(s.get("results") or {})}
@@ -276,14 +289,27 @@ def namespace_of(variant: str, prefix: str, sessions: list[dict]) -> str:
     return f"{prefix}{variant}-{digest[:20]}"
 
 
-class Ledger:
-    """The namespaces a variant has ingested (one JSON line each: url, namespace, sessions)."""
+def sent_shape(spec: dict, grain: str, documents: str) -> str:
+    """A digest of what shapes the requests that fill a namespace beyond its sessions' content (which
+    names it): the ingest and reset operations' templates (a path, body, tool, arguments), the grain and
+    the documents rule. The ledger keys a namespace by it too: an ingest body fixed after a mistaken run
+    (each session sent as its date alone, say) sends the sessions again instead of confirming the
+    namespace's count, which the mistaken run filled."""
+    shape = {"ingest": spec["operations"]["ingest"], "reset": spec["operations"]["reset"], "grain": grain,
+             "documents": documents, "transport": spec["transport"]}
+    return hashlib.sha256(json.dumps(shape, sort_keys=True, default=str).encode("utf-8")).hexdigest()[:20]
 
-    def __init__(self, path: Path):
-        self.path = Path(path)
+
+class Ledger:
+    """The namespaces a variant has ingested (one JSON line each: url, namespace, sessions, and ``sent``,
+    the :func:`sent_shape` they were sent with; a line without one, written before it was recorded, is
+    never confirmed: what shaped it is not known)."""
+
+    def __init__(self, path: Path, sent: str | None = None):
+        self.path, self.sent = Path(path), sent
 
     def recorded(self, url: str, namespace: str) -> int | None:
-        """The session count recorded for ``namespace`` at ``url`` (the last line), or None."""
+        """The session count recorded for ``namespace`` at ``url``, sent as now (the last line), or None."""
         try:
             lines = self.path.read_text(encoding="utf-8").splitlines()
         except FileNotFoundError:
@@ -295,12 +321,13 @@ class Ledger:
             except ValueError:
                 continue  # a line a killed job left half-written
             if d.get("url") == url and d.get("namespace") == namespace:
-                found = d.get("sessions")
+                found = d.get("sessions") if d.get("sent") == self.sent else None
         return found
 
     def record(self, url: str, namespace: str, sessions: int) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        line = json.dumps({"url": url, "namespace": namespace, "sessions": sessions}, sort_keys=True) + "\n"
+        line = json.dumps({"url": url, "namespace": namespace, "sessions": sessions, "sent": self.sent},
+                          sort_keys=True) + "\n"
         with open(self.path, "a", encoding="utf-8") as f:
             f.write(line)
             f.flush()
@@ -321,7 +348,7 @@ class _Service:
         outs = (segment.outputs or {}).get(variant.name) or {}
         root = layout.root_of(outs["rankings"], layout.path(layout.SEGMENT_TABLE, suffix=""))
         ledger = Path(layout.path(layout.SYSTEM_LEDGER, root=root, variant=variant.name))
-        self.ledger = Ledger(ledger)
+        self.ledger = Ledger(ledger, sent_shape(self.spec, variant.grain, variant.recipe.documents))
         self.lock_dir = ledger.with_suffix(".locks")
         self.timings: list[tuple] = []
         self._timing_lock = threading.Lock()
@@ -330,6 +357,7 @@ class _Service:
         self.cold: set[str] = set()  # namespaces ingested in this job not yet searched
         self.confirmed: dict[str, int] = {}  # namespace -> the client's lost connections when it was confirmed
         self.current = None  # reset isolation: the namespace's content now in the service
+        self.unconfirmed: set[str] = set()  # namespaces trusted on the ledger alone (no count), not yet searched
 
     def where(self, qid=None) -> str:
         return f"variant {self.v.name!r}" + (f": question {qid!r}" if qid is not None else "")
@@ -404,7 +432,8 @@ class _Service:
         except ServiceError as e:
             raise RetrieverError(f"{self.where()}: namespace {namespace!r}: {e}") from None
 
-    def _ensure(self, namespace: str, sessions: list[dict]) -> None:
+    def _ensure(self, namespace: str, sessions: list[dict], again: bool = False) -> None:
+        """``again``: ingest it whatever the ledger says (a namespace that answered as if empty)."""
         from ..services.client import Unavailable
 
         url = self.spec["identity"]
@@ -413,12 +442,15 @@ class _Service:
         breaks = self.client.breaks
         # named by a digest: a namespace is the service's name, not a safe file name
         with locked(self.lock_dir / f"{hashlib.sha256(namespace.encode('utf-8')).hexdigest()[:32]}.lock"):
-            if trust and self.ledger.recorded(url, namespace) == len(sessions):
+            if trust and not again and self.ledger.recorded(url, namespace) == len(sessions):
                 try:
                     n = self._count(namespace)
                 except Unavailable:
                     n = -1
                 if n is None or n == len(sessions):
+                    if n is None:
+                        # trusted on the record alone: a service that forgot may answer [] for it (_forgot)
+                        self.unconfirmed.add(namespace)
                     self.confirmed[namespace] = breaks
                     return
                 self.log(f"{self.v.name}: namespace {namespace} holds {n} sessions, not the {len(sessions)} "
@@ -426,6 +458,7 @@ class _Service:
             self._ingest(namespace, sessions)
             self.ledger.record(url, namespace, len(sessions))
             self.confirmed[namespace] = breaks
+            self.unconfirmed.discard(namespace)
 
     def ingest_all(self, needed: dict[str, list[dict]]) -> None:
         """Every needed namespace ingested or confirmed, ``concurrency`` at a time."""
@@ -490,6 +523,8 @@ class _Service:
         if not isinstance(listed, list):
             raise RetrieverError(f"{where}: the results at {res['list']!r} are {type(listed).__name__}, not a "
                                  f"list: {_short(resp)}")
+        if self._forgot(qid, namespace, sessions, content, listed):
+            return self.search(q, hay, sessions, namespace, content, turns)
         ids, scores = [], []
         for r, item in enumerate(listed, 1):
             sid = _picked(item, res, "id", f"{where}: result {r}")
@@ -507,6 +542,30 @@ class _Service:
         if turns is not None:
             _session_ids_for_turns(ids, ranked, where)
         return check_ranking((ids, scores) if scores else ids, ranked, where)
+
+    def _forgot(self, qid: str, namespace: str, sessions: list[dict], content: str, listed: list) -> bool:
+        """True when ``namespace``, trusted on the ledger alone, answered its first search of the job with
+        an empty list and has been ingested again (search it again): a service without count that lost
+        what it held (an in-memory one, restarted) may answer [] for a namespace it does not know, and
+        every list would pass for a miss. Once per namespace and job; a service that answers [] for a
+        namespace it holds costs one ingestion more, never a different list."""
+        if namespace not in self.unconfirmed:
+            return False
+        self.unconfirmed.discard(namespace)
+        if listed:
+            return False
+        self.log(f"{self.where(qid)}: namespace {namespace} answered an empty list, and without count nothing "
+                 f"confirms the service still holds the {len(sessions)} sessions recorded (it may have forgotten "
+                 f"them); ingesting it again and searching again")
+        from ..services.client import ServiceError, Unavailable
+
+        try:
+            self._ensure(namespace, sessions, again=True)
+        except (_IngestFailed, Unavailable) as e:
+            self.failed[content] = f"ingestion failed: {e}"
+        except ServiceError as e:
+            raise RetrieverError(f"{self.where(qid)}: namespace {namespace!r}: {e}") from None
+        return True
 
     def _held(self, qid: str, namespace: str, sessions: list[dict], content: str) -> bool:
         """:meth:`_ready`, a response that cannot be used one line naming the question; False when the

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from ..core.atomic import write_json
@@ -23,7 +24,8 @@ def merge(job: Job) -> None:
 
     i, o, w = job.input, job.output, job.wildcards
     merge_segments(w.dataset, job.params.variant, i.rankings, i.outcomes, i.data_summary,
-                   o.rankings, o.outcomes, o.metrics, log=job.log)
+                   o.rankings, o.outcomes, o.metrics, log=job.log, deep_in=i.deep,
+                   warn=lambda line: print(line, file=sys.stderr, flush=True))
     # the deep lists (depth 50), concatenated in question order like the rankings
     write_table(o.deep, concat_rankings(i.deep))
     block, _ = off.compute(job.params.fmt, i.questions, i.haystacks, i.events, o.deep, log=job.log)

@@ -313,6 +313,9 @@ def test_a_service_of_another_shape_is_driven_by_config_alone(norm, expected, tm
     ({"system": {"mcp": {"command": "srv"}, "tools": {"ingest": {"arguments": {"q": "{question.text}"}}}}},
      "tools: ingest: the arguments name question.text, which ingest does not have"),
     ({"system": {"url": "ftp://x"}}, "is not an http:// or https:// URL"),
+    # fewer results would make hit@10 and MRR those of shorter lists, with no note
+    ({"system": {"url": "http://x", "k": 5}}, "k 5 asks each search for fewer than 10 results; hit@10 and MRR read 10"),
+    ({"system": {"url": "http://x", "degenerate": "ignore"}}, "degenerate 'ignore' is not one of warn, error"),
     ({"system": {"url": "http://x", "isolation": "none"}}, "isolation 'none' is not one of namespace, reset"),
     ({"system": {"url": "http://x", "endpoints": {"search": {"body": {"q": "{session.id}"}}}}},
      "endpoints: search: the body names session.id, which search does not have"),
@@ -487,3 +490,115 @@ def test_an_ingest_or_reset_answer_need_not_be_json(norm, reference, expected, t
         p.shutdown()
         p.server_close()
     assert rankings.equals(expected[0])
+
+
+def test_a_fixed_ingest_body_sends_the_sessions_again(norm, reference, expected, tmp_path):
+    # a mistaken body: each session's text only its date; the same namespaces (named by the sessions),
+    # whose count agrees after the body is fixed: only the ledger's record of how they were sent differs
+    dated = {"namespace": "{namespace}", "session": {"id": "{session.id}", "date": "{session.date}",
+                                                     "turns": [{"role": "user", "content": "{session.date}"}]}}
+    wrong, _ = _rank(norm, tmp_path, "svc", _system(reference[0], endpoints={"ingest": {"body": dated}}))
+    rk, _, dp = expected
+    assert not wrong[2].equals(dp)
+    (srk, _, sdp), lines = _rank(norm, tmp_path, "svc", _system(reference[0]))
+    assert "ingest" in {r["operation"] for r in _timings(tmp_path, "svc")}
+    assert srk.equals(rk) and sdp.equals(dp)
+    # unchanged, it is confirmed again and nothing is sent
+    _rank(norm, tmp_path, "svc", _system(reference[0]))
+    assert not {"ingest", "reset"} & {r["operation"] for r in _timings(tmp_path, "svc")}
+
+
+def test_a_service_without_count_that_forgot_and_answers_empty_is_ingested_again(norm, reference, proxy, expected,
+                                                                                 tmp_path):
+    # a service that keeps nothing across a restart, has no count, and answers [] for a namespace it does not
+    # know: the ledger alone would trust every namespace, and every list would be an empty miss
+    store: Store = reference[1].RequestHandlerClass.store
+
+    def unknown_is_empty(path, body, n):
+        return (200, b'{"results": []}') if path == "/search" and body["namespace"] not in store.namespaces else None
+
+    url, _ = proxy(fault=unknown_is_empty)
+    entry = _system(url, endpoints={"count": None})
+    rk, _, dp = expected
+    (srk, _, sdp), _ = _rank(norm, tmp_path, "svc", entry)
+    assert srk.equals(rk) and sdp.equals(dp)
+    store.namespaces.clear()  # what a restart of an in-memory server leaves
+    (srk, soc, sdp), lines = _rank(norm, tmp_path, "svc", entry)
+    assert any("answered an empty list, and without count nothing confirms" in line for line in lines), lines
+    assert srk.equals(rk) and sdp.equals(dp)
+    assert _checks(soc)["system_errors"]["count"] == 0
+    # a third job with the service holding them: trusted, searched once each, nothing sent
+    _rank(norm, tmp_path, "svc", entry)
+    assert not {"ingest", "reset"} & {r["operation"] for r in _timings(tmp_path, "svc")}
+
+
+def _merged(norm, root: Path, name: str, entry: dict, warned: list | None = None) -> dict:
+    """``name``'s segment (ranked by _rank under ``root``) merged as the merge job merges it: metrics.json."""
+    from memobench.evaluation.metrics import merge_segments
+    from memobench.plan import merge_spec
+    from memobench.catalog.variant import to_spec
+
+    seg = {kind: Path(layout.path(layout.SEGMENT_TABLE, root=root / "results", dataset="lme", variant=name,
+                                  segment="seg1", suffix=suffix)) for kind, suffix in layout.SEGMENT_SUFFIXES.items()}
+    (root / "summary.json").write_text("{}")
+    spec = merge_spec(to_spec(resolve(name, "s", {name: entry})))
+    merge_segments("lme", spec, [seg["rankings"]], [seg["outcomes"]], root / "summary.json", root / "r.parquet",
+                   root / "o.parquet", root / "m.json", log=lambda m: None, deep_in=[seg["deep"]],
+                   warn=(warned if warned is not None else []).append)
+    return json.loads((root / "m.json").read_text())
+
+
+@pytest.mark.parametrize("answer,why", [
+    ("empty", "every list is empty (7 questions evaluated)"),
+    ("in_order", "every list is its haystack in ingestion order (7 lists)"),
+    ("reversed", "recall at or below a random ranking's (hit@1 0.0% <= "),
+])
+def test_degenerate_answers_are_warnings_in_the_log_metrics_and_report(norm, reference, proxy, tmp_path, answer,
+                                                                       why):
+    haystacks = {}
+
+    def rewrite(path, obj):
+        if path != "/search":
+            return obj
+        ids = [h["id"] for h in obj["results"]]
+        if answer == "empty":
+            return {"results": []}
+        if answer == "reversed":  # the service's own ranking, worst first: the gold last
+            return {"results": [{"id": i, "score": 1.0} for i in reversed(ids)]}
+        return obj
+
+    def fault(path, body, n):
+        if path == "/ingest":
+            haystacks.setdefault(body["namespace"], []).append(body["session"]["id"])
+        if path == "/search" and answer == "in_order":  # the whole haystack as ingested, equal scores
+            hits = [{"id": i, "score": 0.5} for i in haystacks[body["namespace"]]]
+            return 200, json.dumps({"results": hits}).encode()
+        return None
+
+    url, _ = proxy(fault=fault, rewrite=rewrite)
+    entry = _system(url)
+    _rank(norm, tmp_path, "svc", entry)
+    warned = []
+    m = _merged(norm, tmp_path, "svc", entry, warned)
+    assert len(m["warnings"]) == 1 and m["warnings"][0].startswith("variant 'svc' on lme: ") and why in m["warnings"][0]
+    assert warned == [f"memobench: warning: {m['warnings'][0]}"]
+    from memobench.reporting.html import html_main_tables
+    from memobench.reporting.markdown import md_main
+    from memobench.core.doc import to_markdown
+
+    md = to_markdown(md_main([m]))
+    assert "| svc (memory service) (warning) |" in md and why in md
+    html = "".join(html_main_tables([m]))
+    assert "<td class='l'>svc (memory service) (warning)</td>" in html
+    assert html.replace("&lt;", "<").replace("&#x27;", "'").count(why) == 1
+    # system.degenerate: error makes it one line and no metrics.json
+    (tmp_path / "m.json").unlink()
+    with pytest.raises(RetrieverError) as e:
+        _merged(norm, tmp_path, "svc", _system(url, degenerate="error"))
+    assert str(e.value) == f"{m['warnings'][0]} (system.degenerate: error)"
+    assert not (tmp_path / "m.json").exists()
+
+
+def test_the_reference_service_has_no_warnings(norm, reference, tmp_path):
+    _rank(norm, tmp_path, "svc", _system(reference[0]))
+    assert _merged(norm, tmp_path, "svc", _system(reference[0]))["warnings"] == []
