@@ -27,7 +27,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import shlex
+import sys
 import threading
 import time
 
@@ -58,7 +60,33 @@ def _sdk():
     import mcp
     import mcp_types
 
+    _quiet_sdk()
     return mcp, mcp_types
+
+
+class _SdkLines(logging.Handler):
+    """The SDK's log records as one line each: a stdio server's stdout line that is not JSON-RPC (a
+    banner before the handshake) is logged by the SDK with a pydantic traceback, then ignored; a
+    user reads that it was ignored, and what it said, not the traceback."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        text = record.getMessage()
+        errors = getattr(record.exc_info[1] if record.exc_info else None, "errors", None)
+        if callable(errors):
+            try:
+                text += f": {excerpt(str(errors()[0].get('input', '')))}"
+            except Exception:  # the record is said without it
+                pass
+        print(f"memobench: the MCP SDK says: {text} (ignored)", file=sys.stderr, flush=True)
+
+
+def _quiet_sdk() -> None:
+    """The SDK's warnings and errors through :class:`_SdkLines` (once), not its own handlers."""
+    sdk = logging.getLogger("mcp")
+    if not any(isinstance(h, _SdkLines) for h in sdk.handlers):
+        handler = _SdkLines(level=logging.WARNING)
+        sdk.addHandler(handler)
+        sdk.propagate = False
 
 
 class McpClient:
