@@ -343,18 +343,9 @@ class _Service:
     # ---- ingestion
 
     def _count(self, namespace: str):
-        from ..services.api import Missing, pick
-
-        if self.spec["operations"].get("count") is None:
-            return None
-        resp, call = self.client.once("count", {"namespace": namespace})
-        self._time("count", "", namespace, None, call)
-        try:
-            n = pick(resp, self.spec["operations"]["count"].get("sessions", "sessions"))
-        except Missing as e:
-            raise RetrieverError(f"{self.where()}: count of namespace {namespace!r}: {e}") from None
-        if isinstance(n, bool) or not isinstance(n, int):
-            raise RetrieverError(f"{self.where()}: count of namespace {namespace!r} answered {n!r}, not a number")
+        n, call = count_of(self.client, self.spec, namespace, self.where())
+        if call is not None:
+            self._time("count", "", namespace, None, call)
         return n
 
     def _ingest(self, namespace: str, sessions: list[dict]) -> None:
@@ -371,9 +362,7 @@ class _Service:
                 self._time("reset", "", namespace, None, call)
                 started = time.monotonic()
                 for s in sessions:
-                    values = {"namespace": namespace, "session": s, "session.id": s["id"],
-                              "session.date": s["date"], "session.turns": s["turns"]}
-                    _, call = self.client.once("ingest", values, retries=0)
+                    _, call = self.client.once("ingest", ingest_values(namespace, s), retries=0)
                     self._time("ingest", "", namespace, None, call)
                 n = self._count(namespace)
             except Unavailable as e:
@@ -448,15 +437,12 @@ class _Service:
         system error; ``content`` names the haystack's sessions (reset isolation refills the
         namespace when it changes); ``turns``: a turn variant's haystack turns (turns.HaystackTurns),
         whose positions it then returns."""
-        from ..services.api import Missing, pick
         from ..services.client import ServiceError, Unavailable
 
         qid = q["question_id"]
         if not self._held(qid, namespace, sessions, content):
             return self._error(qid, self.failed[content])
-        values = {"namespace": namespace, "k": int(self.spec["k"]), "question.id": qid,
-                  "question.text": q["question"], "question.date": q.get("question_date"),
-                  "question.type": q.get("question_type")}
+        values = search_values(namespace, int(self.spec["k"]), q)
         where = f"{self.where(qid)}: search"
         phase = "cold" if namespace in self.cold else "warm"
         self.cold.discard(namespace)
@@ -485,28 +471,12 @@ class _Service:
                 self._time("search", "warm", namespace, qid, again)
             except (Unavailable, ServiceError):
                 pass  # a repeat only times; its failure changes no list
-        res = self.spec["results"]
-        listed = _picked(resp, res, "list", where)
-        if not isinstance(listed, list):
-            raise RetrieverError(f"{where}: the results at {res['list']!r} are {type(listed).__name__}, not a "
-                                 f"list: {_short(resp)}")
-        ids, scores = [], []
-        for r, item in enumerate(listed, 1):
-            sid = _picked(item, res, "id", f"{where}: result {r}")
-            if not isinstance(sid, str):
-                raise RetrieverError(f"{where}: result {r}: the id {sid!r} is not a string (a "
-                                     f"{'turn' if turns is not None else 'session'} id)")
-            ids.append(sid)
-            if res.get("score") and scores is not None:
-                try:
-                    scores.append(pick(item, res["score"]))
-                except Missing:
-                    scores = None  # a result without a score: the list has none
+        ids, scores = result_ids(resp, self.spec, where, "turn" if turns is not None else "session")
         ranked = turns_of(hay, turns) if turns is not None else Haystack(tuple(hay.ids), ("",) * len(hay.ids),
                                                                           tuple(hay.dates))
         if turns is not None:
             _session_ids_for_turns(ids, ranked, where)
-        return check_ranking((ids, scores) if scores else ids, ranked, where)
+        return check_ranking((ids, scores) if scores is not None else ids, ranked, where)
 
     def _held(self, qid: str, namespace: str, sessions: list[dict], content: str) -> bool:
         """:meth:`_ready`, a response that cannot be used one line naming the question; False when the
@@ -565,6 +535,63 @@ class _Service:
         """Its timings rows and what they were measured against (write_segments writes them)."""
         return self.timings, {"url": self.spec["identity"], "transport": self.spec["transport"],
                               "isolation": self.spec["isolation"]}
+
+
+# --------------------------------------------------------------------------- requests and answers
+# (the retrieve stage's and the conformance check's, services/check.py: one way to ask and to read)
+
+
+def ingest_values(namespace: str, session: dict) -> dict:
+    """The placeholders' values (services/api.py) of ingesting ``session`` (``{id, date, turns}``)."""
+    return {"namespace": namespace, "session": session, "session.id": session["id"],
+            "session.date": session["date"], "session.turns": session["turns"]}
+
+
+def search_values(namespace: str, k: int, q: dict) -> dict:
+    """The placeholders' values of searching ``namespace`` for question ``q`` (a questions table row)."""
+    return {"namespace": namespace, "k": k, "question.id": q["question_id"], "question.text": q["question"],
+            "question.date": q.get("question_date"), "question.type": q.get("question_type")}
+
+
+def count_of(client, spec: dict, namespace: str, where: str):
+    """(the sessions ``namespace`` holds, the call's :class:`..services.client.Call`), or (None, None) when
+    the service has no ``count``; a one-line RetrieverError for an answer that is not a number."""
+    from ..services.api import Missing, pick
+
+    if spec["operations"].get("count") is None:
+        return None, None
+    resp, call = client.once("count", {"namespace": namespace})
+    try:
+        n = pick(resp, spec["operations"]["count"].get("sessions", "sessions"))
+    except Missing as e:
+        raise RetrieverError(f"{where}: count of namespace {namespace!r}: {e}") from None
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise RetrieverError(f"{where}: count of namespace {namespace!r} answered {n!r}, not a number")
+    return n, call
+
+
+def result_ids(resp, spec: dict, where: str, unit: str = "session") -> tuple[list[str], list | None]:
+    """(the ids, best first; their scores, or None when a result has none) of a search's answer, read where
+    ``system.results`` says; a one-line RetrieverError saying what came back when they are not there."""
+    from ..services.api import Missing, pick
+
+    res = spec["results"]
+    listed = _picked(resp, res, "list", where)
+    if not isinstance(listed, list):
+        raise RetrieverError(f"{where}: the results at {res['list']!r} are {type(listed).__name__}, not a "
+                             f"list: {_short(resp)}")
+    ids, scores = [], []
+    for r, item in enumerate(listed, 1):
+        sid = _picked(item, res, "id", f"{where}: result {r}")
+        if not isinstance(sid, str):
+            raise RetrieverError(f"{where}: result {r}: the id {sid!r} is not a string (a {unit} id)")
+        ids.append(sid)
+        if res.get("score") and scores is not None:
+            try:
+                scores.append(pick(item, res["score"]))
+            except Missing:
+                scores = None  # a result without a score: the list has none
+    return ids, (scores or None) if res.get("score") else None
 
 
 class _IngestFailed(Exception):
