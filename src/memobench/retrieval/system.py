@@ -14,6 +14,7 @@ variant)::
           retries: 3                   # more tries of a transient failure, with backoff
           max_errors: 0                # questions that may fail (system errors) before the job stops
           warm_repeats: 1              # each search repeated this many times, timed as warm
+          check: true                  # its conformance check (services/check.py) before the first ingestion
 
 Each question is searched over its own haystack only. With ``namespace``
 isolation every distinct haystack (its sessions' ids, dates and turns) gets
@@ -208,6 +209,9 @@ def definition(variant) -> str:
         return x
 
     spec = {k: v for k, v in to_spec(variant).items() if k in LIST_FIELDS}
+    # whether the service is checked before a run decides no list
+    if isinstance(spec.get("retriever"), dict):
+        spec["retriever"] = {k: v for k, v in spec["retriever"].items() if k != "check"}
     return hashlib.sha256(json.dumps(canonical(spec), sort_keys=True, default=str).encode()).hexdigest()[:20]
 
 
@@ -339,6 +343,40 @@ class _Service:
                ok, call.server_seconds if call else None)
         with self._timing_lock:
             self.timings.append(row)
+
+    # ---- the conformance check (services/check.py), once per service and settings
+
+    def conform(self) -> None:
+        """The service's conformance check, unless ``system.check`` is false, a turn variant (the check
+        asks for sessions), or a job of this variant already passed it with these settings (a marker
+        file named by the definition's digest): a failure is one line naming the check, before any
+        of the run's sessions is sent."""
+        from ..services import check
+
+        if self.spec.get("check", True) is False or self.v.grain != "session":
+            return
+        marker = self.ledger.path.with_suffix(".checked") / f"{definition(self.v)}.json"
+        if marker.exists():
+            return
+        # one job checks; the variant's other jobs wait here, then find its marker
+        with locked(marker.parent / "check.lock"):
+            if marker.exists():
+                return
+            results = check.run(self.spec, self.client, self.where())
+            failed = check.first_failure(results)
+            if failed is not None:
+                raise RetrieverError(f"{self.where()}: the service failed its conformance check: {failed.check}: "
+                                     f"{failed.why}; run memobench check-service --variant {self.v.name} (with "
+                                     f"your --configfile) for the table")
+            marker.parent.mkdir(parents=True, exist_ok=True)
+            text = json.dumps({"identity": self.spec["identity"], "checks": {r.check: [r.status, r.why]
+                                                                             for r in results}}, indent=1)
+            partial = marker.with_name(marker.name + ".part")
+            partial.write_text(text + "\n", encoding="utf-8")
+            partial.replace(marker)  # whole or absent: a killed job's half-written marker never passes
+            skipped = [r.check for r in results if r.status == "skipped"]
+            self.log(f"{self.v.name}: the service passed its conformance check"
+                     + (f" ({', '.join(skipped)} skipped: memobench check-service says why)" if skipped else ""))
 
     # ---- ingestion
 
@@ -679,6 +717,7 @@ def rank_segment(variants, segment, log=print) -> dict:
         try:
             with (locked(service.lock_dir / "reset.lock") if v.retriever["isolation"] == "reset"
                   else contextlib.nullcontext()):
+                service.conform()
                 if v.retriever["isolation"] == "namespace":
                     needed = {}
                     for q in segment.questions:
