@@ -28,7 +28,7 @@ before A's reset must be gone. Then, one line each (:data:`CHECKS`):
 - ``stable``: the same search twice gives the same list;
 - ``latency``: the median time of the searches (informative; it passes).
 
-The requests and the reading of answers are the retrieve stage's own
+The command is :mod:`memobench.check_service`. The requests and the reading of answers are the retrieve stage's own
 (:func:`..retrieval.system.ingest_values`, ``search_values``, ``count_of``,
 ``result_ids``), through the variant's client. The namespaces are reset
 again at the end, where the service still answers.
@@ -306,89 +306,6 @@ class _Check:
         return Result("latency", "pass", f"p50 {ms:.1f} ms over {len(self.seconds)} searches (the client's time)")
 
 
-def table(results: list[Result]) -> str:
-    """The results as the command prints them: a header and one aligned line per check."""
-    from ..cli import aligned
-
-    return "\n".join(aligned(("check", "result", "why"), [(r.check, r.status, r.why) for r in results])) + "\n"
-
-
 def first_failure(results: list[Result]) -> Result | None:
     return next((r for r in results if r.status == "fail"), None)
 
-
-# --------------------------------------------------------------------------- memobench check-service
-
-
-def add_arguments(p) -> None:
-    p.add_argument("url", nargs="?", help="the memory service's HTTP API (http://host:port), with the defaults of a "
-                                          "system variant")
-    p.add_argument("--mcp", metavar="COMMAND|URL",
-                   help="an MCP memory service with the reference server's tools: the command that starts it over "
-                        "stdio (one quoted argument), or its streamable-HTTP URL")
-    p.add_argument("--variant", metavar="NAME", help="a configured system variant: its service and settings "
-                                                     "(endpoints, tools, results, isolation, ...)")
-    p.add_argument("--configfile", nargs="+", default=[], help="config files holding --variant, over the "
-                                                                "workflow's config.yaml")
-    p.add_argument("--workflow", metavar="DIR", help="the project's checkout (default: as memobench score finds it)")
-
-
-def variant_of(args):
-    """The system variant the command checks: ``--variant`` from config, or one of the URL or ``--mcp``
-    with every default; a ConfigError line for what cannot be one."""
-    from ..core.errors import ConfigError
-    from ..retrieval.system import system_variant
-    from ..score import ScoreError, find_workflow, load_config, service_of, _merged
-
-    if [args.url, args.mcp, args.variant].count(None) != 2:
-        raise ConfigError("check-service: give the service's URL, --mcp COMMAND|URL, or --variant NAME of a "
-                          "configured system variant (one of them)")
-    if args.variant is None:
-        try:
-            return system_variant("check-service", "s", {"system": service_of(args.url, args.mcp)})
-        except ScoreError as e:
-            raise ConfigError(str(e)) from None
-    try:
-        config = load_config(find_workflow(args.workflow), args.configfile)
-    except ScoreError:
-        if not args.configfile:
-            raise ConfigError("--variant: no workflow found (its config.yaml) and no --configfile given; give the "
-                              "config file that defines the variant") from None
-        import yaml
-
-        config = {}
-        for path in args.configfile:  # outside a checkout: the files given, merged as Snakemake does
-            try:
-                config = _merged(config, yaml.safe_load(open(path, encoding="utf-8")) or {})
-            except OSError as e:
-                raise ConfigError(f"{path}: cannot read the config file ({e.strerror})") from None
-    entry = (config.get("variants") or {}).get(args.variant)
-    if entry is None:
-        raise ConfigError(f"--variant {args.variant!r}: no such variant in {', '.join(args.configfile or ['config.yaml'])}"
-                          f" (a system variant is defined under variants: with system:)")
-    if not isinstance(entry, dict) or "system" not in entry:
-        raise ConfigError(f"--variant {args.variant!r} is not a system variant (it has no system:)")
-    if entry.get("grain", "session") != "session":
-        raise ConfigError(f"--variant {args.variant!r} ranks turns; the check asks for sessions and session ids")
-    return system_variant(args.variant, "s", {k: x for k, x in entry.items() if k != "grain"})
-
-
-def main(args) -> int:
-    """``memobench check-service``: the table on stdout; 0 when every check run passed, else 1."""
-    import sys
-
-    from ..core.errors import ConfigError
-    from .client import StartFailed
-
-    try:
-        v = variant_of(args)
-        print(f"memobench check-service: {v.retriever['identity']}", file=sys.stderr)
-        results = run(v.retriever, where=f"variant {v.name!r}")
-    except ConfigError as e:
-        print(f"memobench: {e}", file=sys.stderr)
-        return 1
-    except StartFailed as e:
-        print(f"memobench: the MCP server could not start: {e}", file=sys.stderr)
-        return 1
-    print(table(results), end="")
-    return 1 if first_failure(results) else 0
