@@ -45,7 +45,8 @@ class Fake(ThreadingHTTPServer):
     words, by how many (ties in ingestion order), with one fault: ``leak`` (one store for every namespace),
     ``first:N`` (keeps a namespace's first N sessions), ``unique`` (skips an id the namespace holds, as
     server-memory skips an entity's name), ``no-reset`` (reset does nothing), ``lower`` (answers ids
-    lower-cased), ``shift`` (answers each session by the id of the one ingested after it)."""
+    lower-cased), ``shift`` (answers each session by the id of the one ingested after it), ``503-at:N``
+    (keeps its N-th ingest, then answers it 503, as a server whose proxy timed out)."""
 
     daemon_threads = True
 
@@ -82,6 +83,11 @@ class _FakeHandler(BaseHTTPRequestHandler):
                 held.clear()
             elif self.path == "/ingest":
                 session = req["session"]
+                s.ingests = getattr(s, "ingests", 0) + 1
+                if s.fault.startswith("503-at:") and s.ingests == int(s.fault.split(":")[1]):
+                    held.append(session)
+                    reply(self, 503, b'{"error": "upstream timed out"}')
+                    return
                 kept = not (s.fault.startswith("first:") and len(held) >= int(s.fault.split(":")[1]))
                 if s.fault == "unique" and any(x["id"] == session["id"] for x in held):
                     kept = False

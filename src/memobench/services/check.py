@@ -113,7 +113,11 @@ NAMESPACE_B = (
 
 
 class _Stop(Exception):
-    """An operation that failed: the api check's why."""
+    """An operation that failed: the api check's why (``transient``: it outlasted the retries)."""
+
+    def __init__(self, why: str, transient: bool = False):
+        super().__init__(why)
+        self.transient = transient
 
 
 def run(spec: dict, client=None, where: str = "check-service") -> list[Result]:
@@ -149,14 +153,13 @@ class _Check:
     # ---- asking
 
     def _once(self, op: str, values: dict, what: str):
-        from .client import ServiceError, StartFailed, Unavailable
+        from .client import ServiceError, Unavailable
 
         try:
-            answer, call = self.client.once(op, values)
-        except StartFailed:
-            raise
+            # an ingest is never retried alone (as in a run): one that timed out may be in, and twice is two
+            answer, call = self.client.once(op, values, **({"retries": 0} if op == "ingest" else {}))
         except (ServiceError, Unavailable) as e:
-            raise _Stop(f"{what}: {e}") from None
+            raise _Stop(f"{what}: {e}", isinstance(e, Unavailable)) from None
         self.calls += 1
         return answer, call
 
@@ -189,11 +192,11 @@ class _Check:
                 self._once("ingest", ingest_values(ns, s.session()), f"ingest of session {s.id!r} into {ns!r}")
         for ns in self.held:
             try:
-                self.counts[ns] = count_of(self.client, self.spec, ns, f"count of namespace {ns!r}")[0]
+                self.counts[ns] = count_of(self.client, self.spec, ns, "check-service")[0]
             except RetrieverError as e:
                 raise _Stop(str(e)) from None
             except (ServiceError, Unavailable) as e:
-                raise _Stop(f"count of namespace {ns!r}: {e}") from None
+                raise _Stop(f"count of namespace {ns!r}: {e}", isinstance(e, Unavailable)) from None
             self.calls += self.counts[ns] is not None
 
     def _ask(self) -> None:
@@ -205,18 +208,23 @@ class _Check:
                 self.searches.append((ns, s, self._search(ns, s), self._search(ns, s)))
 
     def run(self) -> list[Result]:
-        from .client import StartFailed
+        from .client import attempts
 
         try:
-            self._fill()
+            # filled again from the start after a transient failure, as a run ingests a namespace again
+            for attempt in attempts(int(self.spec["retries"]) + 1, float(self.spec["backoff_s"])):
+                try:
+                    self._fill()
+                    break
+                except _Stop as e:
+                    if not e.transient or attempt == int(self.spec["retries"]) + 1:
+                        raise
             self._ask()
         except _Stop as e:
             self._clean()
             return [Result("api", "fail", str(e)),
                     *(Result(c, "skipped", "not run: the service did not answer as the API says (api)")
                       for c in CHECKS[1:])]
-        except StartFailed:
-            raise
         self._clean()
         return [Result("api", "pass", f"{self.calls} resets, ingests, searches and counts answered"),
                 self._reset(), self._sessions(), self._isolation(), self._ids(), self._count(), self._stable(),

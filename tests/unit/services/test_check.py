@@ -95,6 +95,12 @@ def test_a_fake_that_breaks_a_promise_fails_the_check_that_names_it(fake, fault,
     assert said in results[check_name].why and "\n" not in results[check_name].why, results[check_name].why
 
 
+def test_an_ingest_that_failed_on_the_way_fills_the_namespaces_again_not_the_session_twice(fake):
+    url, _ = fake("503-at:3")  # the second of the sessions after the reset
+    results = _run({"url": url, "backoff_s": 0.01})
+    assert _failed(results) == set(), results
+
+
 def test_count_disagreeing_fails_and_no_count_is_skipped_with_why(fake):
     url, _ = fake("first:3")
     assert _run({"url": url})["count"].status == "fail"
