@@ -1,7 +1,8 @@
 """Command line: `memobench variants` lists the named variants and the
 original harness each reproduces; `memobench recipe-table` prints the recipe
 fields with their allowed values (the README's table); `memobench score RUN
---dataset NAME` scores another system's run file beside a variant (score.py)."""
+--dataset NAME` scores another system's run file beside a variant (score.py);
+`memobench check-service URL` checks a memory service (check_service.py)."""
 
 from __future__ import annotations
 
@@ -63,7 +64,15 @@ def main(argv: list[str] | None = None) -> int:
 
     serve_arguments(sub.add_parser("serve", help="serve a reference retriever as a memory service over HTTP or MCP, the "
                                                "API a system variant drives (docs/memory-services.md)"))
+    from .check_service import add_arguments as check_arguments
+
+    check_arguments(sub.add_parser("check-service", help="check in seconds that a memory service keeps the API's "
+                                                         "promises, before a run (docs/memory-services.md)"))
     args = parser.parse_args(argv)
+    if args.command == "check-service":
+        from .check_service import main as check_service
+
+        return check_service(args)
     if args.command == "serve":
         from .retrieval.reference.server import main as serve
 

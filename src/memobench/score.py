@@ -278,6 +278,22 @@ def recorded_definitions(workdir: Path, dataset: str, name: str, n_segments: int
     return found
 
 
+def service_of(url: str | None, mcp: str | None) -> dict:
+    """A system variant's ``system`` from the command line: an HTTP API's URL, or ``--mcp``: an MCP server's
+    streamable-HTTP URL or the command (one quoted argument) that starts it over stdio."""
+    if url is not None:
+        return {"url": url}
+    if re.match(r"https?://", mcp):
+        return {"mcp": {"url": mcp}}
+    import shlex
+
+    service = {"mcp": {"command": shlex.split(mcp)}}
+    if not service["mcp"]["command"]:
+        raise ScoreError("--mcp: give the command that starts the server, or its URL")
+    _check_command(service["mcp"]["command"])
+    return service
+
+
 def _check_command(command: list[str]) -> None:
     """The program of an MCP server's command is there to start (the retrieve job says so too, but only
     after Snakemake has started; an environment not activated is the usual cause)."""
@@ -387,17 +403,7 @@ def score(args) -> str:
 
         if args.format:
             raise ScoreError("--format is a run file's; a memory service answers over its API")
-        if args.system is not None:
-            service = {"url": args.system}
-        elif re.match(r"https?://", args.mcp):
-            service = {"mcp": {"url": args.mcp}}
-        else:
-            import shlex
-
-            service = {"mcp": {"command": shlex.split(args.mcp)}}
-            if not service["mcp"]["command"]:
-                raise ScoreError("--mcp: give the command that starts the server, or its URL")
-            _check_command(service["mcp"]["command"])
+        service = service_of(args.system, args.mcp)
         if args.k is not None:
             if args.k < MIN_K:
                 raise ScoreError(f"--k {args.k}: give how many results each search asks for, {MIN_K} or more "

@@ -14,6 +14,7 @@ variant)::
           retries: 3                   # more tries of a transient failure, with backoff
           max_errors: 0                # questions that may fail (system errors) before the job stops
           warm_repeats: 1              # each search repeated this many times, timed as warm
+          check: true                  # its conformance check (services/check.py) before the first ingestion
 
 Each question is searched over its own haystack only. With ``namespace``
 isolation every distinct haystack (its sessions' ids, dates and turns) gets
@@ -221,6 +222,9 @@ def definition(variant) -> str:
         return x
 
     spec = {k: v for k, v in to_spec(variant).items() if k in LIST_FIELDS}
+    # whether the service is checked before a run decides no list
+    if isinstance(spec.get("retriever"), dict):
+        spec["retriever"] = {k: v for k, v in spec["retriever"].items() if k != "check"}
     return hashlib.sha256(json.dumps(canonical(spec), sort_keys=True, default=str).encode()).hexdigest()[:20]
 
 
@@ -368,21 +372,46 @@ class _Service:
         with self._timing_lock:
             self.timings.append(row)
 
+    # ---- the conformance check (services/check.py), once per service and settings
+
+    def conform(self) -> None:
+        """The service's conformance check, unless ``system.check`` is false, a turn variant (the check
+        asks for sessions), or a job of this variant already passed it with these settings (a marker
+        file named by the definition's digest): a failure is one line naming the check, before any
+        of the run's sessions is sent."""
+        from ..services import check
+
+        if self.spec.get("check", True) is False or self.v.grain != "session":
+            return
+        marker = self.ledger.path.with_suffix(".checked") / f"{definition(self.v)}.json"
+        if marker.exists():
+            return
+        # one job checks; the variant's other jobs wait here, then find its marker
+        with locked(marker.parent / "check.lock"):
+            if marker.exists():
+                return
+            results = check.run(self.spec, self.client, self.where())
+            failed = check.first_failure(results)
+            if failed is not None:
+                raise RetrieverError(f"{self.where()}: the service failed its conformance check: {failed.check}: "
+                                     f"{failed.why}; run memobench check-service --variant {self.v.name} (with "
+                                     f"your --configfile) for the table")
+            marker.parent.mkdir(parents=True, exist_ok=True)
+            text = json.dumps({"identity": self.spec["identity"], "checks": {r.check: [r.status, r.why]
+                                                                             for r in results}}, indent=1)
+            partial = marker.with_name(marker.name + ".part")
+            partial.write_text(text + "\n", encoding="utf-8")
+            partial.replace(marker)  # whole or absent: a killed job's half-written marker never passes
+            skipped = [r.check for r in results if r.status == "skipped"]
+            self.log(f"{self.v.name}: the service passed its conformance check"
+                     + (f" ({', '.join(skipped)} skipped: memobench check-service says why)" if skipped else ""))
+
     # ---- ingestion
 
     def _count(self, namespace: str):
-        from ..services.api import Missing, pick
-
-        if self.spec["operations"].get("count") is None:
-            return None
-        resp, call = self.client.once("count", {"namespace": namespace})
-        self._time("count", "", namespace, None, call)
-        try:
-            n = pick(resp, self.spec["operations"]["count"].get("sessions", "sessions"))
-        except Missing as e:
-            raise RetrieverError(f"{self.where()}: count of namespace {namespace!r}: {e}") from None
-        if isinstance(n, bool) or not isinstance(n, int):
-            raise RetrieverError(f"{self.where()}: count of namespace {namespace!r} answered {n!r}, not a number")
+        n, call = count_of(self.client, self.spec, namespace, self.where())
+        if call is not None:
+            self._time("count", "", namespace, None, call)
         return n
 
     def _ingest(self, namespace: str, sessions: list[dict]) -> None:
@@ -399,9 +428,7 @@ class _Service:
                 self._time("reset", "", namespace, None, call)
                 started = time.monotonic()
                 for s in sessions:
-                    values = {"namespace": namespace, "session": s, "session.id": s["id"],
-                              "session.date": s["date"], "session.turns": s["turns"]}
-                    _, call = self.client.once("ingest", values, retries=0)
+                    _, call = self.client.once("ingest", ingest_values(namespace, s), retries=0)
                     self._time("ingest", "", namespace, None, call)
                 n = self._count(namespace)
             except Unavailable as e:
@@ -481,15 +508,12 @@ class _Service:
         system error; ``content`` names the haystack's sessions (reset isolation refills the
         namespace when it changes); ``turns``: a turn variant's haystack turns (turns.HaystackTurns),
         whose positions it then returns."""
-        from ..services.api import Missing, pick
         from ..services.client import ServiceError, Unavailable
 
         qid = q["question_id"]
         if not self._held(qid, namespace, sessions, content):
             return self._error(qid, self.failed[content])
-        values = {"namespace": namespace, "k": int(self.spec["k"]), "question.id": qid,
-                  "question.text": q["question"], "question.date": q.get("question_date"),
-                  "question.type": q.get("question_type")}
+        values = search_values(namespace, int(self.spec["k"]), q)
         where = f"{self.where(qid)}: search"
         phase = "cold" if namespace in self.cold else "warm"
         self.cold.discard(namespace)
@@ -518,30 +542,14 @@ class _Service:
                 self._time("search", "warm", namespace, qid, again)
             except (Unavailable, ServiceError):
                 pass  # a repeat only times; its failure changes no list
-        res = self.spec["results"]
-        listed = _picked(resp, res, "list", where)
-        if not isinstance(listed, list):
-            raise RetrieverError(f"{where}: the results at {res['list']!r} are {type(listed).__name__}, not a "
-                                 f"list: {_short(resp)}")
-        if self._forgot(qid, namespace, sessions, content, listed):
+        ids, scores = result_ids(resp, self.spec, where, "turn" if turns is not None else "session")
+        if self._forgot(qid, namespace, sessions, content, ids):
             return self.search(q, hay, sessions, namespace, content, turns)
-        ids, scores = [], []
-        for r, item in enumerate(listed, 1):
-            sid = _picked(item, res, "id", f"{where}: result {r}")
-            if not isinstance(sid, str):
-                raise RetrieverError(f"{where}: result {r}: the id {sid!r} is not a string (a "
-                                     f"{'turn' if turns is not None else 'session'} id)")
-            ids.append(sid)
-            if res.get("score") and scores is not None:
-                try:
-                    scores.append(pick(item, res["score"]))
-                except Missing:
-                    scores = None  # a result without a score: the list has none
         ranked = turns_of(hay, turns) if turns is not None else Haystack(tuple(hay.ids), ("",) * len(hay.ids),
                                                                           tuple(hay.dates))
         if turns is not None:
             _session_ids_for_turns(ids, ranked, where)
-        return check_ranking((ids, scores) if scores else ids, ranked, where)
+        return check_ranking((ids, scores) if scores is not None else ids, ranked, where)
 
     def _forgot(self, qid: str, namespace: str, sessions: list[dict], content: str, listed: list) -> bool:
         """True when ``namespace``, trusted on the ledger alone, answered its first search of the job with
@@ -624,6 +632,63 @@ class _Service:
         """Its timings rows and what they were measured against (write_segments writes them)."""
         return self.timings, {"url": self.spec["identity"], "transport": self.spec["transport"],
                               "isolation": self.spec["isolation"]}
+
+
+# --------------------------------------------------------------------------- requests and answers
+# (the retrieve stage's and the conformance check's, services/check.py: one way to ask and to read)
+
+
+def ingest_values(namespace: str, session: dict) -> dict:
+    """The placeholders' values (services/api.py) of ingesting ``session`` (``{id, date, turns}``)."""
+    return {"namespace": namespace, "session": session, "session.id": session["id"],
+            "session.date": session["date"], "session.turns": session["turns"]}
+
+
+def search_values(namespace: str, k: int, q: dict) -> dict:
+    """The placeholders' values of searching ``namespace`` for question ``q`` (a questions table row)."""
+    return {"namespace": namespace, "k": k, "question.id": q["question_id"], "question.text": q["question"],
+            "question.date": q.get("question_date"), "question.type": q.get("question_type")}
+
+
+def count_of(client, spec: dict, namespace: str, where: str):
+    """(the sessions ``namespace`` holds, the call's :class:`..services.client.Call`), or (None, None) when
+    the service has no ``count``; a one-line RetrieverError for an answer that is not a number."""
+    from ..services.api import Missing, pick
+
+    if spec["operations"].get("count") is None:
+        return None, None
+    resp, call = client.once("count", {"namespace": namespace})
+    try:
+        n = pick(resp, spec["operations"]["count"].get("sessions", "sessions"))
+    except Missing as e:
+        raise RetrieverError(f"{where}: count of namespace {namespace!r}: {e}") from None
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise RetrieverError(f"{where}: count of namespace {namespace!r} answered {n!r}, not a number")
+    return n, call
+
+
+def result_ids(resp, spec: dict, where: str, unit: str = "session") -> tuple[list[str], list | None]:
+    """(the ids, best first; their scores, or None when a result has none) of a search's answer, read where
+    ``system.results`` says; a one-line RetrieverError saying what came back when they are not there."""
+    from ..services.api import Missing, pick
+
+    res = spec["results"]
+    listed = _picked(resp, res, "list", where)
+    if not isinstance(listed, list):
+        raise RetrieverError(f"{where}: the results at {res['list']!r} are {type(listed).__name__}, not a "
+                             f"list: {_short(resp)}")
+    ids, scores = [], []
+    for r, item in enumerate(listed, 1):
+        sid = _picked(item, res, "id", f"{where}: result {r}")
+        if not isinstance(sid, str):
+            raise RetrieverError(f"{where}: result {r}: the id {sid!r} is not a string (a {unit} id)")
+        ids.append(sid)
+        if res.get("score") and scores is not None:
+            try:
+                scores.append(pick(item, res["score"]))
+            except Missing:
+                scores = None  # a result without a score: the list has none
+    return ids, (scores or None) if res.get("score") else None
 
 
 class _IngestFailed(Exception):
@@ -711,6 +776,7 @@ def rank_segment(variants, segment, log=print) -> dict:
         try:
             with (locked(service.lock_dir / "reset.lock") if v.retriever["isolation"] == "reset"
                   else contextlib.nullcontext()):
+                service.conform()
                 if v.retriever["isolation"] == "namespace":
                     needed = {}
                     for q in segment.questions:

@@ -131,6 +131,11 @@ def _system(url: str, **over) -> dict:
     return {"system": {"url": url, "backoff_s": 0.01, **over}}
 
 
+def _unchecked(url: str, **over) -> dict:
+    """A proxy's fault is the run's own to meet: the conformance check, which would meet it first, is off."""
+    return _system(url, check=False, **over)
+
+
 def _checks(outcomes) -> dict:
     return json.loads(outcomes.schema.metadata[CHECKS_KEY])
 
@@ -180,7 +185,7 @@ def test_a_restarted_server_that_forgot_is_ingested_again(norm, reference, tmp_p
 def test_a_5xx_burst_is_retried(norm, reference, proxy, expected, tmp_path):
     url, p = proxy(fault=lambda path, body, n: (503, b'{"error": "busy"}') if path == "/search" and n <= 3 else None)
     rk, _, dp = expected
-    (srk, soc, sdp), _ = _rank(norm, tmp_path / "b", "svc", _system(url))
+    (srk, soc, sdp), _ = _rank(norm, tmp_path / "b", "svc", _unchecked(url))
     assert srk.equals(rk) and sdp.equals(dp) and _checks(soc)["system_errors"]["count"] == 0
     assert max(r["attempts"] for r in _timings(tmp_path / "b", "svc") if r["operation"] == "search") == 4
 
@@ -189,13 +194,13 @@ def test_a_connection_dropped_mid_ingest_ingests_the_namespace_again_once(norm, 
                                                                           tmp_path):
     url, p = proxy(fault=lambda path, body, n: "close" if path == "/ingest" and n == 3 else None)
     rk, _, dp = expected
-    (srk, _, sdp), _ = _rank(norm, tmp_path / "b", "svc", _system(url))
+    (srk, _, sdp), _ = _rank(norm, tmp_path / "b", "svc", _unchecked(url))
     assert srk.equals(rk) and sdp.equals(dp)  # no session twice in its namespace (count checked it too)
 
 
 def test_searches_past_the_timeout_are_counted_system_errors(norm, reference, proxy, tmp_path):
     url, _ = proxy(fault=lambda path, body, n: 0.5 if path == "/search" else None)
-    (_, oc, dp), lines = _rank(norm, tmp_path, "svc", _system(url, timeout_s=0.1, retries=0, max_errors=100,
+    (_, oc, dp), lines = _rank(norm, tmp_path, "svc", _unchecked(url, timeout_s=0.1, retries=0, max_errors=100,
                                                                 warm_repeats=0))
     errors = _checks(oc)["system_errors"]
     evaluated = [r["question_id"] for r in oc.to_pylist() if r["status"] == "evaluated" and r["pool_size"]]
@@ -207,7 +212,7 @@ def test_searches_past_the_timeout_are_counted_system_errors(norm, reference, pr
 def test_more_errors_than_allowed_stop_the_job_in_one_line(norm, reference, proxy, tmp_path):
     url, _ = proxy(fault=lambda path, body, n: (502, b"bad gateway") if path == "/search" else None)
     with pytest.raises(RetrieverError) as e:
-        _rank(norm, tmp_path, "svc", _system(url, retries=1, max_errors=1))
+        _rank(norm, tmp_path, "svc", _unchecked(url, retries=1, max_errors=1))
     msg = str(e.value)
     assert "\n" not in msg and msg.startswith("variant 'svc': 2 questions of this job failed at the service, "
                                               "more than system.max_errors (1); first: ")
@@ -230,7 +235,7 @@ def _first_result(path, obj, change):
 def test_a_bad_result_is_one_line_naming_variant_and_question(norm, reference, proxy, tmp_path, rewrite, why):
     url, _ = proxy(rewrite=lambda path, obj: _first_result(path, obj, rewrite))
     with pytest.raises(RetrieverError) as e:
-        _rank(norm, tmp_path, "svc", _system(url))
+        _rank(norm, tmp_path, "svc", _unchecked(url))
     msg = str(e.value)
     assert "\n" not in msg and msg.startswith("variant 'svc': question ") and why in msg, msg
 
@@ -247,14 +252,14 @@ def test_a_turn_variant_of_a_session_server_says_the_server_ranks_sessions(norm,
 def test_malformed_json_is_one_line(norm, reference, proxy, tmp_path):
     url, _ = proxy(fault=lambda path, body, n: (200, b"{not json") if path == "/search" else None)
     with pytest.raises(RetrieverError) as e:
-        _rank(norm, tmp_path, "svc", _system(url))
+        _rank(norm, tmp_path, "svc", _unchecked(url))
     assert "\n" not in str(e.value) and "answered a body that is not JSON: '{not json'" in str(e.value)
 
 
 def test_a_service_that_mixes_namespaces_is_detected(norm, reference, proxy, tmp_path):
     url, _ = proxy(rewrite=lambda path, obj: {"sessions": obj["sessions"] + 1} if path == "/count" else obj)
     with pytest.raises(RetrieverError) as e:
-        _rank(norm, tmp_path, "svc", _system(url))
+        _rank(norm, tmp_path, "svc", _unchecked(url))
     assert "sessions after" in str(e.value) and "the service mixes namespaces" in str(e.value)
 
 
@@ -365,7 +370,7 @@ def test_results_without_scores_keep_their_order(norm, reference, proxy, expecte
 def test_a_refused_ingestion_is_one_line(norm, reference, proxy, tmp_path):
     url, _ = proxy(fault=lambda path, body, n: (413, b'{"error": "session too large"}') if path == "/ingest" else None)
     with pytest.raises(RetrieverError) as e:
-        _rank(norm, tmp_path, "svc", _system(url))
+        _rank(norm, tmp_path, "svc", _unchecked(url))
     msg = str(e.value)
     assert "\n" not in msg and msg.startswith("variant 'svc': namespace 'mb-svc-")
     assert "ingest /ingest answered HTTP 413: {\"error\": \"session too large\"}" in msg
@@ -497,7 +502,8 @@ def test_a_fixed_ingest_body_sends_the_sessions_again(norm, reference, expected,
     # whose count agrees after the body is fixed: only the ledger's record of how they were sent differs
     dated = {"namespace": "{namespace}", "session": {"id": "{session.id}", "date": "{session.date}",
                                                      "turns": [{"role": "user", "content": "{session.date}"}]}}
-    wrong, _ = _rank(norm, tmp_path, "svc", _system(reference[0], endpoints={"ingest": {"body": dated}}))
+    # (the conformance check would stop this body before any ingestion: off, as a user may set it)
+    wrong, _ = _rank(norm, tmp_path, "svc", _system(reference[0], endpoints={"ingest": {"body": dated}}, check=False))
     rk, _, dp = expected
     assert not wrong[2].equals(dp)
     (srk, _, sdp), lines = _rank(norm, tmp_path, "svc", _system(reference[0]))
@@ -576,7 +582,8 @@ def test_degenerate_answers_are_warnings_in_the_log_metrics_and_report(norm, ref
         return None
 
     url, _ = proxy(fault=fault, rewrite=rewrite)
-    entry = _system(url)
+    # the conformance check stops each of these before ingestion: off, to test what the merge finds
+    entry = _system(url, check=False)
     _rank(norm, tmp_path, "svc", entry)
     warned = []
     m = _merged(norm, tmp_path, "svc", entry, warned)
@@ -602,3 +609,62 @@ def test_degenerate_answers_are_warnings_in_the_log_metrics_and_report(norm, ref
 def test_the_reference_service_has_no_warnings(norm, reference, tmp_path):
     _rank(norm, tmp_path, "svc", _system(reference[0]))
     assert _merged(norm, tmp_path, "svc", _system(reference[0]))["warnings"] == []
+
+
+# ---- the conformance check before the first ingestion (services/check.py)
+
+
+@pytest.fixture
+def fake():
+    from tests.helpers.services import Fake, start
+
+    made = []
+
+    def make(fault: str = ""):
+        server = Fake(fault)
+        made.append(server)
+        return start(server), server
+
+    yield make
+    for server in made:
+        server.shutdown()
+        server.server_close()
+
+
+def _checked(server) -> set[str]:
+    return {ns for ns in server.namespaces if ns.startswith("mb-check-")}
+
+
+@pytest.mark.parametrize("fault,check", [("first:2", "sessions"), ("leak", "isolation"), ("no-reset", "reset")])
+def test_a_service_that_fails_its_conformance_check_stops_the_job_in_one_line_before_any_ingestion(
+        norm, fake, tmp_path, fault, check):
+    url, server = fake(fault)
+    with pytest.raises(RetrieverError) as e:
+        _rank(norm, tmp_path, "svc", _system(url))
+    msg = str(e.value)
+    assert "\n" not in msg and msg.startswith(f"variant 'svc': the service failed its conformance check: {check}: ")
+    assert msg.endswith("; run memobench check-service --variant svc (with your --configfile) for the table"), msg
+    assert server.namespaces == _checked(server)  # nothing of the run was sent
+
+
+def test_the_check_runs_once_per_service_and_settings_not_per_job(norm, fake, tmp_path):
+    url, server = fake()
+    _, lines = _rank(norm, tmp_path, "svc", _system(url))
+    assert _checked(server) and any("passed its conformance check" in line for line in lines)
+    marks = list((tmp_path / "results" / "cache" / "system").glob("svc.checked/*.json"))
+    assert len(marks) == 1 and json.loads(marks[0].read_text())["identity"] == url
+    server.namespaces.clear()
+    _rank(norm, tmp_path, "svc", _system(url))  # another job of the same variant: no check
+    assert not _checked(server)
+    _rank(norm, tmp_path, "svc", _system(url, k=20))  # other settings: checked again
+    assert _checked(server)
+
+
+def test_system_check_false_turns_the_check_off_and_leaves_the_definition_as_it_was(norm, fake, tmp_path):
+    from memobench.retrieval.system import definition
+
+    url, server = fake()
+    _rank(norm, tmp_path, "svc", _system(url, check=False))
+    assert server.namespaces and not _checked(server)
+    on, off = (resolve("svc", "s", {"svc": _system(url, **over)}) for over in ({}, {"check": False}))
+    assert definition(on) == definition(off)

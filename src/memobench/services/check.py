@@ -1,0 +1,319 @@
+"""The conformance check of a memory service (``memobench check-service``,
+and the retrieve stage before a system variant's first ingestion): in
+seconds, on a few synthetic sessions made here, whether the service keeps
+the promises a run relies on (docs/memory-services.md#checking-a-service).
+
+Two small namespaces (one under ``isolation: reset``, which promises no
+namespaces), named ``{namespace_prefix}check-{8 hex digits}-a`` and ``-b``
+(a run's are ``{prefix}{variant}-{20 hex digits}``, so never one of these):
+A holds five sessions, one of them unicode text, one about 25 KB long, one
+id sent twice with different content (as LongMemEval's haystacks repeat a
+session id), ids of mixed case and with leading zeros; B holds two, one of
+them sharing its id with A's (as LoCoMo's ``session_1`` is in every
+conversation). Each session has a made-up word and a few topic words no
+other holds, searched for as its own question. A session ingested into A
+before A's reset must be gone. Then, one line each (:data:`CHECKS`):
+
+- ``api``: every reset, ingest, search and count answered as config says
+  (a failure here skips the rest);
+- ``reset``: the session ingested before the reset never comes back;
+- ``sessions``: every session (each copy of the repeated id) comes back in
+  the search for its own words;
+- ``isolation``: a search of one namespace never returns a session only the
+  other holds (skipped under ``isolation: reset``);
+- ``ids``: every id comes back exactly as it was sent, and the session
+  holding a search's words is ranked first;
+- ``count``: ``count`` says each namespace holds what was sent (skipped
+  without ``count``);
+- ``stable``: the same search twice gives the same list;
+- ``latency``: the median time of the searches (informative; it passes).
+
+The command is :mod:`memobench.check_service`. The requests and the reading of answers are the retrieve stage's own
+(:func:`..retrieval.system.ingest_values`, ``search_values``, ``count_of``,
+``result_ids``), through the variant's client. The namespaces are reset
+again at the end, where the service still answers.
+"""
+
+from __future__ import annotations
+
+import secrets
+import statistics
+from dataclasses import dataclass
+
+# the more telling first: the stage names the first that fails (a leak also upsets count)
+CHECKS = ("api", "reset", "sessions", "isolation", "ids", "count", "stable", "latency")
+DATE = "2023/05/20 (Sat) 02:21"
+QUESTION_DATE = "2023/06/01 (Thu) 10:00"
+
+
+@dataclass(frozen=True)
+class Result:
+    check: str
+    status: str  # pass | fail | skipped
+    why: str
+
+
+@dataclass(frozen=True)
+class Synthetic:
+    """One session sent: its id, the made-up word and the topic words only it holds (its question)."""
+
+    id: str
+    word: str
+    topic: str
+    turns: tuple
+
+    @property
+    def query(self) -> str:
+        return f"{self.word} {self.topic}"
+
+    def session(self) -> dict:
+        return {"id": self.id, "date": DATE, "turns": [dict(t) for t in self.turns]}
+
+
+def _said(user: str, assistant: str) -> tuple:
+    return ({"role": "user", "content": user}, {"role": "assistant", "content": assistant})
+
+
+# a long session's filler: words no other session's question holds
+_FILLER = ("I watered the beans twice this week and spread mulch around the courgettes, then turned the compost "
+           "heap with the fork; the rain barrel is nearly full again and the hoe needs a new handle. ")
+
+
+def _long(word: str) -> tuple:
+    turns = list(_said(f"I planted tomatoes in the greenhouse, a variety called {word}.",
+                       "Tomatoes like the warmth of a greenhouse."))
+    for i in range(60):  # about 25 KB: a service that refuses a long session fails here, not mid-run
+        turns += _said(f"Day {i + 1}: " + _FILLER * 2, "Thanks for the update on the garden. " * 3)
+    return tuple(turns)
+
+
+STALE = Synthetic("stale_before_reset", "grenvault", "volcano eruption lava",
+                  _said("We hiked up the volcano and saw the eruption: lava everywhere, grenvault they call it.",
+                        "What a sight."))
+NAMESPACE_A = (
+    Synthetic("answer_4be1b6b4_2", "quillbrook", "café Kraków sushi",
+              _said("Zoë booked the café in Kraków — 東京 next, then sushi 🍣; the host said quillbrook. שלום, naïve "
+                    "Ångström.", "Enjoy the café and the sushi! 😊")),
+    Synthetic("Sharegpt_Yw7Kx3p_0", "marrowfen", "tomatoes greenhouse", _long("marrowfen")),
+    Synthetic("00417", "vostrelline", "telescope nebula",
+              _said("Through my new telescope I saw the nebula I named vostrelline.", "Clear skies!")),
+    # one id twice, each copy its own content: both must be kept, as a haystack that repeats an id needs
+    Synthetic("session_1", "brindlewick", "sourdough bread",
+              _said("My sourdough bread came out well; I call the starter brindlewick.", "Lovely crumb.")),
+    Synthetic("session_1", "tamsquall", "sailing regatta",
+              _said("We won the sailing regatta on a boat named tamsquall.", "Congratulations!")),
+)
+NAMESPACE_B = (
+    # the id of one of A's sessions, other content: a service keyed by id alone mixes them up
+    Synthetic("session_1", "orchelune", "chess opening",
+              _said("I learned a chess opening my club calls the orchelune.", "A sharp line.")),
+    Synthetic("b_only_session", "plumtrask", "pottery kiln",
+              _said("At pottery class the kiln cracked my bowl, a glaze called plumtrask.", "Try again!")),
+)
+
+
+class _Stop(Exception):
+    """An operation that failed: the api check's why (``transient``: it outlasted the retries)."""
+
+    def __init__(self, why: str, transient: bool = False):
+        super().__init__(why)
+        self.transient = transient
+
+
+def run(spec: dict, client=None, where: str = "check-service") -> list[Result]:
+    """The checks' results, in :data:`CHECKS` order, of the service of a system variant's ``spec``
+    (:func:`..retrieval.system.system_variant`'s ``retriever``), through ``client`` (made and closed here
+    when not given). A server that cannot start raises :class:`.client.StartFailed`: no check can say
+    more than that."""
+    from ..retrieval.system import client_of
+
+    own = client is None
+    client = client_of(spec, where) if own else client
+    try:
+        return _Check(spec, client, where).run()
+    finally:
+        if own:
+            client.close()
+
+
+class _Check:
+    def __init__(self, spec: dict, client, where: str):
+        self.spec, self.client, self.where = spec, client, where
+        token = secrets.token_hex(4)  # two checks at once (or one left behind) never share a namespace
+        base = f"{spec['namespace_prefix']}check-{token}"
+        self.reset_only = spec["isolation"] == "reset"
+        self.a = base if self.reset_only else f"{base}-a"
+        self.b = None if self.reset_only else f"{base}-b"
+        self.held = {self.a: NAMESPACE_A, **({} if self.b is None else {self.b: NAMESPACE_B})}
+        self.calls = 0
+        self.seconds: list[float] = []
+        self.searches: list[tuple] = []  # (namespace, the session asked for, first ids, second ids)
+        self.counts: dict[str, int | None] = {}
+
+    # ---- asking
+
+    def _once(self, op: str, values: dict, what: str):
+        from .client import ServiceError, Unavailable
+
+        try:
+            # an ingest is never retried alone (as in a run): one that timed out may be in, and twice is two
+            answer, call = self.client.once(op, values, **({"retries": 0} if op == "ingest" else {}))
+        except (ServiceError, Unavailable) as e:
+            raise _Stop(f"{what}: {e}", isinstance(e, Unavailable)) from None
+        self.calls += 1
+        return answer, call
+
+    def _search(self, namespace: str, s: Synthetic) -> list[str]:
+        from ..retrieval.returned import RetrieverError
+        from ..retrieval.system import result_ids, search_values
+
+        q = {"question_id": f"check-{s.word}", "question": s.query, "question_date": QUESTION_DATE,
+             "question_type": "single-session-user"}
+        what = f"search of namespace {namespace!r} for {s.query!r}"
+        answer, call = self._once("search", search_values(namespace, int(self.spec["k"]), q), what)
+        self.seconds.append(call.seconds)
+        try:
+            return result_ids(answer, self.spec, what)[0]
+        except RetrieverError as e:
+            raise _Stop(str(e)) from None
+
+    def _fill(self) -> None:
+        from ..retrieval.returned import RetrieverError
+        from ..retrieval.system import count_of, ingest_values
+        from .client import ServiceError, Unavailable
+
+        for ns in self.held:
+            self._once("reset", {"namespace": ns}, f"reset of namespace {ns!r}")
+        # a session in A before A's reset: the reset check's
+        self._once("ingest", ingest_values(self.a, STALE.session()), f"ingest of {STALE.id!r} into {self.a!r}")
+        self._once("reset", {"namespace": self.a}, f"reset of namespace {self.a!r}")
+        for ns, sessions in self.held.items():
+            for s in sessions:
+                self._once("ingest", ingest_values(ns, s.session()), f"ingest of session {s.id!r} into {ns!r}")
+        for ns in self.held:
+            try:
+                self.counts[ns] = count_of(self.client, self.spec, ns, "check-service")[0]
+            except RetrieverError as e:
+                raise _Stop(str(e)) from None
+            except (ServiceError, Unavailable) as e:
+                raise _Stop(f"count of namespace {ns!r}: {e}", isinstance(e, Unavailable)) from None
+            self.calls += self.counts[ns] is not None
+
+    def _ask(self) -> None:
+        others = {ns: [s for other, held in self.held.items() if other != ns for s in held
+                       if s.id not in {x.id for x in self.held[ns]}] for ns in self.held}
+        for ns, sessions in self.held.items():
+            # its own sessions, the one reset away, and (isolation) the sessions only the other namespace holds
+            for s in (*sessions, *((STALE,) if ns == self.a else ()), *others[ns]):
+                self.searches.append((ns, s, self._search(ns, s), self._search(ns, s)))
+
+    def run(self) -> list[Result]:
+        from .client import attempts
+
+        try:
+            # filled again from the start after a transient failure, as a run ingests a namespace again
+            for attempt in attempts(int(self.spec["retries"]) + 1, float(self.spec["backoff_s"])):
+                try:
+                    self._fill()
+                    break
+                except _Stop as e:
+                    if not e.transient or attempt == int(self.spec["retries"]) + 1:
+                        raise
+            self._ask()
+        except _Stop as e:
+            self._clean()
+            return [Result("api", "fail", str(e)),
+                    *(Result(c, "skipped", "not run: the service did not answer as the API says (api)")
+                      for c in CHECKS[1:])]
+        self._clean()
+        return [Result("api", "pass", f"{self.calls} resets, ingests, searches and counts answered"),
+                self._reset(), self._sessions(), self._isolation(), self._ids(), self._count(), self._stable(),
+                self._latency()]
+
+    def _clean(self) -> None:
+        """The check's namespaces emptied again, where the service still answers."""
+        for ns in self.held:
+            try:
+                self.client.once("reset", {"namespace": ns}, retries=0)
+            except Exception:  # noqa: BLE001 - a service that stopped answering keeps what it holds
+                pass
+
+    # ---- judging
+
+    def _reset(self) -> Result:
+        for ns, s, ids, _ in self.searches:
+            if STALE.id in ids:
+                return Result("reset", "fail", f"session {STALE.id!r}, ingested into namespace {ns!r} before its "
+                                               f"reset, came back in a search for {s.query!r}: reset did not "
+                                               f"empty the namespace")
+        return Result("reset", "pass", "a session ingested before a reset never came back")
+
+    def _sessions(self) -> Result:
+        n = 0
+        for ns, s, ids, _ in self.searches:
+            copies = [x for x in self.held[ns] if x.id == s.id]
+            if s not in self.held[ns]:
+                continue
+            n += 1
+            if s.id not in ids:
+                which = (f" (copy {copies.index(s) + 1} of the {len(copies)} sessions sent with that id; a "
+                         f"service must keep each)" if len(copies) > 1 else "")
+                return Result("sessions", "fail", f"session {s.id!r} of namespace {ns!r}{which} never came back "
+                                                  f"in a search for its own words {s.query!r}")
+        return Result("sessions", "pass", f"each of the {n} sessions sent came back for its own words, both "
+                                          f"copies of a repeated id included")
+
+    def _count(self) -> Result:
+        if self.spec["operations"].get("count") is None:
+            return Result("count", "skipped", "the service has no count operation (count: null in config)")
+        for ns, held in self.held.items():
+            if self.counts[ns] != len(held):
+                return Result("count", "fail", f"namespace {ns!r} holds {self.counts[ns]} sessions by count, not "
+                                               f"the {len(held)} sent (one id sent twice)"
+                              if len({s.id for s in held}) < len(held) else
+                              f"namespace {ns!r} holds {self.counts[ns]} sessions by count, not the {len(held)} sent")
+        return Result("count", "pass", "count agrees with the sessions sent to each namespace")
+
+    def _isolation(self) -> Result:
+        if self.reset_only:
+            return Result("isolation", "skipped", "isolation: reset uses one namespace, emptied for each haystack")
+        for ns, s, ids, again in self.searches:
+            own = {x.id for x in self.held[ns]}
+            for other, held in self.held.items():
+                leaked = next((i for i in ids + again if i in {x.id for x in held} - own), None) if other != ns else None
+                if leaked is not None:
+                    return Result("isolation", "fail", f"a search of namespace {ns!r} for {s.query!r} returned "
+                                                       f"{leaked!r}, a session only namespace {other!r} holds: the "
+                                                       f"service does not keep namespaces apart")
+        return Result("isolation", "pass", "no search returned a session of the other namespace")
+
+    def _ids(self) -> Result:
+        sent = {x.id for held in self.held.values() for x in held} | {STALE.id}
+        for ns, s, ids, again in self.searches:
+            altered = next((i for i in ids + again if i not in sent), None)
+            if altered is not None:
+                like = next((x for x in sorted(sent) if x.casefold() == altered.casefold()
+                             or x.strip().lstrip("0") == altered.strip().lstrip("0")), None)
+                return Result("ids", "fail", f"a search of namespace {ns!r} returned {altered!r}, an id never sent"
+                                             + (f" (sent as {like!r})" if like else ""))
+        for ns, s, ids, _ in self.searches:
+            if s in self.held[ns] and ids and ids[0] != s.id:
+                return Result("ids", "fail", f"a search of namespace {ns!r} for {s.query!r} ranked {ids[0]!r} "
+                                             f"first, not {s.id!r}, the one session holding those words")
+        return Result("ids", "pass", "every id came back as sent, the session holding a search's words first")
+
+    def _stable(self) -> Result:
+        for ns, s, ids, again in self.searches:
+            if ids != again:
+                return Result("stable", "fail", f"two identical searches of namespace {ns!r} for {s.query!r} "
+                                                f"answered {ids[:5]} then {again[:5]}")
+        return Result("stable", "pass", f"{len(self.searches)} searches asked twice gave the same lists")
+
+    def _latency(self) -> Result:
+        ms = statistics.median(self.seconds) * 1000.0
+        return Result("latency", "pass", f"p50 {ms:.1f} ms over {len(self.seconds)} searches (the client's time)")
+
+
+def first_failure(results: list[Result]) -> Result | None:
+    return next((r for r in results if r.status == "fail"), None)
+

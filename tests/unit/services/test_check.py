@@ -1,0 +1,166 @@
+"""The conformance check of a memory service (``memobench check-service``,
+services/check.py): it passes against the reference servers (HTTP and MCP
+stdio), and against small fake servers that each break one promise of the
+API it fails, naming the check: a server that ignores the namespace, keeps
+only the first sessions, skips an id it already holds (as
+@modelcontextprotocol/server-memory skips an entity's name), ignores reset,
+or alters or reorders the ids."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from memobench.retrieval.reference.server import serve
+from memobench.retrieval.system import system_variant
+from memobench.services import check
+from tests.helpers import REPO, reference_command
+from tests.helpers.services import Fake, start as _start
+
+ENV = {"PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "src")])}
+
+
+@pytest.fixture
+def fake():
+    made = []
+
+    def make(fault: str = "") -> tuple[str, Fake]:
+        server = Fake(fault)
+        made.append(server)
+        return _start(server), server
+
+    yield make
+    for server in made:
+        server.shutdown()
+        server.server_close()
+
+
+def _spec(system: dict, name: str = "svc") -> dict:
+    return system_variant(name, "s", {"system": system}).retriever
+
+
+def _run(system: dict) -> dict[str, check.Result]:
+    return {r.check: r for r in check.run(_spec(system))}
+
+
+def _failed(results: dict) -> set[str]:
+    return {name for name, r in results.items() if r.status == "fail"}
+
+
+def test_the_reference_http_server_passes_every_check():
+    server = serve("bm25s", "user")
+    try:
+        results = _run({"url": _start(server)})
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert {n: r.status for n, r in results.items()} == dict.fromkeys(check.CHECKS, "pass"), results
+    # it cleaned up: every namespace it used is empty again, and each is the check's own
+    assert server.RequestHandlerClass.store.namespaces and all(
+        ns.startswith("mb-check-") and not held for ns, held in server.RequestHandlerClass.store.namespaces.items())
+
+
+@pytest.mark.skipif(importlib.util.find_spec("mcp") is None, reason="the MCP Python SDK is not installed")
+def test_the_reference_mcp_stdio_server_passes_every_check():
+    results = _run({"mcp": {"command": reference_command("user", "stdio"), "env": ENV}})
+    assert {n: r.status for n, r in results.items()} == dict.fromkeys(check.CHECKS, "pass"), results
+
+
+def test_a_fake_that_answers_as_the_api_says_passes(fake):
+    url, server = fake()
+    results = _run({"url": url})
+    assert _failed(results) == set(), results
+    assert all(not held for held in server.store.values())  # reset after itself
+
+
+@pytest.mark.parametrize("fault,check_name,said", [
+    ("leak", "isolation", "namespace"),
+    ("first:3", "sessions", "never came back"),
+    ("unique", "sessions", "'session_1'"),
+    ("no-reset", "reset", "'stale_before_reset'"),
+    ("lower", "ids", "'sharegpt_yw7kx3p_0'"),
+    ("shift", "ids", "first"),
+])
+def test_a_fake_that_breaks_a_promise_fails_the_check_that_names_it(fake, fault, check_name, said):
+    url, _ = fake(fault)
+    results = _run({"url": url})
+    assert results[check_name].status == "fail", results
+    assert said in results[check_name].why and "\n" not in results[check_name].why, results[check_name].why
+
+
+def test_an_ingest_that_failed_on_the_way_fills_the_namespaces_again_not_the_session_twice(fake):
+    url, _ = fake("503-at:3")  # the second of the sessions after the reset
+    results = _run({"url": url, "backoff_s": 0.01})
+    assert _failed(results) == set(), results
+
+
+def test_count_disagreeing_fails_and_no_count_is_skipped_with_why(fake):
+    url, _ = fake("first:3")
+    assert _run({"url": url})["count"].status == "fail"
+    url, _ = fake()
+    results = _run({"url": url, "endpoints": {"count": None}})
+    assert results["count"].status == "skipped" and "count" in results["count"].why
+    assert _failed(results) == set(), results
+
+
+def test_reset_isolation_skips_the_isolation_check_with_why(fake):
+    url, server = fake("leak")  # one store for all: what reset isolation is for
+    results = _run({"url": url, "isolation": "reset"})
+    assert results["isolation"].status == "skipped" and "reset" in results["isolation"].why
+    assert _failed(results) == set(), results
+
+
+def test_a_service_that_cannot_be_reached_fails_the_api_check_and_skips_the_rest():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler)
+    port = server.server_address[1]
+    server.server_close()  # nothing listens there now
+    results = _run({"url": f"http://127.0.0.1:{port}", "retries": 0})
+    assert results["api"].status == "fail" and "reset" in results["api"].why
+    assert {r.status for n, r in results.items() if n != "api"} == {"skipped"}
+
+
+def test_namespaces_are_the_check_s_own_and_unlike_a_run_s(fake):
+    url, server = fake()
+    _run({"url": url, "namespace_prefix": "team-"})
+    assert server.namespaces and all(ns.startswith("team-check-") for ns in server.namespaces)
+    # a run's namespace is the prefix, the variant and a 20-digit digest: never this
+    assert not any(re.fullmatch(r"team-.*-[0-9a-f]{20}", ns) for ns in server.namespaces)
+
+
+def _cli(*args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "memobench.cli", "check-service", *args], capture_output=True,
+                          text=True, timeout=120, env={**os.environ, **ENV}, cwd=REPO)
+
+
+def test_the_command_prints_a_table_and_exits_0_when_all_pass_and_1_naming_the_failure(fake):
+    url, _ = fake()
+    ok = _cli(url)
+    assert ok.returncode == 0, ok.stderr
+    lines = ok.stdout.splitlines()
+    assert lines[0].split() == ["check", "result", "why"]
+    assert [ln.split()[0] for ln in lines[1:len(check.CHECKS) + 1]] == list(check.CHECKS)
+    url, _ = fake("leak")
+    bad = _cli(url)
+    assert bad.returncode == 1
+    assert re.search(r"^isolation +fail +", bad.stdout, re.M), bad.stdout
+
+
+def test_the_command_takes_a_configured_variant_s_settings(fake, tmp_path):
+    url, server = fake()
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text(json.dumps({"variants": {"mine": {"system": {"url": url, "namespace_prefix": "cfg-",
+                                                                 "endpoints": {"count": None}}}}}))
+    proc = _cli("--configfile", str(cfg), "--variant", "mine")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert re.search(r"^count +skipped +", proc.stdout, re.M), proc.stdout
+    assert all(ns.startswith("cfg-check-") for ns in server.namespaces)
+    missing = _cli("--configfile", str(cfg), "--variant", "nope")
+    assert missing.returncode == 1 and missing.stderr.startswith("memobench: ") and "nope" in missing.stderr
+    assert len(missing.stderr.strip().splitlines()) == 1
