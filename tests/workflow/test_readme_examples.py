@@ -11,19 +11,13 @@ or block is run too, or the test fails until it is listed in NOT_RUN."""
 
 from __future__ import annotations
 
-import os
-import re
-import shutil
-import subprocess
-import sys
-
 import pytest
 import yaml
 
-from tests.helpers import REPO, copy_project
+from tests.helpers import REPO
+from tests.helpers.doc_examples import DocServer, blocks, python_file, run_line, sections, steps, user_project
 
 README = REPO / "README.md"
-FENCED = re.compile(r"^```(?P<lang>\w*)\n(?P<body>.*?)^```", re.M | re.S)
 EXAMPLE_SECTIONS = ("Choosing what runs", "Variants", "Your own retriever, or another system's run",
                     "Your memory service")
 # the README's shell lines a test cannot run here, each with why (every other line runs)
@@ -41,36 +35,6 @@ NOT_RUN = {
 }
 
 
-def sections(text: str) -> dict[str, str]:
-    parts = re.split(r"^## (.+)$", text, flags=re.M)
-    return dict(zip(parts[1::2], parts[2::2]))
-
-
-def blocks(text: str, lang: str) -> list[str]:
-    return [m.group("body") for m in FENCED.finditer(text) if m.group("lang") == lang]
-
-
-def commands(code: str) -> list[str]:
-    """A shell block's command lines, comments (whole-line and trailing) and blank lines left out."""
-    return [re.sub(r"\s+#\s.*$", "", line.strip()) for line in code.splitlines()
-            if line.strip() and not line.lstrip().startswith("#")]
-
-
-def steps(text: str) -> list[tuple[str, str]]:
-    """The README's runnable blocks in its order: ("sh", a command line),
-    ("yaml", an overlay) or ("python", a file's code)."""
-    out = []
-    for m in FENCED.finditer(text):
-        lang, body = m.group("lang"), m.group("body")
-        if lang == "sh":
-            out += [("sh", line) for line in commands(body)]
-        elif lang == "yaml":
-            out.append(("yaml", body))
-        elif lang == "python" and re.match(r"# \w+\.py\b", body):
-            out.append(("python", body))
-    return out
-
-
 def test_the_readme_blocks_are_found_and_every_unrun_line_is_in_the_readme():
     text = README.read_text(encoding="utf-8")
     assert len(blocks(text, "yaml")) >= 4
@@ -85,19 +49,13 @@ def readme_run(tmp_path_factory, locomo_path):
     """Every step of the README in a copy of the project: (the copy, [(the
     step, its completed process)])."""
     text = README.read_text(encoding="utf-8")
-    proj = copy_project(tmp_path_factory.mktemp("readme") / "memobench")
-    (proj / ".venv").symlink_to(sys.prefix, target_is_directory=True)
-    (proj / "data").mkdir()
-    shutil.copy(locomo_path, proj / "data" / "locomo10.json")  # "Copy the file into data/"
-    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
-    env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep)
-                                  if p != os.path.dirname(sys.executable))  # the venv not activated
-    servers: list[subprocess.Popen] = []
+    proj, env = user_project(tmp_path_factory.mktemp("readme") / "memobench", locomo_path)  # the venv not activated
+    servers: list[DocServer] = []
     done = []
     try:
         for i, (kind, body) in enumerate(steps(text)):
             if kind == "python":
-                (proj / re.match(r"# (\w+\.py)\b", body).group(1)).write_text(body, encoding="utf-8")
+                (proj / python_file(body)).write_text(body, encoding="utf-8")
                 continue
             if kind == "yaml":
                 (proj / f"block{i}.yaml").write_text(body, encoding="utf-8")
@@ -107,19 +65,13 @@ def readme_run(tmp_path_factory, locomo_path):
             else:
                 line = body
             if line.endswith("&"):  # a server the next blocks use, until the module's tests end
-                servers.append(subprocess.Popen(["bash", "-c", f"exec {line[:-1]}"], cwd=proj, env=env,
-                                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-                started = servers[-1].stdout.readline()
-                assert started.startswith("memobench: serving"), (line, started, servers[-1].stderr.read())
+                servers.append(DocServer(line, proj, env))
                 continue
-            proc = subprocess.run(["bash", "-c", line], cwd=proj, env=env, capture_output=True, text=True,
-                                  timeout=900)
-            done.append(((kind, body), proc))
+            done.append(((kind, body), run_line(line, proj, env)))
         yield proj, done
     finally:
         for server in servers:
-            server.kill()
-            server.wait()
+            server.stop()
 
 
 def test_every_readme_command_and_block_runs_as_copied(readme_run):
