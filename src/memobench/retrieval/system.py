@@ -91,6 +91,9 @@ ANSWERS = ("structured", "text")  # an MCP tool's answer: its structured content
 # DEFAULTS entry, so that the variants that leave it out keep their definition
 DEGENERATE = ("warn", "error")
 MIN_K = 10  # the least system.k: the harness figures read a list to rank 10
+# settings read with a default but kept out of DEFAULTS and the params (variants written before them keep
+# their definition): their defaults, for :func:`definition`
+UNLISTED_DEFAULTS = {"max_response_mb": MAX_RESPONSE_MB, "degenerate": "warn"}
 
 
 # --------------------------------------------------------------------------- the variant
@@ -222,9 +225,11 @@ def definition(variant) -> str:
         return x
 
     spec = {k: v for k, v in to_spec(variant).items() if k in LIST_FIELDS}
-    # whether the service is checked before a run decides no list
+    # whether the service is checked before a run decides no list; a setting kept out of DEFAULTS (so that
+    # adding it changed no variant's params) is the same definition written at its default or left out
     if isinstance(spec.get("retriever"), dict):
-        spec["retriever"] = {k: v for k, v in spec["retriever"].items() if k != "check"}
+        spec["retriever"] = {k: v for k, v in spec["retriever"].items() if k != "check" and not (
+            k in UNLISTED_DEFAULTS and canonical(v) == canonical(UNLISTED_DEFAULTS[k]))}
     return hashlib.sha256(json.dumps(canonical(spec), sort_keys=True, default=str).encode()).hexdigest()[:20]
 
 

@@ -668,3 +668,16 @@ def test_system_check_false_turns_the_check_off_and_leaves_the_definition_as_it_
     assert server.namespaces and not _checked(server)
     on, off = (resolve("svc", "s", {"svc": _system(url, **over)}) for over in ({}, {"check": False}))
     assert definition(on) == definition(off)
+
+
+def test_a_setting_written_at_its_default_is_the_same_definition():
+    """`max_response_mb: 64` or `degenerate: warn` written out is the definition that leaves them out
+    (memobench score reuses its results); another value is another definition."""
+    from memobench.retrieval.system import definition
+
+    url = "http://127.0.0.1:9"
+    base = definition(resolve("svc", "s", {"svc": _system(url)}))
+    for over in ({"max_response_mb": 64}, {"max_response_mb": 64.0}, {"degenerate": "warn"}, {"k": 50}):
+        assert definition(resolve("svc", "s", {"svc": _system(url, **over)})) == base, over
+    for over in ({"max_response_mb": 8}, {"degenerate": "error"}, {"k": 20}):
+        assert definition(resolve("svc", "s", {"svc": _system(url, **over)})) != base, over
