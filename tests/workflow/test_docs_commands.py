@@ -18,7 +18,9 @@ the copy's `.venv/bin` first on PATH.
 - A complete overlay (a YAML block with `datasets:`) runs as it is,
   `snakemake --cores 2 --configfile <block>`: it must name what it runs in
   `run:` (else it would run every dataset, 3 GB of downloads), exit 0 with no
-  `memobench:` error line, and make every listed variant's metrics.json. One
+  `memobench:` error line, and make every listed variant's metrics.json (a
+  block headed `# name.yaml` is saved under that name too, for the page's
+  later lines that name it). One
   naming a variant whose optional extra is not installed (`minilm`: [dense],
   `wordllama`: [static]) is validated with `snakemake -n` instead, and
   test_a_block_needing_an_extra_runs_where_it_is_installed is skipped
@@ -172,6 +174,9 @@ def docs_run(tmp_path_factory, locomo_path):
                     (proj / name).write_text(yaml.safe_dump(cfg, sort_keys=False), encoding="utf-8")
                 else:
                     (proj / name).write_text(body, encoding="utf-8")
+                    saved = re.match(r"# ([\w.-]+\.yaml)\b", body)  # a block headed by its file's name
+                    if saved:  # is that file too, as a user saves it, for the page's later lines
+                        (proj / saved.group(1)).write_text(body, encoding="utf-8")
                 for extra in missing_extras(body):
                     unrun.setdefault(extra, []).append((page.name, body))
                     how = "-n"
