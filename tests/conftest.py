@@ -140,3 +140,22 @@ def small_data(tmp_path_factory):
         return data, small_datasets(data, variants, seed, spice=spice)
 
     return make
+
+
+@pytest.fixture
+def fake():
+    """Fake memory services on 127.0.0.1, one fault each (tests/helpers/services.py, ``Fake``):
+    ``fake(fault)`` starts one and returns (its URL, the server); all are stopped after the test."""
+    from tests.helpers.services import Fake, start
+
+    made = []
+
+    def make(fault: str = ""):
+        server = Fake(fault)
+        made.append(server)
+        return start(server), server
+
+    yield make
+    for server in made:
+        server.shutdown()
+        server.server_close()

@@ -614,23 +614,6 @@ def test_the_reference_service_has_no_warnings(norm, reference, tmp_path):
 # ---- the conformance check before the first ingestion (services/check.py)
 
 
-@pytest.fixture
-def fake():
-    from tests.helpers.services import Fake, start
-
-    made = []
-
-    def make(fault: str = ""):
-        server = Fake(fault)
-        made.append(server)
-        return start(server), server
-
-    yield make
-    for server in made:
-        server.shutdown()
-        server.server_close()
-
-
 def _checked(server) -> set[str]:
     return {ns for ns in server.namespaces if ns.startswith("mb-check-")}
 

@@ -22,24 +22,9 @@ from memobench.retrieval.reference.server import serve
 from memobench.retrieval.system import system_variant
 from memobench.services import check
 from tests.helpers import REPO, reference_command
-from tests.helpers.services import Fake, start as _start
+from tests.helpers.services import start as _start
 
 ENV = {"PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "src")])}
-
-
-@pytest.fixture
-def fake():
-    made = []
-
-    def make(fault: str = "") -> tuple[str, Fake]:
-        server = Fake(fault)
-        made.append(server)
-        return _start(server), server
-
-    yield make
-    for server in made:
-        server.shutdown()
-        server.server_close()
 
 
 def _spec(system: dict, name: str = "svc") -> dict:
