@@ -44,7 +44,9 @@ def summarize(dataset: str, variant: str, rows: list[dict], metrics: dict) -> di
     searches = [r for r in rows if r["operation"] == "search"]
     ok = [r for r in searches if r["ok"]]
     out = {"dataset": dataset, "variant": variant, RECALL: metrics.get(f"{RECALL}_rate"),
-           "searches": len(searches), "failed": len(searches) - len(ok)}
+           "searches": len(searches), "failed": len(searches) - len(ok),
+           # answered after more than one attempt: timed from the first to the answer, backoff included
+           "retried": sum(1 for r in ok if (r.get("attempts") or 1) > 1)}
     for phase in ("cold", "warm"):
         secs = np.array([r["seconds"] for r in ok if r["phase"] == phase], dtype=np.float64)
         out[phase] = {"n": int(len(secs)), **_quantiles(secs, seeded("latency", dataset, variant, phase))}

@@ -40,12 +40,14 @@ def blocks(summaries: list[dict], png_name: str) -> list:
                 "first after its ingestion in that job (in-process: the first call on its haystack in the job, "
                 "which builds what is built per haystack): each row says what its cold search includes, so read "
                 "a service's cold beside an in-process one with that in mind; warm are the others and the repeats "
-                "(system.warm_repeats; a Python retriever's determinism check). Outside the server: a warm "
+                "(system.warm_repeats; a Python retriever's determinism check). Failed searches are left out of "
+                "the percentiles and counted; a retried one is timed from its first attempt to its answer, backoff "
+                "included, and counted as retried. Outside the server: a warm "
                 "search's time less what the server said it spent (HTTP's Server-Timing header, MCP's result "
                 "_meta): the client, the connection, the protocol and JSON. Ingestion: per request (with "
                 "system.concurrency requests in flight). The Memo variants are not timed: one engine pass ranks "
                 "them all, and its time is no single variant's.")]
-    header = ["variant", RECALL, "searches (cold / warm, failed)", "cold p50", "a cold search includes", "warm p50",
+    header = ["variant", RECALL, "searches (cold / warm, failed, retried)", "cold p50", "a cold search includes", "warm p50",
               "warm p95", "warm p99",
               "outside the server p50 / p95", "ingested sessions", "ingest p50", "sessions/s per request"]
     by_ds: dict[str, list[dict]] = {}
@@ -57,7 +59,7 @@ def blocks(summaries: list[dict], png_name: str) -> list:
             ing, cold, warm, outside = s["ingest"], s["cold"], s["warm"], s["outside_server"]
             table.append([
                 f"{s['variant']} ({_kind(s)})", "-" if s[RECALL] is None else f"{100 * s[RECALL]:.1f}%",
-                f"{cold['n']} / {warm['n']}, {s['failed']}", _ms(cold.get("p50"), False),
+                f"{cold['n']} / {warm['n']}, {s['failed']}, {s.get('retried', 0)}", _ms(cold.get("p50"), False),
                 COLD.get(s.get("kind"), "-"), _ms(warm.get("p50")),
                 _ms(warm.get("p95")), _ms(warm.get("p99")),
                 (f"{_ms(outside.get('p50'), False)} / {_ms(outside.get('p95'), False)}" if outside["n"]

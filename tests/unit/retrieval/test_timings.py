@@ -130,3 +130,23 @@ def test_each_latency_row_says_what_its_cold_search_includes():
     assert table.header[col - 1] == "cold p50"
     assert [r[col] for r in table.rows] == [COLD["reference"], COLD["system"]]
     assert "index" in COLD["reference"] and "ingestion is not in it" in COLD["system"]
+
+
+def test_failed_and_retried_searches_are_counted_beside_the_percentiles():
+    """A failed search is out of the percentiles and counted; a search answered after retries is in them,
+    timed from its first attempt, and counted as retried."""
+    from memobench.evaluation.latency import summarize
+    from memobench.reporting.latency import blocks
+
+    def row(seconds, attempts, ok, phase="warm"):
+        return {"operation": "search", "phase": phase, "seconds": seconds, "attempts": attempts, "ok": ok,
+                "server_seconds": None}
+
+    rows = [row(0.01, 1, True, "cold"), row(0.02, 1, True), row(3.5, 4, True), row(2.0, 4, False)]
+    s = summarize("lme", "svc", rows, {"hit@5_rate": 0.5})
+    assert (s["searches"], s["failed"], s["retried"]) == (4, 1, 1)
+    assert s["warm"]["n"] == 2 and s["warm"]["p99"]["ms"] > 3000  # the retried search's whole time
+    page = blocks([{**s, "kind": "system", "measures": MEASURES["system"]}], "latency.png")
+    (table,) = [b for b in page if hasattr(b, "rows")]
+    col = table.header.index("searches (cold / warm, failed, retried)")
+    assert table.rows[0][col] == "1 / 2, 1, 1"
