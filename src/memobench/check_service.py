@@ -1,18 +1,18 @@
 """``memobench check-service URL`` (or ``--mcp COMMAND|URL``, or ``--variant
 NAME`` of a configured system variant, with its ``--configfile``): the
-conformance check of a memory service (:mod:`.services.check`) as a table,
+conformance check of a memory service (:mod:`.retrieval.conformance`) as a table,
 one line per check; exit 0 when every check run passed, else 1. Apart from
 the check itself so that the retrieve stage, which runs the check, does not
 depend on the command line's code (its jobs' code fingerprint)."""
 
 from __future__ import annotations
 
-from .services.check import Result, first_failure, run
+from .retrieval.conformance import Result, first_failure, run
 
 
 def table(results: list[Result]) -> str:
     """The results as the command prints them: a header and one aligned line per check."""
-    from .cli import aligned
+    from .core.doc import aligned
 
     return "\n".join(aligned(("check", "result", "why"), [(r.check, r.status, r.why) for r in results])) + "\n"
 

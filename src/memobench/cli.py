@@ -11,6 +11,7 @@ import sys
 
 from .catalog.variant import FAMILIES
 from .catalog.variants import builtin, references
+from .core.doc import aligned
 
 
 def harness_text(harnesses: dict[str, str]) -> str:
@@ -41,13 +42,6 @@ def variant_rows(families) -> list[tuple[str, str, str, str]]:
                 table.setdefault(name, (var, {}))[1][family] = var.harness
     return [(name, ",".join(harnesses), harness_text(harnesses), var.description)
             for name, (var, harnesses) in {**memo, **refs}.items()]
-
-
-def aligned(header, rows) -> list[str]:
-    """The header and rows as lines of columns two spaces apart, each column as
-    wide as its widest cell (the last one left as it is)."""
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header) - 1)]
-    return ["  ".join([*(c.ljust(w) for c, w in zip(r, widths)), r[-1]]).rstrip() for r in [header, *rows]]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -231,3 +231,10 @@ def to_html(blocks) -> str:
             out.append("<div class='group'>" + "".join(f"<div class='card'>{to_html(card)}</div>" for card in b.cards)
                        + "</div>")
     return "\n".join(out)
+
+
+def aligned(header, rows) -> list[str]:
+    """The header and rows as lines of columns two spaces apart, each column as
+    wide as its widest cell (the last one left as it is)."""
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header) - 1)]
+    return ["  ".join([*(c.ljust(w) for c, w in zip(r, widths)), r[-1]]).rstrip() for r in [header, *rows]]

@@ -99,11 +99,13 @@ def _other_run(name: str, results: Path) -> dict:
     """The metrics.json (its official.json folded in) of ``name``, "dataset/variant", a result in the
     folder that this run does not make; ``{"dataset", "variant", "unreadable": why}`` when it cannot be
     read (a file an older memobench wrote may lack what the report shows)."""
+    from ..core import layout
+
     dataset, variant = name.split("/", 1)
-    folder = results / dataset / variant
     try:
-        m = json.loads((folder / "metrics.json").read_text(encoding="utf-8"))
-        official = folder / "official.json"
+        m = json.loads(Path(layout.path(layout.METRICS, root=results, dataset=dataset, variant=variant))
+                       .read_text(encoding="utf-8"))
+        official = Path(layout.path(layout.OFFICIAL, root=results, dataset=dataset, variant=variant))
         if official.is_file():
             m["official"] = json.loads(official.read_text(encoding="utf-8")).get("official")
         return m

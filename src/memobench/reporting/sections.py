@@ -9,6 +9,7 @@ import html
 import json
 from pathlib import Path
 
+from ..core import layout
 from ..core.doc import Bullets, Cell, Code, Group, Heading, Html, Keep, Para, Strong, Table
 from ..core.errors import DataError
 from ..evaluation.correction import ALPHA, POWER
@@ -362,11 +363,11 @@ def other_results_blocks(others: list[dict]) -> list:
                          m.get("description", "")])
         except (KeyError, TypeError, ValueError) as e:  # an older memobench's file may lack a field
             rows.append([m["dataset"], m["variant"], "-", *("-" for _ in HARNESS_MEASURES),
-                         f"not shown: its metrics.json cannot be read ({type(e).__name__}: {e})"])
+                         f"not shown: its {Path(layout.METRICS).name} cannot be read ({type(e).__name__}: {e})"])
     return [Heading(2, "Other results in this folder"),
             Para(["Results in this folder that this run's config does not make: an earlier run's, with another "
                   "config overlay, or ", Code("memobench score"), "'s. Their figures are as their ",
-                  Code("metrics.json"), " gives them; they are in no paired test, matrix or plot of this report. "
+                  Code(Path(layout.METRICS).name), " gives them; they are in no paired test, matrix or plot of this report. "
                   "List a variant in this run's config to compare it."], cls="note"),
             Table(["dataset", "variant", "questions", *LABELS, "description"], rows, left=(0, 1, 3 + len(LABELS)))]
 

@@ -14,7 +14,7 @@ variant)::
           retries: 3                   # more tries of a transient failure, with backoff
           max_errors: 0                # questions that may fail (system errors) before the job stops
           warm_repeats: 1              # each search repeated this many times, timed as warm
-          check: true                  # its conformance check (services/check.py) before the first ingestion
+          check: true                  # its conformance check (retrieval/conformance.py) before the first ingestion
 
 Each question is searched over its own haystack only. With ``namespace``
 isolation every distinct haystack (its sessions' ids, dates and turns) gets
@@ -377,14 +377,14 @@ class _Service:
         with self._timing_lock:
             self.timings.append(row)
 
-    # ---- the conformance check (services/check.py), once per service and settings
+    # ---- the conformance check (retrieval/conformance.py), once per service and settings
 
     def conform(self) -> None:
         """The service's conformance check, unless ``system.check`` is false, a turn variant (the check
         asks for sessions), or a job of this variant already passed it with these settings (a marker
         file named by the definition's digest): a failure is one line naming the check, before any
         of the run's sessions is sent."""
-        from ..services import check
+        from . import conformance as check
 
         if self.spec.get("check", True) is False or self.v.grain != "session":
             return
@@ -640,7 +640,7 @@ class _Service:
 
 
 # --------------------------------------------------------------------------- requests and answers
-# (the retrieve stage's and the conformance check's, services/check.py: one way to ask and to read)
+# (the retrieve stage's and the conformance check's, retrieval/conformance.py: one way to ask and to read)
 
 
 def ingest_values(namespace: str, session: dict) -> dict:

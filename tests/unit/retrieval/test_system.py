@@ -611,7 +611,7 @@ def test_the_reference_service_has_no_warnings(norm, reference, tmp_path):
     assert _merged(norm, tmp_path, "svc", _system(reference[0]))["warnings"] == []
 
 
-# ---- the conformance check before the first ingestion (services/check.py)
+# ---- the conformance check before the first ingestion (retrieval/conformance.py)
 
 
 def _checked(server) -> set[str]:

@@ -1,5 +1,5 @@
 """The conformance check of a memory service (``memobench check-service``,
-services/check.py): it passes against the reference servers (HTTP and MCP
+retrieval/conformance.py): it passes against the reference servers (HTTP and MCP
 stdio), and against small fake servers that each break one promise of the
 API it fails, naming the check: a server that ignores the namespace, keeps
 only the first sessions, skips an id it already holds (as
@@ -20,7 +20,7 @@ import pytest
 
 from memobench.retrieval.reference.server import serve
 from memobench.retrieval.system import system_variant
-from memobench.services import check
+from memobench.retrieval import conformance as check
 from tests.helpers import REPO, reference_command
 from tests.helpers.services import start as _start
 

@@ -29,7 +29,7 @@ before A's reset must be gone. Then, one line each (:data:`CHECKS`):
 - ``latency``: the median time of the searches (informative; it passes).
 
 The command is :mod:`memobench.check_service`. The requests and the reading of answers are the retrieve stage's own
-(:func:`..retrieval.system.ingest_values`, ``search_values``, ``count_of``,
+(:func:`.system.ingest_values`, ``search_values``, ``count_of``,
 ``result_ids``), through the variant's client. The namespaces are reset
 again at the end, where the service still answers.
 """
@@ -125,7 +125,7 @@ def run(spec: dict, client=None, where: str = "check-service") -> list[Result]:
     (:func:`..retrieval.system.system_variant`'s ``retriever``), through ``client`` (made and closed here
     when not given). A server that cannot start raises :class:`.client.StartFailed`: no check can say
     more than that."""
-    from ..retrieval.system import client_of
+    from .system import client_of
 
     own = client is None
     client = client_of(spec, where) if own else client
@@ -153,7 +153,7 @@ class _Check:
     # ---- asking
 
     def _once(self, op: str, values: dict, what: str):
-        from .client import ServiceError, Unavailable
+        from ..services.client import ServiceError, Unavailable
 
         try:
             # an ingest is never retried alone (as in a run): one that timed out may be in, and twice is two
@@ -164,8 +164,8 @@ class _Check:
         return answer, call
 
     def _search(self, namespace: str, s: Synthetic) -> list[str]:
-        from ..retrieval.returned import RetrieverError
-        from ..retrieval.system import result_ids, search_values
+        from .returned import RetrieverError
+        from .system import result_ids, search_values
 
         q = {"question_id": f"check-{s.word}", "question": s.query, "question_date": QUESTION_DATE,
              "question_type": "single-session-user"}
@@ -178,9 +178,9 @@ class _Check:
             raise _Stop(str(e)) from None
 
     def _fill(self) -> None:
-        from ..retrieval.returned import RetrieverError
-        from ..retrieval.system import count_of, ingest_values
-        from .client import ServiceError, Unavailable
+        from .returned import RetrieverError
+        from .system import count_of, ingest_values
+        from ..services.client import ServiceError, Unavailable
 
         for ns in self.held:
             self._once("reset", {"namespace": ns}, f"reset of namespace {ns!r}")
@@ -208,7 +208,7 @@ class _Check:
                 self.searches.append((ns, s, self._search(ns, s), self._search(ns, s)))
 
     def run(self) -> list[Result]:
-        from .client import attempts
+        from ..services.client import attempts
 
         try:
             # filled again from the start after a transient failure, as a run ingests a namespace again
