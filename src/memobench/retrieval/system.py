@@ -141,6 +141,11 @@ def system_variant(name: str, family: str, entry: dict, others: dict | None = No
                           f"MRR read 10, so give k: {MIN_K} or more (default 50)")
     if spec.get("degenerate", "warn") not in DEGENERATE:
         raise ConfigError(f"{where}: degenerate {spec['degenerate']!r} is not one of {', '.join(DEGENERATE)}")
+    # a setting kept out of DEFAULTS and written at its default is left out, so that the variant's params (and
+    # so its jobs, which Snakemake reruns when they change) are those of the config that leaves it out
+    for key, default in {**UNLISTED_DEFAULTS, "check": True}.items():
+        if key in spec and _at_default(spec[key], default):
+            del spec[key]
     if spec["isolation"] not in ISOLATION:
         raise ConfigError(f"{where}: isolation {spec['isolation']!r} is not one of {', '.join(ISOLATION)}")
     results = {**DEFAULT_RESULTS, **(s.get("results") or {})}
@@ -207,6 +212,15 @@ def _no_written_secret(url: str, where: str) -> None:
         raise ConfigError(f"{where}: {_shown(url)!r} holds a secret written out (its user information or a query "
                           f"value); write it as $NAME, read from the environment when the job runs, so that no "
                           f"file the pipeline writes holds it")
+
+
+def _at_default(value, default) -> bool:
+    """``value`` is ``default`` as a setting reads it: 64 and 64.0 are one, True and 1 are not."""
+    if isinstance(value, bool) or isinstance(default, bool):
+        return value is default
+    if isinstance(default, (int, float)):
+        return isinstance(value, (int, float)) and float(value) == float(default)
+    return value == default
 
 
 def definition(variant) -> str:
