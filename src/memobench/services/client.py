@@ -157,14 +157,16 @@ class _Deadlines:
                 now = time.monotonic()
                 for conn, at in list(self._due.items()):
                     if at <= now:
-                        del self._due[conn]
                         self._fired.add(conn)
                         sock = conn.sock
-                        if sock is not None:
-                            try:
-                                sock.shutdown(socket.SHUT_RDWR)  # the blocked read returns at once
-                            except OSError:
-                                pass
+                        if sock is None:  # still connecting (a name lookup no socket timeout bounds): cut it
+                            self._due[conn] = now + 0.05  # as soon as its socket exists
+                            continue
+                        del self._due[conn]
+                        try:
+                            sock.shutdown(socket.SHUT_RDWR)  # the blocked read returns at once
+                        except OSError:
+                            pass
                 self._cv.wait(min(self._due.values()) - now if self._due else None)
 
 

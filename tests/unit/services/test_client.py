@@ -240,3 +240,30 @@ def test_a_path_no_request_can_carry_is_one_line_at_once_without_the_query():
     assert time.monotonic() - started < 2  # no backoff waited
     assert str(e.value) == "search '/a b': not a path an HTTP request can carry (check endpoints.search.path)"
     assert client.breaks == 0
+
+
+def test_a_deadline_that_passes_before_the_socket_exists_cuts_it_once_it_does():
+    """A request whose deadline passed while it was still connecting (a name lookup no socket timeout
+    bounds) is cut as soon as its socket exists, not left to read without end."""
+    import http.client
+    import socket
+
+    from memobench.services.client import _Deadlines
+
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        conn = http.client.HTTPConnection("127.0.0.1", server.getsockname()[1], timeout=30)
+        deadlines = _Deadlines()
+        try:
+            deadlines.arm(conn, time.monotonic() - 1)  # due already, and no socket yet
+            time.sleep(0.1)
+            conn.connect()
+            peer, _ = server.accept()
+            started = time.monotonic()
+            assert conn.sock.recv(1) == b""  # cut: a blocked read returns at once
+            assert time.monotonic() - started < 5 and deadlines.disarm(conn)
+            peer.close()
+        finally:
+            deadlines.stop()
+            conn.close()
