@@ -2,7 +2,7 @@
 ``memobench.datasets`` and ``memobench.variants`` for notebooks.
 
 Nothing here computes a metric: :func:`score` runs ``memobench score``'s own
-code (score.py: the generated overlay, Snakemake on its targets, the cached
+code (score_command.py: the generated overlay, Snakemake on its targets, the cached
 stages reused) and hands back the figures it prints; :func:`load` reads the
 files the pipeline wrote into tidy DataFrames (per-question hits from the
 measures' own definitions, evaluation/measures.py). pandas is imported inside

@@ -35,7 +35,7 @@ def variant_of(args):
     with every default; a ConfigError line for what cannot be one."""
     from .core.errors import ConfigError
     from .retrieval.system import system_variant
-    from .score_command import ScoreError, find_workflow, load_config, service_of, _merged
+    from .score_command import ScoreError, _merged, find_workflow, load_config, read_config_file, service_of
 
     if [args.url, args.mcp, args.variant].count(None) != 2:
         raise ConfigError("check-service: give the service's URL, --mcp COMMAND|URL, or --variant NAME of a "
@@ -46,19 +46,21 @@ def variant_of(args):
         except ScoreError as e:
             raise ConfigError(str(e)) from None
     try:
-        config = load_config(find_workflow(args.workflow), args.configfile)
+        snakefile = find_workflow(args.workflow)
     except ScoreError:
-        if not args.configfile:
-            raise ConfigError("--variant: no workflow found (its config.yaml) and no --configfile given; give the "
-                              "config file that defines the variant") from None
-        import yaml
-
+        snakefile = None
+    if snakefile is not None:
+        try:
+            config = load_config(snakefile, args.configfile)
+        except ScoreError as e:  # a file that cannot be read, or a config the schema refuses
+            raise ConfigError(str(e)) from None
+    elif not args.configfile:
+        raise ConfigError("--variant: no workflow found (its config.yaml) and no --configfile given; give the "
+                          "config file that defines the variant")
+    else:
         config = {}
         for path in args.configfile:  # outside a checkout: the files given, merged as Snakemake does
-            try:
-                config = _merged(config, yaml.safe_load(open(path, encoding="utf-8")) or {})
-            except OSError as e:
-                raise ConfigError(f"{path}: cannot read the config file ({e.strerror})") from None
+            config = _merged(config, read_config_file(path, ConfigError))
     entry = (config.get("variants") or {}).get(args.variant)
     if entry is None:
         raise ConfigError(f"--variant {args.variant!r}: no such variant in {', '.join(args.configfile or ['config.yaml'])}"

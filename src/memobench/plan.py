@@ -320,7 +320,7 @@ def metrics_files(config: dict) -> list[str]:
 
 def other_results(config: dict) -> dict[str, str]:
     """The variants' results this folder holds that the config's run does not make (an earlier run's
-    overlay, ``memobench score``): {"dataset/variant": a digest of its metrics.json}. The report
+    overlay, ``memobench score``): {"dataset/variant": a digest of its metrics.json and official.json}. The report
     lists them apart from the run's own tables, so that one report covers the folder; as its params
     they remake it when one appears or changes."""
     import glob
@@ -333,7 +333,11 @@ def other_results(config: dict) -> dict[str, str]:
         if made in ours:
             continue
         dataset, variant = Path(made).parts[-3:-1]
-        out[f"{dataset}/{variant}"] = hashlib.sha256(Path(found).read_bytes()).hexdigest()[:16]
+        digest = hashlib.sha256(Path(found).read_bytes())
+        official = Path(layout.path(layout.OFFICIAL, dataset=dataset, variant=variant))
+        if official.is_file():  # the report folds it in too
+            digest.update(official.read_bytes())
+        out[f"{dataset}/{variant}"] = digest.hexdigest()[:16]
     return out
 
 

@@ -126,16 +126,29 @@ def _merged(base: dict, over: dict) -> dict:
 
 
 def load_config(snakefile: Path, overlays: list[str]) -> dict:
-    import yaml
-
     config: dict = {}
     for path in [snakefile.parent / "config.yaml", *overlays]:
-        try:
-            config = _merged(config, yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {})
-        except OSError as e:
-            raise ScoreError(f"{path}: cannot read the config file ({e.strerror})") from None
+        config = _merged(config, read_config_file(path, ScoreError))
     validate(config, snakefile.parent / "workflow" / "schemas" / "config.schema.yaml")
     return config
+
+
+def read_config_file(path, error=ScoreError) -> dict:
+    """One config file's mapping; ``error`` with one line naming the file when it cannot be read or is
+    not YAML."""
+    import yaml
+
+    try:
+        loaded = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    except OSError as e:
+        raise error(f"{path}: cannot read the config file ({e.strerror})") from None
+    except yaml.YAMLError as e:
+        where = getattr(e, "problem_mark", None)
+        raise error(f"{path}: not valid YAML" + (f" (line {where.line + 1})" if where is not None else "")
+                    + f": {getattr(e, 'problem', None) or e}") from None
+    if not isinstance(loaded, dict):
+        raise error(f"{path}: a config file is a mapping of keys, not a {type(loaded).__name__}")
+    return loaded
 
 
 def variant_name(path: Path | str, given: str | None, service: dict | None = None) -> str:

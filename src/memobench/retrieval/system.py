@@ -141,6 +141,11 @@ def system_variant(name: str, family: str, entry: dict, others: dict | None = No
                           f"MRR read 10, so give k: {MIN_K} or more (default 50)")
     if spec.get("degenerate", "warn") not in DEGENERATE:
         raise ConfigError(f"{where}: degenerate {spec['degenerate']!r} is not one of {', '.join(DEGENERATE)}")
+    # a setting kept out of DEFAULTS and written at its default is left out, so that the variant's params (and
+    # so its jobs, which Snakemake reruns when they change) are those of the config that leaves it out
+    for key, default in {**UNLISTED_DEFAULTS, "check": True}.items():
+        if key in spec and _at_default(spec[key], default):
+            del spec[key]
     if spec["isolation"] not in ISOLATION:
         raise ConfigError(f"{where}: isolation {spec['isolation']!r} is not one of {', '.join(ISOLATION)}")
     results = {**DEFAULT_RESULTS, **(s.get("results") or {})}
@@ -207,6 +212,15 @@ def _no_written_secret(url: str, where: str) -> None:
         raise ConfigError(f"{where}: {_shown(url)!r} holds a secret written out (its user information or a query "
                           f"value); write it as $NAME, read from the environment when the job runs, so that no "
                           f"file the pipeline writes holds it")
+
+
+def _at_default(value, default) -> bool:
+    """``value`` is ``default`` as a setting reads it: 64 and 64.0 are one, True and 1 are not."""
+    if isinstance(value, bool) or isinstance(default, bool):
+        return value is default
+    if isinstance(default, (int, float)):
+        return isinstance(value, (int, float)) and float(value) == float(default)
+    return value == default
 
 
 def definition(variant) -> str:
@@ -413,8 +427,8 @@ class _Service:
 
     # ---- ingestion
 
-    def _count(self, namespace: str):
-        n, call = count_of(self.client, self.spec, namespace, self.where())
+    def _count(self, namespace: str, retries: int | None = None):
+        n, call = count_of(self.client, self.spec, namespace, self.where(), retries)
         if call is not None:
             self._time("count", "", namespace, None, call)
         return n
@@ -429,13 +443,14 @@ class _Service:
         for _ in attempts(int(self.spec["retries"]) + 1, float(self.spec["backoff_s"]), lambda: asked):
             breaks = self.client.breaks
             try:
-                _, call = self.client.once("reset", {"namespace": namespace})
+                # each request tried once: this loop is the retries (nested ones would multiply the waits)
+                _, call = self.client.once("reset", {"namespace": namespace}, retries=0)
                 self._time("reset", "", namespace, None, call)
                 started = time.monotonic()
                 for s in sessions:
                     _, call = self.client.once("ingest", ingest_values(namespace, s), retries=0)
                     self._time("ingest", "", namespace, None, call)
-                n = self._count(namespace)
+                n = self._count(namespace, retries=0)
             except Unavailable as e:
                 why, asked = str(e), getattr(e, "retry_after", 0.0)  # a 429's Retry-After, honoured here too
                 continue
@@ -655,14 +670,15 @@ def search_values(namespace: str, k: int, q: dict) -> dict:
             "question.date": q.get("question_date"), "question.type": q.get("question_type")}
 
 
-def count_of(client, spec: dict, namespace: str, where: str):
+def count_of(client, spec: dict, namespace: str, where: str, retries: int | None = None):
     """(the sessions ``namespace`` holds, the call's :class:`..services.client.Call`), or (None, None) when
-    the service has no ``count``; a one-line RetrieverError for an answer that is not a number."""
+    the service has no ``count``; a one-line RetrieverError for an answer that is not a number
+    (``retries``: the client's own unless given)."""
     from ..services.api import Missing, pick
 
     if spec["operations"].get("count") is None:
         return None, None
-    resp, call = client.once("count", {"namespace": namespace})
+    resp, call = client.once("count", {"namespace": namespace}, retries=retries)
     try:
         n = pick(resp, spec["operations"]["count"].get("sessions", "sessions"))
     except Missing as e:

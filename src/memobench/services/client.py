@@ -277,10 +277,17 @@ class HttpClient:
                 data = self._body(resp, op, path)
                 if deadlines.disarm(conn):
                     raise TimeoutError  # cut at its deadline: what was read may be a part
+            except http.client.InvalidURL:
+                deadlines.disarm(conn)
+                # a path no request can carry (a space, a control character): the config's, never transient;
+                # named by its path, since the target may hold the URL's query (a key)
+                raise ServiceError(f"{op} {path!r}: not a path an HTTP request can carry (check "
+                                   f"endpoints.{op}.path)") from None
             except (OSError, ValueError, http.client.HTTPException) as exc:
                 cut = deadlines.disarm(conn)
                 self._drop()
-                self.breaks += 1
+                with self._lock:  # threads ingesting at once read it to tell a lost connection
+                    self.breaks += 1
                 kind = "timed out" if cut or isinstance(exc, TimeoutError) else type(exc).__name__
                 why = f"{kind} after {time.monotonic() - started:.3g} s" if kind == "timed out" else \
                     f"{kind}: {exc}" if str(exc) else kind

@@ -53,3 +53,6 @@ def test_the_plan_names_the_folders_results_the_run_does_not_make(tmp_path, monk
     before = found["locomo10/their"]
     (tmp_path / "results" / "locomo10" / "their" / "metrics.json").write_text(json.dumps({"v": "changed"}))
     assert plan.other_results(config)["locomo10/their"] != before  # a changed result remakes the report
+    before = plan.other_results(config)["locomo10/their"]
+    (tmp_path / "results" / "locomo10" / "their" / "official.json").write_text("{}")
+    assert plan.other_results(config)["locomo10/their"] != before  # its official.json is shown too

@@ -149,3 +149,21 @@ def test_the_command_takes_a_configured_variant_s_settings(fake, tmp_path):
     missing = _cli("--configfile", str(cfg), "--variant", "nope")
     assert missing.returncode == 1 and missing.stderr.startswith("memobench: ") and "nope" in missing.stderr
     assert len(missing.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("inside", [True, False])
+def test_a_config_file_that_is_not_yaml_is_one_line_naming_it(tmp_path, monkeypatch, inside):
+    """In a checkout or outside one: the file and its line, not the YAML parser's traceback."""
+    from argparse import Namespace
+
+    from memobench.check_service import variant_of
+    from memobench.core.errors import ConfigError
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("variants: [\n", encoding="utf-8")
+    monkeypatch.chdir(REPO if inside else tmp_path)
+    monkeypatch.delenv("MEMOBENCH_WORKFLOW", raising=False)
+    args = Namespace(url=None, mcp=None, variant="x", configfile=[str(bad)], workflow=None)
+    with pytest.raises(ConfigError) as e:
+        variant_of(args)
+    assert str(e.value) == f"{bad}: not valid YAML (line 2): expected the node content, but found '<stream end>'"

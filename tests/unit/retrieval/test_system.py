@@ -664,3 +664,23 @@ def test_a_setting_written_at_its_default_is_the_same_definition():
         assert definition(resolve("svc", "s", {"svc": _system(url, **over)})) == base, over
     for over in ({"max_response_mb": 8}, {"degenerate": "error"}, {"k": 20}):
         assert definition(resolve("svc", "s", {"svc": _system(url, **over)})) != base, over
+
+
+def test_a_setting_written_at_its_default_leaves_the_variants_params_as_they_were():
+    """The retrieve and merge params (Snakemake reruns a job when they change) of a variant that writes
+    check, degenerate or max_response_mb at its default are those of one that leaves them out."""
+    from memobench import plan
+    from memobench.catalog.variant import to_spec
+
+    url = "http://127.0.0.1:9"
+    config = {"variants": {}}
+
+    def params(**over):
+        spec = to_spec(resolve("svc", "s", {"svc": _system(url, **over)}))
+        return plan.retrieve_spec(config, spec), plan.merge_spec(spec)
+
+    base = params()
+    assert params(check=True, degenerate="warn", max_response_mb=64) == base
+    assert params(max_response_mb=64.0) == base
+    for over in ({"check": False}, {"degenerate": "error"}, {"max_response_mb": 8}):
+        assert params(**over) != base, over

@@ -7,6 +7,8 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import pytest
+
 from memobench.retrieval.reference.server import reply
 from memobench.services.client import HttpClient
 
@@ -223,3 +225,18 @@ def test_an_mcp_failure_naming_the_url_stars_its_secrets():
         assert said == "Client error '401' for url 'http://***@127.0.0.1:9/mcp?api_key=***'"
     finally:
         client.close()
+
+
+def test_a_path_no_request_can_carry_is_one_line_at_once_without_the_query():
+    """A configured path with a space is the config's mistake, not a transient failure: no retry, and the
+    line names the path, not the target that carries the URL's query (a key)."""
+    from memobench.services.client import HttpClient, ServiceError
+
+    client = HttpClient("http://127.0.0.1:9?api_key=S3CRET", {"search": {"path": "/a b", "body": {}}},
+                        retries=3, backoff_s=5)
+    started = time.monotonic()
+    with pytest.raises(ServiceError) as e:
+        client.once("search", {})
+    assert time.monotonic() - started < 2  # no backoff waited
+    assert str(e.value) == "search '/a b': not a path an HTTP request can carry (check endpoints.search.path)"
+    assert client.breaks == 0
