@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Iterable
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-__all__ = ["MemobenchError", "ScoreResult", "Results", "score", "load", "datasets", "variants"]
+__all__ = ["MemobenchError", "ScoreResult", "Results", "score", "load", "list_datasets", "list_variants"]
 
 
 class MemobenchError(Exception):
@@ -280,7 +280,7 @@ def _config(workdir: str | Path, configfile: Iterable[str | Path], workflow: str
         raise _error(e) from None
 
 
-def datasets(workdir: str | Path = ".", configfile: Iterable[str | Path] = (), *,
+def list_datasets(workdir: str | Path = ".", configfile: Iterable[str | Path] = (), *,
              workflow: str | Path | None = None) -> pd.DataFrame:
     """The configured datasets (config.yaml and the ``configfile`` overlays, merged as Snakemake
     merges them): one row each with its ``family``, ``format``, ``file``, ``segments`` and
@@ -297,7 +297,7 @@ def datasets(workdir: str | Path = ".", configfile: Iterable[str | Path] = (), *
                         columns=["dataset", "family", "format", "file", "segments", "variants", "run"])
 
 
-def variants(family: str | None = None) -> pd.DataFrame:
+def list_variants(family: str | None = None) -> pd.DataFrame:
     """The built-in variants, as ``memobench variants`` lists them: ``variant``, ``families``,
     ``harness``, ``description`` (the reference retrievers last); ``family`` keeps one family's."""
     import pandas as pd

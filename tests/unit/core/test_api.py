@@ -24,18 +24,10 @@ def test_import_memobench_imports_neither_pandas_nor_snakemake():
 
 def test_help_lists_the_calls_with_their_docstrings():
     text = pydoc.render_doc(memobench, renderer=pydoc.plaintext)
-    for call in ("score(run_file", "load(results", "datasets(workdir", "variants(family", "class MemobenchError"):
+    for call in ("score(run_file", "load(results", "list_datasets(workdir", "list_variants(family", "class MemobenchError"):
         assert call in text, call
-    for f in (memobench.score, memobench.load, memobench.datasets, memobench.variants):
+    for f in (memobench.score, memobench.load, memobench.list_datasets, memobench.list_variants):
         assert f.__doc__ and f.__annotations__
-
-
-def test_the_names_stay_the_api_after_the_subpackages_load():
-    import memobench.datasets.dates  # noqa: F401  (the readers' subpackage of the same name)
-    from memobench.datasets import dates
-
-    assert callable(memobench.datasets) and memobench.datasets is memobench.api.datasets
-    assert dates.__name__ == "memobench.datasets.dates"
 
 
 def test_errors_are_the_commands_line_and_nothing_is_printed(tmp_path, capsys, monkeypatch):
@@ -50,7 +42,7 @@ def test_errors_are_the_commands_line_and_nothing_is_printed(tmp_path, capsys, m
     with pytest.raises(memobench.MemobenchError, match=r"^memobench: .*no such results folder"):
         memobench.load(tmp_path / "none")
     with pytest.raises(memobench.MemobenchError, match=r"^memobench: family 'x'"):
-        memobench.variants("x")
+        memobench.list_variants("x")
     assert issubclass(memobench.MemobenchError, Exception)
     assert capsys.readouterr() == ("", "")
 
@@ -60,11 +52,11 @@ def test_datasets_and_variants_list_the_config_and_the_catalog(capsys, monkeypat
     from memobench.catalog.variant import FAMILIES
 
     monkeypatch.chdir(REPO)
-    ds = memobench.datasets()
+    ds = memobench.list_datasets()
     assert "locomo10" in set(ds["dataset"]) and ds.set_index("dataset").loc["locomo10", "family"] == "locomo"
-    v = memobench.variants()
+    v = memobench.list_variants()
     assert [tuple(r) for r in v.itertuples(index=False)] == variant_rows(FAMILIES)
-    assert set(memobench.variants("locomo")["variant"]) >= {"v0.8.0", "v0.5.0"}
+    assert set(memobench.list_variants("locomo")["variant"]) >= {"v0.8.0", "v0.5.0"}
     assert capsys.readouterr() == ("", "")
 
 
