@@ -1,7 +1,7 @@
 """Command line: `memobench variants` lists the named variants and the
 original harness each reproduces; `memobench recipe-table` prints the recipe
 fields with their allowed values (the README's table); `memobench score RUN
---dataset NAME` scores another system's run file beside a variant (score.py);
+--dataset NAME` scores another system's run file beside a variant (score_command.py);
 `memobench check-service URL` checks a memory service (check_service.py)."""
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     v = sub.add_parser("variants", help="list the built-in variants (the reference retrievers last)")
     v.add_argument("--family", choices=FAMILIES, help="only the variants of one dataset family")
     sub.add_parser("recipe-table", help="the recipe fields, their defaults and allowed values (Markdown)")
-    from .score import add_arguments
+    from .score_command import add_arguments
 
     add_arguments(sub.add_parser("score", help="score another system's run file under the harness rules, beside "
                                                "a variant (docs/imported-runs.md)"))
@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return serve(args)
     if args.command == "score":
-        from .score import main as score
+        from .score_command import main as score
 
         return score(args)
     if args.command == "recipe-table":

@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from tests.helpers import REPO
-from memobench.score import WORKFLOW_ENV, ScoreError, find_workflow
+from memobench.score_command import WORKFLOW_ENV, ScoreError, find_workflow
 
 NOT_CONFIGURED = "memobench: --dataset 'no-such-dataset' is not configured"
 

@@ -324,17 +324,24 @@ def targets(dataset: str, variants: list[str]) -> list[str]:
     return [layout.path(p, dataset=dataset, variant=v) for v in variants for p in (layout.METRICS, layout.OFFICIAL)]
 
 
-def run_snakemake(cmd: list[str]) -> None:
-    """Snakemake with its progress lines and memobench's own lines passed on (stderr)."""
+def run_snakemake(cmd: list[str], quiet: bool = False) -> None:
+    """Snakemake with its progress lines and memobench's own lines passed on (stderr). ``quiet`` (the
+    Python API's default) passes nothing on: a failure's error is then the first ``memobench:`` line
+    Snakemake's jobs said, else the last line of its output."""
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     tail: list[str] = []
-    said = False
+    said: list[str] = []
     for line in proc.stdout:
         tail = (tail + [line.rstrip("\n")])[-30:]
         if line.startswith("memobench:") or re.match(r"\d+ of \d+ steps", line):
-            print(line.rstrip("\n"), file=sys.stderr)
-            said = said or line.startswith("memobench:")
+            if not quiet:
+                print(line.rstrip("\n"), file=sys.stderr)
+            if line.startswith("memobench:"):
+                said.append(line.rstrip("\n").removeprefix("memobench:").strip())
     if proc.wait() != 0:
+        if quiet:
+            why = said[0] if said else next((t.strip() for t in reversed(tail) if t.strip()), "no output")
+            raise ScoreError(f"the pipeline failed (snakemake exit status {proc.returncode}): {why}")
         if not said:
             print("\n".join(tail), file=sys.stderr)
         raise ScoreError(f"the pipeline failed (snakemake exit status {proc.returncode}); the line above says why")
@@ -384,15 +391,22 @@ def paired_lines(c: dict) -> list[str]:
 def paired_or_why(ds: str, name: str, against: str, m: dict, outcomes, against_outcomes) -> list[str]:
     """:func:`paired_lines` of ``name`` against ``against``, or, for a run covering too few of the
     evaluated questions, why there is none (the report's rule, stats.py)."""
+    c = paired(ds, name, against, m, outcomes, against_outcomes)
+    return [c] if isinstance(c, str) else paired_lines(c)
+
+
+def paired(ds: str, name: str, against: str, m: dict, outcomes, against_outcomes) -> dict | str:
+    """The paired comparison of ``name`` against ``against`` (:func:`memobench.evaluation.stats.compare`),
+    or, for a run covering too few of the evaluated questions, the line saying why there is none."""
     from .evaluation.metrics import MIN_COVERAGE, coverage, too_few
     from .evaluation.stats import compare, per_question
 
     cov, n = coverage(m)
     if too_few(cov, n):
-        return [f"no paired comparison: {name} covers {cov} of {n} questions, fewer than {100 * MIN_COVERAGE:g}% "
+        return (f"no paired comparison: {name} covers {cov} of {n} questions, fewer than {100 * MIN_COVERAGE:g}% "
                 f"of the evaluated questions (each question it does not list counts as its miss, so a difference "
-                f"would measure its coverage, not its ranking)"]
-    return paired_lines(compare(name, against, per_question(outcomes), per_question(against_outcomes), ds))
+                f"would measure its coverage, not its ranking)")
+    return compare(name, against, per_question(outcomes), per_question(against_outcomes), ds)
 
 
 def main(args) -> int:
@@ -405,7 +419,19 @@ def main(args) -> int:
 
 
 def score(args) -> str:
+    """What ``memobench score`` prints."""
+    return scored(args)["text"]
+
+
+def scored(args) -> dict:
+    """Score ``args``'s run (or service) through the pipeline: the printed text (``text``) and the
+    figures it states: ``dataset``, ``variant``, ``against``, the variant's metrics.json
+    (``metrics``) and official.json (``official``), ``against_metrics``, and ``paired``, the paired
+    comparison (:func:`paired`: a dict, the line saying why there is none, or None without
+    ``against``). ``args.quiet`` (the Python API) prints nothing."""
     from .evaluation.published import published
+
+    quiet = getattr(args, "quiet", False)
 
     if [args.run, args.system, args.mcp].count(None) != 2:
         raise ScoreError("give a run file, --system URL for a memory service, or --mcp COMMAND|URL for an MCP one "
@@ -493,10 +519,11 @@ def score(args) -> str:
            "--configfile", *[str(Path(c).resolve()) for c in args.configfile], str(overlay), "--cores",
            str(args.cores)]
     what = f"the memory service at {run}" if isinstance(run, str) else f"{run.name} ({fmt})"
-    print(f"memobench score: {what} as variant {name!r} of {ds}"
-          + (f", against {against}" if against else "") + f"; overlay {overlay.relative_to(workdir)}",
-          file=sys.stderr)
-    run_snakemake(cmd)
+    if not quiet:
+        print(f"memobench score: {what} as variant {name!r} of {ds}"
+              + (f", against {against}" if against else "") + f"; overlay {overlay.relative_to(workdir)}",
+              file=sys.stderr)
+    run_snakemake(cmd, quiet)
 
     def read(v: str, pattern: str) -> dict:
         return json.loads((workdir / layout.path(pattern, dataset=ds, variant=v)).read_text(encoding="utf-8"))
@@ -507,6 +534,7 @@ def score(args) -> str:
            data_file_line(workdir / layout.path(layout.VERIFIED, dataset=ds)), "",
            "harness metrics (the Memo harness's rules: first gold rank in the top 10):",
            harness_line(name, m)]
+    am = comparison = None
     if against:
         am, aoff = read(against, layout.METRICS), read(against, layout.OFFICIAL)
         out.append(harness_line(against, am, published(ds, against)))
@@ -533,12 +561,14 @@ def score(args) -> str:
         outcomes = [[workdir / layout.path(layout.SEGMENT_TABLE, dataset=ds, variant=v, segment=layout.segment_name(i),
                                            suffix=layout.SEGMENT_SUFFIXES["outcomes"]) for i in range(1, n_seg + 1)]
                     for v in (name, against)]
-        out += ["", *paired_or_why(ds, name, against, m, *outcomes)]
+        comparison = paired(ds, name, against, m, *outcomes)
+        out += ["", *([comparison] if isinstance(comparison, str) else paired_lines(comparison))]
     if off.get("turn"):
         out += ["", *turn_lines(name, off["turn"])]
     if isinstance(run, str):
         out += ["", *latency_lines(workdir, ds, name, entry["segments"], m)]
-    return "\n".join(out)
+    return {"text": "\n".join(out), "dataset": ds, "variant": name, "against": against, "metrics": m,
+            "official": off, "against_metrics": am, "paired": comparison, "workdir": workdir}
 
 
 def turn_lines(label: str, t: dict) -> list[str]:

@@ -1,0 +1,310 @@
+"""The Python API (docs/python-api.md): ``memobench.score``, ``memobench.load``,
+``memobench.datasets`` and ``memobench.variants`` for notebooks.
+
+Nothing here computes a metric: :func:`score` runs ``memobench score``'s own
+code (score_command.py: the generated overlay, Snakemake on its targets, the cached
+stages reused) and hands back the figures it prints; :func:`load` reads the
+files the pipeline wrote into tidy DataFrames (per-question hits from the
+measures' own definitions, evaluation/measures.py). pandas is imported inside
+the functions: ``import memobench`` stays light for the pipeline's jobs."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterable
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+__all__ = ["MemobenchError", "ScoreResult", "Results", "score", "load", "list_datasets", "list_variants"]
+
+
+class MemobenchError(Exception):
+    """A memobench error: its text is the one ``memobench:`` line the command line prints."""
+
+
+def _error(e: Exception) -> MemobenchError:
+    return MemobenchError(f"memobench: {e}")
+
+
+@dataclass
+class ScoreResult:
+    """One scored run, as ``memobench score`` prints it.
+
+    ``metrics``: the harness figures of metrics.json (its counts and rates:
+    ``questions``, ``hit@k``, ``hit@k_rate``, ``mrr``, ``items``, ``skipped``,
+    ``counted_as_miss``, ...); ``official``: official.json's ``official`` block
+    (None where the dataset has no official scorer); ``paired``: the paired
+    comparison against ``against`` (stats.py's ``compare``: per measure
+    ``diff``, ``ci95``, ``p``, ``p_analytic``), None without one, and
+    ``paired_note`` says why where the run covers too few questions;
+    ``text``: the printed report."""
+
+    dataset: str
+    variant: str
+    against: str | None
+    metrics: dict
+    official: dict | None
+    paired: dict | None
+    paired_note: str | None = None
+    against_metrics: dict | None = None
+    text: str = field(default="", repr=False)
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def _figures(m: dict) -> dict:
+    """metrics.json's counts and rates (its numbers, and the skip and miss counts), not its descriptions."""
+    out = {k: v for k, v in m.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    for k in ("skipped", "counted_as_miss"):
+        if k in m:
+            out[k] = dict(m[k])
+    return out
+
+
+def score(run_file: str | Path, dataset: str, against: str | None = None, name: str | None = None,
+          format: str | None = None, workdir: str | Path = ".", configfile: Iterable[str | Path] = (), *,
+          grain: str = "session", cores: int = 1, workflow: str | Path | None = None,
+          verbose: bool = False) -> ScoreResult:
+    """Score a run file on ``dataset`` as ``memobench score RUN --dataset DATASET`` does (the same
+    pipeline, overlay and cache: a rerun with the same file does nothing) and return its figures.
+
+    ``against``: the variant to compare with (default as the command's); ``name``: the imported
+    variant's name (default the file's name); ``format``: ``trec``, ``json`` or ``retrievallog``
+    (default read from the file); ``workdir``: the folder holding ``results/``; ``configfile``:
+    config overlays, as ``--configfile``; ``workflow``: the project's checkout (default
+    ``$MEMOBENCH_WORKFLOW``, else ``workdir`` or a folder above it). Prints nothing unless
+    ``verbose``. Raises :class:`MemobenchError` with the command's ``memobench:`` line."""
+    from . import score_command as command
+    from .core.errors import ConfigError
+
+    workdir = Path(workdir)
+    args = argparse.Namespace(run=str(run_file), system=None, mcp=None, dataset=dataset, against=against,
+                              format=format, name=name, k=None, grain=grain,
+                              configfile=[str(c) for c in configfile], directory=str(workdir), cores=str(cores),
+                              workflow=None, snakefile=None, quiet=not verbose)
+    try:
+        args.snakefile = str(command.find_workflow(None if workflow is None else str(workflow),
+                                                   cwd=workdir.resolve()))
+        got = command.scored(args)
+    except (command.ScoreError, ConfigError) as e:
+        raise _error(e) from None
+    if verbose:
+        print(got["text"])
+    paired = got["paired"]
+    return ScoreResult(dataset=got["dataset"], variant=got["variant"], against=got["against"],
+                       metrics=_figures(got["metrics"]), official=got["official"].get("official"),
+                       paired=paired if isinstance(paired, dict) else None,
+                       paired_note=paired if isinstance(paired, str) else None,
+                       against_metrics=None if got["against_metrics"] is None else _figures(got["against_metrics"]),
+                       text=got["text"])
+
+
+@dataclass
+class Results:
+    """The pipeline's results as tidy DataFrames (docs/tables.md#the-python-apis-dataframes):
+    ``outcomes`` (one row per question and variant), ``metrics`` and ``official`` (long form: one
+    row per figure), ``paired`` (stats.json's comparisons, one row per measure) and ``latency``
+    (latency.json, one row per service variant; empty where there is none)."""
+
+    outcomes: pd.DataFrame
+    metrics: pd.DataFrame
+    official: pd.DataFrame
+    paired: pd.DataFrame
+    latency: pd.DataFrame
+
+    def __repr__(self) -> str:
+        return "Results(" + ", ".join(f"{k}: {len(getattr(self, k))} rows" for k in
+                                      ("outcomes", "metrics", "official", "paired", "latency")) + ")"
+
+
+def _read(path: Path):
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise MemobenchError(f"memobench: {path}: cannot read it ({e})") from None
+
+
+def _file(results: Path, pattern: str, ds: str, v: str = "*") -> Path:
+    from .core import layout
+
+    return Path(layout.path(pattern, root=results, dataset=ds, variant=v))
+
+
+def _variant_folders(results: Path) -> list[tuple[str, str, Path]]:
+    """(dataset, variant, results folder) of every variant folder holding a metrics.json, sorted."""
+    from .core import layout
+
+    found = Path(layout.path(layout.METRICS, root=".", dataset="*", variant="*"))
+    return sorted((f.parent.parent.name, f.parent.name, results) for f in results.glob(str(found)))
+
+
+OUTCOME_COLUMNS = ["dataset", "variant", "q_index", "question_id", "question_type", "status", "reason",
+                   "in_types", "gold_rank", "n_ranked"]
+
+
+def _outcomes(folders) -> pd.DataFrame:
+    import pandas as pd
+
+    from .core import layout
+    from .evaluation.measures import HARNESS_MEASURES, MEASURES
+
+    frames = []
+    for ds, v, folder in folders:
+        path = _file(folder, layout.OUTCOMES, ds, v)
+        if not path.is_file():
+            continue
+        d = pd.read_parquet(path)
+        d.insert(0, "dataset", ds)
+        d.insert(1, "variant", v)
+        d = d[[c for c in OUTCOME_COLUMNS if c in d.columns]]
+        evaluated = d["status"] == "evaluated"
+        for m in HARNESS_MEASURES:  # each measure's own definition of a question's value from its rank
+            d[m] = [MEASURES[m].of_rank(int(r)) if e else None for r, e in zip(d["gold_rank"], evaluated)]
+            d[m] = d[m].astype("boolean" if MEASURES[m].counted else "Float64")
+        frames.append(d)
+    if not frames:
+        return pd.DataFrame(columns=OUTCOME_COLUMNS)
+    return pd.concat(frames, ignore_index=True)
+
+
+def _metrics(folders) -> pd.DataFrame:
+    import pandas as pd
+
+    from .core import layout
+    from .evaluation.measures import HARNESS_MEASURES
+
+    rows = []
+    for ds, v, folder in folders:
+        m = _read(_file(folder, layout.METRICS, ds, v))
+        blocks = [(None, m), *sorted((m.get("by_type") or {}).items())]
+        for qtype, b in blocks:
+            for k in HARNESS_MEASURES:
+                value = b.get(f"{k}_rate", b.get(k))
+                if value is None:
+                    continue
+                rows.append({"dataset": ds, "variant": v, "question_type": qtype, "metric": k, "value": value,
+                             "count": b.get(k) if f"{k}_rate" in b else None, "questions": b.get("questions"),
+                             "grain": m.get("grain", "session"), "convention": "harness"})
+    return pd.DataFrame(rows, columns=["dataset", "variant", "question_type", "metric", "value", "count",
+                                       "questions", "grain", "convention"])
+
+
+def _official(folders) -> pd.DataFrame:
+    import pandas as pd
+
+    from .core import layout
+
+    rows = []
+
+    def add(ds, v, block, subset, grain):
+        for k, value in block.items():
+            if "@" in k and isinstance(value, (int, float)) and not isinstance(value, bool):
+                rows.append({"dataset": ds, "variant": v, "subset": subset, "metric": k, "value": value,
+                             "questions": block.get("questions"), "grain": grain, "convention": block.get("rules")})
+
+    for ds, v, folder in folders:
+        path = _file(folder, layout.OFFICIAL, ds, v)
+        if not path.is_file():
+            continue
+        off = _read(path)
+        block = off.get("official") or {}
+        add(ds, v, block, "all", "session")
+        for key, sub in block.items():
+            if isinstance(sub, dict) and "questions" in sub:  # LoCoMo's categories_1_4
+                add(ds, v, {**sub, "rules": sub.get("rules", block.get("rules"))}, key, "session")
+        turn = off.get("turn") or {}
+        add(ds, v, turn, "all", "turn")
+        if isinstance(turn.get("turn2session"), dict):
+            add(ds, v, {**turn["turn2session"], "rules": turn.get("rules"),
+                        "questions": turn.get("questions")}, "turn2session", "turn")
+    return pd.DataFrame(rows, columns=["dataset", "variant", "subset", "metric", "value", "questions", "grain",
+                                       "convention"])
+
+
+PAIRED_COLUMNS = ["dataset", "variant", "baseline", "against", "metric", "n", "variant_value", "baseline_value",
+                  "diff", "ci_low", "ci_high", "p", "p_analytic", "p_holm", "saturated"]
+
+
+def _paired(results: Path) -> pd.DataFrame:
+    import pandas as pd
+
+    from .core import layout
+
+    rows = []
+    for path in sorted(results.glob(str(Path(layout.path(layout.STATS, root=".", dataset="*"))))):
+        s = _read(path)
+        for c in s.get("comparisons") or []:
+            for k, mm in (c.get("metrics") or {}).items():
+                ci = mm.get("ci95") or [None, None]
+                rows.append({"dataset": s.get("dataset", path.parent.name), "variant": c["variant"],
+                             "baseline": c["baseline"], "against": c.get("against"), "metric": k, "n": mm.get("n"),
+                             "variant_value": mm.get("variant"), "baseline_value": mm.get("baseline"),
+                             "diff": mm.get("diff"), "ci_low": ci[0], "ci_high": ci[1], "p": mm.get("p"),
+                             "p_analytic": mm.get("p_analytic"), "p_holm": mm.get("p_holm"),
+                             "saturated": mm.get("saturated")})
+    return pd.DataFrame(rows, columns=PAIRED_COLUMNS)
+
+
+def load(results: str | Path = "results") -> Results:
+    """Read the pipeline's results folder (``results/``) into tidy DataFrames (:class:`Results`):
+    every variant folder holding a metrics.json, every dataset's stats.json, and latency.json where
+    there is one. Reads only; runs nothing. Raises :class:`MemobenchError` for a missing folder."""
+    import pandas as pd
+
+    from .core import layout
+
+    root = Path(results)
+    if not root.is_dir():
+        raise MemobenchError(f"memobench: {results}: no such results folder; give the folder the pipeline "
+                             f"writes (results/ of the working directory), or run the pipeline first")
+    folders = _variant_folders(root)
+    latency_json = root / Path(layout.LATENCY_JSON).relative_to(layout.RESULTS)
+    latency = pd.json_normalize(_read(latency_json)) if latency_json.is_file() else pd.DataFrame()
+    return Results(outcomes=_outcomes(folders), metrics=_metrics(folders), official=_official(folders),
+                   paired=_paired(root), latency=latency)
+
+
+def _config(workdir: str | Path, configfile: Iterable[str | Path], workflow: str | Path | None) -> dict:
+    from . import score_command as command
+    from .core.errors import ConfigError
+
+    try:
+        snakefile = command.find_workflow(None if workflow is None else str(workflow), cwd=Path(workdir).resolve())
+        return command.load_config(snakefile, [str(c) for c in configfile])
+    except (command.ScoreError, ConfigError) as e:
+        raise _error(e) from None
+
+
+def list_datasets(workdir: str | Path = ".", configfile: Iterable[str | Path] = (), *,
+             workflow: str | Path | None = None) -> pd.DataFrame:
+    """The configured datasets (config.yaml and the ``configfile`` overlays, merged as Snakemake
+    merges them): one row each with its ``family``, ``format``, ``file``, ``segments`` and
+    ``variants``; ``run`` says whether the config's ``run:`` list names it."""
+    import pandas as pd
+
+    from .core.config import dataset_family
+
+    config = _config(workdir, configfile, workflow)
+    run = config.get("run") or []
+    return pd.DataFrame([{"dataset": name, "family": dataset_family(e), "format": e.get("format"),
+                          "file": e.get("file"), "segments": e.get("segments"), "variants": list(e.get("variants") or []),
+                          "run": name in run} for name, e in config["datasets"].items()],
+                        columns=["dataset", "family", "format", "file", "segments", "variants", "run"])
+
+
+def list_variants(family: str | None = None) -> pd.DataFrame:
+    """The built-in variants, as ``memobench variants`` lists them: ``variant``, ``families``,
+    ``harness``, ``description`` (the reference retrievers last); ``family`` keeps one family's."""
+    import pandas as pd
+
+    from .catalog.variant import FAMILIES
+    from .cli import VARIANT_HEADER, variant_rows
+
+    if family is not None and family not in FAMILIES:
+        raise MemobenchError(f"memobench: family {family!r}: give one of {', '.join(FAMILIES)}")
+    return pd.DataFrame(variant_rows([family] if family else FAMILIES), columns=list(VARIANT_HEADER))
