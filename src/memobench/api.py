@@ -1,5 +1,5 @@
 """The Python API (docs/python-api.md): ``memobench.score``, ``memobench.load``,
-``memobench.datasets`` and ``memobench.variants`` for notebooks.
+``memobench.list_datasets`` and ``memobench.list_variants`` for notebooks.
 
 Nothing here computes a metric: :func:`score` runs ``memobench score``'s own
 code (score_command.py: the generated overlay, Snakemake on its targets, the cached
