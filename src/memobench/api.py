@@ -216,7 +216,7 @@ def _variant_folders(results: Path) -> list[tuple[str, str, Path]]:
     return sorted((f.parent.parent.name, f.parent.name, results) for f in results.glob(str(found)))
 
 
-OUTCOME_COLUMNS = ["dataset", "variant", "q_index", "question_id", "question_type", "status", "reason",
+OUTCOME_COLUMNS = ["dataset", "variant", "q_index", "question_id", "question_type", "category", "status", "reason",
                    "in_types", "gold_rank", "n_ranked"]
 
 
@@ -225,6 +225,7 @@ def _outcomes(folders) -> pd.DataFrame:
 
     from .core import layout
     from .evaluation.measures import HARNESS_MEASURES, MEASURES
+    from .evaluation.official import LOCOMO_CATEGORIES
 
     frames = []
     for ds, v, folder in folders:
@@ -234,6 +235,10 @@ def _outcomes(folders) -> pd.DataFrame:
         d = pd.read_parquet(path)
         d.insert(0, "dataset", ds)
         d.insert(1, "variant", v)
+        official = _file(folder, layout.OFFICIAL, ds, v)
+        locomo = official.is_file() and _read(official).get("format") == "locomo"
+        # LoCoMo's question type is its category's number: its name beside it (the report's)
+        d["category"] = d["question_type"].map(LOCOMO_CATEGORIES) if locomo else None
         d = d[[c for c in OUTCOME_COLUMNS if c in d.columns]]
         evaluated = d["status"] == "evaluated"
         for m in HARNESS_MEASURES:  # each measure's own definition of a question's value from its rank

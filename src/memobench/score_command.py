@@ -552,14 +552,18 @@ def scored(args) -> dict:
             pass
         if against is None:
             against = next((v for v in entry["variants"] if v != name), None)
+    earlier = None
     if against is not None:
         if against == name:
             raise ScoreError(f"--against {against!r} is the run itself; name another variant")
+        earlier = scored_before(workdir, ds, against) if against not in custom else None
+        if earlier is not None:  # a run, retriever or service this command scored: compared as it was defined
+            custom = {**custom, against: earlier}
         if against not in custom and against not in known_variants():
             given = ", ".join(["config.yaml", *args.configfile])
-            raise ScoreError(f"--against {against!r}: no such variant in {given}; a variant of your own is "
-                             f"defined under variants: in a config file: give that file with --configfile "
-                             f"(the built-in variants: memobench variants)")
+            raise ScoreError(f"--against {against!r}: no such variant in {given}, nor one memobench score scored "
+                             f"on {ds}; a variant of your own is defined under variants: in a config file: give "
+                             f"that file with --configfile (the built-in variants: memobench variants)")
         try:
             resolve(against, family, custom)
         except ConfigError as e:
@@ -594,9 +598,9 @@ def scored(args) -> dict:
     compared = [v for v in (against, name) if v]
     fused = [f for v in compared for f in ((custom.get(v) or {}).get("fuse") or {}).get("of") or []]
     listed = list(dict.fromkeys([*fused, *compared]))
+    defined = {**({against: earlier} if earlier is not None else {}), **({name: variant} if variant else {})}
     overlay.write_text(json.dumps({"run": [ds], "datasets": {ds: {"variants": listed}},
-                                   **({"variants": {name: variant}} if variant is not None else {})}, indent=1)
-                       + "\n", encoding="utf-8")
+                                   **({"variants": defined} if defined else {})}, indent=1) + "\n", encoding="utf-8")
     cmd = [sys.executable, "-m", "snakemake", *targets(ds, compared), "-s", str(snakefile), "-d", str(workdir),
            "--configfile", *[str(Path(c).resolve()) for c in args.configfile], str(overlay), "--cores",
            str(args.cores)]
@@ -656,6 +660,17 @@ def scored(args) -> dict:
         out += ["", *latency_lines(workdir, ds, name, entry["segments"], m)]
     return {"text": "\n".join(out), "dataset": ds, "variant": name, "against": against, "metrics": m,
             "official": off, "against_metrics": am, "paired": comparison, "workdir": workdir}
+
+
+def scored_before(workdir: Path, ds: str, name: str) -> dict | None:
+    """The definition of ``name`` in the overlay this command wrote when it scored ``name`` on ``ds`` (its
+    results are that overlay's: :func:`check_owner` keeps another definition out of its folder), None
+    where it scored none of that name or its results are gone."""
+    overlay = _json(workdir / layout.path(layout.SCORE_OVERLAY, dataset=ds, variant=name))
+    made = ((overlay or {}).get("variants") or {}).get(name) if isinstance(overlay, dict) else None
+    if made is None or not (workdir / layout.path(layout.METRICS, dataset=ds, variant=name)).is_file():
+        return None
+    return made
 
 
 def record_paired(workdir: Path, ds: str, name: str, against: str, comparison: dict | str) -> None:
