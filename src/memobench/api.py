@@ -339,7 +339,7 @@ def _paired(results: Path) -> pd.DataFrame:
     found = []
     for path in sorted(results.glob(str(Path(layout.path(layout.STATS, root=".", dataset="*"))))):
         s = _read(path)
-        found += [(s.get("dataset", path.parent.name), c, "stats.json") for c in s.get("comparisons") or []]
+        found += [(s.get("dataset", path.parent.name), c, Path(layout.STATS).name) for c in s.get("comparisons") or []]
     in_stats = {(ds, c["variant"], c["baseline"]) for ds, c, _ in found}
     found += [(ds, c, "memobench score") for ds, c in _scored_pairs(results)
               if (ds, c["variant"], c["baseline"]) not in in_stats]
@@ -428,16 +428,17 @@ def list_conventions() -> pd.DataFrame:
     over."""
     import pandas as pd
 
+    from .core import layout
     from .core.formats import FORMATS
     from .evaluation.measures import HARNESS_MEASURES
     from .evaluation.official import CONVENTIONS, metric_names
     from .evaluation.published import HARNESS_PROTOCOL
 
-    rows = [{"convention": "harness", "file": "metrics.json", "formats": list(FORMATS),
+    rows = [{"convention": "harness", "file": Path(layout.METRICS).name, "formats": list(FORMATS),
              "measures": list(HARNESS_MEASURES), "description": HARNESS_PROTOCOL}]
     for name, text in CONVENTIONS.items():
         scorer = "longmemeval" if text.startswith("LongMemEval") else "locomo"  # whose convention it is
         formats = [f for f, d in FORMATS.items() if d.scorer == scorer]
-        rows.append({"convention": name, "file": "official.json", "formats": formats,
+        rows.append({"convention": name, "file": Path(layout.OFFICIAL).name, "formats": formats,
                      "measures": metric_names(formats[0]), "description": text})
     return pd.DataFrame(rows, columns=CONVENTION_COLUMNS)
