@@ -48,7 +48,11 @@ class ScoreResult:
     comparison against ``against`` (stats.py's ``compare``: per measure
     ``diff``, ``ci95``, ``p``, ``p_analytic``), None without one, and
     ``paired_note`` says why where the run covers too few questions;
-    ``text``: the printed report."""
+    ``against_metrics``: the compared variant's figures; ``latency``: a
+    memory service's search latency, as printed (evaluation/latency.py's
+    ``summarize``: ``warm``/``cold`` percentiles in ms with their 95%
+    intervals, ``failed``, ``ingest``; a measurement of this run), None for
+    the other kinds; ``text``: the printed report."""
 
     dataset: str
     variant: str
@@ -58,6 +62,7 @@ class ScoreResult:
     paired: dict | None
     paired_note: str | None = None
     against_metrics: dict | None = None
+    latency: dict | None = None
     text: str = field(default="", repr=False)
 
     def __str__(self) -> str:
@@ -174,7 +179,7 @@ def score(run_file: str | Path | None = None, dataset: str | None = None, agains
                        paired=paired if isinstance(paired, dict) else None,
                        paired_note=paired if isinstance(paired, str) else None,
                        against_metrics=None if got["against_metrics"] is None else _figures(got["against_metrics"]),
-                       text=got["text"])
+                       latency=got.get("latency"), text=got["text"])
 
 
 @dataclass

@@ -465,7 +465,7 @@ def scored(args) -> dict:
     figures it states: ``dataset``, ``variant``, ``against``, the variant's metrics.json
     (``metrics``) and official.json (``official``), ``against_metrics``, and ``paired``, the paired
     comparison (:func:`paired`: a dict, the line saying why there is none, or None without
-    ``against``). ``args.quiet`` (the Python API) prints nothing. Besides a run file, ``--system`` or
+    ``against``), and a service's ``latency`` (:func:`latency_summary`; None for the other kinds). ``args.quiet`` (the Python API) prints nothing. Besides a run file, ``--system`` or
     ``--mcp`` (the Python API may give ``system`` as the config's mapping), ``--retriever`` (the API: a
     mapping with ``params``, ``documents``, ``prepare``) scores a Python retriever as a retriever variant
     and ``--variant`` a built-in or configured variant as the config defines it."""
@@ -503,6 +503,11 @@ def scored(args) -> dict:
         if args.format:
             raise ScoreError("--format is a run file's; a memory service answers over its API")
         service = dict(args.system) if isinstance(args.system, dict) else service_of(args.system, args.mcp)
+        if isinstance(args.system, dict):  # the config's mapping (the Python API): checked as the config's is
+            from .catalog.variant import FAMILIES
+            from .retrieval.system import system_variant
+
+            system_variant("service", FAMILIES[0], {"system": service})
         if args.k is not None:
             if args.k < MIN_K:
                 raise ScoreError(f"--k {args.k}: give how many results each search asks for, {MIN_K} or more "
@@ -656,10 +661,12 @@ def scored(args) -> dict:
         out += ["", *([comparison] if isinstance(comparison, str) else paired_lines(comparison))]
     if off.get("turn"):
         out += ["", *turn_lines(name, off["turn"])]
+    latency = None
     if kind == "service":
-        out += ["", *latency_lines(workdir, ds, name, entry["segments"], m)]
+        latency = latency_summary(workdir, ds, name, entry["segments"], m)
+        out += ["", *latency_lines(latency)]
     return {"text": "\n".join(out), "dataset": ds, "variant": name, "against": against, "metrics": m,
-            "official": off, "against_metrics": am, "paired": comparison, "workdir": workdir}
+            "official": off, "against_metrics": am, "paired": comparison, "latency": latency, "workdir": workdir}
 
 
 def scored_before(workdir: Path, ds: str, name: str) -> dict | None:
@@ -711,15 +718,20 @@ def data_file_line(verified: Path) -> str:
     return f"data file: {f['file']}, {f['bytes']:,} bytes: {f['label']}{how}"
 
 
-def latency_lines(workdir: Path, ds: str, name: str, n_segments: int, metrics: dict) -> list[str]:
-    """The service's search latency, as the latency page states it (a measurement of this run)."""
+def latency_summary(workdir: Path, ds: str, name: str, n_segments: int, metrics: dict) -> dict:
+    """The service's search latency (:func:`memobench.evaluation.latency.summarize` of its timings: a
+    measurement of this run)."""
     import pyarrow.parquet as pq
 
     from .evaluation.latency import summarize
 
     rows = [r for i in range(1, n_segments + 1) for r in pq.read_table(
         workdir / layout.path(layout.TIMINGS, dataset=ds, variant=name, segment=layout.segment_name(i))).to_pylist()]
-    s = summarize(ds, name, rows, metrics)
+    return summarize(ds, name, rows, metrics)
+
+
+def latency_lines(s: dict) -> list[str]:
+    """:func:`latency_summary`'s figures, as the latency page states them."""
 
     def q(phase: str, p: str) -> str:
         v = s[phase].get(p)

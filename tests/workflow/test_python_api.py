@@ -121,8 +121,10 @@ def test_api_figures_are_memobench_scores_and_the_pipelines(example):
         "run: [locomo10]\nvariants:\n  recency-cfg:\n    run: {file: runs/recency.json, format: json}\n"
         "  overlap-cfg:\n    retriever: {callable: my_retrievers.py:overlap}\n"
         "datasets:\n  locomo10:\n    variants: [v0.8.0, recency-cfg, overlap-cfg, bm25s]\n", encoding="utf-8")
+    targets = [f"results/locomo10/{v}/{f}.json" for v in ("recency-cfg", "overlap-cfg", "bm25s")
+               for f in ("metrics", "official")]
     proc = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "2", "--configfile", "mine.yaml", "--",
-                           "results/locomo10/stats.json"], cwd=proj, capture_output=True, text=True, env=env,
+                           "results/locomo10/stats.json", *targets], cwd=proj, capture_output=True, text=True, env=env,
                           timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     for got, v in ((result, "recency-cfg"), (mine, "overlap-cfg"), (bm25s, "bm25s")):
@@ -152,3 +154,26 @@ def test_api_figures_are_memobench_scores_and_the_pipelines(example):
     assert paired.loc[("bm25s", "v0.8.0", "hit@1"), "source"] == "stats.json"
     assert paired.loc[("bm25s", "v0.8.0", "hit@1"), "p_holm"] == theirs["metrics"]["hit@1"]["p_holm"]
     assert paired.loc[("overlap", "recency", "hit@1"), "source"] == "memobench score"
+
+
+def test_a_memory_service_scores_through_the_api(example):
+    """The reference server (bm25s) measured as a memory service through the API: the in-process bm25s's
+    figures (the same retriever), its search latency, and the config's mapping form reusing the results."""
+    from tests.helpers import ReferenceServer
+
+    import memobench
+
+    proj, ns, _ = example
+    server = ReferenceServer("all")
+    try:
+        got = memobench.score(system=server.url, dataset="locomo10", workdir=proj, cores=2)
+        again = memobench.score(system={"url": server.url}, dataset="locomo10", workdir=proj)
+    finally:
+        server.kill()
+    bm25s = ns["bm25s"]
+    assert got.variant == f"service-127.0.0.1-{server.port}" and got.against == "v0.8.0"
+    assert {k: got.metrics[k] for k in FIGURES} == {k: bm25s.metrics[k] for k in FIGURES}
+    assert got.paired["metrics"] == bm25s.paired["metrics"]
+    assert got.latency["warm"]["n"] > 0 and got.latency["failed"] == 0
+    assert "search latency" in got.text
+    assert again.variant == got.variant and again.metrics == got.metrics
