@@ -197,9 +197,11 @@ def definition(v, workdir: Path) -> str | None:
     if v.run is not None:
         return json.dumps({"file": str(_absolute(v.run["file"], workdir)), "format": v.run["format"],
                            "grain": v.grain})
-    if v.recipe.backend == PYTHON:
-        return json.dumps({"retriever": v.retriever, "documents": v.recipe.documents, "grain": v.grain},
-                          sort_keys=True)
+    if v.recipe.backend == PYTHON:  # a file's path as the jobs read it (from the working directory)
+        spec = {k: (f"{_absolute(c.rpartition(':')[0], workdir)}:{c.rpartition(':')[2]}"
+                    if isinstance(c, str) and c.rpartition(":")[0].endswith(".py") else c)
+                for k, c in v.retriever.items()}
+        return json.dumps({"retriever": spec, "documents": v.recipe.documents, "grain": v.grain}, sort_keys=True)
     return system_definition(v) if v.recipe.backend == BACKEND else None
 
 

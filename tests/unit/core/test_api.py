@@ -5,6 +5,7 @@ nothing is printed on success."""
 
 from __future__ import annotations
 
+import json
 import pydoc
 import subprocess
 import sys
@@ -159,3 +160,22 @@ def test_conventions_are_the_harness_and_officials():
     assert "ndcg_any@10" in c.loc["run_retrieval", "measures"] and "ndcg_any@10" not in c.loc["all_categories",
                                                                                                 "measures"]
     assert c.loc["categories_1_4", "description"] == CONVENTIONS["categories_1_4"]
+
+
+def test_a_retrievers_name_holding_another_functions_results_is_refused(tmp_path, capsys):
+    code = tmp_path / "mine.py"
+    code.write_text("def overlap(q, h):\n    return []\n\n\ndef words(q, h):\n    return []\n", encoding="utf-8")
+    overlay = tmp_path / "results" / ".score" / "locomo10" / "overlap.yaml"
+    overlay.parent.mkdir(parents=True)
+    overlay.write_text(json.dumps({"variants": {"overlap": {"retriever": {"callable": f"{code}:overlap"}}}}),
+                       encoding="utf-8")
+    (tmp_path / "results" / "locomo10" / "overlap").mkdir(parents=True)
+    (tmp_path / "results" / "locomo10" / "overlap" / "metrics.json").write_text("{}", encoding="utf-8")
+    with pytest.raises(memobench.MemobenchError) as e:
+        memobench.score(retriever=f"{code}:words", name="overlap", dataset="locomo10", workdir=tmp_path,
+                        workflow=REPO)
+    assert str(e.value) == (f"memobench: {code}:words: results/locomo10/overlap/ holds the results of {code}:overlap; "
+                            f"give this run another name with --name")
+    with pytest.raises(memobench.MemobenchError, match=r"the variant name 'bm25s' is taken"):
+        memobench.score(retriever=f"{code}:words", name="bm25s", dataset="locomo10", workdir=tmp_path, workflow=REPO)
+    assert capsys.readouterr() == ("", "")
