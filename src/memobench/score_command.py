@@ -568,9 +568,9 @@ def scored(args) -> dict:
             custom = {**custom, against: earlier}
         if against not in custom and against not in known_variants():
             given = ", ".join(["config.yaml", *args.configfile])
-            raise ScoreError(f"--against {against!r}: no such variant in {given}, nor one memobench score scored "
-                             f"on {ds}; a variant of your own is defined under variants: in a config file: give "
-                             f"that file with --configfile (the built-in variants: memobench variants)")
+            raise ScoreError(f"--against {against!r}: no such variant in {given}; a variant of your own is "
+                             f"defined under variants: in a config file: give that file with --configfile "
+                             f"(the built-in variants: memobench variants)")
         try:
             resolve(against, family, custom)
         except ConfigError as e:

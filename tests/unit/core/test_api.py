@@ -130,9 +130,9 @@ def test_a_notebooks_function_is_refused(tmp_path):
      "with --configfile)"),
     ({"variant": "bm25s", "name": "b"}, "memobench: --name names a run, service or retriever scored here; "
      "--variant bm25s keeps its own name"),
-    ({"variant": "bm25s", "against": "recency"}, "memobench: --against 'recency': no such variant in config.yaml, "
-     "nor one memobench score scored on locomo10; a variant of your own is defined under variants: in a config "
-     "file: give that file with --configfile (the built-in variants: memobench variants)"),
+    ({"variant": "bm25s", "against": "recency"}, "memobench: --against 'recency': no such variant in config.yaml; "
+     "a variant of your own is defined under variants: in a config file: give that file with --configfile (the "
+     "built-in variants: memobench variants)"),
     ({"retriever": "absent.py:rank"}, None),
     ({}, "memobench: give a run file, --system URL for a memory service, --mcp COMMAND|URL for an MCP one, "
      "--retriever CALLABLE for your Python retriever or --variant NAME for a configured variant (one of them)"),
