@@ -132,10 +132,10 @@ def score(run_file: str | Path | None = None, dataset: str | None = None, agains
 
     * ``run_file``: a run file (``format``: ``trec``, ``json`` or ``retrievallog``, default read from
       the file), as ``memobench score RUN``;
-    * ``retriever``: your Python retriever (docs/retrievers.md), a function defined at the top level of a .py
-      file (the jobs import it from there, in new processes) or ``"path/to/file.py:function"`` / ``"module:function"``, with its
-      ``params`` (keyword arguments of every call), ``documents`` (``user`` or ``all``) and
-      ``prepare`` (per-session work), as ``memobench score --retriever``;
+    * ``retriever``: your Python retriever (docs/retrievers.md), a function defined at the top level of a
+      .py file (the jobs import it from there, in new processes) or ``"path/to/file.py:function"`` /
+      ``"module:function"``, with its ``params`` (keyword arguments of every call), ``documents``
+      (``user`` or ``all``) and ``prepare`` (per-session work), as ``memobench score --retriever``;
     * ``variant``: a built-in variant or one of the config's (``"bm25s"``), as ``--variant``;
     * ``system``: a memory service's URL (or the config's ``system:`` mapping), or ``mcp``: an MCP
       server's command or URL, with ``k`` its search depth, as ``--system`` / ``--mcp``.

@@ -467,10 +467,11 @@ def scored(args) -> dict:
     figures it states: ``dataset``, ``variant``, ``against``, the variant's metrics.json
     (``metrics``) and official.json (``official``), ``against_metrics``, and ``paired``, the paired
     comparison (:func:`paired`: a dict, the line saying why there is none, or None without
-    ``against``), and a service's ``latency`` (:func:`latency_summary`; None for the other kinds). ``args.quiet`` (the Python API) prints nothing. Besides a run file, ``--system`` or
-    ``--mcp`` (the Python API may give ``system`` as the config's mapping), ``--retriever`` (the API: a
-    mapping with ``params``, ``documents``, ``prepare``) scores a Python retriever as a retriever variant
-    and ``--variant`` a built-in or configured variant as the config defines it."""
+    ``against``), and a service's ``latency`` (:func:`latency_summary`; None for the other kinds).
+    ``args.quiet`` (the Python API) prints nothing. Besides a run file, ``--system`` or ``--mcp`` (the
+    Python API may give ``system`` as the config's mapping), ``--retriever`` (the API: a mapping with
+    ``params``, ``documents``, ``prepare``) scores a Python retriever as a retriever variant and
+    ``--variant`` a built-in or configured variant as the config defines it."""
     from .evaluation.published import published
 
     quiet = getattr(args, "quiet", False)
