@@ -269,7 +269,7 @@ def check_owner(workdir: Path, dataset: str, name: str, run: Path | str, ours: s
                 same = definition(resolve(name, family, {name: made}), workdir) == ours
             elif str(metrics.get("harness", "")).startswith(RETRIEVER_HARNESS):
                 owner, same = metrics["harness"][len(RETRIEVER_HARNESS):], False
-        elif isinstance(run, str):  # a service: what made the outcomes, else what the overlay that made the folder drove
+        elif isinstance(run, str):  # a service: what made the outcomes, else the overlay that made the folder
             from .retrieval.system import identity
 
             # tables an older memobench wrote record none: the overlay, where there is one, says instead
