@@ -310,6 +310,8 @@ class HttpClient:
             except ValueError:
                 if op in READ:
                     raise ServiceError(f"{op} {path} answered a body that is not JSON: {_short(data)!r}") from None
-                obj = None  # an answer nothing reads ("OK", an empty 204) may be anything
+                # an answer read only for an id a server assigns (ingest's id_pattern) may be text ("OK", an
+                # empty 204: "")
+                obj = data.decode("utf-8", "replace")
             return obj, Call(seconds, attempt, server_seconds(resp.getheader("Server-Timing")))
         raise Unavailable(f"{op} {path} failed {tries} time(s), last: {why}", asked[0])
