@@ -324,7 +324,7 @@ def test_a_service_of_another_shape_is_driven_by_config_alone(norm, expected, tm
     ({"system": {"url": "http://x", "isolation": "none"}}, "isolation 'none' is not one of namespace, reset"),
     ({"system": {"url": "http://x", "endpoints": {"search": {"body": {"q": "{session.id}"}}}}},
      "endpoints: search: the body names session.id, which search does not have"),
-    ({"system": {"url": "http://x", "endpoints": {"reset": None}}}, "endpoints: reset is required"),
+    ({"system": {"url": "http://x", "endpoints": {"ingest": None}}}, "endpoints: ingest is required"),
     ({"system": {"url": "http://x", "endpoints": {"delete": {}}}}, "unknown operation 'delete'"),
     ({"system": {"url": "http://x", "results": {"hits": "x"}}}, "results: unknown key(s) hits"),
     *[({"system": {"url": "http://x", "namespace_prefix": bad}}, f"namespace_prefix {bad!r} may not hold")
@@ -336,7 +336,7 @@ def test_a_service_of_another_shape_is_driven_by_config_alone(norm, expected, tm
     ({"system": {"mcp": {"url": "http://x/mcp?key=S"}}}, "mcp: url: 'http://x/mcp?key=***' holds a secret"),
     # brace forms that are no placeholder would be the same literal text in every request
     *[({"system": {"url": "http://x", "endpoints": {"search": {"body": {"query": q}}}}},
-       f"endpoints: search: body: {b!r} is not a placeholder (known: k, namespace, question.date")
+       f"endpoints: search: body: {b!r} is not a placeholder (known: k, namespace, query, question.date")
       for q, b in [("{question_text}", "{question_text}"), ("{Question.Text}", "{Question.Text}"),
                    ("{ question.text }", "{ question.text }"), ("about {question.text", "{question.text"),
                    ("{question.texts}", "{question.texts}"), ("a}", "}")]],
