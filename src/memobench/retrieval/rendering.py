@@ -9,8 +9,9 @@ haystack order. A session's *key* is its id for the haystack's first copy
 of that id and ``{id}~{n}`` for the n-th (n >= 2): a server that keeps one
 entry per key (a note's title, an entity's name) keeps every copy. A
 session whose text (its header line, then one line per turn) is longer than
-``max_chars`` is sent in parts, split between lines (a line longer than a
-part can hold is cut), each part with the header again and its own key
+``max_chars`` is sent in parts, split between lines (a turn whose line is
+longer than a part can hold is cut into pieces of its content, each a turn
+of its own), each part with the header again and its own key
 ``{key}~p{i}`` (i from 1); an unsplit session's item key is its key. A
 search's results that name keys (or ids the server assigned at ingestion,
 mapped to keys) are read as those items' sessions, a session ranked through
@@ -104,42 +105,57 @@ def items(sessions: list[dict], render: dict | None, where: str) -> list[Item]:
     for position, (s, key) in enumerate(zip(sessions, session_keys([s["id"] for s in sessions], where))):
         values = {"session.id": s["id"], "session.date": s["date"], "session.key": key}
         header = None if r["header"] is None else str(fill(r["header"], values))
-        rendered = []
-        for index, t in enumerate(s["turns"]):
+        room = None if r["max_chars"] is None else r["max_chars"] - (len(header) + 1 if header is not None else 0)
+        if room is not None and room < 1:
+            raise RetrieverError(f"{where}: session {key!r}: its header line is {len(header)} characters, and "
+                                 f"render.max_chars ({r['max_chars']}) leaves no room for a turn")
+
+        def rendered(t: dict, index: int) -> tuple:
             tv = {**values, "turn.role": t.get("role"), "turn.content": t.get("content"), "turn.id": t.get("id"),
                   "turn.index": index}
-            rendered.append((t, str(fill(r["line"], tv)), fill(r["turn"], tv)))
-        parts = _parts(rendered, header, r["max_chars"], f"{where}: session {key!r}")
+            return t, str(fill(r["line"], tv)), fill(r["turn"], tv)
+
+        turns = [x for index, t in enumerate(s["turns"]) for x in _pieces(rendered(t, index), rendered, index, room)]
+        parts = _parts(turns, room)
         for i, part in enumerate(parts, 1):
-            turns = list(dict.fromkeys(id(t) for t, _, _ in part))  # a cut turn's pieces: the turn once
-            by_id = {id(t): (t, m) for t, _, m in part}
             lines = tuple(line for _, line, _ in part)
             out.append(Item(key if len(parts) == 1 else f"{key}~p{i}", key, position,
-                            {"id": s["id"], "date": s["date"], "turns": [by_id[x][0] for x in turns]}
-                            if len(parts) > 1 else s,
-                            lines, tuple(by_id[x][1] for x in turns),
+                            s if len(parts) == 1 and len(turns) == len(s["turns"]) else
+                            {"id": s["id"], "date": s["date"], "turns": [t for t, _, _ in part]},
+                            lines, tuple(m for _, _, m in part),
                             "\n".join(([header] if header is not None else []) + list(lines))))
     return out
 
 
-def _parts(rendered: list[tuple], header: str | None, max_chars: int | None, where: str) -> list[list[tuple]]:
-    """The rendered turns (turn, line, message) grouped into parts whose text is at most ``max_chars``
-    (the header line in each); one part without a limit. A line longer than a part holds is cut."""
-    if max_chars is None:
-        return [rendered]
-    room = max_chars - (len(header) + 1 if header is not None else 0)
-    if room < 1:
-        raise RetrieverError(f"{where}: its header line is {len(header)} characters, and render.max_chars "
-                             f"({max_chars}) leaves no room for a turn")
-    pieces = [(t, line[i:i + room], m) for t, line, m in rendered for i in range(0, max(len(line), 1), room)]
+def _pieces(turn: tuple, rendered, index: int, room: int | None) -> list[tuple]:
+    """A rendered turn (turn, line, message) whose line is longer than ``room``, cut into turns of pieces of
+    its content, each rendered again (each line then fits); one that fits, as it is. A line template without
+    ``{turn.content}`` is cut as text (its message whole in each piece)."""
+    t, line, message = turn
+    if room is None or len(line) <= room:
+        return [turn]
+    content = str(t.get("content") or "")
+    overhead = len(rendered({**t, "content": ""}, index)[1])
+    times = (len(line) - overhead) // len(content) if content else 0
+    size = (room - overhead) // times if times else 0
+    if size < 1:
+        return [(t, line[i:i + room], message) for i in range(0, len(line), room)]
+    return [rendered({**t, "content": content[i:i + size]}, index) for i in range(0, len(content), size)]
+
+
+def _parts(turns: list[tuple], room: int | None) -> list[list[tuple]]:
+    """The rendered turns grouped into parts whose lines, one a line, hold at most ``room`` characters
+    (one part without a limit)."""
+    if room is None:
+        return [turns]
     parts: list[list[tuple]] = [[]]
     size = 0
-    for piece in pieces:
-        extra = len(piece[1]) + (1 if parts[-1] else 0)
+    for turn in turns:
+        extra = len(turn[1]) + (1 if parts[-1] else 0)
         if parts[-1] and size + extra > room:
             parts.append([])
-            extra, size = len(piece[1]), 0
-        parts[-1].append(piece)
+            extra, size = len(turn[1]), 0
+        parts[-1].append(turn)
         size += extra
     return parts
 

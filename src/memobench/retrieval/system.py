@@ -879,14 +879,11 @@ def assigned_ids(answer, op: dict, n: int | None, where: str) -> list[str]:
     or by ``op["id_pattern"]`` (its group 1) on the answer's text (a JSON answer: its JSON text)."""
     import re
 
-    from ..services.api import Missing, pick
+    from ..services.api import Missing
 
     if "id" in op:
-        if isinstance(answer, str):
-            raise RetrieverError(f"{where}: the answer is text, not JSON, so no id sits at {op['id']!r}: "
-                                 f"{excerpt(answer)!r} (read an id from text with id_pattern)")
         try:
-            got = pick(answer, op["id"])
+            got = _pick(answer, op["id"])
         except Missing as e:
             raise RetrieverError(f"{where}: {e} (ingest.id is {op['id']!r}): {_short(answer)}") from None
         if n is not None and (not isinstance(got, list) or len(got) != n):
@@ -910,14 +907,14 @@ def count_of(client, spec: dict, namespace: str, where: str, retries: int | None
     """(the sessions ``namespace`` holds, the call's :class:`..services.client.Call`), or (None, None) when
     the service has no ``count``; a one-line RetrieverError for an answer that is not a number
     (``retries``: the client's own unless given)."""
-    from ..services.api import Missing, pick
+    from ..services.api import Missing
 
     if spec["operations"].get("count") is None:
         return None, None
     op = spec["operations"]["count"]
     resp, call = client.once("count", {"namespace": namespace}, retries=retries)
     try:
-        n = pick(resp, op.get("sessions", "sessions"))
+        n = _pick(resp, op.get("sessions", "sessions"))
     except Missing as e:
         raise RetrieverError(f"{where}: count of namespace {namespace!r}: {e}") from None
     if op.get("length"):  # the count is how many things the service lists
@@ -1016,12 +1013,26 @@ def _session_ids_for_turns(ids: list[str], turns, where: str) -> None:
                              f"turn, or give this variant grain: session)")
 
 
-def _picked(answer, results: dict, key: str, where: str):
-    """What sits at ``system.results.<key>`` in ``answer``, or a one-line error saying what came back."""
+def _pick(answer, path: str):
+    """What sits at ``path`` in ``answer`` (services.api.pick); an answer read as text (``answer: plain``,
+    an ingest's text) is the text at ``""``, and its JSON, where it is JSON, at any other path."""
     from ..services.api import Missing, pick
 
+    if isinstance(answer, str) and path != "":
+        try:
+            answer = json.loads(answer)
+        except ValueError:
+            raise Missing(f"the answer is text, not JSON, so nothing sits at {path!r} (a text answer is read "
+                          f"whole, at \"\", by a pattern)") from None
+    return pick(answer, path)
+
+
+def _picked(answer, results: dict, key: str, where: str):
+    """What sits at ``system.results.<key>`` in ``answer``, or a one-line error saying what came back."""
+    from ..services.api import Missing
+
     try:
-        return pick(answer, results[key])
+        return _pick(answer, results[key])
     except Missing as e:
         raise RetrieverError(f"{where}: {e} (system.results.{key} is {results[key]!r}): {_short(answer)}") from None
 
