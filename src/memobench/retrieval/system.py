@@ -120,7 +120,8 @@ def system_variant(name: str, family: str, entry: dict, others: dict | None = No
         if not _http_url(s["url"]):
             raise ConfigError(f"{where}: url {_shown(s['url'])!r} is not an http:// or https:// URL")
         _no_written_secret(s["url"], f"{where}: url")
-        if "tools" in s or "answer" in s:
+        if "tools" in s or s.get("answer", "plain") != "plain":
+            # answer: plain reads a body as text over HTTP too; structured and text are an MCP tool's
             raise ConfigError(f"{where}: {'tools are' if 'tools' in s else 'answer is'} an MCP server's; an HTTP "
                               f"service's operations are endpoints")
         operations, transport = endpoints(s.get("endpoints"), where), "http"
@@ -986,7 +987,7 @@ def client_of(spec: dict, where: str = "memory service"):
         # read as given, not a DEFAULTS entry: a new default key would change every system variant's params
         limit = int(float(spec.get("max_response_mb", MAX_RESPONSE_MB)) * 2**20)
         return HttpClient(from_environment(spec["url"], f"{where}: system: url"), spec["operations"],
-                          max_response_bytes=limit, **settings)
+                          max_response_bytes=limit, plain=spec["answer"] == "plain", **settings)
     from ..services.mcp import McpClient, sdk_missing
 
     if sdk_missing():

@@ -85,3 +85,21 @@ def test_a_user_query_function_is_checked_and_called(tmp_path, monkeypatch):
         transform("asks.py:bad", "v", lambda m: None)({"question_id": "q1", "question": "x"})
     with pytest.raises(ConfigError, match="query 'asks.py' is not keywords"):
         check_query("asks.py", "w")
+
+
+def test_editing_a_query_function_changes_the_variant_s_code_fingerprint(tmp_path, monkeypatch):
+    from memobench.catalog.registry import code_fingerprint
+    from memobench.catalog.variants import resolve
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "asks.py").write_text("def short(q):\n    return q\n")
+    search = {"body": {"namespace": "{namespace}", "query": "{query}", "k": "{k}"}}
+    v = resolve("svc", "s", {"svc": {"system": {"url": "http://x", "query": "asks.py:short",
+                                                "endpoints": {"search": search}}}})
+    plain = resolve("svc", "s", {"svc": {"system": {"url": "http://x"}}})
+    script = tmp_path / "script.py"
+    script.write_text("")
+    before = code_fingerprint(v, script)
+    assert code_fingerprint(plain, script) != before
+    (tmp_path / "asks.py").write_text("def short(q):\n    return q.lower()\n")
+    assert code_fingerprint(v, script) != before

@@ -796,3 +796,27 @@ def test_headers_decide_no_list_and_a_query_transform_is_in_the_definition_and_l
     assert definition(keyed) == definition(plain) != definition(asked)
     assert asked.harness == "memory service: http://x, query: keywords" and plain.harness == "memory service: http://x"
     assert public(asked.retriever, "session")["query"] == "keywords" and "query" not in public(plain.retriever, "session")
+
+
+class _Words(_ProxyHandler):
+    """The proxy whose searches answer in words, a line per result: ``- [[<id>]] (score 1.5)``."""
+
+    def _send(self, status: int, body: bytes) -> None:
+        if status != 200 or self.path != "/search":
+            return super()._send(status, body)
+        lines = [f"- [[{r['id']}]] (score {r['score']})" for r in json.loads(body)["results"]]
+        super()._send(200, ("Found:\n" + "\n".join(lines)).encode("utf-8"))
+
+
+def test_a_plain_text_answer_is_read_by_the_results_pattern_over_http(norm, reference, expected, tmp_path):
+    p = Proxy(reference[0])
+    p.RequestHandlerClass = _Words
+    try:
+        entry = _system(_start(p), answer="plain",  # count: its JSON, read from the text
+                        results={"list": "", "pattern": r"\[\[(.+?)\]\]"})
+        (rankings, _, deep), _ = _rank(norm, tmp_path, "svc", entry)
+    finally:
+        p.shutdown()
+        p.server_close()
+    assert rankings.equals(expected[0])
+    assert deep.column("position").equals(expected[2].column("position"))
