@@ -173,7 +173,7 @@ def _shapes(spec: dict, operations: dict, transport: str, where: str) -> None:
     render (kept normalized in ``spec``), query, and what they ask of the operations."""
     from ..services.api import ingest_placeholders, placeholders
     from .queries import check_query
-    from .rendering import render_spec
+    from .rendering import DEFAULT_RENDER, render_spec
 
     if "headers" in spec:
         if transport == "mcp-stdio":
@@ -181,6 +181,8 @@ def _shapes(spec: dict, operations: dict, transport: str, where: str) -> None:
         _no_written_header_secret(spec["headers"], f"{where}: headers")
     if "render" in spec:
         spec["render"] = render_spec(spec["render"], where)
+        if spec["render"] == DEFAULT_RENDER:
+            del spec["render"]  # written at its defaults: the definition (and the ledger's shape) of leaving it out
     ingest = operations["ingest"]
     keyed = "session.key" in ingest_placeholders(ingest) or "id" in ingest or "id_pattern" in ingest
     if (spec.get("render") or {}).get("max_chars") is not None and not keyed:

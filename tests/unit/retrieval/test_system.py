@@ -820,3 +820,12 @@ def test_a_plain_text_answer_is_read_by_the_results_pattern_over_http(norm, refe
         p.server_close()
     assert rankings.equals(expected[0])
     assert deep.column("position").equals(expected[2].column("position"))
+
+
+def test_render_written_at_its_defaults_is_the_definition_of_leaving_it_out():
+    from memobench.retrieval.system import definition
+
+    plain = resolve("svc", "s", {"svc": {"system": {"url": "http://x"}}})
+    same = resolve("svc", "s", {"svc": {"system": {"url": "http://x", "render": {"line": "{turn.role}: {turn.content}"}}}})
+    other = resolve("svc", "s", {"svc": {"system": {"url": "http://x", "render": {"header": "{session.date}"}}}})
+    assert definition(same) == definition(plain) != definition(other)
