@@ -829,3 +829,22 @@ def test_render_written_at_its_defaults_is_the_definition_of_leaving_it_out():
     same = resolve("svc", "s", {"svc": {"system": {"url": "http://x", "render": {"line": "{turn.role}: {turn.content}"}}}})
     other = resolve("svc", "s", {"svc": {"system": {"url": "http://x", "render": {"header": "{session.date}"}}}})
     assert definition(same) == definition(plain) != definition(other)
+
+
+def test_a_render_naming_turn_ids_sends_them_and_keeps_the_lists(norm, reference, proxy, expected, tmp_path):
+    sent = []
+
+    def record(path, body, n):
+        if path == "/ingest":
+            sent.append(body)
+        return None
+
+    url, _ = proxy(fault=record)
+    entry = _system(url, render={"line": "{turn.id} {turn.content}"}, endpoints={"ingest": {"body": {
+        "namespace": "{namespace}", "session": {"id": "{session.id}", "date": "{session.date}",
+                                                "turns": "{session.turns}"}, "lines": "{session.lines}"}}})
+    (rankings, _, _), _ = _rank(norm, tmp_path, "svc", entry)
+    assert rankings.equals(expected[0])
+    run = [b for b in sent if b["namespace"].startswith("mb-svc-")]  # not the conformance check's
+    assert run and all(line.startswith(f"{b['session']['id']}_{i} ")
+                       for b in run for i, line in enumerate(b["lines"], 1))
