@@ -300,8 +300,8 @@ def definition(variant) -> str:
 
     spec = {k: v for k, v in to_spec(variant).items() if k in LIST_FIELDS}
     # whether the service is checked before a run, and the headers it is sent (a key), decide no list; a
-    # setting kept out of DEFAULTS (so that
-    # adding it changed no variant's params) is the same definition written at its default or left out
+    # setting kept out of DEFAULTS (so that adding it changed no variant's params) is the same definition
+    # written at its default or left out
     if isinstance(spec.get("retriever"), dict):
         spec["retriever"] = {k: v for k, v in spec["retriever"].items() if k not in ("check", "headers") and not (
             k in UNLISTED_DEFAULTS and canonical(v) == canonical(UNLISTED_DEFAULTS[k]))}
