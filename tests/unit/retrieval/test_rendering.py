@@ -26,12 +26,14 @@ def test_a_repeated_id_gets_a_key_per_copy():
 
 
 def test_text_lines_and_messages_follow_the_templates():
-    r = render_spec({"line": "[{turn.index}] {turn.role} said {turn.content}", "header": "{session.key} on {session.date}",
+    r = render_spec({"line": "[{turn.index}] {turn.role} said {turn.content}",
+                     "header": "{session.key} on {session.date}",
                      "turn": {"speaker": "{turn.role}", "text": "{turn.content}", "n": "{turn.index}"}}, "w")
     (one, two) = items([_session("s", "hi", "hello"), _session("s", "bye")], r, "w")
     assert one.text == "s on 2023/05/20\n[0] user said hi\n[1] assistant said hello"
     assert two.lines == ("[0] user said bye",) and two.key == "s~2"
-    assert one.messages == ({"speaker": "user", "text": "hi", "n": 0}, {"speaker": "assistant", "text": "hello", "n": 1})
+    assert one.messages == ({"speaker": "user", "text": "hi", "n": 0},
+                            {"speaker": "assistant", "text": "hello", "n": 1})
     v = item_values("ns", two)
     assert v["session.key"] == "s~2" and v["session.id"] == "s" and v["session.lines"] == ["[0] user said bye"]
 
@@ -61,7 +63,8 @@ def test_results_naming_keys_parts_or_assigned_ids_are_read_back_as_positions():
     keys = [i.key for i in sent]
     assert keys[:2] == ["a~p1", "a~p2"] and keys[-2:] == ["b", "a~2"]
     # a session through several parts is at its best part; scores follow the positions kept
-    assert positions(["a~2", "a~p2", "b", "a~p1"], [4.0, 3.0, 2.0, 1.0], sent, None, "w") == ([2, 0, 1], [4.0, 3.0, 2.0])
+    got = positions(["a~2", "a~p2", "b", "a~p1"], [4.0, 3.0, 2.0, 1.0], sent, None, "w")
+    assert got == ([2, 0, 1], [4.0, 3.0, 2.0])
     assigned = {str(n): k for n, k in enumerate(keys, 100)}
     assert positions([str(100 + keys.index("a~2")), "100"], None, sent, assigned, "w") == ([2, 0], None)
     with pytest.raises(RetrieverError, match="returned id '7', which the service did not assign"):

@@ -795,7 +795,8 @@ def test_headers_decide_no_list_and_a_query_transform_is_in_the_definition_and_l
         "search": {"body": {"namespace": "{namespace}", "query": "{query}", "k": "{k}"}}}}}})
     assert definition(keyed) == definition(plain) != definition(asked)
     assert asked.harness == "memory service: http://x, query: keywords" and plain.harness == "memory service: http://x"
-    assert public(asked.retriever, "session")["query"] == "keywords" and "query" not in public(plain.retriever, "session")
+    assert public(asked.retriever, "session")["query"] == "keywords"
+    assert "query" not in public(plain.retriever, "session")
 
 
 class _Words(_ProxyHandler):
@@ -826,7 +827,8 @@ def test_render_written_at_its_defaults_is_the_definition_of_leaving_it_out():
     from memobench.retrieval.system import definition
 
     plain = resolve("svc", "s", {"svc": {"system": {"url": "http://x"}}})
-    same = resolve("svc", "s", {"svc": {"system": {"url": "http://x", "render": {"line": "{turn.role}: {turn.content}"}}}})
+    line = {"line": "{turn.role}: {turn.content}"}
+    same = resolve("svc", "s", {"svc": {"system": {"url": "http://x", "render": line}}})
     other = resolve("svc", "s", {"svc": {"system": {"url": "http://x", "render": {"header": "{session.date}"}}}})
     assert definition(same) == definition(plain) != definition(other)
 
