@@ -106,3 +106,20 @@ def test_editing_a_query_function_changes_the_variant_s_code_fingerprint(tmp_pat
     assert code_fingerprint(plain, script) != before
     (tmp_path / "asks.py").write_text("def short(q):\n    return q.lower()\n")
     assert code_fingerprint(v, script) != before
+
+
+def test_assigned_ids_are_read_from_a_path_or_a_pattern_one_or_a_batch_of_them():
+    from memobench.retrieval.system import assigned_ids
+
+    assert assigned_ids({"data": {"id": 17}}, {"id": "data.id"}, None, "w") == ["17"]
+    assert assigned_ids({"ids": ["a", 2]}, {"id": "ids"}, 2, "w") == ["a", "2"]
+    assert assigned_ids("Filed 2 notes: #7, #8.", {"id_pattern": r"#(\d+)"}, 2, "w") == ["7", "8"]
+    assert assigned_ids({"note": "saved as n-3"}, {"id_pattern": r"as (n-\d+)"}, None, "w") == ["n-3"]
+    with pytest.raises(RetrieverError, match=r"the ids at 'ids' are \[1\], not a list of the 2 sessions"):
+        assigned_ids({"ids": [1]}, {"id": "ids"}, 2, "w")
+    with pytest.raises(RetrieverError, match=r"id_pattern '#\(\\\\d\+\)' found 1 id\(s\) in the answer, not 2"):
+        assigned_ids("Filed: #7", {"id_pattern": r"#(\d+)"}, 2, "w")
+    with pytest.raises(RetrieverError, match="the answer is text, not JSON, so nothing sits at 'data.id'"):
+        assigned_ids("OK", {"id": "data.id"}, None, "w")
+    with pytest.raises(RetrieverError, match="the id at .id. is true, not a string or a number"):
+        assigned_ids({"id": True}, {"id": "id"}, None, "w")
