@@ -233,13 +233,15 @@ class _Check:
 
         try:
             # an ingest is never retried alone (as in a run): one that timed out may be in, and twice is two
-            n, assigned = ingest_namespace(self.client, self.spec, ns, sessions, self.where, retries=0)
+            calls = []
+            _, assigned = ingest_namespace(self.client, self.spec, ns, sessions, self.where, retries=0,
+                                           timed=calls.append)
             items = sent_items(self.spec, sessions, self.where)
         except (ServiceError, Unavailable) as e:
             raise _Stop(f"{what}: {e}", isinstance(e, Unavailable)) from None
         except RetrieverError as e:
             raise _Stop(str(e)) from None
-        self.calls += n
+        self.calls += len(calls)  # one per session, or one for them all (a batch ingest)
         return items, assigned
 
     def _fill(self) -> None:
