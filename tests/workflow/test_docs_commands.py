@@ -81,6 +81,8 @@ FRAGMENTS = {
         ("variants", {"run": ["locomo10"], "datasets": {"locomo10": {"variants": ["my-service-turns"]}}}, "run"),
     ("memory-services.md", "my-mcp-service:"):  # my-memory-server is the user's own
         ("", {"run": ["locomo10"], "datasets": {"locomo10": {"variants": ["my-mcp-service"]}}}, "-n"),
+    ("memory-services.md", "my-notes:"):  # the notebook server runs in its own test (test_memory_service_shapes)
+        ("", {"run": ["locomo10"], "datasets": {"locomo10": {"variants": ["my-notes"]}}}, "-n"),
     ("protocol.md", "bm25-turns:"):  # minilm-turns needs the [dense] extra to run
         ("", {"run": ["locomo10"], "datasets": {"locomo10": {"variants": ["bm25-turns", "minilm-turns",
                                                                           "rrf-turns"]}}}, "-n"),
