@@ -15,6 +15,10 @@ variant)::
           max_errors: 0                # questions that may fail (system errors) before the job stops
           warm_repeats: 1              # each search repeated this many times, timed as warm
           check: true                  # its conformance check (retrieval/conformance.py) before the first ingestion
+          ready: {until: count}        # wait until an ingested namespace is searchable (retrieval/readiness.py)
+          load: true                   # a load curve after the job's searches (retrieval/load.py)
+          # {namespace} or {workdir} in mcp.command or mcp.env: a server per namespace, at most
+          # servers: N alive at once (retrieval/servers.py)
 
 Each question is searched over its own haystack only. With ``namespace``
 isolation every distinct haystack (its sessions' ids, dates and turns) gets
