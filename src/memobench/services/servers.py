@@ -37,7 +37,7 @@ class NamespaceServers:
 
     def __init__(self, make, command: list[str], env: dict | None, root: Path | None = None):
         self.make, self.command, self.env = make, list(command), env
-        root = Path(root) if root is not None else None
+        root = Path(root).resolve() if root is not None else None  # the server may start elsewhere
         if root is not None:
             root.mkdir(parents=True, exist_ok=True)
         # a folder of this client's own: two jobs serving one namespace at once never share a folder
