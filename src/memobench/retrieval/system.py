@@ -15,6 +15,10 @@ variant)::
           max_errors: 0                # questions that may fail (system errors) before the job stops
           warm_repeats: 1              # each search repeated this many times, timed as warm
           check: true                  # its conformance check (retrieval/conformance.py) before the first ingestion
+          ready: {until: count}        # wait until an ingested namespace is searchable (retrieval/readiness.py)
+          load: true                   # a load curve after the job's searches (retrieval/load.py)
+          # {namespace} or {workdir} in mcp.command or mcp.env: a server per namespace, at most
+          # servers: N alive at once (retrieval/servers.py)
 
 Each question is searched over its own haystack only. With ``namespace``
 isolation every distinct haystack (its sessions' ids, dates and turns) gets
@@ -95,6 +99,10 @@ MIN_K = 10  # the least system.k: the harness figures read a list to rank 10
 # settings read with a default but kept out of DEFAULTS and the params (variants written before them keep
 # their definition): their defaults, for :func:`definition`
 UNLISTED_DEFAULTS = {"max_response_mb": MAX_RESPONSE_MB, "degenerate": "warn"}
+# settings that decide no list, kept out of the definition whatever they say: the conformance check, the
+# bound on per-namespace servers alive at once, the load curve (system.ready decides lists of an
+# asynchronous service: in the definition when given)
+UNLISTED = ("check", "headers", "servers", "load")
 
 
 # --------------------------------------------------------------------------- the variant
@@ -151,6 +159,7 @@ def system_variant(name: str, family: str, entry: dict, others: dict | None = No
             del spec[key]
     if spec["isolation"] not in ISOLATION:
         raise ConfigError(f"{where}: isolation {spec['isolation']!r} is not one of {', '.join(ISOLATION)}")
+    _serving_settings(spec, s, operations, transport, where)
     results = {**DEFAULT_RESULTS, **(s.get("results") or {})}
     if set(results) - set(DEFAULT_RESULTS) - {"pattern"}:
         raise ConfigError(f"{where}: results: unknown key(s) {', '.join(sorted(set(results) - set(DEFAULT_RESULTS)))}"
@@ -216,6 +225,24 @@ def _no_written_header_secret(headers, where: str) -> None:
             raise ConfigError(f"{where}: {header}: its value is written out, and the header may hold a secret; write "
                               f"it as $NAME (\"Bearer $API_KEY\"), read from the environment when the job runs, so "
                               f"that no file the pipeline writes holds it")
+
+
+def _serving_settings(spec: dict, s: dict, operations: dict, transport: str, where: str) -> None:
+    """``servers``, ``ready`` and ``load`` checked into ``spec`` (each absent when not given, so that a
+    variant without them keeps its params and definition)."""
+    from ..services.servers import per_namespace
+    from .load import load_of
+    from .readiness import ready_of
+    from .servers import servers_of
+
+    many = transport == "mcp-stdio" and per_namespace(s["mcp"])
+    for key, value in (("servers", servers_of(s.get("servers"), many, spec["isolation"], where)),
+                       ("ready", ready_of(s.get("ready"), operations, where)), ("load", load_of(s.get("load"), where))):
+        spec.pop(key, None)
+        if value is not None:
+            spec[key] = value
+    if many:
+        spec["per_namespace"] = True
 
 
 def identity(system: dict, public: bool = False) -> str:
@@ -303,7 +330,7 @@ def definition(variant) -> str:
     # setting kept out of DEFAULTS (so that adding it changed no variant's params) is the same definition
     # written at its default or left out
     if isinstance(spec.get("retriever"), dict):
-        spec["retriever"] = {k: v for k, v in spec["retriever"].items() if k not in ("check", "headers") and not (
+        spec["retriever"] = {k: v for k, v in spec["retriever"].items() if k not in UNLISTED and not (
             k in UNLISTED_DEFAULTS and canonical(v) == canonical(UNLISTED_DEFAULTS[k]))}
     return hashlib.sha256(json.dumps(canonical(spec), sort_keys=True, default=str).encode()).hexdigest()[:20]
 
@@ -449,10 +476,11 @@ class _Service:
         from ..core import layout
 
         self.v, self.spec, self.log = variant, variant.retriever, log
-        self.client = client_of(self.spec, self.where())
         outs = (segment.outputs or {}).get(variant.name) or {}
         root = layout.root_of(outs["rankings"], layout.path(layout.SEGMENT_TABLE, suffix=""))
         ledger = Path(layout.path(layout.SYSTEM_LEDGER, root=root, variant=variant.name))
+        # a server per namespace works in a folder of its own next to the ledger, removed when it stops
+        self.client = client_of(self.spec, self.where(), workroot=ledger.with_suffix(".servers"))
         self.ledger = Ledger(ledger, sent_shape(self.spec, variant.grain, variant.recipe.documents))
         self.lock_dir = ledger.with_suffix(".locks")
         self.timings: list[tuple] = []
@@ -470,9 +498,9 @@ class _Service:
     def where(self, qid=None) -> str:
         return f"variant {self.v.name!r}" + (f": question {qid!r}" if qid is not None else "")
 
-    def _time(self, operation, phase, namespace, qid, call=None, ok=True, seconds=None, attempts=None):
+    def _time(self, operation, phase, namespace, qid, call=None, ok=True, seconds=None, attempts=None, value=None):
         row = (operation, phase, namespace, qid, call.seconds if call else seconds, call.attempts if call else attempts,
-               ok, call.server_seconds if call else None)
+               ok, call.server_seconds if call else None, value)
         with self._timing_lock:
             self.timings.append(row)
 
@@ -547,6 +575,7 @@ class _Service:
                 started = time.monotonic()
                 _, assigned = ingest_namespace(self.client, self.spec, namespace, sessions, self.where(), retries=0,
                                                timed=lambda c: self._time("ingest", "", namespace, None, c))
+                self._ingested(namespace, sessions, started)
                 n = self._count(namespace, retries=0)
             except Unavailable as e:
                 why, asked = str(e), getattr(e, "retry_after", 0.0)  # a 429's Retry-After, honoured here too
@@ -568,6 +597,54 @@ class _Service:
             return
         raise _IngestFailed(why)
 
+    def _ingested(self, namespace: str, sessions: list[dict], started: float) -> None:
+        """After a namespace's ingest requests: their wall time (an ``ingestion`` row), then the wait until it
+        is searchable (system.ready: retrieval/readiness.py), a timeout an ingestion that failed."""
+        self._time("ingestion", "", namespace, None, seconds=time.monotonic() - started, attempts=1,
+                   value=len(sessions))
+        ready = self.spec.get("ready")
+        if ready is None:
+            return
+        from .readiness import NotReady, wait
+
+        def search(text: str) -> list[str]:
+            values = search_values(namespace, int(self.spec["k"]), {"question_id": "memobench-ready", "question": text})
+            resp, _ = self.client.once("search", values, retries=0)
+            return result_ids(resp, self.spec, f"{self.where()}: readiness search")[0]
+
+        try:
+            seconds, polls = wait(ready, namespace, sessions, lambda: self._count(namespace, retries=0), search,
+                                  expected=self._expected(sessions))
+        except NotReady as e:
+            self._time("ready", ready["until"], namespace, None, ok=False)
+            raise _IngestFailed(str(e)) from None
+        self._time("ready", ready["until"], namespace, None, seconds=seconds, attempts=polls)
+
+    def load_curve(self, client, namespace: str, questions: list[dict]) -> None:
+        """system.load's levels on ``namespace`` (searched already: warm), with ``client`` (its server's)."""
+        from . import load
+
+        asks = [(q["question_id"], search_values(namespace, int(self.spec["k"]), q, self._asked(q))) for q in questions]
+        rows = load.run(client, namespace, asks, self.spec["load"])
+        with self._timing_lock:
+            self.timings += rows
+        said = ", ".join(f"{r[1]} in flight: {r[8] / r[4]:.1f}/s" for r in rows if r[0] == "load_window" and r[4])
+        self.log(f"{self.v.name}: load on namespace {namespace}: {said}")
+
+    def served(self, stdio_start: bool) -> None:
+        """A stdio server's start timed apart from its first request (``stdio_start``: now, before any)."""
+        if stdio_start and self.spec["transport"] == "mcp-stdio" and not self.spec.get("per_namespace"):
+            seconds = self.client.start()
+            if seconds is not None:
+                self._time("start", "", "", None, seconds=seconds, attempts=1)
+
+    def peak(self) -> None:
+        """A shared stdio server's peak memory, a ``memory`` row (read before it stops)."""
+        if self.spec["transport"] == "mcp-stdio" and not self.spec.get("per_namespace"):
+            peak = self.client.peak_memory()
+            if peak is not None:
+                self._time("memory", "", "", None, value=peak)
+
     def ensure(self, namespace: str, sessions: list[dict]) -> None:
         """``namespace`` holds ``sessions``: confirmed from the ledger and ``count``, else ingested
         (namespace isolation; under the namespace's lock)."""
@@ -584,7 +661,8 @@ class _Service:
 
         url = self.spec["identity"]
         # a stdio server is this job's own process: without count, nothing recorded of another is known to hold
-        trust = self.spec["transport"] != "mcp-stdio" or self.spec["operations"].get("count") is not None
+        trust = ((self.spec["transport"] != "mcp-stdio" or self.spec["operations"].get("count") is not None)
+                 and not self.spec.get("per_namespace"))  # a server per namespace starts empty
         breaks = self.client.breaks
         # named by a digest: a namespace is the service's name, not a safe file name
         with locked(self.lock_dir / f"{hashlib.sha256(namespace.encode('utf-8')).hexdigest()[:32]}.lock"):
@@ -972,9 +1050,10 @@ class _IngestFailed(Exception):
     pass
 
 
-def client_of(spec: dict, where: str = "memory service"):
-    """The client of a system variant's service (HTTP, or MCP over stdio or streamable HTTP); ``where``
-    names the variant in a config line (an unset ``$NAME``), raised before any request."""
+def client_of(spec: dict, where: str = "memory service", workroot=None):
+    """The client of a system variant's service (HTTP, or MCP over stdio or streamable HTTP; a server per
+    namespace, its working folders under ``workroot`` or a temporary folder: services/servers.py);
+    ``where`` names the variant in a config line (an unset ``$NAME``), raised before any request."""
     from ..services.api import from_environment
 
     settings = {"timeout_s": float(spec["timeout_s"]), "retries": int(spec["retries"]),
@@ -1001,6 +1080,13 @@ def client_of(spec: dict, where: str = "memory service"):
     env = m.get("env")
     if env is not None:
         env = {k: from_environment(v, f"{where}: system: mcp: env: {k}") for k, v in env.items()}
+    if spec.get("per_namespace"):
+        from ..services.servers import NamespaceServers
+
+        def make(command, env):
+            return McpClient(spec["operations"], command=command, env=env, **settings)
+
+        return NamespaceServers(make, _command(m["command"]), env, workroot)
     return McpClient(spec["operations"], command=_command(m["command"]), env=env, **settings)
 
 
@@ -1072,8 +1158,11 @@ def rank_segment(variants, segment, log=print) -> dict:
         try:
             with (locked(service.lock_dir / "reset.lock") if v.retriever["isolation"] == "reset"
                   else contextlib.nullcontext()):
+                service.served(stdio_start=True)
                 service.conform()
-                if v.retriever["isolation"] == "namespace":
+                if v.retriever.get("per_namespace"):
+                    service.client.close_servers()  # the check's: the job's namespaces get their own
+                elif v.retriever["isolation"] == "namespace":
                     needed = {}
                     for q in segment.questions:
                         hay = segment.haystacks.get(q["haystack_id"])
@@ -1081,18 +1170,26 @@ def rank_segment(variants, segment, log=print) -> dict:
                             needed[names[q["haystack_id"]]] = payloads[q["haystack_id"]]
                     service.ingest_all(needed)
 
+                searched: dict[str, list[dict]] = {}  # namespace -> its questions searched (the load curve's)
+
                 def ranked(q, hay, docs, service=service, names=names, contents=contents, payloads=payloads):
                     hid = q["haystack_id"]
                     got = service.search(q, hay, payloads[hid], names[hid], contents[hid],
                                          turns=docs if v.grain == "turn" else None)
+                    searched.setdefault(names[hid], []).append(q)
                     return ([], None) if got is None else got
 
                 # rank_by_documents hands the ranker each session's document (a turn variant's: the
                 # haystack's turns, every turn, as the service has them); a service gets the haystack's
                 # sessions instead (payloads), so the session documents are placeholders
                 docs = {v.recipe.documents: dict.fromkeys(keys)}
+                if v.retriever.get("per_namespace"):
+                    ranked = _per_namespace(service, v, segment, docs, ranked, names, payloads, log)
                 rankings, outcomes, deep = rank_by_documents([v], segment, {v.name: ranked}, log, docs=docs,
                                                              timed=())[v.name]
+                if v.retriever.get("load") and not v.retriever.get("per_namespace"):
+                    _shared_load(service, v, searched, names, contents)
+                service.peak()
         except StartFailed as e:
             # one line at once: a server that cannot start would fail every question the same way
             raise RetrieverError(f"variant {v.name!r}: the MCP server could not start: {e}") from None
@@ -1103,6 +1200,49 @@ def rank_segment(variants, segment, log=print) -> dict:
                 DEFINITION_KEY: definition(v)}
         out[v.name] = (rankings, outcomes.replace_schema_metadata(meta), deep)
     return out
+
+
+def _per_namespace(service, v, segment, docs, ranked, names, payloads, log):
+    """A server per namespace (retrieval/servers.py): the ranking step's calls collected first (the skip
+    rule's questions, in its order), searched namespace by namespace, each while its server lives; the
+    ranker that then gives the stored answers."""
+    from .documents import rank_by_documents
+    from .servers import serve_each
+
+    calls: list[tuple] = []
+
+    def collect(q, hay, documents):
+        calls.append((q, hay, documents))
+        return [], None
+
+    rank_by_documents([v], segment, {v.name: collect}, lambda _: None, docs=docs, timed=())
+    answers = serve_each(service, calls, lambda q: names[q["haystack_id"]], lambda q: payloads[q["haystack_id"]],
+                         ranked, log)
+    stored = iter(zip(calls, answers))
+
+    def answered(q, hay, documents):  # the ranking step asks again in the same order
+        (asked, _, _), got = next(stored)
+        assert asked["question_id"] == q["question_id"], "the ranking step's order changed between its passes"
+        return got
+
+    return answered
+
+
+def _shared_load(service, v, searched: dict, names: dict, contents: dict) -> None:
+    """system.load on one warmed namespace of a shared service: with reset isolation the one it holds now
+    (the last haystack's), else the one with the most questions."""
+    from .servers import load_namespace
+
+    if v.retriever["isolation"] == "reset":
+        if service.current is None or not searched:
+            return
+        held = {next(iter(searched)): [q for qs in searched.values() for q in qs
+                                       if contents[q["haystack_id"]] == service.current]}
+    else:
+        held = {ns: qs for ns, qs in searched.items() if ns not in service.failed}
+    namespace = load_namespace({ns: qs for ns, qs in held.items() if qs})
+    if namespace is not None:
+        service.load_curve(service.client, namespace, held[namespace])
 
 
 # The recipe backend of a memory service (config ``variants.<name>.system``): not a recipe choice.

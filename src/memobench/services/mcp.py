@@ -177,6 +177,31 @@ class McpClient:
                 self._opened = True
             return self._conn[0], self._generation
 
+    def start(self) -> float | None:
+        """Open the connection now (a stdio server's process start and the handshake): its seconds on the
+        monotonic clock, told apart from the first request's (0.0 when it is already open; None when it
+        failed for a reason worth another try, which the first request then makes, with its retries)."""
+        started = time.monotonic()
+        with self._lock:
+            was_open = self._conn is not None
+        try:
+            self._connection()
+        except StartFailed:
+            raise
+        except Exception:  # noqa: BLE001 - transient: once() tries again and says why
+            return None
+        return 0.0 if was_open else time.monotonic() - started
+
+    def peak_memory(self) -> int | None:
+        """A stdio server's peak resident memory in bytes (its process and descendants: .processes), while
+        it runs; None over HTTP or where the system does not say."""
+        from .processes import peak_memory, started_by_us
+
+        if self.command is None or self._conn is None:
+            return None
+        pids = started_by_us(self.command, self.env)
+        return peak_memory(pids[0]) if len(pids) == 1 else None
+
     def _lost(self, generation: int) -> None:
         """The connection of ``generation`` is broken: closed here once, whichever thread saw it first."""
         with self._lock:
