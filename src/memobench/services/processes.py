@@ -53,10 +53,20 @@ def started_by_us(command: list[str], env: dict | None = None) -> list[int]:
     found = []
     for pid in _children().get(os.getpid(), []):
         argv = _argv(pid)
-        if argv and argv[1:] == list(command[1:]) and Path(argv[0]).name == Path(command[0]).name:
+        if argv and _runs(argv, list(command)):
             if not env or all(_environ(pid).get(k) == v for k, v in env.items()):
                 found.append(pid)
     return found
+
+
+def _runs(argv: list[str], command: list[str]) -> bool:
+    """A process's argv is ``command``'s: the same program and arguments, or a script's interpreter
+    followed by them (a script with a ``#!`` line, a console script such as ``memobench``, runs as
+    ``python /path/to/memobench serve ...``)."""
+    def same(run: list[str]) -> bool:
+        return len(run) == len(command) and run[1:] == command[1:] and Path(run[0]).name == Path(command[0]).name
+
+    return same(argv) or same(argv[1:])
 
 
 def peak_memory(pid: int) -> int | None:

@@ -190,3 +190,24 @@ def test_a_child_process_peak_memory_is_read_from_proc():
     finally:
         child.kill()
         child.wait()
+
+
+def test_a_script_server_is_found_though_its_interpreter_runs_it(tmp_path):
+    """A server given as a script (a console script such as memobench, any #! file) runs as its
+    interpreter with the script's path first: still the command's process."""
+    from memobench.services.processes import peak_memory, started_by_us
+
+    if not os.path.isdir("/proc"):
+        pytest.skip("no /proc")
+    script = tmp_path / "my-server"
+    script.write_text(f"#!{sys.executable}\nimport time\ntime.sleep(30)\n")
+    script.chmod(0o755)
+    child = subprocess.Popen([str(script), "serve", "--stdio"], env={**os.environ, "MB_TAG": "script"})
+    try:
+        time.sleep(1.0)
+        assert started_by_us([str(script), "serve", "--stdio"], {"MB_TAG": "script"}) == [child.pid]
+        assert not started_by_us([str(script), "serve"], {"MB_TAG": "script"})
+        assert peak_memory(child.pid) > 0
+    finally:
+        child.kill()
+        child.wait()
