@@ -264,8 +264,11 @@ class _Check:
                                           f"copies of a repeated id included")
 
     def _count(self) -> Result:
-        if self.spec["operations"].get("count") is None:
-            return Result("count", "skipped", "the service has no count operation (count: null in config)")
+        from .system import has_count
+
+        if not has_count(self.spec, self.client):
+            return Result("count", "skipped", "the service has no count operation (count: null in config, or a "
+                                              "library without a count method)")
         for ns, held in self.held.items():
             if self.counts[ns] != len(held):
                 return Result("count", "fail", f"namespace {ns!r} holds {self.counts[ns]} sessions by count, not "

@@ -112,10 +112,17 @@ def system_variant(name: str, family: str, entry: dict, others: dict | None = No
         raise ConfigError(f"variant {name!r}: a system variant takes no {extra} (only system and description)")
     s = entry["system"]
     where = f"variant {name!r}: system"
-    if not isinstance(s, dict) or ("url" in s) == ("mcp" in s):
+    if not isinstance(s, dict) or sum(k in s for k in ("url", "mcp", "library")) != 1:
         raise ConfigError(f"{where}: give url (the service's HTTP API, http://host:port) or mcp (an MCP server: "
-                          f"{{command: [...]}} or {{url: ...}}), one of them")
-    if "url" in s:
+                          f"{{command: [...]}} or {{url: ...}}), or library (file.py:factory, used in-process), one "
+                          f"of them")
+    if "options" in s and "library" not in s:
+        raise ConfigError(f"{where}: options are a library's factory's arguments (system.library)")
+    if "library" in s:
+        from .library import operations as library_operations
+
+        operations, transport = library_operations(s, where), "library"
+    elif "url" in s:
         if not _http_url(s["url"]):
             raise ConfigError(f"{where}: url {_shown(s['url'])!r} is not an http:// or https:// URL")
         _no_written_secret(s["url"], f"{where}: url")
@@ -165,6 +172,8 @@ def identity(system: dict, public: bool = False) -> str:
     starred, since they may hold a secret. ``public``: as result files and the report show it, with
     nothing that may hold a secret (:func:`public_url`; a command's program alone, not its arguments)."""
     url = public_url if public else _shown
+    if "library" in system:
+        return f"library {system['library']}"
     if "url" in system:
         return url(system["url"])
     m = system["mcp"]
@@ -367,7 +376,7 @@ class _Service:
         from ..core import layout
 
         self.v, self.spec, self.log = variant, variant.retriever, log
-        self.client = client_of(self.spec, self.where())
+        self.client = client_of(self.spec, self.where(), log)
         outs = (segment.outputs or {}).get(variant.name) or {}
         root = layout.root_of(outs["rankings"], layout.path(layout.SEGMENT_TABLE, suffix=""))
         ledger = Path(layout.path(layout.SYSTEM_LEDGER, root=root, variant=variant.name))
@@ -485,7 +494,7 @@ class _Service:
 
         url = self.spec["identity"]
         # a stdio server is this job's own process: without count, nothing recorded of another is known to hold
-        trust = self.spec["transport"] != "mcp-stdio" or self.spec["operations"].get("count") is not None
+        trust = self.spec["transport"] not in ("mcp-stdio", "library") or has_count(self.spec, self.client)
         breaks = self.client.breaks
         # named by a digest: a namespace is the service's name, not a safe file name
         with locked(self.lock_dir / f"{hashlib.sha256(namespace.encode('utf-8')).hexdigest()[:32]}.lock"):
@@ -676,7 +685,7 @@ def count_of(client, spec: dict, namespace: str, where: str, retries: int | None
     (``retries``: the client's own unless given)."""
     from ..services.api import Missing, pick
 
-    if spec["operations"].get("count") is None:
+    if not has_count(spec, client):
         return None, None
     resp, call = client.once("count", {"namespace": namespace}, retries=retries)
     try:
@@ -686,6 +695,11 @@ def count_of(client, spec: dict, namespace: str, where: str, retries: int | None
     if isinstance(n, bool) or not isinstance(n, int):
         raise RetrieverError(f"{where}: count of namespace {namespace!r} answered {n!r}, not a number")
     return n, call
+
+
+def has_count(spec: dict, client) -> bool:
+    """The service has a ``count`` operation (a library: its object has a count method)."""
+    return spec["operations"].get("count") is not None and getattr(client, "counts", True)
 
 
 def result_ids(resp, spec: dict, where: str, unit: str = "session") -> tuple[list[str], list | None]:
@@ -716,13 +730,18 @@ class _IngestFailed(Exception):
     pass
 
 
-def client_of(spec: dict, where: str = "memory service"):
-    """The client of a system variant's service (HTTP, or MCP over stdio or streamable HTTP); ``where``
-    names the variant in a config line (an unset ``$NAME``), raised before any request."""
+def client_of(spec: dict, where: str = "memory service", log=print):
+    """The client of a system variant's service (HTTP, or MCP over stdio or streamable HTTP, or a library
+    in-process); ``where`` names the variant in a config line (an unset ``$NAME``), raised before any
+    request; ``log`` gets what a library's factory prints."""
     from ..services.api import from_environment
 
     settings = {"timeout_s": float(spec["timeout_s"]), "retries": int(spec["retries"]),
                 "backoff_s": float(spec["backoff_s"])}
+    if spec["transport"] == "library":
+        from .library import client
+
+        return client(spec, where, log)
     if spec["transport"] == "http":
         from ..services.client import HttpClient
 
@@ -830,9 +849,15 @@ def rank_segment(variants, segment, log=print) -> dict:
     return out
 
 
+def _library_sources(variant) -> tuple:
+    from .library import sources
+
+    return sources(variant)
+
+
 # The recipe backend of a memory service (config ``variants.<name>.system``): not a recipe choice.
 BACKEND = "system"
 register(Row(BACKEND, "system", label="memory service", description="a running memory service that ingests "
              "each haystack's sessions and answers searches over HTTP", module=__name__, config_key="system",
              make_variant=system_variant, turns=True))
-register_retriever(Retriever("system", __name__, rank_segment, shares=False))
+register_retriever(Retriever("system", __name__, rank_segment, shares=False, sources=_library_sources))
