@@ -22,7 +22,7 @@ from ..core.errors import ConfigError
 
 KEYS = ("library", "options")  # the library's own keys under system (url and mcp are the services')
 # a service's settings that mean nothing in-process
-NOT_IN_PROCESS = ("endpoints", "tools", "answer", "results", "max_response_mb")
+NOT_IN_PROCESS = ("endpoints", "tools", "answer", "results", "max_response_mb", "headers", "render")
 
 
 def operations(system: dict, where: str) -> dict:
@@ -42,7 +42,10 @@ def operations(system: dict, where: str) -> dict:
         raise ConfigError(f"{where}: {', '.join(extra)} {'is' if len(extra) == 1 else 'are'} a service's; a library "
                           f"is called in-process (its search returns ids, or (id, score) pairs)")
     return {"reset": {"method": "reset"}, "ingest": {"method": "ingest", "library": spec, "options": options},
-            "search": {"method": "search"}, "count": {"method": "count", "sessions": "sessions"}}
+            # the search's arguments as a template names them: the query is the question's text, or what the
+            # variant's query transform makes of it
+            "search": {"method": "search", "arguments": {"namespace": "{namespace}", "query": "{query}", "k": "{k}"}},
+            "count": {"method": "count", "sessions": "sessions"}}
 
 
 def client(spec: dict, where: str, log=print):
