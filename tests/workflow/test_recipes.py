@@ -46,5 +46,5 @@ def test_the_bm25s_library_recipe_gives_the_reference_bm25s_lists(project):
     assert [got[k] for k in ("hit@1", "hit@5", "hit@10")] == [want[k] for k in ("hit@1", "hit@5", "hit@10")]
     folder = (project / layout.path(layout.TIMINGS, dataset="locomo10", variant="bm25s-library", segment="x")).parent
     timings = [r for f in sorted(folder.glob("*.parquet")) for r in pq.read_table(f).to_pylist()]
-    assert {r["operation"] for r in timings} == {"reset", "ingest", "count", "search"}
+    assert {"reset", "ingest", "count", "search"} <= {r["operation"] for r in timings}
     assert sum(r["operation"] == "ingest" for r in timings) == 272  # LoCoMo's sessions, each sent once

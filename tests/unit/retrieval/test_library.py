@@ -19,6 +19,7 @@ from memobench.core import layout
 from memobench.core.errors import ConfigError
 from memobench.datasets.normalize import normalize_longmemeval
 from memobench.retrieval.returned import RetrieverError
+from memobench.services.api import OPERATIONS
 from memobench.tools.generate.longmemeval import write_longmemeval
 from tests.helpers import REPO
 from tests.helpers.services import rank_one_segment as _rank
@@ -57,8 +58,8 @@ def test_the_bm25s_library_gives_the_in_process_reference_lists(norm, expected, 
     assert rk.equals(expected[0]) and dp.equals(expected[2])
     assert any("passed its conformance check" in line for line in lines), lines
     rows = _timings(tmp_path)
-    assert {r["operation"] for r in rows} == {"reset", "ingest", "count", "search"}
-    assert all(r["ok"] and r["seconds"] > 0 and r["attempts"] == 1 for r in rows)
+    assert {"reset", "ingest", "count", "search"} <= {r["operation"] for r in rows}
+    assert all(r["ok"] and r["seconds"] > 0 and r["attempts"] == 1 for r in rows if r["operation"] in OPERATIONS)
     assert {r["phase"] for r in rows if r["operation"] == "search"} == {"cold", "warm"}
     meta = pq.read_metadata(layout.path(layout.TIMINGS, root=tmp_path / "results", dataset="lme", variant="lib",
                                         segment="seg1")).metadata
