@@ -51,6 +51,10 @@ def test_the_bm25s_library_recipe_gives_the_reference_bm25s_lists(project):
     timings = [r for f in sorted(folder.glob("*.parquet")) for r in pq.read_table(f).to_pylist()]
     assert {"reset", "ingest", "count", "search"} <= {r["operation"] for r in timings}
     assert sum(r["operation"] == "ingest" for r in timings) == 272  # LoCoMo's sessions, each sent once
+    # on the latency page as a service is, beside the in-process bm25s
+    summaries = {s["variant"]: s for s in json.loads((project / layout.LATENCY_JSON).read_text())}
+    assert summaries["bm25s-library"]["measures"] == "service requests" and summaries["bm25s-library"]["warm"]["n"] > 0
+    assert "| bm25s-library (service) |" in (project / layout.LATENCY_MD).read_text()
 
 
 # the servers' programs, where docs/recipes/README.md (and .ci/run) installs them
