@@ -53,6 +53,12 @@ def add_arguments(p) -> None:
     p.add_argument("--mcp", metavar="COMMAND|URL",
                    help="instead of a run file: an MCP memory service with the reference server's tools, started by "
                         "this command (one quoted argument) over stdio, or at this streamable-HTTP URL")
+    p.add_argument("--retriever", metavar="CALLABLE",
+                   help="instead of a run file: your Python retriever, 'path/to/file.py:function' or "
+                        "'module:function' (docs/retrievers.md), run by the pipeline as a retriever variant")
+    p.add_argument("--variant", metavar="NAME",
+                   help="instead of a run file: a built-in variant or one of the config's (e.g. bm25s), run by the "
+                        "pipeline as the config defines it")
     p.add_argument("--dataset", required=True, help="the configured dataset the run ranks (e.g. locomo10)")
     p.add_argument("--against", help=f"the variant to compare with (default {REFERENCE} where the dataset's family has it)")
     p.add_argument("--format", choices=RUN_FORMATS, help="the run's format (default: read from the file)")
@@ -151,10 +157,12 @@ def read_config_file(path, error=ScoreError) -> dict:
     return loaded
 
 
-def variant_name(path: Path | str, given: str | None, service: dict | None = None) -> str:
-    """The variant's name: ``given``, else made from the run file's name (or a service's host and port, or
-    its command's program)."""
-    if isinstance(path, str):
+def variant_name(path: Path | str, given: str | None, service: dict | None = None, stem: str | None = None) -> str:
+    """The variant's name: ``given``, else ``stem`` (a retriever's function), else made from the run file's
+    name (or a service's host and port, or its command's program)."""
+    if stem is not None:
+        pass
+    elif isinstance(path, str):
         from urllib.parse import urlsplit
 
         url = (service or {}).get("url") or ((service or {}).get("mcp") or {}).get("url")
@@ -180,14 +188,37 @@ def variant_name(path: Path | str, given: str | None, service: dict | None = Non
 def definition(v, workdir: Path) -> str | None:
     """What decides a variant's results, as this command compares two of one name: an imported run's
     file (relative to ``workdir`` when it is so given), format and grain; a service's digest
-    (:func:`memobench.retrieval.system.definition`: the service, its settings and grain); None for
-    any other kind (never this command's)."""
+    (:func:`memobench.retrieval.system.definition`: the service, its settings and grain); a Python
+    retriever's callable, params, prepare, documents and grain (its code's edits rerun it, as in the
+    pipeline); None for any other kind (never this command's)."""
+    from .retrieval.python import BACKEND as PYTHON
     from .retrieval.system import BACKEND, definition as system_definition
 
     if v.run is not None:
         return json.dumps({"file": str(_absolute(v.run["file"], workdir)), "format": v.run["format"],
                            "grain": v.grain})
+    if v.recipe.backend == PYTHON:  # a file's path as the jobs read it (from the working directory)
+        spec = {k: (f"{_absolute(c.rpartition(':')[0], workdir)}:{c.rpartition(':')[2]}"
+                    if isinstance(c, str) and c.rpartition(":")[0].endswith(".py") else c)
+                for k, c in v.retriever.items()}
+        return json.dumps({"retriever": spec, "documents": v.recipe.documents, "grain": v.grain}, sort_keys=True)
     return system_definition(v) if v.recipe.backend == BACKEND else None
+
+
+def retriever_spec(given: str | dict) -> dict:
+    """A retriever variant's ``retriever`` from ``--retriever`` (the Python API gives a mapping with
+    ``params``, ``documents``, ``prepare``): a file's path made absolute from the current directory, as
+    a run file's is (the pipeline's jobs import it from the working directory)."""
+    spec = {"callable": given} if isinstance(given, str) else {k: v for k, v in given.items() if v is not None}
+    for key in ("callable", "prepare"):
+        target, _, func = str(spec.get(key) or "").rpartition(":")
+        if target.endswith(".py"):
+            path = Path(target).expanduser().resolve()
+            if not path.is_file():
+                raise ScoreError(f"--retriever {spec[key]}: no file {target} (looked for {path}); give the file "
+                                 f"that holds your function")
+            spec[key] = f"{path}:{func}"
+    return spec
 
 
 def _absolute(file: str, workdir: Path) -> Path:
@@ -215,13 +246,14 @@ def check_configured(path, name: str, config: dict, family: str, ours: str | Non
 
 
 def check_owner(workdir: Path, dataset: str, name: str, run: Path | str, ours: str | None = None,
-                family: str = "", n_segments: int = 1) -> str | None:
+                family: str = "", n_segments: int = 1, retriever: bool = False) -> str | None:
     """The variant's folder holds nothing, or the results of this same
     definition: the same file (its metrics.json's run.file; before that, its
     overlay's), or the same service with the same settings (the definition
     its outcomes tables record, whether the pipeline or this command made
-    them; before those exist, its overlay's). Another file's, service's or
-    setting's results are never replaced. Returns the description the
+    them; before those exist, its overlay's), or the same Python retriever
+    (``retriever``: its overlay's callable and settings). Another file's,
+    service's, retriever's or setting's results are never replaced. Returns the description the
     results carry (metrics.json's), so that reusing them remakes nothing."""
     folder = workdir / layout.path(layout.VARIANT, dataset=dataset, variant=name)
     if not folder.is_dir() or not any(folder.iterdir()):
@@ -231,7 +263,13 @@ def check_owner(workdir: Path, dataset: str, name: str, run: Path | str, ours: s
     made = ((overlay or {}).get("variants") or {}).get(name) if isinstance(overlay, dict) else None
     owner = same = None
     try:
-        if isinstance(run, str):  # a service: what made the outcomes, else what the overlay that made the folder drove
+        if retriever:  # a Python retriever: the overlay that made the folder says what ranked it
+            if made is not None:
+                owner = (made.get("retriever") or {}).get("callable")
+                same = definition(resolve(name, family, {name: made}), workdir) == ours
+            elif str(metrics.get("harness", "")).startswith(RETRIEVER_HARNESS):
+                owner, same = metrics["harness"][len(RETRIEVER_HARNESS):], False
+        elif isinstance(run, str):  # a service: what made the outcomes, else the overlay that made the folder
             from .retrieval.system import identity
 
             # tables an older memobench wrote record none: the overlay, where there is one, says instead
@@ -252,7 +290,7 @@ def check_owner(workdir: Path, dataset: str, name: str, run: Path | str, ours: s
     if same:
         return metrics.get("description")
     where = f"{run}: {folder.relative_to(workdir)}/ holds"
-    if isinstance(run, str) and owner == run and same is None:
+    if isinstance(run, str) and owner == run and same is None and not retriever:
         raise ScoreError(f"{where} results of {run} whose settings are not recorded (an older memobench made them); "
                          f"rerun the pipeline that made them, or give this run another name with --name")
     if isinstance(run, str) and owner == run:
@@ -263,6 +301,7 @@ def check_owner(workdir: Path, dataset: str, name: str, run: Path | str, ours: s
 
 
 SERVICE_HARNESS = "memory service: "  # a system variant's harness label, before its service's identity
+RETRIEVER_HARNESS = "your retriever: "  # a Python retriever's, before its callable
 
 
 def _json(path: Path):
@@ -428,21 +467,50 @@ def scored(args) -> dict:
     figures it states: ``dataset``, ``variant``, ``against``, the variant's metrics.json
     (``metrics``) and official.json (``official``), ``against_metrics``, and ``paired``, the paired
     comparison (:func:`paired`: a dict, the line saying why there is none, or None without
-    ``against``). ``args.quiet`` (the Python API) prints nothing."""
+    ``against``), and a service's ``latency`` (:func:`latency_summary`; None for the other kinds).
+    ``args.quiet`` (the Python API) prints nothing. Besides a run file, ``--system`` or ``--mcp`` (the
+    Python API may give ``system`` as the config's mapping), ``--retriever`` (the API: a mapping with
+    ``params``, ``documents``, ``prepare``) scores a Python retriever as a retriever variant and
+    ``--variant`` a built-in or configured variant as the config defines it."""
     from .evaluation.published import published
 
     quiet = getattr(args, "quiet", False)
+    given_retriever, given_variant = getattr(args, "retriever", None), getattr(args, "variant", None)
 
-    if [args.run, args.system, args.mcp].count(None) != 2:
-        raise ScoreError("give a run file, --system URL for a memory service, or --mcp COMMAND|URL for an MCP one "
+    if [args.run, args.system, args.mcp, given_retriever, given_variant].count(None) != 4:
+        raise ScoreError("give a run file, --system URL for a memory service, --mcp COMMAND|URL for an MCP one, "
+                         "--retriever CALLABLE for your Python retriever or --variant NAME for a configured variant "
                          "(one of them)")
-    service = None
-    if args.system is not None or args.mcp is not None:
+    service = spec = None
+    kind = "run"
+    if given_retriever is not None or given_variant is not None:
+        kind = "retriever" if given_retriever is not None else "variant"
+        for flag in ("format", "k"):
+            if getattr(args, flag) is not None:
+                raise ScoreError(f"--{flag} is a run file's or a memory service's setting, not "
+                                 f"{'a Python retriever' if kind == 'retriever' else 'a configured variant'}'s")
+        if kind == "variant" and args.name is not None:
+            raise ScoreError(f"--name names a run, service or retriever scored here; --variant {given_variant} "
+                             f"keeps its own name")
+        if kind == "variant" and args.grain != "session":
+            raise ScoreError(f"--grain is a run's or service's; --variant {given_variant}'s grain is its definition's")
+        if kind == "retriever":
+            spec = retriever_spec(given_retriever)
+            run = spec.get("callable")
+        else:
+            run = given_variant
+    elif args.system is not None or args.mcp is not None:
         from .retrieval.system import MIN_K, identity
 
+        kind = "service"
         if args.format:
             raise ScoreError("--format is a run file's; a memory service answers over its API")
-        service = service_of(args.system, args.mcp)
+        service = dict(args.system) if isinstance(args.system, dict) else service_of(args.system, args.mcp)
+        if isinstance(args.system, dict):  # the config's mapping (the Python API): checked as the config's is
+            from .catalog.variant import FAMILIES
+            from .retrieval.system import system_variant
+
+            system_variant("service", FAMILIES[0], {"system": service})
         if args.k is not None:
             if args.k < MIN_K:
                 raise ScoreError(f"--k {args.k}: give how many results each search asks for, {MIN_K} or more "
@@ -467,18 +535,38 @@ def scored(args) -> dict:
     entry = config["datasets"][ds]
     family = dataset_family(entry)
     custom = config.get("variants") or {}
-    fmt = None if isinstance(run, str) else args.format or sniff(run)
-    name = variant_name(run, args.name, service)
+    fmt = args.format or sniff(run) if kind == "run" else None
+    if kind == "variant":
+        name = run
+        if name not in custom and name not in known_variants():
+            raise ScoreError(f"--variant {name!r}: no such variant in {', '.join(['config.yaml', *args.configfile])} "
+                             f"(the built-in variants: memobench variants; a variant of your own is defined under "
+                             f"variants: in a config file: give that file with --configfile)")
+        try:
+            resolve(name, family, custom)
+        except ConfigError as e:
+            raise ScoreError(f"--variant: {e}") from None
+    else:
+        stem = None
+        if kind == "retriever":  # named by its function, as a run by its file
+            stem = re.sub(r"[^A-Za-z0-9._+-]", "-", str(run).rpartition(":")[2].rpartition(".")[2]) or "retriever"
+        name = variant_name(run, args.name, service, stem)
     against = args.against
     if against is None:
         try:
             resolve(REFERENCE, family, custom)
-            against = REFERENCE
+            against = REFERENCE if name != REFERENCE else None
         except ConfigError:
+            pass
+        if against is None:
             against = next((v for v in entry["variants"] if v != name), None)
+    earlier = None
     if against is not None:
         if against == name:
             raise ScoreError(f"--against {against!r} is the run itself; name another variant")
+        earlier = scored_before(workdir, ds, against) if against not in custom else None
+        if earlier is not None:  # a run, retriever or service this command scored: compared as it was defined
+            custom = {**custom, against: earlier}
         if against not in custom and against not in known_variants():
             given = ", ".join(["config.yaml", *args.configfile])
             raise ScoreError(f"--against {against!r}: no such variant in {given}; a variant of your own is "
@@ -488,37 +576,44 @@ def scored(args) -> dict:
             resolve(against, family, custom)
         except ConfigError as e:
             raise ScoreError(f"--against: {e}") from None
-    if isinstance(run, str):
+    variant = None
+    if kind == "service":
         variant = {"system": service, "description": f"the memory service at {identity(service, public=True)}, "
                                                       f"measured by memobench score"}
-    else:
+    elif kind == "retriever":
+        variant = {"retriever": spec, "description": f"{run}, scored by memobench score"}
+    elif kind == "run":
         variant = {"run": {"file": str(run), "format": fmt},
                    "description": f"{run.name}, scored by memobench score"}
-    if against and not isinstance(run, str):  # an imported run's paired statistics (a service's: every pair)
+    if against and kind == "run":  # an imported run's paired statistics (a service's: every pair)
         variant["against"] = against
-    if args.grain == "turn":
+    if args.grain == "turn" and variant is not None:
         variant["grain"] = "turn"
-    # a bad format for the dataset fails here, in one line
-    ours = definition(resolve(name, family, {**custom, name: variant}), workdir)
-    configured = check_configured(run, name, config, family, ours, workdir)
-    if configured is not None:
-        variant = configured  # the config's own variant: its results, as the config made them
-    else:
-        description = check_owner(workdir, ds, name, run, ours, family, entry["segments"])
-        if description is not None:  # the same definition's results: reused, not remade for a new label
-            variant["description"] = description
+    if variant is not None:
+        # a bad format for the dataset (or a bad retriever entry) fails here, in one line
+        ours = definition(resolve(name, family, {**custom, name: variant}), workdir)
+        configured = check_configured(run, name, config, family, ours, workdir)
+        if configured is not None:
+            variant = configured  # the config's own variant: its results, as the config made them
+        else:
+            description = check_owner(workdir, ds, name, run, ours, family, entry["segments"],
+                                      retriever=kind == "retriever")
+            if description is not None:  # the same definition's results: reused, not remade for a new label
+                variant["description"] = description
     overlay = Path(layout.path(layout.SCORE_OVERLAY, root=workdir / layout.RESULTS, dataset=ds, variant=name))
     overlay.parent.mkdir(parents=True, exist_ok=True)
     # a fusion is compared with once the variants it fuses are listed beside it (the config's rule)
     compared = [v for v in (against, name) if v]
-    fused = ((custom.get(against) or {}).get("fuse") or {}).get("of") or []
+    fused = [f for v in compared for f in ((custom.get(v) or {}).get("fuse") or {}).get("of") or []]
     listed = list(dict.fromkeys([*fused, *compared]))
+    defined = {**({against: earlier} if earlier is not None else {}), **({name: variant} if variant else {})}
     overlay.write_text(json.dumps({"run": [ds], "datasets": {ds: {"variants": listed}},
-                                   "variants": {name: variant}}, indent=1) + "\n", encoding="utf-8")
+                                   **({"variants": defined} if defined else {})}, indent=1) + "\n", encoding="utf-8")
     cmd = [sys.executable, "-m", "snakemake", *targets(ds, compared), "-s", str(snakefile), "-d", str(workdir),
            "--configfile", *[str(Path(c).resolve()) for c in args.configfile], str(overlay), "--cores",
            str(args.cores)]
-    what = f"the memory service at {run}" if isinstance(run, str) else f"{run.name} ({fmt})"
+    what = {"service": f"the memory service at {run}", "retriever": f"your retriever {run}",
+            "variant": f"the variant {run}"}.get(kind) or f"{run.name} ({fmt})"
     if not quiet:
         print(f"memobench score: {what} as variant {name!r} of {ds}"
               + (f", against {against}" if against else "") + f"; overlay {overlay.relative_to(workdir)}",
@@ -540,10 +635,13 @@ def scored(args) -> dict:
         out.append(harness_line(against, am, published(ds, against)))
     miss = dict(m["counted_as_miss"])
     skipped = ", ".join(f"{k} {v}" for k, v in m["skipped"].items()) or "none"
-    if isinstance(run, str):
+    if kind == "service":
         errors = m.get("system_errors") or {}
         out.append(f"  {name}: items {m['items']}; skipped: {skipped}; failed at the service (counted as misses): "
                    f"{errors.get('count', 0)}")
+    elif kind != "run":
+        out.append(f"  {name}: items {m['items']}; skipped: {skipped}"
+                   + (f"; counted as misses: {', '.join(f'{k} {v}' for k, v in miss.items())}" if miss else ""))
     else:
         out.append(f"  {name}: items {m['items']}; skipped: {skipped}"
                    + f"; absent from the run (counted as misses): {miss.pop('absent_from_run', 0)}"
@@ -562,13 +660,40 @@ def scored(args) -> dict:
                                            suffix=layout.SEGMENT_SUFFIXES["outcomes"]) for i in range(1, n_seg + 1)]
                     for v in (name, against)]
         comparison = paired(ds, name, against, m, *outcomes)
+        record_paired(workdir, ds, name, against, comparison)
         out += ["", *([comparison] if isinstance(comparison, str) else paired_lines(comparison))]
     if off.get("turn"):
         out += ["", *turn_lines(name, off["turn"])]
-    if isinstance(run, str):
-        out += ["", *latency_lines(workdir, ds, name, entry["segments"], m)]
+    latency = None
+    if kind == "service":
+        latency = latency_summary(workdir, ds, name, entry["segments"], m)
+        out += ["", *latency_lines(latency)]
     return {"text": "\n".join(out), "dataset": ds, "variant": name, "against": against, "metrics": m,
-            "official": off, "against_metrics": am, "paired": comparison, "workdir": workdir}
+            "official": off, "against_metrics": am, "paired": comparison, "latency": latency, "workdir": workdir}
+
+
+def scored_before(workdir: Path, ds: str, name: str) -> dict | None:
+    """The definition of ``name`` in the overlay this command wrote when it scored ``name`` on ``ds`` (its
+    results are that overlay's: :func:`check_owner` keeps another definition out of its folder), None
+    where it scored none of that name or its results are gone."""
+    overlay = _json(workdir / layout.path(layout.SCORE_OVERLAY, dataset=ds, variant=name))
+    made = ((overlay or {}).get("variants") or {}).get(name) if isinstance(overlay, dict) else None
+    if made is None or not (workdir / layout.path(layout.METRICS, dataset=ds, variant=name)).is_file():
+        return None
+    return made
+
+
+def record_paired(workdir: Path, ds: str, name: str, against: str, comparison: dict | str) -> None:
+    """The paired comparison this command made, kept beside its overlay (layout.SCORE_PAIRED) so that the
+    Python API's ``load`` lists it before the pipeline's stats stage compares the pair; a run covering too
+    few questions has none (an older one is removed)."""
+    path = Path(layout.path(layout.SCORE_PAIRED, root=workdir / layout.RESULTS, dataset=ds, variant=name,
+                            against=against))
+    if isinstance(comparison, str):
+        path.unlink(missing_ok=True)
+        return
+    path.write_text(json.dumps({"dataset": ds, **comparison, "against": "memobench score"}, indent=1) + "\n",
+                    encoding="utf-8")
 
 
 def turn_lines(label: str, t: dict) -> list[str]:
@@ -596,15 +721,20 @@ def data_file_line(verified: Path) -> str:
     return f"data file: {f['file']}, {f['bytes']:,} bytes: {f['label']}{how}"
 
 
-def latency_lines(workdir: Path, ds: str, name: str, n_segments: int, metrics: dict) -> list[str]:
-    """The service's search latency, as the latency page states it (a measurement of this run)."""
+def latency_summary(workdir: Path, ds: str, name: str, n_segments: int, metrics: dict) -> dict:
+    """The service's search latency (:func:`memobench.evaluation.latency.summarize` of its timings: a
+    measurement of this run)."""
     import pyarrow.parquet as pq
 
     from .evaluation.latency import summarize
 
     rows = [r for i in range(1, n_segments + 1) for r in pq.read_table(
         workdir / layout.path(layout.TIMINGS, dataset=ds, variant=name, segment=layout.segment_name(i))).to_pylist()]
-    s = summarize(ds, name, rows, metrics)
+    return summarize(ds, name, rows, metrics)
+
+
+def latency_lines(s: dict) -> list[str]:
+    """:func:`latency_summary`'s figures, as the latency page states them."""
 
     def q(phase: str, p: str) -> str:
         v = s[phase].get(p)

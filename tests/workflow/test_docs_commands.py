@@ -83,6 +83,10 @@ FRAGMENTS = {
         ("variants", {"run": ["locomo10"], "datasets": {"locomo10": {"variants": ["my-library"]}}}, "run"),
     ("memory-services.md", "my-mcp-service:"):  # my-memory-server is the user's own
         ("", {"run": ["locomo10"], "datasets": {"locomo10": {"variants": ["my-mcp-service"]}}}, "-n"),
+    ("memory-services.md", "my-notes:"):  # the notebook server runs in its own test (test_memory_service_shapes)
+        ("", {"run": ["locomo10"], "datasets": {"locomo10": {"variants": ["my-notes"]}}}, "-n"),
+    ("memory-services.md", "my-global-server:"):  # the server's install is the user's (docs/recipes)
+        ("", {"run": ["locomo10"], "datasets": {"locomo10": {"variants": ["my-global-server"]}}}, "-n"),
     ("protocol.md", "bm25-turns:"):  # minilm-turns needs the [dense] extra to run
         ("", {"run": ["locomo10"], "datasets": {"locomo10": {"variants": ["bm25-turns", "minilm-turns",
                                                                           "rrf-turns"]}}}, "-n"),

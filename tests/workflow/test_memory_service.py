@@ -42,7 +42,11 @@ def run(small_data, tmp_path_factory):
         datasets[ds]["variants"] = ["bm25s", SERVICE[ds], MCP[ds]]
     root = tmp_path_factory.mktemp("service")
     variants = {SERVICE[ds]: {"system": {"url": servers[ds].url, "backoff_s": 0.05}} for ds in DOCUMENTS}
-    variants["mcp-stdio"] = {"system": {"mcp": {"command": reference_command("all", "stdio"), "env": ENV}}}
+    # a server per namespace ({namespace} named), waited for until count agrees, with a load curve: lists unchanged
+    variants["mcp-stdio"] = {"system": {"mcp": {"command": reference_command("all", "stdio"),
+                                                "env": {**ENV, "MB_NAMESPACE": "{namespace}"}},
+                                        "ready": {"until": "count", "every_s": 0.05},
+                                        "load": {"concurrency": [1, 4], "searches": 16, "max_s": 10}}}
     variants["mcp-http"] = {"system": {"mcp": {"url": servers["mcp"].url}}}
     cfg = write_config(root / "cfg.yaml", data_dir=str(data), run=list(DOCUMENTS), datasets=datasets,
                        variants=variants)
@@ -105,7 +109,14 @@ def test_the_latency_page_shows_each_service_with_its_plot_in_a_browser(run, tmp
         assert s["measures"] == "service requests"
         assert s["outside_server"]["n"] == s["warm"]["n"] > 0 and s["outside_server"]["p50"]["ms"] > 0
         assert s["hit@5"] == json.loads(_result(work, s["dataset"], s["variant"], "METRICS").read_text())["hit@5_rate"]
+    stdio = next(s for s in summaries if s["variant"] == "mcp-stdio")
+    assert stdio["start"]["n"] == stdio["ready"]["n"] == stdio["ingest"]["namespaces"] >= 1
+    assert stdio["ingest"]["per_session_ms"] > 0 and stdio["memory"]["peak_mb"] > 10
+    assert [lv["searches"] for lv in stdio["load"].values()] == [16, 16]
+    assert all(lv["searches_per_s"] > 0 and lv["p50"]["ms"] <= lv["p95"]["ms"] for lv in stdio["load"].values())
+    assert not any(s["load"] for s in summaries if s["variant"] != "mcp-stdio")
     md = (work / layout.LATENCY_MD).read_text()
+    assert "| mcp-stdio | 4 | 16, 0 |" in md and "until count: " in md
     assert "| svc-all (service) |" in md and "| bm25s (in-process) |" in md and "(latency.png)" in md
     assert "latency.html" in (work / layout.REPORT_MD).read_text()  # the report says where it is
     r = browser.measure(work / layout.LATENCY_HTML, tmp_path)

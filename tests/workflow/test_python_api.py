@@ -1,7 +1,9 @@
 """The Python API (docs/python-api.md) on the real LoCoMo file: the page's
 example runs as written, in a copy of the project set up as the README says
-(the LoCoMo file in `data/`), and the API's figures for a run file are
-`memobench score`'s and the pipeline's metrics.json, to the last digit."""
+(the LoCoMo file in `data/`, the page's `my_retrievers.py` beside the
+notebook), and the API's figures for a run file, a Python function and a
+configured variant are `memobench score`'s and the pipeline's (metrics.json,
+official.json, stats.json), to the last digit."""
 
 from __future__ import annotations
 
@@ -18,72 +20,121 @@ from tests.helpers import REPO
 from tests.helpers.doc_examples import blocks, user_project
 
 PAGE = REPO / "docs" / "python-api.md"
+FIGURES = ("questions", "hit@1", "hit@5", "hit@10", "hit@1_rate", "hit@5_rate", "hit@10_rate", "mrr", "mrr_sum",
+           "items")
 
 
 @pytest.fixture(scope="module")
 def example(tmp_path_factory, locomo_path):
-    """The page's Python block run in the project's copy: (the copy, the block's namespace, what it printed)."""
-    (code,) = blocks(PAGE.read_text(encoding="utf-8"), "python")
+    """The page's notebook block run in the project's copy, its module block written to
+    my_retrievers.py there: (the copy, the block's namespace, what it printed)."""
+    module, code = blocks(PAGE.read_text(encoding="utf-8"), "python")
+    assert module.startswith("# my_retrievers.py\n")
     proj, _ = user_project(tmp_path_factory.mktemp("python_api") / "memobench", locomo_path)
+    (proj / "my_retrievers.py").write_text(module, encoding="utf-8")
     namespace: dict = {"__name__": "__example__"}
     here = os.getcwd()
     out, err = io.StringIO(), io.StringIO()
     os.chdir(proj)
+    sys.path.insert(0, str(proj))  # a notebook's folder is on its path: `from my_retrievers import ...`
+    backend = os.environ.get("MPLBACKEND")
+    os.environ["MPLBACKEND"] = "Agg"
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             exec(compile(code, str(PAGE), "exec"), namespace)
     finally:
         os.chdir(here)
+        sys.path.remove(str(proj))
+        sys.modules.pop("my_retrievers", None)
+        if backend is None:
+            os.environ.pop("MPLBACKEND", None)
+        else:
+            os.environ["MPLBACKEND"] = backend
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
     return proj, namespace, out.getvalue() + err.getvalue()
 
 
+def _json(path):
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
 def test_the_page_example_runs_as_written(example):
+    from memobench.evaluation.official import LOCOMO_CATEGORIES
+
     proj, ns, printed = example
-    result, res = ns["result"], ns["res"]
+    result, mine, bm25s, res = ns["result"], ns["mine"], ns["bm25s"], ns["res"]
     assert (result.dataset, result.variant, result.against) == ("locomo10", "recency", "v0.8.0")
+    assert (mine.variant, mine.against) == ("overlap", "recency")  # named after the function, against the run
+    assert (bm25s.variant, bm25s.against) == ("bm25s", "v0.8.0")
     assert "memobench" not in printed and "steps" not in printed  # quiet: only the example's own prints
-    assert set(res.outcomes["variant"]) == {"recency", "v0.8.0"}
+    assert set(res.outcomes["variant"]) == {"recency", "v0.8.0", "overlap", "bm25s"}
     by_category = ns["by_category"]
-    assert list(by_category.columns) == ["recency", "v0.8.0"]
-    assert set(by_category.index) == {"1", "2", "3", "4", "5"}  # LoCoMo's categories
-    m = json.loads((proj / "results" / "locomo10" / "v0.8.0" / "metrics.json").read_text())
+    assert set(by_category.index.get_level_values("category")) == set(LOCOMO_CATEGORIES.values())
+    m = _json(proj / "results" / "locomo10" / "v0.8.0" / "metrics.json")
     for qtype, block in m["by_type"].items():  # the per-type table's questions: the same mean as the harness's
-        assert by_category.loc[qtype, "v0.8.0"] == pytest.approx(block["hit@1_rate"], abs=1e-12)
+        assert by_category.loc[(LOCOMO_CATEGORIES[qtype], "v0.8.0"), "hit@1"] == pytest.approx(block["hit@1_rate"],
+                                                                                                abs=1e-12)
+    assert (proj / "hitk_by_category.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # the comparisons score made are in load()'s paired table before any stats stage ran
+    pairs = res.paired.set_index(["variant", "baseline", "metric"])
+    assert set(pairs.index.droplevel("metric")) == {("recency", "v0.8.0"), ("overlap", "recency"),
+                                                     ("bm25s", "v0.8.0")}
+    assert set(res.paired["source"]) == {"memobench score"} and res.paired["p_holm"].isna().all()
+    for k, mm in mine.paired["metrics"].items():
+        row = pairs.loc[("overlap", "recency", k)]
+        assert (row["diff"], row["ci_low"], row["ci_high"], row["p"]) == (mm["diff"], *mm["ci95"], mm["p"])
+    conventions = ns["memobench"].list_conventions()
+    assert set(res.official["convention"]) == {"all_categories", "categories_1_4"} <= set(conventions["convention"])
 
 
 def test_api_figures_are_memobench_scores_and_the_pipelines(example):
     proj, ns, _ = example
     import memobench
 
-    result = ns["result"]
-    m = json.loads((proj / "results" / "locomo10" / "recency" / "metrics.json").read_text())
-    off = json.loads((proj / "results" / "locomo10" / "recency" / "official.json").read_text())
-    # the same figures as metrics.json and official.json, to the last digit
-    for k, v in result.metrics.items():
-        assert v == m[k], k
-    assert {k: m[k] for k in ("questions", "hit@1", "hit@5", "hit@10", "hit@1_rate", "hit@5_rate", "hit@10_rate",
-                              "mrr", "mrr_sum", "items")} == {k: result.metrics[k] for k in (
-        "questions", "hit@1", "hit@5", "hit@10", "hit@1_rate", "hit@5_rate", "hit@10_rate", "mrr", "mrr_sum",
-        "items")}
-    assert result.official == off["official"]
-    # memobench score prints the very text the API computed: the same figures, to the digit printed
+    result, mine, bm25s = ns["result"], ns["mine"], ns["bm25s"]
+    folder = proj / "results" / "locomo10"
+    m = _json(folder / "recency" / "metrics.json")
+    off = _json(folder / "recency" / "official.json")
+    # each result's figures are its metrics.json's and official.json's, to the last digit
+    for got, v in ((result, "recency"), (mine, "overlap"), (bm25s, "bm25s")):
+        mv = _json(folder / v / "metrics.json")
+        assert got.metrics == {k: x for k, x in got.metrics.items() if k in mv and mv[k] == x}, v
+        assert {k: mv[k] for k in FIGURES} == {k: got.metrics[k] for k in FIGURES}, v
+        assert got.official == _json(folder / v / "official.json")["official"], v
+    assert _json(folder / "overlap" / "metrics.json")["harness"] == (
+        f"your retriever: {(proj / 'my_retrievers.py').resolve()}:overlap")
+    # memobench score prints the very text the API computed, for each kind of input
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
-    proc = subprocess.run([sys.executable, "-m", "memobench.cli", "score", "runs/recency.json", "--dataset",
-                           "locomo10", "--against", "v0.8.0"], cwd=proj, capture_output=True, text=True, env=env,
-                          timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert proc.stdout == result.text + "\n"
-    # the same run configured as a variant of the pipeline's own: the same metrics.json figures
+    for args, got in ((["runs/recency.json", "--against", "v0.8.0"], result),
+                      (["--retriever", "my_retrievers.py:overlap", "--against", "recency"], mine),
+                      (["--variant", "bm25s"], bm25s)):
+        proc = subprocess.run([sys.executable, "-m", "memobench.cli", "score", *args, "--dataset", "locomo10"],
+                              cwd=proj, capture_output=True, text=True, env=env, timeout=600)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert proc.stdout == got.text + "\n", args
+        assert "steps" not in proc.stderr  # nothing left to make: the API's results reused
+    # the run and the function configured as the pipeline's own variants, beside bm25s: the same figures, and
+    # the stats stage's paired tests are the ones score computed
     (proj / "mine.yaml").write_text(
         "run: [locomo10]\nvariants:\n  recency-cfg:\n    run: {file: runs/recency.json, format: json}\n"
-        "datasets:\n  locomo10:\n    variants: [v0.8.0, recency-cfg]\n", encoding="utf-8")
+        "  overlap-cfg:\n    retriever: {callable: my_retrievers.py:overlap}\n"
+        "datasets:\n  locomo10:\n    variants: [v0.8.0, recency-cfg, overlap-cfg, bm25s]\n", encoding="utf-8")
+    targets = [f"results/locomo10/{v}/{f}.json" for v in ("recency-cfg", "overlap-cfg", "bm25s")
+               for f in ("metrics", "official")]
     proc = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "2", "--configfile", "mine.yaml", "--",
-                           "results/locomo10/recency-cfg/metrics.json"], cwd=proj, capture_output=True, text=True,
-                          env=env, timeout=600)
+                           "results/locomo10/stats.json", *targets], cwd=proj, capture_output=True, text=True, env=env,
+                          timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    pipeline = json.loads((proj / "results" / "locomo10" / "recency-cfg" / "metrics.json").read_text())
-    for k, v in result.metrics.items():
-        assert v == pipeline[k], k
+    for got, v in ((result, "recency-cfg"), (mine, "overlap-cfg"), (bm25s, "bm25s")):
+        pipeline = _json(folder / v / "metrics.json")
+        assert {k: pipeline[k] for k in FIGURES} == {k: got.metrics[k] for k in FIGURES}, v
+        assert _json(folder / v / "official.json")["official"] == got.official, v
+    stats = _json(folder / "stats.json")
+    (theirs,) = [c for c in stats["comparisons"] if (c["variant"], c["baseline"]) == ("bm25s", "v0.8.0")]
+    for k, mm in bm25s.paired["metrics"].items():
+        assert {x: y for x, y in theirs["metrics"][k].items() if x != "p_holm"} == mm, k
     # load() reads the same files: its long-form rates are metrics.json's, its per-question hits sum to its counts
     res = memobench.load(proj / "results")
     got = res.metrics[(res.metrics["variant"] == "recency") & res.metrics["question_type"].isna()]
@@ -92,6 +143,37 @@ def test_api_figures_are_memobench_scores_and_the_pipelines(example):
     rows = res.outcomes[res.outcomes["variant"] == "recency"]
     assert [int(rows[k].sum()) for k in ("hit@1", "hit@5", "hit@10")] == [m["hit@1"], m["hit@5"], m["hit@10"]]
     assert rows["mrr"].sum() == pytest.approx(m["mrr_sum"], rel=1e-12)
-    official = res.official[(res.official["variant"] == "recency") & (res.official["subset"] == "all")]
+    official = res.official[(res.official["variant"] == "recency") & (res.official["convention"] == "all_categories")]
     assert dict(zip(official["metric"], official["value"])) == {
         k: v for k, v in off["official"].items() if "@" in k}
+    c14 = res.official[(res.official["variant"] == "recency") & (res.official["convention"] == "categories_1_4")]
+    assert dict(zip(c14["metric"], c14["value"])) == {
+        k: v for k, v in off["official"]["categories_1_4"].items() if "@" in k}
+    # stats.json's row replaces score's kept comparison of the same pair; the others stay score's
+    paired = res.paired.set_index(["variant", "baseline", "metric"])
+    assert paired.loc[("bm25s", "v0.8.0", "hit@1"), "source"] == "stats.json"
+    assert paired.loc[("bm25s", "v0.8.0", "hit@1"), "p_holm"] == theirs["metrics"]["hit@1"]["p_holm"]
+    assert paired.loc[("overlap", "recency", "hit@1"), "source"] == "memobench score"
+
+
+def test_a_memory_service_scores_through_the_api(example):
+    """The reference server (bm25s) measured as a memory service through the API: the in-process bm25s's
+    figures (the same retriever), its search latency, and the config's mapping form reusing the results."""
+    from tests.helpers import ReferenceServer
+
+    import memobench
+
+    proj, ns, _ = example
+    server = ReferenceServer("all")
+    try:
+        got = memobench.score(system=server.url, dataset="locomo10", workdir=proj, cores=2)
+        again = memobench.score(system={"url": server.url}, dataset="locomo10", workdir=proj)
+    finally:
+        server.kill()
+    bm25s = ns["bm25s"]
+    assert got.variant == f"service-127.0.0.1-{server.port}" and got.against == "v0.8.0"
+    assert {k: got.metrics[k] for k in FIGURES} == {k: bm25s.metrics[k] for k in FIGURES}
+    assert got.paired["metrics"] == bm25s.paired["metrics"]
+    assert got.latency["warm"]["n"] > 0 and got.latency["failed"] == 0
+    assert "search latency" in got.text
+    assert again.variant == got.variant and again.metrics == got.metrics

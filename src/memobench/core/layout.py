@@ -74,6 +74,8 @@ RETRIEVAL_LOG = f"{VARIANT}/retrievallog.jsonl"
 
 # `memobench score`'s config overlay for one imported run (not a result)
 SCORE_OVERLAY = f"{RESULTS}/.score/{{dataset}}/{{variant}}.yaml"
+# its paired comparison against the variant it was compared with (stats.json holds the pipeline's own)
+SCORE_PAIRED = f"{RESULTS}/.score/{{dataset}}/{{variant}}.paired.{{against}}.json"
 
 # the whole run
 REPORT_MD = f"{RESULTS}/report.md"

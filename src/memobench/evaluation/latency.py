@@ -5,7 +5,10 @@ p50, p95 and p99 with bootstrap 95% intervals, cold (a namespace's first
 search after its ingestion) apart from warm, ingestion per request, and the
 time a warm search spent outside the server (where the server says what it
 spent: a ``Server-Timing`` header), beside the variant's hit@5 from
-metrics.json.
+metrics.json; and a service's own costs: its servers' starts, its
+namespaces' ingestion in total and per session and time to searchable
+(system.ready), a stdio server's peak memory, and the load curve
+(system.load: throughput and latency per level of concurrency).
 
 Timings are measurements of one run (retrieval/timings.py): these files
 differ from run to run, and no other result reads them. The intervals are
@@ -57,8 +60,44 @@ def summarize(dataset: str, variant: str, rows: list[dict], metrics: dict) -> di
     out["outside_server"] = {"n": int(len(outside)), **_quantiles(outside, seeded("latency", dataset, variant,
                                                                                   "outside"))}
     ingests = np.array([r["seconds"] for r in rows if r["operation"] == "ingest" and r["ok"]], dtype=np.float64)
+    # a namespace's ingestion as a whole (its requests first to last, wall time): in total and per session
+    whole = [r for r in rows if r["operation"] == "ingestion" and r["ok"] and r["seconds"] is not None]
+    wall, sent = sum(r["seconds"] for r in whole), sum(r.get("value") or 0 for r in whole)
     out["ingest"] = {"sessions": int(len(ingests)),
                      "seconds": float(ingests.sum()) if len(ingests) else 0.0,
                      "p50_ms": float(np.percentile(ingests * 1000.0, 50)) if len(ingests) else None,
-                     "sessions_per_s": float(len(ingests) / ingests.sum()) if len(ingests) and ingests.sum() else None}
+                     "sessions_per_s": float(len(ingests) / ingests.sum()) if len(ingests) and ingests.sum() else None,
+                     "namespaces": len(whole), "wall_s": float(wall) if whole else None,
+                     "per_session_ms": float(wall * 1000.0 / sent) if sent else None}
+    out["start"] = _spread([r for r in rows if r["operation"] == "start"])
+    ready = [r for r in rows if r["operation"] == "ready"]
+    out["ready"] = {**_spread(ready), "until": next((r["phase"] for r in ready), None),
+                    "timed_out": sum(1 for r in ready if not r["ok"])}
+    peaks = [r["value"] for r in rows if r["operation"] == "memory" and r.get("value") is not None]
+    out["memory"] = {"servers": len(peaks), "peak_mb": max(peaks) / 2**20 if peaks else None}
+    out["load"] = _load(dataset, variant, rows)
+    return out
+
+
+def _spread(rows: list[dict]) -> dict:
+    """How many of a kind of wait (a server's start, a namespace's time to searchable) and their p50
+    and largest, in ms (no interval: there are as few as namespaces)."""
+    ms = np.array([r["seconds"] * 1000.0 for r in rows if r["ok"] and r["seconds"] is not None], dtype=np.float64)
+    return {"n": int(len(ms)), "p50_ms": float(np.percentile(ms, 50)) if len(ms) else None,
+            "max_ms": float(ms.max()) if len(ms) else None}
+
+
+def _load(dataset: str, variant: str, rows: list[dict]) -> dict:
+    """{concurrency: its searches, failed, wall seconds, throughput (answered searches/s), p50 and p95
+    with intervals} of the load curve (system.load: retrieval/load.py); {} without one."""
+    out = {}
+    for w in sorted((r for r in rows if r["operation"] == "load_window"), key=lambda r: int(r["phase"])):
+        level = w["phase"]
+        done = [r for r in rows if r["operation"] == "load" and r["phase"] == level]
+        ok = np.array([r["seconds"] for r in done if r["ok"]], dtype=np.float64)
+        q = _quantiles(ok, seeded("latency", dataset, variant, f"load-{level}"))
+        out[level] = {"concurrency": int(level), "searches": len(done), "failed": len(done) - len(ok),
+                      "seconds": float(w["seconds"]),
+                      "searches_per_s": float(len(ok) / w["seconds"]) if w["seconds"] else None,
+                      "p50": q.get("p50"), "p95": q.get("p95")}
     return out

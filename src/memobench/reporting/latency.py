@@ -4,7 +4,10 @@ in-process retrievers' calls; cold and warm, p50/p95/p99 with their
 intervals), ingestion and hit@5, ``latency.json`` with the same numbers, and
 ``latency.png``: hit@5 against warm p50 and p95 search latency, one point
 pair per variant (a fusion's step alone is no search: it is left out of the
-plot), a panel per dataset (numbers: evaluation/latency.py)."""
+plot), a panel per dataset, and below it, where a variant measured a load
+curve (system.load), its latency against throughput; with a table per dataset
+of the services' own costs (server starts, ingestion, time to searchable, peak
+memory) and load levels (numbers: evaluation/latency.py)."""
 
 from __future__ import annotations
 
@@ -66,10 +69,54 @@ def blocks(summaries: list[dict], png_name: str) -> list:
                  else "- (no Server-Timing)"),
                 str(ing["sessions"]), "-" if ing["p50_ms"] is None else f"{ing['p50_ms']:.3g}",
                 "-" if ing["sessions_per_s"] is None else f"{ing['sessions_per_s']:.1f}"])
-        out += [Heading(2, ds), Table(header, table)]
+        out += [Heading(2, ds), Table(header, table), *_service_costs(rows)]
     out += [Heading(2, "Recall against search latency"),
             Markdown(f"![hit@5 against warm search latency]({png_name})"),
             Html(f"<img src='{html.escape(png_name, quote=True)}' alt='hit@5 against warm search latency'>")]
+    return out
+
+
+def _spread(x: dict | None) -> str:
+    if not x or not x.get("n"):
+        return "-"
+    return f"{x['n']}: {x['p50_ms']:.3g} / {x['max_ms']:.3g}"
+
+
+def _service_costs(rows: list[dict]) -> list:
+    """The services' own costs (their servers' starts, a namespace's ingestion and time to searchable, a
+    stdio server's peak memory) and the load curves, for the variants that have them."""
+    out = []
+    costs = [s for s in rows if s.get("start", {}).get("n") or s.get("ready", {}).get("n")
+             or s.get("ready", {}).get("timed_out") or s.get("ingest", {}).get("namespaces")
+             or s.get("memory", {}).get("servers")]
+    if costs:
+        table = []
+        for s in costs:
+            ing, ready, mem = s["ingest"], s["ready"], s["memory"]
+            table.append([s["variant"], _spread(s["start"]),
+                          "-" if not ing.get("namespaces") else f"{ing['namespaces']}: {ing['wall_s']:.3g} s, "
+                          + ("-" if ing["per_session_ms"] is None else f"{ing['per_session_ms']:.3g} ms/session"),
+                          "-" if not (ready["n"] or ready["timed_out"])
+                          else f"until {ready['until']}: {_spread(ready)}, {ready['timed_out']} timed out",
+                          "-" if mem.get("peak_mb") is None else f"{mem['peak_mb']:.1f} ({mem['servers']} server(s))"])
+        out += [Para("A service's own costs. Server starts: a stdio server's process start and handshake, apart "
+                     "from its searches (with a server per namespace, one per namespace): how many, p50 / largest "
+                     "ms. Ingestion: the namespaces ingested, their requests' wall time in total, and per session. "
+                     "Time to searchable (system.ready): from a namespace's last ingest answer until the service "
+                     "searches it, p50 / largest ms. Peak memory: a stdio server's peak resident memory (VmHWM, "
+                     "the process and its descendants; the largest of its servers), MiB."),
+                Table(["variant", "server starts (n: p50 / max ms)", "ingestion (namespaces: total, per session)",
+                       "time to searchable (n: p50 / max ms)", "peak memory (MiB)"], table)]
+    loaded = [s for s in rows if s.get("load")]
+    if loaded:
+        table = [[s["variant"], str(lv["concurrency"]), f"{lv['searches']}, {lv['failed']}",
+                  "-" if lv["searches_per_s"] is None else f"{lv['searches_per_s']:.1f}",
+                  _ms(lv.get("p50")), _ms(lv.get("p95"))]
+                 for s in loaded for lv in s["load"].values()]
+        out += [Para("Load (system.load): on one warmed namespace, its questions' searches again with this many in "
+                     "flight at once, each level bounded in searches and seconds; throughput is the searches "
+                     "answered per second of the level's wall time. No list is read from them."),
+                Table(["variant", "in flight", "searches, failed", "searches/s", "p50", "p95"], table)]
     return out
 
 
@@ -97,8 +144,13 @@ def plot(summaries: list[dict], png_out) -> None:
         if s.get("measures") != MEASURES["fusion"]:
             by_ds.setdefault(s["dataset"], []).append(s)
     n = max(1, len(by_ds))
+    loaded = {ds: [s for s in rows if s.get("load")] for ds, rows in by_ds.items()}
+    loaded = {ds: rows for ds, rows in loaded.items() if rows}
     with plt.rc_context(STYLE):
-        fig, axes = plt.subplots(1, n, figsize=(5.5 * n, 4.2), squeeze=False)
+        fig, axes = plt.subplots(2 if loaded else 1, n, figsize=(5.5 * n, 4.2 * (2 if loaded else 1)),
+                                 squeeze=False)
+        for ax, ds in zip(axes[1] if loaded else [], by_ds):
+            _load_panel(ax, ds, loaded.get(ds, []))
         for ax, (ds, rows) in zip(axes[0], by_ds.items()):
             xs = []
             stacked: dict[float, int] = {}  # labels at one recall stack upward, not over each other
@@ -127,6 +179,30 @@ def plot(summaries: list[dict], png_out) -> None:
             ax.grid(True, alpha=0.3)
         fig.tight_layout()
         _save(fig, png_out)
+
+
+def _load_panel(ax, ds: str, rows: list[dict]) -> None:
+    """Search latency (p50 filled, p95 open) against throughput, a line per variant through its levels of
+    concurrency (each point labelled with its level)."""
+    for s in rows:
+        levels = [lv for lv in s["load"].values() if lv.get("p50") and lv.get("searches_per_s")]
+        xs = [lv["searches_per_s"] for lv in levels]
+        line, = ax.plot(xs, [lv["p50"]["ms"] for lv in levels], "o-", label=f"{s['variant']} p50")
+        ax.plot(xs, [lv["p95"]["ms"] for lv in levels], "o--", markerfacecolor="white", color=line.get_color(),
+                label=f"{s['variant']} p95")
+        for lv in levels:
+            ax.annotate(str(lv["concurrency"]), (lv["searches_per_s"], lv["p50"]["ms"]), textcoords="offset points",
+                        xytext=(6, -12), ha="left", fontsize=8)
+    if not rows:
+        ax.set_axis_off()
+        return
+    ax.set_ylim(bottom=0)
+    ax.set_xlim(left=0)
+    ax.set_xlabel("throughput (searches/s); label: searches in flight")
+    ax.set_ylabel("search latency (ms)")
+    ax.set_title(f"{ds}: latency against throughput")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
 
 
 def build(timings: dict, metrics: dict, md_out, json_out, png_out, html_out, log=print) -> None:

@@ -16,7 +16,8 @@ before A's reset must be gone. Then, one line each (:data:`CHECKS`):
 
 - ``api``: every reset, ingest, search and count answered as config says
   (a failure here skips the rest);
-- ``reset``: the session ingested before the reset never comes back;
+- ``reset``: the session ingested before the reset never comes back
+  (skipped for a service without reset);
 - ``sessions``: every session (each copy of the repeated id) comes back in
   the search for its own words;
 - ``isolation``: a search of one namespace never returns a session only the
@@ -29,9 +30,12 @@ before A's reset must be gone. Then, one line each (:data:`CHECKS`):
 - ``latency``: the median time of the searches (informative; it passes).
 
 The command is :mod:`memobench.check_service`. The requests and the reading of answers are the retrieve stage's own
-(:func:`.system.ingest_values`, ``search_values``, ``count_of``,
-``result_ids``), through the variant's client. The namespaces are reset
-again at the end, where the service still answers.
+(:func:`.system.reset_namespace`, ``ingest_namespace``, ``search_values``,
+``count_of``, ``result_ids``), through the variant's client: a server's own
+shapes (rendered sessions, keys, parts, assigned ids, a batch ingest, a
+query transform) are checked as a run sends them, results that name keys
+read as their sessions' ids. The namespaces are reset again at the end,
+where the service still answers.
 """
 
 from __future__ import annotations
@@ -149,6 +153,9 @@ class _Check:
         self.seconds: list[float] = []
         self.searches: list[tuple] = []  # (namespace, the session asked for, first ids, second ids)
         self.counts: dict[str, int | None] = {}
+        self.sent: dict[str, tuple] = {}  # namespace -> (the items sent, the ids the service assigned or None)
+        self.has_reset = spec["operations"].get("reset") is not None
+        self._query = None
 
     # ---- asking
 
@@ -170,26 +177,86 @@ class _Check:
         q = {"question_id": f"check-{s.word}", "question": s.query, "question_date": QUESTION_DATE,
              "question_type": "single-session-user"}
         what = f"search of namespace {namespace!r} for {s.query!r}"
-        answer, call = self._once("search", search_values(namespace, int(self.spec["k"]), q), what)
+        try:
+            asked = self._asked(q)
+        except RetrieverError as e:
+            raise _Stop(str(e)) from None
+        answer, call = self._once("search", search_values(namespace, int(self.spec["k"]), q, asked), what)
         self.seconds.append(call.seconds)
         try:
-            return result_ids(answer, self.spec, what)[0]
+            return self._ids_of(namespace, result_ids(answer, self.spec, what)[0])
         except RetrieverError as e:
             raise _Stop(str(e)) from None
 
+    def _asked(self, q: dict):
+        if "query" not in self.spec:
+            return None
+        if self._query is None:
+            from .queries import transform
+
+            self._query = transform(self.spec["query"], self.where, lambda m: None)
+        return self._query(q)
+
+    def _ids_of(self, namespace: str, ids: list[str]) -> list[str]:
+        """Results that name keys (or ids the service assigned) as their sessions' ids, a session found
+        through several parts once; an id that names none is kept as it came (the ids check judges it)."""
+        from .system import keyed
+
+        if not keyed(self.spec) or namespace not in self.sent:
+            return ids
+        items, assigned = self.sent[namespace]
+        by_key = {i.key: i for i in items}
+        out, seen = [], set()
+        for rid in ids:
+            item = by_key.get(assigned.get(rid, rid) if assigned is not None else rid)
+            if item is None:
+                out.append(rid)
+            elif item.session_key not in seen:
+                seen.add(item.session_key)
+                out.append(item.session["id"])
+        return out
+
+    def _reset(self, ns: str) -> None:
+        from ..services.client import ServiceError, Unavailable
+        from .system import reset_namespace
+
+        try:
+            self.calls += reset_namespace(self.client, self.spec, ns) is not None
+        except (ServiceError, Unavailable) as e:
+            raise _Stop(f"reset of namespace {ns!r}: {e}", isinstance(e, Unavailable)) from None
+
+    def _ingest(self, ns: str, sessions: list[dict], what: str) -> tuple:
+        """(the items sent, the ids assigned) of ``sessions`` sent to ``ns`` as a run sends a haystack."""
+        from ..services.client import ServiceError, Unavailable
+        from .returned import RetrieverError
+        from .system import ingest_namespace, sent_items
+
+        try:
+            # an ingest is never retried alone (as in a run): one that timed out may be in, and twice is two
+            calls = []
+            _, assigned = ingest_namespace(self.client, self.spec, ns, sessions, self.where, retries=0,
+                                           timed=calls.append)
+            items = sent_items(self.spec, sessions, self.where)
+        except (ServiceError, Unavailable) as e:
+            raise _Stop(f"{what}: {e}", isinstance(e, Unavailable)) from None
+        except RetrieverError as e:
+            raise _Stop(str(e)) from None
+        self.calls += len(calls)  # one per session, or one for them all (a batch ingest)
+        return items, assigned
+
     def _fill(self) -> None:
         from .returned import RetrieverError
-        from .system import count_of, ingest_values
+        from .system import count_of
         from ..services.client import ServiceError, Unavailable
 
         for ns in self.held:
-            self._once("reset", {"namespace": ns}, f"reset of namespace {ns!r}")
-        # a session in A before A's reset: the reset check's
-        self._once("ingest", ingest_values(self.a, STALE.session()), f"ingest of {STALE.id!r} into {self.a!r}")
-        self._once("reset", {"namespace": self.a}, f"reset of namespace {self.a!r}")
+            self._reset(ns)
+        if self.has_reset:
+            # a session in A before A's reset: the reset check's
+            self._ingest(self.a, [STALE.session()], f"ingest of {STALE.id!r} into {self.a!r}")
+            self._reset(self.a)
         for ns, sessions in self.held.items():
-            for s in sessions:
-                self._once("ingest", ingest_values(ns, s.session()), f"ingest of session {s.id!r} into {ns!r}")
+            self.sent[ns] = self._ingest(ns, [s.session() for s in sessions], f"ingest of namespace {ns!r}'s sessions")
         for ns in self.held:
             try:
                 self.counts[ns] = count_of(self.client, self.spec, ns, "check-service")[0]
@@ -204,7 +271,7 @@ class _Check:
                        if s.id not in {x.id for x in self.held[ns]}] for ns in self.held}
         for ns, sessions in self.held.items():
             # its own sessions, the one reset away, and (isolation) the sessions only the other namespace holds
-            for s in (*sessions, *((STALE,) if ns == self.a else ()), *others[ns]):
+            for s in (*sessions, *((STALE,) if ns == self.a and self.has_reset else ()), *others[ns]):
                 self.searches.append((ns, s, self._search(ns, s), self._search(ns, s)))
 
     def run(self) -> list[Result]:
@@ -227,20 +294,24 @@ class _Check:
                       for c in CHECKS[1:])]
         self._clean()
         return [Result("api", "pass", f"{self.calls} resets, ingests, searches and counts answered"),
-                self._reset(), self._sessions(), self._isolation(), self._ids(), self._count(), self._stable(),
+                self._judge_reset(), self._sessions(), self._isolation(), self._ids(), self._count(), self._stable(),
                 self._latency()]
 
     def _clean(self) -> None:
         """The check's namespaces emptied again, where the service still answers."""
+        from .system import reset_namespace
+
         for ns in self.held:
             try:
-                self.client.once("reset", {"namespace": ns}, retries=0)
+                reset_namespace(self.client, self.spec, ns, retries=0)
             except Exception:  # noqa: BLE001 - a service that stopped answering keeps what it holds
                 pass
 
     # ---- judging
 
-    def _reset(self) -> Result:
+    def _judge_reset(self) -> Result:
+        if not self.has_reset:
+            return Result("reset", "skipped", "the service has no reset operation (reset: null in config)")
         for ns, s, ids, _ in self.searches:
             if STALE.id in ids:
                 return Result("reset", "fail", f"session {STALE.id!r}, ingested into namespace {ns!r} before its "
@@ -270,7 +341,11 @@ class _Check:
             return Result("count", "skipped", "the service has no count operation (count: null in config, or a "
                                               "library without a count method)")
         for ns, held in self.held.items():
-            if self.counts[ns] != len(held):
+            sent = len(self.sent[ns][0])
+            if self.counts[ns] != sent:
+                if sent != len(held):
+                    return Result("count", "fail", f"namespace {ns!r} holds {self.counts[ns]} items by count, not "
+                                                   f"the {sent} sent (its {len(held)} sessions, a long one in parts)")
                 return Result("count", "fail", f"namespace {ns!r} holds {self.counts[ns]} sessions by count, not "
                                                f"the {len(held)} sent (one id sent twice)"
                               if len({s.id for s in held}) < len(held) else

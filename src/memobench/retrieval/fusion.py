@@ -62,9 +62,6 @@ from fractions import Fraction
 from pathlib import Path
 
 from ..core.errors import DataError
-from .harness import SegmentRows, run_scores, skip_reason
-from .turns import TurnRows
-from .timings import CallTimes
 from ..core.protocol import DEPTH, TOP
 from ..catalog.row import Retriever, Row, register, register_retriever
 
@@ -159,6 +156,7 @@ def read_turn_table(path) -> dict[int, list[tuple[str, float, int, int]]]:
     """{q_index: [(turn id, score, session position, turn index)] in rank order} of a segment's turn
     table, scores as the module docstring says (``harness.run_scores`` over the whole list)."""
     from ..core.tables import read_table, sorted_runs
+    from .harness import run_scores
 
     t = read_table(path, columns=["q_index", "rank", "turn_id", "score", "position", "turn"]).sort_by(
         [("q_index", "ascending"), ("rank", "ascending")]).to_pydict()
@@ -172,6 +170,8 @@ def read_turn_table(path) -> dict[int, list[tuple[str, float, int, int]]]:
 def _fuse_turns(v, q, hay, lists, rows: SegmentRows, turn_rows: TurnRows) -> None:
     """One question of a turn fusion: its fused turn list into ``turn_rows``, its sessions at their
     best turns into ``rows``."""
+    from .harness import run_scores
+
     spec = v.retriever
     place: dict[str, tuple] = {}  # turn id -> (rank, input) of its best occurrence, (position, index)
     for i, ranked in enumerate(lists):
@@ -196,6 +196,10 @@ def rank_segment(variants, segment, log=print) -> dict:
     """Rank one segment (``harness.Segment``) under each fusion variant from
     its ``fused`` inputs (the fused variants' deep tables of this segment, in
     ``of`` order). Returns {variant name: (rankings, outcomes, deep) tables}."""
+    from .harness import SegmentRows, run_scores, skip_reason
+    from .timings import CallTimes
+    from .turns import TurnRows
+
     paths = segment.inputs.get("fused") or []
     if isinstance(paths, (str, Path)):
         paths = [paths]

@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..catalog.row import Row, register
-from ..runs import FORMATS, json_run, retrieval_log, trec
+from ..runs import FORMATS
 from ..core.errors import DataError
 from ..core.protocol import DEPTH, TOP
 
@@ -151,6 +151,8 @@ class Run:
         """The session (or turn) id among ``known`` a token names: a TREC docno
         decoded, a retrieval log's scoring id mapped back; None when none."""
         if self.fmt == "trec":
+            from ..runs import trec
+
             name, _ = trec.read_id(tok)
             return name if name in known else tok if tok in known else None
         if self.fmt == "retrievallog" and tok in by_scoring:
@@ -168,8 +170,13 @@ class Run:
 # --------------------------------------------------------------------------- reading a file
 
 
-# each format's reader (runs/): its name -> read(path, data, err) -> [(qid token, line, tokens, lines)]
-READERS = {m.NAME: m.read for m in (trec, retrieval_log, json_run)}
+def readers() -> dict:
+    """Each format's reader (runs/): its name -> read(path, data, err) -> [(qid token, line, tokens, lines)]
+    (imported when a run is read: the catalog imports this module to learn what a variant reads, and
+    the TREC and retrieval-log readers bring numpy and pyarrow)."""
+    from ..runs import json_run, retrieval_log, trec
+
+    return {m.NAME: m.read for m in (trec, retrieval_log, json_run)}
 
 
 def imported_variant(name: str, family: str, entry: dict, others: dict | None = None):
@@ -214,9 +221,12 @@ def read_run(path, fmt: str, questions: list[dict], dataset: str, log=print) -> 
     of the dataset: ``q_index``, ``question_id``): one :class:`Listed` per
     question the file lists. Sessions are checked per question later
     (:meth:`Run.sessions`), against the haystacks a job has loaded."""
+    from ..runs import json_run, trec
+
     path = str(path)
-    if fmt not in READERS:
-        raise DataError(path, None, f"unknown run format {fmt!r}; give one of {', '.join(READERS)}")
+    known = readers()
+    if fmt not in known:
+        raise DataError(path, None, f"unknown run format {fmt!r}; give one of {', '.join(known)}")
     raw = Path(path).read_bytes()
     # a UTF-8 byte order mark is no part of the text (RFC 8259 lets a JSON reader ignore it; a TREC
     # qid is never meant to start with one); the sha256 and size are the file's own
@@ -225,7 +235,7 @@ def read_run(path, fmt: str, questions: list[dict], dataset: str, log=print) -> 
     def err(line, what):
         return DataError(path, f"line {line}" if line else None, what)
 
-    entries = READERS[fmt](path, data, err)
+    entries = known[fmt](path, data, err)
     made: list[Listed | None] = []  # per entry, its Listed (None: not matched)
 
     def locate() -> None:

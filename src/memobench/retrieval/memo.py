@@ -13,22 +13,26 @@ from __future__ import annotations
 
 import time
 
-import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
-
-from ..memo.engine import Corpus, Haystack, Ranker
 from ..core.errors import DataError
-from ..memo.fts5 import PhraseMatcher, Unicode61
 from ..memo.tokenize import FTS5_TOKENS
-from .harness import (DEEP, OUTCOMES, RANKINGS, SegmentRows, load_questions, segment_bounds, skip_reason,
-                      token_tables)
-from ..core.progress import Progress
 from ..catalog.row import Retriever, Row, register, register_retriever
 from ..catalog.variant import Variant
 
+# numpy, pyarrow, the engine and the harness are imported where a segment is ranked, not here: the
+# catalog imports this module to learn what a variant reads, and a retrieve job whose lists a
+# sibling's job ranked only copies files (retrieval/sharing.py), without them
 __all__ = ["DEEP", "OUTCOMES", "RANKINGS", "segment_bounds", "load_segment", "run_segment", "run_segments",
            "rank_segment", "token_tables"]
+_FROM_HARNESS = ("DEEP", "OUTCOMES", "RANKINGS", "segment_bounds", "token_tables")
+
+
+def __getattr__(name: str):
+    """The harness's tables and segment bounds, re-exported, imported when first asked for."""
+    if name in _FROM_HARNESS:
+        from . import harness
+
+        return getattr(harness, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def load_segment(questions_path, haystacks_path, events_path, segment: int, n_segments: int,
@@ -38,6 +42,8 @@ def load_segment(questions_path, haystacks_path, events_path, segment: int, n_se
     tokens at once (one job ranking variants of several tokenizers);
     ``tokens_path``/``seq_name`` is the one-tokenizer form. ``events=False``
     leaves the corpus empty (questions and haystacks only)."""
+    from .harness import load_questions
+
     tokens = dict(tokens or {})
     if tokens_path is not None:
         tokens[seq_name] = tokens_path
@@ -49,6 +55,8 @@ def load_segment(questions_path, haystacks_path, events_path, segment: int, n_se
 def _corpus(entries: dict, events_path, tokens: dict, texts: bool = True, events: bool = True):
     """The engine's haystacks ({haystack_id: Haystack}) and the corpus of
     their sessions (events, and each tokenizer's tokens)."""
+    from ..memo.engine import Corpus, Haystack
+
     haystacks = {hid: Haystack(e.ids, e.keys, e.bases) for hid, e in entries.items()}
     needed = sorted({k for e in entries.values() for k in e.keys})
     corpus = Corpus()
@@ -69,6 +77,10 @@ def _load_events(corpus: Corpus, events_path, needed: list[int], tokens: dict | 
     table's become each session's FTS5 body column (``Corpus.fts_ids``); a JS
     tokenizer's its events' ids, each followed by a separator
     (``Corpus.token_ids``)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     from ..memo.termids import id_lists, token_batches, vocab_of, with_separators
     from ..core.tables import BATCH_ROWS
 
@@ -164,6 +176,11 @@ def run_segments(variants: list[Variant], questions, haystacks, corpus: Corpus, 
     lists are those it gets alone (the same Ranker, the same inputs).
     ``fts_sqlite`` asks real FTS5 tables instead (the harnesses' way: the
     tests' oracle). Returns {variant name: (rankings, outcomes, deep) tables}."""
+    from ..core.progress import Progress
+    from ..memo.engine import Ranker
+    from ..memo.fts5 import PhraseMatcher, Unicode61
+    from .harness import SegmentRows, skip_reason
+
     names = [v.name for v in variants]
     if len(set(names)) != len(names):
         raise ValueError(f"duplicate variant names in {names}")

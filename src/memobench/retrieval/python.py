@@ -69,7 +69,6 @@ from pathlib import Path
 from ..catalog.row import Retriever, Row, register, register_retriever
 from ..core.errors import ConfigError, DataError
 from .returned import Haystack, Question, RetrieverError, _is_sequence, _what, check_ranking, turns_of
-from .timings import CallTimes
 
 
 # --------------------------------------------------------------------------- finding the callable
@@ -471,6 +470,8 @@ class _Ranker:
         self.checked: list[str] = []
         self.differing: list[str] = []
         self.timed_out: list[str] = []
+        from .timings import CallTimes
+
         self.times = CallTimes()  # every call of the function (the determinism check's second one: warm)
 
     def __call__(self, q, hay, documents):

@@ -15,6 +15,10 @@ variant)::
           max_errors: 0                # questions that may fail (system errors) before the job stops
           warm_repeats: 1              # each search repeated this many times, timed as warm
           check: true                  # its conformance check (retrieval/conformance.py) before the first ingestion
+          ready: {until: count}        # wait until an ingested namespace is searchable (retrieval/readiness.py)
+          load: true                   # a load curve after the job's searches (retrieval/load.py)
+          # {namespace} or {workdir} in mcp.command or mcp.env: a server per namespace, at most
+          # servers: N alive at once (retrieval/servers.py)
 
 Each question is searched over its own haystack only. With ``namespace``
 isolation every distinct haystack (its sessions' ids, dates and turns) gets
@@ -86,7 +90,8 @@ DEFAULTS = {"isolation": "namespace", "namespace_prefix": "mb-", "concurrency": 
             "retries": 3, "backoff_s": 0.1, "max_errors": 0, "warm_repeats": 1, "k": 50, "answer": "structured"}
 ISOLATION = ("namespace", "reset")
 MAX_RESPONSE_MB = 64  # the largest answer read from an HTTP service (system.max_response_mb)
-ANSWERS = ("structured", "text")  # an MCP tool's answer: its structured content, or its text as JSON
+# an MCP tool's answer: its structured content, its text as JSON, or its text as it stands (read by patterns)
+ANSWERS = ("structured", "text", "plain")
 # what a degenerate answer makes (evaluation.metrics.degenerate; the merge job checks): read as given, not a
 # DEFAULTS entry, so that the variants that leave it out keep their definition
 DEGENERATE = ("warn", "error")
@@ -94,6 +99,10 @@ MIN_K = 10  # the least system.k: the harness figures read a list to rank 10
 # settings read with a default but kept out of DEFAULTS and the params (variants written before them keep
 # their definition): their defaults, for :func:`definition`
 UNLISTED_DEFAULTS = {"max_response_mb": MAX_RESPONSE_MB, "degenerate": "warn"}
+# settings that decide no list, kept out of the definition whatever they say: the conformance check, the
+# bound on per-namespace servers alive at once, the load curve (system.ready decides lists of an
+# asynchronous service: in the definition when given)
+UNLISTED = ("check", "headers", "servers", "load")
 
 
 # --------------------------------------------------------------------------- the variant
@@ -126,7 +135,8 @@ def system_variant(name: str, family: str, entry: dict, others: dict | None = No
         if not _http_url(s["url"]):
             raise ConfigError(f"{where}: url {_shown(s['url'])!r} is not an http:// or https:// URL")
         _no_written_secret(s["url"], f"{where}: url")
-        if "tools" in s or "answer" in s:
+        if "tools" in s or s.get("answer", "plain") != "plain":
+            # answer: plain reads a body as text over HTTP too; structured and text are an MCP tool's
             raise ConfigError(f"{where}: {'tools are' if 'tools' in s else 'answer is'} an MCP server's; an HTTP "
                               f"service's operations are endpoints")
         operations, transport = endpoints(s.get("endpoints"), where), "http"
@@ -136,6 +146,7 @@ def system_variant(name: str, family: str, entry: dict, others: dict | None = No
         transport = _mcp_transport(s["mcp"], f"{where}: mcp")
         operations = tools(s.get("tools"), where)
     spec = {**DEFAULTS, **{k: v for k, v in s.items() if k not in ("endpoints", "tools", "results")}}
+    _shapes(spec, operations, transport, where)
     if spec["answer"] not in ANSWERS:
         raise ConfigError(f"{where}: answer {spec['answer']!r} is not one of {', '.join(ANSWERS)}")
     prefix = spec["namespace_prefix"]
@@ -155,15 +166,90 @@ def system_variant(name: str, family: str, entry: dict, others: dict | None = No
             del spec[key]
     if spec["isolation"] not in ISOLATION:
         raise ConfigError(f"{where}: isolation {spec['isolation']!r} is not one of {', '.join(ISOLATION)}")
+    _serving_settings(spec, s, operations, transport, where)
     results = {**DEFAULT_RESULTS, **(s.get("results") or {})}
-    if set(results) - set(DEFAULT_RESULTS):
+    if set(results) - set(DEFAULT_RESULTS) - {"pattern"}:
         raise ConfigError(f"{where}: results: unknown key(s) {', '.join(sorted(set(results) - set(DEFAULT_RESULTS)))}"
-                          f" (known: {', '.join(DEFAULT_RESULTS)})")
+                          f" (known: {', '.join(DEFAULT_RESULTS)}, pattern)")
+    if "pattern" in results:
+        from ..services.api import pattern
+
+        pattern(results["pattern"], f"{where}: results: pattern")
     spec["operations"], spec["transport"], spec["results"] = operations, transport, results
     spec["identity"] = identity(s)
     shown = identity(s, public=True)
-    return Variant(name, Recipe(backend=BACKEND, documents="all"), SKIP[family], f"memory service: {shown}",
+    # the query it was measured with, where not the question itself: in the label the report shows
+    asked = f", query: {spec['query']}" if "query" in spec else ""
+    return Variant(name, Recipe(backend=BACKEND, documents="all"), SKIP[family], f"memory service: {shown}{asked}",
                    entry.get("description", f"the memory service at {shown}"), retriever=spec)
+
+
+def _shapes(spec: dict, operations: dict, transport: str, where: str) -> None:
+    """A server's own shapes checked (docs/memory-services.md#servers-with-their-own-shapes): headers,
+    render (kept normalized in ``spec``), query, and what they ask of the operations."""
+    from ..services.api import ingest_placeholders, placeholders
+    from .queries import check_query
+    from .rendering import DEFAULT_RENDER, render_spec
+
+    if "headers" in spec:
+        if transport == "mcp-stdio":
+            raise ConfigError(f"{where}: headers are sent over HTTP; a server started by command takes env")
+        _no_written_header_secret(spec["headers"], f"{where}: headers")
+    if "render" in spec:
+        spec["render"] = render_spec(spec["render"], where)
+        if spec["render"] == DEFAULT_RENDER:
+            del spec["render"]  # written at its defaults: the definition (and the ledger's shape) of leaving it out
+    ingest = operations["ingest"]
+    keyed = "session.key" in ingest_placeholders(ingest) or "id" in ingest or "id_pattern" in ingest
+    if (spec.get("render") or {}).get("max_chars") is not None and not keyed:
+        raise ConfigError(f"{where}: render: max_chars sends a long session in parts, each its own item: name "
+                          f"{{session.key}} in the ingest template (or read the ids the server assigns: id or "
+                          f"id_pattern), so that a result names the part it found")
+    if operations["reset"] is None and spec.get("isolation") == "reset":
+        raise ConfigError(f"{where}: isolation: reset empties one namespace for each haystack, and this service "
+                          f"has no reset operation (reset: null)")
+    if "query" in spec:
+        check_query(spec["query"], where)
+        search = operations["search"]
+        if "query" not in placeholders(search.get("body", search.get("arguments"))) | placeholders(search.get("path")):
+            raise ConfigError(f"{where}: query: {spec['query']!r} makes the query text, and the search template does "
+                              f"not name {{query}} (it sends {{question.text}} unless told): put \"{{query}}\" where "
+                              f"the service reads its query")
+
+
+def _no_written_header_secret(headers, where: str) -> None:
+    """Header values are strings; a value of a header whose name looks secret (authorization, cookie, a
+    key, a token, a secret) holds a ``$NAME`` (read from the environment when the job runs), never the
+    secret itself: written out, it would be in the rule's params."""
+    import re
+
+    if not isinstance(headers, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in headers.items()):
+        raise ConfigError(f"{where}: headers must map header names to strings")
+    secret = re.compile(r"authorization|cookie|key|token|secret|password", re.I)
+    name = re.compile(r"\$(\w+|\{\w+\})")
+    for header, value in headers.items():
+        if secret.search(header) and not name.search(value):
+            raise ConfigError(f"{where}: {header}: its value is written out, and the header may hold a secret; write "
+                              f"it as $NAME (\"Bearer $API_KEY\"), read from the environment when the job runs, so "
+                              f"that no file the pipeline writes holds it")
+
+
+def _serving_settings(spec: dict, s: dict, operations: dict, transport: str, where: str) -> None:
+    """``servers``, ``ready`` and ``load`` checked into ``spec`` (each absent when not given, so that a
+    variant without them keeps its params and definition)."""
+    from ..services.servers import per_namespace
+    from .load import load_of
+    from .readiness import ready_of
+    from .servers import servers_of
+
+    many = transport == "mcp-stdio" and per_namespace(s["mcp"])
+    for key, value in (("servers", servers_of(s.get("servers"), many, spec["isolation"], where)),
+                       ("ready", ready_of(s.get("ready"), operations, where)), ("load", load_of(s.get("load"), where))):
+        spec.pop(key, None)
+        if value is not None:
+            spec[key] = value
+    if many:
+        spec["per_namespace"] = True
 
 
 def identity(system: dict, public: bool = False) -> str:
@@ -194,9 +280,10 @@ def public_url(url: str) -> str:
 
 def public(spec: dict, grain: str) -> dict:
     """What metrics.json says a service variant is (``spec``: its built spec): its protocol, its address
-    without secrets (:func:`identity`), its isolation and the grain it ranks."""
+    without secrets (:func:`identity`), its isolation, the grain it ranks, and its query transform when
+    it has one."""
     return {"transport": spec["transport"], "address": identity(spec, public=True),
-            "isolation": spec["isolation"], "grain": grain}
+            "isolation": spec["isolation"], "grain": grain, **({"query": spec["query"]} if "query" in spec else {})}
 
 
 def _shown(url) -> str:
@@ -248,10 +335,11 @@ def definition(variant) -> str:
         return x
 
     spec = {k: v for k, v in to_spec(variant).items() if k in LIST_FIELDS}
-    # whether the service is checked before a run decides no list; a setting kept out of DEFAULTS (so that
-    # adding it changed no variant's params) is the same definition written at its default or left out
+    # whether the service is checked before a run, and the headers it is sent (a key), decide no list; a
+    # setting kept out of DEFAULTS (so that adding it changed no variant's params) is the same definition
+    # written at its default or left out
     if isinstance(spec.get("retriever"), dict):
-        spec["retriever"] = {k: v for k, v in spec["retriever"].items() if k != "check" and not (
+        spec["retriever"] = {k: v for k, v in spec["retriever"].items() if k not in UNLISTED and not (
             k in UNLISTED_DEFAULTS and canonical(v) == canonical(UNLISTED_DEFAULTS[k]))}
     return hashlib.sha256(json.dumps(canonical(spec), sort_keys=True, default=str).encode()).hexdigest()[:20]
 
@@ -328,7 +416,9 @@ def sent_shape(spec: dict, grain: str, documents: str) -> str:
     (each session sent as its date alone, say) sends the sessions again instead of confirming the
     namespace's count, which the mistaken run filled."""
     shape = {"ingest": spec["operations"]["ingest"], "reset": spec["operations"]["reset"], "grain": grain,
-             "documents": documents, "transport": spec["transport"]}
+             "documents": documents, "transport": spec["transport"],
+             # how sessions are rendered, where config says (a shape without it is as it was before render)
+             **({"render": spec["render"]} if "render" in spec else {})}
     return hashlib.sha256(json.dumps(shape, sort_keys=True, default=str).encode("utf-8")).hexdigest()[:20]
 
 
@@ -356,10 +446,29 @@ class Ledger:
                 found = d.get("sessions") if d.get("sent") == self.sent else None
         return found
 
-    def record(self, url: str, namespace: str, sessions: int) -> None:
+    def assigned(self, url: str, namespace: str) -> dict | None:
+        """The ids the service assigned to ``namespace``'s items (id -> item key), recorded with its last
+        line sent as now; None when none are recorded."""
+        try:
+            lines = self.path.read_text(encoding="utf-8").splitlines()
+        except FileNotFoundError:
+            return None
+        found = None
+        for line in lines:
+            try:
+                d = json.loads(line)
+            except ValueError:
+                continue
+            if d.get("url") == url and d.get("namespace") == namespace:
+                found = d.get("ids") if d.get("sent") == self.sent else None
+        return found
+
+    def record(self, url: str, namespace: str, sessions: int, ids: dict | None = None) -> None:
+        """``ids``: the ids the service assigned (id -> item key), so that a later job that confirms the
+        namespace reads its results."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        line = json.dumps({"url": url, "namespace": namespace, "sessions": sessions, "sent": self.sent},
-                          sort_keys=True) + "\n"
+        line = json.dumps({"url": url, "namespace": namespace, "sessions": sessions, "sent": self.sent,
+                           **({"ids": ids} if ids is not None else {})}, sort_keys=True) + "\n"
         with open(self.path, "a", encoding="utf-8") as f:
             f.write(line)
             f.flush()
@@ -376,10 +485,11 @@ class _Service:
         from ..core import layout
 
         self.v, self.spec, self.log = variant, variant.retriever, log
-        self.client = client_of(self.spec, self.where(), log)
         outs = (segment.outputs or {}).get(variant.name) or {}
         root = layout.root_of(outs["rankings"], layout.path(layout.SEGMENT_TABLE, suffix=""))
         ledger = Path(layout.path(layout.SYSTEM_LEDGER, root=root, variant=variant.name))
+        # a server per namespace works in a folder of its own next to the ledger, removed when it stops
+        self.client = client_of(self.spec, self.where(), log, workroot=ledger.with_suffix(".servers"))
         self.ledger = Ledger(ledger, sent_shape(self.spec, variant.grain, variant.recipe.documents))
         self.lock_dir = ledger.with_suffix(".locks")
         self.timings: list[tuple] = []
@@ -390,13 +500,16 @@ class _Service:
         self.confirmed: dict[str, int] = {}  # namespace -> the client's lost connections when it was confirmed
         self.current = None  # reset isolation: the namespace's content now in the service
         self.unconfirmed: set[str] = set()  # namespaces trusted on the ledger alone (no count), not yet searched
+        self.assigned: dict[str, dict] = {}  # namespace -> the ids the service assigned (id -> item key)
+        self._sent: dict[int, tuple] = {}  # id(a haystack's sessions) -> (them, the items they are sent as)
+        self._query = None  # the query transform (queries.py), loaded at the first search
 
     def where(self, qid=None) -> str:
         return f"variant {self.v.name!r}" + (f": question {qid!r}" if qid is not None else "")
 
-    def _time(self, operation, phase, namespace, qid, call=None, ok=True, seconds=None, attempts=None):
+    def _time(self, operation, phase, namespace, qid, call=None, ok=True, seconds=None, attempts=None, value=None):
         row = (operation, phase, namespace, qid, call.seconds if call else seconds, call.attempts if call else attempts,
-               ok, call.server_seconds if call else None)
+               ok, call.server_seconds if call else None, value)
         with self._timing_lock:
             self.timings.append(row)
 
@@ -442,6 +555,17 @@ class _Service:
             self._time("count", "", namespace, None, call)
         return n
 
+    def _items(self, sessions: list[dict]) -> list:
+        """What a haystack's sessions are sent as (:func:`sent_items`), made once per job."""
+        got = self._sent.get(id(sessions))
+        if got is None or got[0] is not sessions:
+            got = self._sent[id(sessions)] = (sessions, sent_items(self.spec, sessions, self.where()))
+        return got[1]
+
+    def _expected(self, sessions: list[dict]) -> int:
+        """How many items a namespace holding ``sessions`` holds (a split session's parts each count)."""
+        return len(self._items(sessions)) if rendered(self.spec) else len(sessions)
+
     def _ingest(self, namespace: str, sessions: list[dict]) -> None:
         """Empty ``namespace`` and send it ``sessions`` in order; the whole of it is tried again on a
         transient failure (a session sent twice would be two sessions), or when any connection to the
@@ -449,16 +573,18 @@ class _Service:
         from ..services.client import Unavailable, attempts
 
         why, asked = "", 0.0
+        expected = self._expected(sessions)
         for _ in attempts(int(self.spec["retries"]) + 1, float(self.spec["backoff_s"]), lambda: asked):
             breaks = self.client.breaks
             try:
                 # each request tried once: this loop is the retries (nested ones would multiply the waits)
-                _, call = self.client.once("reset", {"namespace": namespace}, retries=0)
-                self._time("reset", "", namespace, None, call)
+                call = reset_namespace(self.client, self.spec, namespace, retries=0)
+                if call is not None:
+                    self._time("reset", "", namespace, None, call)
                 started = time.monotonic()
-                for s in sessions:
-                    _, call = self.client.once("ingest", ingest_values(namespace, s), retries=0)
-                    self._time("ingest", "", namespace, None, call)
+                _, assigned = ingest_namespace(self.client, self.spec, namespace, sessions, self.where(), retries=0,
+                                               timed=lambda c: self._time("ingest", "", namespace, None, c))
+                self._ingested(namespace, sessions, started)
                 n = self._count(namespace, retries=0)
             except Unavailable as e:
                 why, asked = str(e), getattr(e, "retry_after", 0.0)  # a 429's Retry-After, honoured here too
@@ -468,15 +594,65 @@ class _Service:
                 # be gone with a restarted server while the later ones went to the new one
                 why = "a connection to the service was lost during the ingestion"
                 continue
-            if n is not None and n != len(sessions):
+            if n is not None and n != expected:
                 raise RetrieverError(f"{self.where()}: namespace {namespace!r} holds {n} sessions after "
-                                     f"{len(sessions)} were ingested (the service mixes namespaces, or drops or "
+                                     f"{expected} were ingested (the service mixes namespaces, or drops or "
                                      f"merges sessions)")
+            if assigned is not None:
+                self.assigned[namespace] = assigned
             self.log(f"{self.v.name}: ingested {len(sessions)} sessions into {namespace} in "
                      f"{time.monotonic() - started:.3f} s")
             self.cold.add(namespace)
             return
         raise _IngestFailed(why)
+
+    def _ingested(self, namespace: str, sessions: list[dict], started: float) -> None:
+        """After a namespace's ingest requests: their wall time (an ``ingestion`` row), then the wait until it
+        is searchable (system.ready: retrieval/readiness.py), a timeout an ingestion that failed."""
+        self._time("ingestion", "", namespace, None, seconds=time.monotonic() - started, attempts=1,
+                   value=len(sessions))
+        ready = self.spec.get("ready")
+        if ready is None:
+            return
+        from .readiness import NotReady, wait
+
+        def search(text: str) -> list[str]:
+            values = search_values(namespace, int(self.spec["k"]), {"question_id": "memobench-ready", "question": text})
+            resp, _ = self.client.once("search", values, retries=0)
+            return result_ids(resp, self.spec, f"{self.where()}: readiness search")[0]
+
+        try:
+            seconds, polls = wait(ready, namespace, sessions, lambda: self._count(namespace, retries=0), search,
+                                  expected=self._expected(sessions))
+        except NotReady as e:
+            self._time("ready", ready["until"], namespace, None, ok=False)
+            raise _IngestFailed(str(e)) from None
+        self._time("ready", ready["until"], namespace, None, seconds=seconds, attempts=polls)
+
+    def load_curve(self, client, namespace: str, questions: list[dict]) -> None:
+        """system.load's levels on ``namespace`` (searched already: warm), with ``client`` (its server's)."""
+        from . import load
+
+        asks = [(q["question_id"], search_values(namespace, int(self.spec["k"]), q, self._asked(q))) for q in questions]
+        rows = load.run(client, namespace, asks, self.spec["load"])
+        with self._timing_lock:
+            self.timings += rows
+        said = ", ".join(f"{r[1]} in flight: {r[8] / r[4]:.1f}/s" for r in rows if r[0] == "load_window" and r[4])
+        self.log(f"{self.v.name}: load on namespace {namespace}: {said}")
+
+    def served(self, stdio_start: bool) -> None:
+        """A stdio server's start timed apart from its first request (``stdio_start``: now, before any)."""
+        if stdio_start and self.spec["transport"] == "mcp-stdio" and not self.spec.get("per_namespace"):
+            seconds = self.client.start()
+            if seconds is not None:
+                self._time("start", "", "", None, seconds=seconds, attempts=1)
+
+    def peak(self) -> None:
+        """A shared stdio server's peak memory, a ``memory`` row (read before it stops)."""
+        if self.spec["transport"] == "mcp-stdio" and not self.spec.get("per_namespace"):
+            peak = self.client.peak_memory()
+            if peak is not None:
+                self._time("memory", "", "", None, value=peak)
 
     def ensure(self, namespace: str, sessions: list[dict]) -> None:
         """``namespace`` holds ``sessions``: confirmed from the ledger and ``count``, else ingested
@@ -494,16 +670,17 @@ class _Service:
 
         url = self.spec["identity"]
         # a stdio server is this job's own process: without count, nothing recorded of another is known to hold
-        trust = self.spec["transport"] not in ("mcp-stdio", "library") or has_count(self.spec, self.client)
+        trust = ((self.spec["transport"] not in ("mcp-stdio", "library") or has_count(self.spec, self.client))
+                 and not self.spec.get("per_namespace"))  # a server per namespace starts empty
         breaks = self.client.breaks
         # named by a digest: a namespace is the service's name, not a safe file name
         with locked(self.lock_dir / f"{hashlib.sha256(namespace.encode('utf-8')).hexdigest()[:32]}.lock"):
-            if trust and not again and self.ledger.recorded(url, namespace) == len(sessions):
+            if trust and not again and self.ledger.recorded(url, namespace) == self._expected(sessions):
                 try:
                     n = self._count(namespace)
                 except Unavailable:
                     n = -1
-                if n is None or n == len(sessions):
+                if n is None or n == self._expected(sessions):
                     if n is None:
                         # trusted on the record alone: a service that forgot may answer [] for it (_forgot)
                         self.unconfirmed.add(namespace)
@@ -512,7 +689,7 @@ class _Service:
                 self.log(f"{self.v.name}: namespace {namespace} holds {n} sessions, not the {len(sessions)} "
                          f"recorded; ingesting it again")
             self._ingest(namespace, sessions)
-            self.ledger.record(url, namespace, len(sessions))
+            self.ledger.record(url, namespace, self._expected(sessions), self.assigned.get(namespace))
             self.confirmed[namespace] = breaks
             self.unconfirmed.discard(namespace)
 
@@ -542,7 +719,7 @@ class _Service:
         qid = q["question_id"]
         if not self._held(qid, namespace, sessions, content):
             return self._error(qid, self.failed[content])
-        values = search_values(namespace, int(self.spec["k"]), q)
+        values = search_values(namespace, int(self.spec["k"]), q, self._asked(q))
         where = f"{self.where(qid)}: search"
         phase = "cold" if namespace in self.cold else "warm"
         self.cold.discard(namespace)
@@ -576,9 +753,33 @@ class _Service:
             return self.search(q, hay, sessions, namespace, content, turns)
         ranked = turns_of(hay, turns) if turns is not None else Haystack(tuple(hay.ids), ("",) * len(hay.ids),
                                                                           tuple(hay.dates))
+        if turns is None and keyed(self.spec):
+            from .rendering import positions
+
+            ids, scores = positions(ids, scores, self._items(sessions), self._assigned(namespace), where)
         if turns is not None:
             _session_ids_for_turns(ids, ranked, where)
         return check_ranking((ids, scores) if scores is not None else ids, ranked, where)
+
+    def _asked(self, q: dict) -> str | None:
+        """The query text of question ``q`` (``system.query``'s transform), or None: its own text."""
+        if "query" not in self.spec:
+            return None
+        if self._query is None:
+            from .queries import transform
+
+            self._query = transform(self.spec["query"], self.v.name, self.log)
+        return self._query(q)
+
+    def _assigned(self, namespace: str) -> dict | None:
+        """The ids the service assigned to ``namespace``'s items (id -> key): this job's, else the ledger's
+        (a namespace a later job confirmed); None when the service assigns none."""
+        op = self.spec["operations"]["ingest"]
+        if "id" not in op and "id_pattern" not in op:
+            return None
+        if namespace not in self.assigned:
+            self.assigned[namespace] = self.ledger.assigned(self.spec["identity"], namespace) or {}
+        return self.assigned[namespace]
 
     def _forgot(self, qid: str, namespace: str, sessions: list[dict], content: str, listed: list) -> bool:
         """True when ``namespace``, trusted on the ledger alone, answered its first search of the job with
@@ -626,7 +827,7 @@ class _Service:
             if self.spec["isolation"] == "reset":
                 if self.current == content and self.confirmed.get(namespace) != self.client.breaks:
                     breaks = self.client.breaks
-                    if self._count(namespace) == len(sessions):
+                    if self._count(namespace) == self._expected(sessions):
                         self.confirmed[namespace] = breaks
                     else:
                         self.current = None
@@ -673,25 +874,146 @@ def ingest_values(namespace: str, session: dict) -> dict:
             "session.date": session["date"], "session.turns": session["turns"]}
 
 
-def search_values(namespace: str, k: int, q: dict) -> dict:
-    """The placeholders' values of searching ``namespace`` for question ``q`` (a questions table row)."""
+def search_values(namespace: str, k: int, q: dict, query: str | None = None) -> dict:
+    """The placeholders' values of searching ``namespace`` for question ``q`` (a questions table row);
+    ``query``: the query text a transform made of the question (else the question's own text)."""
     return {"namespace": namespace, "k": k, "question.id": q["question_id"], "question.text": q["question"],
-            "question.date": q.get("question_date"), "question.type": q.get("question_type")}
+            "question.date": q.get("question_date"), "question.type": q.get("question_type"),
+            "query": q["question"] if query is None else query}
+
+
+def rendered(spec: dict) -> bool:
+    """True when the ingestion sends rendered items (rendering.py: keys, text, parts, assigned ids)."""
+    from ..services.api import ingest_placeholders
+    from .rendering import RENDERED
+
+    op = spec["operations"]["ingest"]
+    return bool(ingest_placeholders(op) & RENDERED) or "render" in spec or "id" in op or "id_pattern" in op
+
+
+def keyed(spec: dict) -> bool:
+    """True when a search's results name the items' keys (or the ids the service assigned to them), not
+    session ids: the ingestion sends ``{session.key}``, or the service assigns its own ids."""
+    from ..services.api import ingest_placeholders
+
+    op = spec["operations"]["ingest"]
+    return "session.key" in ingest_placeholders(op) or "id" in op or "id_pattern" in op
+
+
+def sent_items(spec: dict, sessions: list[dict], where: str) -> list:
+    """The items a namespace's ``sessions`` are sent as (rendering.Item), or the sessions themselves
+    when nothing is rendered (today's requests, at no rendering cost)."""
+    from .rendering import items
+
+    return items(sessions, spec.get("render"), where) if rendered(spec) else sessions
+
+
+def reset_namespace(client, spec: dict, namespace: str, retries: int | None = None):
+    """Empties ``namespace`` (its :class:`..services.client.Call`), or None for a service without reset, or
+    whose reset answered an error that ``may_fail`` allows (a namespace it never held)."""
+    from ..services.client import ServiceError
+
+    op = spec["operations"]["reset"]
+    if op is None:
+        return None
+    try:
+        return client.once("reset", {"namespace": namespace}, retries=retries)[1]
+    except ServiceError:
+        if op.get("may_fail"):
+            return None
+        raise
+
+
+def ingest_namespace(client, spec: dict, namespace: str, sessions: list[dict], where: str,
+                     retries: int | None = None, timed=None) -> tuple[int, dict | None]:
+    """Sends ``sessions`` to ``namespace``: one call per item, or one for them all (a batch ingest); (the
+    number of items sent, the ids the service assigned: id -> item key, or None when it assigns none).
+    ``timed(call)`` is told each call; a one-line RetrieverError for an answer without the id config
+    says it holds."""
+    from ..services.api import batch, fill
+    from .rendering import Item, item_values
+
+    op = spec["operations"]["ingest"]
+    sent = sent_items(spec, sessions, where)
+    values = [item_values(namespace, x) if isinstance(x, Item) else ingest_values(namespace, x) for x in sent]
+    assigns = "id" in op or "id_pattern" in op
+    assigned: dict | None = {} if assigns else None
+
+    def read(answer, of: list):
+        for given, item in zip(assigned_ids(answer, op, len(of) if batch(op) else None, f"{where}: ingest of "
+                                            f"namespace {namespace!r}"), of):
+            if given in assigned:
+                raise RetrieverError(f"{where}: ingest of namespace {namespace!r}: the service assigned id {given!r} "
+                                     f"to {assigned[given]!r} and to {item.key!r}")
+            assigned[given] = item.key
+
+    if batch(op):
+        answer, call = client.once("ingest", {"namespace": namespace,
+                                              "sessions": [fill(op["session"], v) for v in values]}, retries=retries)
+        if timed:
+            timed(call)
+        if assigns:
+            read(answer, sent)
+    else:
+        for item, v in zip(sent, values):
+            answer, call = client.once("ingest", v, retries=retries)
+            if timed:
+                timed(call)
+            if assigns:
+                read(answer, [item])
+    return len(sent), assigned
+
+
+def assigned_ids(answer, op: dict, n: int | None, where: str) -> list[str]:
+    """The ids an ingest answer assigns: one (``n`` None), or ``n`` in order (a batch's), read at ``op["id"]``
+    or by ``op["id_pattern"]`` (its group 1) on the answer's text (a JSON answer: its JSON text)."""
+    import re
+
+    from ..services.api import Missing
+
+    if "id" in op:
+        try:
+            got = _pick(answer, op["id"])
+        except Missing as e:
+            raise RetrieverError(f"{where}: {e} (ingest.id is {op['id']!r}): {_short(answer)}") from None
+        if n is not None and (not isinstance(got, list) or len(got) != n):
+            raise RetrieverError(f"{where}: the ids at {op['id']!r} are {_short(got)}, not a list of the {n} "
+                                 f"sessions sent in one call")
+        found = got if n is not None else [got]
+        if not all(isinstance(x, (str, int)) and not isinstance(x, bool) for x in found):
+            raise RetrieverError(f"{where}: the id at {op['id']!r} is {_short(got)}, not a string or a number")
+        return [str(x) for x in found]
+    text = answer if isinstance(answer, str) else "" if answer is None else json.dumps(answer, ensure_ascii=False)
+    regex = re.compile(op["id_pattern"])
+    found = [m.group(1) for m in regex.finditer(text)] if n is not None else \
+        [m.group(1) for m in [regex.search(text)] if m]
+    if len(found) != (n or 1):
+        raise RetrieverError(f"{where}: id_pattern {op['id_pattern']!r} found {len(found)} id(s) in the answer, not "
+                             f"{n or 1}: {excerpt(text)!r}")
+    return found
 
 
 def count_of(client, spec: dict, namespace: str, where: str, retries: int | None = None):
     """(the sessions ``namespace`` holds, the call's :class:`..services.client.Call`), or (None, None) when
     the service has no ``count``; a one-line RetrieverError for an answer that is not a number
     (``retries``: the client's own unless given)."""
-    from ..services.api import Missing, pick
+    from ..services.api import Missing
 
     if not has_count(spec, client):
         return None, None
+    op = spec["operations"]["count"]
     resp, call = client.once("count", {"namespace": namespace}, retries=retries)
     try:
-        n = pick(resp, spec["operations"]["count"].get("sessions", "sessions"))
+        n = _pick(resp, op.get("sessions", "sessions"))
     except Missing as e:
         raise RetrieverError(f"{where}: count of namespace {namespace!r}: {e}") from None
+    if op.get("length"):  # the count is how many things the service lists
+        if not isinstance(n, list):
+            raise RetrieverError(f"{where}: count of namespace {namespace!r} answered {_short(n)} at "
+                                 f"{op.get('sessions', 'sessions')!r}, not a list (count.length is true)")
+        n = len(n)
+    elif isinstance(n, str) and n.strip().isdigit():
+        n = int(n)  # a number in words' place: a plain-text answer's
     if isinstance(n, bool) or not isinstance(n, int):
         raise RetrieverError(f"{where}: count of namespace {namespace!r} answered {n!r}, not a number")
     return n, call
@@ -707,8 +1029,14 @@ def result_ids(resp, spec: dict, where: str, unit: str = "session") -> tuple[lis
     ``system.results`` says; a one-line RetrieverError saying what came back when they are not there."""
     from ..services.api import Missing, pick
 
+    import re
+
     res = spec["results"]
     listed = _picked(resp, res, "list", where)
+    found = re.compile(res["pattern"]) if res.get("pattern") else None
+    if isinstance(listed, str) and found is not None:
+        # a plain-text answer: its ids are every match, in order, without scores
+        return [m.group(1) for m in found.finditer(listed)], None
     if not isinstance(listed, list):
         raise RetrieverError(f"{where}: the results at {res['list']!r} are {type(listed).__name__}, not a "
                              f"list: {_short(resp)}")
@@ -717,6 +1045,12 @@ def result_ids(resp, spec: dict, where: str, unit: str = "session") -> tuple[lis
         sid = _picked(item, res, "id", f"{where}: result {r}")
         if not isinstance(sid, str):
             raise RetrieverError(f"{where}: result {r}: the id {sid!r} is not a string (a {unit} id)")
+        if found is not None:
+            m = found.search(sid)
+            if m is None:
+                raise RetrieverError(f"{where}: result {r}: results.pattern {res['pattern']!r} does not match "
+                                     f"{excerpt(sid)!r}")
+            sid = m.group(1)
         ids.append(sid)
         if res.get("score") and scores is not None:
             try:
@@ -730,10 +1064,11 @@ class _IngestFailed(Exception):
     pass
 
 
-def client_of(spec: dict, where: str = "memory service", log=print):
-    """The client of a system variant's service (HTTP, or MCP over stdio or streamable HTTP, or a library
-    in-process); ``where`` names the variant in a config line (an unset ``$NAME``), raised before any
-    request; ``log`` gets what a library's factory prints."""
+def client_of(spec: dict, where: str = "memory service", log=print, workroot=None):
+    """The client of a system variant's service (HTTP, or MCP over stdio or streamable HTTP; a server per
+    namespace, its working folders under ``workroot`` or a temporary folder: services/servers.py; or a library
+    in-process, ``log`` getting what its factory prints); ``where`` names the variant in a config line (an
+    unset ``$NAME``), raised before any request."""
     from ..services.api import from_environment
 
     settings = {"timeout_s": float(spec["timeout_s"]), "retries": int(spec["retries"]),
@@ -742,13 +1077,17 @@ def client_of(spec: dict, where: str = "memory service", log=print):
         from .library import client
 
         return client(spec, where, log)
+    if spec.get("headers"):
+        # read when the job starts, never written: the spec (the rule's params) holds the $NAMEs
+        settings["headers"] = {k: from_environment(v, f"{where}: system: headers: {k}")
+                               for k, v in spec["headers"].items()}
     if spec["transport"] == "http":
         from ..services.client import HttpClient
 
         # read as given, not a DEFAULTS entry: a new default key would change every system variant's params
         limit = int(float(spec.get("max_response_mb", MAX_RESPONSE_MB)) * 2**20)
         return HttpClient(from_environment(spec["url"], f"{where}: system: url"), spec["operations"],
-                          max_response_bytes=limit, **settings)
+                          max_response_bytes=limit, plain=spec["answer"] == "plain", **settings)
     from ..services.mcp import McpClient, sdk_missing
 
     if sdk_missing():
@@ -760,6 +1099,13 @@ def client_of(spec: dict, where: str = "memory service", log=print):
     env = m.get("env")
     if env is not None:
         env = {k: from_environment(v, f"{where}: system: mcp: env: {k}") for k, v in env.items()}
+    if spec.get("per_namespace"):
+        from ..services.servers import NamespaceServers
+
+        def make(command, env):
+            return McpClient(spec["operations"], command=command, env=env, **settings)
+
+        return NamespaceServers(make, _command(m["command"]), env, workroot)
     return McpClient(spec["operations"], command=_command(m["command"]), env=env, **settings)
 
 
@@ -775,12 +1121,26 @@ def _session_ids_for_turns(ids: list[str], turns, where: str) -> None:
                              f"turn, or give this variant grain: session)")
 
 
-def _picked(answer, results: dict, key: str, where: str):
-    """What sits at ``system.results.<key>`` in ``answer``, or a one-line error saying what came back."""
+def _pick(answer, path: str):
+    """What sits at ``path`` in ``answer`` (services.api.pick); an answer read as text (``answer: plain``,
+    an ingest's text) is the text at ``""``, and its JSON, where it is JSON, at any other path."""
     from ..services.api import Missing, pick
 
+    if isinstance(answer, str) and path != "":
+        try:
+            answer = json.loads(answer)
+        except ValueError:
+            raise Missing(f"the answer is text, not JSON, so nothing sits at {path!r} (a text answer is read "
+                          f"whole, at \"\", by a pattern)") from None
+    return pick(answer, path)
+
+
+def _picked(answer, results: dict, key: str, where: str):
+    """What sits at ``system.results.<key>`` in ``answer``, or a one-line error saying what came back."""
+    from ..services.api import Missing
+
     try:
-        return pick(answer, results[key])
+        return _pick(answer, results[key])
     except Missing as e:
         raise RetrieverError(f"{where}: {e} (system.results.{key} is {results[key]!r}): {_short(answer)}") from None
 
@@ -799,6 +1159,7 @@ def rank_segment(variants, segment, log=print) -> dict:
     from ..services.client import StartFailed
     from .documents import rank_by_documents
     from .harness import CHECKS_KEY, skip_reason
+    from .rendering import names_turn_id
     from .turns import session_turns
 
     keys = sorted({k for h in segment.haystacks.values() for k in h.keys})
@@ -806,7 +1167,7 @@ def rank_segment(variants, segment, log=print) -> dict:
     session_ids = {k: sid for h in segment.haystacks.values() for k, sid in zip(h.keys, h.ids)}
     out = {}
     for v in variants:
-        sent = sent_turns(turns, session_ids, ids=v.grain == "turn")
+        sent = sent_turns(turns, session_ids, ids=v.grain == "turn" or names_turn_id(v.retriever))
         payloads = {hid: haystack_sessions(h, sent) for hid, h in segment.haystacks.items()}
         service = _Service(v, segment, log)
         contents = {hid: namespace_of(v.name, v.retriever["namespace_prefix"], s) for hid, s in payloads.items()}
@@ -816,8 +1177,11 @@ def rank_segment(variants, segment, log=print) -> dict:
         try:
             with (locked(service.lock_dir / "reset.lock") if v.retriever["isolation"] == "reset"
                   else contextlib.nullcontext()):
+                service.served(stdio_start=True)
                 service.conform()
-                if v.retriever["isolation"] == "namespace":
+                if v.retriever.get("per_namespace"):
+                    service.client.close_servers()  # the check's: the job's namespaces get their own
+                elif v.retriever["isolation"] == "namespace":
                     needed = {}
                     for q in segment.questions:
                         hay = segment.haystacks.get(q["haystack_id"])
@@ -825,18 +1189,26 @@ def rank_segment(variants, segment, log=print) -> dict:
                             needed[names[q["haystack_id"]]] = payloads[q["haystack_id"]]
                     service.ingest_all(needed)
 
+                searched: dict[str, list[dict]] = {}  # namespace -> its questions searched (the load curve's)
+
                 def ranked(q, hay, docs, service=service, names=names, contents=contents, payloads=payloads):
                     hid = q["haystack_id"]
                     got = service.search(q, hay, payloads[hid], names[hid], contents[hid],
                                          turns=docs if v.grain == "turn" else None)
+                    searched.setdefault(names[hid], []).append(q)
                     return ([], None) if got is None else got
 
                 # rank_by_documents hands the ranker each session's document (a turn variant's: the
                 # haystack's turns, every turn, as the service has them); a service gets the haystack's
                 # sessions instead (payloads), so the session documents are placeholders
                 docs = {v.recipe.documents: dict.fromkeys(keys)}
+                if v.retriever.get("per_namespace"):
+                    ranked = _per_namespace(service, v, segment, docs, ranked, names, payloads, log)
                 rankings, outcomes, deep = rank_by_documents([v], segment, {v.name: ranked}, log, docs=docs,
                                                              timed=())[v.name]
+                if v.retriever.get("load") and not v.retriever.get("per_namespace"):
+                    _shared_load(service, v, searched, names, contents)
+                service.peak()
         except StartFailed as e:
             # one line at once: a server that cannot start would fail every question the same way
             raise RetrieverError(f"variant {v.name!r}: the MCP server could not start: {e}") from None
@@ -855,9 +1227,62 @@ def _library_sources(variant) -> tuple:
     return sources(variant)
 
 
+def _per_namespace(service, v, segment, docs, ranked, names, payloads, log):
+    """A server per namespace (retrieval/servers.py): the ranking step's calls collected first (the skip
+    rule's questions, in its order), searched namespace by namespace, each while its server lives; the
+    ranker that then gives the stored answers."""
+    from .documents import rank_by_documents
+    from .servers import serve_each
+
+    calls: list[tuple] = []
+
+    def collect(q, hay, documents):
+        calls.append((q, hay, documents))
+        return [], None
+
+    rank_by_documents([v], segment, {v.name: collect}, lambda _: None, docs=docs, timed=())
+    answers = serve_each(service, calls, lambda q: names[q["haystack_id"]], lambda q: payloads[q["haystack_id"]],
+                         ranked, log)
+    stored = iter(zip(calls, answers))
+
+    def answered(q, hay, documents):  # the ranking step asks again in the same order
+        (asked, _, _), got = next(stored)
+        assert asked["question_id"] == q["question_id"], "the ranking step's order changed between its passes"
+        return got
+
+    return answered
+
+
+def _shared_load(service, v, searched: dict, names: dict, contents: dict) -> None:
+    """system.load on one warmed namespace of a shared service: with reset isolation the one it holds now
+    (the last haystack's), else the one with the most questions."""
+    from .servers import load_namespace
+
+    if v.retriever["isolation"] == "reset":
+        if service.current is None or not searched:
+            return
+        held = {next(iter(searched)): [q for qs in searched.values() for q in qs
+                                       if contents[q["haystack_id"]] == service.current]}
+    else:
+        held = {ns: qs for ns, qs in searched.items() if ns not in service.failed}
+    namespace = load_namespace({ns: qs for ns, qs in held.items() if qs})
+    if namespace is not None:
+        service.load_curve(service.client, namespace, held[namespace])
+
+
 # The recipe backend of a memory service (config ``variants.<name>.system``): not a recipe choice.
 BACKEND = "system"
 register(Row(BACKEND, "system", label="memory service", description="a running memory service that ingests "
              "each haystack's sessions and answers searches over HTTP", module=__name__, config_key="system",
              make_variant=system_variant, turns=True))
-register_retriever(Retriever("system", __name__, rank_segment, shares=False, sources=_library_sources))
+
+
+def _variant_sources(variant) -> tuple:
+    """A user's query transform's files (queries.py), a library's (library.py): an edit to one reruns the
+    variant."""
+    from .queries import sources
+
+    return tuple(sources((variant.retriever or {}).get("query"))) + _library_sources(variant)
+
+
+register_retriever(Retriever("system", __name__, rank_segment, sources=_variant_sources, shares=False))

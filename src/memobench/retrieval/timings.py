@@ -12,15 +12,20 @@ import json
 
 import pyarrow as pa
 
-# operation: reset | ingest | count | search; phase (searches): cold, the first of a namespace since
+# operation: reset | ingest | count | search, and for a service's own costs: start (a stdio server's process
+# start and handshake; with a server per namespace, one row each), ingestion (a namespace's ingest requests,
+# first to last: its wall time, value its sessions), ready (ingested to searchable: system.ready, phase its
+# condition; attempts the polls), memory (a stdio server's peak resident memory: value in bytes, VmHWM of it
+# and its descendants), load and load_window (system.load, phase the concurrency: retrieval/load.py);
+# phase (searches): cold, the first of a namespace since
 # this job ingested it (in-process: the first call on its haystack in the job, which builds what is
 # built per haystack), else warm; namespace: in-process, the haystack's id; seconds: from the first attempt to
 # the answer (the waits between retries included); attempts: how many it took; ok: False for
 # a request that still failed (its seconds null); server_seconds: what the server said it spent (its
-# Server-Timing header), null when it does not say
+# Server-Timing header), null when it does not say; value: what a row counts beyond time (above), else null
 SCHEMA = pa.schema([("operation", pa.string()), ("phase", pa.string()), ("namespace", pa.string()),
                     ("question_id", pa.string()), ("seconds", pa.float64()), ("attempts", pa.int32()),
-                    ("ok", pa.bool_()), ("server_seconds", pa.float64())])
+                    ("ok", pa.bool_()), ("server_seconds", pa.float64()), ("value", pa.int64())])
 META_KEY = b"memobench.timings"
 # why a variant's table is empty
 UNTIMED_MEMO = ("the Memo engine ranks its variants in one shared pass (one segment load, shared tokens and "
@@ -58,6 +63,8 @@ def write_timings(path, rows: list[tuple], meta: dict) -> None:
     """``rows``: tuples in :data:`SCHEMA`'s column order."""
     from ..core.tables import write_table
 
+    # a row may leave out its last columns (value): null there
+    rows = [tuple(r) + (None,) * (len(SCHEMA) - len(r)) for r in rows]
     cols = list(zip(*rows)) if rows else [[] for _ in SCHEMA]
     table = pa.table([pa.array(c, f.type) for c, f in zip(cols, SCHEMA)], schema=SCHEMA)
     write_table(path, table.replace_schema_metadata({META_KEY: json.dumps(meta, sort_keys=True)}))

@@ -24,6 +24,17 @@ date, turns: [{role, content}]}``), ``session.id``, ``session.date``,
 session id and score in one of its results, are dotted paths
 (:func:`pick`): ``results``, ``id``, ``score`` by default; ``""`` is the
 value itself (a response that is the list, a result that is the id).
+
+Servers with their own shapes (docs/memory-services.md#servers-with-their-own-shapes)
+add: ``session.key`` (a per-copy key), ``session.text``, ``session.lines``,
+``session.messages`` (a session rendered: retrieval/rendering.py),
+``sessions`` (a haystack's items, each the ingest operation's ``session``
+template filled: one call per haystack) and ``query`` (the search's query
+text); and these operation options: ``reset: null`` or ``may_fail: true``,
+``count``'s ``length: true`` (the count is the length of the list at
+``sessions``), ``ingest``'s ``session`` (the item template), ``id`` (where
+a server-assigned id sits in the ingest answer) or ``id_pattern`` (a regex
+whose group 1 is the id, on the answer's text).
 """
 
 from __future__ import annotations
@@ -47,31 +58,37 @@ DEFAULT_ENDPOINTS = {
 DEFAULT_TOOLS = {op: {"tool": op, "arguments": e["body"], **({"sessions": e["sessions"]} if "sessions" in e else {})}
                  for op, e in DEFAULT_ENDPOINTS.items()}
 DEFAULT_RESULTS = {"list": "results", "id": "id", "score": "score"}
-PLACEHOLDERS = ("namespace", "k", "session", "session.id", "session.date", "session.turns", "question.id",
-                "question.text", "question.date", "question.type")
+# one session's placeholders (an ingest's, or the item template's of a batch ingest)
+SESSION_PLACEHOLDERS = ("session", "session.id", "session.date", "session.turns", "session.key", "session.text",
+                        "session.lines", "session.messages")
+PLACEHOLDERS = ("namespace", "k", *SESSION_PLACEHOLDERS, "sessions", "question.id", "question.text",
+                "question.date", "question.type", "query")
 # which placeholders each operation's values hold
 AVAILABLE = {"reset": {"namespace"}, "count": {"namespace"},
-             "ingest": {"namespace", "session", "session.id", "session.date", "session.turns"},
-             "search": {"namespace", "k", "question.id", "question.text", "question.date", "question.type"}}
+             "ingest": {"namespace", "sessions", *SESSION_PLACEHOLDERS},
+             "search": {"namespace", "k", "question.id", "question.text", "question.date", "question.type", "query"}}
+# the options an operation may have beyond its path and body (tool and arguments), and the operation
+OPTIONS = {"sessions": "count", "length": "count", "may_fail": "reset", "session": "ingest", "id": "ingest",
+           "id_pattern": "ingest"}
 _PLACEHOLDER = re.compile(r"\{([a-z.]+)\}")
 # a brace that no known placeholder accounts for (``{question_text}``, ``{ question.text }``, a lone ``{``):
 # sent as it stands it would be the same literal text in every request
 _BRACE = re.compile(r"\{[^{}]*\}?|\}")
 
 
-def stray_brace(template) -> str | None:
+def stray_brace(template, known=PLACEHOLDERS) -> str | None:
     """The first brace-like text in a template that is not a known placeholder (a key's: any)."""
     if isinstance(template, str):
-        rest = _PLACEHOLDER.sub(lambda m: "" if m.group(1) in PLACEHOLDERS else m.group(0), template)
+        rest = _PLACEHOLDER.sub(lambda m: "" if m.group(1) in known else m.group(0), template)
         found = _BRACE.search(rest)
         return found.group(0) if found else None
     if isinstance(template, dict):
         # a key is never filled: any brace in one is sent as it stands
         keys = (m.group(0) for k in template for m in [_BRACE.search(str(k))] if m)
-        values = (b for b in map(stray_brace, template.values()) if b is not None)
+        values = (b for b in (stray_brace(v, known) for v in template.values()) if b is not None)
         return next(keys, None) or next(values, None)
     if isinstance(template, list):
-        return next((b for b in map(stray_brace, template) if b is not None), None)
+        return next((b for b in (stray_brace(v, known) for v in template) if b is not None), None)
     return None
 
 
@@ -167,10 +184,12 @@ def _operations(spec: dict | None, where: str, key: str, defaults: dict, name: s
         if op not in OPERATIONS:
             raise ConfigError(f"{where}: {key}: unknown operation {op!r} (known: {', '.join(OPERATIONS)})")
         if e is None:
-            if op != "count":
+            if op not in ("count", "reset"):
                 raise ConfigError(f"{where}: {key}: {op} is required")
             out[op] = None
             continue
+        if not isinstance(e, dict):
+            raise ConfigError(f"{where}: {key}: {op} must be a mapping (or null), not {e!r}")
         out[op] = {**out[op], **e}
     for op, e in out.items():
         if e is None:
@@ -179,6 +198,7 @@ def _operations(spec: dict | None, where: str, key: str, defaults: dict, name: s
             raise ConfigError(f"{where}: {key}: {op}: path must start with '/' (got {e.get('path')!r})")
         if name == "tool" and (not isinstance(e.get("tool"), str) or not e["tool"]):
             raise ConfigError(f"{where}: {key}: {op}: tool must be a tool's name (got {e.get('tool')!r})")
+        _options(op, e, f"{where}: {key}: {op}", (name, template))
         for part in ("path", template) if name == "path" else (template,):
             brace = stray_brace(e.get(part))
             if brace is not None:
@@ -190,4 +210,68 @@ def _operations(spec: dict | None, where: str, key: str, defaults: dict, name: s
             verb = "names" if template == "body" else "name"
             raise ConfigError(f"{where}: {key}: {op}: the {template} {verb} {', '.join(sorted(unknown))}, which "
                               f"{op} does not have (it has: {', '.join(sorted(AVAILABLE[op]))})")
+        if op == "ingest":
+            _batch(e, named, f"{where}: {key}: ingest", template)
     return out
+
+
+def _options(op: str, e: dict, where: str, own: tuple) -> None:
+    """An operation's options beyond its own two keys: each the right operation's, of the right type."""
+    for option in set(e) - set(own):
+        if OPTIONS.get(option) != op:
+            known = ", ".join([*own, *sorted(o for o, of in OPTIONS.items() if of == op)])
+            raise ConfigError(f"{where}: unknown key {option!r} (known: {known})")
+    for flag in ("length", "may_fail"):
+        if flag in e and not isinstance(e[flag], bool):
+            raise ConfigError(f"{where}: {flag} must be true or false, not {e[flag]!r}")
+    if "id" in e and "id_pattern" in e:
+        raise ConfigError(f"{where}: give id (a path in a JSON answer) or id_pattern (a regex on its text), not both")
+    if "id" in e and not isinstance(e["id"], str):
+        raise ConfigError(f"{where}: id must be a dotted path (a string), not {e['id']!r}")
+    if "id_pattern" in e:
+        pattern(e["id_pattern"], f"{where}: id_pattern")
+
+
+def _batch(e: dict, named: set, where: str, template: str) -> None:
+    """A batch ingest (``{sessions}``) fills its ``session`` item template per session; its own template
+    names no session's placeholder, and an ingest without ``{sessions}`` has no item template."""
+    if "sessions" not in named:
+        if "session" in e:
+            raise ConfigError(f"{where}: session (the item template of a batch ingest) is used only with "
+                              f"{{sessions}} in the {template}")
+        return
+    single = named & set(SESSION_PLACEHOLDERS)
+    if single:
+        raise ConfigError(f"{where}: the {template} name {{sessions}} (one call per haystack) and "
+                          f"{', '.join(sorted(single))}, one session's: put those in the session item template")
+    item = e.get("session")
+    if item is None:
+        raise ConfigError(f"{where}: {{sessions}} needs session, the template of each item of the list "
+                          f"(e.g. session: {{id: \"{{session.key}}\", text: \"{{session.text}}\"}})")
+    brace = stray_brace(item, ("namespace", *SESSION_PLACEHOLDERS))
+    if brace is not None:
+        raise ConfigError(f"{where}: session: {brace!r} is not a placeholder (known: "
+                          f"{', '.join(sorted(('namespace', *SESSION_PLACEHOLDERS)))})")
+
+
+def pattern(text, where: str) -> re.Pattern:
+    """``text`` compiled as a regex with a group 1 (what it reads), or a ConfigError line."""
+    if not isinstance(text, str):
+        raise ConfigError(f"{where}: {text!r} is not a regex (a string)")
+    try:
+        compiled = re.compile(text)
+    except re.error as e:
+        raise ConfigError(f"{where}: {text!r} is not a regex: {e}") from None
+    if compiled.groups < 1:
+        raise ConfigError(f"{where}: {text!r} has no group: the id is its group 1, e.g. \"id: (\\S+)\"")
+    return compiled
+
+
+def batch(operation: dict) -> bool:
+    """True when an ingest operation sends a whole haystack in one call (``{sessions}``)."""
+    return "session" in operation
+
+
+def ingest_placeholders(operation: dict) -> set[str]:
+    """Every placeholder an ingest operation names, its item template's included."""
+    return placeholders(operation.get("body", operation.get("arguments"))) | placeholders(operation.get("session"))

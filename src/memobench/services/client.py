@@ -188,11 +188,12 @@ class _HTTPSNoDelay(http.client.HTTPSConnection):
 class HttpClient:
     """Calls the operations of the service at ``url`` (``http://host:port``,
     optionally with a path prefix) whose endpoints are ``endpoints``
-    (:func:`.api.endpoints`)."""
+    (:func:`.api.endpoints`); ``headers`` go with every request, ``plain``
+    reads every answer as text."""
 
     def __init__(self, url: str, endpoints: dict, timeout_s: float = 30.0, retries: int = 3,
                  backoff_s: float = 0.1, headers: dict | None = None,
-                 max_response_bytes: int = MAX_RESPONSE_BYTES):
+                 max_response_bytes: int = MAX_RESPONSE_BYTES, plain: bool = False):
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"not an http(s) URL: {shown_url(url)!r}")
@@ -209,6 +210,7 @@ class HttpClient:
         self._headers = {"Content-Type": "application/json", "Accept": "application/json", **auth,
                          **(headers or {})}
         self.max_response_bytes = max_response_bytes
+        self.plain = plain  # every answer read as text (a service that answers in words; config's patterns read it)
         self._deadlines = _Deadlines()
         self._local = threading.local()  # one kept-alive connection per calling thread
         self._opened: set = set()  # all of them, for close()
@@ -306,10 +308,12 @@ class HttpClient:
             if resp.status >= 300:
                 raise ServiceError(f"{op} {path} answered HTTP {resp.status}: {_short(data)}")
             try:
-                obj = json.loads(data)
+                obj = data.decode("utf-8", "replace") if self.plain else json.loads(data)
             except ValueError:
                 if op in READ:
                     raise ServiceError(f"{op} {path} answered a body that is not JSON: {_short(data)!r}") from None
-                obj = None  # an answer nothing reads ("OK", an empty 204) may be anything
+                # an answer read only for an id a server assigns (ingest's id_pattern) may be text ("OK", an
+                # empty 204: "")
+                obj = data.decode("utf-8", "replace")
             return obj, Call(seconds, attempt, server_seconds(resp.getheader("Server-Timing")))
         raise Unavailable(f"{op} {path} failed {tries} time(s), last: {why}", asked[0])

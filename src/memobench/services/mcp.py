@@ -12,7 +12,9 @@ JSON), :class:`.client.Unavailable` when the retries run out.
 A tool's answer is its structured content, or else (none sent, or
 ``answer="text"``: a server whose tools return JSON as a string, which
 the SDK's servers wrap as ``{"result": text}``) its text blocks, joined and
-parsed as JSON. A server may say how long it worked in the result's
+parsed as JSON; with ``answer="plain"`` its text blocks joined, as a string
+(a server that answers in words, read by config's patterns). ``headers``
+go with every request to a streamable-HTTP server. A server may say how long it worked in the result's
 ``_meta`` under ``server-timing`` (the HTTP ``Server-Timing`` syntax), as the
 project's reference server does.
 
@@ -26,6 +28,7 @@ process, which holds nothing unless it keeps its own store) and counted in
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import shlex
@@ -96,10 +99,11 @@ class McpClient:
 
     def __init__(self, tools: dict, command: list[str] | None = None, url: str | None = None,
                  env: dict | None = None, timeout_s: float = 30.0, retries: int = 3, backoff_s: float = 0.1,
-                 answer: str = "structured"):
+                 answer: str = "structured", headers: dict | None = None):
         if (command is None) == (url is None):
             raise ValueError("an MCP service is a command or a url, one of them")
         self.tools, self.command, self.url, self.env, self.answer = tools, command, url, env, answer
+        self.headers = headers or None
         self.timeout_s, self.retries, self.backoff_s = timeout_s, retries, backoff_s
         self.start_timeout_s = max(timeout_s, START_TIMEOUT_S)
         self.breaks = 0
@@ -117,7 +121,7 @@ class McpClient:
     def _target(self):
         mcp, _ = _sdk()
         if self.url is not None:
-            return self.url
+            return self.url if self.headers is None else _with_headers(self.url, self.headers)
         # the SDK passes a server only a safe part of the environment (HOME, PATH, ...); env adds to it
         # (its $NAMEs already read from this process's environment: system.client_of)
         env = None if self.env is None else {**mcp.client.stdio.get_default_environment(), **self.env}
@@ -172,6 +176,31 @@ class McpClient:
                     raise
                 self._opened = True
             return self._conn[0], self._generation
+
+    def start(self) -> float | None:
+        """Open the connection now (a stdio server's process start and the handshake): its seconds on the
+        monotonic clock, told apart from the first request's (0.0 when it is already open; None when it
+        failed for a reason worth another try, which the first request then makes, with its retries)."""
+        started = time.monotonic()
+        with self._lock:
+            was_open = self._conn is not None
+        try:
+            self._connection()
+        except StartFailed:
+            raise
+        except Exception:  # noqa: BLE001 - transient: once() tries again and says why
+            return None
+        return 0.0 if was_open else time.monotonic() - started
+
+    def peak_memory(self) -> int | None:
+        """A stdio server's peak resident memory in bytes (its process and descendants: .processes), while
+        it runs; None over HTTP or where the system does not say."""
+        from .processes import peak_memory, started_by_us
+
+        if self.command is None or self._conn is None:
+            return None
+        pids = started_by_us(self.command, self.env)
+        return peak_memory(pids[0]) if len(pids) == 1 else None
 
     def _lost(self, generation: int) -> None:
         """The connection of ``generation`` is broken: closed here once, whichever thread saw it first."""
@@ -242,7 +271,9 @@ class McpClient:
             text = "".join(getattr(block, "text", "") for block in result.content or [])
             if result.is_error:
                 raise ServiceError(f"{op} tool {tool!r} answered an error: {excerpt(text) or '(no text)'}")
-            if result.structured_content is not None and self.answer == "structured":
+            if self.answer == "plain":
+                answer = text  # a server that answers in words: config's patterns read it
+            elif result.structured_content is not None and self.answer == "structured":
                 answer = result.structured_content
             else:
                 try:
@@ -251,10 +282,21 @@ class McpClient:
                     if op in READ:
                         raise ServiceError(f"{op} tool {tool!r} answered text that is not JSON: "
                                            f"{excerpt(text)!r}") from None
-                    answer = None  # an answer nothing reads ("ok", no text) may be anything
+                    answer = text  # read only for an id the server assigns (ingest's id_pattern); "" for none
             meta = result.meta or {}
             return answer, Call(seconds, attempt, server_seconds(meta.get(META_TIMING)))
         raise Unavailable(f"{op} tool {tool!r} failed {tries} time(s), last: {why}")
+
+
+@contextlib.asynccontextmanager
+async def _with_headers(url: str, headers: dict):
+    """The SDK's streamable-HTTP transport to ``url`` through an HTTP client that sends ``headers`` with
+    every request (the SDK takes headers only through a client of one's own, closed here)."""
+    from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
+
+    async with create_mcp_http_client(headers=headers) as http:
+        async with streamable_http_client(url, http_client=http) as streams:
+            yield streams
 
 
 def _start_failure(e: BaseException) -> str:

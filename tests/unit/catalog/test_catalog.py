@@ -103,11 +103,11 @@ def test_run_formats_are_the_runs_modules():
     import yaml
 
     from memobench import runs
-    from memobench.retrieval.imported import READERS
+    from memobench.retrieval.imported import readers
 
     for name, module in runs.FORMATS.items():
         assert importlib.import_module(f"memobench.runs.{module}").NAME == name
-    assert list(READERS) == list(runs.FORMATS)
+    assert list(readers()) == list(runs.FORMATS)
     schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text(encoding="utf-8"))
     run = schema["properties"]["variants"]["additionalProperties"]["properties"]["run"]
     assert run["properties"]["format"]["enum"] == list(runs.FORMATS)

@@ -324,7 +324,7 @@ def test_a_service_of_another_shape_is_driven_by_config_alone(norm, expected, tm
     ({"system": {"url": "http://x", "isolation": "none"}}, "isolation 'none' is not one of namespace, reset"),
     ({"system": {"url": "http://x", "endpoints": {"search": {"body": {"q": "{session.id}"}}}}},
      "endpoints: search: the body names session.id, which search does not have"),
-    ({"system": {"url": "http://x", "endpoints": {"reset": None}}}, "endpoints: reset is required"),
+    ({"system": {"url": "http://x", "endpoints": {"ingest": None}}}, "endpoints: ingest is required"),
     ({"system": {"url": "http://x", "endpoints": {"delete": {}}}}, "unknown operation 'delete'"),
     ({"system": {"url": "http://x", "results": {"hits": "x"}}}, "results: unknown key(s) hits"),
     *[({"system": {"url": "http://x", "namespace_prefix": bad}}, f"namespace_prefix {bad!r} may not hold")
@@ -336,7 +336,7 @@ def test_a_service_of_another_shape_is_driven_by_config_alone(norm, expected, tm
     ({"system": {"mcp": {"url": "http://x/mcp?key=S"}}}, "mcp: url: 'http://x/mcp?key=***' holds a secret"),
     # brace forms that are no placeholder would be the same literal text in every request
     *[({"system": {"url": "http://x", "endpoints": {"search": {"body": {"query": q}}}}},
-       f"endpoints: search: body: {b!r} is not a placeholder (known: k, namespace, question.date")
+       f"endpoints: search: body: {b!r} is not a placeholder (known: k, namespace, query, question.date")
       for q, b in [("{question_text}", "{question_text}"), ("{Question.Text}", "{Question.Text}"),
                    ("{ question.text }", "{ question.text }"), ("about {question.text", "{question.text"),
                    ("{question.texts}", "{question.texts}"), ("a}", "}")]],
@@ -684,3 +684,169 @@ def test_a_setting_written_at_its_default_leaves_the_variants_params_as_they_wer
     assert params(max_response_mb=64.0) == base
     for over in ({"check": False}, {"degenerate": "error"}, {"max_response_mb": 8}):
         assert params(**over) != base, over
+
+
+class _Assigning(BaseHTTPRequestHandler):
+    """The reference store behind an API of another shape: it names each session by a number it assigns
+    (answered at ``data.id``; the session's own key is kept out of sight), searches answer those numbers,
+    and every request without ``X-Api-Key: <key>`` is HTTP 401."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):
+        s = self.server
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+        if self.headers.get("X-Api-Key") != s.key:
+            reply(self, 401, b'{"error": "no key"}')
+            return
+        with s.lock:
+            if self.path == "/wipe":
+                out = s.store.reset(body["space"])
+            elif self.path == "/add":
+                s.next_id += 1
+                s.keys[str(s.next_id)] = body["key"]
+                s.store.ingest(body["space"], {"id": str(s.next_id), "turns": body["turns"]})
+                out = {"data": {"id": s.next_id}}
+            else:
+                out = {"hits": [h["id"] for h in s.store.search(body["space"], body["q"], body["n"])["results"]]}
+        reply(self, 200, json.dumps(out).encode())
+
+
+def test_ids_a_service_assigns_and_a_key_header_give_the_in_process_lists(norm, expected, tmp_path, monkeypatch):
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Assigning)
+    server.store, server.key, server.keys, server.next_id, server.lock = Store("bm25s", "user"), "k-42", {}, 0, \
+        threading.Lock()
+    monkeypatch.setenv("MB_SVC_KEY", "k-42")
+    entry = _system(_start(server), headers={"X-Api-Key": "$MB_SVC_KEY"}, endpoints={
+        "reset": {"path": "/wipe", "body": {"space": "{namespace}"}},
+        "ingest": {"path": "/add", "body": {"space": "{namespace}", "key": "{session.key}", "turns": "{session.turns}"},
+                   "id": "data.id"},
+        "search": {"path": "/find", "body": {"space": "{namespace}", "q": "{question.text}", "n": "{k}"}},
+        "count": None}, results={"list": "hits", "id": "", "score": None})
+    try:
+        (srk, _, sdp), _ = _rank(norm, tmp_path, "svc", entry)
+    finally:
+        server.shutdown()
+        server.server_close()
+    rk, _, dp = expected
+    assert srk.equals(rk)  # repeated session ids included: each copy its own assigned id
+    assert sdp.column("position").equals(dp.column("position"))
+    assert any(k.endswith("~2") for k in server.keys.values())  # a repeated id's second copy, by its key
+    for f in tmp_path.rglob("*"):
+        assert not f.is_file() or b"k-42" not in f.read_bytes(), f
+
+
+@pytest.mark.parametrize("system,why", [
+    ({"headers": {"Authorization": "Bearer abc123"}}, "headers: Authorization: its value is written out"),
+    ({"headers": {"X-Api-Key": "abc"}}, "headers: X-Api-Key: its value is written out"),
+    ({"headers": {"X-Trace": 3}}, "headers must map header names to strings"),
+    ({"query": "keywords"}, "query: 'keywords' makes the query text, and the search template does not name {query}"),
+    ({"query": "nope"}, "query 'nope' is not keywords, 'path/to/file.py:function' or 'module:function'"),
+    ({"render": {"max_chars": 400}}, "render: max_chars sends a long session in parts"),
+    ({"render": {"lines": "x"}}, "render: unknown key(s) lines (known: line, header, turn, max_chars)"),
+    ({"render": {"line": "{turn.text}"}}, "render: line: '{turn.text}' is not a placeholder"),
+    ({"render": {"max_chars": 3}}, "render: max_chars must be a whole number of characters, at least 16"),
+    ({"endpoints": {"reset": None}, "isolation": "reset"}, "isolation: reset empties one namespace"),
+    ({"endpoints": {"ingest": {"body": {"all": "{sessions}"}}}}, "{sessions} needs session, the template of each"),
+    ({"endpoints": {"ingest": {"body": {"all": "{sessions}", "one": "{session.id}"}, "session": {}}}},
+     "the body name {sessions} (one call per haystack) and session.id, one session's"),
+    ({"endpoints": {"ingest": {"session": {"id": "{session.key}"}}}}, "session (the item template of a batch ingest)"),
+    ({"endpoints": {"ingest": {"body": {"all": "{sessions}"}, "session": {"q": "{query}"}}}},
+     "ingest: session: '{query}' is not a placeholder"),
+    ({"endpoints": {"search": {"length": True}}}, "endpoints: search: unknown key 'length' (known: path, body)"),
+    ({"endpoints": {"count": {"length": "yes"}}}, "endpoints: count: length must be true or false"),
+    ({"endpoints": {"ingest": {"id": "a", "id_pattern": "(x)"}}}, "give id (a path in a JSON answer) or id_pattern"),
+    ({"endpoints": {"ingest": {"id_pattern": "id: \\S+"}}}, "id_pattern: 'id: \\\\S+' has no group"),
+    ({"results": {"pattern": "("}}, "results: pattern: '(' is not a regex"),
+])
+def test_shape_config_errors_name_the_variant(system, why):
+    with pytest.raises(ConfigError) as e:
+        resolve("svc", "s", {"svc": {"system": {"url": "http://x", **system}}})
+    assert str(e.value).startswith("variant 'svc': system") and why in str(e.value) and "\n" not in str(e.value), \
+        str(e.value)
+
+
+def test_headers_are_not_for_a_server_started_by_command():
+    with pytest.raises(ConfigError, match="headers are sent over HTTP; a server started by command takes env"):
+        resolve("svc", "s", {"svc": {"system": {"mcp": {"command": "srv"}, "headers": {"A": "b"}}}})
+
+
+def test_variants_written_before_shapes_keep_their_definition_and_ledger_shape():
+    from memobench.retrieval.system import definition, sent_shape
+
+    got = []
+    for e in [{"system": {"url": "http://x"}}, {"system": {"mcp": {"command": "srv"}, "answer": "text"}},
+              {"system": {"url": "http://x", "endpoints": {"count": None}, "results": {"score": None}}}]:
+        v = resolve("svc", "s", {"svc": e})
+        got.append((definition(v), sent_shape(v.retriever, "session", "all")))
+    assert got == [("06a16f05b50b6ee24d9b", "6f5fd03a2e7cb606b8a4"), ("fd4b482095497a21dcc0", "111bb5c160add79a9d08"),
+                   ("484b4d33b4b66e057675", "6f5fd03a2e7cb606b8a4")]
+
+
+def test_headers_decide_no_list_and_a_query_transform_is_in_the_definition_and_label():
+    from memobench.retrieval.system import definition, public
+
+    plain = resolve("svc", "s", {"svc": {"system": {"url": "http://x"}}})
+    keyed = resolve("svc", "s", {"svc": {"system": {"url": "http://x", "headers": {"Authorization": "Bearer $K"}}}})
+    asked = resolve("svc", "s", {"svc": {"system": {"url": "http://x", "query": "keywords", "endpoints": {
+        "search": {"body": {"namespace": "{namespace}", "query": "{query}", "k": "{k}"}}}}}})
+    assert definition(keyed) == definition(plain) != definition(asked)
+    assert asked.harness == "memory service: http://x, query: keywords" and plain.harness == "memory service: http://x"
+    assert public(asked.retriever, "session")["query"] == "keywords"
+    assert "query" not in public(plain.retriever, "session")
+
+
+class _Words(_ProxyHandler):
+    """The proxy whose searches answer in words, a line per result: ``- [[<id>]] (score 1.5)``."""
+
+    def _send(self, status: int, body: bytes) -> None:
+        if status != 200 or self.path != "/search":
+            return super()._send(status, body)
+        lines = [f"- [[{r['id']}]] (score {r['score']})" for r in json.loads(body)["results"]]
+        super()._send(200, ("Found:\n" + "\n".join(lines)).encode("utf-8"))
+
+
+def test_a_plain_text_answer_is_read_by_the_results_pattern_over_http(norm, reference, expected, tmp_path):
+    p = Proxy(reference[0])
+    p.RequestHandlerClass = _Words
+    try:
+        entry = _system(_start(p), answer="plain",  # count: its JSON, read from the text
+                        results={"list": "", "pattern": r"\[\[(.+?)\]\]"})
+        (rankings, _, deep), _ = _rank(norm, tmp_path, "svc", entry)
+    finally:
+        p.shutdown()
+        p.server_close()
+    assert rankings.equals(expected[0])
+    assert deep.column("position").equals(expected[2].column("position"))
+
+
+def test_render_written_at_its_defaults_is_the_definition_of_leaving_it_out():
+    from memobench.retrieval.system import definition
+
+    plain = resolve("svc", "s", {"svc": {"system": {"url": "http://x"}}})
+    line = {"line": "{turn.role}: {turn.content}"}
+    same = resolve("svc", "s", {"svc": {"system": {"url": "http://x", "render": line}}})
+    other = resolve("svc", "s", {"svc": {"system": {"url": "http://x", "render": {"header": "{session.date}"}}}})
+    assert definition(same) == definition(plain) != definition(other)
+
+
+def test_a_render_naming_turn_ids_sends_them_and_keeps_the_lists(norm, reference, proxy, expected, tmp_path):
+    sent = []
+
+    def record(path, body, n):
+        if path == "/ingest":
+            sent.append(body)
+        return None
+
+    url, _ = proxy(fault=record)
+    entry = _system(url, render={"line": "{turn.id} {turn.content}"}, endpoints={"ingest": {"body": {
+        "namespace": "{namespace}", "session": {"id": "{session.id}", "date": "{session.date}",
+                                                "turns": "{session.turns}"}, "lines": "{session.lines}"}}})
+    (rankings, _, _), _ = _rank(norm, tmp_path, "svc", entry)
+    assert rankings.equals(expected[0])
+    run = [b for b in sent if b["namespace"].startswith("mb-svc-")]  # not the conformance check's
+    assert run and all(line.startswith(f"{b['session']['id']}_{i} ")
+                       for b in run for i, line in enumerate(b["lines"], 1))

@@ -23,8 +23,6 @@ import os
 from pathlib import Path
 from typing import Sequence
 
-import numpy as np
-
 from ...catalog.row import Row, register
 from ...core.errors import ConfigError
 from .modelfiles import checked_files, package_folder
@@ -64,6 +62,8 @@ def _erf(x: np.ndarray) -> np.ndarray:
 
 
 def _layer_norm(x, w, b):
+    import numpy as np
+
     mu = x.mean(-1, keepdims=True)
     d = x - mu
     var = (d * d).mean(-1, keepdims=True)
@@ -81,6 +81,8 @@ class MiniLM:
     meta = {"model": "all-MiniLM-L6-v2", "max_tokens": MAX_TOKENS}
 
     def __init__(self, path=None, device: str = "auto", batch_size: int = 32):
+        import numpy as np
+
         try:
             from safetensors.numpy import load_file
             from tokenizers import Tokenizer
@@ -142,6 +144,8 @@ class MiniLM:
         Texts are batched by token length (longest first), which keeps padding
         small and makes the batches the same whatever the caller's order.
         ``on_batch(n)``: called after each batch with the texts done so far."""
+        import numpy as np
+
         ids = self.token_ids(texts)
         out = np.zeros((len(ids), DIM), dtype=np.float32)
         order = sorted(range(len(ids)), key=lambda i: (-len(ids[i]), i))
@@ -159,6 +163,8 @@ class MiniLM:
         return out
 
     def _forward(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        import numpy as np
+
         b, n = ids.shape
         hd = DIM // HEADS
         x = self.word[ids] + self.pos[:n] + self.type0
@@ -180,6 +186,8 @@ class MiniLM:
 
     def _forward_torch(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         """The same computation in PyTorch on the GPU."""
+        import numpy as np
+
         import torch
         import torch.nn.functional as F
 

@@ -25,8 +25,6 @@ import sqlite3
 from functools import lru_cache
 from typing import Sequence
 
-import numpy as np
-
 from ...catalog.row import Row, register
 from .ranking import Ranking
 
@@ -67,6 +65,8 @@ def rank_bm25_official(question: str, docs: Sequence[str]) -> Ranking:
     zero is floored at ``epsilon * average_idf``), documents and question
     tokenized by ``str.split(" ")``, the order ``numpy.argsort(scores)[::-1]``
     (numpy's default sort, reversed: ties are ordered as numpy leaves them)."""
+    import numpy as np
+
     if not docs:
         return Ranking.empty()
     scores = _rank_bm25_indexes(docs).get_scores(question.split(" "))
@@ -136,6 +136,8 @@ def rank_bm25s(question: str, docs: Sequence[str]) -> Ranking:
     vocabulary scores nothing; a question with no token scores every document
     0. Order: score descending, ties by haystack position ascending (a stable
     sort of the negated scores)."""
+    import numpy as np
+
     if not docs:
         return Ranking.empty()
     retriever = _bm25s_indexes(docs)
@@ -216,6 +218,8 @@ class Fts5Bm25:
         return self._rank(question, docs, self._or_query)
 
     def _rank(self, question, docs, score_rows) -> Ranking:
+        import numpy as np
+
         n = len(docs)
         if not n:
             return Ranking.empty()
@@ -249,12 +253,16 @@ class Fts5Bm25:
         self.loaded = key
 
     def _or_query(self, terms: list[str], n: int) -> tuple[np.ndarray, np.ndarray]:
+        import numpy as np
+
         rows = self.db.execute("SELECT rowid - 1, -bm25(h) FROM h WHERE h MATCH ? ORDER BY bm25(h), rowid",
                                (" OR ".join(map(_phrase, terms)),)).fetchall()
         return (np.asarray([r[0] for r in rows], dtype=np.int64),
                 np.asarray([r[1] for r in rows], dtype=np.float64))
 
     def _by_token(self, terms: list[str], n: int) -> tuple[np.ndarray, np.ndarray]:
+        import numpy as np
+
         hits = {}
         for t in dict.fromkeys(terms):
             rows = self.db.execute("SELECT rowid - 1, -bm25(h) FROM h WHERE h MATCH ?", (_phrase(t),)).fetchall()

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from typing import NamedTuple, Sequence
 
-import numpy as np
-
 from ...core.protocol import DEPTH
 
 
@@ -21,6 +19,8 @@ class Ranking(NamedTuple):
 
     @classmethod
     def empty(cls) -> "Ranking":
+        import numpy as np
+
         return cls(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
 
     def top(self, depth: int = DEPTH) -> "Ranking":
@@ -36,6 +36,8 @@ def rank_by_vectors(question_vector: np.ndarray, vectors: np.ndarray, cosine: bo
     """Documents (``vectors``, rows in haystack order) by their dot product with
     the question's vector in float64, or with ``cosine`` by the cosine (a
     zero vector scores 0); descending, ties by haystack position (stable)."""
+    import numpy as np
+
     q = np.asarray(question_vector, dtype=np.float64)
     v = np.asarray(vectors, dtype=np.float64)
     if cosine:

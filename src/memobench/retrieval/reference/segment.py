@@ -34,10 +34,8 @@ from __future__ import annotations
 from ...catalog.registry import embedding_inputs, row
 from ...catalog.row import Retriever, register_retriever
 from ...core.formats import user_turns_only
-from ..documents import rank_by_documents
 from ...core.errors import ConfigError, DataError
 from ...core.protocol import DEPTH
-from ...core.tables import exact_text
 
 
 def _vectors(variants, embeddings_path, keys):
@@ -67,6 +65,8 @@ def rank_segment(variants, segment, log=print) -> dict:
     retriever reads its session vectors from its embeddings input (its row's
     ``embedding``). Returns {variant name:
     (rankings, outcomes, deep) tables}."""
+    from ...core.tables import exact_text
+    from ..documents import rank_by_documents
     from .ranking import rank
 
     keys = sorted({k for h in segment.haystacks.values() for k in h.keys})

@@ -28,8 +28,6 @@ import os
 from pathlib import Path
 from typing import Sequence
 
-import numpy as np
-
 from ...catalog.row import Row, register
 from ...core.errors import ConfigError
 from .modelfiles import checked_files, package_folder
@@ -65,6 +63,8 @@ class WordLlama:
     meta = {"model": f"wordllama {VERSION} l2_supercat 256", "pooling": "mean of token vectors, not normalized"}
 
     def __init__(self, path=None):
+        import numpy as np
+
         try:
             from safetensors.numpy import load_file
             from tokenizers import Tokenizer
@@ -90,6 +90,8 @@ class WordLlama:
         tokens' rows. Tokenized ``batch`` texts at a time (the tokenizer's
         encodings of a few thousand long sessions take hundreds of MB).
         ``on_batch(n)``: called after each batch with the texts done so far."""
+        import numpy as np
+
         texts = list(texts)
         out = np.zeros((len(texts), DIM), dtype=np.float32)
         last = self.embedding.shape[0] - 1

@@ -1,0 +1,87 @@
+"""A server per namespace in a retrieve job (services/servers.py starts and
+stops them): such a server holds nothing once stopped, so each namespace's
+ingestion and all its searches happen while its server lives. The job's
+searches are ordered by namespace in a pre-pass: per namespace its server
+is started (timed: a ``start`` row, apart from its searches), the namespace
+ingested (and waited for: system.ready), its questions searched, and the
+server stopped and its folder removed, at most ``system.servers`` namespaces
+(default: ``system.concurrency``) at once; the ranking step then gives the
+stored answers in question order. With ``system.load`` the namespace with
+the most questions goes last, alone, and its load curve is measured before
+its server stops."""
+
+from __future__ import annotations
+
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+
+
+def servers_of(value, per_namespace: bool, isolation: str, where: str):
+    """``system.servers`` checked: None when not given."""
+    from ..core.errors import ConfigError
+
+    if not per_namespace:
+        if value is not None:
+            raise ConfigError(f"{where}: servers bounds the servers started per namespace, and this variant starts "
+                              f"one server for all: name {{namespace}} or {{workdir}} in mcp.command or mcp.env for "
+                              f"a server per namespace, or leave servers out")
+        return None
+    if isolation != "namespace":
+        raise ConfigError(f"{where}: a server per namespace ({{namespace}} or {{workdir}} in mcp.command or mcp.env) "
+                          f"needs isolation: namespace; isolation: reset uses one namespace")
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ConfigError(f"{where}: servers {value!r} must be a whole number of at least 1 (the servers alive at "
+                          f"once)")
+    return value
+
+
+def load_namespace(by_namespace: dict[str, list]) -> str | None:
+    """The namespace the load curve is measured on: the one with the most questions (the first by name
+    among equals)."""
+    return min(by_namespace, key=lambda ns: (-len(by_namespace[ns]), ns)) if by_namespace else None
+
+
+def serve_each(service, calls: list[tuple], namespace_of, sessions_of, search_one, log=print) -> dict:
+    """[(positions, scores)] of every call, in its order (``calls``: the ranking step's (question, haystack,
+    documents), in its order), each namespace served by its own server while its questions are searched.
+    ``namespace_of(q)``/``sessions_of(q)``: a question's namespace and sessions; ``search_one(q, hay, docs)``:
+    one search (system.rank_segment's)."""
+    from .system import _IngestFailed
+
+    client, spec = service.client, service.spec
+    by_namespace: dict[str, list] = {}
+    for n, call in enumerate(calls):  # a question id may repeat: a call is known by its place
+        by_namespace.setdefault(namespace_of(call[0]), []).append((n, *call))
+    last = load_namespace(by_namespace) if spec.get("load") else None
+    answers: list = [None] * len(calls)
+
+    def one(namespace: str) -> None:
+        questions = by_namespace[namespace]
+        with client.serving(namespace):
+            try:
+                seconds = client.start(namespace)
+                if seconds is not None:
+                    service._time("start", "", namespace, None, seconds=seconds, attempts=1)
+                service.ensure(namespace, sessions_of(questions[0][1]))
+            except _IngestFailed as e:
+                service.failed[namespace] = f"ingestion failed: {e}"
+            for n, q, hay, docs in questions:
+                answers[n] = search_one(q, hay, docs)
+            if namespace == last and namespace not in service.failed:
+                service.load_curve(client, namespace, [q for _, q, _, _ in questions])
+            peak = client.peak_memory(namespace)
+            if peak is not None:
+                service._time("memory", "", namespace, None, seconds=None, attempts=None, value=peak)
+
+    workers = max(1, int(spec.get("servers") or spec["concurrency"]))
+    order = sorted(ns for ns in by_namespace if ns != last)
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        futures = [pool.submit(one, ns) for ns in order]
+        done, _ = wait(futures, return_when=FIRST_EXCEPTION)
+        failed = next((f for f in done if f.exception() is not None), None)
+        if failed is not None:
+            for f in futures:
+                f.cancel()  # the namespaces not started: one failure stops the job
+            raise failed.exception()
+    if last is not None:
+        one(last)  # alone: its load curve shares the machine with no other namespace's work
+    return answers

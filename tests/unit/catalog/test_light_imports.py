@@ -1,0 +1,30 @@
+"""A retrieve job whose lists a sibling's job ranked only copies files
+(retrieval/sharing.py): it starts without numpy, pyarrow or the engine. Most
+jobs of a run of many variants are such jobs, so what the catalog imports to
+learn which inputs a variant reads is paid by each of them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from tests.helpers import REPO
+
+HEAVY = ("numpy", "pyarrow", "pyarrow.compute", "memobench.memo.engine", "memobench.retrieval.harness",
+         "memobench.core.tables", "pandas")
+
+
+def test_the_catalog_and_the_retrieve_stage_load_without_numpy_pyarrow_or_the_engine():
+    # every row and retriever registered, every kind's inputs asked, as a job copying a sibling's lists does
+    code = ("import json, sys\n"
+            "from memobench.stages import retrieve\n"
+            "from memobench.retrieval import sharing\n"
+            "from memobench.catalog import registry\n"
+            "from memobench.catalog.variants import resolve\n"
+            "for v in ('v0.8.0', 'v0.8.0-index', 'bm25s', 'minilm', 'wordllama'):\n"
+            "    sharing.needed_inputs(resolve(v, 's'))\n"
+            "registry.kind_modules()\n"
+            f"print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout) == []

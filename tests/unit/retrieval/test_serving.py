@@ -1,0 +1,192 @@
+"""system.servers, system.ready and system.load (retrieval/servers.py,
+readiness.py, load.py) against the reference HTTP service on loopback: their
+config lines, the definition and params they leave as they were, a service
+that counts what it holds late waited for, the load curve beside unchanged
+lists, and what the latency files make of their timings rows; a child
+process's peak memory read from /proc (services/processes.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from memobench.catalog.variants import resolve
+from memobench.core import layout
+from memobench.core.errors import ConfigError
+from memobench.datasets.normalize import normalize_longmemeval
+from memobench.retrieval.reference.server import serve
+from memobench.tools.generate.longmemeval import write_longmemeval
+from tests.helpers.services import rank_one_segment as _rank
+from tests.unit.retrieval.test_system import Proxy, _start
+
+URL = "http://127.0.0.1:9"
+
+
+@pytest.fixture(scope="module")
+def norm(tmp_path_factory):
+    root = tmp_path_factory.mktemp("serving")
+    write_longmemeval(root / "lme.json", 6, 6, seed=3, turns=(2, 4), words_per_turn=(4, 20), spice=True)
+    normalize_longmemeval(root / "lme.json", root / "norm", log=lambda m: None)
+    return root / "norm"
+
+
+@pytest.fixture(scope="module")
+def expected(norm, tmp_path_factory):
+    return _rank(norm, tmp_path_factory.mktemp("expected"), "bm25s")[0]
+
+
+@pytest.fixture
+def reference():
+    server = serve("bm25s", "user")
+    yield _start(server)
+    server.shutdown()
+    server.server_close()
+
+
+def _system(url: str, **over) -> dict:
+    return {"system": {"url": url, "backoff_s": 0.01, "check": False, **over}}
+
+
+def _timings(root: Path) -> list[dict]:
+    return pq.read_table(layout.path(layout.TIMINGS, root=root / "results", dataset="lme", variant="svc",
+                                     segment="seg1")).to_pylist()
+
+
+def _same(got, expected) -> bool:
+    return all(a.equals(b) for a, b in zip(got, expected))
+
+
+def test_servers_and_load_leave_the_definition_and_params_as_they_were_and_ready_is_part_of_it():
+    from memobench import plan
+    from memobench.catalog.variant import to_spec
+    from memobench.retrieval.system import definition
+
+    stdio = {"mcp": {"command": ["srv", "--store", "{workdir}/db"]}}
+
+    def variant(system):
+        return resolve("svc", "s", {"svc": {"system": system}})
+
+    base = variant({"url": URL})
+    assert definition(variant({"url": URL, "load": True})) == definition(base)
+    assert definition(variant({"url": URL, "load": False})) == definition(base)
+    assert plan.retrieve_spec({"variants": {}}, to_spec(variant({"url": URL, "load": False}))) == \
+        plan.retrieve_spec({"variants": {}}, to_spec(base))
+    each = variant(stdio)
+    assert each.retriever.get("per_namespace") and definition(variant({**stdio, "servers": 1})) == definition(each)
+    # a list searched before an asynchronous service indexed everything may differ: ready is in the definition
+    assert definition(variant({"url": URL, "ready": {"until": "search"}})) != definition(base)
+    assert variant({"url": URL, "load": True}).retriever["load"] == {"concurrency": [1, 4, 16], "searches": 64,
+                                                                    "max_s": 20.0}
+
+
+@pytest.mark.parametrize("system, said", [
+    ({"url": URL, "servers": 2}, "servers bounds the servers started per namespace"),
+    ({"mcp": {"command": ["srv", "{namespace}"]}, "isolation": "reset"}, "needs isolation: namespace"),
+    ({"mcp": {"command": ["srv", "{namespace}"]}, "servers": 0}, "servers 0 must be a whole number"),
+    ({"url": URL, "ready": {"until": "soon"}}, "ready must be a mapping with until: one of count, search, settle"),
+    ({"url": URL, "ready": {"until": "count", "every": 1}}, "ready: unknown key"),
+    ({"url": URL, "ready": {"until": "count", "timeout_s": 0}}, "ready: timeout_s 0 is not a number of seconds"),
+    ({"url": URL, "ready": {"until": "count"}, "endpoints": {"count": None}}, "until: count needs the service's count"),
+    ({"url": URL, "load": {"concurrency": [0]}}, r"load: concurrency \[0\] must be a list of whole numbers"),
+    ({"url": URL, "load": {"searches": 0}}, "load: searches 0"),
+    ({"url": URL, "load": {"rate": 3}}, "load must be true or a mapping"),
+])
+def test_bad_serving_settings_are_one_line(system, said):
+    with pytest.raises(ConfigError, match=said) as e:
+        resolve("svc", "s", {"svc": {"system": system}})
+    assert "variant 'svc'" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_service_that_counts_late_is_waited_for_and_the_load_curve_changes_no_list(norm, expected, reference,
+                                                                                   tmp_path):
+    asked: dict[str, int] = {}
+
+    def late(path, obj):  # each namespace's first two counts say it holds nothing yet (an index still building)
+        if path == "/count":
+            ns = late.namespace
+            asked[ns] = asked.get(ns, 0) + 1
+            if asked[ns] <= 2:
+                return {"sessions": 0}
+        return obj
+
+    def fault(path, body, n):
+        late.namespace = body.get("namespace")
+
+    proxy = Proxy(reference, fault, late)
+    url = _start(proxy)
+    try:
+        from memobench.retrieval.returned import RetrieverError
+
+        with pytest.raises(RetrieverError, match="holds 0 sessions after"):
+            _rank(norm, tmp_path / "none", "svc", _system(url, concurrency=1))
+        asked.clear()
+        ready = {"until": "count", "every_s": 0.01}
+        load = {"concurrency": [1, 3], "searches": 9, "max_s": 10}
+        got, lines = _rank(norm, tmp_path / "ready", "svc", _system(url, concurrency=1, ready=ready, load=load))
+    finally:
+        proxy.shutdown()
+        proxy.server_close()
+    assert _same(got, expected)
+    rows = _timings(tmp_path / "ready")
+    waits = [r for r in rows if r["operation"] == "ready"]
+    assert waits and all(r["ok"] and r["phase"] == "count" and r["attempts"] == 3 for r in waits)
+    windows = {r["phase"]: r for r in rows if r["operation"] == "load_window"}
+    assert set(windows) == {"1", "3"} and all(w["value"] == 9 for w in windows.values())
+    assert sum(r["operation"] == "load" and r["ok"] for r in rows) == 18
+    ingestion = [r for r in rows if r["operation"] == "ingestion"]
+    assert len(ingestion) == len(waits) and all(r["value"] >= 1 for r in ingestion)
+    # over HTTP there is no server process of ours: no start, no memory
+    assert not {r["operation"] for r in rows} & {"start", "memory"}
+    assert any("load on namespace" in line for line in lines)
+
+
+def test_the_latency_files_show_starts_readiness_memory_and_the_load_curve(tmp_path):
+    from memobench.reporting.latency import build
+    from memobench.retrieval.timings import write_timings
+
+    rows = [("search", "cold", "a", "q1", 0.010, 1, True, None), ("search", "warm", "a", "q1", 0.004, 1, True, None),
+            ("start", "", "a", None, 0.8, 1, True, None), ("start", "", "b", None, 1.2, 1, True, None),
+            ("ingest", "", "a", None, 0.02, 1, True, None), ("ingestion", "", "a", None, 0.5, 1, True, None, 10),
+            ("ready", "count", "a", None, 0.25, 3, True, None), ("memory", "", "a", None, None, None, True, None,
+                                                                 80 * 2**20)]
+    for level, ms, wall in (("1", 0.004, 0.4), ("4", 0.010, 0.25)):
+        rows += [("load", level, "a", f"q{i}", ms, 1, True, None) for i in range(40)]
+        rows.append(("load_window", level, "a", None, wall, None, True, None, 40))
+    table = tmp_path / "t.parquet"
+    write_timings(table, rows, {"dataset": "lme", "variant": "svc", "timed": True, "measures": "service requests"})
+    out = {k: tmp_path / f"latency.{k}" for k in ("md", "json", "png", "html")}
+    build({("lme", "svc"): [table]}, {("lme", "svc"): {"hit@5_rate": 0.5}}, out["md"], out["json"], out["png"],
+          out["html"], log=lambda m: None)
+    s = json.loads(out["json"].read_text())[0]
+    assert s["start"] == {"n": 2, "p50_ms": pytest.approx(1000.0), "max_ms": pytest.approx(1200.0)}
+    assert s["ready"]["until"] == "count" and s["ready"]["n"] == 1 and s["ready"]["timed_out"] == 0
+    assert s["ingest"]["per_session_ms"] == pytest.approx(50.0) and s["memory"]["peak_mb"] == pytest.approx(80.0)
+    assert s["load"]["1"]["searches_per_s"] == pytest.approx(100.0) and s["load"]["4"]["searches_per_s"] == 160.0
+    assert s["load"]["4"]["p50"]["ms"] == pytest.approx(10.0) and s["warm"]["n"] == 1  # load rows are not warm ones
+    md = out["md"].read_text()
+    assert "until count: 1: 250 / 250, 0 timed out" in md and "| svc | 4 | 40, 0 | 160.0 |" in md
+    assert out["png"].stat().st_size > 0
+
+
+def test_a_child_process_peak_memory_is_read_from_proc():
+    from memobench.services.processes import peak_memory, started_by_us
+
+    if not os.path.isdir("/proc"):
+        pytest.skip("no /proc")
+    code = "import sys, time; b = bytearray(64 * 2**20); b[::4096] = b'x' * len(b[::4096]); del b; time.sleep(30)"
+    child = subprocess.Popen([sys.executable, "-c", code], env={**os.environ, "MB_TAG": "peak"})
+    try:
+        time.sleep(1.5)
+        pids = started_by_us([sys.executable, "-c", code], {"MB_TAG": "peak"})
+        assert pids == [child.pid] and not started_by_us([sys.executable, "-c", code], {"MB_TAG": "other"})
+        assert peak_memory(child.pid) >= 64 * 2**20  # the peak stays after the memory is freed
+    finally:
+        child.kill()
+        child.wait()
