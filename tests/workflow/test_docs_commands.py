@@ -79,6 +79,8 @@ FRAGMENTS = {
         ("variants.other-api", {"run": ["locomo10"], "datasets": {"locomo10": {"variants": ["other-api"]}}}, "-n"),
     ("memory-services.md", "my-service-turns:"):  # the page starts its server (port 8768) just before
         ("variants", {"run": ["locomo10"], "datasets": {"locomo10": {"variants": ["my-service-turns"]}}}, "run"),
+    ("memory-services.md", "my-library:"):  # the page's my_memory.py, used in-process
+        ("variants", {"run": ["locomo10"], "datasets": {"locomo10": {"variants": ["my-library"]}}}, "run"),
     ("memory-services.md", "my-mcp-service:"):  # my-memory-server is the user's own
         ("", {"run": ["locomo10"], "datasets": {"locomo10": {"variants": ["my-mcp-service"]}}}, "-n"),
     ("memory-services.md", "my-notes:"):  # the notebook server runs in its own test (test_memory_service_shapes)

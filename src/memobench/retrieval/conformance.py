@@ -335,8 +335,11 @@ class _Check:
                                           f"copies of a repeated id included")
 
     def _count(self) -> Result:
-        if self.spec["operations"].get("count") is None:
-            return Result("count", "skipped", "the service has no count operation (count: null in config)")
+        from .system import has_count
+
+        if not has_count(self.spec, self.client):
+            return Result("count", "skipped", "the service has no count operation (count: null in config, or a "
+                                              "library without a count method)")
         for ns, held in self.held.items():
             sent = len(self.sent[ns][0])
             if self.counts[ns] != sent:

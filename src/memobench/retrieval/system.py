@@ -121,10 +121,17 @@ def system_variant(name: str, family: str, entry: dict, others: dict | None = No
         raise ConfigError(f"variant {name!r}: a system variant takes no {extra} (only system and description)")
     s = entry["system"]
     where = f"variant {name!r}: system"
-    if not isinstance(s, dict) or ("url" in s) == ("mcp" in s):
+    if not isinstance(s, dict) or sum(k in s for k in ("url", "mcp", "library")) != 1:
         raise ConfigError(f"{where}: give url (the service's HTTP API, http://host:port) or mcp (an MCP server: "
-                          f"{{command: [...]}} or {{url: ...}}), one of them")
-    if "url" in s:
+                          f"{{command: [...]}} or {{url: ...}}), or library (file.py:factory, used in-process), one "
+                          f"of them")
+    if "options" in s and "library" not in s:
+        raise ConfigError(f"{where}: options are a library's factory's arguments (system.library)")
+    if "library" in s:
+        from .library import operations as library_operations
+
+        operations, transport = library_operations(s, where), "library"
+    elif "url" in s:
         if not _http_url(s["url"]):
             raise ConfigError(f"{where}: url {_shown(s['url'])!r} is not an http:// or https:// URL")
         _no_written_secret(s["url"], f"{where}: url")
@@ -251,6 +258,8 @@ def identity(system: dict, public: bool = False) -> str:
     starred, since they may hold a secret. ``public``: as result files and the report show it, with
     nothing that may hold a secret (:func:`public_url`; a command's program alone, not its arguments)."""
     url = public_url if public else _shown
+    if "library" in system:
+        return f"library {system['library']}"
     if "url" in system:
         return url(system["url"])
     m = system["mcp"]
@@ -480,7 +489,7 @@ class _Service:
         root = layout.root_of(outs["rankings"], layout.path(layout.SEGMENT_TABLE, suffix=""))
         ledger = Path(layout.path(layout.SYSTEM_LEDGER, root=root, variant=variant.name))
         # a server per namespace works in a folder of its own next to the ledger, removed when it stops
-        self.client = client_of(self.spec, self.where(), workroot=ledger.with_suffix(".servers"))
+        self.client = client_of(self.spec, self.where(), log, workroot=ledger.with_suffix(".servers"))
         self.ledger = Ledger(ledger, sent_shape(self.spec, variant.grain, variant.recipe.documents))
         self.lock_dir = ledger.with_suffix(".locks")
         self.timings: list[tuple] = []
@@ -661,7 +670,7 @@ class _Service:
 
         url = self.spec["identity"]
         # a stdio server is this job's own process: without count, nothing recorded of another is known to hold
-        trust = ((self.spec["transport"] != "mcp-stdio" or self.spec["operations"].get("count") is not None)
+        trust = ((self.spec["transport"] not in ("mcp-stdio", "library") or has_count(self.spec, self.client))
                  and not self.spec.get("per_namespace"))  # a server per namespace starts empty
         breaks = self.client.breaks
         # named by a digest: a namespace is the service's name, not a safe file name
@@ -990,7 +999,7 @@ def count_of(client, spec: dict, namespace: str, where: str, retries: int | None
     (``retries``: the client's own unless given)."""
     from ..services.api import Missing
 
-    if spec["operations"].get("count") is None:
+    if not has_count(spec, client):
         return None, None
     op = spec["operations"]["count"]
     resp, call = client.once("count", {"namespace": namespace}, retries=retries)
@@ -1008,6 +1017,11 @@ def count_of(client, spec: dict, namespace: str, where: str, retries: int | None
     if isinstance(n, bool) or not isinstance(n, int):
         raise RetrieverError(f"{where}: count of namespace {namespace!r} answered {n!r}, not a number")
     return n, call
+
+
+def has_count(spec: dict, client) -> bool:
+    """The service has a ``count`` operation (a library: its object has a count method)."""
+    return spec["operations"].get("count") is not None and getattr(client, "counts", True)
 
 
 def result_ids(resp, spec: dict, where: str, unit: str = "session") -> tuple[list[str], list | None]:
@@ -1050,14 +1064,19 @@ class _IngestFailed(Exception):
     pass
 
 
-def client_of(spec: dict, where: str = "memory service", workroot=None):
+def client_of(spec: dict, where: str = "memory service", log=print, workroot=None):
     """The client of a system variant's service (HTTP, or MCP over stdio or streamable HTTP; a server per
-    namespace, its working folders under ``workroot`` or a temporary folder: services/servers.py);
-    ``where`` names the variant in a config line (an unset ``$NAME``), raised before any request."""
+    namespace, its working folders under ``workroot`` or a temporary folder: services/servers.py; or a library
+    in-process, ``log`` getting what its factory prints); ``where`` names the variant in a config line (an
+    unset ``$NAME``), raised before any request."""
     from ..services.api import from_environment
 
     settings = {"timeout_s": float(spec["timeout_s"]), "retries": int(spec["retries"]),
                 "backoff_s": float(spec["backoff_s"])}
+    if spec["transport"] == "library":
+        from .library import client
+
+        return client(spec, where, log)
     if spec.get("headers"):
         # read when the job starts, never written: the spec (the rule's params) holds the $NAMEs
         settings["headers"] = {k: from_environment(v, f"{where}: system: headers: {k}")
@@ -1202,6 +1221,12 @@ def rank_segment(variants, segment, log=print) -> dict:
     return out
 
 
+def _library_sources(variant) -> tuple:
+    from .library import sources
+
+    return sources(variant)
+
+
 def _per_namespace(service, v, segment, docs, ranked, names, payloads, log):
     """A server per namespace (retrieval/servers.py): the ranking step's calls collected first (the skip
     rule's questions, in its order), searched namespace by namespace, each while its server lives; the
@@ -1253,10 +1278,11 @@ register(Row(BACKEND, "system", label="memory service", description="a running m
 
 
 def _variant_sources(variant) -> tuple:
-    """A user's query transform's files (queries.py): an edit to one reruns the variant."""
+    """A user's query transform's files (queries.py), a library's (library.py): an edit to one reruns the
+    variant."""
     from .queries import sources
 
-    return tuple(sources((variant.retriever or {}).get("query")))
+    return tuple(sources((variant.retriever or {}).get("query"))) + _library_sources(variant)
 
 
 register_retriever(Retriever("system", __name__, rank_segment, sources=_variant_sources, shares=False))
