@@ -201,6 +201,13 @@ def _shapes(spec: dict, operations: dict, transport: str, where: str) -> None:
     if operations["reset"] is None and spec.get("isolation") == "reset":
         raise ConfigError(f"{where}: isolation: reset empties one namespace for each haystack, and this service "
                           f"has no reset operation (reset: null)")
+    if (spec.get("isolation") == "reset" and (operations["reset"] or {}).get("may_fail")
+            and operations.get("count") is None):
+        # each haystack refills the one namespace: a reset that failed leaves the last haystack's sessions
+        # in it, and without count nothing tells; their ids (shared across haystacks) would rank as this one's
+        raise ConfigError(f"{where}: isolation: reset with reset.may_fail needs the service's count operation, "
+                          f"which confirms each refill (a reset that failed would leave the previous haystack's "
+                          f"sessions in the namespace); give count, or use isolation: namespace")
     if "query" in spec:
         check_query(spec["query"], where)
         search = operations["search"]
