@@ -63,10 +63,13 @@ def summarize(dataset: str, variant: str, rows: list[dict], metrics: dict) -> di
     # a namespace's ingestion as a whole (its requests first to last, wall time): in total and per session
     whole = [r for r in rows if r["operation"] == "ingestion" and r["ok"] and r["seconds"] is not None]
     wall, sent = sum(r["seconds"] for r in whole), sum(r.get("value") or 0 for r in whole)
-    out["ingest"] = {"sessions": int(len(ingests)),
+    # the sessions ingested: the namespaces' own count where they say (a batch ingest sends a haystack in one
+    # request, a session sent in parts takes several), else one request per session (timings without them)
+    sessions = int(sent) if whole else int(len(ingests))
+    out["ingest"] = {"sessions": sessions,
                      "seconds": float(ingests.sum()) if len(ingests) else 0.0,
                      "p50_ms": float(np.percentile(ingests * 1000.0, 50)) if len(ingests) else None,
-                     "sessions_per_s": float(len(ingests) / ingests.sum()) if len(ingests) and ingests.sum() else None,
+                     "sessions_per_s": float(sessions / ingests.sum()) if len(ingests) and ingests.sum() else None,
                      "namespaces": len(whole), "wall_s": float(wall) if whole else None,
                      "per_session_ms": float(wall * 1000.0 / sent) if sent else None}
     out["start"] = _spread([r for r in rows if r["operation"] == "start"])

@@ -150,3 +150,23 @@ def test_failed_and_retried_searches_are_counted_beside_the_percentiles():
     (table,) = [b for b in page if hasattr(b, "rows")]
     col = table.header.index("searches (cold / warm, failed, retried)")
     assert table.rows[0][col] == "1 / 2, 1, 1"
+
+
+def test_ingested_sessions_are_counted_by_session_not_by_request():
+    """A batch ingest sends a haystack in one request, and a session sent in parts takes several: the
+    sessions ingested (and sessions/s) come from the namespaces' ingestion rows, not the request count."""
+    from memobench.evaluation.latency import summarize
+
+    def row(operation, seconds, value=None):
+        return {"operation": operation, "phase": "", "seconds": seconds, "attempts": 1, "ok": True,
+                "server_seconds": None, "value": value}
+
+    batch = [row("ingest", 0.5), row("ingestion", 0.5, 10), row("ingest", 0.5), row("ingestion", 0.5, 10)]
+    s = summarize("lme", "svc", batch, {})["ingest"]
+    assert s["sessions"] == 20 and s["sessions_per_s"] == pytest.approx(20.0) and s["per_session_ms"] == 50.0
+    parts = [row("ingest", 0.1) for _ in range(4)] + [row("ingestion", 0.4, 2)]  # 2 sessions in 4 parts
+    s = summarize("lme", "svc", parts, {})["ingest"]
+    assert s["sessions"] == 2 and s["sessions_per_s"] == pytest.approx(5.0)
+    # timings written before ingestion rows: one request per session, as then
+    s = summarize("lme", "svc", [row("ingest", 0.1), row("ingest", 0.3)], {})["ingest"]
+    assert s["sessions"] == 2 and s["sessions_per_s"] == pytest.approx(5.0)
