@@ -170,3 +170,19 @@ def test_ingested_sessions_are_counted_by_session_not_by_request():
     # timings written before ingestion rows: one request per session, as then
     s = summarize("lme", "svc", [row("ingest", 0.1), row("ingest", 0.3)], {})["ingest"]
     assert s["sessions"] == 2 and s["sessions_per_s"] == pytest.approx(5.0)
+
+
+def test_a_load_level_measured_in_several_segments_is_their_searches_over_their_windows():
+    """Each retrieve job (segment) measures its own load curve; the variant's figure for a level is every
+    segment's answered searches over the sum of their windows, not all searches over one window."""
+    from memobench.evaluation.latency import summarize
+
+    rows = []
+    for ns in ("a", "b"):  # two segments, each 40 searches at 1 in flight in 0.4 s
+        rows += [{"operation": "load", "phase": "1", "namespace": ns, "seconds": 0.01, "attempts": 1, "ok": True,
+                  "server_seconds": None, "value": None} for _ in range(40)]
+        rows.append({"operation": "load_window", "phase": "1", "namespace": ns, "seconds": 0.4, "attempts": None,
+                     "ok": True, "server_seconds": None, "value": 40})
+    got = summarize("lme", "svc", rows, {})["load"]["1"]
+    assert got["searches"] == 80 and got["seconds"] == pytest.approx(0.8)
+    assert got["searches_per_s"] == pytest.approx(100.0)
