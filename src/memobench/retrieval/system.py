@@ -1034,8 +1034,12 @@ def result_ids(resp, spec: dict, where: str, unit: str = "session") -> tuple[lis
         raise RetrieverError(f"{where}: the results at {res['list']!r} are {type(listed).__name__}, not a "
                              f"list: {_short(resp)}")
     ids, scores = [], []
+    ingest = spec["operations"]["ingest"]
+    assigns = "id" in ingest or "id_pattern" in ingest
     for r, item in enumerate(listed, 1):
         sid = _picked(item, res, "id", f"{where}: result {r}")
+        if assigns and isinstance(sid, int) and not isinstance(sid, bool):
+            sid = str(sid)  # an id the service assigned as a number (read as its text at ingestion: assigned_ids)
         if not isinstance(sid, str):
             raise RetrieverError(f"{where}: result {r}: the id {sid!r} is not a string (a {unit} id)")
         if found is not None:
