@@ -63,10 +63,13 @@ def summarize(dataset: str, variant: str, rows: list[dict], metrics: dict) -> di
     # a namespace's ingestion as a whole (its requests first to last, wall time): in total and per session
     whole = [r for r in rows if r["operation"] == "ingestion" and r["ok"] and r["seconds"] is not None]
     wall, sent = sum(r["seconds"] for r in whole), sum(r.get("value") or 0 for r in whole)
-    out["ingest"] = {"sessions": int(len(ingests)),
+    # the sessions ingested: the namespaces' own count where they say (a batch ingest sends a haystack in one
+    # request, a session sent in parts takes several), else one request per session (timings without them)
+    sessions = int(sent) if whole else int(len(ingests))
+    out["ingest"] = {"sessions": sessions,
                      "seconds": float(ingests.sum()) if len(ingests) else 0.0,
                      "p50_ms": float(np.percentile(ingests * 1000.0, 50)) if len(ingests) else None,
-                     "sessions_per_s": float(len(ingests) / ingests.sum()) if len(ingests) and ingests.sum() else None,
+                     "sessions_per_s": float(sessions / ingests.sum()) if len(ingests) and ingests.sum() else None,
                      "namespaces": len(whole), "wall_s": float(wall) if whole else None,
                      "per_session_ms": float(wall * 1000.0 / sent) if sent else None}
     out["start"] = _spread([r for r in rows if r["operation"] == "start"])
@@ -91,13 +94,17 @@ def _load(dataset: str, variant: str, rows: list[dict]) -> dict:
     """{concurrency: its searches, failed, wall seconds, throughput (answered searches/s), p50 and p95
     with intervals} of the load curve (system.load: retrieval/load.py); {} without one."""
     out = {}
-    for w in sorted((r for r in rows if r["operation"] == "load_window"), key=lambda r: int(r["phase"])):
-        level = w["phase"]
+    # each segment's job measures its own curve: a level's windows (one a segment) are summed, as its searches are
+    windows: dict[str, float] = {}
+    for w in rows:
+        if w["operation"] == "load_window":
+            windows[w["phase"]] = windows.get(w["phase"], 0.0) + float(w["seconds"] or 0.0)
+    for level in sorted(windows, key=int):
+        wall = windows[level]
         done = [r for r in rows if r["operation"] == "load" and r["phase"] == level]
         ok = np.array([r["seconds"] for r in done if r["ok"]], dtype=np.float64)
         q = _quantiles(ok, seeded("latency", dataset, variant, f"load-{level}"))
         out[level] = {"concurrency": int(level), "searches": len(done), "failed": len(done) - len(ok),
-                      "seconds": float(w["seconds"]),
-                      "searches_per_s": float(len(ok) / w["seconds"]) if w["seconds"] else None,
+                      "seconds": wall, "searches_per_s": float(len(ok) / wall) if wall else None,
                       "p50": q.get("p50"), "p95": q.get("p95")}
     return out

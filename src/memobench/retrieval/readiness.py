@@ -53,10 +53,11 @@ def ready_of(value, operations: dict, where: str) -> dict | None:
 
 
 def probe_query(sessions: list[dict]) -> str:
-    """What a readiness search asks: the first turn's text the namespace holds (a service that holds it
-    finds something for it)."""
-    for s in sessions:
-        for t in s.get("turns") or []:
+    """What a readiness search asks: the last turn's text the namespace was sent (a service that holds it
+    finds something for it; one that indexes in the order sent holds the rest by then, where the first
+    session's text would be found while the others still wait)."""
+    for s in reversed(sessions):
+        for t in reversed(s.get("turns") or []):
             if str(t.get("content") or "").strip():
                 return str(t["content"])
     return "memobench"

@@ -124,6 +124,14 @@ def items(sessions: list[dict], render: dict | None, where: str) -> list[Item]:
                             {"id": s["id"], "date": s["date"], "turns": [t for t, _, _ in part]},
                             lines, tuple(m for _, _, m in part),
                             "\n".join(([header] if header is not None else []) + list(lines))))
+    # a part's key may be another session's id ("a~p1"): the results naming it could not be told apart
+    seen: dict[str, Item] = {}
+    for item in out:
+        if item.key in seen:
+            raise RetrieverError(f"{where}: sessions {seen[item.key].session_key!r} and {item.session_key!r} are "
+                                 f"both sent with the key {item.key!r} (a part's key, {{key}}~p{{i}}, is also a "
+                                 f"session id of the haystack); the results naming it cannot be told apart")
+        seen[item.key] = item
     return out
 
 

@@ -208,6 +208,13 @@ def _shapes(spec: dict, operations: dict, transport: str, where: str) -> None:
     if operations["reset"] is None and spec.get("isolation") == "reset":
         raise ConfigError(f"{where}: isolation: reset empties one namespace for each haystack, and this service "
                           f"has no reset operation (reset: null)")
+    if (spec.get("isolation") == "reset" and (operations["reset"] or {}).get("may_fail")
+            and operations.get("count") is None):
+        # each haystack refills the one namespace: a reset that failed leaves the last haystack's sessions
+        # in it, and without count nothing tells; their ids (shared across haystacks) would rank as this one's
+        raise ConfigError(f"{where}: isolation: reset with reset.may_fail needs the service's count operation, "
+                          f"which confirms each refill (a reset that failed would leave the previous haystack's "
+                          f"sessions in the namespace); give count, or use isolation: namespace")
     if "query" in spec:
         check_query(spec["query"], where)
         search = operations["search"]
@@ -1041,8 +1048,12 @@ def result_ids(resp, spec: dict, where: str, unit: str = "session") -> tuple[lis
         raise RetrieverError(f"{where}: the results at {res['list']!r} are {type(listed).__name__}, not a "
                              f"list: {_short(resp)}")
     ids, scores = [], []
+    ingest = spec["operations"]["ingest"]
+    assigns = "id" in ingest or "id_pattern" in ingest
     for r, item in enumerate(listed, 1):
         sid = _picked(item, res, "id", f"{where}: result {r}")
+        if assigns and isinstance(sid, int) and not isinstance(sid, bool):
+            sid = str(sid)  # an id the service assigned as a number (read as its text at ingestion: assigned_ids)
         if not isinstance(sid, str):
             raise RetrieverError(f"{where}: result {r}: the id {sid!r} is not a string (a {unit} id)")
         if found is not None:

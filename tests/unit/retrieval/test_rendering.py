@@ -123,3 +123,11 @@ def test_assigned_ids_are_read_from_a_path_or_a_pattern_one_or_a_batch_of_them()
         assigned_ids("OK", {"id": "data.id"}, None, "w")
     with pytest.raises(RetrieverError, match="the id at .id. is true, not a string or a number"):
         assigned_ids({"id": True}, {"id": "id"}, None, "w")
+
+
+def test_a_part_key_that_is_another_session_id_is_one_line():
+    # "a" sent in parts is "a~p1", "a~p2", ...: a result naming "a~p1" would be read as the other session
+    with pytest.raises(RetrieverError, match="sessions 'a' and 'a~p1' are both sent with the key 'a~p1'"):
+        items([_session("a", "one " * 30), _session("a~p1", "two")], render_spec({"max_chars": 60}, "w"), "w")
+    with pytest.raises(RetrieverError, match="sessions 'a~p1' and 'a' are both sent with the key 'a~p1'"):
+        items([_session("a~p1", "two"), _session("a", "one " * 30)], render_spec({"max_chars": 60}, "w"), "w")

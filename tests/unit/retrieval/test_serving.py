@@ -211,3 +211,22 @@ def test_a_script_server_is_found_though_its_interpreter_runs_it(tmp_path):
     finally:
         child.kill()
         child.wait()
+
+
+def test_a_search_readiness_wait_asks_for_the_last_session_sent():
+    """An index that takes what it was sent in order finds the first session long before the last: the
+    readiness search asks for the last one's text, so that it passes once the whole namespace is in."""
+    from memobench.retrieval.readiness import wait
+
+    sessions = [{"id": f"s{i}", "date": None, "turns": [{"role": "user", "content": f"word{i} about the lake"},
+                                                        {"role": "assistant", "content": ""}]} for i in range(5)]
+    indexed: list[dict] = []
+
+    def search(text: str) -> list[str]:  # one more session indexed at each poll, in the order sent
+        if len(indexed) < len(sessions):
+            indexed.append(sessions[len(indexed)])
+        return [s["id"] for s in indexed if any(text in t["content"] for t in s["turns"] if t["content"])]
+
+    ready = {"until": "search", "every_s": 0.001, "timeout_s": 5.0, "settle_s": 0.0}
+    _, polls = wait(ready, "ns", sessions, None, search)
+    assert polls == len(sessions) and len(indexed) == len(sessions)

@@ -750,6 +750,8 @@ def test_ids_a_service_assigns_and_a_key_header_give_the_in_process_lists(norm, 
     ({"render": {"line": "{turn.text}"}}, "render: line: '{turn.text}' is not a placeholder"),
     ({"render": {"max_chars": 3}}, "render: max_chars must be a whole number of characters, at least 16"),
     ({"endpoints": {"reset": None}, "isolation": "reset"}, "isolation: reset empties one namespace"),
+    ({"endpoints": {"reset": {"may_fail": True}, "count": None}, "isolation": "reset"},
+     "isolation: reset with reset.may_fail needs the service's count operation"),
     ({"endpoints": {"ingest": {"body": {"all": "{sessions}"}}}}, "{sessions} needs session, the template of each"),
     ({"endpoints": {"ingest": {"body": {"all": "{sessions}", "one": "{session.id}"}, "session": {}}}},
      "the body name {sessions} (one call per haystack) and session.id, one session's"),
@@ -850,3 +852,18 @@ def test_a_render_naming_turn_ids_sends_them_and_keeps_the_lists(norm, reference
     run = [b for b in sent if b["namespace"].startswith("mb-svc-")]  # not the conformance check's
     assert run and all(line.startswith(f"{b['session']['id']}_{i} ")
                        for b in run for i, line in enumerate(b["lines"], 1))
+
+
+def test_ids_a_service_assigns_as_numbers_are_read_back_from_its_results():
+    from memobench.retrieval.system import assigned_ids, result_ids
+
+    spec = resolve("svc", "s", {"svc": {"system": {"url": "http://x", "endpoints": {
+        "ingest": {"body": {"namespace": "{namespace}", "key": "{session.key}"}, "id": "data.id"}},
+        "results": {"list": "hits", "id": "", "score": None}}}}).retriever
+    given = assigned_ids({"data": {"id": 7}}, spec["operations"]["ingest"], None, "w")
+    assert given == ["7"] and result_ids({"hits": [7, 12]}, spec, "w") == (["7", "12"], None)
+    with pytest.raises(RetrieverError, match="the id True is not a string"):
+        result_ids({"hits": [True]}, spec, "w")
+    plain = resolve("svc", "s", {"svc": {"system": {"url": "http://x", "results": {"id": ""}}}}).retriever
+    with pytest.raises(RetrieverError, match="the id 7 is not a string"):  # session ids are strings
+        result_ids({"results": [7]}, plain, "w")

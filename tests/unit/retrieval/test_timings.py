@@ -150,3 +150,39 @@ def test_failed_and_retried_searches_are_counted_beside_the_percentiles():
     (table,) = [b for b in page if hasattr(b, "rows")]
     col = table.header.index("searches (cold / warm, failed, retried)")
     assert table.rows[0][col] == "1 / 2, 1, 1"
+
+
+def test_ingested_sessions_are_counted_by_session_not_by_request():
+    """A batch ingest sends a haystack in one request, and a session sent in parts takes several: the
+    sessions ingested (and sessions/s) come from the namespaces' ingestion rows, not the request count."""
+    from memobench.evaluation.latency import summarize
+
+    def row(operation, seconds, value=None):
+        return {"operation": operation, "phase": "", "seconds": seconds, "attempts": 1, "ok": True,
+                "server_seconds": None, "value": value}
+
+    batch = [row("ingest", 0.5), row("ingestion", 0.5, 10), row("ingest", 0.5), row("ingestion", 0.5, 10)]
+    s = summarize("lme", "svc", batch, {})["ingest"]
+    assert s["sessions"] == 20 and s["sessions_per_s"] == pytest.approx(20.0) and s["per_session_ms"] == 50.0
+    parts = [row("ingest", 0.1) for _ in range(4)] + [row("ingestion", 0.4, 2)]  # 2 sessions in 4 parts
+    s = summarize("lme", "svc", parts, {})["ingest"]
+    assert s["sessions"] == 2 and s["sessions_per_s"] == pytest.approx(5.0)
+    # timings written before ingestion rows: one request per session, as then
+    s = summarize("lme", "svc", [row("ingest", 0.1), row("ingest", 0.3)], {})["ingest"]
+    assert s["sessions"] == 2 and s["sessions_per_s"] == pytest.approx(5.0)
+
+
+def test_a_load_level_measured_in_several_segments_is_their_searches_over_their_windows():
+    """Each retrieve job (segment) measures its own load curve; the variant's figure for a level is every
+    segment's answered searches over the sum of their windows, not all searches over one window."""
+    from memobench.evaluation.latency import summarize
+
+    rows = []
+    for ns in ("a", "b"):  # two segments, each 40 searches at 1 in flight in 0.4 s
+        rows += [{"operation": "load", "phase": "1", "namespace": ns, "seconds": 0.01, "attempts": 1, "ok": True,
+                  "server_seconds": None, "value": None} for _ in range(40)]
+        rows.append({"operation": "load_window", "phase": "1", "namespace": ns, "seconds": 0.4, "attempts": None,
+                     "ok": True, "server_seconds": None, "value": 40})
+    got = summarize("lme", "svc", rows, {})["load"]["1"]
+    assert got["searches"] == 80 and got["seconds"] == pytest.approx(0.8)
+    assert got["searches_per_s"] == pytest.approx(100.0)
