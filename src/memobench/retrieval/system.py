@@ -621,6 +621,10 @@ class _Service:
         ready = self.spec.get("ready")
         if ready is None:
             return
+        if ready["until"] == "count" and not has_count(self.spec, self.client):
+            # a library's count is known once its object is made: polled, None would never be the count
+            raise RetrieverError(f"{self.where()}: ready: until: count needs a count, and the library's object has "
+                                 f"no count method; give until: search or until: settle")
         from .readiness import NotReady, wait
 
         def search(text: str) -> list[str]:

@@ -132,6 +132,18 @@ def test_a_library_that_fails_is_one_line_naming_the_variant(norm, tmp_path, bod
     assert "\n" not in text and text.startswith("variant 'lib'") and why.format(spec=spec) in text, text
 
 
+def test_waiting_for_a_count_the_object_lacks_is_one_line_at_once(norm, tmp_path):
+    spec = f"{_write(tmp_path, NO_COUNT)}:make"
+    with pytest.raises(RetrieverError) as e:
+        _rank(norm, tmp_path / "out", "lib", {"system": {"library": spec, "backoff_s": 0.01, "check": False,
+                                                          "ready": {"until": "count", "timeout_s": 60}}})
+    assert "\n" not in str(e.value) and "until: count needs a count" in str(e.value), str(e.value)
+
+
+NO_COUNT = ("class M:\n    def reset(self, ns): pass\n    def ingest(self, ns, s): pass\n"
+            "    def search(self, ns, q, k): return []\ndef make(**o):\n    return M()\n")
+
+
 def test_a_transient_os_error_is_retried_then_a_system_error(norm, tmp_path):
     spec = _write(tmp_path, f"""
         import sys
