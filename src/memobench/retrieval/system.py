@@ -134,6 +134,8 @@ def system_variant(name: str, family: str, entry: dict, others: dict | None = No
     elif "url" in s:
         if not _http_url(s["url"]):
             raise ConfigError(f"{where}: url {_shown(s['url'])!r} is not an http:// or https:// URL")
+        _no_placeholder_in_url(s["url"], f"{where}: url", "an endpoint's path (endpoints: search: path: "
+                                                        "/namespaces/{namespace}/search)")
         _no_written_secret(s["url"], f"{where}: url")
         if "tools" in s or s.get("answer", "plain") != "plain":
             # answer: plain reads a body as text over HTTP too; structured and text are an MCP tool's
@@ -317,6 +319,17 @@ def _no_written_secret(url: str, where: str) -> None:
                           f"file the pipeline writes holds it")
 
 
+def _no_placeholder_in_url(url: str, where: str, instead: str) -> None:
+    """A service's URL is sent as written: a placeholder in it would reach the service as the literal
+    text ``{namespace}``, every namespace one."""
+    from ..services.api import _BRACE
+
+    found = _BRACE.search(url)
+    if found:
+        raise ConfigError(f"{where}: {found.group(0)!r} is not filled in a service's URL, which is sent as written; "
+                          f"a placeholder goes in {instead}")
+
+
 def _at_default(value, default) -> bool:
     """``value`` is ``default`` as a setting reads it: 64 and 64.0 are one, True and 1 are not."""
     if isinstance(value, bool) or isinstance(default, bool):
@@ -374,6 +387,8 @@ def _mcp_transport(m, where: str) -> str:
     if "url" in m:
         if not _http_url(m["url"]):
             raise ConfigError(f"{where}: url {_shown(m['url'])!r} is not an http:// or https:// URL")
+        _no_placeholder_in_url(m["url"], f"{where}: url", "a tool's arguments, or, for a server per namespace, "
+                                                        "mcp: command or env")
         _no_written_secret(m["url"], f"{where}: url")
         if "env" in m:
             raise ConfigError(f"{where}: env is for a server started by command")

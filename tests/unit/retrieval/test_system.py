@@ -318,6 +318,9 @@ def test_a_service_of_another_shape_is_driven_by_config_alone(norm, expected, tm
     ({"system": {"mcp": {"command": "srv"}, "tools": {"ingest": {"arguments": {"q": "{question.text}"}}}}},
      "tools: ingest: the arguments name question.text, which ingest does not have"),
     ({"system": {"url": "ftp://x"}}, "is not an http:// or https:// URL"),
+    # sent as written, a placeholder would be the same literal text for every namespace
+    ({"system": {"mcp": {"url": "http://x/mcp/{namespace}"}}}, "url: '{namespace}' is not filled in a service's URL"),
+    ({"system": {"url": "http://x/{namespace}"}}, "url: '{namespace}' is not filled in a service's URL"),
     # fewer results would make hit@10 and MRR those of shorter lists, with no note
     ({"system": {"url": "http://x", "k": 5}}, "k 5 asks each search for fewer than 10 results; hit@10 and MRR read 10"),
     ({"system": {"url": "http://x", "degenerate": "ignore"}}, "degenerate 'ignore' is not one of warn, error"),
