@@ -109,7 +109,7 @@ def test_the_server_memory_recipe_runs_and_its_figures_mean_what_the_page_says(p
     assert keywords["questions"] == word["questions"] == 1977
     # a substring test of the whole query: the keywords joined by spaces are never found
     assert keywords["empty_lists"] == 1977 and keywords["hit@10"] == 0
-    assert word["system"]["query"] == "docs/recipes/one_word.py:longest_word"
+    assert word["system"]["query"] == "longest-word"
     # docs/recipes/README.md's figures: the words' selectivity, in ingestion order
     assert [word[k] for k in ("hit@1", "hit@5", "hit@10", "empty_lists")] == [575, 1065, 1239, 374]
     # one create_entities call per haystack (LoCoMo's ten conversations)

@@ -8,6 +8,12 @@ model would write a short query for a memory server's own matching:
   ``data/harness_stop.txt`` (the harness's short stop list: "what", "did",
   "the", ...) and without a word said twice, joined by single spaces, in
   the question's order. Deterministic, and the same on every machine.
+- ``longest-word``: the question's longest word that is not capitalized (a
+  name, such as a speaker's, is in every session of a conversation, so it
+  tells none apart), lower-cased; the first of equal length; the longest
+  word of all when every word is capitalized. For a server whose search is
+  a substring test of the whole query (an entity store's): one word, as an
+  agent would send it.
 - ``path/to/file.py:function`` or ``module:function``: a user's function
   called with the question's text (a string), returning the query (a
   string); its files are in the variant's code fingerprint (as a Python
@@ -27,7 +33,7 @@ from pathlib import Path
 from ..core.errors import ConfigError
 from .returned import RetrieverError
 
-SHIPPED = ("keywords",)
+SHIPPED = ("keywords", "longest-word")
 _WORD = re.compile(r"\w+")
 
 
@@ -43,6 +49,13 @@ def keywords(question: str) -> str:
     stop = stop_words()
     words = (w for w in _WORD.findall(question.lower()) if w not in stop)
     return " ".join(dict.fromkeys(words))
+
+
+def longest_word(question: str) -> str:
+    """The ``longest-word`` transform (module docstring)."""
+    words = _WORD.findall(question)
+    common = [w for w in words if not w[:1].isupper()]
+    return max(common or words, key=len, default="").lower()
 
 
 def check_query(query, where: str) -> None:
@@ -72,6 +85,8 @@ def transform(query: str, variant: str, log=print):
     """The function that makes question ``q`` (a questions table row) into its query text."""
     if query == "keywords":
         return lambda q: keywords(q["question"])
+    if query == "longest-word":
+        return lambda q: longest_word(q["question"])
     from .python import describe, load
 
     fn, scope = load(query, variant, log)

@@ -80,6 +80,16 @@ def test_keywords_is_the_question_lowercased_without_stop_words():
     assert keywords("Où est le café? 東京") == "où est le café 東京"
 
 
+def test_longest_word_is_the_longest_word_not_a_name():
+    from memobench.retrieval.queries import longest_word, transform
+
+    assert longest_word("What did Caroline research?") == "research"
+    assert longest_word("When did Melanie paint a sunrise?") == "sunrise"
+    assert longest_word("Who Is Caroline Smith?") == "caroline"  # every word capitalized: the longest of all
+    assert longest_word("bake or cook") == "bake" and longest_word("") == ""  # the first of equals
+    assert transform("longest-word", "v")({"question": "What did Caroline research?"}) == "research"
+
+
 def test_a_user_query_function_is_checked_and_called(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "asks.py").write_text("def short(q):\n    return q.split()[-1]\n\ndef bad(q):\n    return 3\n")
