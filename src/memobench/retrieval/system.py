@@ -322,9 +322,11 @@ def _no_written_secret(url: str, where: str) -> None:
 def _no_placeholder_in_url(url: str, where: str, instead: str) -> None:
     """A service's URL is sent as written: a placeholder in it would reach the service as the literal
     text ``{namespace}``, every namespace one."""
+    import re
+
     from ..services.api import _BRACE
 
-    found = _BRACE.search(url)
+    found = _BRACE.search(re.sub(r"\$\{\w+\}", "", url))  # ${NAME}: read from the environment
     if found:
         raise ConfigError(f"{where}: {found.group(0)!r} is not filled in a service's URL, which is sent as written; "
                           f"a placeholder goes in {instead}")

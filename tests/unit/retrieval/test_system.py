@@ -321,6 +321,7 @@ def test_a_service_of_another_shape_is_driven_by_config_alone(norm, expected, tm
     # sent as written, a placeholder would be the same literal text for every namespace
     ({"system": {"mcp": {"url": "http://x/mcp/{namespace}"}}}, "url: '{namespace}' is not filled in a service's URL"),
     ({"system": {"url": "http://x/{namespace}"}}, "url: '{namespace}' is not filled in a service's URL"),
+    ({"system": {"url": "http://x/${NAME}/{k}"}}, "url: '{k}' is not filled in a service's URL"),
     # fewer results would make hit@10 and MRR those of shorter lists, with no note
     ({"system": {"url": "http://x", "k": 5}}, "k 5 asks each search for fewer than 10 results; hit@10 and MRR read 10"),
     ({"system": {"url": "http://x", "degenerate": "ignore"}}, "degenerate 'ignore' is not one of warn, error"),
@@ -747,7 +748,7 @@ def test_ids_a_service_assigns_and_a_key_header_give_the_in_process_lists(norm, 
     ({"headers": {"X-Api-Key": "abc"}}, "headers: X-Api-Key: its value is written out"),
     ({"headers": {"X-Trace": 3}}, "headers must map header names to strings"),
     ({"query": "keywords"}, "query: 'keywords' makes the query text, and the search template does not name {query}"),
-    ({"query": "nope"}, "query 'nope' is not keywords, 'path/to/file.py:function' or 'module:function'"),
+    ({"query": "nope"}, "query 'nope' is not keywords, longest-word, 'path/to/file.py:function' or 'module:function'"),
     ({"render": {"max_chars": 400}}, "render: max_chars sends a long session in parts"),
     ({"render": {"lines": "x"}}, "render: unknown key(s) lines (known: line, header, turn, max_chars)"),
     ({"render": {"line": "{turn.text}"}}, "render: line: '{turn.text}' is not a placeholder"),
