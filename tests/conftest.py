@@ -66,6 +66,10 @@ def pytest_terminal_summary(terminalreporter):
             + "; ".join(f"{reason} ({n})" for reason, n in sorted(others.items())), yellow=True)
 
 
+# the workflow files that take longest (basic-memory's servers, a dozen Snakemake runs): started first
+LONGEST = ("test_recipes.py", "test_python_api.py")
+
+
 def pytest_collection_modifyitems(config, items):
     """Every test under tests/workflow/ starts Snakemake (or a pipeline of
     processes as long): marked ``workflow``, so ``-m "not workflow"`` leaves
@@ -76,8 +80,13 @@ def pytest_collection_modifyitems(config, items):
         if workflow in Path(str(item.fspath)).parents or item.get_closest_marker("slow"):
             item.add_marker(pytest.mark.workflow)
     # the long files first: with --dist loadfile the short unit files then fill the workers' last minutes,
-    # where a long workflow file at the end would leave one worker idle until it finishes
-    items.sort(key=lambda item: workflow not in Path(str(item.fspath)).parents)
+    # where a long workflow file at the end would leave one worker idle until it finishes; the longest
+    # (real servers started per namespace, many Snakemake runs) before the other workflow files
+    def first(item):
+        name = Path(str(item.fspath)).name
+        return workflow not in Path(str(item.fspath)).parents, LONGEST.index(name) if name in LONGEST else len(LONGEST)
+
+    items.sort(key=first)
 
 
 def pytest_configure(config):
