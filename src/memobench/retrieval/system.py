@@ -456,35 +456,28 @@ class Ledger:
 
     def recorded(self, url: str, namespace: str) -> int | None:
         """The session count recorded for ``namespace`` at ``url``, sent as now (the last line), or None."""
+        return self._last(url, namespace).get("sessions")
+
+    def assigned(self, url: str, namespace: str) -> dict | None:
+        """The ids the service assigned to ``namespace``'s items (id -> item key), recorded with its last
+        line sent as now; None when none are recorded."""
+        return self._last(url, namespace).get("ids")
+
+    def _last(self, url: str, namespace: str) -> dict:
+        """The last line recorded for ``namespace`` at ``url``, or {} when there is none or it was sent
+        otherwise than now."""
         try:
             lines = self.path.read_text(encoding="utf-8").splitlines()
         except FileNotFoundError:
-            return None
-        found = None
+            return {}
+        found: dict = {}
         for line in lines:
             try:
                 d = json.loads(line)
             except ValueError:
                 continue  # a line a killed job left half-written
             if d.get("url") == url and d.get("namespace") == namespace:
-                found = d.get("sessions") if d.get("sent") == self.sent else None
-        return found
-
-    def assigned(self, url: str, namespace: str) -> dict | None:
-        """The ids the service assigned to ``namespace``'s items (id -> item key), recorded with its last
-        line sent as now; None when none are recorded."""
-        try:
-            lines = self.path.read_text(encoding="utf-8").splitlines()
-        except FileNotFoundError:
-            return None
-        found = None
-        for line in lines:
-            try:
-                d = json.loads(line)
-            except ValueError:
-                continue
-            if d.get("url") == url and d.get("namespace") == namespace:
-                found = d.get("ids") if d.get("sent") == self.sent else None
+                found = d if d.get("sent") == self.sent else {}
         return found
 
     def record(self, url: str, namespace: str, sessions: int, ids: dict | None = None) -> None:
