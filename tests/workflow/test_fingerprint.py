@@ -7,6 +7,7 @@ against the scan of tests/unit/core/test_fingerprint.py and
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -189,7 +190,7 @@ print(json.dumps(result))
 
 
 def _recorded_params(proj) -> dict[str, list]:
-    """Snakemake's own record of each output file's params ({output path: params}),
+    """Snakemake's own record of each output file's params ({output path: params, each as its repr}),
     from its metadata folder (one file per output, named by the path in url-safe
     base64, cut into "@"-prefixed folders when long)."""
     import base64
@@ -199,7 +200,11 @@ def _recorded_params(proj) -> dict[str, list]:
     for f in folder.rglob("*"):
         if f.is_file():
             b64 = "".join(part.lstrip("@") for part in f.relative_to(folder).parts)
-            out[base64.urlsafe_b64decode(b64).decode()] = json.loads(f.read_text()).get("params") or []
+            recorded = json.loads(f.read_text()).get("params") or []
+            # each rule's one params entry is its job (common.smk, stage_params), recorded as its repr:
+            # its params, each as its repr
+            out[base64.urlsafe_b64decode(b64).decode()] = [
+                repr(v) for r in recorded for v in ast.literal_eval(ast.literal_eval(r))["params"].values()]
     return out
 
 

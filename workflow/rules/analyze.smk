@@ -10,7 +10,9 @@ rule analyze:
         summary=layout.ANALYZE_SUMMARY,
         md=layout.ANALYZE_MD,
     params:
-        code=code("analyze"),
+        **stage_params(
+            code=code("analyze"),
+        ),
     # one long job per dataset, which the report waits for: started as soon as its
     # inputs are there, the many short retrieve and merge jobs fill the other core
     priority: 2
@@ -20,5 +22,5 @@ rule analyze:
         f"{LOGS}/analyze/{{dataset}}.log",
     conda:
         "../../envs/memobench.yaml"
-    script:
-        STAGE_SCRIPT
+    shell:
+        stage_command("analyze")

@@ -21,6 +21,8 @@ from memobench.memo.recipe import ANALYZE_RECIPE, FIELDS
 from memobench.catalog.registry import code_fingerprint, embedding_inputs, input_names, inputs_of, kind_of
 from memobench.catalog.variant import from_spec
 from memobench.retrieval.sharing import group_leaders
+from memobench.stages.adapter import files_literal, job_literal, named_values
+from snakemake_interface_executor_plugins.settings import DeploymentMethod
 
 
 def fail(msg):
@@ -53,8 +55,42 @@ RUN = config["run"]
 RESULTS = layout.RESULTS
 LOGS = layout.LOGS
 BENCHMARKS = layout.BENCHMARKS
-STAGE_SCRIPT = "../scripts/stage.py"  # every rule runs it (relative to this folder)
-STAGE_SCRIPT_PATH = os.path.join(workflow.basedir, "workflow", "scripts", "stage.py")
+STAGE_SCRIPT_PATH = os.path.join(workflow.basedir, "workflow", "scripts", "stage.py")  # every rule runs it
+
+# Every rule's job is one command (stage_command): workflow/scripts/stage.py
+# with the job on its stdin (stage_params; memobench.stages.adapter says why
+# not `script:`). The interpreter and the script reach the command through
+# the environment, which jobs inherit (as params, moving the venv would rerun
+# every job): this process's interpreter, or the environment's `python` under
+# --sdm conda, as Snakemake's own `script:` chooses.
+os.environ.update(
+    MEMOBENCH_PYTHON="python" if DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method else sys.executable,
+    MEMOBENCH_STAGE_SCRIPT=STAGE_SCRIPT_PATH,
+)
+
+
+def stage_command(rule):
+    """The shell command of the rule named ``rule``, which runs its stage."""
+    return (f'"$MEMOBENCH_PYTHON" "$MEMOBENCH_STAGE_SCRIPT" {rule} '
+            "{threads} {log:q} <<'MEMOBENCH_JOB'\n{params.job}\n{params.files}\nMEMOBENCH_JOB")
+
+
+def stage_params(**params):
+    """A rule's params as the two entries its command passes on: ``job``, its
+    params (each a value, or a function of the wildcards) and wildcards, which
+    Snakemake records, so that a change to any of them reruns the job; and
+    ``files``, its named inputs and outputs, which Snakemake does not record
+    (a function of them; their own rerun triggers watch them). Each is the
+    line its stage reads (memobench.stages.job_literal, files_literal)."""
+
+    def job(wildcards):
+        values = {name: value(wildcards) if callable(value) else value for name, value in params.items()}
+        return job_literal(values, dict(wildcards.items()))
+
+    def files(wildcards, input, output):
+        return files_literal(named_values(input), named_values(output))
+
+    return {"job": job, "files": files}
 
 
 def code(stage):

@@ -17,12 +17,14 @@ rule datasets:
     output:
         datasets=layout.DATASETS,
     params:
-        run=RUN,
-        needs=NEEDS,
-        code=code("datasets"),
+        **stage_params(
+            run=RUN,
+            needs=NEEDS,
+            code=code("datasets"),
+        ),
     log:
         f"{LOGS}/datasets.log",
     conda:
         "../../envs/memobench.yaml"
-    script:
-        STAGE_SCRIPT
+    shell:
+        stage_command("datasets")

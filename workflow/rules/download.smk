@@ -14,17 +14,19 @@ checkpoint download:
     output:
         receipt=layout.RAW_RECEIPT,
     params:
-        raw=lambda w: raw_path(dataset_of(w)),
-        urls=lambda w: DATASETS[w.dataset].get("urls", []),
-        bytes=lambda w: DATASETS[w.dataset]["bytes"],
-        sha256=lambda w: DATASETS[w.dataset].get("sha256"),
-        attempt=download_attempt,
-        code=code("download"),
+        **stage_params(
+            raw=lambda w: raw_path(dataset_of(w)),
+            urls=lambda w: DATASETS[w.dataset].get("urls", []),
+            bytes=lambda w: DATASETS[w.dataset]["bytes"],
+            sha256=lambda w: DATASETS[w.dataset].get("sha256"),
+            attempt=download_attempt,
+            code=code("download"),
+        ),
     log:
         f"{LOGS}/download/{{dataset}}.log",
     resources:
         downloads=1,
     conda:
         "../../envs/memobench.yaml"
-    script:
-        STAGE_SCRIPT
+    shell:
+        stage_command("download")

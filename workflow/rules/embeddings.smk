@@ -17,10 +17,12 @@ rule embeddings:
     output:
         embeddings=layout.EMBEDDINGS,
     params:
-        format=lambda w: DATASETS[dataset_of(w)]["format"],
-        model=lambda w: w.model,
-        # the stage's code less the other model's encoder: editing one model reruns only its tables
-        code=embeddings_code,
+        **stage_params(
+            format=lambda w: DATASETS[dataset_of(w)]["format"],
+            model=lambda w: w.model,
+            # the stage's code less the other model's encoder: editing one model reruns only its tables
+            code=embeddings_code,
+        ),
     threads: 2
     resources:
         mem_mb=4000,
@@ -30,5 +32,5 @@ rule embeddings:
         f"{LOGS}/embeddings/{{dataset}}/{{model}}.log",
     conda:
         "../../envs/memobench.yaml"
-    script:
-        STAGE_SCRIPT
+    shell:
+        stage_command("embeddings")

@@ -14,15 +14,17 @@ rule session_json:
     output:
         sessions=layout.SESSIONS_JSON,
     params:
-        code=code("session_json"),
+        **stage_params(
+            code=code("session_json"),
+        ),
     benchmark:
         f"{BENCHMARKS}/session_json/{{dataset}}.tsv"
     log:
         f"{LOGS}/session_json/{{dataset}}.log",
     conda:
         "../../envs/memobench.yaml"
-    script:
-        STAGE_SCRIPT
+    shell:
+        stage_command("session_json")
 
 
 # A variant's retrieval log (LongMemEval's format, about the raw file's size):
@@ -36,16 +38,18 @@ rule retrievallog:
     output:
         retrievallog=layout.RETRIEVAL_LOG,
     params:
-        fmt=lambda w: DATASETS[w.dataset]["format"],
-        code=code("retrievallog"),
+        **stage_params(
+            fmt=lambda w: DATASETS[w.dataset]["format"],
+            code=code("retrievallog"),
+        ),
     benchmark:
         f"{BENCHMARKS}/retrievallog/{{dataset}}/{{variant}}.tsv"
     log:
         f"{LOGS}/retrievallog/{{dataset}}/{{variant}}.log",
     conda:
         "../../envs/memobench.yaml"
-    script:
-        STAGE_SCRIPT
+    shell:
+        stage_command("retrievallog")
 
 
 rule qrels:
@@ -54,13 +58,15 @@ rule qrels:
     output:
         qrels=layout.QRELS,
     params:
-        code=code("qrels"),
+        **stage_params(
+            code=code("qrels"),
+        ),
     log:
         f"{LOGS}/qrels/{{dataset}}.log",
     conda:
         "../../envs/memobench.yaml"
-    script:
-        STAGE_SCRIPT
+    shell:
+        stage_command("qrels")
 
 
 # A turn variant's turn lists as a TREC run, and the dataset's gold turns as
@@ -73,15 +79,17 @@ rule turn_run:
     output:
         run=layout.TURN_RUN_TREC,
     params:
-        code=code("turn_run"),
+        **stage_params(
+            code=code("turn_run"),
+        ),
     wildcard_constraints:
         variant=TURN_VARIANTS,
     log:
         f"{LOGS}/turn_run/{{dataset}}/{{variant}}.log",
     conda:
         "../../envs/memobench.yaml"
-    script:
-        STAGE_SCRIPT
+    shell:
+        stage_command("turn_run")
 
 
 rule turn_qrels:
@@ -92,14 +100,16 @@ rule turn_qrels:
     output:
         qrels=layout.TURN_QRELS,
     params:
-        fmt=lambda w: DATASETS[w.dataset]["format"],
-        code=code("turn_qrels"),
+        **stage_params(
+            fmt=lambda w: DATASETS[w.dataset]["format"],
+            code=code("turn_qrels"),
+        ),
     log:
         f"{LOGS}/turn_qrels/{{dataset}}.log",
     conda:
         "../../envs/memobench.yaml"
-    script:
-        STAGE_SCRIPT
+    shell:
+        stage_command("turn_qrels")
 
 
 localrules:

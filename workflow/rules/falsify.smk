@@ -9,10 +9,12 @@ rule falsify:
         json=layout.FALSIFIER,
         md=layout.FALSIFIER_MD,
     params:
-        code=code("falsify"),
+        **stage_params(
+            code=code("falsify"),
+        ),
     log:
         f"{LOGS}/falsify/{{dataset}}.log",
     conda:
         "../../envs/memobench.yaml"
-    script:
-        STAGE_SCRIPT
+    shell:
+        stage_command("falsify")

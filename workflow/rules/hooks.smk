@@ -61,7 +61,7 @@ def write_retrieve_plan():
         complete = not any(dag.checkpoint_jobs)
     except Exception:
         jobs, complete = [], False
-    write_plan(RESULTS, jobs, complete)
+    write_plan(RESULTS, jobs, complete, config)
 
 
 def drop_local_rate_limit():

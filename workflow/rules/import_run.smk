@@ -20,9 +20,11 @@ rule record_run:
     output:
         record=layout.RUN_RECORD,
     params:
-        # a file replaced by another (whatever its mtime) is recorded again, and every segment reread
-        stamp=lambda w: file_stamp(run_file(w)),
-        code=code("record_run"),
+        **stage_params(
+            # a file replaced by another (whatever its mtime) is recorded again, and every segment reread
+            stamp=lambda w: file_stamp(run_file(w)),
+            code=code("record_run"),
+        ),
     wildcard_constraints:
         variant=IMPORTED_VARIANTS,
     benchmark:
@@ -31,8 +33,8 @@ rule record_run:
         f"{LOGS}/record_run/{{dataset}}/{{variant}}.log",
     conda:
         "../../envs/memobench.yaml"
-    script:
-        STAGE_SCRIPT
+    shell:
+        stage_command("record_run")
 
 
 rule import_run:
@@ -45,11 +47,13 @@ rule import_run:
         turns=layout.path(layout.SEGMENT_TABLE, suffix=layout.SEGMENT_SUFFIXES["turns"]),  # a turn run's turn lists
         timings=layout.TIMINGS,  # empty: a run file's lists were timed by no one here (retrieval/timings.py)
     params:
-        variant=lambda w: {k: variant_of(w)[k] for k in ("name", "recipe", "skip", "run", "grain") if k in variant_of(w)},
-        segment=segment_of,
-        n_segments=lambda w: len(segments(w.dataset)),
-        fmt=lambda w: DATASETS[w.dataset]["format"],  # which turns are documents, for a turn run
-        code=code("import_run"),
+        **stage_params(
+            variant=lambda w: {k: variant_of(w)[k] for k in ("name", "recipe", "skip", "run", "grain") if k in variant_of(w)},
+            segment=segment_of,
+            n_segments=lambda w: len(segments(w.dataset)),
+            fmt=lambda w: DATASETS[w.dataset]["format"],  # which turns are documents, for a turn run
+            code=code("import_run"),
+        ),
     wildcard_constraints:
         variant=IMPORTED_VARIANTS,
     benchmark:
@@ -58,6 +62,6 @@ rule import_run:
         f"{LOGS}/import_run/{{dataset}}/{{variant}}/{{segment}}.log",
     conda:
         "../../envs/memobench.yaml"
-    script:
-        STAGE_SCRIPT
+    shell:
+        stage_command("import_run")
 

@@ -15,10 +15,12 @@ rule latency:
         json=layout.LATENCY_JSON,
         png=layout.LATENCY_PNG,
     params:
-        code=code("latency"),
+        **stage_params(
+            code=code("latency"),
+        ),
     log:
         f"{LOGS}/latency.log",
     conda:
         "../../envs/memobench.yaml"
-    script:
-        STAGE_SCRIPT
+    shell:
+        stage_command("latency")

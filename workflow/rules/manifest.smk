@@ -10,10 +10,12 @@ rule manifest:
     output:
         manifest=layout.MANIFEST,
     params:
-        code=code("manifest"),
+        **stage_params(
+            code=code("manifest"),
+        ),
     log:
         f"{LOGS}/manifest.log",
     conda:
         "../../envs/memobench.yaml"
-    script:
-        STAGE_SCRIPT
+    shell:
+        stage_command("manifest")

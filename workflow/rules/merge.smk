@@ -19,14 +19,16 @@ rule merge:
         official=layout.OFFICIAL,
         run=layout.RUN_TREC,
     params:
-        variant=lambda w: plan.merge_spec(variant_of(w)),
-        fmt=lambda w: DATASETS[w.dataset]["format"],
-        code=code("merge"),
+        **stage_params(
+            variant=lambda w: plan.merge_spec(variant_of(w)),
+            fmt=lambda w: DATASETS[w.dataset]["format"],
+            code=code("merge"),
+        ),
     benchmark:
         f"{BENCHMARKS}/merge/{{dataset}}/{{variant}}.tsv"
     log:
         f"{LOGS}/merge/{{dataset}}/{{variant}}.log",
     conda:
         "../../envs/memobench.yaml"
-    script:
-        STAGE_SCRIPT
+    shell:
+        stage_command("merge")

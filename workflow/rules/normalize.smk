@@ -10,11 +10,13 @@ rule normalize:
         **{t: layout.path(layout.NORMALIZED_TABLE, table=t) for t in layout.TABLE_NAMES},
         summary=layout.NORMALIZED_SUMMARY,
     params:
-        raw=lambda w: raw_path(w.dataset) if has_raw_file(DATASETS[w.dataset]["format"]) else None,
-        format=lambda w: DATASETS[w.dataset]["format"],
-        # The streamed M harnesses skip elements that do not parse; run.cjs stops.
-        lenient=lambda w: family(w.dataset) == "m",
-        code=code("normalize"),
+        **stage_params(
+            raw=lambda w: raw_path(w.dataset) if has_raw_file(DATASETS[w.dataset]["format"]) else None,
+            format=lambda w: DATASETS[w.dataset]["format"],
+            # The streamed M harnesses skip elements that do not parse; run.cjs stops.
+            lenient=lambda w: family(w.dataset) == "m",
+            code=code("normalize"),
+        ),
     # a large LongMemEval file is read in parts, one per core (the tables are the same bytes)
     threads: lambda w: plan.normalize_threads(config, w.dataset)
     # every later job of the dataset waits for it: its cores go to it before a
@@ -30,5 +32,5 @@ rule normalize:
         mem_mb=3000,  # the job and a worker per part (the M file: 0.8 GB and 0.5 GB each)
     conda:
         "../../envs/memobench.yaml"
-    script:
-        STAGE_SCRIPT
+    shell:
+        stage_command("normalize")

@@ -13,8 +13,10 @@ rule prepare:
     output:
         prepared=layout.PREPARED,
     params:
-        variant=prepare_spec,
-        code=prepare_code,
+        **stage_params(
+            variant=prepare_spec,
+            code=prepare_code,
+        ),
     priority: 1
     resources:
         mem_mb=4000,
@@ -24,5 +26,5 @@ rule prepare:
         f"{LOGS}/prepare/{{dataset}}/{{variant}}.log",
     conda:
         "../../envs/memobench.yaml"
-    script:
-        STAGE_SCRIPT
+    shell:
+        stage_command("prepare")

@@ -25,10 +25,12 @@ rule report:
         forest=report(layout.FOREST_PNG, caption="../report/forest.rst", category="2. Plots"),
         heatmap=report(layout.HEATMAP_PNG, caption="../report/heatmap.rst", category="2. Plots"),
     params:
-        needs=NEEDS,
-        # results of variants this run does not make, listed apart (an earlier overlay's, memobench score's)
-        others=lambda w: plan.other_results(config),
-        code=code("report"),
+        **stage_params(
+            needs=NEEDS,
+            # results of variants this run does not make, listed apart (an earlier overlay's, memobench score's)
+            others=lambda w: plan.other_results(config),
+            code=code("report"),
+        ),
     # its three plots are drawn at once (the bytes do not depend on it); the
     # report is the run's last job, so nothing waits for these cores. The
     # forest plot is one of them: as a job of its own it held up a run of one
@@ -39,5 +41,5 @@ rule report:
         f"{LOGS}/report.log",
     conda:
         "../../envs/memobench.yaml"
-    script:
-        STAGE_SCRIPT
+    shell:
+        stage_command("report")

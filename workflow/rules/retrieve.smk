@@ -16,13 +16,15 @@ rule retrieve:
         # they differ from run to run (retrieval/timings.py)
         timings=layout.TIMINGS,
     params:
-        # only what decides the lists: editing a description reruns no retrieval
-        # (a user retriever's: with the user_retrievers limits)
-        variant=retrieve_variant,
-        segment=segment_of,
-        n_segments=lambda w: len(segments(w.dataset)),
-        # the variant's retriever's code only (common.smk): editing one retriever reruns its variants
-        code=retrieve_code,
+        **stage_params(
+            # only what decides the lists: editing a description reruns no retrieval
+            # (a user retriever's: with the user_retrievers limits)
+            variant=retrieve_variant,
+            segment=segment_of,
+            n_segments=lambda w: len(segments(w.dataset)),
+            # the variant's retriever's code only (common.smk): editing one retriever reruns its variants
+            code=retrieve_code,
+        ),
     wildcard_constraints:
         variant=RANKED_VARIANTS,  # not an imported run (import_run reads those)
     # a group's leading job first, so the other core takes another group's pass
@@ -37,5 +39,5 @@ rule retrieve:
         memory_service=memory_service_jobs,
     conda:
         "../../envs/memobench.yaml"
-    script:
-        STAGE_SCRIPT
+    shell:
+        stage_command("retrieve")

@@ -9,11 +9,13 @@ rule stats:
     output:
         stats=layout.STATS,
     params:
-        # each variant's harness baseline (the pairs compared), in configured order
-        baselines=lambda w: plan.baselines(VARIANT_SPECS, dataset_of(w)),
-        # the variants compared pair by pair (statistics.compare)
-        compare=lambda w: plan.compared(config, dataset_of(w)),
-        code=code("stats"),
+        **stage_params(
+            # each variant's harness baseline (the pairs compared), in configured order
+            baselines=lambda w: plan.baselines(VARIANT_SPECS, dataset_of(w)),
+            # the variants compared pair by pair (statistics.compare)
+            compare=lambda w: plan.compared(config, dataset_of(w)),
+            code=code("stats"),
+        ),
     # one long job per dataset, which the report waits for: started as soon as its
     # inputs are there, the many short retrieve and merge jobs fill the other core
     priority: 2
@@ -21,8 +23,8 @@ rule stats:
         f"{LOGS}/stats/{{dataset}}.log",
     conda:
         "../../envs/memobench.yaml"
-    script:
-        STAGE_SCRIPT
+    shell:
+        stage_command("stats")
 
 
 localrules:

@@ -8,7 +8,9 @@ rule tokens:
     output:
         tokens=layout.TOKENS,
     params:
-        code=code("tokens"),
+        **stage_params(
+            code=code("tokens"),
+        ),
     # tokens and retrieve lie on the path to every result: a free core takes
     # them before side jobs (manifest, qrels, session_json); a tokens job also
     # before any retrieve job (priority 1) and the long per-dataset jobs (2),
@@ -20,5 +22,5 @@ rule tokens:
         f"{LOGS}/tokens/{{dataset}}/{{tokenizer}}.log",
     conda:
         "../../envs/memobench.yaml"
-    script:
-        STAGE_SCRIPT
+    shell:
+        stage_command("tokens")

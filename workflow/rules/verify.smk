@@ -14,15 +14,17 @@ rule verify:
     output:
         verified=layout.VERIFIED,
     params:
-        bytes=lambda w: DATASETS[w.dataset]["bytes"],
-        sha256=lambda w: DATASETS[w.dataset].get("sha256"),
-        stamp=lambda w: raw_stamp(w.dataset),
-        code=code("verify"),
+        **stage_params(
+            bytes=lambda w: DATASETS[w.dataset]["bytes"],
+            sha256=lambda w: DATASETS[w.dataset].get("sha256"),
+            stamp=lambda w: raw_stamp(w.dataset),
+            code=code("verify"),
+        ),
     benchmark:
         f"{BENCHMARKS}/verify/{{dataset}}.tsv"
     log:
         f"{LOGS}/verify/{{dataset}}.log",
     conda:
         "../../envs/memobench.yaml"
-    script:
-        STAGE_SCRIPT
+    shell:
+        stage_command("verify")

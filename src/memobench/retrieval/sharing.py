@@ -141,27 +141,52 @@ def _record_key(cache: Path, name: str, key: str) -> None:
         tmp.write_text(key + "\n")
 
 
-def write_plan(results, jobs, complete: bool) -> None:
+def write_plan(results, jobs, complete: bool, config: dict | None = None) -> None:
     """The retrieve jobs (dataset, variant, segment) this invocation will run;
-    ``complete`` is false when the DAG can still grow (a checkpoint to run)."""
+    ``complete`` is false when the DAG can still grow (a checkpoint to run).
+    ``config``: the invocation's datasets and variants, from which a job finds
+    its siblings (:func:`siblings`; never a rerun trigger, as jobs read it
+    only to share work)."""
     from ..core.atomic import write_json
 
-    write_json(layout.path(layout.RETRIEVE_PLAN, root=results), {"complete": bool(complete), "jobs": sorted([list(j) for j in jobs])})
+    # default=str: a YAML date in a description is kept as its text (a spec that changed so ranks nothing:
+    # its key matches no job's)
+    shared = json.loads(json.dumps({"datasets": (config or {}).get("datasets") or {},
+                                    "variants": (config or {}).get("variants") or {}}, default=str))
+    write_json(layout.path(layout.RETRIEVE_PLAN, root=results),
+               {"complete": bool(complete), "jobs": sorted([list(j) for j in jobs]), "config": shared})
+
+
+def _plan(results) -> dict:
+    try:
+        plan = json.loads(Path(layout.path(layout.RETRIEVE_PLAN, root=results)).read_text())
+        return plan if isinstance(plan, dict) else {}
+    except (OSError, ValueError):
+        return {}
 
 
 def read_plan(results) -> tuple[set, bool]:
+    plan = _plan(results)
     try:
-        plan = json.loads(Path(layout.path(layout.RETRIEVE_PLAN, root=results)).read_text())
         return {tuple(j) for j in plan["jobs"]}, bool(plan["complete"])
-    except (OSError, ValueError, KeyError, TypeError):
+    except (KeyError, TypeError):
         return set(), False
+
+
+def plan_config(results) -> dict:
+    """The invocation's datasets and variants as its plan records them ({} without a plan)."""
+    config = _plan(results).get("config")
+    return config if isinstance(config, dict) else {}
 
 
 def siblings(config: dict, dataset: str, variant: Variant, inputs: dict) -> list[Variant]:
     """The dataset's other configured variants this job can rank: their inputs
     are among this job's, they are of its group (:func:`share_group`), and
-    both retrievers share (a user's retriever ranks only in its own job)."""
-    ds = config["datasets"][dataset]
+    both retrievers share (a user's retriever ranks only in its own job).
+    Empty where ``config`` does not hold the dataset (no plan)."""
+    ds = (config.get("datasets") or {}).get(dataset)
+    if not isinstance(ds, dict):
+        return []
     family = dataset_family(ds)
     have = set(inputs)
     out = []
@@ -268,7 +293,7 @@ def _write_bytes(data: bytes, dest) -> None:
         tmp.write_bytes(data)
 
 
-def write_segment_shared(variant: Variant, config: dict, dataset: str, segment: int, n_segments: int,
+def write_segment_shared(variant: Variant, config: dict | None, dataset: str, segment: int, n_segments: int,
                          inputs: dict, outputs: dict, code: str, log=print, metadata=None, warn=None,
                          code_of=None) -> dict:
     """Produce this variant's segment tables (``outputs``: rankings, outcomes,
@@ -280,8 +305,9 @@ def write_segment_shared(variant: Variant, config: dict, dataset: str, segment: 
     own: catalog.registry.code_fingerprint; without it, every sibling's is taken to
     be ``code``). Where ``code_of`` disagrees with ``code`` for this variant,
     no sibling is ranked. ``warn`` (default: ``log``, and a ``memobench:``
-    line on stderr) says why a cached entry was not used. Returns what
-    happened (for the log and the tests)."""
+    line on stderr) says why a cached entry was not used. ``config`` (its
+    datasets and variants) names the siblings; None: the invocation's, from its
+    plan (:func:`write_plan`). Returns what happened (for the log and the tests)."""
     inputs = {n: p for n, p in inputs.items() if p is not None}
     if warn is None:
         def warn(msg):
@@ -306,6 +332,8 @@ def write_segment_shared(variant: Variant, config: dict, dataset: str, segment: 
 
     key = key_of(variant)
     planned, complete = read_plan(root)
+    if config is None:
+        config = plan_config(root)
     # without locks (a filesystem that has none) jobs may rank a list twice, never a wrong one
     with locked(lock_path(cache, segment, variant)) as held:
         rejected = None

@@ -1,12 +1,21 @@
 """The one adapter between the workflow's rules and the package.
 
-Every rule runs ``workflow/scripts/stage.py``, which calls :func:`run` with
-Snakemake's job object. :func:`run` imports the stage module named like the
-rule (``memobench.stages.<rule>``, which registers its stage with
-:func:`stage`), checks that the rule gives exactly the named inputs, outputs
-and params the stage declares (a renamed or missing name is a bug caught on
-the first run, not a silently wrong positional argument), opens the rule's log
-and calls the stage with a :class:`Job`.
+Every rule runs ``workflow/scripts/stage.py RULE THREADS LOG`` with its job on
+stdin: two lines, Python literals of the job's params and wildcards
+(:func:`job_literal`) and of its named inputs and outputs
+(:func:`files_literal`), which the workflow's ``stage_params`` computes in
+Snakemake's process. The script calls :func:`main`, which imports
+the stage module named like the rule (``memobench.stages.<rule>``, which
+registers its stage with :func:`stage`), checks that the rule gives exactly
+the named inputs, outputs and params the stage declares (a renamed or missing
+name is a bug caught on the first run, not a silently wrong positional
+argument), opens the rule's log and calls the stage with a :class:`Job`.
+
+Why not Snakemake's ``script:``: its job process imports Snakemake to
+unpickle the job object, about 0.1 s of CPU per job, most of what a small job
+costs (a run of every S variant starts over a hundred jobs). A Python
+literal keeps what pickling kept for the values params hold (tuples stay
+tuples), and the job's process imports nothing of Snakemake.
 
 This module holds no stage: each stage is a module of its own and imports
 the modules it needs inside its body. The workflow derives each stage's code
@@ -17,6 +26,7 @@ and nothing else; an edit here reruns every stage.
 
 from __future__ import annotations
 
+import ast
 import errno
 import gc
 import importlib
@@ -24,7 +34,7 @@ import pkgutil
 import sqlite3
 import sys
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -94,24 +104,12 @@ class Job:
     params: Names
     wildcards: Names
     log: Callable[[str], None]
-    # The run's whole config: read only to share work (never a rerun trigger,
-    # so nothing a stage writes may depend on it beyond its own params).
-    config: dict = field(default_factory=dict)
     # the cores Snakemake gave the job (its rule's threads, capped by --cores):
     # how it may work, never what it writes
     threads: int = 1
     # the workflow's script that runs every stage (workflow/scripts/stage.py), as it named itself:
     # part of a retrieve job's sibling fingerprints
     script: Path | None = None
-
-
-def _named(items) -> dict:
-    """Snakemake's Namedlist as {name: value}; a name bound to several files gives a list."""
-    out = {}
-    for name in items.keys():
-        value = getattr(items, name)
-        out[name] = list(value) if isinstance(value, list) else value
-    return out
 
 
 def check_names(st: Stage, inputs, outputs, params) -> list[str]:
@@ -172,22 +170,53 @@ def all_stages() -> dict[str, Stage]:
     return STAGES
 
 
-def run(smk, script: Path | None = None) -> None:
-    """Run the stage registered under the rule's name (called by the workflow's
-    script, which passes its own path)."""
-    st = load_stage(smk.rule)
+def named_values(items) -> dict:
+    """Snakemake's Namedlist (a rule's input or output, read by its names) as
+    {name: value}; a name bound to several files gives a list."""
+    out = {}
+    for name in items.keys():
+        value = getattr(items, name)
+        out[name] = list(value) if isinstance(value, list) else value
+    return out
+
+
+def job_literal(params: dict, wildcards: dict) -> str:
+    """A job's params and wildcards as the first line :func:`main` reads: a
+    Python literal (strings, numbers, booleans, None, lists, tuples and dicts
+    of them; a value of another type is an internal error in the job)."""
+    return repr({"params": params, "wildcards": wildcards})
+
+
+def files_literal(inputs: dict, outputs: dict) -> str:
+    """A job's named inputs and outputs as the second line :func:`main` reads."""
+    return repr({"input": inputs, "output": outputs})
+
+
+def main(argv: list[str], job_text: str, script: Path | None = None) -> None:
+    """Run the stage registered under the rule's name: ``argv`` is the rule,
+    the job's threads and its log; ``job_text`` the job, two lines
+    (:func:`job_literal`, :func:`files_literal`). Called by the workflow's
+    script, which passes its own path."""
+    rule, threads, log_path = argv
+    st = load_stage(rule)
     if st is None:
-        sys.exit(f"memobench: internal error: no stage registered for rule {smk.rule!r}")
-    inputs, outputs, params = _named(smk.input), _named(smk.output), _named(smk.params)
+        sys.exit(f"memobench: internal error: no stage registered for rule {rule!r}")
+    try:
+        job = {}
+        for line in job_text.strip().split("\n"):
+            job.update(ast.literal_eval(line))
+    except (ValueError, SyntaxError, TypeError) as e:
+        sys.exit(f"memobench: internal error: rule {rule!r}: its job is not a Python literal ({e}): "
+                 f"{job_text.strip()[:300]}")
+    inputs, outputs, params, wildcards = job["input"], job["output"], job["params"], job["wildcards"]
     problems = check_names(st, inputs, outputs, params)
     if problems:
-        sys.exit(f"memobench: internal error: rule {smk.rule!r} does not match its stage: {'; '.join(problems)}")
+        sys.exit(f"memobench: internal error: rule {rule!r} does not match its stage: {'; '.join(problems)}")
     if not st.models:
         without_pandas()
-    wildcards = dict(smk.wildcards.items())
-    run_logged(smk.log[0], st.func, inputs, outputs, params, wildcards, dict(smk.config),
-               console=f"{smk.rule} {'/'.join(map(str, wildcards.values()))}".rstrip(),
-               threads=int(getattr(smk, "threads", 1) or 1), script=script)
+    run_logged(log_path, st.func, inputs, outputs, params, wildcards,
+               console=f"{rule} {'/'.join(map(str, wildcards.values()))}".rstrip(), threads=int(threads),
+               script=script)
     # The job is done and its files are closed: what it still holds goes with
     # the process, so the collector's last pass over it is skipped (gc.freeze):
     # after matplotlib or pyarrow it is a pass over many objects for nothing.
@@ -215,7 +244,7 @@ class _NoPandas:
 
 
 def run_logged(log_path, func, inputs: dict, outputs: dict, params: dict, wildcards: dict,
-               config: dict | None = None, console: str | None = None, threads: int = 1,
+               console: str | None = None, threads: int = 1,
                script: Path | None = None) -> None:
     """Run one stage with its log; exit 1 with one line on a user-facing or
     environment error. ``console``: the job's name, e.g. ``retrieve
@@ -234,7 +263,7 @@ def run_logged(log_path, func, inputs: dict, outputs: dict, params: dict, wildca
             sys.exit(1)
 
         job = Job(Names("input", inputs), Names("output", outputs), Names("params", params),
-                  Names("wildcard", wildcards), log, config or {}, threads, script)
+                  Names("wildcard", wildcards), log, threads, script)
         if console is not None:
             set_console(lambda line: print(f"memobench: {console}: {line}", file=sys.stderr, flush=True))
         try:

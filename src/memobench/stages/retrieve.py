@@ -14,7 +14,8 @@ from .adapter import Job, stage
 def retrieve(job: Job) -> None:
     """One variant's segment, ranked by its retriever (catalog.registry.retriever_of); its
     sibling variants' lists are computed in the same pass when their jobs have
-    not run yet (sharing.py), each keyed by its own code fingerprint."""
+    not run yet (sharing.py: the invocation's plan names them), each keyed by
+    its own code fingerprint."""
     from ..core.provenance import PROVENANCE_KEY, provenance
     from ..catalog.registry import code_fingerprint
     from ..retrieval.sharing import write_segment_shared
@@ -23,7 +24,7 @@ def retrieve(job: Job) -> None:
     i, o, p = job.input, job.output, job.params
     names = ("questions", "haystacks", "events", "tokens", "fts_tokens", "embeddings", "wordllama_embeddings",
              "prepared", "fused")
-    write_segment_shared(from_spec(p.variant), job.config, job.wildcards.dataset, p.segment, p.n_segments,
+    write_segment_shared(from_spec(p.variant), None, job.wildcards.dataset, p.segment, p.n_segments,
                          {n: i.get(n) for n in names}, {"rankings": o.rankings, "outcomes": o.outcomes,
                                                         "deep": o.deep, "timings": o.timings, "turns": o.turns}, p.code, log=job.log,
                          # where this segment was computed (SQLite and the rest), for metrics.json

@@ -13,10 +13,11 @@ FOLDER = os.environ.get("MEMOBENCH_RECORD_IMPORTS")
 
 
 def _record() -> None:
-    job = getattr(sys.modules.get("__main__"), "snakemake", None)
-    rule = getattr(job, "rule", None)
-    if not isinstance(rule, str):
+    # a job runs workflow/scripts/stage.py RULE THREADS LOG (common.smk, stage_command)
+    script = os.path.normpath(sys.argv[0]) if sys.argv else ""
+    if not script.endswith(os.path.join("workflow", "scripts", "stage.py")) or len(sys.argv) < 2:
         return
+    rule = sys.argv[1]
     mods = sorted(m.split(".", 1)[1] for m in sys.modules if m.startswith("memobench."))
     with open(os.path.join(FOLDER, f"{os.getpid()}.json"), "w", encoding="utf-8") as f:
         json.dump({"rule": rule, "modules": mods}, f)

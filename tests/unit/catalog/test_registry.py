@@ -71,14 +71,22 @@ def test_analyze_rule_reads_the_package_recipe():
 
 
 def test_every_rule_runs_a_registered_stage_and_every_stage_has_a_rule():
+    """Each rule's command runs the stage of its own name, with its job in the
+    one params entry the command reads (common.smk: stage_command, stage_params)."""
     rules = set()
     for f in (REPO / "workflow/rules").glob("*.smk"):
         text = f.read_text(encoding="utf-8")
-        found = re.findall(r"^(?:rule|checkpoint) (\w+):", text, re.M)
-        rules |= set(found)
-        assert text.count("script:\n        STAGE_SCRIPT") == len(found), f
-        # a rule made with `use rule X as Y` runs X's script
-        rules |= set(re.findall(r"^use rule \w+ as (\w+) with:", text, re.M))
+        blocks = re.split(r"^(?=(?:rule|checkpoint|use rule) )", text, flags=re.M)
+        for block in blocks:
+            m = re.match(r"(?:rule|checkpoint) (\w+):", block)
+            if m is None:
+                assert not block.startswith("use rule"), f"{f.name}: a rule made with `use rule` runs another's stage"
+                continue
+            name = m.group(1)
+            rules.add(name)
+            assert f'    shell:\n        stage_command("{name}")\n' in block, (f.name, name)
+            assert "    params:\n        **stage_params(" in block, (f.name, name)
+            assert "script:" not in block, (f.name, name)
     assert rules == set(STAGES)
     assert sorted(p.name for p in (REPO / "workflow/scripts").iterdir() if p.suffix == ".py") == ["stage.py"]
 
@@ -125,15 +133,63 @@ def test_a_job_loads_its_own_stage_module_and_no_other(name):
 
 def test_the_stage_script_reaches_the_retrieve_stage(tmp_path):
     """A sibling variant's code fingerprint hashes the script every rule runs:
-    the script passes its own path (as Snakemake names it) and the stage gets
-    it on its job; the workflow's script does so."""
+    the script passes its own path and the stage gets it on its job; the
+    workflow's script does so."""
     from memobench.stages import run_logged
 
     seen = []
     script = REPO / "workflow" / "scripts" / "stage.py"
     run_logged(tmp_path / "x.log", lambda job: seen.append(job.script), {}, {}, {}, {}, script=script)
     assert seen == [script] and script.is_file()
-    assert "run(snakemake, SCRIPT)" in script.read_text(encoding="utf-8")
+    assert "main(sys.argv[1:], sys.stdin.read(), SCRIPT)" in script.read_text(encoding="utf-8")
+
+
+def test_a_job_reaches_its_stage_as_the_workflow_writes_it(tmp_path):
+    """The job lines common.smk's stage_params writes (job_literal,
+    files_literal) are what the workflow's script reads: named inputs (a name bound to several files as a
+    list), outputs, params of every literal type (a tuple stays a tuple, text
+    with quotes, newlines and non-ASCII stays itself), wildcards, the threads
+    and the log, in a new process started as the rule's command starts it."""
+    import subprocess
+    import sys
+
+    from memobench.stages import files_literal, job_literal
+
+    out = tmp_path / "out.txt"
+    params = {"text": "a 'quoted'\n\"line\" é 🙂", "pairs": [("a", 1), ("b", 2.5)], "none": None, "flag": True,
+              "nested": {"k": [1, {"x": ()}]}}
+    lines = (job_literal(params, {"dataset": "lme"}) + "\n"
+             + files_literal({"events": str(tmp_path / "e.parquet"), "many": ["a", "b"]}, {"summary": str(out)}))
+    # a stage registered under a test rule's name, run through the workflow's script
+    code = ("import runpy, sys\n"
+            "from memobench.stages import adapter\n"
+            "def record(job):\n"
+            "    open(job.output.summary, 'w', encoding='utf-8').write(repr((job.input.files('many'), "
+            "job.input.events, {k: getattr(job.params, k) for k in sorted(%r)}, job.wildcards.dataset, job.threads)))\n"
+            "adapter.STAGES['probe'] = adapter.Stage('probe', record, frozenset({'events', 'many'}), frozenset(), "
+            "frozenset({'summary'}), frozenset(%r))\n"
+            "sys.argv = [sys.argv[1], 'probe', '3', sys.argv[2]]\n"
+            "runpy.run_path(sys.argv[0], run_name='__main__')\n") % (sorted(params), sorted(params))
+    proc = subprocess.run([sys.executable, "-c", code, str(REPO / "workflow" / "scripts" / "stage.py"),
+                           str(tmp_path / "probe.log")], input=lines + "\n", capture_output=True, text=True,
+                          encoding="utf-8")
+    assert proc.returncode == 0, proc.stderr
+    import ast
+
+    assert ast.literal_eval(out.read_text(encoding="utf-8")) == (["a", "b"], str(tmp_path / "e.parquet"),
+                                                                 params, "lme", 3)
+
+
+def test_a_job_that_is_no_literal_is_one_internal_error_line(tmp_path):
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, str(REPO / "workflow" / "scripts" / "stage.py"), "qrels", "1",
+                           str(tmp_path / "q.log")], input="{'input': PosixPath('x')}\n", capture_output=True,
+                          text=True)
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("memobench: internal error: rule 'qrels': its job is not a Python literal")
+    assert proc.stderr.count("\n") == 1
 
 
 def test_reference_backends_are_the_catalogs_rows():

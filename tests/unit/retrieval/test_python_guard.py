@@ -18,7 +18,7 @@ def test_the_jobs_script_beside_the_users_file_is_not_the_users(tmp_path, monkey
     script.parent.mkdir(parents=True)
     script.write_text("pass\n", encoding="utf-8")
     main = types.ModuleType("__main__")
-    main.__file__ = str(script)  # as Snakemake's preamble sets it
+    main.__file__ = str(script)  # as the rule's command runs it
     monkeypatch.setitem(sys.modules, "__main__", main)
     monkeypatch.setitem(sys.modules, "__mp_main__", main)  # multiprocessing's alias
     assert uncovered("my_retrievers.py:rank", tmp_path, cwd=tmp_path) == []
