@@ -32,9 +32,10 @@ this job's (same tokenizer; FTS variants only in a job that has the index),
 and whose own jobs are going to run: the workflow writes the retrieve jobs of
 each invocation to a plan (``results/cache/retrieve_plan.json``, from
 Snakemake's DAG when it starts), so a targeted run of one variant ranks only
-that variant. Where the plan cannot be complete (a download checkpoint still
-to run, or no plan at all) a sibling is ranked only if its outputs are
-missing. Siblings also share a group (:func:`share_group`: the tokenizer they
+that variant; the plan also holds the run's datasets and variants, from
+which a job names its siblings (no plan: no sibling). Where the plan cannot
+be complete (a download checkpoint still to run) a sibling is ranked only if
+its outputs are missing. Siblings also share a group (:func:`share_group`: the tokenizer they
 read), and the jobs of one segment and group take a lock, so a sibling's job
 waits for the job that is computing its tables instead of computing them a
 second time, while a job of another group (which never ranks this one's

@@ -6,6 +6,7 @@ its key (spec, segment, code, input stamps)."""
 from __future__ import annotations
 
 import itertools
+import json
 import os
 
 import pyarrow.parquet as pq
@@ -154,6 +155,20 @@ def test_up_to_date_siblings_are_not_recomputed(tables, tmp_path):
     # no complete plan: existing outputs, stale or not, are left to their own jobs
     write_plan(tmp_path, both, complete=False)
     assert _run(tables, tmp_path, "v0.8.0", cfg, code="c4")["computed"] == ["v0.8.0"]
+
+
+def test_a_job_names_its_siblings_from_the_runs_plan(tables, tmp_path):
+    """The retrieve stage passes no config (None): the siblings come from the
+    datasets and variants the run's plan records (hooks.smk writes it at the
+    start), and without a plan the job ranks its own lists only."""
+    cfg = _config(["v0.8.0", "v0.5.0"])
+    both = [("ds", "v0.8.0", 1), ("ds", "v0.5.0", 1)]
+    assert _run(tables, tmp_path, "v0.8.0", None)["computed"] == ["v0.8.0"]  # no plan
+    write_plan(tmp_path, both, complete=True, config={**cfg, "data_dir": "elsewhere"})
+    assert _run(tables, tmp_path, "v0.8.0", None, code="c2")["computed"] == ["v0.8.0", "v0.5.0"]
+    # the plan keeps only what names siblings
+    plan = json.loads(open(layout.path(layout.RETRIEVE_PLAN, root=tmp_path), encoding="utf-8").read())
+    assert set(plan["config"]) == {"datasets", "variants"}
 
 
 def test_an_entry_is_used_only_under_its_key(tables, tmp_path):
