@@ -24,8 +24,6 @@ import math
 import re
 from bisect import bisect_right
 
-import numpy as np
-
 from ..core.errors import DataError
 from ..core.protocol import DEPTH
 from ..core.tables import atomic_path, read_table, sorted_runs
