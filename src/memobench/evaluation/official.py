@@ -28,6 +28,8 @@ from __future__ import annotations
 import math
 from bisect import bisect_left
 from collections import Counter, defaultdict
+from itertools import compress, count, repeat
+from operator import contains, itemgetter
 
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -113,7 +115,7 @@ def ranked_positions(ranked: list[str], haystack: list[str], path="rankings", it
     first = dict(zip(reversed(haystack), range(len(haystack) - 1, -1, -1)))
     if len(first) == len(haystack) and len(set(ranked)) == len(ranked):
         try:
-            return [first[sid] for sid in ranked]
+            return list(map(first.__getitem__, ranked))
         except KeyError:
             pass  # an id not in the haystack: the error below names it
     slots: dict[str, list[int]] = defaultdict(list)
@@ -141,12 +143,10 @@ def _lme_metrics(positions: list[int], scoring: list[str], gold: set[str], ks=KS
     hits = []  # the 0-based ranks of the relevant documents
     first: dict[str, int] = {}  # each gold id's first rank
     if gold:
-        for i, p in enumerate(positions):
-            s = scoring[p]
-            if s in gold:
-                hits.append(i)
-                if s not in first:
-                    first[s] = i
+        listed = list(map(scoring.__getitem__, positions))
+        hits = list(compress(count(), map(gold.__contains__, listed)))
+        for i in hits:
+            first.setdefault(listed[i], i)
     n_relevant = sum(map(gold.__contains__, scoring)) if gold else 0
     return metrics_from_hits(hits, list(first.values()), len(gold), len(positions), len(scoring), n_relevant, ks)
 
@@ -166,27 +166,51 @@ def metrics_from_hits(hits: list[int], first_ranks: list[int], n_gold: int, n_li
     never = math.inf
     any_at = hits[0] if hits else never
     all_at = (max(first_ranks) if first_ranks else -1) if len(first_ranks) == n_gold else never
-    names = _names(ks if labels is None else labels)
-    listed = [_prefix(n_listed, k) for k in ks]  # len(positions[:k])
+    recall, ndcg = _plan(ks, labels, n_listed, n_corpus, n_relevant)
     out = {}
-    for (any_k, all_k, _), n in zip(names, listed):
+    for any_k, all_k, n in recall:
         out[any_k] = 1.0 if any_at < n else 0.0
         out[all_k] = 1.0 if all_at < n else 0.0
     if not n_relevant:  # an ideal DCG of 0 at every k
-        for _, _, ndcg_k in names:
+        for ndcg_k, _, _ in ndcg:
             out[ndcg_k] = 0.0
         return out
     disc = _discounts(n_listed)
     head = 1.0 if any_at == 0 else 0.0
     later = [disc[i] for i in hits if i > 0]  # in rank order
-    for (_, _, ndcg_k), k, n in zip(names, ks, listed):
-        ideal = _ideal_dcg(min(n_relevant, _prefix(n_corpus, k)))
-        if not ideal or n == 0:
+    skip = any_at == 0
+    for ndcg_k, n, ideal in ndcg:
+        if ideal is None:
             out[ndcg_k] = 0.0
         else:
             # the relevant ranks 1 <= i < n are a prefix of later
-            out[ndcg_k] = (head + sum(later[:bisect_left(hits, n) - (any_at == 0)])) / ideal
+            out[ndcg_k] = (head + sum(later[:bisect_left(hits, n) - skip])) / ideal
     return out
+
+
+# _plan's answers by its arguments: a file's questions share a few list and corpus sizes
+_PLANS: dict[tuple, tuple] = {}
+
+
+def _plan(ks, labels, n_listed: int, n_corpus: int, n_relevant: int) -> tuple[list, list]:
+    """What metrics_from_hits needs of each k besides the hits, the same for
+    every question of these sizes: (recall_any@k, recall_all@k, the listed
+    prefix length) and (ndcg_any@k, that length, the ideal DCG; None for a
+    figure that is 0.0 whatever is listed)."""
+    key = (tuple(ks), None if labels is None else tuple(labels), n_listed, n_corpus, n_relevant)
+    plan = _PLANS.get(key)
+    if plan is None:
+        names = _names(ks if labels is None else labels)
+        listed = [_prefix(n_listed, k) for k in ks]  # len(positions[:k])
+        recall = [(any_k, all_k, n) for (any_k, all_k, _), n in zip(names, listed)]
+        ndcg = []
+        for (_, _, ndcg_k), k, n in zip(names, ks, listed):
+            ideal = _ideal_dcg(min(n_relevant, _prefix(n_corpus, k))) if n_relevant else 0.0
+            ndcg.append((ndcg_k, n, None if not ideal or n == 0 else ideal))
+        plan = recall, ndcg
+        if len(_PLANS) < 4096:
+            _PLANS[key] = plan
+    return plan
 
 
 def _prefix(n: int, k: int) -> int:
@@ -229,7 +253,8 @@ def metric_names(fmt: str, ks=KS) -> list[str]:
 def average(rows: list[dict], names: list[str]) -> dict[str, float | None]:
     """Plain means in question order (None over no questions)."""
     n = len(rows)
-    return {m: (math.fsum([r["metrics"][m] for r in rows]) / n if n else None) for m in names}
+    metrics = [r["metrics"] for r in rows]
+    return {m: (math.fsum(map(itemgetter(m), metrics)) / n if n else None) for m in names}
 
 
 # ---------------------------------------------------------------- the tables
@@ -320,18 +345,22 @@ def lme_per_question(questions, haystacks, targets: set[int], rankings: dict[int
     other lists are placed by :func:`ranked_positions`."""
     rows = []
     for q, hay in with_haystacks(questions, haystacks, progress):
-        # (scoring_id leaves an id without "answer" as it is)
-        scoring = [scoring_id(s, k in targets) if "answer" in s else s for s, k in zip(hay["ids"], hay["keys"])]
+        # only an id with "answer" may be renamed (scoring_id) or be gold: found at C speed, then renamed
+        ids, keys = hay["ids"], hay["keys"]
+        answers = list(compress(count(), map(contains, ids, repeat("answer"))))
+        scoring = list(ids)
+        for i in answers:
+            scoring[i] = scoring_id(ids[i], keys[i] in targets)
         ranked = rankings.get(q["q_index"], [])
         item = f"question {q['question_id']}"
         positions = (given_positions(ranked, known[q["q_index"]], hay["ids"], path, item)
                      if known and q["q_index"] in known else ranked_positions(ranked, hay["ids"], path, item))
         excluded = exclusion(q["question_id"], not targets.isdisjoint(hay["keys"]))
-        gold = gold_ids(scoring)
+        gold = gold_ids([scoring[i] for i in answers])
         rows.append({"q_index": q["q_index"], "question_id": q["question_id"],
                      "question_type": q["question_type"], "excluded": excluded, "ranked": bool(ranked),
                      "gold": sorted(gold), "positions": positions,
-                     "scoring": [scoring[p] for p in positions],
+                     "scoring": list(map(scoring.__getitem__, positions)),
                      "metrics": _lme_metrics(positions, scoring, gold)})
     return rows
 
