@@ -31,14 +31,13 @@ from collections import Counter, defaultdict
 from itertools import compress, count, repeat
 from operator import contains, itemgetter
 
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..core.formats import FORMATS, LME_FORMATS
 from ..core.errors import DataError
 from ..core.progress import Progress
 from ..retrieval.harness import scoring_id, user_target_sessions  # the rules an imported run is read under too
-from ..core.tables import is_in, read_table, sorted_runs
+from ..core.tables import is_in, kernels, filter_rows, read_table, sort_by, sorted_runs
 
 KS = (1, 3, 5, 10, 30, 50)
 # LoCoMo's question categories (``qa[].category``) by the names of the LoCoMo
@@ -266,8 +265,8 @@ def read_rankings(path) -> tuple[dict[int, list[str]], int, dict[int, list[int]]
     row has one (a deep list of a ranker of documents: ``harness.DEEP``)."""
     cols = ["q_index", "rank", "session_id"]
     has_positions = "position" in pq.read_schema(path).names
-    t = read_table(path, columns=cols + ["position"] * has_positions).sort_by(
-        [("q_index", "ascending"), ("rank", "ascending")])
+    t = sort_by(read_table(path, columns=cols + ["position"] * has_positions),
+                [("q_index", "ascending"), ("rank", "ascending")])
     qis, sids = t.column("q_index").to_pylist(), t.column("session_id").to_pylist()
     # a harness's deep list has no position at all: nothing to gather
     positions = (t.column("position").to_pylist()
@@ -278,7 +277,7 @@ def read_rankings(path) -> tuple[dict[int, list[str]], int, dict[int, list[int]]
         out[qi] = sids[lo:hi]
         if positions is not None and None not in (ps := positions[lo:hi]):
             known[qi] = ps
-    depth = pc.max(t.column("rank")).as_py() if t.num_rows else 0
+    depth = kernels().call_function("max", [t.column("rank")]).as_py() if t.num_rows else 0
     return out, depth or 0, known
 
 
@@ -300,8 +299,8 @@ def read_haystacks(path, hids=None, dates: bool = True) -> dict[int, dict[str, l
     names = ["session_id", "session_key"] + ["date"] * dates
     t = read_table(path, columns=["haystack_id", "position"] + names)
     if hids:
-        t = t.filter(is_in(t.column("haystack_id"), hids))
-    t = t.sort_by([("haystack_id", "ascending"), ("position", "ascending")])
+        t = filter_rows(t, is_in(t.column("haystack_id"), hids))
+    t = sort_by(t, [("haystack_id", "ascending"), ("position", "ascending")])
     ids, keys = t.column("session_id").to_pylist(), t.column("session_key").to_pylist()
     runs = sorted_runs(t.column("haystack_id").to_pylist())
     if not dates:
@@ -312,7 +311,7 @@ def read_haystacks(path, hids=None, dates: bool = True) -> dict[int, dict[str, l
 
 def read_questions(path) -> list[dict]:
     cols = ["q_index", "question_id", "question_type", "haystack_id", "gold", "parse_error", "evidence"]
-    return read_table(path, columns=cols).sort_by("q_index").to_pylist()
+    return sort_by(read_table(path, columns=cols), "q_index").to_pylist()
 
 
 # ---------------------------------------------------------------- per dataset

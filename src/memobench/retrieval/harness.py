@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from ..core.protocol import DEPTH
-from ..core.tables import read_table
+from ..core.tables import filter_rows, kernels, read_table
 
 
 # Parquet key-value metadata of a user retriever's outcomes tables: what its
@@ -244,9 +244,9 @@ def scoring_id(session_id: str, user_has_answer: bool) -> str:
 
 def user_target_sessions(events_path) -> set[int]:
     """Session keys with at least one user turn whose ``has_answer`` is true."""
-    import pyarrow.compute as pc
-
+    k = kernels()
     t = read_table(events_path, columns=["session_key", "role", "has_answer"])
     has_answer = t.column("has_answer")
-    t = t.filter(pc.and_kleene(pc.is_valid(has_answer), has_answer))  # true, not false or null
+    # true, not false or null
+    t = filter_rows(t, k.call_function("and_kleene", [k.call_function("is_valid", [has_answer]), has_answer]))
     return {k for k, r in zip(t.column("session_key").to_pylist(), t.column("role").to_pylist()) if r == "user"}

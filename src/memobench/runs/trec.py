@@ -26,7 +26,7 @@ from bisect import bisect_right
 
 from ..core.errors import DataError
 from ..core.protocol import DEPTH
-from ..core.tables import atomic_path, read_table, sorted_runs
+from ..core.tables import atomic_path, read_table, sort_by, sorted_runs
 from .text import decode, parses
 
 NAME = "trec"
@@ -115,7 +115,7 @@ def write(rankings_path, questions_path, tag: str, out, log=print, id_column: st
     tag = trec_id(tag)
     qtok = question_tokens(read_table(questions_path, columns=["q_index", "question_id"]).to_pylist())
     t = read_table(rankings_path, columns=["rank", id_column, "q_index"])
-    t = t.sort_by([("q_index", "ascending"), ("rank", "ascending")]).to_pydict()
+    t = sort_by(t, [("q_index", "ascending"), ("rank", "ascending")]).to_pydict()
     t["session_id"] = t.pop(id_column)
     stats = {"questions": 0, "lines": 0, "repeated_question_ids": 0, "repeated_sessions": 0,
              "encoded_question_ids": 0, "encoded_session_ids": 0}
