@@ -31,13 +31,12 @@ from collections import Counter, defaultdict
 from itertools import compress, count, repeat
 from operator import contains, itemgetter
 
-import pyarrow.parquet as pq
-
 from ..core.formats import FORMATS, LME_FORMATS
 from ..core.errors import DataError
 from ..core.progress import Progress
-from ..retrieval.harness import scoring_id, user_target_sessions  # the rules an imported run is read under too
-from ..core.tables import is_in, kernels, filter_rows, read_table, sort_by, sorted_runs
+
+# pyarrow (core.tables, retrieval.harness) is imported by the functions that read tables: the
+# report, which reads only this module's names, imports no pyarrow
 
 KS = (1, 3, 5, 10, 30, 50)
 # LoCoMo's question categories (``qa[].category``) by the names of the LoCoMo
@@ -263,6 +262,10 @@ def read_rankings(path) -> tuple[dict[int, list[str]], int, dict[int, list[int]]
     """{q_index: session ids in rank order}, the deepest rank present, and
     {q_index: haystack positions in rank order} for the questions whose every
     row has one (a deep list of a ranker of documents: ``harness.DEEP``)."""
+    import pyarrow.parquet as pq
+
+    from ..core.tables import kernels, read_table, sort_by, sorted_runs
+
     cols = ["q_index", "rank", "session_id"]
     has_positions = "position" in pq.read_schema(path).names
     t = sort_by(read_table(path, columns=cols + ["position"] * has_positions),
@@ -296,6 +299,8 @@ def read_haystacks(path, hids=None, dates: bool = True) -> dict[int, dict[str, l
     """{haystack id: its session ``ids``, ``keys`` and ``dates`` in position
     order}, of the haystacks ``hids`` (all when empty); ``dates=False`` leaves
     the dates out (the official metrics do not read them)."""
+    from ..core.tables import filter_rows, is_in, read_table, sort_by, sorted_runs
+
     names = ["session_id", "session_key"] + ["date"] * dates
     t = read_table(path, columns=["haystack_id", "position"] + names)
     if hids:
@@ -310,6 +315,8 @@ def read_haystacks(path, hids=None, dates: bool = True) -> dict[int, dict[str, l
 
 
 def read_questions(path) -> list[dict]:
+    from ..core.tables import read_table, sort_by
+
     cols = ["q_index", "question_id", "question_type", "haystack_id", "gold", "parse_error", "evidence"]
     return sort_by(read_table(path, columns=cols), "q_index").to_pylist()
 
@@ -342,6 +349,8 @@ def lme_per_question(questions, haystacks, targets: set[int], rankings: dict[int
     """One row per question with a haystack: its exclusion (or None) and
     metrics. ``known``: the ranker's own haystack positions (read_rankings);
     other lists are placed by :func:`ranked_positions`."""
+    from ..retrieval.harness import scoring_id  # the rule an imported run is read under too
+
     rows = []
     for q, hay in with_haystacks(questions, haystacks, progress):
         # only an id with "answer" may be renamed (scoring_id) or be gold: found at C speed, then renamed
@@ -441,6 +450,8 @@ def compute(fmt: str, questions_path, haystacks_path, events_path, rankings_path
     """(official block, per-question rows) of one variant; (None, []) for a
     format with no official scorer (the embedded zh set). ``haystacks_out``
     receives the haystacks read (read_haystacks), for a caller that needs them too."""
+    from ..retrieval.harness import user_target_sessions  # the rule an imported run is read under too
+
     questions = read_questions(questions_path)
     rankings, depth, known = read_rankings(rankings_path)
     progress = Progress(log, f"official ({fmt})", total=len(questions), unit="questions")
@@ -459,3 +470,13 @@ def compute(fmt: str, questions_path, haystacks_path, events_path, rankings_path
         return None, []
     progress(len(questions), f", done: {block['questions']} averaged at depth {depth}", force=True)
     return block, rows
+
+
+def __getattr__(name: str):
+    """harness's official rules (scoring_id, user_target_sessions), named
+    here too: imported when first asked for, with pyarrow."""
+    if name in ("scoring_id", "user_target_sessions"):
+        from ..retrieval import harness
+
+        return getattr(harness, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
