@@ -198,10 +198,10 @@ def concat_rankings(paths):
     """The segments' ranking tables (top-10 or deep) in question order."""
     import pyarrow as pa
 
-    from ..core.tables import read_table
+    from ..core.tables import read_table, sort_by
 
     t = pa.concat_tables([read_table(p) for p in paths])
-    return t.sort_by([("q_index", "ascending"), ("rank", "ascending")])
+    return sort_by(t, [("q_index", "ascending"), ("rank", "ascending")])
 
 
 def degenerate(result: dict, outcomes: list[dict], deep) -> list[str]:
@@ -250,20 +250,19 @@ def merge_segments(dataset: str, variant_spec: dict, rankings_in, outcomes_in, d
     from pathlib import Path
 
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     from ..core.provenance import PROVENANCE_KEY
     from ..core.atomic import write_json
-    from ..core.tables import read_table, write_table
+    from ..core.tables import kernels, read_table, sort_by, write_table
 
     rankings = concat_rankings(rankings_in)
-    seg_tables = [read_table(p).sort_by("q_index") for p in outcomes_in]
+    seg_tables = [sort_by(read_table(p), "q_index") for p in outcomes_in]
     per_segment = [t.to_pylist() for t in seg_tables]
     outcomes = [row for seg in per_segment for row in seg]
     result = compute(outcomes, per_segment)
 
     # list length per question: 0 for an evaluated question whose list is empty
-    counts = pc.value_counts(rankings.column("q_index")) if rankings.num_rows else []
+    counts = kernels().call_function("value_counts", [rankings.column("q_index")]) if rankings.num_rows else []
     n_ranked = {c["values"]: c["counts"] for c in (counts.to_pylist() if rankings.num_rows else [])}
     merged = pa.concat_tables([t.replace_schema_metadata(None) for t in seg_tables])
     # built on its buffer: pa.array of a list runs pyarrow's pandas probe,

@@ -28,15 +28,15 @@ from __future__ import annotations
 import math
 from bisect import bisect_left
 from collections import Counter, defaultdict
-
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
+from itertools import compress, count, repeat
+from operator import contains, itemgetter
 
 from ..core.formats import FORMATS, LME_FORMATS
 from ..core.errors import DataError
 from ..core.progress import Progress
-from ..retrieval.harness import scoring_id, user_target_sessions  # the rules an imported run is read under too
-from ..core.tables import is_in, read_table, sorted_runs
+
+# pyarrow (core.tables, retrieval.harness) is imported by the functions that read tables: the
+# report, which reads only this module's names, imports no pyarrow
 
 KS = (1, 3, 5, 10, 30, 50)
 # LoCoMo's question categories (``qa[].category``) by the names of the LoCoMo
@@ -113,7 +113,7 @@ def ranked_positions(ranked: list[str], haystack: list[str], path="rankings", it
     first = dict(zip(reversed(haystack), range(len(haystack) - 1, -1, -1)))
     if len(first) == len(haystack) and len(set(ranked)) == len(ranked):
         try:
-            return [first[sid] for sid in ranked]
+            return list(map(first.__getitem__, ranked))
         except KeyError:
             pass  # an id not in the haystack: the error below names it
     slots: dict[str, list[int]] = defaultdict(list)
@@ -141,12 +141,10 @@ def _lme_metrics(positions: list[int], scoring: list[str], gold: set[str], ks=KS
     hits = []  # the 0-based ranks of the relevant documents
     first: dict[str, int] = {}  # each gold id's first rank
     if gold:
-        for i, p in enumerate(positions):
-            s = scoring[p]
-            if s in gold:
-                hits.append(i)
-                if s not in first:
-                    first[s] = i
+        listed = list(map(scoring.__getitem__, positions))
+        hits = list(compress(count(), map(gold.__contains__, listed)))
+        for i in hits:
+            first.setdefault(listed[i], i)
     n_relevant = sum(map(gold.__contains__, scoring)) if gold else 0
     return metrics_from_hits(hits, list(first.values()), len(gold), len(positions), len(scoring), n_relevant, ks)
 
@@ -166,27 +164,51 @@ def metrics_from_hits(hits: list[int], first_ranks: list[int], n_gold: int, n_li
     never = math.inf
     any_at = hits[0] if hits else never
     all_at = (max(first_ranks) if first_ranks else -1) if len(first_ranks) == n_gold else never
-    names = _names(ks if labels is None else labels)
-    listed = [_prefix(n_listed, k) for k in ks]  # len(positions[:k])
+    recall, ndcg = _plan(ks, labels, n_listed, n_corpus, n_relevant)
     out = {}
-    for (any_k, all_k, _), n in zip(names, listed):
+    for any_k, all_k, n in recall:
         out[any_k] = 1.0 if any_at < n else 0.0
         out[all_k] = 1.0 if all_at < n else 0.0
     if not n_relevant:  # an ideal DCG of 0 at every k
-        for _, _, ndcg_k in names:
+        for ndcg_k, _, _ in ndcg:
             out[ndcg_k] = 0.0
         return out
     disc = _discounts(n_listed)
     head = 1.0 if any_at == 0 else 0.0
     later = [disc[i] for i in hits if i > 0]  # in rank order
-    for (_, _, ndcg_k), k, n in zip(names, ks, listed):
-        ideal = _ideal_dcg(min(n_relevant, _prefix(n_corpus, k)))
-        if not ideal or n == 0:
+    skip = any_at == 0
+    for ndcg_k, n, ideal in ndcg:
+        if ideal is None:
             out[ndcg_k] = 0.0
         else:
             # the relevant ranks 1 <= i < n are a prefix of later
-            out[ndcg_k] = (head + sum(later[:bisect_left(hits, n) - (any_at == 0)])) / ideal
+            out[ndcg_k] = (head + sum(later[:bisect_left(hits, n) - skip])) / ideal
     return out
+
+
+# _plan's answers by its arguments: a file's questions share a few list and corpus sizes
+_PLANS: dict[tuple, tuple] = {}
+
+
+def _plan(ks, labels, n_listed: int, n_corpus: int, n_relevant: int) -> tuple[list, list]:
+    """What metrics_from_hits needs of each k besides the hits, the same for
+    every question of these sizes: (recall_any@k, recall_all@k, the listed
+    prefix length) and (ndcg_any@k, that length, the ideal DCG; None for a
+    figure that is 0.0 whatever is listed)."""
+    key = (tuple(ks), None if labels is None else tuple(labels), n_listed, n_corpus, n_relevant)
+    plan = _PLANS.get(key)
+    if plan is None:
+        names = _names(ks if labels is None else labels)
+        listed = [_prefix(n_listed, k) for k in ks]  # len(positions[:k])
+        recall = [(any_k, all_k, n) for (any_k, all_k, _), n in zip(names, listed)]
+        ndcg = []
+        for (_, _, ndcg_k), k, n in zip(names, ks, listed):
+            ideal = _ideal_dcg(min(n_relevant, _prefix(n_corpus, k))) if n_relevant else 0.0
+            ndcg.append((ndcg_k, n, None if not ideal or n == 0 else ideal))
+        plan = recall, ndcg
+        if len(_PLANS) < 4096:
+            _PLANS[key] = plan
+    return plan
 
 
 def _prefix(n: int, k: int) -> int:
@@ -229,7 +251,8 @@ def metric_names(fmt: str, ks=KS) -> list[str]:
 def average(rows: list[dict], names: list[str]) -> dict[str, float | None]:
     """Plain means in question order (None over no questions)."""
     n = len(rows)
-    return {m: (math.fsum([r["metrics"][m] for r in rows]) / n if n else None) for m in names}
+    metrics = [r["metrics"] for r in rows]
+    return {m: (math.fsum(map(itemgetter(m), metrics)) / n if n else None) for m in names}
 
 
 # ---------------------------------------------------------------- the tables
@@ -239,10 +262,14 @@ def read_rankings(path) -> tuple[dict[int, list[str]], int, dict[int, list[int]]
     """{q_index: session ids in rank order}, the deepest rank present, and
     {q_index: haystack positions in rank order} for the questions whose every
     row has one (a deep list of a ranker of documents: ``harness.DEEP``)."""
+    import pyarrow.parquet as pq
+
+    from ..core.tables import kernels, read_table, sort_by, sorted_runs
+
     cols = ["q_index", "rank", "session_id"]
     has_positions = "position" in pq.read_schema(path).names
-    t = read_table(path, columns=cols + ["position"] * has_positions).sort_by(
-        [("q_index", "ascending"), ("rank", "ascending")])
+    t = sort_by(read_table(path, columns=cols + ["position"] * has_positions),
+                [("q_index", "ascending"), ("rank", "ascending")])
     qis, sids = t.column("q_index").to_pylist(), t.column("session_id").to_pylist()
     # a harness's deep list has no position at all: nothing to gather
     positions = (t.column("position").to_pylist()
@@ -253,7 +280,7 @@ def read_rankings(path) -> tuple[dict[int, list[str]], int, dict[int, list[int]]
         out[qi] = sids[lo:hi]
         if positions is not None and None not in (ps := positions[lo:hi]):
             known[qi] = ps
-    depth = pc.max(t.column("rank")).as_py() if t.num_rows else 0
+    depth = kernels().call_function("max", [t.column("rank")]).as_py() if t.num_rows else 0
     return out, depth or 0, known
 
 
@@ -272,11 +299,13 @@ def read_haystacks(path, hids=None, dates: bool = True) -> dict[int, dict[str, l
     """{haystack id: its session ``ids``, ``keys`` and ``dates`` in position
     order}, of the haystacks ``hids`` (all when empty); ``dates=False`` leaves
     the dates out (the official metrics do not read them)."""
+    from ..core.tables import filter_rows, is_in, read_table, sort_by, sorted_runs
+
     names = ["session_id", "session_key"] + ["date"] * dates
     t = read_table(path, columns=["haystack_id", "position"] + names)
     if hids:
-        t = t.filter(is_in(t.column("haystack_id"), hids))
-    t = t.sort_by([("haystack_id", "ascending"), ("position", "ascending")])
+        t = filter_rows(t, is_in(t.column("haystack_id"), hids))
+    t = sort_by(t, [("haystack_id", "ascending"), ("position", "ascending")])
     ids, keys = t.column("session_id").to_pylist(), t.column("session_key").to_pylist()
     runs = sorted_runs(t.column("haystack_id").to_pylist())
     if not dates:
@@ -286,8 +315,10 @@ def read_haystacks(path, hids=None, dates: bool = True) -> dict[int, dict[str, l
 
 
 def read_questions(path) -> list[dict]:
+    from ..core.tables import read_table, sort_by
+
     cols = ["q_index", "question_id", "question_type", "haystack_id", "gold", "parse_error", "evidence"]
-    return read_table(path, columns=cols).sort_by("q_index").to_pylist()
+    return sort_by(read_table(path, columns=cols), "q_index").to_pylist()
 
 
 # ---------------------------------------------------------------- per dataset
@@ -318,20 +349,26 @@ def lme_per_question(questions, haystacks, targets: set[int], rankings: dict[int
     """One row per question with a haystack: its exclusion (or None) and
     metrics. ``known``: the ranker's own haystack positions (read_rankings);
     other lists are placed by :func:`ranked_positions`."""
+    from ..retrieval.harness import scoring_id  # the rule an imported run is read under too
+
     rows = []
     for q, hay in with_haystacks(questions, haystacks, progress):
-        # (scoring_id leaves an id without "answer" as it is)
-        scoring = [scoring_id(s, k in targets) if "answer" in s else s for s, k in zip(hay["ids"], hay["keys"])]
+        # only an id with "answer" may be renamed (scoring_id) or be gold: found at C speed, then renamed
+        ids, keys = hay["ids"], hay["keys"]
+        answers = list(compress(count(), map(contains, ids, repeat("answer"))))
+        scoring = list(ids)
+        for i in answers:
+            scoring[i] = scoring_id(ids[i], keys[i] in targets)
         ranked = rankings.get(q["q_index"], [])
         item = f"question {q['question_id']}"
         positions = (given_positions(ranked, known[q["q_index"]], hay["ids"], path, item)
                      if known and q["q_index"] in known else ranked_positions(ranked, hay["ids"], path, item))
         excluded = exclusion(q["question_id"], not targets.isdisjoint(hay["keys"]))
-        gold = gold_ids(scoring)
+        gold = gold_ids([scoring[i] for i in answers])
         rows.append({"q_index": q["q_index"], "question_id": q["question_id"],
                      "question_type": q["question_type"], "excluded": excluded, "ranked": bool(ranked),
                      "gold": sorted(gold), "positions": positions,
-                     "scoring": [scoring[p] for p in positions],
+                     "scoring": list(map(scoring.__getitem__, positions)),
                      "metrics": _lme_metrics(positions, scoring, gold)})
     return rows
 
@@ -413,6 +450,8 @@ def compute(fmt: str, questions_path, haystacks_path, events_path, rankings_path
     """(official block, per-question rows) of one variant; (None, []) for a
     format with no official scorer (the embedded zh set). ``haystacks_out``
     receives the haystacks read (read_haystacks), for a caller that needs them too."""
+    from ..retrieval.harness import user_target_sessions  # the rule an imported run is read under too
+
     questions = read_questions(questions_path)
     rankings, depth, known = read_rankings(rankings_path)
     progress = Progress(log, f"official ({fmt})", total=len(questions), unit="questions")
@@ -431,3 +470,13 @@ def compute(fmt: str, questions_path, haystacks_path, events_path, rankings_path
         return None, []
     progress(len(questions), f", done: {block['questions']} averaged at depth {depth}", force=True)
     return block, rows
+
+
+def __getattr__(name: str):
+    """harness's official rules (scoring_id, user_target_sessions), named
+    here too: imported when first asked for, with pyarrow."""
+    if name in ("scoring_id", "user_target_sessions"):
+        from ..retrieval import harness
+
+        return getattr(harness, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -20,13 +20,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ..core.protocol import DEPTH
-from ..core.tables import read_table
-from ..memo.tokenize import SEQ
+from ..core.tables import filter_rows, kernels, read_table
 
 
 # Parquet key-value metadata of a user retriever's outcomes tables: what its
@@ -159,6 +156,8 @@ def skip_reason(rule: str, q: dict, hay, variant) -> tuple[str | None, str | Non
     if hay is None or not hay.ids:
         return "no_sessions", None
     recipe = variant.recipe
+    from ..memo.tokenize import SEQ  # here, not at the top: the merge job reads the official rules below
+
     if rule in ("run", "expm", "exp", "exp3") and not SEQ[recipe.seq](q["question"]):
         if rule == "run":
             return None, "empty_seq"
@@ -175,6 +174,8 @@ def skip_reason(rule: str, q: dict, hay, variant) -> tuple[str | None, str | Non
 def run_scores(scores) -> list[float]:
     """The deep list's scores (docs/protocol.md#deep-lists-and-exports): the retriever's own when
     finite and strictly decreasing with rank, else ``51 - rank``."""
+    import numpy as np
+
     s = np.asarray(scores, dtype=np.float64)
     if np.all(np.isfinite(s)) and np.all(np.diff(s) < 0):
         return s.tolist()
@@ -243,7 +244,9 @@ def scoring_id(session_id: str, user_has_answer: bool) -> str:
 
 def user_target_sessions(events_path) -> set[int]:
     """Session keys with at least one user turn whose ``has_answer`` is true."""
+    k = kernels()
     t = read_table(events_path, columns=["session_key", "role", "has_answer"])
     has_answer = t.column("has_answer")
-    t = t.filter(pc.and_kleene(pc.is_valid(has_answer), has_answer))  # true, not false or null
+    # true, not false or null
+    t = filter_rows(t, k.call_function("and_kleene", [k.call_function("is_valid", [has_answer]), has_answer]))
     return {k for k, r in zip(t.column("session_key").to_pylist(), t.column("role").to_pylist()) if r == "user"}

@@ -24,11 +24,9 @@ import math
 import re
 from bisect import bisect_right
 
-import numpy as np
-
 from ..core.errors import DataError
 from ..core.protocol import DEPTH
-from ..core.tables import atomic_path, read_table, sorted_runs
+from ..core.tables import atomic_path, read_table, sort_by, sorted_runs
 from .text import decode, parses
 
 NAME = "trec"
@@ -117,11 +115,13 @@ def write(rankings_path, questions_path, tag: str, out, log=print, id_column: st
     tag = trec_id(tag)
     qtok = question_tokens(read_table(questions_path, columns=["q_index", "question_id"]).to_pylist())
     t = read_table(rankings_path, columns=["rank", id_column, "q_index"])
-    t = t.sort_by([("q_index", "ascending"), ("rank", "ascending")]).to_pydict()
+    t = sort_by(t, [("q_index", "ascending"), ("rank", "ascending")]).to_pydict()
     t["session_id"] = t.pop(id_column)
     stats = {"questions": 0, "lines": 0, "repeated_question_ids": 0, "repeated_sessions": 0,
              "encoded_question_ids": 0, "encoded_session_ids": 0}
     ranks, sids = t["rank"], t["session_id"]
+    # the common case: every id is its own docno (none empty, none with a character to encode), checked at once
+    plain = all(sids) and not _UNSAFE.search("".join(sids))
     # a question's lines at once: ids and line ends made once each, not per line
     first, ends = _FirstDocnos(), _LineEnds(tag)
     with atomic_path(out) as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as f:
@@ -139,7 +139,7 @@ def write(rankings_path, questions_path, tag: str, out, log=print, id_column: st
             stats["encoded_question_ids"] += "%" in qid.split(REPEAT_MARK)[0]
             q_sids = sids[lo:lo + len(q_ranks)]
             if len(set(q_sids)) == len(q_sids):
-                docnos = [first[sid] for sid in q_sids]
+                docnos = q_sids if plain else [first[sid] for sid in q_sids]
             else:  # an id's n-th occurrence (n >= 2) has a docno of its own
                 occurrences: dict[str, int] = {}
                 docnos = []
@@ -147,10 +147,10 @@ def write(rankings_path, questions_path, tag: str, out, log=print, id_column: st
                     n = occurrences[sid] = occurrences.get(sid, 0) + 1
                     docnos.append(first[sid] if n == 1 else trec_id(sid, n))
                     stats["repeated_sessions"] += n > 1
-            # an encoded id part holds a "%" (the repeat mark's is after it)
-            stats["encoded_session_ids"] += sum(["%" in docno.split(REPEAT_MARK)[0] for docno in docnos])
+            if not plain:  # an encoded id part holds a "%" (the repeat mark's is after it)
+                stats["encoded_session_ids"] += sum(["%" in docno.split(REPEAT_MARK)[0] for docno in docnos])
             head = f"{qid} Q0 "
-            f.write("".join([head + docno + ends[rank] for docno, rank in zip(docnos, q_ranks)]))
+            f.write("".join(map(head.__add__, map(str.__add__, docnos, map(ends.__getitem__, q_ranks)))))
             stats["lines"] += len(docnos)
     log(f"run.trec {tag}: {stats}")
     return stats

@@ -15,9 +15,10 @@ def merge(job: Job) -> None:
     """A variant's segments merged, then the field's yardsticks on the merged
     deep list: official metrics (official.json) and the TREC run. One job, so
     a variant's results cost one process start."""
+    if job.params.variant.get("grain") != "turn":
+        without_numpy()
     from ..runs import trec
     from ..evaluation import official as off
-    from ..evaluation import turn_metrics
     from ..evaluation.metrics import concat_rankings, merge_segments
     from ..evaluation.published import data_file
     from ..core.tables import write_table
@@ -37,9 +38,33 @@ def merge(job: Job) -> None:
         official["haystacks_data_file"] = data_file(i.base_verified)
     # a turn variant's turn lists, and its figures at both grains (a session variant's official.json is
     # as it was before turn variants existed)
-    write_table(o.turns, concat_rankings(i.turns))
+    turns = concat_rankings(i.turns)
+    write_table(o.turns, turns)
+    if not turns.num_rows:  # a session variant: no turn figures, and no numpy (turn_metrics') to import
+        write_json(o.official, official)
+        return
+    from ..evaluation import turn_metrics
+
     turn_block, _ = turn_metrics.compute(job.params.fmt, i.questions, i.haystacks, i.events, o.turns, log=job.log)
     if turn_block is not None:
         official["turn_rankings"] = Path(o.turns).name
         official["turn"] = turn_block
     write_json(o.official, official)
+
+
+def without_numpy() -> None:
+    """Hide numpy from this job before pyarrow is imported: pyarrow imports it
+    when it is installed (its import and the BLAS threads it starts are a
+    fifth of a merge job's CPU) though nothing a session variant's merge does
+    uses it. A turn variant's figures (turn_metrics) need it and keep it."""
+    if "numpy" not in sys.modules and not any(isinstance(f, _NoNumpy) for f in sys.meta_path):
+        sys.meta_path.insert(0, _NoNumpy())
+
+
+class _NoNumpy:
+    """An import finder for which numpy does not exist (pyarrow then runs without it)."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name == "numpy" or name.startswith("numpy."):
+            raise ModuleNotFoundError(f"No module named {name!r} (not imported by memobench's merge job)", name=name)
+        return None

@@ -1,7 +1,8 @@
 """A retrieve job whose lists a sibling's job ranked only copies files
 (retrieval/sharing.py): it starts without numpy, pyarrow or the engine. Most
 jobs of a run of many variants are such jobs, so what the catalog imports to
-learn which inputs a variant reads is paid by each of them."""
+learn which inputs a variant reads is paid by each of them. The report job
+reads JSON files only: it loads no pyarrow."""
 
 from __future__ import annotations
 
@@ -26,5 +27,18 @@ def test_the_catalog_and_the_retrieve_stage_load_without_numpy_pyarrow_or_the_en
             "    sharing.needed_inputs(resolve(v, 's'))\n"
             "registry.kind_modules()\n"
             f"print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout) == []
+
+
+def test_the_report_stage_loads_without_pyarrow():
+    # the report reads JSON files; official.py, whose names it shows, imports pyarrow only where it reads tables
+    code = ("import json, sys\n"
+            "from memobench.stages import report\n"
+            "from memobench.datasets.missing import find_missing, receipts_by_dataset\n"
+            "from memobench.reporting.report import build_report\n"
+            "from memobench.evaluation.official import LOCOMO_CATEGORIES, CONVENTIONS, metric_names\n"
+            "print(json.dumps([m for m in ('pyarrow', 'memobench.core.tables', 'memobench.retrieval.harness') "
+            "if m in sys.modules]))\n")
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
     assert json.loads(out.stdout) == []

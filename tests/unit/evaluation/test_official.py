@@ -333,6 +333,54 @@ print(block["questions"], run["lines"], "pandas" in sys.modules)
     assert got.split() == ["4", "14", "False"]
 
 
+def test_a_session_variants_merge_job_imports_neither_numpy_nor_pyarrow_compute(tmp_path):
+    """The merge stage as its job runs it (the jobs' guard, then the stage
+    through run_logged), in a process of its own: a session variant's merge
+    imports neither numpy (pyarrow imports it when installed: its import
+    and its BLAS threads were a fifth of the job's CPU) nor pyarrow.compute
+    (0.04 s of wrappers); one job per variant pays them. The files are
+    written all the same."""
+    import subprocess
+    import sys
+    from types import SimpleNamespace
+
+    from memobench.retrieval.harness import SegmentRows
+    from memobench.retrieval.turns import empty_turns
+
+    out = tmp_path / "norm"
+    summary = normalize_longmemeval(lme_file(tmp_path / "lme.json"), out, log=lambda m: None)
+    (tmp_path / "summary.json").write_text(json.dumps(summary, default=str))
+    hay = official.read_haystacks(out / "haystacks.parquet")
+    rows = SegmentRows()
+    for q in pq.read_table(out / "questions.parquet").to_pylist():
+        ids = hay[q["haystack_id"]]["ids"]
+        rows.add(q, SimpleNamespace(ids=ids), final=ids[:2], deep=ids[:3])
+    for t, name in zip((*rows.tables(), empty_turns()),
+                       ("seg1.parquet", "seg1.outcomes.parquet", "seg1.deep.parquet", "seg1.turns.parquet")):
+        pq.write_table(t, tmp_path / name)
+    d, n = f"{tmp_path}/", f"{out}/"
+    inputs = {"rankings": [d + "seg1.parquet"], "outcomes": [d + "seg1.outcomes.parquet"],
+              "deep": [d + "seg1.deep.parquet"], "turns": [d + "seg1.turns.parquet"], "data_summary": d + "summary.json",
+              "questions": n + "questions.parquet", "haystacks": n + "haystacks.parquet", "events": n + "events.parquet"}
+    outputs = {name: d + "out/" + name for name in ("rankings", "outcomes", "metrics", "deep", "turns", "official", "run")}
+    spec = {"name": "v", "harness": "h", "description": "", "recipe": {}, "skip": "run"}
+    code = f"""
+import sys
+from memobench.stages import adapter, merge
+adapter.without_pandas()
+adapter.run_logged({d + "merge.log"!r}, merge.merge, {inputs!r}, {outputs!r}, {{"variant": {spec!r}, "fmt": "longmemeval"}},
+                   {{"dataset": "ds", "variant": "v"}})
+print([m for m in ("numpy", "pyarrow.compute", "pandas") if m in sys.modules])
+"""
+    src = Path(official.__file__).resolve().parents[2]
+    got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={"PYTHONPATH": str(src), "PATH": "/usr/bin:/bin"}).stdout
+    assert got.strip() == "[]"
+    assert json.loads((tmp_path / "out" / "official")
+                      .read_text())["official"]["questions"] == 4  # scored as the merge test above scores them
+    assert len((tmp_path / "out" / "run").read_text().splitlines()) == 14
+
+
 def test_official_rejects_a_ranked_session_outside_the_haystack(tmp_path):
     out = tmp_path / "norm"
     normalize_longmemeval(lme_file(tmp_path / "lme.json"), out, log=lambda m: None)
