@@ -66,8 +66,9 @@ def pytest_terminal_summary(terminalreporter):
             + "; ".join(f"{reason} ({n})" for reason, n in sorted(others.items())), yellow=True)
 
 
-# the workflow files that take longest (basic-memory's servers, a dozen Snakemake runs): started first
-LONGEST = ("test_recipes.py", "test_python_api.py")
+# the workflow files that take longest, longest first (every docs page's blocks on the real LoCoMo file,
+# minilm's embeddings among them; interrupted and repeated runs; basic-memory's servers; the API's runs)
+LONGEST = ("test_docs_commands.py", "test_interrupts.py", "test_recipes.py", "test_python_api.py")
 
 
 def pytest_collection_modifyitems(config, items):
