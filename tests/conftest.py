@@ -67,8 +67,9 @@ def pytest_terminal_summary(terminalreporter):
 
 
 # the workflow files that take longest, longest first (every docs page's blocks on the real LoCoMo file,
-# minilm's embeddings among them; interrupted and repeated runs; basic-memory's servers; the API's runs)
-LONGEST = ("test_docs_commands.py", "test_interrupts.py", "test_recipes.py", "test_python_api.py")
+# minilm's embeddings among them; the recipes' real servers; interrupted and repeated runs; the API's runs):
+# loadfile hands each worker two files at the start, so the two longest go to different workers
+LONGEST = ("test_docs_commands.py", "test_recipes.py", "test_interrupts.py", "test_python_api.py")
 
 
 def pytest_collection_modifyitems(config, items):
