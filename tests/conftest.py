@@ -66,8 +66,10 @@ def pytest_terminal_summary(terminalreporter):
             + "; ".join(f"{reason} ({n})" for reason, n in sorted(others.items())), yellow=True)
 
 
-# the workflow files that take longest (basic-memory's servers, a dozen Snakemake runs): started first
-LONGEST = ("test_recipes.py", "test_python_api.py")
+# the workflow files that take longest, longest first (every docs page's blocks on the real LoCoMo file,
+# minilm's embeddings among them; the recipes' real servers; interrupted and repeated runs; the API's runs):
+# loadfile hands each worker two files at the start, so the two longest go to different workers
+LONGEST = ("test_docs_commands.py", "test_recipes.py", "test_interrupts.py", "test_python_api.py")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -179,11 +179,11 @@ def test_kill_during_a_stage_then_rerun(tmp_path, big_lme, reference, stage):
 
 
 def test_deterministic_across_cores_and_reruns(tmp_path, locomo_path):
-    # a file of a few MB: the 60 MB one the kills need is read in one part too (inparts.PART_MIN_BYTES),
-    # so its size adds time here and no path
+    # a file of about 6 MB: the 60 MB one the kills need is read in one part too (inparts.PART_MIN_BYTES),
+    # so its size adds time here and no path; 45 questions are 15 a segment, each its own haystack
     lme = tmp_path / "lme" / "big.json"
     lme.parent.mkdir()
-    write_longmemeval(lme, n_questions=120, sessions_per_question=40, seed=9)
+    write_longmemeval(lme, n_questions=45, sessions_per_question=40, seed=9)
     data = data_dir(tmp_path, locomo_path, lme)
     ds = {"format": "longmemeval", "family": "m", "file": "big.json", "bytes": lme.stat().st_size,
           "segments": 3, "variants": ["v0.8.0", "v0.8.0-index"]}
