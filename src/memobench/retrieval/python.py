@@ -232,7 +232,7 @@ def uncovered(spec: str, scope: Path, cwd=None) -> list[Path]:
 def _allow_pandas() -> None:
     """The retrieve stage hides pandas from pyarrow (stages.adapter.without_pandas);
     a user's code may import it."""
-    sys.meta_path[:] = [f for f in sys.meta_path if type(f).__name__ != "_NoPandas"]
+    sys.meta_path[:] = [f for f in sys.meta_path if getattr(f, "hidden", None) != "pandas"]
 
 
 def load(spec: str, variant: str, log=None):

@@ -229,16 +229,26 @@ def without_pandas() -> None:
     whether it was handed a pandas object, a slow import repeated by every
     job of a run for nothing. A stage running model code
     (``models=True``) keeps the normal import system."""
-    if "pandas" not in sys.modules and not any(isinstance(f, _NoPandas) for f in sys.meta_path):
-        sys.meta_path.insert(0, _NoPandas())
+    without("pandas")
 
 
-class _NoPandas:
-    """An import finder for which pandas does not exist (pyarrow then treats
-    it as not installed; a ``None`` in sys.modules would crash its check)."""
+def without(module: str) -> None:
+    """Make ``module`` (a top-level package) not importable in this job, so
+    that a library that imports it only when installed (pyarrow: pandas and
+    numpy) runs as if it were not."""
+    if module not in sys.modules and not any(getattr(f, "hidden", None) == module for f in sys.meta_path):
+        sys.meta_path.insert(0, Hidden(module))
+
+
+class Hidden:
+    """An import finder for which the module ``hidden`` and its submodules do
+    not exist (a ``None`` in sys.modules would crash pyarrow's checks)."""
+
+    def __init__(self, hidden: str):
+        self.hidden = hidden
 
     def find_spec(self, name, path=None, target=None):
-        if name == "pandas" or name.startswith("pandas."):
+        if name == self.hidden or name.startswith(self.hidden + "."):
             raise ModuleNotFoundError(f"No module named {name!r} (not imported by memobench's jobs)", name=name)
         return None
 

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from ..core.atomic import write_json
-from .adapter import Job, stage
+from .adapter import Job, stage, without
 
 
 @stage("merge", inputs=["rankings", "outcomes", "deep", "turns", "data_summary", "questions", "haystacks", "events"],
@@ -16,7 +16,9 @@ def merge(job: Job) -> None:
     deep list: official metrics (official.json) and the TREC run. One job, so
     a variant's results cost one process start."""
     if job.params.variant.get("grain") != "turn":
-        without_numpy()
+        # pyarrow imports numpy when installed (its import and BLAS threads: a fifth of this job's CPU);
+        # nothing a session variant's merge does uses it; a turn variant's figures (turn_metrics) need it
+        without("numpy")
     from ..runs import trec
     from ..evaluation import official as off
     from ..evaluation.metrics import concat_rankings, merge_segments
@@ -50,21 +52,3 @@ def merge(job: Job) -> None:
         official["turn_rankings"] = Path(o.turns).name
         official["turn"] = turn_block
     write_json(o.official, official)
-
-
-def without_numpy() -> None:
-    """Hide numpy from this job before pyarrow is imported: pyarrow imports it
-    when it is installed (its import and the BLAS threads it starts are a
-    fifth of a merge job's CPU) though nothing a session variant's merge does
-    uses it. A turn variant's figures (turn_metrics) need it and keep it."""
-    if "numpy" not in sys.modules and not any(isinstance(f, _NoNumpy) for f in sys.meta_path):
-        sys.meta_path.insert(0, _NoNumpy())
-
-
-class _NoNumpy:
-    """An import finder for which numpy does not exist (pyarrow then runs without it)."""
-
-    def find_spec(self, name, path=None, target=None):
-        if name == "numpy" or name.startswith("numpy."):
-            raise ModuleNotFoundError(f"No module named {name!r} (not imported by memobench's merge job)", name=name)
-        return None
