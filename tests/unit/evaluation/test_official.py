@@ -290,16 +290,14 @@ def test_a_rankers_own_positions_score_the_copy_it_ranked(tmp_path):
         deep("bad.parquet", [2, 3, 0])
 
 
-def test_the_merge_jobs_work_leaves_pandas_unimported(tmp_path):
-    """The merge stage's functions in one process without the jobs' guard
-    (stages.adapter.without_pandas), as a caller in one process runs them:
-    none builds an Arrow array from Python values, whose pandas probe
-    imports pandas (0.3 s)."""
-    import subprocess
-    import sys
+def _one_segment(tmp_path) -> Path:
+    """A LongMemEval file normalized (its tables' folder returned) and one
+    segment's tables of it in ``tmp_path`` (seg1: rankings, outcomes, deep,
+    and an empty turns table), with the data summary a merge reads."""
     from types import SimpleNamespace
 
     from memobench.retrieval.harness import SegmentRows
+    from memobench.retrieval.turns import empty_turns
 
     out = tmp_path / "norm"
     summary = normalize_longmemeval(lme_file(tmp_path / "lme.json"), out, log=lambda m: None)
@@ -309,8 +307,21 @@ def test_the_merge_jobs_work_leaves_pandas_unimported(tmp_path):
     for q in pq.read_table(out / "questions.parquet").to_pylist():
         ids = hay[q["haystack_id"]]["ids"]
         rows.add(q, SimpleNamespace(ids=ids), final=ids[:2], deep=ids[:3])
-    for t, name in zip(rows.tables(), ("seg1.parquet", "seg1.outcomes.parquet", "seg1.deep.parquet")):
+    for t, name in zip((*rows.tables(), empty_turns()),
+                       ("seg1.parquet", "seg1.outcomes.parquet", "seg1.deep.parquet", "seg1.turns.parquet")):
         pq.write_table(t, tmp_path / name)
+    return out
+
+
+def test_the_merge_jobs_work_leaves_pandas_unimported(tmp_path):
+    """The merge stage's functions in one process without the jobs' guard
+    (stages.adapter.without_pandas), as a caller in one process runs them:
+    none builds an Arrow array from Python values, whose pandas probe
+    imports pandas (0.3 s)."""
+    import subprocess
+    import sys
+
+    out = _one_segment(tmp_path)
     spec = {"name": "v", "harness": "h", "description": "", "recipe": {}, "skip": "run"}
     code = f"""
 import sys
@@ -342,22 +353,8 @@ def test_a_session_variants_merge_job_imports_neither_numpy_nor_pyarrow_compute(
     written all the same."""
     import subprocess
     import sys
-    from types import SimpleNamespace
 
-    from memobench.retrieval.harness import SegmentRows
-    from memobench.retrieval.turns import empty_turns
-
-    out = tmp_path / "norm"
-    summary = normalize_longmemeval(lme_file(tmp_path / "lme.json"), out, log=lambda m: None)
-    (tmp_path / "summary.json").write_text(json.dumps(summary, default=str))
-    hay = official.read_haystacks(out / "haystacks.parquet")
-    rows = SegmentRows()
-    for q in pq.read_table(out / "questions.parquet").to_pylist():
-        ids = hay[q["haystack_id"]]["ids"]
-        rows.add(q, SimpleNamespace(ids=ids), final=ids[:2], deep=ids[:3])
-    for t, name in zip((*rows.tables(), empty_turns()),
-                       ("seg1.parquet", "seg1.outcomes.parquet", "seg1.deep.parquet", "seg1.turns.parquet")):
-        pq.write_table(t, tmp_path / name)
+    out = _one_segment(tmp_path)
     d, n = f"{tmp_path}/", f"{out}/"
     inputs = {"rankings": [d + "seg1.parquet"], "outcomes": [d + "seg1.outcomes.parquet"],
               "deep": [d + "seg1.deep.parquet"], "turns": [d + "seg1.turns.parquet"], "data_summary": d + "summary.json",
