@@ -182,7 +182,9 @@ def checks_summary(seg_tables) -> dict:
         errors = [p["system_errors"] for p in parts]
         return {"system_errors": {"count": sum(e["count"] for e in errors),
                                   "max_per_job": errors[0]["max"],
-                                  "questions": [q for e in errors for q in e["questions"]]}}
+                                  "questions": [q for e in errors for q in e["questions"]]},
+                **({"determinism": service_determinism([p["determinism"] for p in parts])}
+                   if all("determinism" in p for p in parts) else {})}
     limits = sorted({p["timeouts"]["limit_s"] for p in parts}, key=lambda x: (x is None, x))
     return {
         "determinism": {"checked": sum(p["determinism"]["checked"] for p in parts),
@@ -192,6 +194,51 @@ def checks_summary(seg_tables) -> dict:
                      "count": sum(p["timeouts"]["count"] for p in parts),
                      "questions": [q for p in parts for q in p["timeouts"]["questions"]]},
     }
+
+
+def service_determinism(parts: list[dict]) -> dict:
+    """A memory service's segments' determinism checks (retrieval/determinism.py) as one: counts and
+    figures summed, question ids listed."""
+    def summed(key):
+        got = [p["replicas"][key] for p in parts if p["replicas"][key] is not None]
+        return {k: round(sum(g[k] for g in got), 6) for k in got[0]} if got else None
+
+    return {"replicas": {**{k: sum(p["replicas"][k] for p in parts) for k in ("namespaces", "questions", "unanswered")},
+                         "differing": [q for p in parts for q in p["replicas"]["differing"]],
+                         "first": summed("first"), "replica": summed("replica")},
+            "repeats": {"checked": sum(p["repeats"]["checked"] for p in parts),
+                        "differing": [q for p in parts for q in p["repeats"]["differing"]]},
+            "concurrent": {"differing": [q for p in parts for q in p["concurrent"]["differing"]]}}
+
+
+def service_warnings(checks: dict, retriever: dict) -> list[str]:
+    """What qualifies a memory service's figures beyond degenerate answers, one sentence each: lists that
+    moved when searched again (metrics.json's ``determinism``), and conformance checks its config skips."""
+    out = []
+    d = checks.get("determinism")
+    if d:
+        r = d["replicas"]
+        if r["differing"]:
+            moved = ""
+            if r["first"] is not None and r["questions"]:
+                a, b, n = r["first"], r["replica"], r["questions"]
+                moved = (f"; over those {n} questions hit@1 {a['hit@1']} then {b['hit@1']}, hit@5 {a['hit@5']} then "
+                         f"{b['hit@5']}, MRR {a['mrr_sum'] / n:.3f} then {b['mrr_sum'] / n:.3f}")
+            out.append(f"its lists move between runs: {len(r['differing'])} of {r['questions']} questions searched "
+                       f"again in a fresh namespace holding the same sessions ({r['namespaces']} haystacks, "
+                       f"system.determinism) gave another list{moved}; its figures are not the same run to run")
+        if d["repeats"]["differing"]:
+            out.append(f"its lists move between runs: {len(d['repeats']['differing'])} of {d['repeats']['checked']} "
+                       f"searches repeated in a row (warm_repeats) gave another list")
+        if d["concurrent"]["differing"]:
+            out.append(f"its lists move under load: {len(d['concurrent']['differing'])} questions searched "
+                       f"concurrently (system.load) gave another list than searched alone")
+    check = retriever.get("check")
+    if isinstance(check, dict) and check.get("skip"):
+        out.append(f"its conformance check skipped {', '.join(check['skip'])} (system.check.skip): what "
+                   f"{'that check confirms' if len(check['skip']) == 1 else 'those checks confirm'} was not "
+                   f"confirmed")
+    return out
 
 
 def concat_rankings(paths):
@@ -301,6 +348,8 @@ def merge_segments(dataset: str, variant_spec: dict, rankings_in, outcomes_in, d
             from ..retrieval.returned import RetrieverError
 
             raise RetrieverError(f"{said[0]} (system.degenerate: error)")
+        said += [f"variant {variant_spec['name']!r} on {dataset}: {w}"
+                 for w in service_warnings(checks, variant_spec.get("retriever") or {})]
         for line in said:
             log(f"warning: {line}")
             (warn or (lambda m: None))(f"memobench: warning: {line}")

@@ -8,26 +8,37 @@ namespaces), named ``{namespace_prefix}check-{8 hex digits}-a`` and ``-b``
 (a run's are ``{prefix}{variant}-{20 hex digits}``, so never one of these):
 A holds five sessions, one of them unicode text, one about 25 KB long, one
 id sent twice with different content (as LongMemEval's haystacks repeat a
-session id), ids of mixed case and with leading zeros; B holds two, one of
+session id), ids of mixed case and with leading zeros; B holds three, one of
 them sharing its id with A's (as LoCoMo's ``session_1`` is in every
-conversation). Each session has a made-up word and a few topic words no
-other holds, searched for as its own question. A session ingested into A
-before A's reset must be gone. Then, one line each (:data:`CHECKS`):
+conversation): three, since with two a word in one session has BM25Okapi's
+idf ln(1.5/1.5) = 0 and every score ties. Each session has a made-up word
+and a few topic words no other holds, searched for as its own question, so
+every correct ranking (BM25 in any form, a substring test) puts the session
+holding them strictly above the rest. A session ingested into A before A's
+reset must be gone. Then, one line each (:data:`CHECKS`):
 
-- ``api``: every reset, ingest, search and count answered as config says
-  (a failure here skips the rest);
+- ``api``: every reset, ingest, search and count answered as config says,
+  every score a finite number (a failure here skips the rest);
 - ``reset``: the session ingested before the reset never comes back
   (skipped for a service without reset);
-- ``sessions``: every session (each copy of the repeated id) comes back in
-  the search for its own words;
+- ``sessions``: every session comes back in the search for its own words,
+  each copy of the repeated id its own (results that name keys: that copy's
+  key; with scores, above the list's lowest: a list whose scores all tie
+  found nothing, and a dropped copy's id padding it proves nothing);
 - ``isolation``: a search of one namespace never returns a session only the
   other holds (skipped under ``isolation: reset``);
-- ``ids``: every id comes back exactly as it was sent, and the session
-  holding a search's words is ranked first;
+- ``ids``: every id comes back exactly as it was sent, and no session is
+  ranked strictly above the one holding a search's words (first, or tied
+  with the first's score);
 - ``count``: ``count`` says each namespace holds what was sent (skipped
   without ``count``);
 - ``stable``: the same search twice gives the same list;
 - ``latency``: the median time of the searches (informative; it passes).
+
+``system.check: {skip: [names]}`` skips checks one by one (:func:`check_of`):
+each is still judged, and shown as ``skipped (config)`` with what it found,
+but never fails the check; ``api`` cannot be skipped (the others read its
+answers).
 
 The command is :mod:`memobench.check_service`. The requests and the reading of answers are the retrieve stage's own
 (:func:`.system.reset_namespace`, ``ingest_namespace``, ``search_values``,
@@ -40,14 +51,47 @@ where the service still answers.
 
 from __future__ import annotations
 
+import math
+import numbers
 import secrets
 import statistics
 from dataclasses import dataclass
+from typing import NamedTuple
+
+from ..core.errors import ConfigError
 
 # the more telling first: the stage names the first that fails (a leak also upsets count)
 CHECKS = ("api", "reset", "sessions", "isolation", "ids", "count", "stable", "latency")
 DATE = "2023/05/20 (Sat) 02:21"
 QUESTION_DATE = "2023/06/01 (Thu) 10:00"
+SKIPPED = "skipped (config)"  # a check system.check.skip names: judged, shown, never failing
+
+
+def check_of(value, where: str):
+    """``system.check`` checked: None (true, the default), False, or ``{"skip": [names]}`` in
+    :data:`CHECKS` order (an empty skip is the default)."""
+    if value is None or value is True:
+        return None
+    if value is False:
+        return False
+    names = value.get("skip") if isinstance(value, dict) and set(value) == {"skip"} else None
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise ConfigError(f"{where}: check {value!r} must be true, false or {{skip: [checks]}} (checks: "
+                          f"{', '.join(CHECKS[1:])})")
+    unknown = [n for n in names if n not in CHECKS]
+    if unknown:
+        raise ConfigError(f"{where}: check: skip: {unknown[0]!r} is not a check (one of {', '.join(CHECKS[1:])})")
+    if "api" in names:
+        raise ConfigError(f"{where}: check: skip: api cannot be skipped (every other check reads its answers); "
+                          f"check: false turns the whole check off")
+    skip = [c for c in CHECKS if c in names]
+    return {"skip": skip} if skip else None
+
+
+def skipped_checks(spec: dict) -> list[str]:
+    """The checks a system variant's ``spec`` skips (``system.check.skip``), in :data:`CHECKS` order."""
+    check = spec.get("check")
+    return list(check["skip"]) if isinstance(check, dict) else []
 
 
 @dataclass(frozen=True)
@@ -113,7 +157,19 @@ NAMESPACE_B = (
               _said("I learned a chess opening my club calls the orchelune.", "A sharp line.")),
     Synthetic("b_only_session", "plumtrask", "pottery kiln",
               _said("At pottery class the kiln cracked my bowl, a glaze called plumtrask.", "Try again!")),
+    # a third: with two, a word in one session has BM25Okapi's idf ln(1.5/1.5) = 0, and every score ties
+    Synthetic("b_third_session", "wendlestoat", "kayak river",
+              _said("We paddled a kayak down the river to a mill the locals call wendlestoat.", "A fine trip.")),
 )
+
+
+class Listed(NamedTuple):
+    """A search's results read back: session ids best first, their scores (or None), and, where results
+    name keys, each result's session copy (its haystack position; None for a key never sent)."""
+
+    ids: list
+    scores: list | None
+    copies: list | None
 
 
 class _Stop(Exception):
@@ -151,7 +207,7 @@ class _Check:
         self.held = {self.a: NAMESPACE_A, **({} if self.b is None else {self.b: NAMESPACE_B})}
         self.calls = 0
         self.seconds: list[float] = []
-        self.searches: list[tuple] = []  # (namespace, the session asked for, first ids, second ids)
+        self.searches: list[tuple] = []  # (namespace, the session asked for, first Listed, second Listed)
         self.counts: dict[str, int | None] = {}
         self.sent: dict[str, tuple] = {}  # namespace -> (the items sent, the ids the service assigned or None)
         self.has_reset = spec["operations"].get("reset") is not None
@@ -170,7 +226,7 @@ class _Check:
         self.calls += 1
         return answer, call
 
-    def _search(self, namespace: str, s: Synthetic) -> list[str]:
+    def _search(self, namespace: str, s: Synthetic) -> Listed:
         from .returned import RetrieverError
         from .system import result_ids, search_values
 
@@ -184,9 +240,15 @@ class _Check:
         answer, call = self._once("search", search_values(namespace, int(self.spec["k"]), q, asked), what)
         self.seconds.append(call.seconds)
         try:
-            return self._ids_of(namespace, result_ids(answer, self.spec, what)[0])
+            ids, scores = result_ids(answer, self.spec, what)
         except RetrieverError as e:
             raise _Stop(str(e)) from None
+        for rank, x in enumerate(scores or (), 1):
+            # what a run stops at after hours of ingestion (returned.check_ranking): said here, in seconds
+            if isinstance(x, bool) or not isinstance(x, numbers.Real) or not math.isfinite(float(x)):
+                raise _Stop(f"{what}: score {x!r} at rank {rank} is not a finite number; a run stops at such an "
+                            f"answer")
+        return self._ids_of(namespace, ids, scores)
 
     def _asked(self, q: dict):
         if "query" not in self.spec:
@@ -197,24 +259,35 @@ class _Check:
             self._query = transform(self.spec["query"], self.where, lambda m: None)
         return self._query(q)
 
-    def _ids_of(self, namespace: str, ids: list[str]) -> list[str]:
-        """Results that name keys (or ids the service assigned) as their sessions' ids, a session found
-        through several parts once; an id that names none is kept as it came (the ids check judges it)."""
+    def _ids_of(self, namespace: str, ids: list[str], scores: list | None) -> Listed:
+        """Results that name keys (or ids the service assigned) as their sessions' ids and copies, a session
+        found through several parts once (at its best part); an id that names none is kept as it came (the
+        ids check judges it)."""
         from .system import keyed
 
         if not keyed(self.spec) or namespace not in self.sent:
-            return ids
+            return Listed(ids, scores, None)
         items, assigned = self.sent[namespace]
         by_key = {i.key: i for i in items}
-        out, seen = [], set()
-        for rid in ids:
+        out, kept, copies, seen = [], [], [], set()
+        for r, rid in enumerate(ids):
             item = by_key.get(assigned.get(rid, rid) if assigned is not None else rid)
-            if item is None:
-                out.append(rid)
-            elif item.session_key not in seen:
+            if item is not None and item.session_key in seen:
+                continue
+            if item is not None:
                 seen.add(item.session_key)
-                out.append(item.session["id"])
-        return out
+            out.append(rid if item is None else item.session["id"])
+            copies.append(None if item is None else item.position)
+            kept.append(None if scores is None else scores[r])
+        return Listed(out, None if scores is None else kept, copies)
+
+    def _holder(self, ns: str, s: Synthetic, got: Listed) -> int | None:
+        """Where in ``got`` the session ``s`` of ``ns`` is: its own copy where results name keys, else the
+        first result with its id (a repeated id's copies are then not told apart); None when absent."""
+        if got.copies is not None:
+            position = next(i for i, x in enumerate(self.held[ns]) if x is s)
+            return next((j for j, c in enumerate(got.copies) if c == position), None)
+        return got.ids.index(s.id) if s.id in got.ids else None
 
     def _reset(self, ns: str) -> None:
         from ..services.client import ServiceError, Unavailable
@@ -289,13 +362,19 @@ class _Check:
             self._ask()
         except _Stop as e:
             self._clean()
-            return [Result("api", "fail", str(e)),
-                    *(Result(c, "skipped", "not run: the service did not answer as the API says (api)")
-                      for c in CHECKS[1:])]
+            return self._skipped([Result("api", "fail", str(e)),
+                                  *(Result(c, "skipped", "not run: the service did not answer as the API says (api)")
+                                    for c in CHECKS[1:])])
         self._clean()
-        return [Result("api", "pass", f"{self.calls} resets, ingests, searches and counts answered"),
-                self._judge_reset(), self._sessions(), self._isolation(), self._ids(), self._count(), self._stable(),
-                self._latency()]
+        return self._skipped([Result("api", "pass", f"{self.calls} resets, ingests, searches and counts answered"),
+                              self._judge_reset(), self._sessions(), self._isolation(), self._ids(), self._count(),
+                              self._stable(), self._latency()])
+
+    def _skipped(self, results: list[Result]) -> list[Result]:
+        """The checks system.check.skip names shown as such, with what each found, never a failure."""
+        skip = skipped_checks(self.spec)
+        return [Result(r.check, SKIPPED, f"system.check.skip names it; it found: {r.status}: {r.why}")
+                if r.check in skip else r for r in results]
 
     def _clean(self) -> None:
         """The check's namespaces emptied again, where the service still answers."""
@@ -312,8 +391,8 @@ class _Check:
     def _judge_reset(self) -> Result:
         if not self.has_reset:
             return Result("reset", "skipped", "the service has no reset operation (reset: null in config)")
-        for ns, s, ids, _ in self.searches:
-            if STALE.id in ids:
+        for ns, s, got, _ in self.searches:
+            if STALE.id in got.ids:
                 return Result("reset", "fail", f"session {STALE.id!r}, ingested into namespace {ns!r} before its "
                                                f"reset, came back in a search for {s.query!r}: reset did not "
                                                f"empty the namespace")
@@ -321,16 +400,19 @@ class _Check:
 
     def _sessions(self) -> Result:
         n = 0
-        for ns, s, ids, _ in self.searches:
+        for ns, s, got, _ in self.searches:
             copies = [x for x in self.held[ns] if x.id == s.id]
             if s not in self.held[ns]:
                 continue
             n += 1
-            if s.id not in ids:
+            j = self._holder(ns, s, got)
+            if j is None or not _found(got, j):
                 which = (f" (copy {copies.index(s) + 1} of the {len(copies)} sessions sent with that id; a "
                          f"service must keep each)" if len(copies) > 1 else "")
-                return Result("sessions", "fail", f"session {s.id!r} of namespace {ns!r}{which} never came back "
-                                                  f"in a search for its own words {s.query!r}")
+                how = ("never came back" if j is None else
+                       f"came back only at the list's lowest score ({got.scores[j]!r}, as every session does)")
+                return Result("sessions", "fail", f"session {s.id!r} of namespace {ns!r}{which} {how} in a "
+                                                  f"search for its own words {s.query!r}")
         return Result("sessions", "pass", f"each of the {n} sessions sent came back for its own words, both "
                                           f"copies of a repeated id included")
 
@@ -355,10 +437,10 @@ class _Check:
     def _isolation(self) -> Result:
         if self.reset_only:
             return Result("isolation", "skipped", "isolation: reset uses one namespace, emptied for each haystack")
-        for ns, s, ids, again in self.searches:
+        for ns, s, got, again in self.searches:
             own = {x.id for x in self.held[ns]}
             for other, held in self.held.items():
-                leaked = next((i for i in ids + again if i in {x.id for x in held} - own), None) if other != ns else None
+                leaked = next((i for i in got.ids + again.ids if i in {x.id for x in held} - own), None) if other != ns else None
                 if leaked is not None:
                     return Result("isolation", "fail", f"a search of namespace {ns!r} for {s.query!r} returned "
                                                        f"{leaked!r}, a session only namespace {other!r} holds: the "
@@ -367,29 +449,49 @@ class _Check:
 
     def _ids(self) -> Result:
         sent = {x.id for held in self.held.values() for x in held} | {STALE.id}
-        for ns, s, ids, again in self.searches:
-            altered = next((i for i in ids + again if i not in sent), None)
+        for ns, s, got, again in self.searches:
+            altered = next((i for i in got.ids + again.ids if i not in sent), None)
             if altered is not None:
                 like = next((x for x in sorted(sent) if x.casefold() == altered.casefold()
                              or x.strip().lstrip("0") == altered.strip().lstrip("0")), None)
                 return Result("ids", "fail", f"a search of namespace {ns!r} returned {altered!r}, an id never sent"
                                              + (f" (sent as {like!r})" if like else ""))
-        for ns, s, ids, _ in self.searches:
-            if s in self.held[ns] and ids and ids[0] != s.id:
-                return Result("ids", "fail", f"a search of namespace {ns!r} for {s.query!r} ranked {ids[0]!r} "
-                                             f"first, not {s.id!r}, the one session holding those words")
-        return Result("ids", "pass", "every id came back as sent, the session holding a search's words first")
+        for ns, s, got, _ in self.searches:
+            if s not in self.held[ns] or not got.ids:
+                continue
+            j = self._holder(ns, s, got)
+            # a tie with the first is no wrong ranking (what a correct ranking gives is all this asks); nor is
+            # a first that found nothing either (every score tied) in place of an absent one: sessions says so
+            if j == 0 or (j is not None and got.scores is not None and got.scores[j] == got.scores[0]) or (
+                    j is None and not _found(got, 0)):
+                continue
+            other = " (another copy of that id)" if got.ids[0] == s.id else ""
+            if j is None:
+                return Result("ids", "fail", f"a search of namespace {ns!r} for {s.query!r} ranked {got.ids[0]!r} "
+                                             f"first and never {s.id!r}, the one session holding those words")
+            why = f" (score {got.scores[0]!r} over {got.scores[j]!r})" if got.scores is not None else ""
+            return Result("ids", "fail", f"a search of namespace {ns!r} for {s.query!r} ranked {got.ids[0]!r}{other} "
+                                         f"first, above {s.id!r}, the one session holding those words{why}")
+        return Result("ids", "pass", "every id came back as sent, none ranked above the session holding a "
+                                     "search's words")
 
     def _stable(self) -> Result:
-        for ns, s, ids, again in self.searches:
-            if ids != again:
+        for ns, s, got, again in self.searches:
+            if got != again:
                 return Result("stable", "fail", f"two identical searches of namespace {ns!r} for {s.query!r} "
-                                                f"answered {ids[:5]} then {again[:5]}")
+                                                f"answered {got.ids[:5]} then {again.ids[:5]}")
         return Result("stable", "pass", f"{len(self.searches)} searches asked twice gave the same lists")
 
     def _latency(self) -> Result:
         ms = statistics.median(self.seconds) * 1000.0
         return Result("latency", "pass", f"p50 {ms:.1f} ms over {len(self.seconds)} searches (the client's time)")
+
+
+def _found(got: Listed, j: int) -> bool:
+    """The ``j``-th result was found, not listed as every session is: without scores, listed; with scores,
+    above the list's lowest, or the list names no other session (a list whose scores all tie found
+    nothing: a dropped copy's id may still pad it, at score 0 as every session)."""
+    return got.scores is None or got.scores[j] > min(got.scores) or all(i == got.ids[j] for i in got.ids)
 
 
 def first_failure(results: list[Result]) -> Result | None:

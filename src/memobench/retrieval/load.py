@@ -5,8 +5,9 @@ and ``max_s`` seconds (bounded, so a service on loopback is never flooded),
 timed into the timings table: one row per search (operation ``load``, phase
 the level) and one per level (operation ``load_window``: its wall time, and in
 ``value`` the searches it answered), from which the latency page gives
-throughput (searches/s) and p50/p95 latency per level. No list is read from
-them: the load changes no result."""
+throughput (searches/s) and p50/p95 latency per level. The load changes no
+result; each answer's list is compared with the sequential one
+(determinism.py)."""
 
 from __future__ import annotations
 
@@ -42,10 +43,11 @@ def load_of(value, where: str) -> dict | None:
     return {"concurrency": sorted(set(levels)), "searches": n, "max_s": float(m)}
 
 
-def run(client, namespace: str, asks: list[tuple[str, dict]], load: dict) -> list[tuple]:
+def run(client, namespace: str, asks: list[tuple[str, dict]], load: dict, listed=None) -> list[tuple]:
     """Timings rows of the load levels (``asks``: (question id, its search's values) of the namespace's
     questions, cycled): per level, its searches from ``concurrency`` threads until ``searches`` are
-    answered or ``max_s`` has passed."""
+    answered or ``max_s`` has passed. ``listed(question id, answer)`` is told each answer (determinism.py
+    compares its list with the sequential one)."""
     from ..services.client import ServiceError, Unavailable
 
     rows: list[tuple] = []
@@ -63,8 +65,10 @@ def run(client, namespace: str, asks: list[tuple[str, dict]], load: dict) -> lis
                     qid, values = asks[issued[0] % len(asks)]
                     issued[0] += 1
                 try:
-                    _, call = client.once("search", values)
+                    answer, call = client.once("search", values)
                     row = ("load", str(level), namespace, qid, call.seconds, call.attempts, True, call.server_seconds)
+                    if listed is not None:
+                        listed(qid, answer)
                 except (Unavailable, ServiceError):
                     row = ("load", str(level), namespace, qid, None, None, False, None)
                 with lock:

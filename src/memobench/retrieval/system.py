@@ -17,6 +17,7 @@ variant)::
           check: true                  # its conformance check (retrieval/conformance.py) before the first ingestion
           ready: {until: count}        # wait until an ingested namespace is searchable (retrieval/readiness.py)
           load: true                   # a load curve after the job's searches (retrieval/load.py)
+          determinism: {replicas: 1}   # a haystack per job ingested again, its lists compared (determinism.py)
           # {namespace} or {workdir} in mcp.command or mcp.env: a server per namespace, at most
           # servers: N alive at once (retrieval/servers.py)
 
@@ -169,6 +170,14 @@ def system_variant(name: str, family: str, entry: dict, others: dict | None = No
     if spec["isolation"] not in ISOLATION:
         raise ConfigError(f"{where}: isolation {spec['isolation']!r} is not one of {', '.join(ISOLATION)}")
     _serving_settings(spec, s, operations, transport, where)
+    from .conformance import check_of
+    from .determinism import determinism_of
+
+    for key, value in (("check", check_of(s.get("check"), where)),
+                       ("determinism", determinism_of(s.get("determinism"), where))):
+        spec.pop(key, None)
+        if value is not None:  # absent at its default: the params of a config that leaves it out
+            spec[key] = value
     results = {**DEFAULT_RESULTS, **(s.get("results") or {})}
     if set(results) - set(DEFAULT_RESULTS) - {"pattern"}:
         raise ConfigError(f"{where}: results: unknown key(s) {', '.join(sorted(set(results) - set(DEFAULT_RESULTS)))}"
@@ -292,7 +301,9 @@ def public(spec: dict, grain: str) -> dict:
     without secrets (:func:`identity`), its isolation, the grain it ranks, and its query transform when
     it has one."""
     return {"transport": spec["transport"], "address": identity(spec, public=True),
-            "isolation": spec["isolation"], "grain": grain, **({"query": spec["query"]} if "query" in spec else {})}
+            "isolation": spec["isolation"], "grain": grain, **({"query": spec["query"]} if "query" in spec else {}),
+            # the conformance checks it skips: stated beside its figures (metrics.merge_segments' warnings too)
+            **({"check": spec["check"]} if isinstance(spec.get("check"), dict) else {})}
 
 
 def _shown(url) -> str:
@@ -361,7 +372,9 @@ def definition(variant) -> str:
     # setting kept out of DEFAULTS (so that adding it changed no variant's params) is the same definition
     # written at its default or left out
     if isinstance(spec.get("retriever"), dict):
-        spec["retriever"] = {k: v for k, v in spec["retriever"].items() if k not in UNLISTED and not (
+        # (a check's skip is stated beside the figures: part of it)
+        spec["retriever"] = {k: v for k, v in spec["retriever"].items() if (
+            k not in UNLISTED or (k == "check" and isinstance(v, dict))) and not (
             k in UNLISTED_DEFAULTS and canonical(v) == canonical(UNLISTED_DEFAULTS[k]))}
     return hashlib.sha256(json.dumps(canonical(spec), sort_keys=True, default=str).encode()).hexdigest()[:20]
 
@@ -520,6 +533,9 @@ class _Service:
         self.assigned: dict[str, dict] = {}  # namespace -> the ids the service assigned (id -> item key)
         self._sent: dict[int, tuple] = {}  # id(a haystack's sessions) -> (them, the items they are sent as)
         self._query = None  # the query transform (queries.py), loaded at the first search
+        from .determinism import Lists
+
+        self.lists = Lists(self.spec)  # the lists searched, to compare with searches again (determinism.py)
 
     def where(self, qid=None) -> str:
         return f"variant {self.v.name!r}" + (f": question {qid!r}" if qid is not None else "")
@@ -560,7 +576,7 @@ class _Service:
             partial = marker.with_name(marker.name + ".part")
             partial.write_text(text + "\n", encoding="utf-8")
             partial.replace(marker)  # whole or absent: a killed job's half-written marker never passes
-            skipped = [r.check for r in results if r.status == "skipped"]
+            skipped = [r.check for r in results if r.status.startswith("skipped")]
             self.log(f"{self.v.name}: the service passed its conformance check"
                      + (f" ({', '.join(skipped)} skipped: memobench check-service says why)" if skipped else ""))
 
@@ -655,7 +671,9 @@ class _Service:
         from . import load
 
         asks = [(q["question_id"], search_values(namespace, int(self.spec["k"]), q, self._asked(q))) for q in questions]
-        rows = load.run(client, namespace, asks, self.spec["load"])
+        listed = {q["question_id"]: q for q in questions}
+        rows = load.run(client, namespace, asks, self.spec["load"],
+                        lambda qid, answer: self.lists.concurrent(namespace, listed[qid], answer, self.where(qid)))
         with self._timing_lock:
             self.timings += rows
         said = ", ".join(f"{r[1]} in flight: {r[8] / r[4]:.1f}/s" for r in rows if r[0] == "load_window" and r[4])
@@ -763,15 +781,22 @@ class _Service:
                            attempts=int(self.spec["retries"]) + 1)
                 return self._error(qid, str(e))
         self._time("search", phase, namespace, qid, call)
+        ids, scores = result_ids(resp, self.spec, where, "turn" if turns is not None else "session")
         for _ in range(int(self.spec["warm_repeats"])):
             try:
-                _, again = self.client.once("search", values)
+                answer, again = self.client.once("search", values)
                 self._time("search", "warm", namespace, qid, again)
             except (Unavailable, ServiceError):
-                pass  # a repeat only times; its failure changes no list
-        ids, scores = result_ids(resp, self.spec, where, "turn" if turns is not None else "session")
+                continue  # a repeat only times; its failure changes no list
+            self.lists.repeated(namespace, q, ids, answer, where)  # its list: the same, or flagged
         if self._forgot(qid, namespace, sessions, content, ids):
             return self.search(q, hay, sessions, namespace, content, turns)
+        got = self.ranking(ids, scores, hay, sessions, namespace, where, turns)
+        self.lists.searched(namespace, content, q, hay, sessions, turns, ids, got)
+        return got
+
+    def ranking(self, ids, scores, hay, sessions: list[dict], namespace: str, where: str, turns=None):
+        """(positions, scores) of a search's result ids and scores (:func:`result_ids`) in ``namespace``."""
         ranked = turns_of(hay, turns) if turns is not None else Haystack(tuple(hay.ids), ("",) * len(hay.ids),
                                                                           tuple(hay.dates))
         if turns is None and keyed(self.spec):
@@ -877,7 +902,7 @@ class _Service:
 
     def checks(self) -> dict:
         return {"system_errors": {"count": len(self.errors), "questions": [q for q, _ in self.errors],
-                                  "max": int(self.spec["max_errors"])}}
+                                  "max": int(self.spec["max_errors"])}, "determinism": self.lists.summary()}
 
     def timed(self) -> tuple[list[tuple], dict]:
         """Its timings rows and what they were measured against (write_segments writes them)."""
@@ -1234,6 +1259,9 @@ def rank_segment(variants, segment, log=print) -> dict:
                 if v.retriever.get("load") and not v.retriever.get("per_namespace"):
                     _shared_load(service, v, searched, names, contents)
                 service.peak()
+                from .determinism import replicate
+
+                replicate(service)  # a haystack ingested again, fresh, and its lists compared
         except StartFailed as e:
             # one line at once: a server that cannot start would fail every question the same way
             raise RetrieverError(f"variant {v.name!r}: the MCP server could not start: {e}") from None
