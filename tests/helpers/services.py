@@ -46,7 +46,11 @@ class Fake(ThreadingHTTPServer):
     ``first:N`` (keeps a namespace's first N sessions), ``unique`` (skips an id the namespace holds, as
     server-memory skips an entity's name), ``no-reset`` (reset does nothing), ``lower`` (answers ids
     lower-cased), ``shift`` (answers each session by the id of the one ingested after it), ``503-at:N``
-    (keeps its N-th ingest, then answers it 503, as a server whose proxy timed out)."""
+    (keeps its N-th ingest, then answers it 503, as a server whose proxy timed out), ``unpadded`` (answers
+    ids without leading zeros), ``favourite`` (lists the namespace's last session first, above all),
+    ``overwrite`` (a second copy of an id replaces the first), ``pad`` (lists every session, at score 0
+    where no word matches), ``score:X`` (every score the JSON text X: NaN, Infinity, "high"); faults
+    joined by commas apply together."""
 
     daemon_threads = True
 
@@ -91,6 +95,8 @@ class _FakeHandler(BaseHTTPRequestHandler):
                 kept = not (s.fault.startswith("first:") and len(held) >= int(s.fault.split(":")[1]))
                 if s.fault == "unique" and any(x["id"] == session["id"] for x in held):
                     kept = False
+                if "overwrite" in s.fault.split(","):
+                    held[:] = [x for x in held if x["id"] != session["id"]]
                 if kept:
                     held.append(session)
             elif self.path == "/count":
@@ -99,9 +105,18 @@ class _FakeHandler(BaseHTTPRequestHandler):
                 query = set(_words(req["query"]))
                 scored = [(sum(w in query for w in _words(" ".join(t["content"] for t in x["turns"]))), i, x["id"])
                           for i, x in enumerate(held)]
-                ranked = sorted((x for x in scored if x[0] > 0), key=lambda t: (-t[0], t[1]))[: int(req["k"])]
+                faults = s.fault.split(",")
+                if "favourite" in faults and scored:
+                    scored[-1] = (100, scored[-1][1], scored[-1][2])
+                ranked = sorted((x for x in scored if x[0] > 0 or "pad" in faults),
+                                key=lambda t: (-t[0], t[1]))[: int(req["k"])]
                 if s.fault == "shift":
                     ranked = [(sc, i, held[(i + 1) % len(held)]["id"]) for sc, i, _ in ranked]
-                ids = [sid.lower() if s.fault == "lower" else sid for _, _, sid in ranked]
+                ids = [sid.lower() if s.fault == "lower" else sid.lstrip("0") if s.fault == "unpadded" else sid
+                       for _, _, sid in ranked]
                 out = {"results": [{"id": sid, "score": float(sc)} for sid, (sc, _, _) in zip(ids, ranked)]}
+                if s.fault.startswith("score:"):
+                    text = json.dumps(out).replace('"score": ', '"score": ' + s.fault[6:] + ' #')
+                    reply(self, 200, re.sub(r"#[-0-9.e]+", "", text).encode())
+                    return
         reply(self, 200, json.dumps(out).encode())

@@ -167,3 +167,80 @@ def test_a_config_file_that_is_not_yaml_is_one_line_naming_it(tmp_path, monkeypa
     with pytest.raises(ConfigError) as e:
         variant_of(args)
     assert str(e.value) == f"{bad}: not valid YAML (line 2): expected the node content, but found '<stream end>'"
+
+
+LIBRARIES = "tests.helpers.memory_libraries"
+
+
+@pytest.mark.parametrize("system", [
+    {"library": f"{LIBRARIES}:OkapiMemory"},  # rank_bm25's BM25Okapi: a word in 1 of 2 sessions has idf 0
+    {"library": f"{REPO / 'docs' / 'recipes' / 'bm25s_memory.py'}:BM25sMemory"},
+    {"library": f"{LIBRARIES}:SubstringMemory", "query": "longest-word"},  # no scores, only what holds the query
+], ids=["rank_bm25-okapi", "bm25s", "substring"])
+def test_every_correct_ranking_passes_every_check(system):
+    results = _run(system)
+    assert {n: r.status for n, r in results.items()} == dict.fromkeys(check.CHECKS, "pass"), results
+
+
+@pytest.mark.parametrize("fault,said", [
+    ("unpadded", "'417', an id never sent (sent as '00417')"),
+    ("favourite", "first, above"),  # a session holding none of the words, strictly above the one that does
+])
+def test_an_altered_id_or_a_wrong_session_strictly_above_still_fails_ids(fake, fault, said):
+    url, _ = fake(fault)
+    results = _run({"url": url})
+    assert results["ids"].status == "fail" and said in results["ids"].why, results["ids"]
+
+
+def test_a_dropped_copy_fails_sessions_though_its_id_pads_every_list(fake):
+    """The second copy of a repeated id overwrites the first, and every search lists every session (score 0
+    where no word matches): the id comes back for the first copy's words, but only as padding."""
+    url, _ = fake("overwrite,pad")
+    results = _run({"url": url})
+    assert results["sessions"].status == "fail", results
+    assert "copy 1 of the 2" in results["sessions"].why and "lowest score" in results["sessions"].why
+
+
+@pytest.mark.parametrize("score", ["NaN", "Infinity", '"high"'])
+def test_a_score_that_is_not_a_finite_number_fails_api(fake, score):
+    url, _ = fake(f"score:{score}")
+    results = _run({"url": url})
+    assert results["api"].status == "fail" and "not a finite number" in results["api"].why, results["api"]
+
+
+def test_a_skipped_check_is_judged_shown_and_never_fails(fake, tmp_path):
+    url, _ = fake("lower")
+    results = _run({"url": url, "check": {"skip": ["sessions", "ids", "count"]}})  # lower-cased ids: both fail
+    assert results["ids"].status == check.SKIPPED and "it found: fail: " in results["ids"].why
+    assert results["count"].status == check.SKIPPED and "it found: pass" in results["count"].why
+    assert check.first_failure(list(results.values())) is None
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text(json.dumps({"variants": {"mine": {"system": {"url": url, "check": {"skip": ["sessions", "ids"]}}}}}))
+    proc = _cli("--configfile", str(cfg), "--variant", "mine")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert re.search(r"^ids +skipped \(config\) +system\.check\.skip names it; it found: fail: ", proc.stdout, re.M)
+
+
+@pytest.mark.parametrize("value,said", [
+    ({"skip": ["idz"]}, "check: skip: 'idz' is not a check (one of reset, sessions,"),
+    ({"skip": ["api"]}, "check: skip: api cannot be skipped"),
+    ({"skip": "ids"}, "must be true, false or {skip: [checks]}"),
+    ({"only": ["ids"]}, "must be true, false or {skip: [checks]}"),
+])
+def test_a_skip_that_names_no_check_is_one_config_line(value, said):
+    from memobench.core.errors import ConfigError
+
+    with pytest.raises(ConfigError) as e:
+        _spec({"url": "http://127.0.0.1:9", "check": value})
+    assert str(e.value).startswith("variant 'svc': system: ") and said in str(e.value), str(e.value)
+
+
+def test_the_skip_is_part_of_the_definition_and_an_empty_one_is_the_default():
+    from memobench.catalog.variants import resolve
+    from memobench.retrieval.system import definition
+
+    def of(**over):
+        return definition(resolve("svc", "s", {"svc": {"system": {"url": "http://127.0.0.1:9", **over}}}))
+
+    assert of() == of(check=True) == of(check={"skip": []}) == of(check=False)
+    assert of(check={"skip": ["ids"]}) == of(check={"skip": ["ids", "ids"]}) != of()

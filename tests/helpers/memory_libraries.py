@@ -1,0 +1,80 @@
+"""Memory libraries used in-process as system variants (``library: tests.helpers.memory_libraries:Name``),
+each a correct ranking of its own kind, or one whose tie order moves:
+
+- ``OkapiMemory``: rank_bm25's ``BM25Okapi`` over each namespace's sessions (words lower-cased), its
+  top k as rank_bm25's ``get_top_n`` gives them (``argsort`` reversed: ties in reverse ingestion order);
+- ``SubstringMemory``: the sessions whose text holds the query, lower-cased, as a substring, in ingestion
+  order, without scores (an entity store's search; driven with ``query: longest-word``);
+- ``StampedMemory``: sessions holding more of the query's words first; ties broken by a stamp drawn at
+  random when the session is written, as a server listing newest first breaks ties of second-resolution
+  timestamps by write time: the same sessions in a fresh namespace list ties in another order."""
+
+from __future__ import annotations
+
+import random
+import re
+import threading
+
+
+def words(text: str) -> list[str]:
+    return re.findall(r"\w+", text.lower())
+
+
+def text_of(session: dict) -> str:
+    return " ".join(str(t["content"]) for t in session["turns"])
+
+
+class _Held:
+    def __init__(self):
+        self.held: dict[str, list] = {}
+        self.lock = threading.Lock()
+
+    def reset(self, namespace: str) -> None:
+        with self.lock:
+            self.held[namespace] = []
+
+    def count(self, namespace: str) -> int:
+        with self.lock:
+            return len(self.held.get(namespace, []))
+
+    def _sessions(self, namespace: str) -> list:
+        with self.lock:
+            return list(self.held.get(namespace, []))
+
+
+class OkapiMemory(_Held):
+    def ingest(self, namespace: str, session: dict) -> None:
+        with self.lock:
+            self.held.setdefault(namespace, []).append((session["id"], words(text_of(session))))
+
+    def search(self, namespace: str, query: str, k: int):
+        import numpy as np
+        from rank_bm25 import BM25Okapi
+
+        held = self._sessions(namespace)
+        if not held:
+            return []
+        scores = BM25Okapi([w for _, w in held]).get_scores(words(query))
+        top = np.argsort(scores)[::-1][:k]  # rank_bm25's get_top_n
+        return [(held[i][0], float(scores[i])) for i in top]
+
+
+class SubstringMemory(_Held):
+    def ingest(self, namespace: str, session: dict) -> None:
+        with self.lock:
+            self.held.setdefault(namespace, []).append((session["id"], text_of(session).lower()))
+
+    def search(self, namespace: str, query: str, k: int):
+        return [sid for sid, text in self._sessions(namespace) if query.lower() in text][:k]
+
+
+class StampedMemory(_Held):
+    def ingest(self, namespace: str, session: dict) -> None:
+        with self.lock:
+            self.held.setdefault(namespace, []).append((session["id"], set(words(text_of(session))),
+                                                        random.random()))
+
+    def search(self, namespace: str, query: str, k: int):
+        asked = set(words(query))
+        scored = [(len(asked & held), stamp, sid) for sid, held, stamp in self._sessions(namespace)]
+        return [(sid, float(n)) for n, _, sid in sorted(scored, reverse=True)[:k]]
