@@ -93,7 +93,7 @@ class Lists:
         self.lock = threading.Lock()
         self.first: dict[str, dict] = {}  # namespace -> {question's place: Searched}
         self.repeats = {"checked": 0, "differing": {}}  # differing: q_index -> question id
-        self.concurrent = {"checked": 0, "differing": {}}
+        self.loaded = {"checked": 0, "differing": {}}  # the load curve's
         self.replicas = {"namespaces": 0, "questions": 0, "unanswered": 0, "differing": {}, "first": None,
                          "replica": None}
 
@@ -130,9 +130,9 @@ class Lists:
             return
         same = self._same(q, first.ids, answer, where)
         with self.lock:
-            self.concurrent["checked"] += 1
+            self.loaded["checked"] += 1
             if not same:
-                self.concurrent["differing"][self._place(q)] = q["question_id"]
+                self.loaded["differing"][self._place(q)] = q["question_id"]
 
     def chosen(self, n: int, failed) -> list[str]:
         """The ``n`` namespaces replicated: those with the most questions (the first by name among equals),
@@ -167,8 +167,8 @@ class Lists:
         if self.repeats["differing"]:
             out.append(f"{len(self.repeats['differing'])} of {self.repeats['checked']} searches repeated in a row "
                        f"gave another list")
-        if self.concurrent["differing"]:
-            out.append(f"{len(self.concurrent['differing'])} of {self.concurrent['checked']} searches sent "
+        if self.loaded["differing"]:
+            out.append(f"{len(self.loaded['differing'])} of {self.loaded['checked']} searches sent "
                        f"concurrently (system.load) gave another list than sent alone")
         return out
 
@@ -183,7 +183,7 @@ class Lists:
                              "unanswered": r["unanswered"], "differing": qids(r["differing"]),
                              "first": r["first"], "replica": r["replica"]},
                 "repeats": {"checked": self.repeats["checked"], "differing": qids(self.repeats["differing"])},
-                "concurrent": {"differing": qids(self.concurrent["differing"])}}
+                "concurrent": {"differing": qids(self.loaded["differing"])}}
 
 
 def replicate(service) -> None:

@@ -147,10 +147,18 @@ def test_the_reference_server_gives_the_in_process_lists(norm, reference, expect
     assert len(ids) > len(set(ids))  # the file repeats session ids (one haystack lists one id twice or more)
     assert srk.equals(rk) and sdp.equals(dp)
     assert soc.drop_columns([]).select(oc.column_names).equals(oc.select(oc.column_names))
-    assert _checks(soc) == {"system_errors": {"count": 0, "questions": [], "max": 0}}
+    checks = _checks(soc)
+    ranked = [r for r in oc.to_pylist() if r["status"] == "evaluated" and r["pool_size"]]
+    # a haystack ingested again into a fresh namespace and searched again, each warm repeat compared: all the same
+    replicas = checks["determinism"].pop("replicas")
+    assert replicas["namespaces"] == 1 and replicas["questions"] >= 1 and replicas["differing"] == []
+    assert replicas["first"] == replicas["replica"] and replicas["unanswered"] == 0
+    assert checks == {"system_errors": {"count": 0, "questions": [], "max": 0},
+                      "determinism": {"repeats": {"checked": len(ranked), "differing": []},
+                                      "concurrent": {"differing": []}}}
+    assert any("ingested again into mb-svc-" in line and ": 0 lists differ" in line for line in lines), lines
     rows = _timings(tmp_path / "b", "svc")
     searches = [r for r in rows if r["operation"] == "search"]
-    ranked = [r for r in oc.to_pylist() if r["status"] == "evaluated" and r["pool_size"]]
     assert sum(r["phase"] == "cold" for r in searches) >= 1
     assert len(searches) == 2 * len(ranked)  # each search once more, timed as warm
     assert all(r["ok"] and r["seconds"] > 0 for r in searches)
@@ -168,7 +176,8 @@ def test_a_second_job_confirms_by_count_and_ingests_nothing(norm, reference, tmp
     again, lines = _rank(norm, tmp_path, "svc", _system(reference[0]))
     ops = {r["operation"] for r in _timings(tmp_path, "svc")}
     assert "ingest" not in ops and "reset" not in ops and "count" in ops
-    assert not any("ingested" in line for line in lines)
+    # only the determinism check's replica, a fresh namespace of its own (kept out of the timings)
+    assert [line for line in lines if "ingested" in line and "-replica-" not in line] == []
     assert again[0].equals(first[0]) and again[2].equals(first[2])
 
 
@@ -871,3 +880,73 @@ def test_ids_a_service_assigns_as_numbers_are_read_back_from_its_results():
     plain = resolve("svc", "s", {"svc": {"system": {"url": "http://x", "results": {"id": ""}}}}).retriever
     with pytest.raises(RetrieverError, match="the id 7 is not a string"):  # session ids are strings
         result_ids({"results": [7]}, plain, "w")
+
+
+STAMPED = {"library": "tests.helpers.memory_libraries:StampedMemory", "backoff_s": 0.01}
+
+
+def test_lists_that_move_between_fresh_namespaces_are_a_warning_with_how_far_the_figures_move(norm, tmp_path):
+    """Ties broken by a stamp drawn at write time: the same sessions in a fresh namespace list them otherwise."""
+    entry = {"system": STAMPED}
+    (_, oc, _), lines = _rank(norm, tmp_path, "lib", entry)
+    said = [line for line in lines if line.startswith("warning: variant 'lib': its lists move between runs: ")]
+    assert len(said) == 1 and "1 of 1 questions searched again in a fresh namespace" in said[0], lines
+    warned = []
+    m = _merged(norm, tmp_path, "lib", entry, warned)
+    replicas = m["determinism"]["replicas"]
+    assert replicas["namespaces"] == 1 and replicas["questions"] == 1 and len(replicas["differing"]) == 1
+    assert set(replicas["first"]) == {"hit@1", "hit@5", "mrr_sum"} and replicas["differing"][0] in oc.column(
+        "question_id").to_pylist()
+    assert m["determinism"]["repeats"] == {"checked": 7, "differing": []}  # a repeat in a row: the same stamps
+    assert len(m["warnings"]) == 1 and m["warnings"][0].startswith(
+        "variant 'lib' on lme: its lists move between runs: 1 of 1 questions searched again in a fresh namespace "
+        "holding the same sessions (1 haystacks, system.determinism) gave another list; over those 1 questions "
+        "hit@1 ")
+    assert warned == [f"memobench: warning: {m['warnings'][0]}"]
+    from memobench.core.doc import to_markdown
+    from memobench.reporting.markdown import md_main
+
+    md = to_markdown(md_main([m]))
+    assert "| lib (memory service) (warning) |" in md and "its lists move between runs" in md
+
+
+def test_on_differ_error_stops_the_job_in_one_line(norm, tmp_path):
+    with pytest.raises(RetrieverError) as e:
+        _rank(norm, tmp_path, "lib", {"system": {**STAMPED, "determinism": {"on_differ": "error"}}})
+    said = str(e.value)
+    assert said.startswith("variant 'lib': its lists move between runs: 1 of 1 questions searched again in a fresh "
+                           "namespace") and said.endswith("(system.determinism.on_differ: error)") and "\n" not in said
+
+
+def test_without_replicas_nothing_is_ingested_again_and_a_skipped_check_is_stated(norm, reference, tmp_path):
+    entry = _system(reference[0], determinism=False, check={"skip": ["ids", "latency"]})
+    _, lines = _rank(norm, tmp_path, "svc", entry)
+    assert not any("-replica-" in line for line in lines) and any("passed its conformance check (ids, latency "
+                                                                   "skipped" in line for line in lines), lines
+    m = _merged(norm, tmp_path, "svc", entry)
+    assert m["system"]["check"] == {"skip": ["ids", "latency"]}
+    assert m["determinism"]["replicas"]["namespaces"] == 0
+    assert m["warnings"] == ["variant 'svc' on lme: its conformance check skipped ids, latency (system.check.skip): "
+                             "what those checks confirm was not confirmed"]
+
+
+@pytest.mark.parametrize("value,said", [
+    ({"replicas": -1}, "determinism: replicas -1 must be a whole number from 0 to 100"),
+    ({"replicas": True}, "determinism: replicas True must be"),
+    ({"on_differ": "fail"}, "determinism: on_differ 'fail' is not one of warn, error"),
+    ({"every": 2}, "determinism must be true, false or a mapping of replicas, on_differ"),
+])
+def test_a_determinism_setting_that_cannot_be_is_one_config_line(value, said):
+    with pytest.raises(ConfigError) as e:
+        resolve("svc", "s", {"svc": _system("http://127.0.0.1:9", determinism=value)})
+    assert str(e.value).startswith("variant 'svc': system: ") and said in str(e.value), str(e.value)
+
+
+def test_determinism_at_its_defaults_is_the_definition_of_leaving_it_out():
+    from memobench.retrieval.system import definition
+
+    def of(**over):
+        return definition(resolve("svc", "s", {"svc": _system("http://127.0.0.1:9", **over)}))
+
+    assert of() == of(determinism=True) == of(determinism={"replicas": 1, "on_differ": "warn"})
+    assert of(determinism={"replicas": 2}) != of() != of(determinism=False)
