@@ -183,8 +183,8 @@ def checks_summary(seg_tables) -> dict:
         return {"system_errors": {"count": sum(e["count"] for e in errors),
                                   "max_per_job": errors[0]["max"],
                                   "questions": [q for e in errors for q in e["questions"]]},
-                **({"determinism": service_determinism([p["determinism"] for p in parts])}
-                   if all("determinism" in p for p in parts) else {})}
+                **({"system_determinism": service_determinism([p["system_determinism"] for p in parts])}
+                   if all("system_determinism" in p for p in parts) else {})}
     limits = sorted({p["timeouts"]["limit_s"] for p in parts}, key=lambda x: (x is None, x))
     return {
         "determinism": {"checked": sum(p["determinism"]["checked"] for p in parts),
@@ -213,9 +213,9 @@ def service_determinism(parts: list[dict]) -> dict:
 
 def service_warnings(checks: dict, retriever: dict) -> list[str]:
     """What qualifies a memory service's figures beyond degenerate answers, one sentence each: lists that
-    moved when searched again (metrics.json's ``determinism``), and conformance checks its config skips."""
+    moved when searched again (metrics.json's ``system_determinism``), and conformance checks its config skips."""
     out = []
-    d = checks.get("determinism")
+    d = checks.get("system_determinism")
     if d:
         r = d["replicas"]
         if r["differing"]:

@@ -17,7 +17,7 @@ exit status 0; each retrieve job compares, at a bounded cost:
   compared with the same question's sequential one.
 
 What differs is in the job's log, in the segment's checks (the merge job
-states it in metrics.json's ``determinism`` and ``warnings``, the console and
+states it in metrics.json's ``system_determinism`` and ``warnings``, the console and
 the report, with how far the figures move over the replicated questions);
 ``on_differ: error`` makes the job stop in one line instead."""
 

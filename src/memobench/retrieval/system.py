@@ -902,7 +902,8 @@ class _Service:
 
     def checks(self) -> dict:
         return {"system_errors": {"count": len(self.errors), "questions": [q for q, _ in self.errors],
-                                  "max": int(self.spec["max_errors"])}, "determinism": self.lists.summary()}
+                                  "max": int(self.spec["max_errors"])},
+                "system_determinism": self.lists.summary()}
 
     def timed(self) -> tuple[list[tuple], dict]:
         """Its timings rows and what they were measured against (write_segments writes them)."""

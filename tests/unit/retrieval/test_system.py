@@ -150,11 +150,11 @@ def test_the_reference_server_gives_the_in_process_lists(norm, reference, expect
     checks = _checks(soc)
     ranked = [r for r in oc.to_pylist() if r["status"] == "evaluated" and r["pool_size"]]
     # a haystack ingested again into a fresh namespace and searched again, each warm repeat compared: all the same
-    replicas = checks["determinism"].pop("replicas")
+    replicas = checks["system_determinism"].pop("replicas")
     assert replicas["namespaces"] == 1 and replicas["questions"] >= 1 and replicas["differing"] == []
     assert replicas["first"] == replicas["replica"] and replicas["unanswered"] == 0
     assert checks == {"system_errors": {"count": 0, "questions": [], "max": 0},
-                      "determinism": {"repeats": {"checked": len(ranked), "differing": []},
+                      "system_determinism": {"repeats": {"checked": len(ranked), "differing": []},
                                       "concurrent": {"differing": []}}}
     assert any("ingested again into mb-svc-" in line and ": 0 lists differ" in line for line in lines), lines
     rows = _timings(tmp_path / "b", "svc")
@@ -893,11 +893,11 @@ def test_lists_that_move_between_fresh_namespaces_are_a_warning_with_how_far_the
     assert len(said) == 1 and "1 of 1 questions searched again in a fresh namespace" in said[0], lines
     warned = []
     m = _merged(norm, tmp_path, "lib", entry, warned)
-    replicas = m["determinism"]["replicas"]
+    replicas = m["system_determinism"]["replicas"]
     assert replicas["namespaces"] == 1 and replicas["questions"] == 1 and len(replicas["differing"]) == 1
     assert set(replicas["first"]) == {"hit@1", "hit@5", "mrr_sum"} and replicas["differing"][0] in oc.column(
         "question_id").to_pylist()
-    assert m["determinism"]["repeats"] == {"checked": 7, "differing": []}  # a repeat in a row: the same stamps
+    assert m["system_determinism"]["repeats"] == {"checked": 7, "differing": []}  # a repeat in a row: the same stamps
     assert len(m["warnings"]) == 1 and m["warnings"][0].startswith(
         "variant 'lib' on lme: its lists move between runs: 1 of 1 questions searched again in a fresh namespace "
         "holding the same sessions (1 haystacks, system.determinism) gave another list; over those 1 questions "
@@ -925,7 +925,7 @@ def test_without_replicas_nothing_is_ingested_again_and_a_skipped_check_is_state
                                                                    "skipped" in line for line in lines), lines
     m = _merged(norm, tmp_path, "svc", entry)
     assert m["system"]["check"] == {"skip": ["ids", "latency"]}
-    assert m["determinism"]["replicas"]["namespaces"] == 0
+    assert m["system_determinism"]["replicas"]["namespaces"] == 0
     assert m["warnings"] == ["variant 'svc' on lme: its conformance check skipped ids, latency (system.check.skip): "
                              "what those checks confirm was not confirmed"]
 
