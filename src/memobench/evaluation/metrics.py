@@ -225,8 +225,8 @@ def service_warnings(checks: dict, retriever: dict) -> list[str]:
                 moved = (f"; over those {n} questions hit@1 {a['hit@1']} then {b['hit@1']}, hit@5 {a['hit@5']} then "
                          f"{b['hit@5']}, MRR {a['mrr_sum'] / n:.3f} then {b['mrr_sum'] / n:.3f}")
             out.append(f"its lists move between runs: {len(r['differing'])} of {r['questions']} questions searched "
-                       f"again in a fresh namespace holding the same sessions ({r['namespaces']} haystacks, "
-                       f"system.determinism) gave another list{moved}; its figures are not the same run to run")
+                       f"again in a fresh namespace holding the same sessions ({r['namespaces']} haystack"
+                       f"{'s' if r['namespaces'] != 1 else ''}, system.determinism) gave another list{moved}; its figures are not the same run to run")
         if d["repeats"]["differing"]:
             out.append(f"its lists move between runs: {len(d['repeats']['differing'])} of {d['repeats']['checked']} "
                        f"searches repeated in a row (warm_repeats) gave another list")

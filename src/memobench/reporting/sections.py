@@ -398,8 +398,9 @@ def warned(m: dict) -> str:
 
 
 def warnings_note(ms: list[dict]) -> Para | None:
-    """A dataset's variants' warnings (metrics.json ``warnings``: degenerate answers of a memory
-    service), one sentence each, under the table whose figures they qualify."""
+    """A dataset's variants' warnings (metrics.json ``warnings``: a memory service's degenerate answers,
+    lists that move between runs, conformance checks skipped), one sentence each, under the table whose
+    figures they qualify."""
     said = [w for m in ms for w in m.get("warnings") or ()]
     if not said:
         return None

@@ -900,7 +900,7 @@ def test_lists_that_move_between_fresh_namespaces_are_a_warning_with_how_far_the
     assert m["system_determinism"]["repeats"] == {"checked": 7, "differing": []}  # a repeat in a row: the same stamps
     assert len(m["warnings"]) == 1 and m["warnings"][0].startswith(
         "variant 'lib' on lme: its lists move between runs: 1 of 1 questions searched again in a fresh namespace "
-        "holding the same sessions (1 haystacks, system.determinism) gave another list; over those 1 questions "
+        "holding the same sessions (1 haystack, system.determinism) gave another list; over those 1 questions "
         "hit@1 ")
     assert warned == [f"memobench: warning: {m['warnings'][0]}"]
     from memobench.core.doc import to_markdown
