@@ -76,6 +76,11 @@ def test_lists_and_numbers_equal_the_in_process_reference_variant(run, ds, servi
     ref = json.loads(_result(work, ds, "bm25s", "METRICS").read_text())
     assert mine.pop("system_errors") == {"count": 0, "max_per_job": 0, "questions": []}
     assert mine.pop("warnings") == []  # degenerate answers: none from the reference server
+    # a haystack searched again in a fresh namespace (a fresh server per namespace), the warm repeats and the load
+    # curve's concurrent searches (mcp-stdio): every list the same
+    same = mine.pop("system_determinism")
+    assert same["replicas"]["namespaces"] >= 1 and same["replicas"]["questions"] >= 1
+    assert [same[kind]["differing"] for kind in ("replicas", "repeats", "concurrent")] == [[], [], []]
     for key in ("variant", "harness", "description", "kind"):
         assert mine.pop(key) != ref.pop(key)
     # what ranked each: the service by its protocol, address and grain, the reference by its recipe backend

@@ -94,8 +94,11 @@ def test_a_global_store_is_wrong_shared_and_right_per_namespace(norm, expected, 
     got, lines = rank_one_segment(norm, tmp_path / "each", "svc", _global(tmp_path, servers=2))
     assert _same(got, expected), lines
     seen = [json.loads(line) for line in (tmp_path / "seen.log").read_text().splitlines()]
-    # the check's two servers, then one per namespace (5: two questions share a haystack), each in a folder of its own, never more than 2 at once
-    assert len(seen) == 7 and len({s["folder"] for s in seen}) == 7 and max(s["alive"] for s in seen) <= 2
+    # the check's two servers, then one per namespace (5: two questions share a haystack), and a fresh one for the
+    # determinism replica's namespace, each in a folder of its own, never more than 2 at once
+    assert len(seen) == 8 and len({s["folder"] for s in seen}) == 8 and max(s["alive"] for s in seen) <= 2
+    assert any(": determinism: namespace " in line and "-replica-" in line and ": 0 lists differ" in line
+               for line in lines), lines
     servers = tmp_path / "each" / "results" / "cache" / "system" / "svc.servers"
     assert servers.is_dir() and not any(servers.iterdir())  # every folder removed when its namespace was done
 

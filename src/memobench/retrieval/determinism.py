@@ -62,6 +62,7 @@ def settings(spec: dict) -> dict:
 class Searched(NamedTuple):
     """A question's first search: what it asked, and what it got (raw result ids; its ranking)."""
 
+    namespace: str
     q: dict
     hay: object
     sessions: list
@@ -91,7 +92,9 @@ class Lists:
     def __init__(self, spec: dict):
         self.spec = spec
         self.lock = threading.Lock()
-        self.first: dict[str, dict] = {}  # namespace -> {question's place: Searched}
+        # a haystack's content (reset isolation: one namespace holds each in turn) -> {question's place: Searched}
+        self.first: dict[str, dict] = {}
+        self.placed: dict = {}  # question's place -> Searched
         self.repeats = {"checked": 0, "differing": {}}  # differing: q_index -> question id
         self.loaded = {"checked": 0, "differing": {}}  # the load curve's
         self.replicas = {"namespaces": 0, "questions": 0, "unanswered": 0, "differing": {}, "first": None,
@@ -102,9 +105,9 @@ class Lists:
         return q.get("q_index", q["question_id"])
 
     def searched(self, namespace, content, q, hay, sessions, turns, ids, ranking) -> None:
+        x = Searched(namespace, q, hay, sessions, turns, content, list(ids), ranking)
         with self.lock:
-            self.first.setdefault(namespace, {})[self._place(q)] = Searched(q, hay, sessions, turns, content,
-                                                                            list(ids), ranking)
+            self.first.setdefault(content, {})[self._place(q)] = self.placed[self._place(q)] = x
 
     def _same(self, q: dict, ids: list, answer, where: str) -> bool:
         from .returned import RetrieverError
@@ -125,8 +128,8 @@ class Lists:
 
     def concurrent(self, namespace: str, q: dict, answer, where: str) -> None:
         """A load search's answer, sent while others were in flight."""
-        first = self.first.get(namespace, {}).get(self._place(q))
-        if first is None:
+        first = self.placed.get(self._place(q))
+        if first is None or first.namespace != namespace:
             return
         same = self._same(q, first.ids, answer, where)
         with self.lock:
@@ -135,10 +138,10 @@ class Lists:
                 self.loaded["differing"][self._place(q)] = q["question_id"]
 
     def chosen(self, n: int, failed) -> list[str]:
-        """The ``n`` namespaces replicated: those with the most questions (the first by name among equals),
-        whose ingestion did not fail."""
-        held = {ns: qs for ns, qs in self.first.items() if qs and next(iter(qs.values())).content not in failed}
-        return sorted(held, key=lambda ns: (-len(held[ns]), ns))[:n]
+        """The ``n`` haystacks replicated (their contents): those with the most questions (the first by name
+        among equals), whose ingestion did not fail."""
+        held = {c: qs for c, qs in self.first.items() if qs and c not in failed}
+        return sorted(held, key=lambda c: (-len(held[c]), c))[:n]
 
     def replicated(self, answered: list[tuple]) -> None:
         """The replica's answers (``answered``: (Searched, its ranking or None, why it failed))."""
@@ -192,9 +195,13 @@ def replicate(service) -> None:
     from .returned import RetrieverError
 
     lists, log = service.lists, service.log
-    for namespace in lists.chosen(settings(service.spec)["replicas"], service.failed):
-        _replica(service, namespace)
+    for content in lists.chosen(settings(service.spec)["replicas"], service.failed):
+        _replica(service, content)
     said = lists.differs()
+    if lists.repeats["checked"] or lists.loaded["checked"]:
+        service.log(f"{service.v.name}: determinism: {lists.repeats['checked']} searches repeated in a row and "
+                    f"{lists.loaded['checked']} sent concurrently (system.load) compared with the first: "
+                    f"{len(lists.repeats['differing']) + len(lists.loaded['differing'])} lists differ")
     if not said:
         return
     where = service.where()
@@ -210,9 +217,9 @@ def replicate(service) -> None:
     log(f"warning: {line}")
 
 
-def _replica(service, namespace: str) -> None:
-    """``namespace``'s sessions ingested into a fresh namespace (or server), its questions searched there again
-    ``concurrency`` at a time, each list compared with the first."""
+def _replica(service, content: str) -> None:
+    """A haystack's sessions (``content``: :class:`Lists`' key) ingested into a fresh namespace (or server), its
+    questions searched there again ``concurrency`` at a time, each list compared with the first."""
     import contextlib
     from concurrent.futures import ThreadPoolExecutor
 
@@ -221,8 +228,8 @@ def _replica(service, namespace: str) -> None:
     from .system import _IngestFailed, reset_namespace, result_ids, search_values
 
     spec, client, lists = service.spec, service.client, service.lists
-    asked = [lists.first[namespace][k] for k in sorted(lists.first[namespace])]
-    sessions, content = asked[0].sessions, asked[0].content
+    asked = [lists.first[content][k] for k in sorted(lists.first[content])]
+    sessions, namespace = asked[0].sessions, asked[0].namespace
     reset_only = spec["isolation"] == "reset"
     # its own name, new each job: a service without reset never holds an earlier job's replica under it
     replica = namespace if reset_only else f"{namespace}-replica-{secrets.token_hex(4)}"

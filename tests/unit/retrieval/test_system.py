@@ -167,8 +167,11 @@ def test_the_reference_server_gives_the_in_process_lists(norm, reference, expect
 
 def test_reset_isolation_gives_the_same_lists(norm, reference, expected, tmp_path):
     rk, _, dp = expected
-    (srk, _, sdp), _ = _rank(norm, tmp_path / "b", "svc", _system(reference[0], isolation="reset"))
+    (srk, soc, sdp), _ = _rank(norm, tmp_path / "b", "svc", _system(reference[0], isolation="reset"))
     assert srk.equals(rk) and sdp.equals(dp)
+    # the replica: the one namespace emptied and filled again with one haystack, its questions only searched again
+    replicas = _checks(soc)["system_determinism"]["replicas"]
+    assert replicas["questions"] >= 1 and replicas["differing"] == [] and replicas["unanswered"] == 0
 
 
 def test_a_second_job_confirms_by_count_and_ingests_nothing(norm, reference, tmp_path):
