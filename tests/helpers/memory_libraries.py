@@ -7,13 +7,16 @@ each a correct ranking of its own kind, or one whose tie order moves:
   order, without scores (an entity store's search; driven with ``query: longest-word``);
 - ``StampedMemory``: sessions holding more of the query's words first; ties broken by a stamp drawn at
   random when the session is written, as a server listing newest first breaks ties of second-resolution
-  timestamps by write time: the same sessions in a fresh namespace list ties in another order."""
+  timestamps by write time: the same sessions in a fresh namespace list ties in another order;
+- ``RacyMemory``: sessions holding more of the query's words first, ties in ingestion order, but in reverse
+  while another search is in flight (a race between concurrent searches)."""
 
 from __future__ import annotations
 
 import random
 import re
 import threading
+import time
 
 
 def words(text: str) -> list[str]:
@@ -78,3 +81,25 @@ class StampedMemory(_Held):
         asked = set(words(query))
         scored = [(len(asked & held), stamp, sid) for sid, held, stamp in self._sessions(namespace)]
         return [(sid, float(n)) for n, _, sid in sorted(scored, reverse=True)[:k]]
+
+
+class RacyMemory(_Held):
+    def __init__(self):
+        super().__init__()
+        self.flying = 0
+
+    def ingest(self, namespace: str, session: dict) -> None:
+        with self.lock:
+            self.held.setdefault(namespace, []).append((session["id"], set(words(text_of(session)))))
+
+    def search(self, namespace: str, query: str, k: int):
+        with self.lock:
+            self.flying += 1
+        time.sleep(0.02)  # long enough for another search to start meanwhile
+        with self.lock:
+            raced = self.flying > 1
+        asked = set(words(query))
+        scored = [(len(asked & held), -i if raced else i, sid) for i, (sid, held) in enumerate(self._sessions(namespace))]
+        with self.lock:
+            self.flying -= 1
+        return [(sid, float(n)) for n, _, sid in sorted(scored, key=lambda x: (-x[0], x[1]))[:k]]

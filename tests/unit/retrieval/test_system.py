@@ -953,3 +953,15 @@ def test_determinism_at_its_defaults_is_the_definition_of_leaving_it_out():
 
     assert of() == of(determinism=True) == of(determinism={"replicas": 1, "on_differ": "warn"})
     assert of(determinism={"replicas": 2}) != of() != of(determinism=False)
+
+
+def test_lists_that_move_under_concurrent_searches_are_a_warning(norm, tmp_path):
+    """Ties in reverse while another search is in flight: the load curve's concurrent lists differ from the
+    sequential ones (and the replica's, searched concurrency at a time)."""
+    entry = {"system": {"library": "tests.helpers.memory_libraries:RacyMemory", "backoff_s": 0.01,
+                        "load": {"concurrency": [1, 4], "searches": 8, "max_s": 10}}}
+    _rank(norm, tmp_path, "lib", entry)
+    m = _merged(norm, tmp_path, "lib", entry)
+    assert m["system_determinism"]["concurrent"]["differing"] and m["system_determinism"]["repeats"]["differing"] == []
+    assert any(w.startswith("variant 'lib' on lme: its lists move under load: ") and "(system.load)" in w
+               for w in m["warnings"]), m["warnings"]
