@@ -72,9 +72,9 @@ class Searched(NamedTuple):
     ranking: tuple
 
 
-def figures(items: list[tuple[dict, list[int], object]]) -> dict | None:
+def figures(items: list[tuple[dict, list[int], object]]) -> dict:
     """hit@1, hit@5 and the sum of reciprocal ranks (to rank 10) of session lists (``items``: (question,
-    positions, haystack)); None for a turn list."""
+    positions, haystack)), as the harness counts them."""
     out = {"hit@1": 0, "hit@5": 0, "mrr_sum": 0.0}
     for q, positions, hay in items:
         gold = set(q.get("gold") or ())
