@@ -169,6 +169,7 @@ def system_variant(name: str, family: str, entry: dict, others: dict | None = No
     if spec["isolation"] not in ISOLATION:
         raise ConfigError(f"{where}: isolation {spec['isolation']!r} is not one of {', '.join(ISOLATION)}")
     _serving_settings(spec, s, operations, transport, where)
+    _confirm_setting(spec, operations, transport, where)
     results = {**DEFAULT_RESULTS, **(s.get("results") or {})}
     if set(results) - set(DEFAULT_RESULTS) - {"pattern"}:
         raise ConfigError(f"{where}: results: unknown key(s) {', '.join(sorted(set(results) - set(DEFAULT_RESULTS)))}"
@@ -180,8 +181,10 @@ def system_variant(name: str, family: str, entry: dict, others: dict | None = No
     spec["operations"], spec["transport"], spec["results"] = operations, transport, results
     spec["identity"] = identity(s)
     shown = identity(s, public=True)
-    # the query it was measured with, where not the question itself: in the label the report shows
+    # the query it was measured with, where not the question itself, and sessions whose arrival nothing
+    # confirmed: in the label the report shows beside the figures
     asked = f", query: {spec['query']}" if "query" in spec else ""
+    asked += ", arrival not confirmed (confirm: none)" if spec.get("confirm") == "none" else ""
     return Variant(name, Recipe(backend=BACKEND, documents="all"), SKIP[family], f"memory service: {shown}{asked}",
                    entry.get("description", f"the memory service at {shown}"), retriever=spec)
 
@@ -243,6 +246,25 @@ def _no_written_header_secret(headers, where: str) -> None:
                               f"that no file the pipeline writes holds it")
 
 
+def _confirm_setting(spec: dict, operations: dict, transport: str, where: str) -> None:
+    """``system.confirm`` checked (retrieval/arrival.py): search (the default without count) or none; a service
+    with count is confirmed by it. Left out of ``spec`` at its default, so that a variant written without it
+    keeps its params and definition."""
+    from .arrival import CONFIRM
+
+    if "confirm" not in spec:
+        return
+    value = spec["confirm"]
+    if value not in CONFIRM:
+        raise ConfigError(f"{where}: confirm {value!r} is not one of {', '.join(CONFIRM)}")
+    # a library's count is its object's method, known only once it is made: its count confirms when it has one
+    if operations.get("count") is not None and transport != "library":
+        raise ConfigError(f"{where}: confirm is for a service without count; this one's count confirms what "
+                          f"each namespace holds (give count: null to confirm by {value})")
+    if value == "search":
+        del spec["confirm"]  # the default
+
+
 def _serving_settings(spec: dict, s: dict, operations: dict, transport: str, where: str) -> None:
     """``servers``, ``ready`` and ``load`` checked into ``spec`` (each absent when not given, so that a
     variant without them keeps its params and definition)."""
@@ -290,9 +312,10 @@ def public_url(url: str) -> str:
 def public(spec: dict, grain: str) -> dict:
     """What metrics.json says a service variant is (``spec``: its built spec): its protocol, its address
     without secrets (:func:`identity`), its isolation, the grain it ranks, and its query transform when
-    it has one."""
+    it has one, and ``confirm: none`` when nothing confirmed what each namespace holds."""
     return {"transport": spec["transport"], "address": identity(spec, public=True),
-            "isolation": spec["isolation"], "grain": grain, **({"query": spec["query"]} if "query" in spec else {})}
+            "isolation": spec["isolation"], "grain": grain, **({"query": spec["query"]} if "query" in spec else {}),
+            **({"confirm": "none"} if spec.get("confirm") == "none" else {})}
 
 
 def _shown(url) -> str:
@@ -588,6 +611,7 @@ class _Service:
         transient failure (a session sent twice would be two sessions), or when any connection to the
         service was lost meanwhile, ``retries`` more times."""
         from ..services.client import Unavailable, attempts
+        from .arrival import Refused, confirm_of
 
         why, asked = "", 0.0
         expected = self._expected(sessions)
@@ -603,7 +627,10 @@ class _Service:
                                                timed=lambda c: self._time("ingest", "", namespace, None, c))
                 self._ingested(namespace, sessions, started)
                 n = self._count(namespace, retries=0)
-            except Unavailable as e:
+                if confirm_of(self.spec, n is not None) == "search":
+                    self._confirm(namespace, sessions, assigned)
+            except (Unavailable, Refused) as e:
+                # a refusal in words, or an item that never came back, is an ingestion that failed: all again
                 why, asked = str(e), getattr(e, "retry_after", 0.0)  # a 429's Retry-After, honoured here too
                 continue
             if self.client.breaks != breaks:
@@ -622,6 +649,31 @@ class _Service:
             self.cold.add(namespace)
             return
         raise _IngestFailed(why)
+
+    def _confirm(self, namespace: str, sessions: list[dict], assigned: dict | None) -> None:
+        """Each item sent to ``namespace`` searched for by its own words (arrival.confirm_queries), each a
+        ``confirm`` timings row; :class:`.arrival.Refused` for the first that never came back (a service
+        without count that dropped it while answering as if it had kept it)."""
+        from .arrival import Refused, came_back, confirm_queries
+
+        sent = self._items(sessions)
+        unit = "turn" if self.v.grain == "turn" else "session"
+        for item, words in zip(sent, confirm_queries(sent)):
+            if words is None:
+                continue  # an empty session: no word to find it by
+            q = {"question_id": "memobench-confirm", "question": words}
+            values = search_values(namespace, int(self.spec["k"]), q, self._asked(q))
+            resp, call = self.client.once("search", values, retries=0)
+            self._time("confirm", "", namespace, None, call)
+            what = f"confirmation search of namespace {namespace!r}"
+            ids = result_ids(resp, self.spec, f"{self.where()}: {what}", unit)[0]
+            if not came_back(item, ids, keyed(self.spec), assigned):
+                key = getattr(item, "key", None) or item["id"]
+                raise Refused(f"session {key!r} sent to namespace {namespace!r} never came back in a search for "
+                              f"its own words {values['query']!r} (system.confirm: search; the service has no "
+                              f"count): the service did not keep it, or answered a refusal that config does not "
+                              f"read (refused: on the ingest operation); a service that finds it by no words of "
+                              f"its own: confirm: none")
 
     def _ingested(self, namespace: str, sessions: list[dict], started: float) -> None:
         """After a namespace's ingest requests: their wall time (an ``ingestion`` row), then the wait until it
@@ -688,6 +740,7 @@ class _Service:
     def _ensure(self, namespace: str, sessions: list[dict], again: bool = False) -> None:
         """``again``: ingest it whatever the ledger says (a namespace that answered as if empty)."""
         from ..services.client import Unavailable
+        from .arrival import Refused
 
         url = self.spec["identity"]
         # a stdio server is this job's own process: without count, nothing recorded of another is known to hold
@@ -699,7 +752,7 @@ class _Service:
             if trust and not again and self.ledger.recorded(url, namespace) == self._expected(sessions):
                 try:
                     n = self._count(namespace)
-                except Unavailable:
+                except (Unavailable, Refused):
                     n = -1
                 if n is None or n == self._expected(sessions):
                     if n is None:
@@ -818,9 +871,11 @@ class _Service:
                  f"them); ingesting it again and searching again")
         from ..services.client import ServiceError, Unavailable
 
+        from .arrival import Refused
+
         try:
             self._ensure(namespace, sessions, again=True)
-        except (_IngestFailed, Unavailable) as e:
+        except (_IngestFailed, Unavailable, Refused) as e:
             self.failed[content] = f"ingestion failed: {e}"
         except ServiceError as e:
             raise RetrieverError(f"{self.where(qid)}: namespace {namespace!r}: {e}") from None
@@ -841,6 +896,7 @@ class _Service:
         """``namespace`` holds this haystack before a search: with reset isolation, refilled when the
         haystack changed; with either, confirmed again after a lost connection."""
         from ..services.client import Unavailable
+        from .arrival import Refused
 
         if content in self.failed:
             return
@@ -859,7 +915,7 @@ class _Service:
                     self.current, self.confirmed[namespace] = content, breaks
             elif self.confirmed.get(namespace) != self.client.breaks:
                 self._ensure(namespace, sessions)
-        except (_IngestFailed, Unavailable) as e:
+        except (_IngestFailed, Unavailable, Refused) as e:
             self.failed[content] = f"ingestion failed: {e}"
             self.current = None
 
@@ -931,15 +987,19 @@ def sent_items(spec: dict, sessions: list[dict], where: str) -> list:
 
 def reset_namespace(client, spec: dict, namespace: str, retries: int | None = None):
     """Empties ``namespace`` (its :class:`..services.client.Call`), or None for a service without reset, or
-    whose reset answered an error that ``may_fail`` allows (a namespace it never held)."""
+    whose reset answered an error (or a refusal in words: arrival.check_answer) that ``may_fail`` allows (a
+    namespace it never held)."""
     from ..services.client import ServiceError
+    from .arrival import Refused, check_answer, label
 
     op = spec["operations"]["reset"]
     if op is None:
         return None
     try:
-        return client.once("reset", {"namespace": namespace}, retries=retries)[1]
-    except ServiceError:
+        answer, call = client.once("reset", {"namespace": namespace}, retries=retries)
+        check_answer(answer, op, label(spec, "reset"), f"reset of namespace {namespace!r}")
+        return call
+    except (ServiceError, Refused):
         if op.get("may_fail"):
             return None
         raise
@@ -950,8 +1010,9 @@ def ingest_namespace(client, spec: dict, namespace: str, sessions: list[dict], w
     """Sends ``sessions`` to ``namespace``: one call per item, or one for them all (a batch ingest); (the
     number of items sent, the ids the service assigned: id -> item key, or None when it assigns none).
     ``timed(call)`` is told each call; a one-line RetrieverError for an answer without the id config
-    says it holds."""
+    says it holds, :class:`.arrival.Refused` for one that says in words that the server refused it."""
     from ..services.api import batch, fill
+    from .arrival import check_answer, label
     from .rendering import Item, item_values
 
     op = spec["operations"]["ingest"]
@@ -968,11 +1029,16 @@ def ingest_namespace(client, spec: dict, namespace: str, sessions: list[dict], w
                                      f"to {assigned[given]!r} and to {item.key!r}")
             assigned[given] = item.key
 
+    def key(item) -> str:
+        return item.key if isinstance(item, Item) else item["id"]
+
     if batch(op):
         answer, call = client.once("ingest", {"namespace": namespace,
                                               "sessions": [fill(op["session"], v) for v in values]}, retries=retries)
         if timed:
             timed(call)
+        check_answer(answer, op, label(spec, "ingest"), f"ingest of namespace {namespace!r}'s {len(sent)} "
+                                                        f"sessions in one call")
         if assigns:
             read(answer, sent)
     else:
@@ -980,6 +1046,8 @@ def ingest_namespace(client, spec: dict, namespace: str, sessions: list[dict], w
             answer, call = client.once("ingest", v, retries=retries)
             if timed:
                 timed(call)
+            check_answer(answer, op, label(spec, "ingest"), f"ingest of session {key(item)!r} into namespace "
+                                                            f"{namespace!r}")
             if assigns:
                 read(answer, [item])
     return len(sent), assigned
@@ -1004,7 +1072,9 @@ def assigned_ids(answer, op: dict, n: int | None, where: str) -> list[str]:
         if not all(isinstance(x, (str, int)) and not isinstance(x, bool) for x in found):
             raise RetrieverError(f"{where}: the id at {op['id']!r} is {_short(got)}, not a string or a number")
         return [str(x) for x in found]
-    text = answer if isinstance(answer, str) else "" if answer is None else json.dumps(answer, ensure_ascii=False)
+    from .arrival import answer_text
+
+    text = answer_text(answer)
     regex = re.compile(op["id_pattern"])
     found = [m.group(1) for m in regex.finditer(text)] if n is not None else \
         [m.group(1) for m in [regex.search(text)] if m]
@@ -1016,14 +1086,19 @@ def assigned_ids(answer, op: dict, n: int | None, where: str) -> list[str]:
 
 def count_of(client, spec: dict, namespace: str, where: str, retries: int | None = None):
     """(the sessions ``namespace`` holds, the call's :class:`..services.client.Call`), or (None, None) when
-    the service has no ``count``; a one-line RetrieverError for an answer that is not a number
-    (``retries``: the client's own unless given)."""
+    the service has no ``count``; a one-line RetrieverError for an answer that is not a number, its
+    :class:`.arrival.Refused` subclass for one that says in words the server refused it (``retries``: the
+    client's own unless given)."""
     from ..services.api import Missing
+    from .arrival import check_answer, count_in_words, label
 
     if not has_count(spec, client):
         return None, None
     op = spec["operations"]["count"]
     resp, call = client.once("count", {"namespace": namespace}, retries=retries)
+    check_answer(resp, op, label(spec, "count"), f"count of namespace {namespace!r}")
+    if "pattern" in op:  # a count in words ("Context Items: 4")
+        return count_in_words(resp, op, f"{where}: count of namespace {namespace!r}"), call
     try:
         n = _pick(resp, op.get("sessions", "sessions"))
     except Missing as e:

@@ -32,9 +32,13 @@ add: ``session.key`` (a per-copy key), ``session.text``, ``session.lines``,
 template filled: one call per haystack) and ``query`` (the search's query
 text); and these operation options: ``reset: null`` or ``may_fail: true``,
 ``count``'s ``length: true`` (the count is the length of the list at
-``sessions``), ``ingest``'s ``session`` (the item template), ``id`` (where
+``sessions``) or ``pattern`` (a regex whose group 1 is the count, on the
+answer's text), ``ingest``'s ``session`` (the item template), ``id`` (where
 a server-assigned id sits in the ingest answer) or ``id_pattern`` (a regex
-whose group 1 is the id, on the answer's text).
+whose group 1 is the id, on the answer's text); and on ingest, reset and
+count, ``refused`` and ``accepted``: regexes on the answer's text saying
+that a server answering in words refused the request (``Failed to save
+...``), or did what was asked.
 """
 
 from __future__ import annotations
@@ -67,9 +71,11 @@ PLACEHOLDERS = ("namespace", "k", *SESSION_PLACEHOLDERS, "sessions", "question.i
 AVAILABLE = {"reset": {"namespace"}, "count": {"namespace"},
              "ingest": {"namespace", "sessions", *SESSION_PLACEHOLDERS},
              "search": {"namespace", "k", "question.id", "question.text", "question.date", "question.type", "query"}}
-# the options an operation may have beyond its path and body (tool and arguments), and the operation
-OPTIONS = {"sessions": "count", "length": "count", "may_fail": "reset", "session": "ingest", "id": "ingest",
-           "id_pattern": "ingest"}
+# the options an operation may have beyond its path and body (tool and arguments), and the operations
+OPTIONS = {"sessions": ("count",), "length": ("count",), "pattern": ("count",), "may_fail": ("reset",),
+           "session": ("ingest",), "id": ("ingest",), "id_pattern": ("ingest",),
+           # what an answer in words says when the server refused the request (or when it did what was asked)
+           "refused": ("ingest", "reset", "count"), "accepted": ("ingest", "reset", "count")}
 _PLACEHOLDER = re.compile(r"\{([a-z.]+)\}")
 # a brace that no known placeholder accounts for (``{question_text}``, ``{ question.text }``, a lone ``{``):
 # sent as it stands it would be the same literal text in every request
@@ -190,7 +196,11 @@ def _operations(spec: dict | None, where: str, key: str, defaults: dict, name: s
             continue
         if not isinstance(e, dict):
             raise ConfigError(f"{where}: {key}: {op} must be a mapping (or null), not {e!r}")
-        out[op] = {**out[op], **e}
+        if "pattern" in e and "sessions" in e:
+            raise ConfigError(f"{where}: {key}: {op}: give sessions (a path in a JSON answer) or pattern (a regex "
+                              f"on its text), not both")
+        # a count read by a pattern reads the answer's text, not the default path
+        out[op] = {**{k: v for k, v in out[op].items() if not ("pattern" in e and k == "sessions")}, **e}
     for op, e in out.items():
         if e is None:
             continue
@@ -218,8 +228,8 @@ def _operations(spec: dict | None, where: str, key: str, defaults: dict, name: s
 def _options(op: str, e: dict, where: str, own: tuple) -> None:
     """An operation's options beyond its own two keys: each the right operation's, of the right type."""
     for option in set(e) - set(own):
-        if OPTIONS.get(option) != op:
-            known = ", ".join([*own, *sorted(o for o, of in OPTIONS.items() if of == op)])
+        if op not in OPTIONS.get(option, ()):
+            known = ", ".join([*own, *sorted(o for o, of in OPTIONS.items() if op in of)])
             raise ConfigError(f"{where}: unknown key {option!r} (known: {known})")
     for flag in ("length", "may_fail"):
         if flag in e and not isinstance(e[flag], bool):
@@ -230,6 +240,11 @@ def _options(op: str, e: dict, where: str, own: tuple) -> None:
         raise ConfigError(f"{where}: id must be a dotted path (a string), not {e['id']!r}")
     if "id_pattern" in e:
         pattern(e["id_pattern"], f"{where}: id_pattern")
+    if "pattern" in e:
+        pattern(e["pattern"], f"{where}: pattern", "the count", "\"Context Items: (\\d+)\"")
+    for said in ("refused", "accepted"):
+        if said in e:
+            pattern(e[said], f"{where}: {said}", group=False)
 
 
 def _batch(e: dict, named: set, where: str, template: str) -> None:
@@ -254,16 +269,18 @@ def _batch(e: dict, named: set, where: str, template: str) -> None:
                           f"{', '.join(sorted(('namespace', *SESSION_PLACEHOLDERS)))})")
 
 
-def pattern(text, where: str) -> re.Pattern:
-    """``text`` compiled as a regex with a group 1 (what it reads), or a ConfigError line."""
-    if not isinstance(text, str):
-        raise ConfigError(f"{where}: {text!r} is not a regex (a string)")
+def pattern(text, where: str, what: str = "the id", example: str = "\"id: (\\S+)\"",
+            group: bool = True) -> re.Pattern:
+    """``text`` compiled as a regex with a group 1 (``what`` it reads; ``group`` False: a regex that only
+    matches), or a ConfigError line."""
+    if not isinstance(text, str) or not text:
+        raise ConfigError(f"{where}: {text!r} is not a regex (a non-empty string)")
     try:
         compiled = re.compile(text)
     except re.error as e:
         raise ConfigError(f"{where}: {text!r} is not a regex: {e}") from None
-    if compiled.groups < 1:
-        raise ConfigError(f"{where}: {text!r} has no group: the id is its group 1, e.g. \"id: (\\S+)\"")
+    if group and compiled.groups < 1:
+        raise ConfigError(f"{where}: {text!r} has no group: {what} is its group 1, e.g. {example}")
     return compiled
 
 
