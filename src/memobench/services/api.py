@@ -50,6 +50,12 @@ from ..core.errors import ConfigError
 OPERATIONS = ("reset", "ingest", "search", "count")
 # the operations whose answer is read (config says where its values sit); another's may be anything
 READ = frozenset({"search", "count"})
+
+
+def reads_json(op: str, operation: dict) -> bool:
+    """True when an operation's answer must be JSON: a search's or a count's, unless a count is read from
+    its words (``pattern``)."""
+    return op in READ and "pattern" not in operation
 DEFAULT_ENDPOINTS = {
     "reset": {"path": "/reset", "body": {"namespace": "{namespace}"}},
     "ingest": {"path": "/ingest", "body": {"namespace": "{namespace}", "session": "{session}"}},

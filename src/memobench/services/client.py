@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from ..core.errors import excerpt
-from .api import READ, fill, fill_path
+from .api import fill, fill_path, reads_json
 
 # HTTP statuses worth another try: the server's own failures and "too many requests"
 TRANSIENT_STATUS = frozenset({429, 500, 502, 503, 504})
@@ -310,7 +310,7 @@ class HttpClient:
             try:
                 obj = data.decode("utf-8", "replace") if self.plain else json.loads(data)
             except ValueError:
-                if op in READ:
+                if reads_json(op, e):
                     raise ServiceError(f"{op} {path} answered a body that is not JSON: {_short(data)!r}") from None
                 # an answer read only for an id a server assigns (ingest's id_pattern) may be text ("OK", an
                 # empty 204: "")

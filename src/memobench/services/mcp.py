@@ -37,7 +37,7 @@ import threading
 import time
 
 from ..core.errors import excerpt
-from .api import READ, fill
+from .api import fill, reads_json
 from .client import Call, ServiceError, StartFailed, Unavailable, attempts, server_seconds, shown_url
 
 META_TIMING = "server-timing"  # the result ``_meta`` key a server's own time is read from
@@ -279,7 +279,7 @@ class McpClient:
                 try:
                     answer = json.loads(text)
                 except ValueError:
-                    if op in READ:
+                    if reads_json(op, self.tools[op]):
                         raise ServiceError(f"{op} tool {tool!r} answered text that is not JSON: "
                                            f"{excerpt(text)!r}") from None
                     answer = text  # read only for an id the server assigns (ingest's id_pattern); "" for none

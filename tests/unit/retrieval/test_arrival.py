@@ -6,6 +6,8 @@ searches of a service without count, and the copy and part key forms
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from memobench.catalog.variants import resolve
@@ -299,3 +301,96 @@ def test_a_service_that_keeps_everything_is_confirmed_and_its_lists_are_unchange
 
     assert ops(tmp_path / "search").count("confirm") == ops(tmp_path / "search").count("ingest") > 0
     assert "confirm" not in ops(tmp_path / "none")
+
+
+class _WordsApi:
+    """An HTTP service of the project's API that answers in words, as many do: ``Saved`` or ``Failed to save:
+    ...`` for an ingest (refusing session ids that hold ``refuse``, keeping nothing of them), ``Context Items: N``
+    for a count; its search answers JSON (the Fake's ranking: sessions holding any query word)."""
+
+    def __init__(self, refuse: str | None):
+        import re
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        held: dict[str, list[dict]] = {}
+        lock = threading.Lock()
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                req = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+                ns = req["namespace"]
+                with lock:
+                    mine = held.setdefault(ns, [])
+                    if self.path == "/reset":
+                        mine.clear()
+                        out = "Cleared"
+                    elif self.path == "/ingest":
+                        sid = req["session"]["id"]
+                        out = "Failed to save: refused " + sid if refuse and refuse in sid else "Saved"
+                        if out == "Saved":
+                            mine.append(req["session"])
+                    elif self.path == "/count":
+                        out = f"Namespace {ns}\nContext Items: {len(mine)}"
+                    else:
+                        asked = set(re.findall(r"\w+", req["query"].lower()))
+                        scored = [(len(asked & set(re.findall(r"\w+", " ".join(str(t["content"]) for t in s["turns"])
+                                                                .lower()))), i, s["id"]) for i, s in enumerate(mine)]
+                        ranked = sorted((x for x in scored if x[0] > 0), key=lambda x: (-x[0], x[1]))[: int(req["k"])]
+                        out = json.dumps({"results": [{"id": sid, "score": float(sc)} for sc, _, sid in ranked]})
+                body = out.encode()
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _words_entry(url: str) -> dict:
+    return {"system": {"url": url, "backoff_s": 0.01, "retries": 1, "check": False,
+                       "endpoints": {"ingest": {"refused": "^Failed"}, "count": {"pattern": r"Context Items: (\d+)"}}}}
+
+
+def test_an_http_service_answering_in_words_is_read_a_refusal_one_line(norm, tmp_path):
+    from tests.helpers.services import rank_one_segment
+
+    service = _WordsApi(refuse="answer")  # every haystack holds an answer session
+    try:
+        with pytest.raises(RetrieverError) as e:
+            rank_one_segment(norm, tmp_path, "svc", _words_entry(service.url))
+    finally:
+        service.close()
+    said = str(e.value)
+    assert "\n" not in said and said.startswith("variant 'svc': ") and "failed at the service" in said
+    assert "ingestion failed: ingest of session 'answer_" in said and "into namespace 'mb-svc-" in said
+    assert "the service answered 'Failed to save: refused answer_" in said and "endpoints.ingest.refused" in said
+
+
+def test_an_http_service_s_count_in_words_confirms_a_namespace_in_a_later_job(norm, tmp_path):
+    import pyarrow.parquet as pq
+
+    from memobench.core import layout
+    from tests.helpers.services import rank_one_segment
+
+    service = _WordsApi(refuse=None)
+    try:
+        first, _ = rank_one_segment(norm, tmp_path, "svc", _words_entry(service.url))
+        again, _ = rank_one_segment(norm, tmp_path, "svc", _words_entry(service.url))
+    finally:
+        service.close()
+    assert all(a.equals(b) for a, b in zip(first, again)) and first[0].num_rows > 0
+    ops = {r["operation"] for r in pq.read_table(layout.path(layout.TIMINGS, root=tmp_path / "results", dataset="lme",
+                                                             variant="svc", segment="seg1")).to_pylist()}
+    assert "count" in ops and not ops & {"ingest", "reset", "confirm"}  # confirmed by its count, read from words
