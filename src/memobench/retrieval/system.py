@@ -870,7 +870,6 @@ class _Service:
                  f"confirms the service still holds the {len(sessions)} sessions recorded (it may have forgotten "
                  f"them); ingesting it again and searching again")
         from ..services.client import ServiceError, Unavailable
-
         from .arrival import Refused
 
         try:
