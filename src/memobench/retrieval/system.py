@@ -64,7 +64,11 @@ an empty list, a miss: metrics.json's ``system_errors``); more than
 response that cannot be used (HTTP 4xx, not JSON, no list where config says
 it is, an id that is not a string or not in the haystack, an id given more
 times than the haystack lists it) is one ``memobench:`` line naming the
-variant, the question and what came back.
+variant, the question and what came back. An answer that says in words that
+the server refused an ingest, a reset or a count (config ``refused`` and
+``accepted``), and, for a service without ``count``, an item that never came
+back in a search for its own words (``system.confirm``), is an ingestion
+that failed (retrieval/arrival.py).
 """
 
 from __future__ import annotations
