@@ -537,6 +537,7 @@ class _Service:
         asks for sessions), or a job of this variant already passed it with these settings (a marker
         file named by the definition's digest): a failure is one line naming the check, before any
         of the run's sessions is sent."""
+        from ..core.secrets import mask
         from . import conformance as check
 
         if self.spec.get("check", True) is False or self.v.grain != "session":
@@ -558,7 +559,7 @@ class _Service:
             text = json.dumps({"identity": self.spec["identity"], "checks": {r.check: [r.status, r.why]
                                                                              for r in results}}, indent=1)
             partial = marker.with_name(marker.name + ".part")
-            partial.write_text(text + "\n", encoding="utf-8")
+            partial.write_text(mask(text) + "\n", encoding="utf-8")  # a why may quote what the server said
             partial.replace(marker)  # whole or absent: a killed job's half-written marker never passes
             skipped = [r.check for r in results if r.status == "skipped"]
             self.log(f"{self.v.name}: the service passed its conformance check"
@@ -1094,7 +1095,7 @@ def client_of(spec: dict, where: str = "memory service", log=print, workroot=Non
     namespace, its working folders under ``workroot`` or a temporary folder: services/servers.py; or a library
     in-process, ``log`` getting what its factory prints); ``where`` names the variant in a config line (an
     unset ``$NAME``), raised before any request."""
-    from ..services.api import from_environment
+    from ..services.api import from_environment, header_value, url_from_environment
 
     settings = {"timeout_s": float(spec["timeout_s"]), "retries": int(spec["retries"]),
                 "backoff_s": float(spec["backoff_s"])}
@@ -1104,14 +1105,13 @@ def client_of(spec: dict, where: str = "memory service", log=print, workroot=Non
         return client(spec, where, log)
     if spec.get("headers"):
         # read when the job starts, never written: the spec (the rule's params) holds the $NAMEs
-        settings["headers"] = {k: from_environment(v, f"{where}: system: headers: {k}")
-                               for k, v in spec["headers"].items()}
+        settings["headers"] = {k: header_value(v, f"{where}: system: headers: {k}") for k, v in spec["headers"].items()}
     if spec["transport"] == "http":
         from ..services.client import HttpClient
 
         # read as given, not a DEFAULTS entry: a new default key would change every system variant's params
         limit = int(float(spec.get("max_response_mb", MAX_RESPONSE_MB)) * 2**20)
-        return HttpClient(from_environment(spec["url"], f"{where}: system: url"), spec["operations"],
+        return HttpClient(url_from_environment(spec["url"], f"{where}: system: url"), spec["operations"],
                           max_response_bytes=limit, plain=spec["answer"] == "plain", **settings)
     from ..services.mcp import McpClient, sdk_missing
 
@@ -1120,7 +1120,7 @@ def client_of(spec: dict, where: str = "memory service", log=print, workroot=Non
                           f"not installed: pip install 'memobench[mcp]' (or -e '.[mcp]' in a checkout)")
     m, settings["answer"] = spec["mcp"], spec["answer"]
     if spec["transport"] == "mcp-http":
-        return McpClient(spec["operations"], url=from_environment(m["url"], f"{where}: system: mcp: url"), **settings)
+        return McpClient(spec["operations"], url=url_from_environment(m["url"], f"{where}: system: mcp: url"), **settings)
     env = m.get("env")
     if env is not None:
         env = {k: from_environment(v, f"{where}: system: mcp: env: {k}") for k, v in env.items()}

@@ -38,7 +38,7 @@ import time
 
 from ..core.errors import excerpt
 from .api import READ, fill
-from .client import Call, ServiceError, StartFailed, Unavailable, attempts, server_seconds, shown_url
+from .client import REFUSED, Call, ServiceError, StartFailed, Unavailable, attempts, server_seconds, shown_url
 
 META_TIMING = "server-timing"  # the result ``_meta`` key a server's own time is read from
 # Opening a connection (a stdio server's process start and the handshake) may take this long even when
@@ -115,13 +115,14 @@ class McpClient:
         self._generation = 0
         self._opened = False  # a connection was once opened: a later failure to open is transient
         self._start_failed = None  # the StartFailed of a server that could not start, told to every caller
+        self._refused = None  # HTTP 401 or 403, the last a streamable-HTTP server answered (the SDK hides it)
 
     # ---- the connection, held open by one task of the loop
 
     def _target(self):
         mcp, _ = _sdk()
         if self.url is not None:
-            return self.url if self.headers is None else _with_headers(self.url, self.headers)
+            return _over_http(self.url, self.headers, self._answered)
         # the SDK passes a server only a safe part of the environment (HOME, PATH, ...); env adds to it
         # (its $NAMEs already read from this process's environment: system.client_of)
         env = None if self.env is None else {**mcp.client.stdio.get_default_environment(), **self.env}
@@ -228,6 +229,21 @@ class McpClient:
             if not self._thread.is_alive():
                 self._loop.close()
 
+    async def _answered(self, response) -> None:
+        """Every HTTP answer of a streamable-HTTP server: a refusal of the credentials is kept, since the
+        SDK turns it into an internal error without its status."""
+        if response.status_code in REFUSED:
+            self._refused = response.status_code
+
+    def _refusal(self, op: str, tool: str) -> ServiceError | None:
+        """The one line of a server that refused the credentials (never retried: each try is refused
+        alike); its answer is not shown, since it may quote them."""
+        if self._refused is None:
+            return None
+        return ServiceError(f"{op} tool {tool!r}: the server at {shown_url(self.url)} answered HTTP {self._refused} "
+                            f"{REFUSED[self._refused]}: it refused the credentials (system.headers, or the url's "
+                            f"user or key)")
+
     def _shown(self, text: str) -> str:
         """``text`` with the server's URL starred (the SDK's messages name it, and it may hold a secret)."""
         return text.replace(self.url, shown_url(self.url)) if self.url else text
@@ -253,6 +269,9 @@ class McpClient:
             except StartFailed:
                 raise
             except MCPError as e:
+                refused = self._refusal(op, tool)
+                if refused is not None:
+                    raise refused from None
                 code = e.error.code
                 if code == mcp_types.REQUEST_TIMEOUT:
                     why = f"timed out after {time.monotonic() - started:.3g} s"
@@ -264,6 +283,9 @@ class McpClient:
                 raise ServiceError(f"{op} tool {tool!r} answered error {code}: {excerpt(e.error.message)}") from None
             except Exception as e:  # noqa: BLE001 - a server that cannot be reached or started, or a transport failure
                 self._lost(generation)
+                refused = self._refusal(op, tool)
+                if refused is not None:
+                    raise refused from None
                 e = _leaf(e)
                 why = f"{type(e).__name__}: {excerpt(self._shown(str(e)))}" if str(e) else type(e).__name__
                 continue
@@ -289,12 +311,14 @@ class McpClient:
 
 
 @contextlib.asynccontextmanager
-async def _with_headers(url: str, headers: dict):
-    """The SDK's streamable-HTTP transport to ``url`` through an HTTP client that sends ``headers`` with
-    every request (the SDK takes headers only through a client of one's own, closed here)."""
+async def _over_http(url: str, headers: dict | None, answered):
+    """The SDK's streamable-HTTP transport to ``url`` through an HTTP client of one's own (closed here),
+    which sends ``headers`` with every request and hands each answer to ``answered`` (the SDK takes
+    headers, and shows an answer's status, only so)."""
     from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
 
     async with create_mcp_http_client(headers=headers) as http:
+        http.event_hooks["response"].append(answered)
         async with streamable_http_client(url, http_client=http) as streams:
             yield streams
 
