@@ -1127,11 +1127,37 @@ def client_of(spec: dict, where: str = "memory service", log=print, workroot=Non
     if spec.get("per_namespace"):
         from ..services.servers import NamespaceServers
 
-        def make(command, env):
-            return McpClient(spec["operations"], command=command, env=env, **settings)
+        made = []  # the first server made: what it says it is names the service (served_by)
 
-        return NamespaceServers(make, _command(m["command"]), env, workroot)
+        def make(command, env):
+            client = McpClient(spec["operations"], command=command, env=env, **settings)
+            made[:] = made or [client]
+            return client
+
+        servers = NamespaceServers(make, _command(m["command"]), env, workroot)
+        servers.identified = made
+        return servers
     return McpClient(spec["operations"], command=_command(m["command"]), env=env, **settings)
+
+
+def served_by(spec: dict, client) -> dict:
+    """What served a job (services/identity.py): an MCP server's ``server`` (its serverInfo's name and
+    version, once connected), a stdio server's ``package``, the ``host`` of a URL (never its user
+    information); whatever the server said starred where it holds a secret."""
+    from ..core.secrets import mask
+    from ..services.identity import host_of, package_of
+
+    out = {}
+    info = next((c.server_info for c in getattr(client, "identified", [client]) if getattr(c, "server_info", None)),
+                None)
+    if info:
+        out["server"] = {k: mask(v) for k, v in info.items()}
+    if spec["transport"] == "mcp-stdio":
+        out["package"] = package_of(_command(spec["mcp"]["command"]))
+    url = spec.get("url") or (spec.get("mcp") or {}).get("url")
+    if isinstance(url, str):
+        out["host"] = host_of(url)
+    return out
 
 
 def _session_ids_for_turns(ids: list[str], turns, where: str) -> None:
@@ -1183,6 +1209,7 @@ def rank_segment(variants, segment, log=print) -> dict:
     in place of its document)."""
     from ..services.client import StartFailed
     from .documents import rank_by_documents
+    from ..services.identity import SERVICE_KEY
     from .harness import CHECKS_KEY, skip_reason
     from .rendering import names_turn_id
     from .turns import session_turns
@@ -1241,7 +1268,8 @@ def rank_segment(variants, segment, log=print) -> dict:
             service.client.close()
         segment.timings[v.name] = service.timed()
         meta = {**(outcomes.schema.metadata or {}), CHECKS_KEY: json.dumps(service.checks(), sort_keys=True),
-                DEFINITION_KEY: definition(v)}
+                DEFINITION_KEY: definition(v), SERVICE_KEY: json.dumps(served_by(v.retriever, service.client),
+                                                                       sort_keys=True)}
         out[v.name] = (rankings, outcomes.replace_schema_metadata(meta), deep)
     return out
 

@@ -116,6 +116,7 @@ class McpClient:
         self._opened = False  # a connection was once opened: a later failure to open is transient
         self._start_failed = None  # the StartFailed of a server that could not start, told to every caller
         self._refused = None  # HTTP 401 or 403, the last a streamable-HTTP server answered (the SDK hides it)
+        self.server_info = None  # {name, version} of the server's initialize answer (serverInfo), once connected
 
     # ---- the connection, held open by one task of the loop
 
@@ -176,6 +177,9 @@ class McpClient:
                         raise self._start_failed from None
                     raise
                 self._opened = True
+                info = getattr(self._conn[0], "server_info", None)
+                if info is not None:  # what the server says it is (services/identity.py)
+                    self.server_info = {"name": str(info.name), "version": str(info.version)}
             return self._conn[0], self._generation
 
     def start(self) -> float | None:
