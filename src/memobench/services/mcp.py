@@ -117,6 +117,7 @@ class McpClient:
         self._start_failed = None  # the StartFailed of a server that could not start, told to every caller
         self._refused = None  # HTTP 401 or 403, the last a streamable-HTTP server answered (the SDK hides it)
         self.server_info = None  # {name, version} of the server's initialize answer (serverInfo), once connected
+        self._stderr = None  # a stdio server's stderr, starred on its way (:class:`_StarredStderr`)
 
     # ---- the connection, held open by one task of the loop
 
@@ -127,7 +128,14 @@ class McpClient:
         # the SDK passes a server only a safe part of the environment (HOME, PATH, ...); env adds to it
         # (its $NAMEs already read from this process's environment: system.client_of)
         env = None if self.env is None else {**mcp.client.stdio.get_default_environment(), **self.env}
-        return mcp.StdioServerParameters(command=self.command[0], args=list(self.command[1:]), env=env)
+        params = mcp.StdioServerParameters(command=self.command[0], args=list(self.command[1:]), env=env)
+        from ..core.secrets import any_registered
+
+        if not any_registered():
+            return params  # its stderr is this process's own
+        if self._stderr is None:
+            self._stderr = _StarredStderr()
+        return mcp.client.stdio.stdio_client(params, errlog=self._stderr.file)
 
     async def _open(self):
         mcp, _ = _sdk()
@@ -232,6 +240,8 @@ class McpClient:
             self._thread.join(5.0)
             if not self._thread.is_alive():
                 self._loop.close()
+            if self._stderr is not None:
+                self._stderr.close()
 
     async def _answered(self, response) -> None:
         """Every HTTP answer of a streamable-HTTP server: a refusal of the credentials is kept, since the
@@ -312,6 +322,36 @@ class McpClient:
             meta = result.meta or {}
             return answer, Call(seconds, attempt, server_seconds(meta.get(META_TIMING)))
         raise Unavailable(f"{op} tool {tool!r} failed {tries} time(s), last: {why}")
+
+
+class _StarredStderr:
+    """Where a stdio server writes its stderr when this process holds secrets (core/secrets.py): a pipe
+    whose lines reach this process's stderr starred, as it writes them (a server that logs its
+    configuration, a key included, would otherwise print it on the console)."""
+
+    def __init__(self):
+        import os
+
+        read, write = os.pipe()
+        self.file = os.fdopen(write, "w")  # the server's stderr (its file descriptor is what it gets)
+        self._thread = threading.Thread(target=self._copy, args=(os.fdopen(read, "rb"),), name="mcp-stderr",
+                                        daemon=True)
+        self._thread.start()
+
+    @staticmethod
+    def _copy(pipe) -> None:
+        from ..core.secrets import mask
+
+        with pipe:
+            for line in pipe:
+                sys.stderr.write(mask(line.decode("utf-8", "replace")))
+                sys.stderr.flush()
+
+    def close(self) -> None:
+        """Its end here closed; what the server wrote before it stopped is copied first (a while at most:
+        a process it left behind may hold the pipe open)."""
+        self.file.close()
+        self._thread.join(2.0)
 
 
 @contextlib.asynccontextmanager
