@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import sys
 from pathlib import Path
 
 # Parquet key-value metadata of a system variant's outcomes tables: what served them (retrieval/system.py
@@ -105,6 +106,11 @@ def _python_module(python: str, module: str) -> str | None:
     if where is None:
         return None
     top = module.split(".")[0]
+    if Path(where).absolute().parent.parent == Path(sys.prefix):  # this environment: an editable install too
+        import importlib.metadata
+
+        for dist in importlib.metadata.packages_distributions().get(top, [])[:1]:
+            return f"{dist}@{importlib.metadata.version(dist)}"
     for dist, version, info in _distributions(Path(where)):
         try:
             record = (info / "RECORD").read_text(encoding="utf-8", errors="replace")

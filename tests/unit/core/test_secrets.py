@@ -32,7 +32,7 @@ def fresh():
 
 
 class _Echo(BaseHTTPRequestHandler):
-    """Answers each request with what came (its path and headers), at the status its path names
+    """Answers each request with what came (its Authorization header and path), at the status its path names
     (``/search`` 200, ``/r401`` 401, ``/r400`` 400), as a careless server quoting the request does."""
 
     protocol_version = "HTTP/1.1"
@@ -45,7 +45,7 @@ class _Echo(BaseHTTPRequestHandler):
         with self.server.lock:
             self.server.seen.append((self.path, dict(self.headers)))
         status = int(self.path.split("?")[0][2:]) if self.path.startswith("/r") else 200
-        said = {"results": [], "you sent": self.path, "headers": dict(self.headers)}
+        said = {"you sent": self.headers.get("Authorization"), "to": self.path, "results": []}
         reply(self, status, json.dumps(said).encode())
 
 
@@ -152,3 +152,17 @@ def test_a_job_s_log_and_console_star_what_a_server_echoes(echo, monkeypatch, tm
     assert "Bearer ***" in log.read_text() and "printed: " in out.out
     assert "internal error ValueError: Invalid header value b'Bearer ***\\n'" in out.err
     assert "s3cret" not in written and "s3cret" not in json.dumps(written), written
+
+
+def test_the_check_service_table_stars_what_a_server_echoes(echo, monkeypatch, tmp_path, capsys):
+    from memobench.cli import main
+
+    monkeypatch.setenv("MB_TOKEN", SECRET)
+    cfg = tmp_path / "my.yaml"
+    cfg.write_text(json.dumps({"variants": {"svc": {"system": {
+        "url": f"http://127.0.0.1:{echo.server_address[1]}", "headers": {"Authorization": "Bearer $MB_TOKEN"},
+        "endpoints": {"reset": {"path": "/r400"}}}}}}), encoding="utf-8")
+    assert main(["check-service", "--variant", "svc", "--configfile", str(cfg)]) == 1
+    out = capsys.readouterr()
+    assert "answered HTTP 400" in out.out and "Bearer ***" in out.out, out.out
+    assert "s3cret" not in out.out + out.err
