@@ -166,3 +166,12 @@ def test_the_check_service_table_stars_what_a_server_echoes(echo, monkeypatch, t
     out = capsys.readouterr()
     assert "answered HTTP 400" in out.out and "Bearer ***" in out.out, out.out
     assert "s3cret" not in out.out + out.err
+
+
+def test_an_excerpt_stars_a_secret_before_it_cuts_or_joins_spaces():
+    from memobench.core.errors import excerpt
+
+    secrets.register("a  key\twith-spaces")
+    said = "x" * 150 + " a  key\twith-spaces"
+    # joined and cut first, it would be "a key wi..." (its spaces joined, its end cut), which no starring finds
+    assert excerpt(said) == "x" * 150 + " ***"
