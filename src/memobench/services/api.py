@@ -149,6 +149,8 @@ def url_from_environment(url: str, where: str, environ=None) -> str:
 
     from ..core.secrets import register_basic
 
+    if not _ENV.search(url):
+        return url  # as written, every byte
     parts = urlsplit(url)
     userinfo, at, hostport = parts.netloc.rpartition("@")
 
