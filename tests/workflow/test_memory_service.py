@@ -155,10 +155,11 @@ def test_a_key_sent_is_written_nowhere_and_each_service_says_what_served_it(run)
     assert said["locomo1", "mcp-stdio"]["package"] == f"memobench@{__version__}"  # python -m memobench.cli
     assert said["lme", "mcp-http"]["server"] == reference
     assert said["lme", "mcp-http"]["host"] == f"127.0.0.1:{servers['mcp'].port}"
-    assert said["lme", "svc-user"]["host"] == f"127.0.0.1:{servers['lme'].port}" and "server" not in said["lme", "svc-user"]
-    report = (work / layout.REPORT_MD).read_text()
+    http = said["lme", "svc-user"]  # a plain HTTP service: its host, no serverInfo
+    assert http["host"] == f"127.0.0.1:{servers['lme'].port}" and "server" not in http
+    report, latency = (work / layout.REPORT_MD).read_text(), (work / layout.LATENCY_MD).read_text()
     assert f"(memory service: mcp stdio: python; served by memobench-reference {__version__} (memobench@" in report
-    assert f"| mcp-http (service: memobench-reference {__version__} (127.0.0.1:" in (work / layout.LATENCY_MD).read_text()
+    assert f"| mcp-http (service: memobench-reference {__version__} (127.0.0.1:" in latency
 
 
 def test_a_rerun_confirms_and_ingests_nothing(run):

@@ -1120,7 +1120,8 @@ def client_of(spec: dict, where: str = "memory service", log=print, workroot=Non
                           f"not installed: pip install 'memobench[mcp]' (or -e '.[mcp]' in a checkout)")
     m, settings["answer"] = spec["mcp"], spec["answer"]
     if spec["transport"] == "mcp-http":
-        return McpClient(spec["operations"], url=url_from_environment(m["url"], f"{where}: system: mcp: url"), **settings)
+        url = url_from_environment(m["url"], f"{where}: system: mcp: url")
+        return McpClient(spec["operations"], url=url, **settings)
     env = m.get("env")
     if env is not None:
         env = {k: from_environment(v, f"{where}: system: mcp: env: {k}") for k, v in env.items()}
