@@ -30,7 +30,7 @@ _pattern: re.Pattern | None = None
 
 def register(value: str) -> None:
     """Star ``value`` (and its forms: module docstring) in every text :func:`mask` is given from now on."""
-    if not isinstance(value, str):
+    if not isinstance(value, str) or len(value.strip()) < MIN_CHARS:
         return
     forms = set()
     for v in {value, value.strip()}:
