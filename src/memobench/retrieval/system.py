@@ -564,6 +564,7 @@ class _Service:
         asks for sessions), or a job of this variant already passed it with these settings (a marker
         file named by the definition's digest): a failure is one line naming the check, before any
         of the run's sessions is sent."""
+        from ..core.secrets import mask
         from . import conformance as check
 
         if self.spec.get("check", True) is False or self.v.grain != "session":
@@ -585,7 +586,7 @@ class _Service:
             text = json.dumps({"identity": self.spec["identity"], "checks": {r.check: [r.status, r.why]
                                                                              for r in results}}, indent=1)
             partial = marker.with_name(marker.name + ".part")
-            partial.write_text(text + "\n", encoding="utf-8")
+            partial.write_text(mask(text) + "\n", encoding="utf-8")  # a why may quote what the server said
             partial.replace(marker)  # whole or absent: a killed job's half-written marker never passes
             skipped = [r.check for r in results if r.status == "skipped"]
             self.log(f"{self.v.name}: the service passed its conformance check"
@@ -1172,7 +1173,7 @@ def client_of(spec: dict, where: str = "memory service", log=print, workroot=Non
     namespace, its working folders under ``workroot`` or a temporary folder: services/servers.py; or a library
     in-process, ``log`` getting what its factory prints); ``where`` names the variant in a config line (an
     unset ``$NAME``), raised before any request."""
-    from ..services.api import from_environment
+    from ..services.api import from_environment, header_value, url_from_environment
 
     settings = {"timeout_s": float(spec["timeout_s"]), "retries": int(spec["retries"]),
                 "backoff_s": float(spec["backoff_s"])}
@@ -1182,14 +1183,13 @@ def client_of(spec: dict, where: str = "memory service", log=print, workroot=Non
         return client(spec, where, log)
     if spec.get("headers"):
         # read when the job starts, never written: the spec (the rule's params) holds the $NAMEs
-        settings["headers"] = {k: from_environment(v, f"{where}: system: headers: {k}")
-                               for k, v in spec["headers"].items()}
+        settings["headers"] = {k: header_value(v, f"{where}: system: headers: {k}") for k, v in spec["headers"].items()}
     if spec["transport"] == "http":
         from ..services.client import HttpClient
 
         # read as given, not a DEFAULTS entry: a new default key would change every system variant's params
         limit = int(float(spec.get("max_response_mb", MAX_RESPONSE_MB)) * 2**20)
-        return HttpClient(from_environment(spec["url"], f"{where}: system: url"), spec["operations"],
+        return HttpClient(url_from_environment(spec["url"], f"{where}: system: url"), spec["operations"],
                           max_response_bytes=limit, plain=spec["answer"] == "plain", **settings)
     from ..services.mcp import McpClient, sdk_missing
 
@@ -1198,18 +1198,45 @@ def client_of(spec: dict, where: str = "memory service", log=print, workroot=Non
                           f"not installed: pip install 'memobench[mcp]' (or -e '.[mcp]' in a checkout)")
     m, settings["answer"] = spec["mcp"], spec["answer"]
     if spec["transport"] == "mcp-http":
-        return McpClient(spec["operations"], url=from_environment(m["url"], f"{where}: system: mcp: url"), **settings)
+        url = url_from_environment(m["url"], f"{where}: system: mcp: url")
+        return McpClient(spec["operations"], url=url, **settings)
     env = m.get("env")
     if env is not None:
         env = {k: from_environment(v, f"{where}: system: mcp: env: {k}") for k, v in env.items()}
     if spec.get("per_namespace"):
         from ..services.servers import NamespaceServers
 
-        def make(command, env):
-            return McpClient(spec["operations"], command=command, env=env, **settings)
+        made = []  # the first server made: what it says it is names the service (served_by)
 
-        return NamespaceServers(make, _command(m["command"]), env, workroot)
+        def make(command, env):
+            client = McpClient(spec["operations"], command=command, env=env, **settings)
+            made[:] = made or [client]
+            return client
+
+        servers = NamespaceServers(make, _command(m["command"]), env, workroot)
+        servers.identified = made
+        return servers
     return McpClient(spec["operations"], command=_command(m["command"]), env=env, **settings)
+
+
+def served_by(spec: dict, client) -> dict:
+    """What served a job (services/identity.py): an MCP server's ``server`` (its serverInfo's name and
+    version, once connected), a stdio server's ``package``, the ``host`` of a URL (never its user
+    information); whatever the server said starred where it holds a secret."""
+    from ..core.secrets import mask
+    from ..services.identity import host_of, package_of
+
+    out = {}
+    info = next((c.server_info for c in getattr(client, "identified", [client]) if getattr(c, "server_info", None)),
+                None)
+    if info:
+        out["server"] = {k: mask(v) for k, v in info.items()}
+    if spec["transport"] == "mcp-stdio":
+        out["package"] = package_of(_command(spec["mcp"]["command"]))
+    url = spec.get("url") or (spec.get("mcp") or {}).get("url")
+    if isinstance(url, str):
+        out["host"] = host_of(url)
+    return out
 
 
 def _session_ids_for_turns(ids: list[str], turns, where: str) -> None:
@@ -1261,6 +1288,7 @@ def rank_segment(variants, segment, log=print) -> dict:
     in place of its document)."""
     from ..services.client import StartFailed
     from .documents import rank_by_documents
+    from ..services.identity import SERVICE_KEY
     from .harness import CHECKS_KEY, skip_reason
     from .rendering import names_turn_id
     from .turns import session_turns
@@ -1319,7 +1347,8 @@ def rank_segment(variants, segment, log=print) -> dict:
             service.client.close()
         segment.timings[v.name] = service.timed()
         meta = {**(outcomes.schema.metadata or {}), CHECKS_KEY: json.dumps(service.checks(), sort_keys=True),
-                DEFINITION_KEY: definition(v)}
+                DEFINITION_KEY: definition(v), SERVICE_KEY: json.dumps(served_by(v.retriever, service.client),
+                                                                       sort_keys=True)}
         out[v.name] = (rankings, outcomes.replace_schema_metadata(meta), deep)
     return out
 

@@ -132,11 +132,14 @@ def fill(template, values: dict):
 _ENV = re.compile(r"\$(?:\{(\w+)\}|(\w+))")
 
 
-def from_environment(text: str, where: str, environ=None) -> str:
-    """``text`` with each ``$NAME`` (or ``${NAME}``) replaced by the environment's value, so a secret
-    stays out of config; an unset one is a ConfigError line naming it (sent as the literal ``$NAME``
-    it would reach the service as a wrong key, with no error)."""
+def from_environment(text: str, where: str, environ=None, encode=None) -> str:
+    """``text`` with each ``$NAME`` (or ``${NAME}``) replaced by the environment's value (``encode``d,
+    when given), so a secret stays out of config; an unset one is a ConfigError line naming it (sent
+    as the literal ``$NAME`` it would reach the service as a wrong key, with no error). Each value is
+    a secret from now on: starred in whatever this process writes (core/secrets.py)."""
     import os
+
+    from ..core.secrets import register
 
     env = os.environ if environ is None else environ
 
@@ -144,9 +147,49 @@ def from_environment(text: str, where: str, environ=None) -> str:
         name = m.group(1) or m.group(2)
         if name not in env:
             raise ConfigError(f"{where}: ${name} is not set in the environment")
-        return env[name]
+        register(env[name])
+        return env[name] if encode is None else encode(env[name])
 
     return _ENV.sub(value, text)
+
+
+def url_from_environment(url: str, where: str, environ=None) -> str:
+    """A service's URL with its ``$NAME``s read from the environment (:func:`from_environment`), each
+    value percent-encoded where it lands (a password holding ``/`` or ``#``, a key holding ``&``: the URL
+    keeps its parts, and the server reads the value back as it was); a host or port as it is."""
+    from urllib.parse import quote, unquote, urlsplit, urlunsplit
+
+    from ..core.secrets import register_basic
+
+    if not _ENV.search(url):
+        return url  # as written, every byte
+    parts = urlsplit(url)
+    userinfo, at, hostport = parts.netloc.rpartition("@")
+
+    def part(text, safe):
+        return from_environment(text, where, environ, lambda v: quote(v, safe=safe))
+
+    userinfo = part(userinfo, "")
+    if at:
+        user, _, password = userinfo.partition(":")
+        register_basic(unquote(user), unquote(password))  # as HTTP Basic auth sends them
+    netloc = userinfo + at + from_environment(hostport, where, environ)
+    # a query value's ``=`` and ``&`` are encoded too: the query's own stay as written
+    return urlunsplit((parts.scheme, netloc, part(parts.path, "/"), part(parts.query, ""), part(parts.fragment, "")))
+
+
+def header_value(template: str, where: str, environ=None) -> str:
+    """A header's value with its ``$NAME``s read (:func:`from_environment`); one holding a line break or
+    another control character (a CRLF ``.env`` file's ``\\r``) is a ConfigError line that names the header
+    but not the value: no request could carry it, and the HTTP libraries' own errors quote it."""
+    value = from_environment(template, where, environ)
+    if any((ord(c) < 32 and c != "\t") or ord(c) == 127 for c in value):
+        names = ", ".join(f"${m.group(1) or m.group(2)}" for m in _ENV.finditer(template))
+        what = "a line break (CR or LF: a .env file saved with CRLF line endings?)" if any(
+            c in value for c in "\r\n") else "a control character"
+        raise ConfigError(f"{where}: its value (from {names or 'the config'}) holds {what}, which no HTTP header "
+                          f"can carry; remove it from the environment's value")
+    return value
 
 
 class Missing(Exception):

@@ -27,6 +27,8 @@ from .api import fill, fill_path, reads_json
 
 # HTTP statuses worth another try: the server's own failures and "too many requests"
 TRANSIENT_STATUS = frozenset({429, 500, 502, 503, 504})
+# HTTP statuses of credentials refused: never transient, and their answer is never shown (it may quote them)
+REFUSED = {401: "Unauthorized", 403: "Forbidden"}
 
 
 class ServiceError(Exception):
@@ -305,6 +307,10 @@ class HttpClient:
                 why = f"HTTP {resp.status} {_short(data, 80)}".rstrip()
                 asked[0] = retry_after(resp.getheader("Retry-After"))
                 continue
+            if resp.status in REFUSED:
+                # its answer is left out: it may quote the credentials (a header, a key)
+                raise ServiceError(f"{op} {path} answered HTTP {resp.status} {REFUSED[resp.status]}: the service refused the "
+                                   f"credentials (system.headers, or the url's user or key)")
             if resp.status >= 300:
                 raise ServiceError(f"{op} {path} answered HTTP {resp.status}: {_short(data)}")
             try:

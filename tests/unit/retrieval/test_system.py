@@ -439,7 +439,7 @@ def test_a_url_s_user_and_query_are_sent_with_every_request_and_written_nowhere(
     p = Proxy(reference[0])
     p.RequestHandlerClass, p.seen = _Gate, []
     port = _start(p).rsplit(":", 1)[1]
-    monkeypatch.setenv("MB_PW", "p%20%40ss")  # percent-encoded in the URL as RFC 3986 says: "p @ss"
+    monkeypatch.setenv("MB_PW", "p @ss")  # percent-encoded where it lands in the URL, sent as it is
     monkeypatch.setenv("MB_KEY", "k3y")
     try:
         v = resolve("gated", "s", {"gated": _system(f"http://alice:$MB_PW@127.0.0.1:{port}?api_key=${{MB_KEY}}")})
