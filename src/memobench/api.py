@@ -34,7 +34,9 @@ class MemobenchError(Exception):
 
 
 def _error(e: Exception) -> MemobenchError:
-    return MemobenchError(f"memobench: {e}")
+    from .core.secrets import mask
+
+    return MemobenchError(mask(f"memobench: {e}"))  # a secret read from the environment, starred
 
 
 @dataclass

@@ -63,6 +63,13 @@ def main(argv: list[str] | None = None) -> int:
     check_arguments(sub.add_parser("check-service", help="check in seconds that a memory service keeps the API's "
                                                          "promises, before a run (docs/memory-services.md)"))
     args = parser.parse_args(argv)
+    from .core.secrets import masked_output
+
+    with masked_output():  # a secret read from the environment ($NAME) is starred in all it prints
+        return _run(args)
+
+
+def _run(args) -> int:
     if args.command == "check-service":
         from .check_service import main as check_service
 

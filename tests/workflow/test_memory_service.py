@@ -30,6 +30,9 @@ SERVICE = {"locomo1": "svc-all", "lme": "svc-user"}
 # MCP: over stdio (a server each job starts) on LoCoMo, over streamable HTTP (a running server) on LongMemEval
 MCP = {"locomo1": "mcp-stdio", "lme": "mcp-http"}
 ENV = {"PYTHONPATH": str(REPO / "src")}
+# a key each service is sent (a header; a stdio server's environment), read from the run's environment:
+# written nowhere, in no form (the reference servers take any)
+TOKEN = "t0ken/#&=+ of-mine"
 
 
 @pytest.fixture(scope="module")
@@ -41,19 +44,25 @@ def run(small_data, tmp_path_factory):
     for ds in DOCUMENTS:
         datasets[ds]["variants"] = ["bm25s", SERVICE[ds], MCP[ds]]
     root = tmp_path_factory.mktemp("service")
-    variants = {SERVICE[ds]: {"system": {"url": servers[ds].url, "backoff_s": 0.05}} for ds in DOCUMENTS}
+    key = {"Authorization": "Bearer $MB_SVC_TOKEN"}
+    variants = {SERVICE[ds]: {"system": {"url": servers[ds].url, "backoff_s": 0.05, "headers": key}}
+                for ds in DOCUMENTS}
     # a server per namespace ({namespace} named), waited for until count agrees, with a load curve: lists unchanged
     variants["mcp-stdio"] = {"system": {"mcp": {"command": reference_command("all", "stdio"),
-                                                "env": {**ENV, "MB_NAMESPACE": "{namespace}"}},
+                                                "env": {**ENV, "MB_NAMESPACE": "{namespace}",
+                                                        "MB_KEY": "${MB_SVC_TOKEN}"}},
                                         "ready": {"until": "count", "every_s": 0.05},
                                         "load": {"concurrency": [1, 4], "searches": 16, "max_s": 10}}}
-    variants["mcp-http"] = {"system": {"mcp": {"url": servers["mcp"].url}}}
+    variants["mcp-http"] = {"system": {"mcp": {"url": servers["mcp"].url}, "headers": key}}
     cfg = write_config(root / "cfg.yaml", data_dir=str(data), run=list(DOCUMENTS), datasets=datasets,
                        variants=variants)
     work = root / "work"
     work.mkdir()
-    snakemake(work, "--cores", "2", configfile=cfg)
-    yield work, cfg, servers
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("MB_SVC_TOKEN", TOKEN)  # this module's every run (and memobench score) is sent it
+        proc = snakemake(work, "--cores", "2", configfile=cfg)
+        (root / "console.txt").write_text(proc.stdout + proc.stderr, encoding="utf-8")
+        yield work, cfg, servers
     for s in servers.values():
         s.kill()
 
@@ -98,7 +107,7 @@ def test_lists_and_numbers_equal_the_in_process_reference_variant(run, ds, servi
 def test_the_latency_page_shows_each_service_with_its_plot_in_a_browser(run, tmp_path):
     from tests.helpers import browser
 
-    work, _, _ = run
+    work, _, servers = run
     summaries = json.loads((work / layout.LATENCY_JSON).read_text())
     assert [(s["dataset"], s["variant"]) for s in summaries] == [(ds, v) for ds in DOCUMENTS
                                                                  for v in ("bm25s", SERVICE[ds], MCP[ds])]
@@ -122,13 +131,40 @@ def test_the_latency_page_shows_each_service_with_its_plot_in_a_browser(run, tmp
     assert not any(s["load"] for s in summaries if s["variant"] != "mcp-stdio")
     md = (work / layout.LATENCY_MD).read_text()
     assert "| mcp-stdio | 4 | 16, 0 |" in md and "until count: " in md
-    assert "| svc-all (service) |" in md and "| bm25s (in-process) |" in md and "(latency.png)" in md
+    assert f"| svc-all (service: 127.0.0.1:{servers['locomo1'].port}) |" in md and "| bm25s (in-process) |" in md
+    assert "(latency.png)" in md
     assert "latency.html" in (work / layout.REPORT_MD).read_text()  # the report says where it is
     r = browser.measure(work / layout.LATENCY_HTML, tmp_path)
     assert r["scrollWidth"] <= browser.WIDTH and len(r["images"]) == 1 and r["images"][0][0] > 0
     assert r["rows"] and [x for x in r["rows"] if x[0] != x[1]] == []
     ink = browser.screenshot(work / layout.LATENCY_HTML, tmp_path / "latency.png", tmp_path, height=1400)
     assert 0.02 < ink < 0.9, ink
+
+
+def test_a_key_sent_is_written_nowhere_and_each_service_says_what_served_it(run):
+    from urllib.parse import quote
+
+    from memobench import __version__
+
+    work, _, servers = run
+    console = (work.parent / "console.txt").read_text()
+    assert "localrule retrieve:" in console  # the run's console, the jobs' lines included
+    for text in (TOKEN, quote(TOKEN, safe=""), "t0ken"):
+        assert text not in console
+        for f in work.rglob("*"):
+            assert not f.is_file() or text.encode() not in f.read_bytes(), f
+    said = {(ds, v): json.loads(_result(work, ds, v, "METRICS").read_text())["system"]
+            for ds in DOCUMENTS for v in (SERVICE[ds], MCP[ds])}
+    reference = {"name": "memobench-reference", "version": __version__}
+    assert said["locomo1", "mcp-stdio"]["server"] == reference
+    assert said["locomo1", "mcp-stdio"]["package"] == f"memobench@{__version__}"  # python -m memobench.cli
+    assert said["lme", "mcp-http"]["server"] == reference
+    assert said["lme", "mcp-http"]["host"] == f"127.0.0.1:{servers['mcp'].port}"
+    http = said["lme", "svc-user"]  # a plain HTTP service: its host, no serverInfo
+    assert http["host"] == f"127.0.0.1:{servers['lme'].port}" and "server" not in http
+    report, latency = (work / layout.REPORT_MD).read_text(), (work / layout.LATENCY_MD).read_text()
+    assert f"(memory service: mcp stdio: python; served by memobench-reference {__version__} (memobench@" in report
+    assert f"| mcp-http (service: memobench-reference {__version__} (127.0.0.1:" in latency
 
 
 def test_a_rerun_confirms_and_ingests_nothing(run):

@@ -21,8 +21,11 @@ def one_line(item) -> str:
 
 def excerpt(text: str, n: int = 160) -> str:
     """What came back, for a one-line message: its whitespace runs made single spaces, cut at ``n``
-    characters (``...`` says where)."""
-    text = " ".join(str(text).split())
+    characters (``...`` says where); a secret in it starred first (core/secrets.py), since the cut
+    or the spaces would leave a part of it that no later starring finds."""
+    from .secrets import mask
+
+    text = " ".join(mask(str(text)).split())
     return text if len(text) <= n else text[:n] + "..."
 
 

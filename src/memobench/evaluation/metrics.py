@@ -340,6 +340,11 @@ def merge_segments(dataset: str, variant_spec: dict, rankings_in, outcomes_in, d
                      if k != "source"}}
     checks = checks_summary(seg_tables)
     ranked = variant_spec.get("ranked", {})
+    if ranked.get("kind") == "system":
+        from ..services.identity import merged as served_by
+
+        # what served it (a server's name and version, its package, the host), beside what the config says
+        meta["system"] = {**meta.get("system", {}), **served_by(seg_tables)}
     if ranked.get("kind") == "system" and deep_in is not None:
         # a memory service's answers, checked for what passes as a ranking with exit status 0
         said = [f"variant {variant_spec['name']!r} on {dataset}: {w}"

@@ -122,6 +122,8 @@ def _service_costs(rows: list[dict]) -> list:
 
 def _kind(summary: dict) -> str:
     """What a row's times measure, in a word or two."""
+    if summary.get("served_by"):  # which server measured it: its name and version, its package or host
+        return f"service: {summary['served_by']}"
     return {MEASURES["system"]: "service", MEASURES["fusion"]: "fusion step"}.get(summary.get("measures"), "in-process")
 
 
@@ -212,6 +214,7 @@ def build(timings: dict, metrics: dict, md_out, json_out, png_out, html_out, log
 
     from ..core.atomic import write_text
     from ..retrieval.timings import schema_meta
+    from ..services.identity import served_text
 
     summaries = []
     n = 0
@@ -220,7 +223,8 @@ def build(timings: dict, metrics: dict, md_out, json_out, png_out, html_out, log
         rows = [r for t in tables for r in t.to_pylist()]
         n += len(rows)
         measures = next((schema_meta(t.schema).get("measures") for t in tables), None)
-        summaries.append({**summarize(ds, v, rows, m), "measures": measures, "kind": kind_of(m)})
+        summaries.append({**summarize(ds, v, rows, m), "measures": measures, "kind": kind_of(m),
+                          **({"served_by": served_text(m.get("system"))} if m.get("kind") == "system" else {})})
     write_text(json_out, json.dumps(summaries, indent=2, sort_keys=True) + "\n")
     page = blocks(summaries, Path(png_out).name)
     write_text(md_out, to_markdown(page).rstrip("\n") + "\n")

@@ -19,6 +19,7 @@ from ..evaluation.resampling import BOOTSTRAP, PERMUTATIONS
 from .labels import KIND_NAMES, by_dataset, coverage_text, is_imported, is_locomo, kind, label, type_label
 from ..core.jsmath import to_fixed
 from ..core.protocol import DEPTH
+from ..services.identity import served_text
 from .numbers import difference, level, mde_text, p_randomization, p_test, percent, printed, value_text
 
 BETTER, WORSE, EVEN = "▲", "▼", "·"
@@ -457,7 +458,9 @@ def _run_facts(m: dict) -> str:
 
 
 def _run_card(m: dict, facts: bool) -> list:
-    out = [Heading(4, label(m)), Para(f"{m['description']} ({m['harness']}).", cls="note")]
+    served = served_text(m.get("system")) if m.get("kind") == "system" else ""
+    out = [Heading(4, label(m)), Para(f"{m['description']} ({m['harness']}"
+                                      f"{f'; served by {served}' if served else ''}).", cls="note")]
     if facts:
         out.append(Para(_run_facts(m), cls="note"))
     if is_imported(m):

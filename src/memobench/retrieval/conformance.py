@@ -291,12 +291,15 @@ class _Check:
 
     def _reset(self, ns: str) -> None:
         from ..services.client import ServiceError, Unavailable
+        from .returned import RetrieverError
         from .system import reset_namespace
 
         try:
             self.calls += reset_namespace(self.client, self.spec, ns) is not None
         except (ServiceError, Unavailable) as e:
             raise _Stop(f"reset of namespace {ns!r}: {e}", isinstance(e, Unavailable)) from None
+        except RetrieverError as e:  # a refusal in words (arrival.Refused)
+            raise _Stop(str(e)) from None
 
     def _ingest(self, ns: str, sessions: list[dict], what: str) -> tuple:
         """(the items sent, the ids assigned) of ``sessions`` sent to ``ns`` as a run sends a haystack."""

@@ -6,16 +6,20 @@ into parts, and a search's results mapped back to haystack positions.
 
 One haystack becomes a list of :class:`Item` s, one per ingested item, in
 haystack order. A session's *key* is its id for the haystack's first copy
-of that id and ``{id}~{n}`` for the n-th (n >= 2): a server that keeps one
-entry per key (a note's title, an entity's name) keeps every copy. A
-session whose text (its header line, then one line per turn) is longer than
-``max_chars`` is sent in parts, split between lines (a turn whose line is
-longer than a part can hold is cut into pieces of its content, each a turn
-of its own), each part with the header again and its own key
-``{key}~p{i}`` (i from 1); an unsplit session's item key is its key. A
-search's results that name keys (or ids the server assigned at ingestion,
-mapped to keys) are read as those items' sessions, a session ranked through
-several parts at its best part (its later parts dropped).
+of that id and ``render.copy_key`` (``{session.id}~{copy}``) for the n-th
+(n >= 2): a server that keeps one entry per key (a note's title, an
+entity's name) keeps every copy. A session whose text (its header line,
+then one line per turn) is longer than ``max_chars`` is sent in parts,
+split between lines (a turn whose line is longer than a part can hold is
+cut into pieces of its content, each a turn of its own), each part with the
+header again and its own key, ``render.part_key`` (``{session.key}~p{part}``,
+part from 1); an unsplit session's item key is its key. Both forms are
+config, for a server whose keys allow fewer characters (``.`` in place of
+``~``). A search's results that name keys (or ids the server assigned at
+ingestion, mapped to keys) are read by lookup of the keys sent, as those
+items' sessions, a session ranked through several parts at its best part
+(its later parts dropped); keys that two items share, or a key that is
+another session's id, are one line before anything is sent.
 """
 
 from __future__ import annotations
@@ -33,6 +37,10 @@ TURN_PLACEHOLDERS = ("turn.role", "turn.content", "turn.id", "turn.index", "sess
 HEADER_PLACEHOLDERS = ("session.id", "session.date", "session.key")
 # the placeholders that make the ingest send rendered sessions (so keys, parts and text exist)
 RENDERED = frozenset({"session.key", "session.text", "session.lines", "session.messages"})
+# the forms of a repeated id's copy key and of a part's key, and the placeholders each must name: kept out of a
+# render spec at their defaults (DEFAULT_RENDER), so that a render written before them keeps its definition
+KEY_FORMS = {"copy_key": ("{session.id}~{copy}", ("session.id", "copy")),
+             "part_key": ("{session.key}~p{part}", ("session.key", "part"))}
 
 
 def render_spec(raw, where: str) -> dict:
@@ -41,11 +49,25 @@ def render_spec(raw, where: str) -> dict:
 
     if not isinstance(raw, dict):
         raise ConfigError(f"{where}: render must be a mapping (line, header, turn, max_chars), not {raw!r}")
-    unknown = set(raw) - set(DEFAULT_RENDER)
+    unknown = set(raw) - set(DEFAULT_RENDER) - set(KEY_FORMS)
     if unknown:
         raise ConfigError(f"{where}: render: unknown key(s) {', '.join(sorted(unknown))} (known: "
-                          f"{', '.join(DEFAULT_RENDER)})")
+                          f"{', '.join([*DEFAULT_RENDER, *KEY_FORMS])})")
     out = {**DEFAULT_RENDER, **raw}
+    for key, (default, named) in KEY_FORMS.items():
+        value = out.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            raise ConfigError(f"{where}: render: {key} must be a template string, not {value!r}")
+        brace = stray_brace(value, named)
+        missing = [n for n in named if "{" + n + "}" not in value]
+        if brace is not None or missing:
+            raise ConfigError(f"{where}: render: {key} {value!r} must name " + " and ".join(
+                "{" + n + "}" for n in named) + f" and no other placeholder (default {default!r}), so that each "
+                f"key is its own")
+        if value == default:
+            del out[key]
     for key, known in (("line", TURN_PLACEHOLDERS), ("header", HEADER_PLACEHOLDERS), ("turn", TURN_PLACEHOLDERS)):
         value = out[key]
         if key != "turn" and value is not None and not isinstance(value, str):
@@ -82,17 +104,20 @@ class Item:
     text: str  # its header line (if any) and its lines, one per line
 
 
-def session_keys(ids: list[str], where: str) -> list[str]:
-    """Each session's key, in haystack order: its id at its first copy, ``{id}~{n}`` at its n-th."""
+def session_keys(ids: list[str], where: str, form: str = KEY_FORMS["copy_key"][0]) -> list[str]:
+    """Each session's key, in haystack order: its id at its first copy, ``form`` (render.copy_key) at its
+    n-th."""
+    from ..services.api import fill
+
     seen: dict[str, int] = {}
     keys = []
     for sid in ids:
         seen[sid] = seen.get(sid, 0) + 1
-        keys.append(sid if seen[sid] == 1 else f"{sid}~{seen[sid]}")
+        keys.append(sid if seen[sid] == 1 else str(fill(form, {"session.id": sid, "copy": seen[sid]})))
     clash = set(keys[i] for i in range(len(keys)) if keys[i] != ids[i]) & set(ids)
     if clash:
         raise RetrieverError(f"{where}: the key {sorted(clash)[0]!r} of a repeated session is also a session id of "
-                             f"the haystack; the copies cannot be told apart")
+                             f"the haystack (render.copy_key {form!r}); the copies cannot be told apart")
     return keys
 
 
@@ -101,8 +126,10 @@ def items(sessions: list[dict], render: dict | None, where: str) -> list[Item]:
     from ..services.api import fill
 
     r = render or DEFAULT_RENDER
+    part_key = r.get("part_key", KEY_FORMS["part_key"][0])
     out = []
-    for position, (s, key) in enumerate(zip(sessions, session_keys([s["id"] for s in sessions], where))):
+    keys = session_keys([s["id"] for s in sessions], where, r.get("copy_key", KEY_FORMS["copy_key"][0]))
+    for position, (s, key) in enumerate(zip(sessions, keys)):
         values = {"session.id": s["id"], "session.date": s["date"], "session.key": key}
         header = None if r["header"] is None else str(fill(r["header"], values))
         room = None if r["max_chars"] is None else r["max_chars"] - (len(header) + 1 if header is not None else 0)
@@ -119,18 +146,27 @@ def items(sessions: list[dict], render: dict | None, where: str) -> list[Item]:
         parts = _parts(turns, room)
         for i, part in enumerate(parts, 1):
             lines = tuple(line for _, line, _ in part)
-            out.append(Item(key if len(parts) == 1 else f"{key}~p{i}", key, position,
+            out.append(Item(key if len(parts) == 1 else str(fill(part_key, {"session.key": key, "part": i})), key,
+                            position,
                             s if len(parts) == 1 and len(turns) == len(s["turns"]) else
                             {"id": s["id"], "date": s["date"], "turns": [t for t, _, _ in part]},
                             lines, tuple(m for _, _, m in part),
                             "\n".join(([header] if header is not None else []) + list(lines))))
-    # a part's key may be another session's id ("a~p1"): the results naming it could not be told apart
+    # a part's key may be another session's id ("a~p1"), or another part's key (a form without {part}'s
+    # digits apart): the results naming it could not be told apart
     seen: dict[str, Item] = {}
+    holders: dict[str, set] = {}  # a session id -> the positions of its copies
+    for position, s in enumerate(sessions):
+        holders.setdefault(s["id"], set()).add(position)
     for item in out:
-        if item.key in seen:
-            raise RetrieverError(f"{where}: sessions {seen[item.key].session_key!r} and {item.session_key!r} are "
-                                 f"both sent with the key {item.key!r} (a part's key, {{key}}~p{{i}}, is also a "
-                                 f"session id of the haystack); the results naming it cannot be told apart")
+        other = seen.get(item.key)
+        if other is None and item.position not in holders.get(item.key, {item.position}):
+            other = next(i for i in out if i.position in holders[item.key])
+        if other is not None:
+            first, second = sorted((other, item), key=lambda i: i.position)
+            raise RetrieverError(f"{where}: sessions {first.session_key!r} and {second.session_key!r} are both sent "
+                                 f"with the key {item.key!r} (a part's key, render.part_key {part_key!r}, is also "
+                                 f"another session's id or key); the results naming it cannot be told apart")
         seen[item.key] = item
     return out
 

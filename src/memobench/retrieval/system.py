@@ -65,7 +65,11 @@ an empty list, a miss: metrics.json's ``system_errors``); more than
 response that cannot be used (HTTP 4xx, not JSON, no list where config says
 it is, an id that is not a string or not in the haystack, an id given more
 times than the haystack lists it) is one ``memobench:`` line naming the
-variant, the question and what came back.
+variant, the question and what came back. An answer that says in words that
+the server refused an ingest, a reset or a count (config ``refused`` and
+``accepted``), and, for a service without ``count``, an item that never came
+back in a search for its own words (``system.confirm``), is an ingestion
+that failed (retrieval/arrival.py).
 """
 
 from __future__ import annotations
@@ -170,6 +174,7 @@ def system_variant(name: str, family: str, entry: dict, others: dict | None = No
     if spec["isolation"] not in ISOLATION:
         raise ConfigError(f"{where}: isolation {spec['isolation']!r} is not one of {', '.join(ISOLATION)}")
     _serving_settings(spec, s, operations, transport, where)
+    _confirm_setting(spec, operations, transport, where)
     from .conformance import check_of
     from .determinism import determinism_of
 
@@ -189,8 +194,10 @@ def system_variant(name: str, family: str, entry: dict, others: dict | None = No
     spec["operations"], spec["transport"], spec["results"] = operations, transport, results
     spec["identity"] = identity(s)
     shown = identity(s, public=True)
-    # the query it was measured with, where not the question itself: in the label the report shows
+    # the query it was measured with, where not the question itself, and sessions whose arrival nothing
+    # confirmed: in the label the report shows beside the figures
     asked = f", query: {spec['query']}" if "query" in spec else ""
+    asked += ", arrival not confirmed (confirm: none)" if spec.get("confirm") == "none" else ""
     return Variant(name, Recipe(backend=BACKEND, documents="all"), SKIP[family], f"memory service: {shown}{asked}",
                    entry.get("description", f"the memory service at {shown}"), retriever=spec)
 
@@ -252,6 +259,25 @@ def _no_written_header_secret(headers, where: str) -> None:
                               f"that no file the pipeline writes holds it")
 
 
+def _confirm_setting(spec: dict, operations: dict, transport: str, where: str) -> None:
+    """``system.confirm`` checked (retrieval/arrival.py): search (the default without count) or none; a service
+    with count is confirmed by it. Left out of ``spec`` at its default, so that a variant written without it
+    keeps its params and definition."""
+    from .arrival import CONFIRM
+
+    if "confirm" not in spec:
+        return
+    value = spec["confirm"]
+    if value not in CONFIRM:
+        raise ConfigError(f"{where}: confirm {value!r} is not one of {', '.join(CONFIRM)}")
+    # a library's count is its object's method, known only once it is made: its count confirms when it has one
+    if operations.get("count") is not None and transport != "library":
+        raise ConfigError(f"{where}: confirm is for a service without count; this one's count confirms what "
+                          f"each namespace holds (give count: null to confirm by {value})")
+    if value == "search":
+        del spec["confirm"]  # the default
+
+
 def _serving_settings(spec: dict, s: dict, operations: dict, transport: str, where: str) -> None:
     """``servers``, ``ready`` and ``load`` checked into ``spec`` (each absent when not given, so that a
     variant without them keeps its params and definition)."""
@@ -299,9 +325,10 @@ def public_url(url: str) -> str:
 def public(spec: dict, grain: str) -> dict:
     """What metrics.json says a service variant is (``spec``: its built spec): its protocol, its address
     without secrets (:func:`identity`), its isolation, the grain it ranks, and its query transform when
-    it has one."""
+    it has one, and ``confirm: none`` when nothing confirmed what each namespace holds."""
     return {"transport": spec["transport"], "address": identity(spec, public=True),
             "isolation": spec["isolation"], "grain": grain, **({"query": spec["query"]} if "query" in spec else {}),
+            **({"confirm": "none"} if spec.get("confirm") == "none" else {}),
             # the conformance checks it skips: stated beside its figures (metrics.merge_segments' warnings too)
             **({"check": spec["check"]} if isinstance(spec.get("check"), dict) else {})}
 
@@ -553,6 +580,7 @@ class _Service:
         asks for sessions), or a job of this variant already passed it with these settings (a marker
         file named by the definition's digest): a failure is one line naming the check, before any
         of the run's sessions is sent."""
+        from ..core.secrets import mask
         from . import conformance as check
 
         if self.spec.get("check", True) is False or self.v.grain != "session":
@@ -574,7 +602,7 @@ class _Service:
             text = json.dumps({"identity": self.spec["identity"], "checks": {r.check: [r.status, r.why]
                                                                              for r in results}}, indent=1)
             partial = marker.with_name(marker.name + ".part")
-            partial.write_text(text + "\n", encoding="utf-8")
+            partial.write_text(mask(text) + "\n", encoding="utf-8")  # a why may quote what the server said
             partial.replace(marker)  # whole or absent: a killed job's half-written marker never passes
             skipped = [r.check for r in results if r.status.startswith("skipped")]
             self.log(f"{self.v.name}: the service passed its conformance check"
@@ -604,6 +632,7 @@ class _Service:
         transient failure (a session sent twice would be two sessions), or when any connection to the
         service was lost meanwhile, ``retries`` more times."""
         from ..services.client import Unavailable, attempts
+        from .arrival import Refused, confirm_of
 
         why, asked = "", 0.0
         expected = self._expected(sessions)
@@ -619,7 +648,10 @@ class _Service:
                                                timed=lambda c: self._time("ingest", "", namespace, None, c))
                 self._ingested(namespace, sessions, started)
                 n = self._count(namespace, retries=0)
-            except Unavailable as e:
+                if confirm_of(self.spec, n is not None) == "search":
+                    self._confirm(namespace, sessions, assigned)
+            except (Unavailable, Refused) as e:
+                # a refusal in words, or an item that never came back, is an ingestion that failed: all again
                 why, asked = str(e), getattr(e, "retry_after", 0.0)  # a 429's Retry-After, honoured here too
                 continue
             if self.client.breaks != breaks:
@@ -638,6 +670,31 @@ class _Service:
             self.cold.add(namespace)
             return
         raise _IngestFailed(why)
+
+    def _confirm(self, namespace: str, sessions: list[dict], assigned: dict | None) -> None:
+        """Each item sent to ``namespace`` searched for by its own words (arrival.confirm_queries), each a
+        ``confirm`` timings row; :class:`.arrival.Refused` for the first that never came back (a service
+        without count that dropped it while answering as if it had kept it)."""
+        from .arrival import Refused, came_back, confirm_queries
+
+        sent = self._items(sessions)
+        unit = "turn" if self.v.grain == "turn" else "session"
+        for item, words in zip(sent, confirm_queries(sent)):
+            if words is None:
+                continue  # an empty session: no word to find it by
+            q = {"question_id": "memobench-confirm", "question": words}
+            values = search_values(namespace, int(self.spec["k"]), q, self._asked(q))
+            resp, call = self.client.once("search", values, retries=0)
+            self._time("confirm", "", namespace, None, call)
+            what = f"confirmation search of namespace {namespace!r}"
+            ids = result_ids(resp, self.spec, f"{self.where()}: {what}", unit)[0]
+            if not came_back(item, ids, keyed(self.spec), assigned):
+                key = getattr(item, "key", None) or item["id"]
+                raise Refused(f"session {key!r} sent to namespace {namespace!r} never came back in a search for "
+                              f"its own words {values['query']!r} (system.confirm: search; the service has no "
+                              f"count): the service did not keep it, or answered a refusal that config does not "
+                              f"read (refused: on the ingest operation); a service that finds it by no words of "
+                              f"its own: confirm: none")
 
     def _ingested(self, namespace: str, sessions: list[dict], started: float) -> None:
         """After a namespace's ingest requests: their wall time (an ``ingestion`` row), then the wait until it
@@ -706,6 +763,7 @@ class _Service:
     def _ensure(self, namespace: str, sessions: list[dict], again: bool = False) -> None:
         """``again``: ingest it whatever the ledger says (a namespace that answered as if empty)."""
         from ..services.client import Unavailable
+        from .arrival import Refused
 
         url = self.spec["identity"]
         # a stdio server is this job's own process: without count, nothing recorded of another is known to hold
@@ -717,7 +775,7 @@ class _Service:
             if trust and not again and self.ledger.recorded(url, namespace) == self._expected(sessions):
                 try:
                     n = self._count(namespace)
-                except Unavailable:
+                except (Unavailable, Refused):
                     n = -1
                 if n is None or n == self._expected(sessions):
                     if n is None:
@@ -842,10 +900,11 @@ class _Service:
                  f"confirms the service still holds the {len(sessions)} sessions recorded (it may have forgotten "
                  f"them); ingesting it again and searching again")
         from ..services.client import ServiceError, Unavailable
+        from .arrival import Refused
 
         try:
             self._ensure(namespace, sessions, again=True)
-        except (_IngestFailed, Unavailable) as e:
+        except (_IngestFailed, Unavailable, Refused) as e:
             self.failed[content] = f"ingestion failed: {e}"
         except ServiceError as e:
             raise RetrieverError(f"{self.where(qid)}: namespace {namespace!r}: {e}") from None
@@ -866,6 +925,7 @@ class _Service:
         """``namespace`` holds this haystack before a search: with reset isolation, refilled when the
         haystack changed; with either, confirmed again after a lost connection."""
         from ..services.client import Unavailable
+        from .arrival import Refused
 
         if content in self.failed:
             return
@@ -884,7 +944,7 @@ class _Service:
                     self.current, self.confirmed[namespace] = content, breaks
             elif self.confirmed.get(namespace) != self.client.breaks:
                 self._ensure(namespace, sessions)
-        except (_IngestFailed, Unavailable) as e:
+        except (_IngestFailed, Unavailable, Refused) as e:
             self.failed[content] = f"ingestion failed: {e}"
             self.current = None
 
@@ -957,15 +1017,19 @@ def sent_items(spec: dict, sessions: list[dict], where: str) -> list:
 
 def reset_namespace(client, spec: dict, namespace: str, retries: int | None = None):
     """Empties ``namespace`` (its :class:`..services.client.Call`), or None for a service without reset, or
-    whose reset answered an error that ``may_fail`` allows (a namespace it never held)."""
+    whose reset answered an error (or a refusal in words: arrival.check_answer) that ``may_fail`` allows (a
+    namespace it never held)."""
     from ..services.client import ServiceError
+    from .arrival import Refused, check_answer, label
 
     op = spec["operations"]["reset"]
     if op is None:
         return None
     try:
-        return client.once("reset", {"namespace": namespace}, retries=retries)[1]
-    except ServiceError:
+        answer, call = client.once("reset", {"namespace": namespace}, retries=retries)
+        check_answer(answer, op, label(spec, "reset"), f"reset of namespace {namespace!r}")
+        return call
+    except (ServiceError, Refused):
         if op.get("may_fail"):
             return None
         raise
@@ -976,8 +1040,9 @@ def ingest_namespace(client, spec: dict, namespace: str, sessions: list[dict], w
     """Sends ``sessions`` to ``namespace``: one call per item, or one for them all (a batch ingest); (the
     number of items sent, the ids the service assigned: id -> item key, or None when it assigns none).
     ``timed(call)`` is told each call; a one-line RetrieverError for an answer without the id config
-    says it holds."""
+    says it holds, :class:`.arrival.Refused` for one that says in words that the server refused it."""
     from ..services.api import batch, fill
+    from .arrival import check_answer, label
     from .rendering import Item, item_values
 
     op = spec["operations"]["ingest"]
@@ -994,11 +1059,16 @@ def ingest_namespace(client, spec: dict, namespace: str, sessions: list[dict], w
                                      f"to {assigned[given]!r} and to {item.key!r}")
             assigned[given] = item.key
 
+    def key(item) -> str:
+        return item.key if isinstance(item, Item) else item["id"]
+
     if batch(op):
         answer, call = client.once("ingest", {"namespace": namespace,
                                               "sessions": [fill(op["session"], v) for v in values]}, retries=retries)
         if timed:
             timed(call)
+        check_answer(answer, op, label(spec, "ingest"), f"ingest of namespace {namespace!r}'s {len(sent)} "
+                                                        f"sessions in one call")
         if assigns:
             read(answer, sent)
     else:
@@ -1006,6 +1076,8 @@ def ingest_namespace(client, spec: dict, namespace: str, sessions: list[dict], w
             answer, call = client.once("ingest", v, retries=retries)
             if timed:
                 timed(call)
+            check_answer(answer, op, label(spec, "ingest"), f"ingest of session {key(item)!r} into namespace "
+                                                            f"{namespace!r}")
             if assigns:
                 read(answer, [item])
     return len(sent), assigned
@@ -1030,7 +1102,9 @@ def assigned_ids(answer, op: dict, n: int | None, where: str) -> list[str]:
         if not all(isinstance(x, (str, int)) and not isinstance(x, bool) for x in found):
             raise RetrieverError(f"{where}: the id at {op['id']!r} is {_short(got)}, not a string or a number")
         return [str(x) for x in found]
-    text = answer if isinstance(answer, str) else "" if answer is None else json.dumps(answer, ensure_ascii=False)
+    from .arrival import answer_text
+
+    text = answer_text(answer)
     regex = re.compile(op["id_pattern"])
     found = [m.group(1) for m in regex.finditer(text)] if n is not None else \
         [m.group(1) for m in [regex.search(text)] if m]
@@ -1042,14 +1116,19 @@ def assigned_ids(answer, op: dict, n: int | None, where: str) -> list[str]:
 
 def count_of(client, spec: dict, namespace: str, where: str, retries: int | None = None):
     """(the sessions ``namespace`` holds, the call's :class:`..services.client.Call`), or (None, None) when
-    the service has no ``count``; a one-line RetrieverError for an answer that is not a number
-    (``retries``: the client's own unless given)."""
+    the service has no ``count``; a one-line RetrieverError for an answer that is not a number, its
+    :class:`.arrival.Refused` subclass for one that says in words the server refused it (``retries``: the
+    client's own unless given)."""
     from ..services.api import Missing
+    from .arrival import check_answer, count_in_words, label
 
     if not has_count(spec, client):
         return None, None
     op = spec["operations"]["count"]
     resp, call = client.once("count", {"namespace": namespace}, retries=retries)
+    check_answer(resp, op, label(spec, "count"), f"count of namespace {namespace!r}")
+    if "pattern" in op:  # a count in words ("Context Items: 4")
+        return count_in_words(resp, op, f"{where}: count of namespace {namespace!r}"), call
     try:
         n = _pick(resp, op.get("sessions", "sessions"))
     except Missing as e:
@@ -1120,7 +1199,7 @@ def client_of(spec: dict, where: str = "memory service", log=print, workroot=Non
     namespace, its working folders under ``workroot`` or a temporary folder: services/servers.py; or a library
     in-process, ``log`` getting what its factory prints); ``where`` names the variant in a config line (an
     unset ``$NAME``), raised before any request."""
-    from ..services.api import from_environment
+    from ..services.api import from_environment, header_value, url_from_environment
 
     settings = {"timeout_s": float(spec["timeout_s"]), "retries": int(spec["retries"]),
                 "backoff_s": float(spec["backoff_s"])}
@@ -1130,14 +1209,13 @@ def client_of(spec: dict, where: str = "memory service", log=print, workroot=Non
         return client(spec, where, log)
     if spec.get("headers"):
         # read when the job starts, never written: the spec (the rule's params) holds the $NAMEs
-        settings["headers"] = {k: from_environment(v, f"{where}: system: headers: {k}")
-                               for k, v in spec["headers"].items()}
+        settings["headers"] = {k: header_value(v, f"{where}: system: headers: {k}") for k, v in spec["headers"].items()}
     if spec["transport"] == "http":
         from ..services.client import HttpClient
 
         # read as given, not a DEFAULTS entry: a new default key would change every system variant's params
         limit = int(float(spec.get("max_response_mb", MAX_RESPONSE_MB)) * 2**20)
-        return HttpClient(from_environment(spec["url"], f"{where}: system: url"), spec["operations"],
+        return HttpClient(url_from_environment(spec["url"], f"{where}: system: url"), spec["operations"],
                           max_response_bytes=limit, plain=spec["answer"] == "plain", **settings)
     from ..services.mcp import McpClient, sdk_missing
 
@@ -1146,18 +1224,45 @@ def client_of(spec: dict, where: str = "memory service", log=print, workroot=Non
                           f"not installed: pip install 'memobench[mcp]' (or -e '.[mcp]' in a checkout)")
     m, settings["answer"] = spec["mcp"], spec["answer"]
     if spec["transport"] == "mcp-http":
-        return McpClient(spec["operations"], url=from_environment(m["url"], f"{where}: system: mcp: url"), **settings)
+        url = url_from_environment(m["url"], f"{where}: system: mcp: url")
+        return McpClient(spec["operations"], url=url, **settings)
     env = m.get("env")
     if env is not None:
         env = {k: from_environment(v, f"{where}: system: mcp: env: {k}") for k, v in env.items()}
     if spec.get("per_namespace"):
         from ..services.servers import NamespaceServers
 
-        def make(command, env):
-            return McpClient(spec["operations"], command=command, env=env, **settings)
+        made = []  # the first server made: what it says it is names the service (served_by)
 
-        return NamespaceServers(make, _command(m["command"]), env, workroot)
+        def make(command, env):
+            client = McpClient(spec["operations"], command=command, env=env, **settings)
+            made[:] = made or [client]
+            return client
+
+        servers = NamespaceServers(make, _command(m["command"]), env, workroot)
+        servers.identified = made
+        return servers
     return McpClient(spec["operations"], command=_command(m["command"]), env=env, **settings)
+
+
+def served_by(spec: dict, client) -> dict:
+    """What served a job (services/identity.py): an MCP server's ``server`` (its serverInfo's name and
+    version, once connected), a stdio server's ``package``, the ``host`` of a URL (never its user
+    information); whatever the server said starred where it holds a secret."""
+    from ..core.secrets import mask
+    from ..services.identity import host_of, package_of
+
+    out = {}
+    info = next((c.server_info for c in getattr(client, "identified", [client]) if getattr(c, "server_info", None)),
+                None)
+    if info:
+        out["server"] = {k: mask(v) for k, v in info.items()}
+    if spec["transport"] == "mcp-stdio":
+        out["package"] = package_of(_command(spec["mcp"]["command"]))
+    url = spec.get("url") or (spec.get("mcp") or {}).get("url")
+    if isinstance(url, str):
+        out["host"] = host_of(url)
+    return out
 
 
 def _session_ids_for_turns(ids: list[str], turns, where: str) -> None:
@@ -1209,6 +1314,7 @@ def rank_segment(variants, segment, log=print) -> dict:
     in place of its document)."""
     from ..services.client import StartFailed
     from .documents import rank_by_documents
+    from ..services.identity import SERVICE_KEY
     from .harness import CHECKS_KEY, skip_reason
     from .rendering import names_turn_id
     from .turns import session_turns
@@ -1270,7 +1376,8 @@ def rank_segment(variants, segment, log=print) -> dict:
             service.client.close()
         segment.timings[v.name] = service.timed()
         meta = {**(outcomes.schema.metadata or {}), CHECKS_KEY: json.dumps(service.checks(), sort_keys=True),
-                DEFINITION_KEY: definition(v)}
+                DEFINITION_KEY: definition(v), SERVICE_KEY: json.dumps(served_by(v.retriever, service.client),
+                                                                       sort_keys=True)}
         out[v.name] = (rankings, outcomes.replace_schema_metadata(meta), deep)
     return out
 

@@ -15,7 +15,8 @@ import pyarrow as pa
 # operation: reset | ingest | count | search, and for a service's own costs: start (a stdio server's process
 # start and handshake; with a server per namespace, one row each), ingestion (a namespace's ingest requests,
 # first to last: its wall time, value its sessions), ready (ingested to searchable: system.ready, phase its
-# condition; attempts the polls), memory (a stdio server's peak resident memory: value in bytes, VmHWM of it
+# condition; attempts the polls), confirm (an ingested item searched for by its own words: system.confirm),
+# memory (a stdio server's peak resident memory: value in bytes, VmHWM of it
 # and its descendants), load and load_window (system.load, phase the concurrency: retrieval/load.py);
 # phase (searches): cold, the first of a namespace since
 # this job ingested it (in-process: the first call on its haystack in the job, which builds what is

@@ -32,9 +32,13 @@ add: ``session.key`` (a per-copy key), ``session.text``, ``session.lines``,
 template filled: one call per haystack) and ``query`` (the search's query
 text); and these operation options: ``reset: null`` or ``may_fail: true``,
 ``count``'s ``length: true`` (the count is the length of the list at
-``sessions``), ``ingest``'s ``session`` (the item template), ``id`` (where
+``sessions``) or ``pattern`` (a regex whose group 1 is the count, on the
+answer's text), ``ingest``'s ``session`` (the item template), ``id`` (where
 a server-assigned id sits in the ingest answer) or ``id_pattern`` (a regex
-whose group 1 is the id, on the answer's text).
+whose group 1 is the id, on the answer's text); and on ingest, reset and
+count, ``refused`` and ``accepted``: regexes on the answer's text saying
+that a server answering in words refused the request (``Failed to save
+...``), or did what was asked.
 """
 
 from __future__ import annotations
@@ -46,6 +50,12 @@ from ..core.errors import ConfigError
 OPERATIONS = ("reset", "ingest", "search", "count")
 # the operations whose answer is read (config says where its values sit); another's may be anything
 READ = frozenset({"search", "count"})
+
+
+def reads_json(op: str, operation: dict) -> bool:
+    """True when an operation's answer must be JSON: a search's or a count's, unless a count is read from
+    its words (``pattern``)."""
+    return op in READ and "pattern" not in operation
 DEFAULT_ENDPOINTS = {
     "reset": {"path": "/reset", "body": {"namespace": "{namespace}"}},
     "ingest": {"path": "/ingest", "body": {"namespace": "{namespace}", "session": "{session}"}},
@@ -67,9 +77,11 @@ PLACEHOLDERS = ("namespace", "k", *SESSION_PLACEHOLDERS, "sessions", "question.i
 AVAILABLE = {"reset": {"namespace"}, "count": {"namespace"},
              "ingest": {"namespace", "sessions", *SESSION_PLACEHOLDERS},
              "search": {"namespace", "k", "question.id", "question.text", "question.date", "question.type", "query"}}
-# the options an operation may have beyond its path and body (tool and arguments), and the operation
-OPTIONS = {"sessions": "count", "length": "count", "may_fail": "reset", "session": "ingest", "id": "ingest",
-           "id_pattern": "ingest"}
+# the options an operation may have beyond its path and body (tool and arguments), and the operations
+OPTIONS = {"sessions": ("count",), "length": ("count",), "pattern": ("count",), "may_fail": ("reset",),
+           "session": ("ingest",), "id": ("ingest",), "id_pattern": ("ingest",),
+           # what an answer in words says when the server refused the request (or when it did what was asked)
+           "refused": ("ingest", "reset", "count"), "accepted": ("ingest", "reset", "count")}
 _PLACEHOLDER = re.compile(r"\{([a-z.]+)\}")
 # a brace that no known placeholder accounts for (``{question_text}``, ``{ question.text }``, a lone ``{``):
 # sent as it stands it would be the same literal text in every request
@@ -120,11 +132,14 @@ def fill(template, values: dict):
 _ENV = re.compile(r"\$(?:\{(\w+)\}|(\w+))")
 
 
-def from_environment(text: str, where: str, environ=None) -> str:
-    """``text`` with each ``$NAME`` (or ``${NAME}``) replaced by the environment's value, so a secret
-    stays out of config; an unset one is a ConfigError line naming it (sent as the literal ``$NAME``
-    it would reach the service as a wrong key, with no error)."""
+def from_environment(text: str, where: str, environ=None, encode=None) -> str:
+    """``text`` with each ``$NAME`` (or ``${NAME}``) replaced by the environment's value (``encode``d,
+    when given), so a secret stays out of config; an unset one is a ConfigError line naming it (sent
+    as the literal ``$NAME`` it would reach the service as a wrong key, with no error). Each value is
+    a secret from now on: starred in whatever this process writes (core/secrets.py)."""
     import os
+
+    from ..core.secrets import register
 
     env = os.environ if environ is None else environ
 
@@ -132,9 +147,49 @@ def from_environment(text: str, where: str, environ=None) -> str:
         name = m.group(1) or m.group(2)
         if name not in env:
             raise ConfigError(f"{where}: ${name} is not set in the environment")
-        return env[name]
+        register(env[name])
+        return env[name] if encode is None else encode(env[name])
 
     return _ENV.sub(value, text)
+
+
+def url_from_environment(url: str, where: str, environ=None) -> str:
+    """A service's URL with its ``$NAME``s read from the environment (:func:`from_environment`), each
+    value percent-encoded where it lands (a password holding ``/`` or ``#``, a key holding ``&``: the URL
+    keeps its parts, and the server reads the value back as it was); a host or port as it is."""
+    from urllib.parse import quote, unquote, urlsplit, urlunsplit
+
+    from ..core.secrets import register_basic
+
+    if not _ENV.search(url):
+        return url  # as written, every byte
+    parts = urlsplit(url)
+    userinfo, at, hostport = parts.netloc.rpartition("@")
+
+    def part(text, safe):
+        return from_environment(text, where, environ, lambda v: quote(v, safe=safe))
+
+    userinfo = part(userinfo, "")
+    if at:
+        user, _, password = userinfo.partition(":")
+        register_basic(unquote(user), unquote(password))  # as HTTP Basic auth sends them
+    netloc = userinfo + at + from_environment(hostport, where, environ)
+    # a query value's ``=`` and ``&`` are encoded too: the query's own stay as written
+    return urlunsplit((parts.scheme, netloc, part(parts.path, "/"), part(parts.query, ""), part(parts.fragment, "")))
+
+
+def header_value(template: str, where: str, environ=None) -> str:
+    """A header's value with its ``$NAME``s read (:func:`from_environment`); one holding a line break or
+    another control character (a CRLF ``.env`` file's ``\\r``) is a ConfigError line that names the header
+    but not the value: no request could carry it, and the HTTP libraries' own errors quote it."""
+    value = from_environment(template, where, environ)
+    if any((ord(c) < 32 and c != "\t") or ord(c) == 127 for c in value):
+        names = ", ".join(f"${m.group(1) or m.group(2)}" for m in _ENV.finditer(template))
+        what = "a line break (CR or LF: a .env file saved with CRLF line endings?)" if any(
+            c in value for c in "\r\n") else "a control character"
+        raise ConfigError(f"{where}: its value (from {names or 'the config'}) holds {what}, which no HTTP header "
+                          f"can carry; remove it from the environment's value")
+    return value
 
 
 class Missing(Exception):
@@ -190,7 +245,11 @@ def _operations(spec: dict | None, where: str, key: str, defaults: dict, name: s
             continue
         if not isinstance(e, dict):
             raise ConfigError(f"{where}: {key}: {op} must be a mapping (or null), not {e!r}")
-        out[op] = {**out[op], **e}
+        if "pattern" in e and "sessions" in e:
+            raise ConfigError(f"{where}: {key}: {op}: give sessions (a path in a JSON answer) or pattern (a regex "
+                              f"on its text), not both")
+        # a count read by a pattern reads the answer's text, not the default path
+        out[op] = {**{k: v for k, v in out[op].items() if not ("pattern" in e and k == "sessions")}, **e}
     for op, e in out.items():
         if e is None:
             continue
@@ -218,8 +277,8 @@ def _operations(spec: dict | None, where: str, key: str, defaults: dict, name: s
 def _options(op: str, e: dict, where: str, own: tuple) -> None:
     """An operation's options beyond its own two keys: each the right operation's, of the right type."""
     for option in set(e) - set(own):
-        if OPTIONS.get(option) != op:
-            known = ", ".join([*own, *sorted(o for o, of in OPTIONS.items() if of == op)])
+        if op not in OPTIONS.get(option, ()):
+            known = ", ".join([*own, *sorted(o for o, of in OPTIONS.items() if op in of)])
             raise ConfigError(f"{where}: unknown key {option!r} (known: {known})")
     for flag in ("length", "may_fail"):
         if flag in e and not isinstance(e[flag], bool):
@@ -230,6 +289,11 @@ def _options(op: str, e: dict, where: str, own: tuple) -> None:
         raise ConfigError(f"{where}: id must be a dotted path (a string), not {e['id']!r}")
     if "id_pattern" in e:
         pattern(e["id_pattern"], f"{where}: id_pattern")
+    if "pattern" in e:
+        pattern(e["pattern"], f"{where}: pattern", "the count", "\"Context Items: (\\d+)\"")
+    for said in ("refused", "accepted"):
+        if said in e:
+            pattern(e[said], f"{where}: {said}", group=False)
 
 
 def _batch(e: dict, named: set, where: str, template: str) -> None:
@@ -254,16 +318,18 @@ def _batch(e: dict, named: set, where: str, template: str) -> None:
                           f"{', '.join(sorted(('namespace', *SESSION_PLACEHOLDERS)))})")
 
 
-def pattern(text, where: str) -> re.Pattern:
-    """``text`` compiled as a regex with a group 1 (what it reads), or a ConfigError line."""
-    if not isinstance(text, str):
-        raise ConfigError(f"{where}: {text!r} is not a regex (a string)")
+def pattern(text, where: str, what: str = "the id", example: str = "\"id: (\\S+)\"",
+            group: bool = True) -> re.Pattern:
+    """``text`` compiled as a regex with a group 1 (``what`` it reads; ``group`` False: a regex that only
+    matches), or a ConfigError line."""
+    if not isinstance(text, str) or not text:
+        raise ConfigError(f"{where}: {text!r} is not a regex (a non-empty string)")
     try:
         compiled = re.compile(text)
     except re.error as e:
         raise ConfigError(f"{where}: {text!r} is not a regex: {e}") from None
-    if compiled.groups < 1:
-        raise ConfigError(f"{where}: {text!r} has no group: the id is its group 1, e.g. \"id: (\\S+)\"")
+    if group and compiled.groups < 1:
+        raise ConfigError(f"{where}: {text!r} has no group: {what} is its group 1, e.g. {example}")
     return compiled
 
 

@@ -23,10 +23,12 @@ from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from ..core.errors import excerpt
-from .api import READ, fill, fill_path
+from .api import fill, fill_path, reads_json
 
 # HTTP statuses worth another try: the server's own failures and "too many requests"
 TRANSIENT_STATUS = frozenset({429, 500, 502, 503, 504})
+# HTTP statuses of credentials refused: never transient, and their answer is never shown (it may quote them)
+REFUSED = {401: "Unauthorized", 403: "Forbidden"}
 
 
 class ServiceError(Exception):
@@ -305,12 +307,16 @@ class HttpClient:
                 why = f"HTTP {resp.status} {_short(data, 80)}".rstrip()
                 asked[0] = retry_after(resp.getheader("Retry-After"))
                 continue
+            if resp.status in REFUSED:
+                # its answer is left out: it may quote the credentials (a header, a key)
+                raise ServiceError(f"{op} {path} answered HTTP {resp.status} {REFUSED[resp.status]}: the service refused the "
+                                   f"credentials (system.headers, or the url's user or key)")
             if resp.status >= 300:
                 raise ServiceError(f"{op} {path} answered HTTP {resp.status}: {_short(data)}")
             try:
                 obj = data.decode("utf-8", "replace") if self.plain else json.loads(data)
             except ValueError:
-                if op in READ:
+                if reads_json(op, e):
                     raise ServiceError(f"{op} {path} answered a body that is not JSON: {_short(data)!r}") from None
                 # an answer read only for an id a server assigns (ingest's id_pattern) may be text ("OK", an
                 # empty 204: "")

@@ -37,8 +37,8 @@ import threading
 import time
 
 from ..core.errors import excerpt
-from .api import READ, fill
-from .client import Call, ServiceError, StartFailed, Unavailable, attempts, server_seconds, shown_url
+from .api import fill, reads_json
+from .client import REFUSED, Call, ServiceError, StartFailed, Unavailable, attempts, server_seconds, shown_url
 
 META_TIMING = "server-timing"  # the result ``_meta`` key a server's own time is read from
 # Opening a connection (a stdio server's process start and the handshake) may take this long even when
@@ -115,17 +115,27 @@ class McpClient:
         self._generation = 0
         self._opened = False  # a connection was once opened: a later failure to open is transient
         self._start_failed = None  # the StartFailed of a server that could not start, told to every caller
+        self._refused = None  # HTTP 401 or 403, the last a streamable-HTTP server answered (the SDK hides it)
+        self.server_info = None  # {name, version} of the server's initialize answer (serverInfo), once connected
+        self._stderr = None  # a stdio server's stderr, starred on its way (:class:`_StarredStderr`)
 
     # ---- the connection, held open by one task of the loop
 
     def _target(self):
         mcp, _ = _sdk()
         if self.url is not None:
-            return self.url if self.headers is None else _with_headers(self.url, self.headers)
+            return _over_http(self.url, self.headers, self._answered)
         # the SDK passes a server only a safe part of the environment (HOME, PATH, ...); env adds to it
         # (its $NAMEs already read from this process's environment: system.client_of)
         env = None if self.env is None else {**mcp.client.stdio.get_default_environment(), **self.env}
-        return mcp.StdioServerParameters(command=self.command[0], args=list(self.command[1:]), env=env)
+        params = mcp.StdioServerParameters(command=self.command[0], args=list(self.command[1:]), env=env)
+        from ..core.secrets import any_registered
+
+        if not any_registered():
+            return params  # its stderr is this process's own
+        if self._stderr is None:
+            self._stderr = _StarredStderr()
+        return mcp.client.stdio.stdio_client(params, errlog=self._stderr.file)
 
     async def _open(self):
         mcp, _ = _sdk()
@@ -175,6 +185,9 @@ class McpClient:
                         raise self._start_failed from None
                     raise
                 self._opened = True
+                info = getattr(self._conn[0], "server_info", None)
+                if info is not None:  # what the server says it is (services/identity.py)
+                    self.server_info = {"name": str(info.name), "version": str(info.version)}
             return self._conn[0], self._generation
 
     def start(self) -> float | None:
@@ -227,6 +240,23 @@ class McpClient:
             self._thread.join(5.0)
             if not self._thread.is_alive():
                 self._loop.close()
+            if self._stderr is not None:
+                self._stderr.close()
+
+    async def _answered(self, response) -> None:
+        """Every HTTP answer of a streamable-HTTP server: a refusal of the credentials is kept, since the
+        SDK turns it into an internal error without its status."""
+        if response.status_code in REFUSED:
+            self._refused = response.status_code
+
+    def _refusal(self, op: str, tool: str) -> ServiceError | None:
+        """The one line of a server that refused the credentials (never retried: each try is refused
+        alike); its answer is not shown, since it may quote them."""
+        if self._refused is None:
+            return None
+        return ServiceError(f"{op} tool {tool!r}: the server at {shown_url(self.url)} answered HTTP {self._refused} "
+                            f"{REFUSED[self._refused]}: it refused the credentials (system.headers, or the url's "
+                            f"user or key)")
 
     def _shown(self, text: str) -> str:
         """``text`` with the server's URL starred (the SDK's messages name it, and it may hold a secret)."""
@@ -253,6 +283,9 @@ class McpClient:
             except StartFailed:
                 raise
             except MCPError as e:
+                refused = self._refusal(op, tool)
+                if refused is not None:
+                    raise refused from None
                 code = e.error.code
                 if code == mcp_types.REQUEST_TIMEOUT:
                     why = f"timed out after {time.monotonic() - started:.3g} s"
@@ -264,6 +297,9 @@ class McpClient:
                 raise ServiceError(f"{op} tool {tool!r} answered error {code}: {excerpt(e.error.message)}") from None
             except Exception as e:  # noqa: BLE001 - a server that cannot be reached or started, or a transport failure
                 self._lost(generation)
+                refused = self._refusal(op, tool)
+                if refused is not None:
+                    raise refused from None
                 e = _leaf(e)
                 why = f"{type(e).__name__}: {excerpt(self._shown(str(e)))}" if str(e) else type(e).__name__
                 continue
@@ -279,7 +315,7 @@ class McpClient:
                 try:
                     answer = json.loads(text)
                 except ValueError:
-                    if op in READ:
+                    if reads_json(op, self.tools[op]):
                         raise ServiceError(f"{op} tool {tool!r} answered text that is not JSON: "
                                            f"{excerpt(text)!r}") from None
                     answer = text  # read only for an id the server assigns (ingest's id_pattern); "" for none
@@ -288,13 +324,45 @@ class McpClient:
         raise Unavailable(f"{op} tool {tool!r} failed {tries} time(s), last: {why}")
 
 
+class _StarredStderr:
+    """Where a stdio server writes its stderr when this process holds secrets (core/secrets.py): a pipe
+    whose lines reach this process's stderr starred, as it writes them (a server that logs its
+    configuration, a key included, would otherwise print it on the console)."""
+
+    def __init__(self):
+        import os
+
+        read, write = os.pipe()
+        self.file = os.fdopen(write, "w")  # the server's stderr (its file descriptor is what it gets)
+        self._thread = threading.Thread(target=self._copy, args=(os.fdopen(read, "rb"),), name="mcp-stderr",
+                                        daemon=True)
+        self._thread.start()
+
+    @staticmethod
+    def _copy(pipe) -> None:
+        from ..core.secrets import mask
+
+        with pipe:
+            for line in pipe:
+                sys.stderr.write(mask(line.decode("utf-8", "replace")))
+                sys.stderr.flush()
+
+    def close(self) -> None:
+        """Its end here closed; what the server wrote before it stopped is copied first (a while at most:
+        a process it left behind may hold the pipe open)."""
+        self.file.close()
+        self._thread.join(2.0)
+
+
 @contextlib.asynccontextmanager
-async def _with_headers(url: str, headers: dict):
-    """The SDK's streamable-HTTP transport to ``url`` through an HTTP client that sends ``headers`` with
-    every request (the SDK takes headers only through a client of one's own, closed here)."""
+async def _over_http(url: str, headers: dict | None, answered):
+    """The SDK's streamable-HTTP transport to ``url`` through an HTTP client of one's own (closed here),
+    which sends ``headers`` with every request and hands each answer to ``answered`` (the SDK takes
+    headers, and shows an answer's status, only so)."""
     from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
 
     async with create_mcp_http_client(headers=headers) as http:
+        http.event_hooks["response"].append(answered)
         async with streamable_http_client(url, http_client=http) as streams:
             yield streams
 

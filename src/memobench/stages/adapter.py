@@ -40,6 +40,7 @@ from typing import Callable
 
 from ..core.errors import USER_ERRORS
 from ..core.progress import set_console
+from ..core.secrets import mask, masked_output
 
 # Params every rule may carry for Snakemake's rerun triggers only.
 TRIGGER_PARAMS = frozenset({"code", "stamp"})
@@ -259,12 +260,13 @@ def run_logged(log_path, func, inputs: dict, outputs: dict, params: dict, wildca
     """Run one stage with its log; exit 1 with one line on a user-facing or
     environment error. ``console``: the job's name, e.g. ``retrieve
     locomo10/v0.8.0/seg1``; a long job's progress lines also go to the
-    console under it (progress.py)."""
+    console under it (progress.py). A secret the job read from the environment is starred in
+    everything it writes to the log and prints (core/secrets.py)."""
     Path(log_path).parent.mkdir(parents=True, exist_ok=True)
-    with open(log_path, "w", encoding="utf-8") as logf:
+    with open(log_path, "w", encoding="utf-8") as logf, masked_output():
 
         def log(msg: str) -> None:
-            logf.write(msg + "\n")
+            logf.write(mask(msg) + "\n")
             logf.flush()
 
         def fail(msg: str) -> None:
@@ -292,7 +294,7 @@ def run_logged(log_path, func, inputs: dict, outputs: dict, params: dict, wildca
 
 
 def raise_internal(logf, log_path, e: BaseException) -> None:
-    logf.write(traceback.format_exc())
+    logf.write(mask(traceback.format_exc()))
     logf.flush()
-    print(f"memobench: internal error {type(e).__name__}: {e} (traceback in {log_path})", file=sys.stderr)
+    print(mask(f"memobench: internal error {type(e).__name__}: {e} (traceback in {log_path})"), file=sys.stderr)
     sys.exit(1)

@@ -451,7 +451,7 @@ def test_a_url_s_user_and_query_are_sent_with_every_request_and_written_nowhere(
     p = Proxy(reference[0])
     p.RequestHandlerClass, p.seen = _Gate, []
     port = _start(p).rsplit(":", 1)[1]
-    monkeypatch.setenv("MB_PW", "p%20%40ss")  # percent-encoded in the URL as RFC 3986 says: "p @ss"
+    monkeypatch.setenv("MB_PW", "p @ss")  # percent-encoded where it lands in the URL, sent as it is
     monkeypatch.setenv("MB_KEY", "k3y")
     try:
         v = resolve("gated", "s", {"gated": _system(f"http://alice:$MB_PW@127.0.0.1:{port}?api_key=${{MB_KEY}}")})
@@ -762,7 +762,7 @@ def test_ids_a_service_assigns_and_a_key_header_give_the_in_process_lists(norm, 
     ({"query": "keywords"}, "query: 'keywords' makes the query text, and the search template does not name {query}"),
     ({"query": "nope"}, "query 'nope' is not keywords, longest-word, 'path/to/file.py:function' or 'module:function'"),
     ({"render": {"max_chars": 400}}, "render: max_chars sends a long session in parts"),
-    ({"render": {"lines": "x"}}, "render: unknown key(s) lines (known: line, header, turn, max_chars)"),
+    ({"render": {"lines": "x"}}, "render: unknown key(s) lines (known: line, header, turn, max_chars, copy_key, part_key)"),
     ({"render": {"line": "{turn.text}"}}, "render: line: '{turn.text}' is not a placeholder"),
     ({"render": {"max_chars": 3}}, "render: max_chars must be a whole number of characters, at least 16"),
     ({"endpoints": {"reset": None}, "isolation": "reset"}, "isolation: reset empties one namespace"),

@@ -24,11 +24,13 @@ def build(store):
     from mcp.server.mcpserver import MCPServer
     from mcp_types import CallToolResult, TextContent
 
+    from ... import __version__
     from ...services.mcp import META_TIMING
     from .server import NoNamespace
 
-    app = MCPServer("memobench-reference", instructions=f"{store.retriever} over {store.documents} turns, "
-                    "sessions kept in memory per namespace", log_level="WARNING")
+    # its version is in its serverInfo: what a run records as the server that served it (services/identity.py)
+    app = MCPServer("memobench-reference", version=__version__, instructions=f"{store.retriever} over "
+                    f"{store.documents} turns, sessions kept in memory per namespace", log_level="WARNING")
 
     def answer(work, *args) -> CallToolResult:
         started = time.perf_counter()
