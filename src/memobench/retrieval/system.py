@@ -591,7 +591,8 @@ class _Service:
 
         why, asked = "", 0.0
         expected = self._expected(sessions)
-        for _ in attempts(int(self.spec["retries"]) + 1, float(self.spec["backoff_s"]), lambda: asked):
+        tries = int(self.spec["retries"]) + 1
+        for _ in attempts(tries, float(self.spec["backoff_s"]), lambda: asked):
             breaks = self.client.breaks
             try:
                 # each request tried once: this loop is the retries (nested ones would multiply the waits)
@@ -621,7 +622,7 @@ class _Service:
                      f"{time.monotonic() - started:.3f} s")
             self.cold.add(namespace)
             return
-        raise _IngestFailed(why)
+        raise _IngestFailed(tried_whole(tries, self.spec["retries"], "of the whole namespace", why))
 
     def _ingested(self, namespace: str, sessions: list[dict], started: float) -> None:
         """After a namespace's ingest requests: their wall time (an ``ingestion`` row), then the wait until it
@@ -1087,6 +1088,14 @@ def result_ids(resp, spec: dict, where: str, unit: str = "session") -> tuple[lis
 
 class _IngestFailed(Exception):
     pass
+
+
+def tried_whole(tries: int, retries, what: str, why: str) -> str:
+    """Why an ingestion retried as a whole failed, with its true attempts: an ingest request is sent once
+    in each try (``why``, the last try's, says "failed 1 time(s)"), and the whole is what system.retries
+    repeats."""
+    return (f"{tries} {'try' if tries == 1 else 'tries'} {what} failed (system.retries {retries} retries the "
+            f"whole, never an ingest request alone), the last: {why}")
 
 
 def client_of(spec: dict, where: str = "memory service", log=print, workroot=None):
