@@ -148,6 +148,7 @@ def system_variant(name: str, family: str, entry: dict, others: dict | None = No
         transport = _mcp_transport(s["mcp"], f"{where}: mcp")
         operations = tools(s.get("tools"), where)
     spec = {**DEFAULTS, **{k: v for k, v in s.items() if k not in ("endpoints", "tools", "results")}}
+    _canonical_numbers(spec)
     _shapes(spec, operations, transport, where)
     if spec["answer"] not in ANSWERS:
         raise ConfigError(f"{where}: answer {spec['answer']!r} is not one of {', '.join(ANSWERS)}")
@@ -330,6 +331,20 @@ def _no_placeholder_in_url(url: str, where: str, instead: str) -> None:
     if found:
         raise ConfigError(f"{where}: {found.group(0)!r} is not filled in a service's URL, which is sent as written; "
                           f"a placeholder goes in {instead}")
+
+
+def _canonical_numbers(spec: dict) -> None:
+    """Each numeric setting in ``spec`` of its default's type (``timeout_s: 30`` is 30.0, ``concurrency: 4.0``
+    is 4): the retrieve rule's params are compared as their text, so a config that writes a default out and
+    ``memobench score``, which leaves it out, must give the same text, or each reruns the other's jobs."""
+    for key, default in {**DEFAULTS, **UNLISTED_DEFAULTS}.items():
+        value = spec.get(key)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or isinstance(default, (bool, str)):
+            continue
+        if isinstance(default, float):
+            spec[key] = float(value)
+        elif isinstance(value, float) and value.is_integer():
+            spec[key] = int(value)
 
 
 def _at_default(value, default) -> bool:
