@@ -40,14 +40,29 @@ def load_namespace(by_namespace: dict[str, list]) -> str | None:
     return min(by_namespace, key=lambda ns: (-len(by_namespace[ns]), ns)) if by_namespace else None
 
 
-def serve_each(service, calls: list[tuple], namespace_of, sessions_of, search_one, log=print) -> dict:
+def serve_each(service, calls: list[tuple], namespace_of, sessions_of, search_one, log=print,
+               label: str = "") -> dict:
     """[(positions, scores)] of every call, in its order (``calls``: the ranking step's (question, haystack,
     documents), in its order), each namespace served by its own server while its questions are searched.
     ``namespace_of(q)``/``sessions_of(q)``: a question's namespace and sessions; ``search_one(q, hay, docs)``:
-    one search (system.rank_segment's)."""
+    one search (system.rank_segment's). Its progress (``label``: the segment's) counts the questions searched
+    as they are: this is the job's work, and the ranking step that follows only reads the answers."""
+    import threading
+    import time
+
+    from ..core.progress import Progress
     from .system import _IngestFailed
 
     client, spec = service.client, service.spec
+    progress = Progress(log, label, total=len(calls), unit="questions")
+    started, searched, counting = time.monotonic(), [0], threading.Lock()
+
+    def search_counted(q, hay, docs):
+        got = search_one(q, hay, docs)
+        with counting:
+            searched[0] += 1
+            progress(searched[0])
+        return got
     by_namespace: dict[str, list] = {}
     for n, call in enumerate(calls):  # a question id may repeat: a call is known by its place
         by_namespace.setdefault(namespace_of(call[0]), []).append((n, *call))
@@ -65,7 +80,7 @@ def serve_each(service, calls: list[tuple], namespace_of, sessions_of, search_on
             except _IngestFailed as e:
                 service.failed[namespace] = f"ingestion failed: {e}"
             for n, q, hay, docs in questions:
-                answers[n] = search_one(q, hay, docs)
+                answers[n] = search_counted(q, hay, docs)
             if namespace == last and namespace not in service.failed:
                 service.load_curve(client, namespace, [q for _, q, _, _ in questions])
             peak = client.peak_memory(namespace)
@@ -84,4 +99,5 @@ def serve_each(service, calls: list[tuple], namespace_of, sessions_of, search_on
             raise failed.exception()
     if last is not None:
         one(last)  # alone: its load curve shares the machine with no other namespace's work
+    progress(searched[0], f", done in {time.monotonic() - started:.1f} s", force=True)
     return answers

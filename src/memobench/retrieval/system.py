@@ -1253,8 +1253,11 @@ def rank_segment(variants, segment, log=print) -> dict:
                 docs = {v.recipe.documents: dict.fromkeys(keys)}
                 if v.retriever.get("per_namespace"):
                     ranked = _per_namespace(service, v, segment, docs, ranked, names, payloads, log)
-                rankings, outcomes, deep = rank_by_documents([v], segment, {v.name: ranked}, log, docs=docs,
-                                                             timed=())[v.name]
+                # a server per namespace: the searches were made (and their progress logged) above; this pass
+                # reads their answers in a moment, and its rate would pass for theirs
+                rankings, outcomes, deep = rank_by_documents([v], segment, {v.name: ranked},
+                                                             (lambda _: None) if v.retriever.get("per_namespace")
+                                                             else log, docs=docs, timed=())[v.name]
                 if v.retriever.get("load") and not v.retriever.get("per_namespace"):
                     _shared_load(service, v, searched, names, contents)
                 service.peak()
@@ -1291,7 +1294,7 @@ def _per_namespace(service, v, segment, docs, ranked, names, payloads, log):
 
     rank_by_documents([v], segment, {v.name: collect}, lambda _: None, docs=docs, timed=())
     answers = serve_each(service, calls, lambda q: names[q["haystack_id"]], lambda q: payloads[q["haystack_id"]],
-                         ranked, log)
+                         ranked, log, segment.label)
     stored = iter(zip(calls, answers))
 
     def answered(q, hay, documents):  # the ranking step asks again in the same order
