@@ -5,14 +5,17 @@ searches are ordered by namespace in a pre-pass: per namespace its server
 is started (timed: a ``start`` row, apart from its searches), the namespace
 ingested (and waited for: system.ready), its questions searched, and the
 server stopped and its folder removed, at most ``system.servers`` namespaces
-(default: ``system.concurrency``) at once; the ranking step then gives the
+(default: ``system.concurrency``) at once, across the variant's parallel jobs
+too (:func:`slot`); the ranking step then gives the
 stored answers in question order. With ``system.load`` the namespace with
 the most questions goes last, alone, and its load curve is measured before
 its server stops."""
 
 from __future__ import annotations
 
+import contextlib
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from pathlib import Path
 
 
 def servers_of(value, per_namespace: bool, isolation: str, where: str):
@@ -38,6 +41,40 @@ def load_namespace(by_namespace: dict[str, list]) -> str | None:
     """The namespace the load curve is measured on: the one with the most questions (the first by name
     among equals)."""
     return min(by_namespace, key=lambda ns: (-len(by_namespace[ns]), ns)) if by_namespace else None
+
+
+@contextlib.contextmanager
+def slot(folder: Path | None, n: int, poll_s: float = 0.05):
+    """One of ``n`` slots in ``folder``, held across processes (an exclusive lock on one of its files
+    ``0.lock`` ... ``n-1.lock``), waited for while all are held: the bound on servers alive at once
+    (system.servers) holds across a variant's parallel retrieve jobs, whose threads each take one before
+    starting a server. ``folder`` None, or a filesystem without locks: no bound beyond the caller's own."""
+    import fcntl
+    import time
+
+    if folder is None:
+        yield None
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    while True:
+        for i in range(n):
+            f = open(folder / f"{i}.lock", "a")
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                f.close()
+                continue
+            except OSError:
+                f.close()
+                yield None
+                return
+            try:
+                yield i
+            finally:
+                fcntl.flock(f, fcntl.LOCK_UN)
+                f.close()
+            return
+        time.sleep(poll_s)
 
 
 def serve_each(service, calls: list[tuple], namespace_of, sessions_of, search_one, log=print,
@@ -69,9 +106,12 @@ def serve_each(service, calls: list[tuple], namespace_of, sessions_of, search_on
     last = load_namespace(by_namespace) if spec.get("load") else None
     answers: list = [None] * len(calls)
 
+    workers = max(1, int(spec.get("servers") or spec["concurrency"]))
+    shared = getattr(client, "shared", None)  # the variant's folder: its jobs' servers count together
+
     def one(namespace: str) -> None:
         questions = by_namespace[namespace]
-        with client.serving(namespace):
+        with slot(None if shared is None else shared / "slots", workers), client.serving(namespace):
             try:
                 seconds = client.start(namespace)
                 if seconds is not None:
@@ -87,7 +127,6 @@ def serve_each(service, calls: list[tuple], namespace_of, sessions_of, search_on
             if peak is not None:
                 service._time("memory", "", namespace, None, seconds=None, attempts=None, value=peak)
 
-    workers = max(1, int(spec.get("servers") or spec["concurrency"]))
     order = sorted(ns for ns in by_namespace if ns != last)
     with ThreadPoolExecutor(max_workers=workers) as pool:
         futures = [pool.submit(one, ns) for ns in order]

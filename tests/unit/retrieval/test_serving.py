@@ -254,3 +254,18 @@ def test_a_server_per_namespace_job_logs_its_searches_as_they_happen(norm, expec
     assert len(done) == 1, lines
     seconds = float(re.search(r"done in ([\d.]+) s", done[0]).group(1))
     assert re.search(r": (\d+) / \1 questions \(100%, ", done[0]) and 0.5 * took < seconds <= took, (done, took)
+
+
+def test_the_servers_bound_holds_across_processes(tmp_path):
+    """Three processes (a variant's parallel jobs) each wanting a server, under servers: 2: two at once, the
+    third once one has ended."""
+    code = ("import sys, time\nfrom pathlib import Path\nfrom memobench.retrieval.servers import slot\n"
+            "with slot(Path(sys.argv[1]), 2):\n"
+            "    print(time.monotonic(), flush=True); time.sleep(0.8); print(time.monotonic(), flush=True)\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "slots")], stdout=subprocess.PIPE,
+                              text=True, env=env) for _ in range(3)]
+    spans = [tuple(float(x) for x in p.communicate(timeout=60)[0].split()) for p in procs]
+    alive = lambda t: sum(a <= t < b for a, b in spans)  # noqa: E731
+    assert max(alive(a) for a, _ in spans) == 2, spans  # two at once, never three
+    assert sorted(spans)[2][0] >= min(b for _, b in spans), spans  # the third waited for one to end
