@@ -107,11 +107,11 @@ def serve_each(service, calls: list[tuple], namespace_of, sessions_of, search_on
     answers: list = [None] * len(calls)
 
     workers = max(1, int(spec.get("servers") or spec["concurrency"]))
-    shared = getattr(client, "shared", None)  # the variant's folder: its jobs' servers count together
+    shared = getattr(client, "shared", None)  # the variant's servers' folder: its jobs' servers count together
 
     def one(namespace: str) -> None:
         questions = by_namespace[namespace]
-        with slot(None if shared is None else shared / "slots", workers), client.serving(namespace):
+        with slot(None if shared is None else shared.with_suffix(".slots"), workers), client.serving(namespace):
             try:
                 seconds = client.start(namespace)
                 if seconds is not None:

@@ -99,6 +99,9 @@ def _quiet_sdk() -> None:
 _SPAWNED: contextvars.ContextVar = contextvars.ContextVar("memobench_mcp_spawned", default=None)
 _hook_lock = threading.Lock()
 _hooked = False
+# held while a stdio server is being started and until it is known, and while orphans are ended: a server
+# starting in another thread is never taken for what a stopped one left
+_spawn_lock = threading.Lock()
 _running: set[int] = set()  # the pids of the stdio servers of this process that run now
 _started: set[int] = set()  # every stdio server's pid this process started
 
@@ -118,10 +121,11 @@ def _hook_spawn() -> None:
             return
 
         async def spawn(*args, **kwargs):
-            process = await original(*args, **kwargs)
-            told = _SPAWNED.get()
-            if told is not None:
-                told(process)
+            with _spawn_lock:  # a moment: the process started and its pid known (held in this loop's thread only)
+                process = await original(*args, **kwargs)
+                told = _SPAWNED.get()
+                if told is not None:
+                    told(process)
             return process
 
         stdio._create_platform_compatible_process = spawn
@@ -358,10 +362,12 @@ class McpClient:
             self._thread.join(5.0)
             if not self._thread.is_alive():
                 self._loop.close()
-            if self.command is not None and not _running:
-                from .processes import end_orphans
+            if self.command is not None:
+                from .processes import end, orphans
 
-                end_orphans(_started)  # no server of this process runs: what a stopped one left goes too
+                with _spawn_lock:  # no server of this process runs: what a stopped one left goes too
+                    left = [] if _running else orphans(_started)
+                end(left)
 
     def _exited(self, generation: int) -> str | None:
         """How the stdio server of ``generation`` ended (_Server.exited), or None over HTTP or when unknown."""

@@ -7,7 +7,7 @@ And its ending: the SDK starts a server in a session of its own and ends that pr
 stops, but a descendant that left the group (``setsid``, a "detached" child, a daemon that forked
 twice) would outlive the job. :func:`descendants` lists them while the server runs, :func:`end` ends
 what is left of them, and :func:`adopt_orphans` makes this process the parent of a descendant whose
-own parent exited (Linux's child subreaper), so that :func:`end_orphans` finds it once no server runs."""
+own parent exited (Linux's child subreaper), so that :func:`orphans` finds it once no server runs."""
 
 from __future__ import annotations
 
@@ -156,7 +156,7 @@ def _reap(pids) -> None:
 
 def adopt_orphans() -> bool:
     """This process becomes the parent of any descendant whose parent exits (PR_SET_CHILD_SUBREAPER), so a
-    server's detached grandchild is found (:func:`end_orphans`) rather than left to init; False where the
+    server's detached grandchild is found (:func:`orphans`) rather than left to init; False where the
     system has no such thing."""
     import ctypes
     import sys
@@ -170,16 +170,16 @@ def adopt_orphans() -> bool:
         return False
 
 
-def end_orphans(started: set[int]) -> None:
+def orphans(started: set[int]) -> list[int]:
     """Every child of this process in another session that it did not start itself (``started``: the
     servers' pids), with what is below it: descendants of servers since stopped (the SDK starts each in a
-    session of its own), adopted by :func:`adopt_orphans`. A child started in this process's own session
-    (a test's server, say) is not one."""
+    session of its own), adopted by :func:`adopt_orphans`, for :func:`end`. A child started in this
+    process's own session (a test's server, say) is not one."""
     if not PROC.is_dir():
-        return
+        return []
     ours = os.getsid(0)
-    orphans = [p for p in _children().get(os.getpid(), []) if p not in started and _session(p) not in (None, ours)]
-    end([q for p in orphans for q in (p, *descendants(p))])
+    found = [p for p in _children().get(os.getpid(), []) if p not in started and _session(p) not in (None, ours)]
+    return [q for p in found for q in (p, *descendants(p))]
 
 
 def _session(pid: int) -> int | None:
