@@ -1206,6 +1206,7 @@ def rank_segment(variants, segment, log=print) -> dict:
     variants (``documents.rank_by_documents``, each session's ingest payload
     in place of its document)."""
     from ..services.client import StartFailed
+    from ..services.processes import ended_as_exit
     from .documents import rank_by_documents
     from .harness import CHECKS_KEY, skip_reason
     from .rendering import names_turn_id
@@ -1225,7 +1226,7 @@ def rank_segment(variants, segment, log=print) -> dict:
                  if v.retriever["isolation"] == "reset" else contents)
         try:
             with (locked(service.lock_dir / "reset.lock") if v.retriever["isolation"] == "reset"
-                  else contextlib.nullcontext()):
+                  else contextlib.nullcontext()), ended_as_exit():
                 service.served(stdio_start=True)
                 service.conform()
                 if v.retriever.get("per_namespace"):

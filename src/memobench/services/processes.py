@@ -11,6 +11,7 @@ own parent exited (Linux's child subreaper), so that :func:`orphans` finds it on
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
@@ -187,3 +188,24 @@ def _session(pid: int) -> int | None:
         return int((PROC / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[3])
     except (OSError, IndexError, ValueError):
         return None
+
+
+@contextlib.contextmanager
+def ended_as_exit():
+    """Inside, SIGTERM (Snakemake ending a job, a cluster's scheduler) is SystemExit in the main thread: the
+    job unwinds, and its servers, each in a session of its own that no signal to the job reaches, are
+    stopped on the way out rather than left running. Elsewhere than the main thread: nothing changes."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def exit_(signum, frame):
+        raise SystemExit(128 + signum)
+
+    before = signal.signal(signal.SIGTERM, exit_)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)

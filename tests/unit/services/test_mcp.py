@@ -89,3 +89,40 @@ def test_a_server_per_namespace_that_exits_mid_check_is_said_so(tmp_path):
     assert "the server process exited with status 1 (its stderr ended: " in api.why, api.why
     assert "fault server: out of memory at search 3" in api.why, api.why
     assert "a new server process was started and answered this" in api.why, api.why
+
+
+ENDED_JOB = """import sys, time
+from memobench.services import mcp, processes
+from memobench.services.api import tools
+command, env = {command!r}, {env!r}
+with processes.ended_as_exit():
+    client = mcp.McpClient(tools(None, "t"), command=command, env=env, timeout_s=30, retries=0)
+    try:
+        client.once("reset", {{"namespace": "a"}})
+        print(*processes.started_by_us(command, env), flush=True)
+        time.sleep(60)
+    finally:
+        client.close()
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="Linux's /proc")
+def test_a_job_ended_by_sigterm_stops_its_server_and_what_it_left(tmp_path):
+    import signal
+    import subprocess
+
+    from tests.helpers import REPO
+
+    env = _env("detach", tmp_path)
+    job = subprocess.Popen([sys.executable, "-c", ENDED_JOB.format(command=FAULT_SERVER, env=env)],
+                           stdout=subprocess.PIPE, text=True, env={**os.environ, **env}, cwd=REPO)
+    server = [int(p) for p in job.stdout.readline().split()]
+    pids = server + [int(p) for p in (tmp_path / "pids").read_text().split()]
+    assert len(pids) == 3 and all(_alive(p) for p in pids), pids
+    job.send_signal(signal.SIGTERM)
+    assert job.wait(timeout=30) == 128 + signal.SIGTERM  # it unwound, closing its client on the way
+    deadline = time.monotonic() + 5
+    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(_alive(p) for p in pids), pids
