@@ -186,7 +186,7 @@ async def _stdio(params, server: _Server):
     (its process group), what is left of its descendants is ended too (processes.py)."""
     from mcp.client.stdio import stdio_client
 
-    from .processes import end
+    from .processes import descendants, end
 
     _hook_spawn()
     _SPAWNED.set(server.spawned)  # this task's context: the SDK starts the process in it
@@ -198,8 +198,6 @@ async def _stdio(params, server: _Server):
                 yield streams
             finally:
                 if server.pid is not None:
-                    from .processes import descendants
-
                     server.tree = descendants(server.pid)  # before the SDK ends its group
     finally:
         _SPAWNED.set(None)
