@@ -1188,8 +1188,9 @@ def tried_whole(tries: int, retries, what: str, why: str) -> str:
     """Why an ingestion retried as a whole failed, with its true attempts: an ingest request is sent once
     in each try (``why``, the last try's, says "failed 1 time(s)"), and the whole is what system.retries
     repeats."""
-    return (f"{tries} {'try' if tries == 1 else 'tries'} {what} failed (system.retries {retries} retries the "
-            f"whole, never an ingest request alone), the last: {why}")
+    # the cause first: a line cut short for the console keeps what the server said
+    return (f"{why} (the last of {tries} {'try' if tries == 1 else 'tries'} {what}: system.retries {retries} "
+            f"retries the whole, never an ingest request alone)")
 
 
 def client_of(spec: dict, where: str = "memory service", log=print, workroot=None):
