@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
+from .core.errors import excerpt
+
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
@@ -80,6 +82,35 @@ def _figures(m: dict) -> dict:
     return out
 
 
+_PATH = (str, os.PathLike)
+
+
+def _checked(call: str, **given) -> None:
+    """Each argument of ``call`` of a type it takes, or one ``memobench:`` line naming the first that is
+    not (``given``: name -> (value, the types it may be, what it is in words)); a bool is no number."""
+    for arg, (value, types, what) in given.items():
+        if value is None and type(None) in types:
+            continue
+        number = int in types and not any(t is bool for t in types)
+        if not isinstance(value, types) or (number and isinstance(value, bool)):
+            raise MemobenchError(f"memobench: {call}(): {arg} is {what}; got {type(value).__name__} "
+                                 f"{excerpt(repr(value))}")
+
+
+def _configfiles(configfile, call: str) -> list[str]:
+    """``configfile`` as a list of files: one path (a string is one file, never its characters) or several."""
+    if isinstance(configfile, _PATH):
+        return [os.fspath(configfile)]
+    try:
+        files = list(configfile)
+    except TypeError:
+        files = None
+    if files is None or not all(isinstance(c, _PATH) for c in files):
+        raise MemobenchError(f"memobench: {call}(): configfile is a config file's path, or a list of them; got "
+                             f"{type(configfile).__name__} {excerpt(repr(configfile))}")
+    return [os.fspath(c) for c in files]
+
+
 def _callable_spec(fn: Callable | str | os.PathLike, what: str = "retriever") -> str:
     """``fn`` as the pipeline's jobs import it: ``"path/to/file.py:function"`` (a string is kept as it is).
     A function must be defined at the top level of a module that has a .py file: a lambda, a closure, a
@@ -123,7 +154,7 @@ def _callable_spec(fn: Callable | str | os.PathLike, what: str = "retriever") ->
 
 def score(run_file: str | Path | None = None, dataset: str | None = None, against: str | None = None,
           name: str | None = None, format: str | None = None, workdir: str | Path = ".",
-          configfile: Iterable[str | Path] = (), *, retriever: Callable | str | None = None,
+          configfile: str | Path | Iterable[str | Path] = (), *, retriever: Callable | str | None = None,
           params: dict | None = None, documents: str | None = None, prepare: Callable | str | None = None,
           variant: str | None = None, system: str | dict | None = None, mcp: str | None = None,
           k: int | None = None, grain: str = "session", cores: int = 1, workflow: str | Path | None = None,
@@ -155,6 +186,18 @@ def score(run_file: str | Path | None = None, dataset: str | None = None, agains
     if dataset is None:
         raise MemobenchError("memobench: give dataset= (a configured dataset, e.g. locomo10; list_datasets() "
                              "lists them)")
+    name_ = (str, type(None))
+    _checked("score", run_file=(run_file, (*_PATH, type(None)), "a run file's path"),
+             dataset=(dataset, (str,), "a configured dataset's name"),
+             against=(against, name_, "a variant's name"), name=(name, name_, "the scored variant's name"),
+             format=(format, name_, "a run format's name"), workdir=(workdir, _PATH, "a folder's path"),
+             params=(params, (dict, type(None)), "a mapping of keyword arguments"),
+             documents=(documents, name_, "user or all"), variant=(variant, name_, "a variant's name"),
+             system=(system, (str, dict, type(None)), "a service's URL or its system: mapping"),
+             mcp=(mcp, name_, "an MCP server's command or URL"), k=(k, (int, type(None)), "a whole number"),
+             grain=(grain, (str,), "session or turn"), cores=(cores, (int,), "a whole number"),
+             workflow=(workflow, (*_PATH, type(None)), "a folder's path"), verbose=(verbose, (bool,), "True or False"))
+    configfile = _configfiles(configfile, "score")
     spec = None
     if retriever is not None:
         spec = {"callable": _callable_spec(retriever), "params": params, "documents": documents,
@@ -164,7 +207,7 @@ def score(run_file: str | Path | None = None, dataset: str | None = None, agains
     workdir = Path(workdir)
     args = argparse.Namespace(run=None if run_file is None else str(run_file), system=system, mcp=mcp,
                               retriever=spec, variant=variant, dataset=dataset, against=against, format=format,
-                              name=name, k=k, grain=grain, configfile=[str(c) for c in configfile],
+                              name=name, k=k, grain=grain, configfile=configfile,
                               directory=str(workdir), cores=str(cores), workflow=None, snakefile=None,
                               quiet=not verbose)
     try:
@@ -371,6 +414,7 @@ def load(results: str | Path = "results") -> Results:
 
     from .core import layout
 
+    _checked("load", results=(results, _PATH, "the results folder's path"))
     root = Path(results)
     if not root.is_dir():
         raise MemobenchError(f"memobench: {results}: no such results folder; give the folder the pipeline "
@@ -386,14 +430,16 @@ def _config(workdir: str | Path, configfile: Iterable[str | Path], workflow: str
     from . import score_command as command
     from .core.errors import ConfigError
 
+    _checked("list_datasets", workdir=(workdir, _PATH, "a folder's path"),
+             workflow=(workflow, (*_PATH, type(None)), "a folder's path"))
     try:
         snakefile = command.find_workflow(None if workflow is None else str(workflow), cwd=Path(workdir).resolve())
-        return command.load_config(snakefile, [str(c) for c in configfile])
+        return command.load_config(snakefile, _configfiles(configfile, "list_datasets"))
     except (command.ScoreError, ConfigError) as e:
         raise _error(e) from None
 
 
-def list_datasets(workdir: str | Path = ".", configfile: Iterable[str | Path] = (), *,
+def list_datasets(workdir: str | Path = ".", configfile: str | Path | Iterable[str | Path] = (), *,
              workflow: str | Path | None = None) -> pd.DataFrame:
     """The configured datasets (config.yaml and the ``configfile`` overlays, merged as Snakemake
     merges them): one row each with its ``family``, ``format``, ``file``, ``segments`` and

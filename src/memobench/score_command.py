@@ -363,21 +363,28 @@ def targets(dataset: str, variants: list[str]) -> list[str]:
     return [layout.path(p, dataset=dataset, variant=v) for v in variants for p in (layout.METRICS, layout.OFFICIAL)]
 
 
-def run_snakemake(cmd: list[str], quiet: bool = False) -> None:
+def run_snakemake(cmd: list[str], quiet: bool = False, workdir: Path | None = None) -> None:
     """Snakemake with its progress lines and memobench's own lines passed on (stderr). ``quiet`` (the
     Python API's default) passes nothing on: a failure's error is then the first ``memobench:`` line
-    Snakemake's jobs said, else the last line of its output."""
+    Snakemake's jobs said, else the last line of its output. A folder another Snakemake holds (a pipeline
+    running there) is one line saying so."""
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     tail: list[str] = []
     said: list[str] = []
+    held = False
     for line in proc.stdout:
         tail = (tail + [line.rstrip("\n")])[-30:]
+        held = held or "Directory cannot be locked" in line
         if line.startswith("memobench:") or re.match(r"\d+ of \d+ steps", line):
             if not quiet:
                 print(line.rstrip("\n"), file=sys.stderr)
             if line.startswith("memobench:"):
                 said.append(line.rstrip("\n").removeprefix("memobench:").strip())
     if proc.wait() != 0:
+        if held:
+            raise ScoreError(f"another run holds {workdir or 'the working directory'} (a snakemake running there "
+                             f"now); nothing was run: score again when it has ended (should none be running, a "
+                             f"killed one left its lock: snakemake --unlock in that folder removes it)")
         if quiet:
             why = said[0] if said else next((t.strip() for t in reversed(tail) if t.strip()), "no output")
             raise ScoreError(f"the pipeline failed (snakemake exit status {proc.returncode}): {why}")
@@ -463,6 +470,43 @@ def score(args) -> str:
 
 
 def scored(args) -> dict:
+    """:func:`_scored`, one at a time in a working directory (:func:`one_at_a_time`)."""
+    import contextlib
+
+    with contextlib.ExitStack() as held:
+        return _scored(args, lambda workdir: held.enter_context(one_at_a_time(workdir, getattr(args, "quiet", False))))
+
+
+def one_at_a_time(workdir: Path, quiet: bool = False):
+    """Holds the working directory's score lock (layout.SCORE_LOCK), waiting for another ``memobench score``
+    that holds it (it says so unless ``quiet``): a second run started meanwhile waits for the first's
+    Snakemake to end, rather than failing on Snakemake's lock while the first still runs."""
+    import contextlib
+    import fcntl
+
+    @contextlib.contextmanager
+    def hold():
+        path = workdir / layout.SCORE_LOCK
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a") as f:
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                if not quiet:
+                    print(f"memobench score: another memobench score runs in {workdir}; waiting for it to end",
+                          file=sys.stderr, flush=True)
+                fcntl.flock(f, fcntl.LOCK_EX)
+            except OSError:
+                pass  # a filesystem without locks: Snakemake's own lock still keeps two runs apart
+            try:
+                yield
+            finally:
+                fcntl.flock(f, fcntl.LOCK_UN)
+
+    return hold()
+
+
+def _scored(args, one_at_a_time) -> dict:
     """Score ``args``'s run (or service) through the pipeline: the printed text (``text``) and the
     figures it states: ``dataset``, ``variant``, ``against``, the variant's metrics.json
     (``metrics``) and official.json (``official``), ``against_metrics``, and ``paired``, the paired
@@ -589,6 +633,8 @@ def scored(args) -> dict:
         variant["against"] = against
     if args.grain == "turn" and variant is not None:
         variant["grain"] = "turn"
+    # from here on, the folder's results are read and made: by one run at a time
+    one_at_a_time(workdir)
     if variant is not None:
         # a bad format for the dataset (or a bad retriever entry) fails here, in one line
         ours = definition(resolve(name, family, {**custom, name: variant}), workdir)
@@ -618,7 +664,7 @@ def scored(args) -> dict:
         print(f"memobench score: {what} as variant {name!r} of {ds}"
               + (f", against {against}" if against else "") + f"; overlay {overlay.relative_to(workdir)}",
               file=sys.stderr)
-    run_snakemake(cmd, quiet)
+    run_snakemake(cmd, quiet, workdir)
 
     def read(v: str, pattern: str) -> dict:
         return json.loads((workdir / layout.path(pattern, dataset=ds, variant=v)).read_text(encoding="utf-8"))

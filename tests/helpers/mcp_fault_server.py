@@ -5,7 +5,10 @@ its once-only faults remembered in the folder ``$MB_FAULT_STATE`` (so the
 server the client starts again after the fault behaves):
 
 - ``die-ingest:N``: the process exits at its N-th ingest, once;
-- ``die-search:N``: the process exits at its N-th search, once;
+- ``die-search:N``: the process exits at its N-th search, once, saying so on stderr;
+- ``detach``: the process starts two that leave its process group, whose pids it writes to
+  ``pids``: one in a session of its own (a "detached" child) and a daemon that forked twice (its
+  parent gone at once);
 - ``slow-search:S``: the first search sleeps S seconds, once;
 - ``slow-start:S``: the process sleeps S seconds before it serves (and writes its pid to ``pid``);
 - ``text``: every search answers text that is not JSON;
@@ -60,6 +63,7 @@ class FaultyStore(Store):
     def search(self, namespace, query, k):
         self.calls["search"] += 1
         if self.fault == "die-search" and self.calls["search"] == self.arg and once("died"):
+            print(f"fault server: out of memory at search {self.calls['search']}", file=sys.stderr, flush=True)
             os._exit(1)
         if self.fault == "slow-search" and once("slept"):
             time.sleep(self.arg)
@@ -71,6 +75,29 @@ class FaultyStore(Store):
         return out
 
 
+def detach(state: Path) -> None:
+    """A detached child and a twice-forked daemon, each sleeping; their pids in ``state / "pids"``."""
+    import subprocess
+
+    sleep = [sys.executable, "-c", "import time; time.sleep(600)"]
+    child = subprocess.Popen(sleep, start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    read, write = os.pipe()
+    if os.fork() == 0:  # the daemon's parent: forks it, tells its pid, and exits at once
+        os.setsid()
+        pid = os.fork()
+        if pid == 0:
+            null = os.open(os.devnull, os.O_RDWR)
+            os.dup2(null, 0)
+            os.dup2(null, 1)  # not the server's stdout: a daemon holds none of its parent's pipes to the client
+            os.execv(sleep[0], sleep)
+        os.write(write, str(pid).encode())
+        os._exit(0)
+    os.close(write)
+    daemon = int(os.read(read, 32))
+    state.mkdir(parents=True, exist_ok=True)
+    (state / "pids").write_text(f"{child.pid} {daemon}")
+
+
 def main() -> None:
     fault = os.environ["MB_FAULT"]
     if fault.startswith("slow-start:"):
@@ -78,6 +105,8 @@ def main() -> None:
         state.mkdir(parents=True, exist_ok=True)
         (state / "pid").write_text(str(os.getpid()))
         time.sleep(float(fault.partition(":")[2]))
+    if fault == "detach":
+        detach(Path(os.environ["MB_FAULT_STATE"]))
     app = build(FaultyStore(fault))
     if fault == "text":
         app.remove_tool("search")

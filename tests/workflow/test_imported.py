@@ -230,6 +230,11 @@ def test_memobench_score_never_writes_over_another_variants_results(locomo):
 def test_replacing_a_run_file_reruns_only_its_scoring(locomo):
     work, cfg2, runs = locomo["work"], locomo["cfg2"], locomo["runs"]
     assert dry_run_jobs(work, *locomo["targets"], configfile=cfg2) == {}
+    # the same bytes written again (a new mtime, a new inode): nothing to redo
+    same = runs / "again.json.same"
+    same.write_bytes((runs / "again.json").read_bytes())
+    os.replace(same, runs / "again.json")
+    assert dry_run_jobs(work, *locomo["targets"], configfile=cfg2) == {}
     lists = json.loads((runs / "again.json").read_text())
     dropped = next(iter(lists))
     del lists[dropped]

@@ -22,7 +22,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from memobench.core import layout
-from tests.helpers import REPO, ReferenceServer, memobench_lines, reference_command, snakemake, write_config
+from tests.helpers import (REPO, ReferenceServer, dry_run_jobs, memobench_lines, reference_command, snakemake,
+                           write_config)
 
 # the reference server's document rule for each dataset (the retrieve stage's: LongMemEval's user turns)
 DOCUMENTS = {"locomo1": "all", "lme": "user"}
@@ -250,10 +251,11 @@ def test_memobench_score_reuses_the_results_of_the_same_service_under_its_name(r
     variant, its results reused as they are; other settings under the name are refused in one line."""
     work, cfg, servers = run
     url = servers["locomo1"].url
-    mine = write_config(tmp_path / "mine.yaml", variants={"my-service": {"system": {"url": url}}},
+    # defaults written out as docs/memory-services.md writes them (30, not the 30.0 a left-out default is)
+    mine = write_config(tmp_path / "mine.yaml", variants={"my-service": {"system": {"url": url, "timeout_s": 30}}},
                         datasets={"locomo1": {"variants": ["bm25s", "my-service"]}})
-    snakemake(work, "--cores", "2", *(f"results/locomo1/my-service/{f}" for f in ("metrics.json", "official.json")),
-              "--configfile", str(cfg), str(mine))
+    targets = [f"results/locomo1/my-service/{f}" for f in ("metrics.json", "official.json")]
+    snakemake(work, "--cores", "2", *targets, "--configfile", str(cfg), str(mine))
     folder = work / "results" / "locomo1" / "my-service"
     stamps = {p: p.stat().st_mtime_ns for p in folder.rglob("*") if p.is_file()}
     for configs in ([cfg], [cfg, mine]):
@@ -268,6 +270,8 @@ def test_memobench_score_reuses_the_results_of_the_same_service_under_its_name(r
                       configfile=configs)
         assert proc.returncode == 1 and _said(proc) == [f"memobench: {url}: {said}"], proc.stderr[-3000:]
     assert {p: p.stat().st_mtime_ns for p in folder.rglob("*") if p.is_file()} == stamps  # nothing made again
+    # and back: the pipeline finds its own results current after memobench score's runs
+    assert dry_run_jobs(work, "--cores", "2", *targets, "--configfile", str(cfg), str(mine)) == {}
 
 
 def test_memobench_score_asks_a_service_for_k_results(run):

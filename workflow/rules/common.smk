@@ -16,7 +16,7 @@ from memobench.core.errors import ConfigError
 from memobench.core.fingerprint import stage_fingerprint
 from memobench.memo.tokenize import FTS5_TOKENS
 from memobench.datasets.missing import attempt_param, read_receipt
-from memobench.core.provenance import file_stamp
+from memobench.core.provenance import file_digest, file_stamp
 from memobench.memo.recipe import ANALYZE_RECIPE, FIELDS
 from memobench.catalog.registry import code_fingerprint, embedding_inputs, input_names, inputs_of, kind_of
 from memobench.catalog.variant import from_spec
@@ -264,11 +264,18 @@ def run_file(w):
     return checked(plan.run_file, variant_of(w), w.dataset, w.variant, os.getcwd())
 
 
+def run_content(w):
+    """The run file's size and sha256: record_run's rerun trigger, in place of its mtime (import_run.smk)."""
+    return file_digest(run_file(w))
+
+
 def import_inputs(w):
     segment_of(w)
     spec = variant_of(w)
-    return plan.import_inputs(config, w.dataset, w.variant, run_file(w), spec["run"]["format"],
-                              spec.get("grain", "session"))
+    inputs = plan.import_inputs(config, w.dataset, w.variant, run_file(w), spec["run"]["format"],
+                                spec.get("grain", "session"))
+    # its content is record_run's param, and the record it writes an input here: the file's mtime decides nothing
+    return {**inputs, "run": ancient(inputs["run"])}
 
 
 def prepare_spec(w):

@@ -5,9 +5,10 @@
 # report then treat it like any variant. The file is recorded once (record_run:
 # its size and sha256), and every segment checks the bytes it read against
 # that record, so a file replaced between two segments' jobs fails in one line
-# instead of giving numbers of two files. The file is an input, and its stamp
-# (size, mtime, inode) a param of the record: replacing it reruns its own
-# scoring only.
+# instead of giving numbers of two files. The file is an input whose mtime
+# decides nothing (ancient), and its content (size and sha256) a param of the
+# record: replacing it by other bytes, whatever its mtime, reruns its own
+# scoring only; writing the same bytes again reruns nothing.
 
 
 # Its input functions (run_file, import_inputs) and IMPORTED_VARIANTS live in
@@ -16,13 +17,13 @@
 
 rule record_run:
     input:
-        run=run_file,
+        run=lambda w: ancient(run_file(w)),
     output:
         record=layout.RUN_RECORD,
     params:
         **stage_params(
-            # a file replaced by another (whatever its mtime) is recorded again, and every segment reread
-            stamp=lambda w: file_stamp(run_file(w)),
+            # other bytes (whatever the file's mtime) are recorded again, and every segment reread
+            stamp=run_content,
             code=code("record_run"),
         ),
     wildcard_constraints:

@@ -76,6 +76,8 @@ RETRIEVAL_LOG = f"{VARIANT}/retrievallog.jsonl"
 SCORE_OVERLAY = f"{RESULTS}/.score/{{dataset}}/{{variant}}.yaml"
 # its paired comparison against the variant it was compared with (stats.json holds the pipeline's own)
 SCORE_PAIRED = f"{RESULTS}/.score/{{dataset}}/{{variant}}.paired.{{against}}.json"
+# held by one `memobench score` (or the Python API's score) at a time in a working directory
+SCORE_LOCK = f"{RESULTS}/.score/run.lock"
 
 # the whole run
 REPORT_MD = f"{RESULTS}/report.md"

@@ -74,3 +74,21 @@ def file_stamp(path) -> dict:
     whatever its size (the verify rule's rerun trigger)."""
     st = os.stat(path)
     return {"bytes": st.st_size, "mtime_ns": st.st_mtime_ns, "inode": st.st_ino}
+
+
+def file_digest(path) -> dict:
+    """Size and sha256 of ``path``'s bytes: a rerun trigger that changes exactly when its content does. A
+    file rewritten with the same bytes (a new mtime) keeps it; one replaced by other bytes, even with an
+    older mtime, changes it. Hashed once per stamp (:func:`file_stamp`) in this process: Snakemake asks
+    for each job's params more than once."""
+    st = os.stat(path)
+    return dict(_digest(str(Path(path).resolve()), st.st_size, st.st_mtime_ns, st.st_ino))
+
+
+@lru_cache(maxsize=256)
+def _digest(path: str, size: int, mtime_ns: int, inode: int) -> tuple:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return (("bytes", size), ("sha256", h.hexdigest()))

@@ -360,8 +360,13 @@ class _Check:
                     self._fill()
                     break
                 except _Stop as e:
-                    if not e.transient or attempt == int(self.spec["retries"]) + 1:
+                    if not e.transient:
                         raise
+                    if attempt == int(self.spec["retries"]) + 1:
+                        from .system import tried_whole
+
+                        raise _Stop(tried_whole(attempt, self.spec["retries"], "of filling the check's namespaces",
+                                                str(e)), True) from None
             self._ask()
         except _Stop as e:
             self._clean()

@@ -30,7 +30,7 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
-from ..core.errors import ConfigError
+from ..core.errors import ConfigError, excerpt
 from .returned import RetrieverError
 
 SHIPPED = ("keywords", "longest-word")
@@ -81,16 +81,20 @@ def sources(query) -> list[Path]:
         return []  # a file that is not there: the job says so in one line when it loads it
 
 
-def transform(query: str, variant: str, log=print):
-    """The function that makes question ``q`` (a questions table row) into its query text."""
+def transform(query: str, where: str, log=print):
+    """The function that makes question ``q`` (a questions table row) into its query text; ``where``: the
+    variant's name, or a message's prefix that names it (``variant 'x'``, ``check-service``)."""
     if query == "keywords":
         return lambda q: keywords(q["question"])
     if query == "longest-word":
         return lambda q: longest_word(q["question"])
+    from .library import _variant_named
     from .python import describe, load
 
+    variant = _variant_named(where)
     fn, scope = load(query, variant, log)
-    where = f"variant {variant!r}: query {query}"
+    # a prefix that names the variant already is kept as it is: never "variant \"variant 'x'\""
+    where = f"{where if where.startswith('variant ') else f'variant {variant!r}'}: query {query}"
 
     def asked(q: dict) -> str:
         try:
@@ -100,6 +104,10 @@ def transform(query: str, variant: str, log=print):
         if not isinstance(out, str):
             raise RetrieverError(f"{where} returned {type(out).__name__} for question {q['question_id']!r}, not the "
                                  f"query text (a string)")
+        if not out.strip():
+            # sent, it would find nothing, and the miss would be the service's
+            raise RetrieverError(f"{where} returned an empty query for question {q['question_id']!r} "
+                                 f"({excerpt(q['question'])!r}); the function must return the text to search for")
         return out
 
     return asked

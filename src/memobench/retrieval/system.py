@@ -153,6 +153,7 @@ def system_variant(name: str, family: str, entry: dict, others: dict | None = No
         transport = _mcp_transport(s["mcp"], f"{where}: mcp")
         operations = tools(s.get("tools"), where)
     spec = {**DEFAULTS, **{k: v for k, v in s.items() if k not in ("endpoints", "tools", "results")}}
+    _canonical_numbers(spec)
     _shapes(spec, operations, transport, where)
     if spec["answer"] not in ANSWERS:
         raise ConfigError(f"{where}: answer {spec['answer']!r} is not one of {', '.join(ANSWERS)}")
@@ -368,6 +369,20 @@ def _no_placeholder_in_url(url: str, where: str, instead: str) -> None:
     if found:
         raise ConfigError(f"{where}: {found.group(0)!r} is not filled in a service's URL, which is sent as written; "
                           f"a placeholder goes in {instead}")
+
+
+def _canonical_numbers(spec: dict) -> None:
+    """Each numeric setting in ``spec`` of its default's type (``timeout_s: 30`` is 30.0, ``concurrency: 4.0``
+    is 4): the retrieve rule's params are compared as their text, so a config that writes a default out and
+    ``memobench score``, which leaves it out, must give the same text, or each reruns the other's jobs."""
+    for key, default in {**DEFAULTS, **UNLISTED_DEFAULTS}.items():
+        value = spec.get(key)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or isinstance(default, (bool, str)):
+            continue
+        if isinstance(default, float):
+            spec[key] = float(value)
+        elif isinstance(value, float) and value.is_integer():
+            spec[key] = int(value)
 
 
 def _at_default(value, default) -> bool:
@@ -636,7 +651,8 @@ class _Service:
 
         why, asked = "", 0.0
         expected = self._expected(sessions)
-        for _ in attempts(int(self.spec["retries"]) + 1, float(self.spec["backoff_s"]), lambda: asked):
+        tries = int(self.spec["retries"]) + 1
+        for _ in attempts(tries, float(self.spec["backoff_s"]), lambda: asked):
             breaks = self.client.breaks
             try:
                 # each request tried once: this loop is the retries (nested ones would multiply the waits)
@@ -669,7 +685,7 @@ class _Service:
                      f"{time.monotonic() - started:.3f} s")
             self.cold.add(namespace)
             return
-        raise _IngestFailed(why)
+        raise _IngestFailed(tried_whole(tries, self.spec["retries"], "of the whole namespace", why))
 
     def _confirm(self, namespace: str, sessions: list[dict], assigned: dict | None) -> None:
         """Each item sent to ``namespace`` searched for by its own words (arrival.confirm_queries), each a
@@ -1194,6 +1210,15 @@ class _IngestFailed(Exception):
     pass
 
 
+def tried_whole(tries: int, retries, what: str, why: str) -> str:
+    """Why an ingestion retried as a whole failed, with its true attempts: an ingest request is sent once
+    in each try (``why``, the last try's, says "failed 1 time(s)"), and the whole is what system.retries
+    repeats."""
+    # the cause first: a line cut short for the console keeps what the server said
+    return (f"{why} (the last of {tries} {'try' if tries == 1 else 'tries'} {what}: system.retries {retries} "
+            f"retries the whole, never an ingest request alone)")
+
+
 def client_of(spec: dict, where: str = "memory service", log=print, workroot=None):
     """The client of a system variant's service (HTTP, or MCP over stdio or streamable HTTP; a server per
     namespace, its working folders under ``workroot`` or a temporary folder: services/servers.py; or a library
@@ -1313,6 +1338,7 @@ def rank_segment(variants, segment, log=print) -> dict:
     variants (``documents.rank_by_documents``, each session's ingest payload
     in place of its document)."""
     from ..services.client import StartFailed
+    from ..services.processes import ended_as_exit
     from .documents import rank_by_documents
     from ..services.identity import SERVICE_KEY
     from .harness import CHECKS_KEY, skip_reason
@@ -1333,7 +1359,7 @@ def rank_segment(variants, segment, log=print) -> dict:
                  if v.retriever["isolation"] == "reset" else contents)
         try:
             with (locked(service.lock_dir / "reset.lock") if v.retriever["isolation"] == "reset"
-                  else contextlib.nullcontext()):
+                  else contextlib.nullcontext()), ended_as_exit():
                 service.served(stdio_start=True)
                 service.conform()
                 if v.retriever.get("per_namespace"):
@@ -1361,8 +1387,11 @@ def rank_segment(variants, segment, log=print) -> dict:
                 docs = {v.recipe.documents: dict.fromkeys(keys)}
                 if v.retriever.get("per_namespace"):
                     ranked = _per_namespace(service, v, segment, docs, ranked, names, payloads, log)
-                rankings, outcomes, deep = rank_by_documents([v], segment, {v.name: ranked}, log, docs=docs,
-                                                             timed=())[v.name]
+                # a server per namespace: the searches were made (and their progress logged) above; this pass
+                # reads their answers in a moment, and its rate would pass for theirs
+                rankings, outcomes, deep = rank_by_documents([v], segment, {v.name: ranked},
+                                                             (lambda _: None) if v.retriever.get("per_namespace")
+                                                             else log, docs=docs, timed=())[v.name]
                 if v.retriever.get("load") and not v.retriever.get("per_namespace"):
                     _shared_load(service, v, searched, names, contents)
                 service.peak()
@@ -1403,7 +1432,7 @@ def _per_namespace(service, v, segment, docs, ranked, names, payloads, log):
 
     rank_by_documents([v], segment, {v.name: collect}, lambda _: None, docs=docs, timed=())
     answers = serve_each(service, calls, lambda q: names[q["haystack_id"]], lambda q: payloads[q["haystack_id"]],
-                         ranked, log)
+                         ranked, log, segment.label)
     stored = iter(zip(calls, answers))
 
     def answered(q, hay, documents):  # the ranking step asks again in the same order

@@ -24,6 +24,7 @@ library that is not safe so is run with ``concurrency: 1``."""
 
 from __future__ import annotations
 
+import numbers
 import time
 
 from ..core.errors import excerpt
@@ -94,7 +95,8 @@ def _shaped(op: str, got, name: str):
     """A method's return as the project's API answers: ``{"results": [{id, score}]}`` for search,
     ``{"sessions": n}`` for count; a return that cannot be read is a ServiceError naming it."""
     if op == "count":
-        return {"sessions": got}
+        # a library's own integer type (numpy.int64, a numpy array's len or sum) is a number as int is
+        return {"sessions": int(got) if isinstance(got, numbers.Integral) and not isinstance(got, bool) else got}
     if op != "search":
         return None
     if isinstance(got, (str, bytes, dict)) or not hasattr(got, "__iter__"):
@@ -103,7 +105,7 @@ def _shaped(op: str, got, name: str):
     out = []
     for r, item in enumerate(got, 1):
         if isinstance(item, dict):
-            out.append({k: item[k] for k in ("id", "score") if k in item})
+            out.append({k: _number(item[k]) if k == "score" else item[k] for k in ("id", "score") if k in item})
         elif isinstance(item, (tuple, list)) and len(item) == 2:
             out.append({"id": item[0], "score": _number(item[1])})
         else:
@@ -112,8 +114,11 @@ def _shaped(op: str, got, name: str):
 
 
 def _number(x):
-    """A score as JSON has it (a numpy float is a float)."""
-    try:
-        return float(x)
-    except (TypeError, ValueError):
-        return x
+    """A score as JSON has it: any real number (numpy's included) a float; anything else, a bool too, as it
+    came (check_ranking says what is wrong with it)."""
+    if isinstance(x, numbers.Real) and not isinstance(x, bool):
+        try:
+            return float(x)
+        except OverflowError:  # an int beyond a float's range: check_ranking says so
+            return x
+    return x

@@ -28,9 +28,12 @@ process, which holds nothing unless it keeps its own store) and counted in
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
+import contextvars
 import json
 import logging
+import os
 import shlex
 import sys
 import threading
@@ -92,6 +95,123 @@ def _quiet_sdk() -> None:
         sdk.propagate = False
 
 
+# the stdio server process the SDK is starting, told to the connection that asked for it (_hook_spawn)
+_SPAWNED: contextvars.ContextVar = contextvars.ContextVar("memobench_mcp_spawned", default=None)
+_hook_lock = threading.Lock()
+_hooked = False
+# held while a stdio server is being started and until it is known, and while orphans are ended: a server
+# starting in another thread is never taken for what a stopped one left
+_spawn_lock = threading.Lock()
+_running: set[int] = set()  # the pids of the stdio servers of this process that run now
+_started: set[int] = set()  # every stdio server's pid this process started
+
+
+def _hook_spawn() -> None:
+    """The SDK's stdio transport keeps its server process to itself; its exit status and pid are asked for
+    here, through the function that starts it (where this SDK has it; elsewhere both stay unknown)."""
+    global _hooked
+    with _hook_lock:
+        if _hooked:
+            return
+        _hooked = True
+        from mcp.client import stdio
+
+        original = getattr(stdio, "_create_platform_compatible_process", None)
+        if original is None:
+            return
+
+        async def spawn(*args, **kwargs):
+            with _spawn_lock:  # a moment: the process started and its pid known (held in this loop's thread only)
+                process = await original(*args, **kwargs)
+                told = _SPAWNED.get()
+                if told is not None:
+                    told(process)
+            return process
+
+        stdio._create_platform_compatible_process = spawn
+
+
+class _Server:
+    """One stdio server process: its pid and exit status (where the SDK tells them), and the last lines of
+    its stderr, which pass on to this process's stderr as they come."""
+
+    TAIL = 8
+
+    def __init__(self):
+        self.process = None
+        self.tail: collections.deque = collections.deque(maxlen=self.TAIL)
+        self.tree: list[int] = []  # its descendants when its connection ended
+        read, write = os.pipe()
+        self.errlog = os.fdopen(write, "w")
+        self._ended = threading.Event()
+        threading.Thread(target=self._tee, args=(read,), name="mcp-server-stderr", daemon=True).start()
+
+    def spawned(self, process) -> None:
+        self.process = process
+        _running.add(process.pid)
+        _started.add(process.pid)
+
+    def _tee(self, fd: int) -> None:
+        from ..core.secrets import mask
+
+        with open(fd, "rb") as f:
+            for raw in f:
+                line = raw.decode("utf-8", "replace").rstrip("\n")
+                self.tail.append(line)
+                try:
+                    # starred: a server that logs its configuration, a key included, would print it on the console
+                    print(mask(line), file=sys.stderr, flush=True)
+                except (OSError, ValueError):
+                    pass  # a closed stderr: the tail is still kept
+        self._ended.set()
+
+    @property
+    def pid(self) -> int | None:
+        return None if self.process is None else self.process.pid
+
+    def exited(self, wait_s: float = 2.0) -> str:
+        """How the process ended, in words (its exit status and the end of its stderr), waiting up to
+        ``wait_s`` for them: a connection that closed is a process that exited, or is exiting."""
+        deadline = time.monotonic() + wait_s
+        while self.process is not None and self.process.returncode is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        self._ended.wait(max(0.0, min(1.0, deadline - time.monotonic())))
+        code = None if self.process is None else self.process.returncode
+        said = ("the server process exited" if code is None else f"the server process exited with status {code}"
+                if code >= 0 else f"the server process was ended by signal {-code}")
+        lines = [line.strip() for line in self.tail if line.strip()]
+        return said + (f" (its stderr ended: {excerpt(' | '.join(lines[-3:]))!r})" if lines else "")
+
+
+@contextlib.asynccontextmanager
+async def _stdio(params, server: _Server):
+    """The SDK's stdio transport of ``params``, its process told to ``server``; once the SDK has stopped it
+    (its process group), what is left of its descendants is ended too (processes.py)."""
+    from mcp.client.stdio import stdio_client
+
+    from .processes import descendants, end
+
+    _hook_spawn()
+    _SPAWNED.set(server.spawned)  # this task's context: the SDK starts the process in it
+    try:
+        async with stdio_client(params, errlog=server.errlog) as streams:
+            _SPAWNED.set(None)
+            server.errlog.close()  # the process holds its own copy: its end is the tee's end of file
+            try:
+                yield streams
+            finally:
+                if server.pid is not None:
+                    server.tree = descendants(server.pid)  # before the SDK ends its group
+    finally:
+        _SPAWNED.set(None)
+        if not server.errlog.closed:
+            server.errlog.close()
+        if server.pid is not None:
+            _running.discard(server.pid)
+            if server.tree:
+                await asyncio.to_thread(end, server.tree)
+
+
 class McpClient:
     """Calls the operations (``tools``: :func:`.api.tools`) of the MCP server
     started by ``command`` (a list: the program and its arguments) or
@@ -117,7 +237,12 @@ class McpClient:
         self._start_failed = None  # the StartFailed of a server that could not start, told to every caller
         self._refused = None  # HTTP 401 or 403, the last a streamable-HTTP server answered (the SDK hides it)
         self.server_info = None  # {name, version} of the server's initialize answer (serverInfo), once connected
-        self._stderr = None  # a stdio server's stderr, starred on its way (:class:`_StarredStderr`)
+        self._server = None  # a stdio server being started: its process (_Server)
+        self._servers: dict[int, _Server] = {}  # generation -> its stdio server
+        if command is not None:
+            from .processes import adopt_orphans
+
+            adopt_orphans()  # a detached grandchild whose parent exits becomes this process's to end
 
     # ---- the connection, held open by one task of the loop
 
@@ -128,14 +253,9 @@ class McpClient:
         # the SDK passes a server only a safe part of the environment (HOME, PATH, ...); env adds to it
         # (its $NAMEs already read from this process's environment: system.client_of)
         env = None if self.env is None else {**mcp.client.stdio.get_default_environment(), **self.env}
-        params = mcp.StdioServerParameters(command=self.command[0], args=list(self.command[1:]), env=env)
-        from ..core.secrets import any_registered
-
-        if not any_registered():
-            return params  # its stderr is this process's own
-        if self._stderr is None:
-            self._stderr = _StarredStderr()
-        return mcp.client.stdio.stdio_client(params, errlog=self._stderr.file)
+        self._server = _Server()
+        return _stdio(mcp.StdioServerParameters(command=self.command[0], args=list(self.command[1:]), env=env),
+                      self._server)
 
     async def _open(self):
         mcp, _ = _sdk()
@@ -181,13 +301,20 @@ class McpClient:
                     self._conn = self._run(self._open(), self.start_timeout_s + 10.0)
                 except Exception as e:  # noqa: BLE001 - a start failure is told apart from the others here
                     if self.command is not None and not self._opened and not isinstance(e, TimeoutError):
-                        self._start_failed = StartFailed(f"{shlex.join(self.command)}: {_start_failure(e)}")
+                        why = _start_failure(e)
+                        if self._server is not None and self._server.pid is not None:
+                            why += f"; {self._server.exited(wait_s=1.0)}"
+                        self._start_failed = StartFailed(f"{shlex.join(self.command)}: {why}")
                         raise self._start_failed from None
                     raise
                 self._opened = True
                 info = getattr(self._conn[0], "server_info", None)
                 if info is not None:  # what the server says it is (services/identity.py)
                     self.server_info = {"name": str(info.name), "version": str(info.version)}
+                if self._server is not None:
+                    # the last few connections' servers: a thread may ask how an earlier one ended
+                    self._servers = {g: x for g, x in self._servers.items() if g > self._generation - 4}
+                    self._servers[self._generation] = self._server
             return self._conn[0], self._generation
 
     def start(self) -> float | None:
@@ -212,7 +339,8 @@ class McpClient:
 
         if self.command is None or self._conn is None:
             return None
-        pids = started_by_us(self.command, self.env)
+        server = self._servers.get(self._generation)
+        pids = [server.pid] if server is not None and server.pid is not None else started_by_us(self.command, self.env)
         return peak_memory(pids[0]) if len(pids) == 1 else None
 
     def _lost(self, generation: int) -> None:
@@ -240,8 +368,12 @@ class McpClient:
             self._thread.join(5.0)
             if not self._thread.is_alive():
                 self._loop.close()
-            if self._stderr is not None:
-                self._stderr.close()
+            if self.command is not None:
+                from .processes import end, orphans
+
+                with _spawn_lock:  # no server of this process runs: what a stopped one left goes too
+                    left = [] if _running else orphans(_started)
+                end(left)
 
     async def _answered(self, response) -> None:
         """Every HTTP answer of a streamable-HTTP server: a refusal of the credentials is kept, since the
@@ -258,6 +390,11 @@ class McpClient:
                             f"{REFUSED[self._refused]}: it refused the credentials (system.headers, or the url's "
                             f"user or key)")
 
+    def _exited(self, generation: int) -> str | None:
+        """How the stdio server of ``generation`` ended (_Server.exited), or None over HTTP or when unknown."""
+        server = self._servers.get(generation)
+        return None if server is None or server.pid is None else server.exited()
+
     def _shown(self, text: str) -> str:
         """``text`` with the server's URL starred (the SDK's messages name it, and it may hold a secret)."""
         return text.replace(self.url, shown_url(self.url)) if self.url else text
@@ -273,6 +410,7 @@ class McpClient:
         arguments = fill(self.tools[op].get("arguments", {}), values)
         tries = (self.retries if retries is None else retries) + 1
         why, first = "", time.monotonic()
+        exited = ""  # a stdio server that exited during this call: the cause of what a new one answers
         for attempt in attempts(tries, self.backoff_s):
             started = time.monotonic()
             generation = self._generation
@@ -292,9 +430,12 @@ class McpClient:
                     continue
                 if code == mcp_types.CONNECTION_CLOSED:
                     self._lost(generation)
-                    why = "the connection closed (the server stopped)"
+                    why = self._exited(generation) or "the connection closed (the server stopped)"
+                    exited = f" (after {why}; a new server process was started and answered this)" \
+                        if self.command is not None else ""
                     continue
-                raise ServiceError(f"{op} tool {tool!r} answered error {code}: {excerpt(e.error.message)}") from None
+                raise ServiceError(f"{op} tool {tool!r} answered error {code}: {excerpt(e.error.message)}"
+                                   f"{exited}") from None
             except Exception as e:  # noqa: BLE001 - a server that cannot be reached or started, or a transport failure
                 self._lost(generation)
                 refused = self._refusal(op, tool)
@@ -306,7 +447,7 @@ class McpClient:
             seconds = time.monotonic() - first  # from the first attempt: the retries' waits are the call's time
             text = "".join(getattr(block, "text", "") for block in result.content or [])
             if result.is_error:
-                raise ServiceError(f"{op} tool {tool!r} answered an error: {excerpt(text) or '(no text)'}")
+                raise ServiceError(f"{op} tool {tool!r} answered an error: {excerpt(text) or '(no text)'}{exited}")
             if self.answer == "plain":
                 answer = text  # a server that answers in words: config's patterns read it
             elif result.structured_content is not None and self.answer == "structured":
@@ -322,36 +463,6 @@ class McpClient:
             meta = result.meta or {}
             return answer, Call(seconds, attempt, server_seconds(meta.get(META_TIMING)))
         raise Unavailable(f"{op} tool {tool!r} failed {tries} time(s), last: {why}")
-
-
-class _StarredStderr:
-    """Where a stdio server writes its stderr when this process holds secrets (core/secrets.py): a pipe
-    whose lines reach this process's stderr starred, as it writes them (a server that logs its
-    configuration, a key included, would otherwise print it on the console)."""
-
-    def __init__(self):
-        import os
-
-        read, write = os.pipe()
-        self.file = os.fdopen(write, "w")  # the server's stderr (its file descriptor is what it gets)
-        self._thread = threading.Thread(target=self._copy, args=(os.fdopen(read, "rb"),), name="mcp-stderr",
-                                        daemon=True)
-        self._thread.start()
-
-    @staticmethod
-    def _copy(pipe) -> None:
-        from ..core.secrets import mask
-
-        with pipe:
-            for line in pipe:
-                sys.stderr.write(mask(line.decode("utf-8", "replace")))
-                sys.stderr.flush()
-
-    def close(self) -> None:
-        """Its end here closed; what the server wrote before it stopped is copied first (a while at most:
-        a process it left behind may hold the pipe open)."""
-        self.file.close()
-        self._thread.join(2.0)
 
 
 @contextlib.asynccontextmanager

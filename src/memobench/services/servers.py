@@ -40,6 +40,7 @@ class NamespaceServers:
         root = Path(root).resolve() if root is not None else None  # the server may start elsewhere
         if root is not None:
             root.mkdir(parents=True, exist_ok=True)
+        self.shared = root  # the folder every job of the variant shares (None: this client's alone)
         # a folder of this client's own: two jobs serving one namespace at once never share a folder
         self.root = Path(tempfile.mkdtemp(prefix="servers-", dir=root))
         self._servers: dict[str, tuple] = {}  # namespace -> (its client, its folder)

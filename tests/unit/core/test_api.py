@@ -148,6 +148,31 @@ def test_bad_arguments_fail_before_anything_runs(kwargs, line, tmp_path, capsys)
     assert capsys.readouterr() == ("", "")
 
 
+@pytest.mark.parametrize("call, kwargs, line", [
+    ("score", {"variant": 123, "dataset": ["x"]},
+     "memobench: score(): dataset is a configured dataset's name; got list ['x']"),
+    ("score", {"variant": 123, "dataset": "x"}, "memobench: score(): variant is a variant's name; got int 123"),
+    ("score", {"variant": "bm25s", "dataset": "x", "k": True},
+     "memobench: score(): k is a whole number; got bool True"),
+    ("score", {"variant": "bm25s", "dataset": "x", "configfile": [1]},
+     "memobench: score(): configfile is a config file's path, or a list of them; got list [1]"),
+    ("load", {"results": 123}, "memobench: load(): results is the results folder's path; got int 123"),
+])
+def test_arguments_of_the_wrong_type_are_one_line(call, kwargs, line, tmp_path, capsys):
+    with pytest.raises(memobench.MemobenchError) as e:
+        getattr(memobench, call)(**kwargs)
+    assert str(e.value) == line
+    assert capsys.readouterr() == ("", "")
+
+
+def test_a_configfile_given_as_a_string_is_one_file(tmp_path):
+    overlay = tmp_path / "ds.yaml"
+    overlay.write_text("datasets:\n  locomo10: {variants: [bm25s]}\n", encoding="utf-8")
+    for given in (str(overlay), overlay, [str(overlay)]):
+        listed = memobench.list_datasets(workdir=tmp_path, configfile=given, workflow=REPO).set_index("dataset")
+        assert listed.loc["locomo10", "variants"] == ["bm25s"], given
+
+
 def test_conventions_are_the_harness_and_officials():
     from memobench.evaluation.measures import HARNESS_MEASURES
     from memobench.evaluation.official import CONVENTIONS

@@ -84,3 +84,36 @@ def test_an_mcp_server_whose_command_is_not_found_is_one_line_before_any_job(tmp
     assert proc.stderr.splitlines() == [
         "memobench: --mcp: the MCP server could not start: no-such-memory-server --stdio: 'no-such-memory-server' "
         "is not on PATH (activate the environment that has it, or give its full path)"], proc.stderr
+
+
+def test_a_second_score_in_one_folder_waits_for_the_first(tmp_path, capsys):
+    from memobench.score_command import one_at_a_time
+
+    # the first holds the folder in another process; the second waits, saying so, and runs once it ends
+    held = subprocess.Popen([sys.executable, "-c", "import sys, time; from pathlib import Path; "
+                             "from memobench.score_command import one_at_a_time\n"
+                             f"with one_at_a_time(Path({str(tmp_path)!r}), quiet=True):\n"
+                             "    print('held', flush=True); time.sleep(1.5)"],
+                            stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO / "src")})
+    assert held.stdout.readline().strip() == "held"
+    import time
+
+    started = time.monotonic()
+    with one_at_a_time(tmp_path):
+        waited = time.monotonic() - started
+    held.wait()
+    assert waited > 0.5
+    assert capsys.readouterr().err == f"memobench score: another memobench score runs in {tmp_path}; waiting for " \
+                                      f"it to end\n"
+
+
+def test_a_folder_another_snakemake_holds_is_one_line_not_unlock_advice(tmp_path):
+    from memobench.score_command import run_snakemake
+
+    said = ("Error: Directory cannot be locked. Please make sure that no other Snakemake process is trying to "
+            "create the same files in the following directory:")
+    for quiet in (True, False):
+        with pytest.raises(ScoreError) as e:
+            run_snakemake([sys.executable, "-c", f"print({said!r}); raise SystemExit(1)"], quiet, tmp_path)
+        assert str(e.value).startswith(f"another run holds {tmp_path} (a snakemake running there now); nothing was "
+                                       f"run: score again when it has ended"), str(e.value)

@@ -199,3 +199,77 @@ def test_the_factory_s_files_are_in_the_code_fingerprint(tmp_path):
     assert before != after
     service = resolve("svc", "s", {"svc": {"system": {"url": "http://x"}}})
     assert code_fingerprint(service, REPO / "workflow" / "scripts" / "stage.py")  # a service has no sources
+
+
+def _numpy_memory(tmp_path) -> str:
+    """The bm25s example answering as numpy-based libraries do: its count a numpy.int64, its scores numpy
+    floats (float32, which is no Python float)."""
+    return _write(tmp_path, f"""
+        import sys
+        import numpy as np
+        sys.path.insert(0, {str(REPO / 'docs' / 'recipes')!r})
+        from bm25s_memory import BM25sMemory
+
+        class NumpyMemory(BM25sMemory):
+            def count(self, namespace):
+                return np.int64(super().count(namespace))
+
+            def search(self, namespace, query, k):
+                return [{{"id": i, "score": np.float32(s)}} for i, s in super().search(namespace, query, k)]
+
+        def make(**options):
+            return NumpyMemory(**options)
+    """) + ":make"
+
+
+def test_numpy_counts_and_scores_are_numbers(norm, expected, tmp_path):
+    (rk, _, _), lines = _rank(norm, tmp_path, "lib", _library(_numpy_memory(tmp_path)))
+    assert rk.equals(expected[0]), lines  # float32 scores: the same order as the reference's
+    assert any("passed its conformance check" in line for line in lines), lines
+    assert "count" in {r["operation"] for r in _timings(tmp_path)}
+
+
+def test_a_bool_is_no_count_and_no_score():
+    from memobench.services.library import _shaped
+
+    assert _shaped("count", True, "m")["sessions"] is True  # left as it came: count_of refuses it
+    assert _shaped("search", [("a", True)], "m")["results"][0]["score"] is True
+
+
+def test_an_empty_query_is_the_query_function_s_not_the_service_s(norm, tmp_path):
+    # a query function that returns "" for a question: the check's search for its own words would find
+    # nothing, and the miss was blamed on the service
+    query = _write(tmp_path, "def short(q):\n    return '' if 'e' in q else q\n")
+    entry = _library(query=f"{query}:short")
+    with pytest.raises(RetrieverError) as e:
+        _rank(norm, tmp_path / "out", "lib", entry)
+    text = str(e.value)
+    assert "\n" not in text and "never came back" not in text, text
+    assert f"variant 'lib': query {query}:short returned an empty query for question 'check-" in text, text
+    assert "variant \"variant" not in text  # the where-string named once
+    # at run time too (no check): the question it was asked for named
+    with pytest.raises(RetrieverError, match=rf"variant 'lib': query .*:short returned an empty query for question "):
+        _rank(norm, tmp_path / "out2", "lib", {**entry, "system": {**entry["system"], "check": False}})
+
+
+def test_an_ingestion_that_keeps_failing_states_its_true_attempts(norm, tmp_path):
+    spec = _write(tmp_path, """
+        class Down:
+            def reset(self, ns): pass
+            def ingest(self, ns, s): raise ConnectionError("the store is down")
+            def search(self, ns, q, k): return []
+        def make(**o):
+            return Down()
+    """) + ":make"
+    with pytest.raises(RetrieverError) as e:
+        _rank(norm, tmp_path / "out", "lib", {"system": {"library": spec, "backoff_s": 0.001, "retries": 2,
+                                                          "check": False}})
+    text = str(e.value)
+    assert "(the last of 3 tries of the whole namespace: system.retries 2 retries the whole, never an ingest " \
+           "request alone)" in text and "ingest: " in text and "failed 1 time(s)" in text, text
+    # the check's ingestion, sent the same way, says the same
+    from memobench.retrieval import conformance as check
+
+    spec_v = resolve("lib", "s", {"lib": {"system": {"library": spec, "backoff_s": 0.001, "retries": 2}}}).retriever
+    api = check.run(spec_v, where="variant 'lib'")[0]
+    assert api.status == "fail" and "last of 3 tries of filling the check's namespaces: system.retries 2" in api.why, api

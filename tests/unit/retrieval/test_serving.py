@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -230,3 +231,42 @@ def test_a_search_readiness_wait_asks_for_the_last_session_sent():
     ready = {"until": "search", "every_s": 0.001, "timeout_s": 5.0, "settle_s": 0.0}
     _, polls = wait(ready, "ns", sessions, None, search)
     assert polls == len(sessions) and len(indexed) == len(sessions)
+
+
+def _per_namespace(**over) -> dict:
+    """The reference MCP server over stdio, one process per namespace ({namespace} in its env)."""
+    from tests.helpers import REPO, reference_command
+
+    return {"system": {"mcp": {"command": reference_command("user", "stdio"),
+                               "env": {"PYTHONPATH": str(REPO / "src"), "MB_NAMESPACE": "{namespace}"}},
+                       "backoff_s": 0.01, "check": False, "servers": 2, **over}}
+
+
+def test_a_server_per_namespace_job_logs_its_searches_as_they_happen(norm, expected, tmp_path):
+    pytest.importorskip("mcp")
+    started = time.monotonic()
+    got, lines = _rank(norm, tmp_path, "svc", _per_namespace())
+    took = time.monotonic() - started
+    assert _same(got, expected)
+    done = [line for line in lines if "questions (" in line and "done in" in line]
+    # one closing line, the searches' own: their time is the job's (servers started, namespaces ingested),
+    # not the moment the ranking step takes to read their answers afterwards
+    assert len(done) == 1, lines
+    seconds = float(re.search(r"done in ([\d.]+) s", done[0]).group(1))
+    assert re.search(r": (\d+) / \1 questions \(100%, ", done[0]), done
+    assert 0.5 * took < seconds <= took + 0.05, (done, took)  # printed to 0.1 s
+
+
+def test_the_servers_bound_holds_across_processes(tmp_path):
+    """Three processes (a variant's parallel jobs) each wanting a server, under servers: 2: two at once, the
+    third once one has ended."""
+    code = ("import sys, time\nfrom pathlib import Path\nfrom memobench.retrieval.servers import slot\n"
+            "with slot(Path(sys.argv[1]), 2):\n"
+            "    print(time.monotonic(), flush=True); time.sleep(0.8); print(time.monotonic(), flush=True)\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "slots")], stdout=subprocess.PIPE,
+                              text=True, env=env) for _ in range(3)]
+    spans = [tuple(float(x) for x in p.communicate(timeout=60)[0].split()) for p in procs]
+    alive = lambda t: sum(a <= t < b for a, b in spans)  # noqa: E731
+    assert max(alive(a) for a, _ in spans) == 2, spans  # two at once, never three
+    assert sorted(spans)[2][0] >= min(b for _, b in spans), spans  # the third waited for one to end

@@ -804,6 +804,22 @@ def test_variants_written_before_shapes_keep_their_definition_and_ledger_shape()
                    ("484b4d33b4b66e057675", "6f5fd03a2e7cb606b8a4")]
 
 
+@pytest.mark.parametrize("written, left", [
+    ({"url": "http://x:1", "timeout_s": 30, "backoff_s": 0.1, "concurrency": 4.0, "k": 50}, {"url": "http://x:1"}),
+    ({"url": "http://x:1", "max_response_mb": 128.0}, {"url": "http://x:1", "max_response_mb": 128}),
+])
+def test_a_setting_written_either_way_gives_the_retrieve_rule_the_same_params(written, left):
+    """The rule's params are compared as their text (Snakemake's params trigger): 30 and 30.0 are one setting,
+    so the pipeline and memobench score never rerun each other."""
+    from memobench.catalog.variant import to_spec
+    from memobench.plan import retrieve_spec
+    from memobench.retrieval.system import definition
+
+    a, b = (resolve("svc", "s", {"svc": {"system": system}}) for system in (written, left))
+    assert repr(retrieve_spec({}, to_spec(a))) == repr(retrieve_spec({}, to_spec(b)))
+    assert definition(a) == definition(b)
+
+
 def test_headers_decide_no_list_and_a_query_transform_is_in_the_definition_and_label():
     from memobench.retrieval.system import definition, public
 
