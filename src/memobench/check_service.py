@@ -7,7 +7,7 @@ depend on the command line's code (its jobs' code fingerprint)."""
 
 from __future__ import annotations
 
-from .retrieval.conformance import Result, first_failure, run
+from .services.conformance import Result, first_failure, run
 
 
 def table(results: list[Result]) -> str:
@@ -34,7 +34,7 @@ def variant_of(args):
     """The system variant the command checks: ``--variant`` from config, or one of the URL or ``--mcp``
     with every default; a ConfigError line for what cannot be one."""
     from .core.errors import ConfigError
-    from .retrieval.system import system_variant
+    from .services.definition.variant import system_variant
     from .score_command import ScoreError, _merged, find_workflow, load_config, read_config_file, service_of
 
     if [args.url, args.mcp, args.variant].count(None) != 2:
@@ -77,7 +77,7 @@ def main(args) -> int:
     import sys
 
     from .core.errors import ConfigError
-    from .services.client import StartFailed
+    from .services.transport.client import StartFailed
 
     try:
         v = variant_of(args)

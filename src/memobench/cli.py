@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
 
     add_arguments(sub.add_parser("score", help="score another system's run file under the harness rules, beside "
                                                "a variant (docs/imported-runs.md)"))
-    from .retrieval.reference.server import add_arguments as serve_arguments
+    from .services.reference_servers.http_server import add_arguments as serve_arguments
 
     serve_arguments(sub.add_parser("serve", help="serve a reference retriever as a memory service over HTTP or MCP, the "
                                                "API a system variant drives (docs/memory-services.md)"))
@@ -75,7 +75,7 @@ def _run(args) -> int:
 
         return check_service(args)
     if args.command == "serve":
-        from .retrieval.reference.server import main as serve
+        from .services.reference_servers.http_server import main as serve
 
         return serve(args)
     if args.command == "score":

@@ -509,7 +509,7 @@ def what_ranked(spec: dict) -> dict:
     if kind == "fusion":
         return {"kind": kind, "fusion": spec["retriever"]}
     if kind == "system":
-        from .retrieval.system import public
+        from .services.definition.variant import public
 
         return {"kind": kind, "system": public(spec["retriever"], spec.get("grain", "session"))}
     return {"kind": kind}

@@ -192,7 +192,7 @@ def definition(v, workdir: Path) -> str | None:
     retriever's callable, params, prepare, documents and grain (its code's edits rerun it, as in the
     pipeline); None for any other kind (never this command's)."""
     from .retrieval.python import BACKEND as PYTHON
-    from .retrieval.system import BACKEND, definition as system_definition
+    from .services.definition.variant import BACKEND, definition as system_definition
 
     if v.run is not None:
         return json.dumps({"file": str(_absolute(v.run["file"], workdir)), "format": v.run["format"],
@@ -270,7 +270,7 @@ def check_owner(workdir: Path, dataset: str, name: str, run: Path | str, ours: s
             elif str(metrics.get("harness", "")).startswith(RETRIEVER_HARNESS):
                 owner, same = metrics["harness"][len(RETRIEVER_HARNESS):], False
         elif isinstance(run, str):  # a service: what made the outcomes, else the overlay that made the folder
-            from .retrieval.system import identity
+            from .services.definition.variant import identity
 
             # tables an older memobench wrote record none: the overlay, where there is one, says instead
             recorded = recorded_definitions(workdir, dataset, name, n_segments) - {None}
@@ -316,7 +316,7 @@ def recorded_definitions(workdir: Path, dataset: str, name: str, n_segments: int
     None for a table without one), of the segments there."""
     import pyarrow.parquet as pq
 
-    from .retrieval.system import DEFINITION_KEY
+    from .services.definition.variant import DEFINITION_KEY
 
     found = set()
     for i in range(1, n_segments + 1):
@@ -544,7 +544,7 @@ def _scored(args, one_at_a_time) -> dict:
         else:
             run = given_variant
     elif args.system is not None or args.mcp is not None:
-        from .retrieval.system import MIN_K, identity
+        from .services.definition.variant import MIN_K, identity
 
         kind = "service"
         if args.format:
@@ -552,7 +552,7 @@ def _scored(args, one_at_a_time) -> dict:
         service = dict(args.system) if isinstance(args.system, dict) else service_of(args.system, args.mcp)
         if isinstance(args.system, dict):  # the config's mapping (the Python API): checked as the config's is
             from .catalog.variant import FAMILIES
-            from .retrieval.system import system_variant
+            from .services.definition.variant import system_variant
 
             system_variant("service", FAMILIES[0], {"system": service})
         if args.k is not None:

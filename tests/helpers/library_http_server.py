@@ -10,7 +10,7 @@ import json
 import sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from memobench.retrieval.reference.server import reply
+from memobench.services.reference_servers.http_server import reply
 from tests.helpers import memory_libraries
 
 

@@ -14,9 +14,9 @@ import sys
 import time
 from pathlib import Path
 
-from memobench.retrieval.reference.mcp_server import build
+from memobench.services.reference_servers.mcp_server import build
 from memobench.retrieval.reference.ranking import rank
-from memobench.retrieval.reference.server import Store
+from memobench.services.reference_servers.store import Store
 
 GLOBAL = "global"
 

@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 
 from memobench.catalog.variants import resolve
 from memobench.core import layout
-from memobench.retrieval.reference.server import reply
+from memobench.services.reference_servers.http_server import reply
 from memobench.retrieval.sharing import write_segment
 
 

@@ -315,8 +315,8 @@ REFERENCE = (["minilm"] if HAVE_DENSE else ["bm25s"]) + (["wordllama"] if HAVE_S
     ("src/memobench/retrieval/harness.py", ["v0.8.0", "v0.8.0-index", "exp3-V6", "exp3-T1", "zh-A", "zh-B", "mine", "fused",
                                             "service", "turns"] + REFERENCE),
     # a memory service's variant and the HTTP client it drives the service with
-    ("src/memobench/retrieval/system.py", ["service"]),
-    ("src/memobench/services/client.py", ["service"]),
+    ("src/memobench/services/job/rank.py", ["service"]),
+    ("src/memobench/services/transport/client.py", ["service"]),
 ])
 def test_editing_one_retriever_reruns_only_its_variants(scratch, edited, variants):
     """Each retrieve job's code is its variant's retriever's: an edit to the

@@ -118,8 +118,8 @@ def test_a_server_slower_to_start_than_the_timeout_is_waited_for(norm, expected,
 
 
 def test_a_server_that_does_not_start_in_time_is_stopped(tmp_path, monkeypatch):
-    from memobench.services import mcp
-    from memobench.services.client import Unavailable
+    from memobench.services.transport import mcp
+    from memobench.services.transport.client import Unavailable
 
     monkeypatch.setattr(mcp, "START_TIMEOUT_S", 1.0)
     env = {**ENV, "MB_FAULT": "slow-start:60", "MB_FAULT_STATE": str(tmp_path)}

@@ -30,7 +30,7 @@ from .row import RETRIEVERS, ROWS, Retriever, Row
 # tuple as imports of this module
 LOADS = ("retrieval.memo", "retrieval.reference.lexical", "retrieval.reference.dense",
          "retrieval.reference.static", "retrieval.reference.segment", "retrieval.python",
-         "retrieval.fusion", "retrieval.imported", "retrieval.system")
+         "retrieval.fusion", "retrieval.imported", "services.job.rank")
 _loaded = False
 
 

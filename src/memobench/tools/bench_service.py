@@ -73,8 +73,8 @@ def sdk_floor(retriever: str, n: int = 1000) -> tuple[float, float]:
 
     from mcp import Client, StdioServerParameters
 
-    from ..services.client import server_seconds
-    from ..services.mcp import META_TIMING
+    from ..services.transport.client import server_seconds
+    from ..services.transport.mcp import META_TIMING
 
     async def run() -> list[float]:
         params = StdioServerParameters(command=sys.executable, args=["-m", "memobench.cli", "serve", "--mcp", "stdio",

@@ -301,9 +301,9 @@ def test_the_rows_order_does_not_depend_on_which_module_was_imported_first():
     import subprocess
     import sys
 
-    code = ("import memobench.retrieval.{} as _\nfrom memobench.catalog import registry\n"
+    code = ("import memobench.{} as _\nfrom memobench.catalog import registry\n"
             "print(','.join(registry.names()))")
     got = {subprocess.run([sys.executable, "-c", code.format(m)], capture_output=True, text=True, check=True,
                           cwd=REPO, env={"PYTHONPATH": str(REPO / "src")}).stdout
-           for m in ("reference.static", "system", "memo")}
+           for m in ("retrieval.reference.static", "services.job.rank", "retrieval.memo")}
     assert len(got) == 1 and got.pop().strip() == ",".join(registry.names())

@@ -19,7 +19,7 @@ from tests.helpers import REPO
 
 PKG = REPO / "src" / "memobench"
 # lowest first: a layer imports only the layers before it (and the top-level foundations)
-LAYERS = ("core", "datasets", "memo", "runs", "services", "catalog", "retrieval", "evaluation", "reporting", "tools")
+LAYERS = ("core", "datasets", "memo", "runs", "catalog", "retrieval", "services", "evaluation", "reporting", "tools")
 TOOLS = "tools"  # the generator and the benchmarks: nothing the pipeline runs imports them
 
 

@@ -16,10 +16,10 @@ import pytest
 from memobench.catalog.variants import resolve
 from memobench.core import secrets
 from memobench.core.errors import ConfigError
-from memobench.retrieval.reference.server import reply
-from memobench.retrieval.system import client_of
-from memobench.services.api import url_from_environment
-from memobench.services.client import ServiceError
+from memobench.services.reference_servers.http_server import reply
+from memobench.services.transport.connect import client_of
+from memobench.services.operations.api import url_from_environment
+from memobench.services.transport.client import ServiceError
 
 SECRET = "s3cret/#&=+ x"
 

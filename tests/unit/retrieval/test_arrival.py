@@ -12,11 +12,12 @@ import pytest
 
 from memobench.catalog.variants import resolve
 from memobench.core.errors import ConfigError
-from memobench.retrieval.arrival import Refused, came_back, check_answer, confirm_queries, count_in_words
-from memobench.retrieval.rendering import items, positions, render_spec
+from memobench.services.operations.arrival import Refused, came_back, check_answer, confirm_queries, count_in_words
+from memobench.services.sent.rendering import items, positions, render_spec
 from memobench.retrieval.returned import RetrieverError
-from memobench.retrieval.system import count_of, definition, ingest_namespace, public, reset_namespace
-from memobench.services.client import Call, ServiceError
+from memobench.services.operations.calls import count_of, ingest_namespace, reset_namespace
+from memobench.services.definition.variant import definition, public
+from memobench.services.transport.client import Call, ServiceError
 
 REFUSAL = "Failed to save context item: Key contains special characters"
 

@@ -18,9 +18,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from memobench.retrieval.reference.server import serve
-from memobench.retrieval.system import system_variant
-from memobench.retrieval import conformance as check
+from memobench.services.reference_servers.http_server import serve
+from memobench.services.definition.variant import system_variant
+from memobench.services import conformance as check
 from tests.helpers import REPO, reference_command
 from tests.helpers.services import start as _start
 
@@ -237,7 +237,7 @@ def test_a_skip_that_names_no_check_is_one_config_line(value, said):
 
 def test_the_skip_is_part_of_the_definition_and_an_empty_one_is_the_default():
     from memobench.catalog.variants import resolve
-    from memobench.retrieval.system import definition
+    from memobench.services.definition.variant import definition
 
     def of(**over):
         return definition(resolve("svc", "s", {"svc": {"system": {"url": "http://127.0.0.1:9", **over}}}))

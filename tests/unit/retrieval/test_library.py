@@ -19,7 +19,7 @@ from memobench.core import layout
 from memobench.core.errors import ConfigError
 from memobench.datasets.normalize import normalize_longmemeval
 from memobench.retrieval.returned import RetrieverError
-from memobench.services.api import OPERATIONS
+from memobench.services.operations.api import OPERATIONS
 from memobench.tools.generate.longmemeval import write_longmemeval
 from tests.helpers import REPO
 from tests.helpers.services import rank_one_segment as _rank
@@ -230,7 +230,7 @@ def test_numpy_counts_and_scores_are_numbers(norm, expected, tmp_path):
 
 
 def test_a_bool_is_no_count_and_no_score():
-    from memobench.services.library import _shaped
+    from memobench.services.transport.library import _shaped
 
     assert _shaped("count", True, "m")["sessions"] is True  # left as it came: count_of refuses it
     assert _shaped("search", [("a", True)], "m")["results"][0]["score"] is True
@@ -268,7 +268,7 @@ def test_an_ingestion_that_keeps_failing_states_its_true_attempts(norm, tmp_path
     assert "(the last of 3 tries of the whole namespace: system.retries 2 retries the whole, never an ingest " \
            "request alone)" in text and "ingest: " in text and "failed 1 time(s)" in text, text
     # the check's ingestion, sent the same way, says the same
-    from memobench.retrieval import conformance as check
+    from memobench.services import conformance as check
 
     spec_v = resolve("lib", "s", {"lib": {"system": {"library": spec, "backoff_s": 0.001, "retries": 2}}}).retriever
     api = check.run(spec_v, where="variant 'lib'")[0]

@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 from memobench.core.errors import ConfigError
-from memobench.retrieval.queries import check_query, keywords, transform
-from memobench.retrieval.rendering import item_values, items, positions, render_spec, session_keys
+from memobench.services.sent.queries import check_query, keywords, transform
+from memobench.services.sent.rendering import item_values, items, positions, render_spec, session_keys
 from memobench.retrieval.returned import RetrieverError
 
 
@@ -81,7 +81,7 @@ def test_keywords_is_the_question_lowercased_without_stop_words():
 
 
 def test_longest_word_is_the_longest_word_not_a_name():
-    from memobench.retrieval.queries import longest_word, transform
+    from memobench.services.sent.queries import longest_word, transform
 
     assert longest_word("What did Caroline research?") == "research"
     assert longest_word("When did Melanie paint a sunrise?") == "sunrise"
@@ -119,7 +119,7 @@ def test_editing_a_query_function_changes_the_variant_s_code_fingerprint(tmp_pat
 
 
 def test_assigned_ids_are_read_from_a_path_or_a_pattern_one_or_a_batch_of_them():
-    from memobench.retrieval.system import assigned_ids
+    from memobench.services.operations.calls import assigned_ids
 
     assert assigned_ids({"data": {"id": 17}}, {"id": "data.id"}, None, "w") == ["17"]
     assert assigned_ids({"ids": ["a", 2]}, {"id": "ids"}, 2, "w") == ["a", "2"]

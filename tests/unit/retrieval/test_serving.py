@@ -22,7 +22,7 @@ from memobench.catalog.variants import resolve
 from memobench.core import layout
 from memobench.core.errors import ConfigError
 from memobench.datasets.normalize import normalize_longmemeval
-from memobench.retrieval.reference.server import serve
+from memobench.services.reference_servers.http_server import serve
 from memobench.tools.generate.longmemeval import write_longmemeval
 from tests.helpers.services import rank_one_segment as _rank
 from tests.unit.retrieval.test_system import Proxy, _start
@@ -67,7 +67,7 @@ def _same(got, expected) -> bool:
 def test_servers_and_load_leave_the_definition_and_params_as_they_were_and_ready_is_part_of_it():
     from memobench import plan
     from memobench.catalog.variant import to_spec
-    from memobench.retrieval.system import definition
+    from memobench.services.definition.variant import definition
 
     stdio = {"mcp": {"command": ["srv", "--store", "{workdir}/db"]}}
 
@@ -177,7 +177,7 @@ def test_the_latency_files_show_starts_readiness_memory_and_the_load_curve(tmp_p
 
 
 def test_a_child_process_peak_memory_is_read_from_proc():
-    from memobench.services.processes import peak_memory, started_by_us
+    from memobench.services.transport.processes import peak_memory, started_by_us
 
     if not os.path.isdir("/proc"):
         pytest.skip("no /proc")
@@ -196,7 +196,7 @@ def test_a_child_process_peak_memory_is_read_from_proc():
 def test_a_script_server_is_found_though_its_interpreter_runs_it(tmp_path):
     """A server given as a script (a console script such as memobench, any #! file) runs as its
     interpreter with the script's path first: still the command's process."""
-    from memobench.services.processes import peak_memory, started_by_us
+    from memobench.services.transport.processes import peak_memory, started_by_us
 
     if not os.path.isdir("/proc"):
         pytest.skip("no /proc")
@@ -217,7 +217,7 @@ def test_a_script_server_is_found_though_its_interpreter_runs_it(tmp_path):
 def test_a_search_readiness_wait_asks_for_the_last_session_sent():
     """An index that takes what it was sent in order finds the first session long before the last: the
     readiness search asks for the last one's text, so that it passes once the whole namespace is in."""
-    from memobench.retrieval.readiness import wait
+    from memobench.services.job.readiness import wait
 
     sessions = [{"id": f"s{i}", "date": None, "turns": [{"role": "user", "content": f"word{i} about the lake"},
                                                         {"role": "assistant", "content": ""}]} for i in range(5)]
@@ -260,7 +260,7 @@ def test_a_server_per_namespace_job_logs_its_searches_as_they_happen(norm, expec
 def test_the_servers_bound_holds_across_processes(tmp_path):
     """Three processes (a variant's parallel jobs) each wanting a server, under servers: 2: two at once, the
     third once one has ended."""
-    code = ("import sys, time\nfrom pathlib import Path\nfrom memobench.retrieval.servers import slot\n"
+    code = ("import sys, time\nfrom pathlib import Path\nfrom memobench.services.job.per_namespace import slot\n"
             "with slot(Path(sys.argv[1]), 2):\n"
             "    print(time.monotonic(), flush=True); time.sleep(0.8); print(time.monotonic(), flush=True)\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}

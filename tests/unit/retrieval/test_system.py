@@ -25,7 +25,8 @@ from memobench.core.errors import ConfigError
 from memobench.datasets.normalize import normalize_longmemeval
 from memobench.retrieval.harness import CHECKS_KEY
 from memobench.retrieval.returned import RetrieverError
-from memobench.retrieval.reference.server import Store, reply, serve
+from memobench.services.reference_servers.http_server import reply, serve
+from memobench.services.reference_servers.store import Store
 from memobench.tools.generate.longmemeval import write_longmemeval
 from tests.helpers.services import rank_one_segment as _rank
 
@@ -396,7 +397,7 @@ def test_a_refused_ingestion_is_one_line(norm, reference, proxy, tmp_path):
                                             ("app;dur=1.5, db;desc=\"x\";dur=2", 0.0035), ("cache;desc=hit", None),
                                             ('app;dur="12"', 0.012)])
 def test_server_timing_is_read_as_the_w3c_header_says(header, seconds):
-    from memobench.services.client import server_seconds
+    from memobench.services.transport.client import server_seconds
 
     got = server_seconds(header)
     assert got == seconds if seconds is None else abs(got - seconds) < 1e-12
@@ -421,7 +422,7 @@ def test_an_unset_environment_name_in_mcp_env_is_one_line_before_the_server_star
     assert str(e.value) == "variant 'svc': system: mcp: env: API_KEY: $MB_UNSET_KEY is not set in the environment"
     assert not started.exists()
     monkeypatch.setenv("MB_UNSET_KEY", "s3cret")  # set, it is read when the job starts
-    from memobench.retrieval.system import client_of
+    from memobench.services.transport.connect import client_of
 
     client = client_of(resolve("svc", "s", {"svc": entry}).retriever)
     try:
@@ -660,7 +661,7 @@ def test_the_check_runs_once_per_service_and_settings_not_per_job(norm, fake, tm
 
 
 def test_system_check_false_turns_the_check_off_and_leaves_the_definition_as_it_was(norm, fake, tmp_path):
-    from memobench.retrieval.system import definition
+    from memobench.services.definition.variant import definition
 
     url, server = fake()
     _rank(norm, tmp_path, "svc", _system(url, check=False))
@@ -672,7 +673,7 @@ def test_system_check_false_turns_the_check_off_and_leaves_the_definition_as_it_
 def test_a_setting_written_at_its_default_is_the_same_definition():
     """`max_response_mb: 64` or `degenerate: warn` written out is the definition that leaves them out
     (memobench score reuses its results); another value is another definition."""
-    from memobench.retrieval.system import definition
+    from memobench.services.definition.variant import definition
 
     url = "http://127.0.0.1:9"
     base = definition(resolve("svc", "s", {"svc": _system(url)}))
@@ -793,7 +794,8 @@ def test_headers_are_not_for_a_server_started_by_command():
 
 
 def test_variants_written_before_shapes_keep_their_definition_and_ledger_shape():
-    from memobench.retrieval.system import definition, sent_shape
+    from memobench.services.definition.variant import definition
+    from memobench.services.sent.sessions import sent_shape
 
     got = []
     for e in [{"system": {"url": "http://x"}}, {"system": {"mcp": {"command": "srv"}, "answer": "text"}},
@@ -813,7 +815,7 @@ def test_a_setting_written_either_way_gives_the_retrieve_rule_the_same_params(wr
     so the pipeline and memobench score never rerun each other."""
     from memobench.catalog.variant import to_spec
     from memobench.plan import retrieve_spec
-    from memobench.retrieval.system import definition
+    from memobench.services.definition.variant import definition
 
     a, b = (resolve("svc", "s", {"svc": {"system": system}}) for system in (written, left))
     assert repr(retrieve_spec({}, to_spec(a))) == repr(retrieve_spec({}, to_spec(b)))
@@ -821,7 +823,7 @@ def test_a_setting_written_either_way_gives_the_retrieve_rule_the_same_params(wr
 
 
 def test_headers_decide_no_list_and_a_query_transform_is_in_the_definition_and_label():
-    from memobench.retrieval.system import definition, public
+    from memobench.services.definition.variant import definition, public
 
     plain = resolve("svc", "s", {"svc": {"system": {"url": "http://x"}}})
     keyed = resolve("svc", "s", {"svc": {"system": {"url": "http://x", "headers": {"Authorization": "Bearer $K"}}}})
@@ -858,7 +860,7 @@ def test_a_plain_text_answer_is_read_by_the_results_pattern_over_http(norm, refe
 
 
 def test_render_written_at_its_defaults_is_the_definition_of_leaving_it_out():
-    from memobench.retrieval.system import definition
+    from memobench.services.definition.variant import definition
 
     plain = resolve("svc", "s", {"svc": {"system": {"url": "http://x"}}})
     line = {"line": "{turn.role}: {turn.content}"}
@@ -887,7 +889,7 @@ def test_a_render_naming_turn_ids_sends_them_and_keeps_the_lists(norm, reference
 
 
 def test_ids_a_service_assigns_as_numbers_are_read_back_from_its_results():
-    from memobench.retrieval.system import assigned_ids, result_ids
+    from memobench.services.operations.calls import assigned_ids, result_ids
 
     spec = resolve("svc", "s", {"svc": {"system": {"url": "http://x", "endpoints": {
         "ingest": {"body": {"namespace": "{namespace}", "key": "{session.key}"}, "id": "data.id"}},
@@ -962,7 +964,7 @@ def test_a_determinism_setting_that_cannot_be_is_one_config_line(value, said):
 
 
 def test_determinism_at_its_defaults_is_the_definition_of_leaving_it_out():
-    from memobench.retrieval.system import definition
+    from memobench.services.definition.variant import definition
 
     def of(**over):
         return definition(resolve("svc", "s", {"svc": _system("http://127.0.0.1:9", **over)}))

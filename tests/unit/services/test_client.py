@@ -9,8 +9,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from memobench.retrieval.reference.server import reply
-from memobench.services.client import HttpClient
+from memobench.services.reference_servers.http_server import reply
+from memobench.services.transport.client import HttpClient
 
 
 class _Echo(BaseHTTPRequestHandler):
@@ -117,7 +117,7 @@ def _serve(handler, **attrs):
 def test_timeout_s_bounds_the_whole_request_not_each_read():
     import pytest
 
-    from memobench.services.client import Unavailable
+    from memobench.services.transport.client import Unavailable
 
     server = _serve(_Trickle, trickle=0.2, size=0, chunked=False)
     client = HttpClient(f"http://127.0.0.1:{server.server_address[1]}", {"search": {"path": "/s", "body": {}}},
@@ -137,7 +137,7 @@ def test_timeout_s_bounds_the_whole_request_not_each_read():
 def test_an_answer_over_the_size_limit_is_one_line():
     import pytest
 
-    from memobench.services.client import ServiceError
+    from memobench.services.transport.client import ServiceError
 
     for chunked in (False, True):
         server = _serve(_Trickle, trickle=0, size=3 * 2**20, chunked=chunked)
@@ -179,7 +179,7 @@ class _Busy(BaseHTTPRequestHandler):
 def test_retry_after_is_honoured_in_seconds_or_as_a_date_within_a_bound(monkeypatch):
     from email.utils import formatdate
 
-    from memobench.services import client as client_module
+    from memobench.services.transport import client as client_module
 
     for header, busy, least, most in [(lambda: "1", 2, 1.9, 4.0),
                                       (lambda: formatdate(time.time() + 2, usegmt=True), 1, 0.9, 3.5),
@@ -217,7 +217,7 @@ def test_an_mcp_failure_naming_the_url_stars_its_secrets():
     import pytest
 
     pytest.importorskip("mcp")
-    from memobench.services.mcp import McpClient
+    from memobench.services.transport.mcp import McpClient
 
     client = McpClient({"reset": {"tool": "reset"}}, url="http://alice:pw@127.0.0.1:9/mcp?api_key=k3y")
     try:
@@ -230,7 +230,7 @@ def test_an_mcp_failure_naming_the_url_stars_its_secrets():
 def test_a_path_no_request_can_carry_is_one_line_at_once_without_the_query():
     """A configured path with a space is the config's mistake, not a transient failure: no retry, and the
     line names the path, not the target that carries the URL's query (a key)."""
-    from memobench.services.client import HttpClient, ServiceError
+    from memobench.services.transport.client import HttpClient, ServiceError
 
     client = HttpClient("http://127.0.0.1:9?api_key=S3CRET", {"search": {"path": "/a b", "body": {}}},
                         retries=3, backoff_s=5)
@@ -248,7 +248,7 @@ def test_a_deadline_that_passes_before_the_socket_exists_cuts_it_once_it_does():
     import http.client
     import socket
 
-    from memobench.services.client import _Deadlines
+    from memobench.services.transport.client import _Deadlines
 
     with socket.socket() as server:
         server.bind(("127.0.0.1", 0))

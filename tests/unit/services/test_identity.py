@@ -70,7 +70,7 @@ os.execv(sys.executable, [sys.executable, "-m", "memobench.cli", "serve", "--mcp
 @pytest.mark.slow  # a server process and the SDK's start: seconds
 def test_a_stdio_server_says_what_it_is_and_its_stderr_is_starred(tmp_path, monkeypatch, capfd):
     from memobench.catalog.variants import resolve
-    from memobench.retrieval.system import client_of, served_by
+    from memobench.services.transport.connect import client_of, served_by
 
     secrets.forget()
     server = tmp_path / "echo_server.py"
@@ -96,9 +96,9 @@ def test_a_streamable_http_refusal_is_one_line_never_retried(monkeypatch):
     import subprocess
     import time
 
-    from memobench.services.api import tools
-    from memobench.services.client import ServiceError
-    from memobench.services.mcp import McpClient
+    from memobench.services.operations.api import tools
+    from memobench.services.transport.client import ServiceError
+    from memobench.services.transport.mcp import McpClient
 
     proc = subprocess.Popen([sys.executable, "-m", "tests.helpers.shaped_mcp_server", "--http", "0"],
                             stdout=subprocess.PIPE, text=True, env={**os.environ, "NOTEBOOK_KEY": "the-right-key"})

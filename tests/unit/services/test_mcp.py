@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from memobench.services import mcp
-from memobench.services.api import tools
+from memobench.services.transport import mcp
+from memobench.services.operations.api import tools
 
 BANNER_SERVER = """import os, sys
 print("Welcome to my memory server v1.0", flush=True)
@@ -78,8 +78,8 @@ def test_what_a_server_left_outside_its_process_group_ends_with_it(tmp_path):
 def test_a_server_per_namespace_that_exits_mid_check_is_said_so(tmp_path):
     """The check's server of one namespace exits at a search: the server started again holds nothing, and
     its error for the search is not the cause, the exit is (its status and its last stderr line)."""
-    from memobench.retrieval import conformance as check
-    from memobench.retrieval.system import system_variant
+    from memobench.services import conformance as check
+    from memobench.services.definition.variant import system_variant
 
     env = {**_env("die-search:3", tmp_path), "MB_NAMESPACE": "{namespace}"}
     spec = system_variant("svc", "s", {"system": {"mcp": {"command": FAULT_SERVER, "env": env},
@@ -92,8 +92,8 @@ def test_a_server_per_namespace_that_exits_mid_check_is_said_so(tmp_path):
 
 
 ENDED_JOB = """import sys, time
-from memobench.services import mcp, processes
-from memobench.services.api import tools
+from memobench.services.transport import mcp, processes
+from memobench.services.operations.api import tools
 command, env = {command!r}, {env!r}
 with processes.ended_as_exit():
     client = mcp.McpClient(tools(None, "t"), command=command, env=env, timeout_s=30, retries=0)

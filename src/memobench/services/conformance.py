@@ -185,7 +185,7 @@ def run(spec: dict, client=None, where: str = "check-service") -> list[Result]:
     (:func:`..retrieval.system.system_variant`'s ``retriever``), through ``client`` (made and closed here
     when not given). A server that cannot start raises :class:`.client.StartFailed`: no check can say
     more than that."""
-    from .system import client_of
+    from .transport.connect import client_of
 
     own = client is None
     client = client_of(spec, where) if own else client
@@ -216,7 +216,7 @@ class _Check:
     # ---- asking
 
     def _once(self, op: str, values: dict, what: str):
-        from ..services.client import ServiceError, Unavailable
+        from .transport.client import ServiceError, Unavailable
 
         try:
             # an ingest is never retried alone (as in a run): one that timed out may be in, and twice is two
@@ -227,8 +227,9 @@ class _Check:
         return answer, call
 
     def _search(self, namespace: str, s: Synthetic) -> Listed:
-        from .returned import RetrieverError
-        from .system import result_ids, search_values
+        from ..retrieval.returned import RetrieverError
+        from .operations.calls import result_ids
+        from .sent.sessions import search_values
 
         q = {"question_id": f"check-{s.word}", "question": s.query, "question_date": QUESTION_DATE,
              "question_type": "single-session-user"}
@@ -254,7 +255,7 @@ class _Check:
         if "query" not in self.spec:
             return None
         if self._query is None:
-            from .queries import transform
+            from .sent.queries import transform
 
             self._query = transform(self.spec["query"], self.where, lambda m: None)
         return self._query(q)
@@ -263,7 +264,7 @@ class _Check:
         """Results that name keys (or ids the service assigned) as their sessions' ids and copies, a session
         found through several parts once (at its best part); an id that names none is kept as it came (the
         ids check judges it)."""
-        from .system import keyed
+        from .sent.sessions import keyed
 
         if not keyed(self.spec) or namespace not in self.sent:
             return Listed(ids, scores, None)
@@ -290,9 +291,9 @@ class _Check:
         return got.ids.index(s.id) if s.id in got.ids else None
 
     def _reset(self, ns: str) -> None:
-        from ..services.client import ServiceError, Unavailable
-        from .returned import RetrieverError
-        from .system import reset_namespace
+        from .transport.client import ServiceError, Unavailable
+        from ..retrieval.returned import RetrieverError
+        from .operations.calls import reset_namespace
 
         try:
             self.calls += reset_namespace(self.client, self.spec, ns) is not None
@@ -303,9 +304,10 @@ class _Check:
 
     def _ingest(self, ns: str, sessions: list[dict], what: str) -> tuple:
         """(the items sent, the ids assigned) of ``sessions`` sent to ``ns`` as a run sends a haystack."""
-        from ..services.client import ServiceError, Unavailable
-        from .returned import RetrieverError
-        from .system import ingest_namespace, sent_items
+        from .transport.client import ServiceError, Unavailable
+        from ..retrieval.returned import RetrieverError
+        from .operations.calls import ingest_namespace
+        from .sent.sessions import sent_items
 
         try:
             # an ingest is never retried alone (as in a run): one that timed out may be in, and twice is two
@@ -321,9 +323,9 @@ class _Check:
         return items, assigned
 
     def _fill(self) -> None:
-        from .returned import RetrieverError
-        from .system import count_of
-        from ..services.client import ServiceError, Unavailable
+        from ..retrieval.returned import RetrieverError
+        from .operations.calls import count_of
+        from .transport.client import ServiceError, Unavailable
 
         for ns in self.held:
             self._reset(ns)
@@ -351,7 +353,7 @@ class _Check:
                 self.searches.append((ns, s, self._search(ns, s), self._search(ns, s)))
 
     def run(self) -> list[Result]:
-        from ..services.client import attempts
+        from .transport.client import attempts
 
         try:
             # filled again from the start after a transient failure, as a run ingests a namespace again
@@ -363,7 +365,7 @@ class _Check:
                     if not e.transient:
                         raise
                     if attempt == int(self.spec["retries"]) + 1:
-                        from .system import tried_whole
+                        from .operations.calls import tried_whole
 
                         raise _Stop(tried_whole(attempt, self.spec["retries"], "of filling the check's namespaces",
                                                 str(e)), True) from None
@@ -386,7 +388,7 @@ class _Check:
 
     def _clean(self) -> None:
         """The check's namespaces emptied again, where the service still answers."""
-        from .system import reset_namespace
+        from .operations.calls import reset_namespace
 
         for ns in self.held:
             try:
@@ -425,7 +427,7 @@ class _Check:
                                           f"copies of a repeated id included")
 
     def _count(self) -> Result:
-        from .system import has_count
+        from .operations.calls import has_count
 
         if not has_count(self.spec, self.client):
             return Result("count", "skipped", "the service has no count operation (count: null in config, or a "

@@ -18,7 +18,7 @@ edit to one reruns the variant. The object is made once per retrieve job
 
 from __future__ import annotations
 
-from ..core.errors import ConfigError
+from ...core.errors import ConfigError
 
 KEYS = ("library", "options")  # the library's own keys under system (url and mcp are the services')
 # a service's settings that mean nothing in-process
@@ -30,7 +30,7 @@ def operations(system: dict, where: str) -> dict:
     the factory and its options are in ``ingest``'s so that they shape its ledger (``system.sent_shape``).
     A ConfigError line for a factory that is not ``file.py:name`` or ``module:name``, or options that are
     not a mapping."""
-    from .python import _callable_spec
+    from ...retrieval.python import _callable_spec
 
     spec, options = system["library"], system.get("options", {})
     if not _callable_spec(spec):
@@ -51,9 +51,9 @@ def operations(system: dict, where: str) -> dict:
 def client(spec: dict, where: str, log=print):
     """The :class:`..services.library.LibraryClient` of a library variant's ``spec``: its factory imported
     and called with its options (through :class:`.python.Calls`: output to ``log``, an exception one line)."""
-    from ..services.library import LibraryClient, missing_methods
-    from .python import Calls, check_covered, describe, load
-    from .returned import RetrieverError
+    from ..transport.library import LibraryClient, missing_methods
+    from ...retrieval.python import Calls, check_covered, describe, load
+    from ...retrieval.returned import RetrieverError
 
     name, variant = spec["library"], _variant_named(where)
     factory, scope = load(name, variant, log)
@@ -81,7 +81,7 @@ def _variant_named(where: str) -> str:
 def sources(variant) -> tuple:
     """The user's files of a library variant (its factory's, as a retriever callable's): hashed into the
     retrieve job's code fingerprint; none for a service."""
-    from .python import sources as callable_sources
+    from ...retrieval.python import sources as callable_sources
 
     spec = variant.retriever or {}
     return tuple(callable_sources(spec["library"])) if spec.get("transport") == "library" else ()

@@ -30,8 +30,8 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
-from ..core.errors import ConfigError, excerpt
-from .returned import RetrieverError
+from ...core.errors import ConfigError, excerpt
+from ...retrieval.returned import RetrieverError
 
 SHIPPED = ("keywords", "longest-word")
 _WORD = re.compile(r"\w+")
@@ -40,7 +40,7 @@ _WORD = re.compile(r"\w+")
 @lru_cache(maxsize=1)
 def stop_words() -> frozenset:
     """The harness's stop words (data/harness_stop.txt), one a line."""
-    path = Path(__file__).resolve().parent.parent / "data" / "harness_stop.txt"
+    path = Path(__file__).resolve().parents[2] / "data" / "harness_stop.txt"
     return frozenset(w.strip().lower() for w in path.read_text(encoding="utf-8").splitlines() if w.strip())
 
 
@@ -60,7 +60,7 @@ def longest_word(question: str) -> str:
 
 def check_query(query, where: str) -> None:
     """``system.query`` is a shipped transform or a user's ``file.py:function`` / ``module:function``."""
-    from .python import _callable_spec
+    from ...retrieval.python import _callable_spec
 
     if query in SHIPPED:
         return
@@ -71,7 +71,7 @@ def check_query(query, where: str) -> None:
 
 def sources(query) -> list[Path]:
     """The files of a user's query function (none for a shipped transform or none at all)."""
-    from .python import sources as python_sources
+    from ...retrieval.python import sources as python_sources
 
     if query is None or query in SHIPPED:
         return []
@@ -88,8 +88,8 @@ def transform(query: str, where: str, log=print):
         return lambda q: keywords(q["question"])
     if query == "longest-word":
         return lambda q: longest_word(q["question"])
-    from .library import _variant_named
-    from .python import describe, load
+    from ..definition.inprocess import _variant_named
+    from ...retrieval.python import describe, load
 
     variant = _variant_named(where)
     fn, scope = load(query, variant, log)

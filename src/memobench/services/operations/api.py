@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import re
 
-from ..core.errors import ConfigError
+from ...core.errors import ConfigError
 
 OPERATIONS = ("reset", "ingest", "search", "count")
 # the operations whose answer is read (config says where its values sit); another's may be anything
@@ -139,7 +139,7 @@ def from_environment(text: str, where: str, environ=None, encode=None) -> str:
     a secret from now on: starred in whatever this process writes (core/secrets.py)."""
     import os
 
-    from ..core.secrets import register
+    from ...core.secrets import register
 
     env = os.environ if environ is None else environ
 
@@ -159,7 +159,7 @@ def url_from_environment(url: str, where: str, environ=None) -> str:
     keeps its parts, and the server reads the value back as it was); a host or port as it is."""
     from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
-    from ..core.secrets import register_basic
+    from ...core.secrets import register_basic
 
     if not _ENV.search(url):
         return url  # as written, every byte

@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 import time
 
-from ..core.errors import ConfigError
+from ...core.errors import ConfigError
 
 LOAD_DEFAULTS = {"concurrency": [1, 4, 16], "searches": 64, "max_s": 20.0}
 MAX_CONCURRENCY = 64  # a level above this is a config error: more threads than a loopback test should hold
@@ -48,7 +48,7 @@ def run(client, namespace: str, asks: list[tuple[str, dict]], load: dict, listed
     questions, cycled): per level, its searches from ``concurrency`` threads until ``searches`` are
     answered or ``max_s`` has passed. ``listed(question id, answer)`` is told each answer (determinism.py
     compares its list with the sequential one)."""
-    from ..services.client import ServiceError, Unavailable
+    from ..transport.client import ServiceError, Unavailable
 
     rows: list[tuple] = []
     lock = threading.Lock()

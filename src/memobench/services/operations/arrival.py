@@ -20,8 +20,8 @@ import json
 import re
 from collections import Counter
 
-from ..core.errors import excerpt
-from .returned import RetrieverError
+from ...core.errors import excerpt
+from ...retrieval.returned import RetrieverError
 
 # system.confirm: how the arrival of each ingested item is confirmed where the service has no count
 CONFIRM = ("search", "none")
@@ -92,7 +92,7 @@ def confirm_queries(items: list) -> list[str | None]:
     the first) of up to :data:`CONFIRM_WORDS` of its turns, user turns first (a server may index only
     what the user said), each word in the item, so a server that holds the item finds it by any or all of
     them; None for an item without a word (an empty session), which nothing can search for."""
-    from .queries import stop_words
+    from ..sent.queries import stop_words
 
     stop = stop_words()
     per_item = [[[w for w in _WORD.findall(content.lower()) if w not in stop] for _, content in _turns(x)]

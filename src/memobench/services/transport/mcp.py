@@ -39,8 +39,8 @@ import sys
 import threading
 import time
 
-from ..core.errors import excerpt
-from .api import fill, reads_json
+from ...core.errors import excerpt
+from ..operations.api import fill, reads_json
 from .client import REFUSED, Call, ServiceError, StartFailed, Unavailable, attempts, server_seconds, shown_url
 
 META_TIMING = "server-timing"  # the result ``_meta`` key a server's own time is read from
@@ -152,7 +152,7 @@ class _Server:
         _started.add(process.pid)
 
     def _tee(self, fd: int) -> None:
-        from ..core.secrets import mask
+        from ...core.secrets import mask
 
         with open(fd, "rb") as f:
             for raw in f:

@@ -22,8 +22,8 @@ import time
 from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-from ..core.errors import excerpt
-from .api import fill, fill_path, reads_json
+from ...core.errors import excerpt
+from ..operations.api import fill, fill_path, reads_json
 
 # HTTP statuses worth another try: the server's own failures and "too many requests"
 TRANSIENT_STATUS = frozenset({429, 500, 502, 503, 504})

@@ -20,7 +20,7 @@ from pathlib import Path
 
 def servers_of(value, per_namespace: bool, isolation: str, where: str):
     """``system.servers`` checked: None when not given."""
-    from ..core.errors import ConfigError
+    from ...core.errors import ConfigError
 
     if not per_namespace:
         if value is not None:
@@ -87,8 +87,8 @@ def serve_each(service, calls: list[tuple], namespace_of, sessions_of, search_on
     import threading
     import time
 
-    from ..core.progress import Progress
-    from .system import _IngestFailed
+    from ...core.progress import Progress
+    from ..operations.calls import _IngestFailed
 
     client, spec = service.client, service.spec
     progress = Progress(log, label, total=len(calls), unit="questions")

@@ -27,7 +27,7 @@ from __future__ import annotations
 import numbers
 import time
 
-from ..core.errors import excerpt
+from ...core.errors import excerpt
 from .client import Call, ServiceError, Unavailable, attempts
 
 # the methods each operation calls, and the ones an object must have

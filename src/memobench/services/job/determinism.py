@@ -28,7 +28,7 @@ import threading
 import time
 from typing import NamedTuple
 
-from ..core.errors import ConfigError
+from ...core.errors import ConfigError
 
 DEFAULTS = {"replicas": 1, "on_differ": "warn"}
 ON_DIFFER = ("warn", "error")
@@ -110,8 +110,8 @@ class Lists:
             self.first.setdefault(content, {})[self._place(q)] = self.placed[self._place(q)] = x
 
     def _same(self, q: dict, ids: list, answer, where: str) -> bool:
-        from .returned import RetrieverError
-        from .system import result_ids
+        from ...retrieval.returned import RetrieverError
+        from ..operations.calls import result_ids
 
         try:
             return result_ids(answer, self.spec, where)[0] == ids
@@ -192,7 +192,7 @@ class Lists:
 def replicate(service) -> None:
     """After a job's searches (and its load curve): ``replicas`` haystacks ingested again, fresh, and searched
     again; then what differed, logged, or with ``on_differ: error`` one line that stops the job."""
-    from .returned import RetrieverError
+    from ...retrieval.returned import RetrieverError
 
     lists, log = service.lists, service.log
     for content in lists.chosen(settings(service.spec)["replicas"], service.failed):
@@ -223,9 +223,10 @@ def _replica(service, content: str) -> None:
     import contextlib
     from concurrent.futures import ThreadPoolExecutor
 
-    from ..services.client import ServiceError, Unavailable
-    from .returned import RetrieverError
-    from .system import _IngestFailed, reset_namespace, result_ids, search_values
+    from ..transport.client import ServiceError, Unavailable
+    from ...retrieval.returned import RetrieverError
+    from ..operations.calls import _IngestFailed, reset_namespace, result_ids
+    from ..sent.sessions import search_values
 
     spec, client, lists = service.spec, service.client, service.lists
     asked = [lists.first[content][k] for k in sorted(lists.first[content])]

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 
-from ..core.errors import ConfigError
+from ...core.errors import ConfigError
 
 UNTIL = ("count", "search", "settle")
 READY_DEFAULTS = {"every_s": 0.5, "timeout_s": 120.0, "settle_s": 2.0}

@@ -26,8 +26,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..core.errors import ConfigError
-from .returned import RetrieverError
+from ...core.errors import ConfigError
+from ...retrieval.returned import RetrieverError
 
 # render's defaults: a turn as one line, no header, a turn as {role, content}, no split
 DEFAULT_RENDER = {"line": "{turn.role}: {turn.content}", "header": None,
@@ -45,7 +45,7 @@ KEY_FORMS = {"copy_key": ("{session.id}~{copy}", ("session.id", "copy")),
 
 def render_spec(raw, where: str) -> dict:
     """``system.render`` checked, with its defaults (a ConfigError line for a wrong key or template)."""
-    from ..services.api import stray_brace
+    from ..operations.api import stray_brace
 
     if not isinstance(raw, dict):
         raise ConfigError(f"{where}: render must be a mapping (line, header, turn, max_chars), not {raw!r}")
@@ -85,7 +85,7 @@ def render_spec(raw, where: str) -> dict:
 
 def names_turn_id(spec: dict) -> bool:
     """True when the render templates name ``{turn.id}`` (the sessions then carry their turns' ids)."""
-    from ..services.api import placeholders
+    from ..operations.api import placeholders
 
     r = spec.get("render") or {}
     return "turn.id" in placeholders(r.get("line")) | placeholders(r.get("turn"))
@@ -107,7 +107,7 @@ class Item:
 def session_keys(ids: list[str], where: str, form: str = KEY_FORMS["copy_key"][0]) -> list[str]:
     """Each session's key, in haystack order: its id at its first copy, ``form`` (render.copy_key) at its
     n-th."""
-    from ..services.api import fill
+    from ..operations.api import fill
 
     seen: dict[str, int] = {}
     keys = []
@@ -123,7 +123,7 @@ def session_keys(ids: list[str], where: str, form: str = KEY_FORMS["copy_key"][0
 
 def items(sessions: list[dict], render: dict | None, where: str) -> list[Item]:
     """A haystack's sessions (``{id, date, turns}``, haystack order) as the items sent (module docstring)."""
-    from ..services.api import fill
+    from ..operations.api import fill
 
     r = render or DEFAULT_RENDER
     part_key = r.get("part_key", KEY_FORMS["part_key"][0])

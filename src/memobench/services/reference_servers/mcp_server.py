@@ -1,5 +1,5 @@
 """The reference memory service over MCP (the official SDK's server): the same
-sessions and searches as the HTTP server (:class:`.server.Store`), as four
+sessions and searches as the HTTP server (:class:`.store.Store`), as four
 tools, ``reset``, ``ingest``, ``search`` and ``count``, whose arguments are
 the HTTP API's bodies::
 
@@ -20,13 +20,13 @@ import time
 
 
 def build(store):
-    """The MCP server of ``store`` (a :class:`.server.Store`)."""
+    """The MCP server of ``store`` (a :class:`.store.Store`)."""
     from mcp.server.mcpserver import MCPServer
     from mcp_types import CallToolResult, TextContent
 
     from ... import __version__
-    from ...services.mcp import META_TIMING
-    from .server import NoNamespace
+    from ..transport.mcp import META_TIMING
+    from .store import NoNamespace
 
     # its version is in its serverInfo: what a run records as the server that served it (services/identity.py)
     app = MCPServer("memobench-reference", version=__version__, instructions=f"{store.retriever} over "
