@@ -3,7 +3,7 @@
 ``memobench.list_conventions`` for notebooks.
 
 Nothing here computes a metric: :func:`score` runs ``memobench score``'s own
-code (score_command.py: the generated overlay, Snakemake on its targets, the cached
+code (score_engine.py, which `memobench score` shares: the generated overlay, Snakemake on its targets, the cached
 stages reused) for a run file, a Python function (a retriever variant naming
 its file), a configured variant or a memory service, and hands back the
 figures it prints; :func:`load` reads the
@@ -180,7 +180,7 @@ def score(run_file: str | Path | None = None, dataset: str | None = None, agains
     ``$MEMOBENCH_WORKFLOW``, else ``workdir`` or a folder above it); ``cores``: Snakemake's ``--cores``.
     Prints nothing unless ``verbose`` (then the pipeline's progress lines as it runs, and the report).
     Raises :class:`MemobenchError` with the command's ``memobench:`` line."""
-    from . import score_command as command
+    from . import score_engine as command
     from .core.errors import ConfigError
 
     if dataset is None:
@@ -427,7 +427,7 @@ def load(results: str | Path = "results") -> Results:
 
 
 def _config(workdir: str | Path, configfile: Iterable[str | Path], workflow: str | Path | None) -> dict:
-    from . import score_command as command
+    from . import score_engine as command
     from .core.errors import ConfigError
 
     _checked("list_datasets", workdir=(workdir, _PATH, "a folder's path"),

@@ -35,7 +35,7 @@ def variant_of(args):
     with every default; a ConfigError line for what cannot be one."""
     from .core.errors import ConfigError
     from .services.definition.variant import system_variant
-    from .score_command import ScoreError, _merged, find_workflow, load_config, read_config_file, service_of
+    from .score_engine import ScoreError, _merged, find_workflow, load_config, read_config_file, service_of
 
     if [args.url, args.mcp, args.variant].count(None) != 2:
         raise ConfigError("check-service: give the service's URL, --mcp COMMAND|URL, or --variant NAME of a "

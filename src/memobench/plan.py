@@ -151,7 +151,7 @@ def check_files(config: dict, specs: dict, cwd: str) -> None:
     the workflow is parsed: those are input functions and params of jobs
     that follow a download checkpoint, evaluated only once it has run, so
     the line came after the downloads."""
-    from .retrieval.python import sources
+    from .retrieval.callables import sources
 
     for ds in config["run"]:
         for v, spec in specs[ds].items():

@@ -512,7 +512,7 @@ def test_sources_are_the_file_and_its_local_imports(tmp_path):
     """The fingerprint's files: the callable's module and what it imports from
     its folder or package, however written; not third-party modules, not
     neighbours it does not import."""
-    from memobench.retrieval.python import sources
+    from memobench.retrieval.callables import sources
 
     pkg = tmp_path / "pkg"
     (pkg / "sub").mkdir(parents=True)
@@ -576,7 +576,7 @@ def test_a_real_sigint_still_interrupts(tmp_path):
     import signal
     import time
 
-    from memobench.retrieval.python import Calls
+    from memobench.retrieval.callables import Calls
 
     def interrupted_while_running():
         os.kill(os.getpid(), signal.SIGINT)
@@ -595,7 +595,7 @@ def test_a_call_s_output_cwd_and_time_are_contained(tmp_path, capfd):
     import os
     import time
 
-    from memobench.retrieval.python import Calls
+    from memobench.retrieval.callables import Calls
 
     logged = []
     # 0.5 s: room for noisy's shell on a busy machine, and stubborn's 3 s still cut well inside the 2 s asserted

@@ -1,6 +1,7 @@
 """The package's layers (docs/architecture.md#the-package-in-layers): its
 subpackages name them, no module-level import cycle, no layer imports a
-higher one (lazy imports inside functions included), the tools are imported
+higher one (lazy imports inside functions included), no cycle inside a subpackage
+(lazy imports included), no module over 700 lines, the tools are imported
 by nothing the pipeline runs, and the package never imports its tests.
 
 Imports are read from the source (``ast``), so the checks cannot drift from
@@ -120,6 +121,28 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 def test_no_import_cycle_at_module_level():
     graph = {m: _imports(m, module_level_only=True) for m in MODULES}
     assert _cycles(graph) == []
+
+
+MAX_LINES = 700  # a module longer than this holds more than one concern: split it by concern
+
+
+def test_no_import_cycle_inside_a_subpackage_counting_imports_in_functions():
+    """Inside each subpackage (services/ above all: its jobs import lazily, inside functions, to stay
+    light) no module reaches itself again through the others, lazy imports counted: each concern can be
+    read, and moved, apart from what uses it."""
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]  # the detector
+    found = {}
+    for layer in sorted({_layer(m) for m in MODULES if m}):
+        inside = {m: {t for t in _imports(m) if _layer(t) == layer} for m in MODULES if m and _layer(m) == layer}
+        if _cycles(inside):
+            found[layer] = _cycles(inside)
+    assert not found, found
+
+
+def test_no_module_is_longer_than_700_lines():
+    long = {m or "__init__": n for m, path in FILES.items()
+            if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
+    assert not long, f"modules over {MAX_LINES} lines (split them by concern): {long}"
 
 
 def test_no_layer_imports_a_higher_one():

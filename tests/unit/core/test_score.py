@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from tests.helpers import REPO
-from memobench.score_command import WORKFLOW_ENV, ScoreError, find_workflow
+from memobench.score_engine import WORKFLOW_ENV, ScoreError, find_workflow
 
 NOT_CONFIGURED = "memobench: --dataset 'no-such-dataset' is not configured"
 
@@ -87,11 +87,11 @@ def test_an_mcp_server_whose_command_is_not_found_is_one_line_before_any_job(tmp
 
 
 def test_a_second_score_in_one_folder_waits_for_the_first(tmp_path, capsys):
-    from memobench.score_command import one_at_a_time
+    from memobench.score_engine import one_at_a_time
 
     # the first holds the folder in another process; the second waits, saying so, and runs once it ends
     held = subprocess.Popen([sys.executable, "-c", "import sys, time; from pathlib import Path; "
-                             "from memobench.score_command import one_at_a_time\n"
+                             "from memobench.score_engine import one_at_a_time\n"
                              f"with one_at_a_time(Path({str(tmp_path)!r}), quiet=True):\n"
                              "    print('held', flush=True); time.sleep(1.5)"],
                             stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO / "src")})
@@ -108,7 +108,7 @@ def test_a_second_score_in_one_folder_waits_for_the_first(tmp_path, capsys):
 
 
 def test_a_folder_another_snakemake_holds_is_one_line_not_unlock_advice(tmp_path):
-    from memobench.score_command import run_snakemake
+    from memobench.score_engine import run_snakemake
 
     said = ("Error: Directory cannot be locked. Please make sure that no other Snakemake process is trying to "
             "create the same files in the following directory:")

@@ -541,7 +541,7 @@ def test_memobench_score_prints_each_figure_as_the_report_does(ten_variants, tmp
     """The same comparison, rates and official metrics read the same in the
     report and in `memobench score`'s output: p-values named by their test,
     MRR differences in MRR units, official metrics in percent."""
-    from memobench import score_command as score
+    from memobench import score_text as score
 
     md, html_path, s, names = ten_variants
     c = next(c for c in s["comparisons"] if c["baseline"] == "v0.8.0" and c["variant"] != names[1])

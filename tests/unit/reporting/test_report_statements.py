@@ -166,7 +166,7 @@ def test_a_run_covering_few_questions_is_flagged_and_kept_out_of_the_paired_test
 def test_memobench_score_compares_no_run_covering_too_few_questions(tmp_path):
     """`memobench score` follows the report's rule: a one-line run gets no paired
     difference, and a line saying why; a run covering most questions gets one."""
-    from memobench import score_command as score
+    from memobench import score_engine as score
 
     res = tmp_path / "results"
     ranks, types = [1 + i % 4 for i in range(40)], ["a", "b"] * 20

@@ -331,7 +331,7 @@ def test_config_errors_are_one_line():
 
 
 def test_the_score_command_reads_the_format_from_the_file(tmp_path):
-    from memobench.score_command import sniff
+    from memobench.score_engine import sniff
 
     cases = {"run.txt": "q Q0 s 1 1 t\n", "run.json": '\n{\n "q": ["s"]\n}\n', "flat.json": '{"q": ["s"]}',
              "log.jsonl": json.dumps({"question_id": "q", "retrieval_results": {"ranked_items": []}}) + "\n{}\n"}
@@ -346,7 +346,7 @@ def test_a_byte_order_mark_is_no_part_of_the_text_and_an_array_is_json(lme, tmp_
     run, a retrieval log or a TREC run: read as the file without it, under
     the sha256 of the file's own bytes; a JSON array is read as JSON and
     refused as such, in one line."""
-    from memobench.score_command import sniff
+    from memobench.score_engine import sniff
 
     qs = evaluated(lme)[:3]
     lists = {q["question_id"]: lme["ids"][q["haystack_id"]][:2] for q in qs}

@@ -191,7 +191,7 @@ def test_the_factory_s_files_are_in_the_code_fingerprint(tmp_path):
     helper.write_text("X = 1\n", encoding="utf-8")
     v = resolve("lib", "s", {"lib": {"system": {"library": f"{path}:make"}}})
     before = code_fingerprint(v, REPO / "workflow" / "scripts" / "stage.py")
-    from memobench.retrieval import python
+    from memobench.retrieval import callables as python
 
     python._sources.cache_clear()
     helper.write_text("X = 2\n", encoding="utf-8")  # a neighbour in its folder: the user's code too

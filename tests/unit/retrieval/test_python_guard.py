@@ -9,7 +9,7 @@ import importlib
 import sys
 import types
 
-from memobench.retrieval.python import uncovered
+from memobench.retrieval.callables import uncovered
 
 
 def test_the_jobs_script_beside_the_users_file_is_not_the_users(tmp_path, monkeypatch):

@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from tests.helpers import REPO
-from memobench.tools import benchmark
+from memobench.tools import bench_common, benchmark
 
 # A stand-in run-harness: records its arguments and what it finds in DATA_DIR,
 # then burns CPU in a child process (counted only if the benchmark waits for it).
@@ -109,13 +109,13 @@ def test_normalize_is_stated_against_a_bare_ijson_pass(tmp_path):
     tsv.write_text("s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
                    "0.0500\t0:00:00\t61.5\t0\t0\t0\t0\t0\t0\t0.04\n")
     mb = raw.stat().st_size / 1e6
-    line = benchmark.normalize_vs_ijson(raw, workdir, "bench_s")
+    line = bench_common.normalize_vs_ijson(raw, workdir, "bench_s")
     assert line.startswith(f"normalize vs bare ijson (yajl2_c) on the same {mb:.2g} MB file: the normalize job "
-                           f"{benchmark._figure(mb / 0.05)} MB/s (0.1 s wall, 0.0 s CPU, peak RSS 62 MB); a bare "), line
+                           f"{bench_common._figure(mb / 0.05)} MB/s (0.1 s wall, 0.0 s CPU, peak RSS 62 MB); a bare "), line
     assert "x** the bare parser's speed." in line
-    assert benchmark._figure(123.4) == "123" and benchmark._figure(0.0123) == "0.012"
-    assert benchmark._figure(0.3456, 2) == "0.35" and benchmark._figure(0.0023, 2) == "0.0023"
-    assert "no benchmark file" in benchmark.normalize_vs_ijson(raw, tmp_path / "none", "bench_s")
+    assert bench_common._figure(123.4) == "123" and bench_common._figure(0.0123) == "0.012"
+    assert bench_common._figure(0.3456, 2) == "0.35" and bench_common._figure(0.0023, 2) == "0.0023"
+    assert "no benchmark file" in bench_common.normalize_vs_ijson(raw, tmp_path / "none", "bench_s")
 
 
 def test_the_environment_line_names_the_runtimes_the_timings_depend_on(tmp_path, monkeypatch):

@@ -52,7 +52,7 @@ def client(spec: dict, where: str, log=print):
     """The :class:`..services.library.LibraryClient` of a library variant's ``spec``: its factory imported
     and called with its options (through :class:`.python.Calls`: output to ``log``, an exception one line)."""
     from ..transport.library import LibraryClient, missing_methods
-    from ...retrieval.python import Calls, check_covered, describe, load
+    from ...retrieval.callables import Calls, check_covered, describe, load
     from ...retrieval.returned import RetrieverError
 
     name, variant = spec["library"], _variant_named(where)
@@ -81,7 +81,7 @@ def _variant_named(where: str) -> str:
 def sources(variant) -> tuple:
     """The user's files of a library variant (its factory's, as a retriever callable's): hashed into the
     retrieve job's code fingerprint; none for a service."""
-    from ...retrieval.python import sources as callable_sources
+    from ...retrieval.callables import sources as callable_sources
 
     spec = variant.retriever or {}
     return tuple(callable_sources(spec["library"])) if spec.get("transport") == "library" else ()

@@ -71,7 +71,7 @@ def check_query(query, where: str) -> None:
 
 def sources(query) -> list[Path]:
     """The files of a user's query function (none for a shipped transform or none at all)."""
-    from ...retrieval.python import sources as python_sources
+    from ...retrieval.callables import sources as python_sources
 
     if query is None or query in SHIPPED:
         return []
@@ -89,7 +89,7 @@ def transform(query: str, where: str, log=print):
     if query == "longest-word":
         return lambda q: longest_word(q["question"])
     from ..definition.inprocess import _variant_named
-    from ...retrieval.python import describe, load
+    from ...retrieval.callables import describe, load
 
     variant = _variant_named(where)
     fn, scope = load(query, variant, log)
