@@ -1,6 +1,6 @@
 """``memobench check-service URL`` (or ``--mcp COMMAND|URL``, or ``--variant
 NAME`` of a configured system variant, with its ``--configfile``): the
-conformance check of a memory service (:mod:`.retrieval.conformance`) as a table,
+conformance check of a memory service (:mod:`.services.conformance`) as a table,
 one line per check; exit 0 when every check run passed, else 1. Apart from
 the check itself so that the retrieve stage, which runs the check, does not
 depend on the command line's code (its jobs' code fingerprint)."""

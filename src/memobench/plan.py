@@ -497,7 +497,7 @@ def what_ranked(spec: dict) -> dict:
     ``kind`` and only what applies to it. The Memo engine's whole ``recipe``; a reference retriever's
     recipe backend and documents (the rest of a recipe is the Memo pipeline's); a Python retriever's
     ``retriever`` (callable, prepare, params, documents); a fusion's ``fusion`` (of, method, k); a
-    memory service's ``system`` (retrieval.system.public: protocol, address without secrets, grain). An
+    memory service's ``system`` (services.definition.variant.public: protocol, address without secrets, grain). An
     imported run is its ``run`` block."""
     kind, recipe = kind_of(spec), spec["recipe"]
     if kind == "memo":

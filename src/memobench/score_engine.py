@@ -155,7 +155,7 @@ def variant_name(path: Path | str, given: str | None, service: dict | None = Non
 def definition(v, workdir: Path) -> str | None:
     """What decides a variant's results, as this command compares two of one name: an imported run's
     file (relative to ``workdir`` when it is so given), format and grain; a service's digest
-    (:func:`memobench.retrieval.system.definition`: the service, its settings and grain); a Python
+    (:func:`memobench.services.definition.variant.definition`: the service, its settings and grain); a Python
     retriever's callable, params, prepare, documents and grain (its code's edits rerun it, as in the
     pipeline); None for any other kind (never this command's)."""
     from .retrieval.python import BACKEND as PYTHON

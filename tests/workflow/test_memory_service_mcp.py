@@ -1,4 +1,4 @@
-"""A memory service over MCP (services/mcp.py, through the official SDK with
+"""A memory service over MCP (services/transport/mcp.py, through the official SDK with
 its handshake): the reference MCP server (``memobench serve --mcp``), started
 by the job over stdio or reached over streamable HTTP as its own process,
 gives the in-process reference retriever's lists exactly on a generated

@@ -1,4 +1,4 @@
-"""A server per namespace, readiness and the load curve (retrieval/servers.py,
+"""A server per namespace, readiness and the load curve (services/job/per_namespace.py,
 readiness.py, load.py), with real MCP SDK servers over stdio: the reference
 server started per namespace gives the lists it gives shared (and the
 in-process retriever's); a server with one global store, wrong when shared,

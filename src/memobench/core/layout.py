@@ -44,7 +44,7 @@ FALSIFIER = f"{DATASET}/falsifier.json"
 FALSIFIER_MD = f"{DATASET}/falsifier.md"
 # a segment's tables a sibling variant's retrieve job computed ahead (memobench.retrieval.sharing)
 SHARED_CACHE = f"{DATASET}/cache/{{segment}}"
-# the namespaces a memory service variant has ingested, across its jobs (memobench.retrieval.system)
+# the namespaces a memory service variant has ingested, across its jobs (memobench.services.ledger)
 SYSTEM_LEDGER = f"{RESULTS}/cache/system/{{variant}}.jsonl"
 
 # per dataset and variant: a segment's tables, then the merged ones (the

@@ -1,5 +1,5 @@
 """The secret values this process read from the environment (a system variant's ``$NAME``s: in its url,
-headers, MCP url or env; services/api.py ``from_environment`` registers each), and every text it writes
+headers, MCP url or env; services/operations/api.py ``from_environment`` registers each), and every text it writes
 or prints with them starred (:func:`mask`).
 
 Masking is done where text leaves the process, once: a job's log and console lines and its stdout and

@@ -92,7 +92,7 @@ def _spread(rows: list[dict]) -> dict:
 
 def _load(dataset: str, variant: str, rows: list[dict]) -> dict:
     """{concurrency: its searches, failed, wall seconds, throughput (answered searches/s), p50 and p95
-    with intervals} of the load curve (system.load: retrieval/load.py); {} without one."""
+    with intervals} of the load curve (system.load: services/job/load.py); {} without one."""
     out = {}
     # each segment's job measures its own curve: a level's windows (one a segment) are summed, as its searches are
     windows: dict[str, float] = {}

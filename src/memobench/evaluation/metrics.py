@@ -178,7 +178,7 @@ def checks_summary(seg_tables) -> dict:
              if CHECKS_KEY in (t.schema.metadata or {})]
     if not parts:
         return {}
-    if "system_errors" in parts[0]:  # a memory service's (retrieval/system.py)
+    if "system_errors" in parts[0]:  # a memory service's (services/job/rank.py)
         errors = [p["system_errors"] for p in parts]
         return {"system_errors": {"count": sum(e["count"] for e in errors),
                                   "max_per_job": errors[0]["max"],
@@ -197,7 +197,7 @@ def checks_summary(seg_tables) -> dict:
 
 
 def service_determinism(parts: list[dict]) -> dict:
-    """A memory service's segments' determinism checks (retrieval/determinism.py) as one: counts and
+    """A memory service's segments' determinism checks (services/job/determinism.py) as one: counts and
     figures summed, question ids listed."""
     def summed(key):
         got = [p["replicas"][key] for p in parts if p["replicas"][key] is not None]

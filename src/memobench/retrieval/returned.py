@@ -3,7 +3,7 @@ it ranked: the :class:`Question` and :class:`Haystack` a user's retriever
 gets (retrieval/python.py), and :func:`check_ranking`, which turns positions
 or session ids, optionally with scores, into haystack positions, or a
 one-line :class:`RetrieverError` naming what is wrong. A user's Python
-retriever and a memory service (retrieval/system.py) are held to the same
+retriever and a memory service (services/job/rank.py) are held to the same
 checks."""
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ import pyarrow as pa
 # first to last: its wall time, value its sessions), ready (ingested to searchable: system.ready, phase its
 # condition; attempts the polls), confirm (an ingested item searched for by its own words: system.confirm),
 # memory (a stdio server's peak resident memory: value in bytes, VmHWM of it
-# and its descendants), load and load_window (system.load, phase the concurrency: retrieval/load.py);
+# and its descendants), load and load_window (system.load, phase the concurrency: services/job/load.py);
 # phase (searches): cold, the first of a namespace since
 # this job ingested it (in-process: the first call on its haystack in the job, which builds what is
 # built per haystack), else warm; namespace: in-process, the haystack's id; seconds: from the first attempt to

@@ -182,7 +182,7 @@ class _Stop(Exception):
 
 def run(spec: dict, client=None, where: str = "check-service") -> list[Result]:
     """The checks' results, in :data:`CHECKS` order, of the service of a system variant's ``spec``
-    (:func:`..retrieval.system.system_variant`'s ``retriever``), through ``client`` (made and closed here
+    (:func:`.definition.variant.system_variant`'s ``retriever``), through ``client`` (made and closed here
     when not given). A server that cannot start raises :class:`.client.StartFailed`: no check can say
     more than that."""
     from .transport.connect import client_of

@@ -12,7 +12,7 @@ import shutil
 import sys
 from pathlib import Path
 
-# Parquet key-value metadata of a system variant's outcomes tables: what served them (retrieval/system.py
+# Parquet key-value metadata of a system variant's outcomes tables: what served them (services/job/rank.py
 # served_by), which the merge writes into metrics.json's ``system`` (:func:`merged`)
 SERVICE_KEY = b"memobench.service"
 # programs that run the script named after their options: its package.json names the package

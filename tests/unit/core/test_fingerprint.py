@@ -109,7 +109,10 @@ def scanned_variant_modules(kind: str) -> set[str]:
     others = _every_retriever_module()
     own = set(kind_modules()[kind])
     above = {".".join(m.split(".")[:i]) for m in own for i in range(1, m.count(".") + 2)}
-    return scanned_stage_modules("retrieve", exclude=others) | scanned_closure(own | above, exclude=others - above)
+    runs = scanned_stage_modules("retrieve", exclude=others) | scanned_closure(own | above, exclude=others - above)
+    # the packages above what it runs run first, also one that holds other kinds (retrieval, for a memory
+    # service's job, which lives in services/ and imports retrieval's shared modules)
+    return runs | {".".join(m.split(".")[:i]) for m in runs for i in range(1, m.count(".") + 1)}
 
 
 def scanned_embedding_modules(model: str) -> set[str]:

@@ -139,6 +139,15 @@ def test_no_import_cycle_inside_a_subpackage_counting_imports_in_functions():
     assert not found, found
 
 
+def test_services_and_retrieval_share_no_module_name():
+    """A reader who finds ``servers.py`` or ``library.py`` knows which of the two it is: the memory
+    services' package and the retrievers' name no module alike."""
+    def names(layer):
+        return {m.rsplit(".", 1)[-1] for m in MODULES if _layer(m) == layer and m != layer}
+
+    assert not names("services") & names("retrieval")
+
+
 def test_no_module_is_longer_than_700_lines():
     long = {m or "__init__": n for m, path in FILES.items()
             if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES}

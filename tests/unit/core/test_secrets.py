@@ -1,4 +1,4 @@
-"""Secrets read from the environment (core/secrets.py, services/api.py): starred in every form they take,
+"""Secrets read from the environment (core/secrets.py, services/operations/api.py): starred in every form they take,
 percent-encoded where they land in a URL, a header value with a line break refused without showing it,
 a 401/403 answer one line that does not quote it, and a job's log and console starred at the one place
 they are written (stages/adapter.py run_logged), against a real HTTP server on 127.0.0.1 that echoes."""

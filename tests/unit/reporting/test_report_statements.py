@@ -191,7 +191,7 @@ def test_metrics_json_states_what_ranked_each_kind_and_no_memo_recipe_beside_oth
     from memobench.plan import what_ranked
     from memobench.reporting.labels import kind
 
-    # a URL's secrets are $NAMEs (a written-out one is a config error: retrieval/system.py)
+    # a URL's secrets are $NAMEs (a written-out one is a config error: services/job/rank.py)
     secret = "http://me:$MY_PW@127.0.0.1:8765/api?token=$MY_TOKEN#x"
     custom = {"mine": {"retriever": {"callable": "my_retrievers.py:rank", "params": {"min_len": 3}}},
               "fused": {"fuse": {"of": ["v0.8.0", "bm25s"], "method": "rrf", "k": 60}},

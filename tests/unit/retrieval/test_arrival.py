@@ -1,8 +1,8 @@
-"""Whether what a system variant sent arrived (retrieval/arrival.py): answers
+"""Whether what a system variant sent arrived (services/operations/arrival.py): answers
 in words that refuse an ingest, a reset or a count (config ``refused`` and
 ``accepted``), a count read from words (``pattern``), the confirmation
 searches of a service without count, and the copy and part key forms
-(retrieval/rendering.py) a server whose keys allow fewer characters needs."""
+(services/sent/rendering.py) a server whose keys allow fewer characters needs."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The conformance check of a memory service (``memobench check-service``,
-retrieval/conformance.py): it passes against the reference servers (HTTP and MCP
+services/conformance.py): it passes against the reference servers (HTTP and MCP
 stdio), and against small fake servers that each break one promise of the
 API it fails, naming the check: a server that ignores the namespace, keeps
 only the first sessions, skips an id it already holds (as

@@ -1,5 +1,5 @@
-"""A memory library used in-process as a system variant (retrieval/library.py,
-services/library.py): the worked example over the real bm25s library
+"""A memory library used in-process as a system variant (services/definition/inprocess.py,
+services/transport/library.py): the worked example over the real bm25s library
 (docs/recipes/bm25s_memory.py) gives the in-process reference bm25s lists
 exactly, repeated session ids included, passes the conformance check, and is
 timed as a service is; an object without count is ingested in every job; a

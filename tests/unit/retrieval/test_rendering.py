@@ -1,5 +1,5 @@
-"""Sessions in a server's own shape (retrieval/rendering.py) and the query an
-agent would send (retrieval/queries.py): per-copy keys, a long session split
+"""Sessions in a server's own shape (services/sent/rendering.py) and the query an
+agent would send (services/sent/queries.py): per-copy keys, a long session split
 into parts within the limit (a turn too long for one cut into pieces of its
 content), results naming keys, parts or assigned ids read back as haystack
 positions (a session at its best part), and the query transforms."""

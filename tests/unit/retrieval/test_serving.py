@@ -1,9 +1,9 @@
-"""system.servers, system.ready and system.load (retrieval/servers.py,
+"""system.servers, system.ready and system.load (services/job/per_namespace.py,
 readiness.py, load.py) against the reference HTTP service on loopback: their
 config lines, the definition and params they leave as they were, a service
 that counts what it holds late waited for, the load curve beside unchanged
 lists, and what the latency files make of their timings rows; a child
-process's peak memory read from /proc (services/processes.py)."""
+process's peak memory read from /proc (services/transport/processes.py)."""
 
 from __future__ import annotations
 

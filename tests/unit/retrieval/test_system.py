@@ -1,5 +1,5 @@
-"""A memory service as a variant (retrieval/system.py), driven over real HTTP
-on 127.0.0.1: the reference server (retrieval/reference/server.py) gives the in-process
+"""A memory service as a variant (services/job/rank.py), driven over real HTTP
+on 127.0.0.1: the reference server (services/reference_servers/http_server.py) gives the in-process
 reference retriever's lists exactly, repeated session ids included; a resumed
 job confirms what is ingested and sends nothing again; and the faults a
 service has (5xx bursts, timeouts, a connection dropped mid-ingest, a restart
@@ -628,7 +628,7 @@ def test_the_reference_service_has_no_warnings(norm, reference, tmp_path):
     assert _merged(norm, tmp_path, "svc", _system(reference[0]))["warnings"] == []
 
 
-# ---- the conformance check before the first ingestion (retrieval/conformance.py)
+# ---- the conformance check before the first ingestion (services/conformance.py)
 
 
 def _checked(server) -> set[str]:

@@ -1,4 +1,4 @@
-"""The HTTP client of a memory service (services/client.py) against a real
+"""The HTTP client of a memory service (services/transport/client.py) against a real
 keep-alive server on 127.0.0.1."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The MCP client (services/mcp.py) against a real stdio server: a banner the
+"""The MCP client (services/transport/mcp.py) against a real stdio server: a banner the
 server prints on stdout before the handshake is said in one line, not as the
 SDK's pydantic traceback, and the calls go on; what a server leaves outside
 its process group ends with it; a server that exits is said to have exited,

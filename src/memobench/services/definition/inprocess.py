@@ -8,7 +8,7 @@
 
 ``make(**options)`` returns an object with ``reset(namespace)``,
 ``ingest(namespace, session)``, ``search(namespace, query, k)`` and,
-optionally, ``count(namespace)`` (:mod:`..services.library`); the variant's
+optionally, ``count(namespace)`` (:mod:`..transport.library`); the variant's
 other settings (isolation, concurrency, retries, check, ...) are a service's.
 The factory is found as a user's retriever's callable is
 (:func:`.python.load`), and its files are the retrieve job's sources: an
@@ -49,7 +49,7 @@ def operations(system: dict, where: str) -> dict:
 
 
 def client(spec: dict, where: str, log=print):
-    """The :class:`..services.library.LibraryClient` of a library variant's ``spec``: its factory imported
+    """The :class:`..services.transport.library.LibraryClient` of a library variant's ``spec``: its factory imported
     and called with its options (through :class:`.python.Calls`: output to ``log``, an exception one line)."""
     from ..transport.library import LibraryClient, missing_methods
     from ...retrieval.callables import Calls, check_covered, describe, load

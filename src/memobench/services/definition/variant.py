@@ -186,7 +186,7 @@ def _no_written_header_secret(headers, where: str) -> None:
 
 
 def _confirm_setting(spec: dict, operations: dict, transport: str, where: str) -> None:
-    """``system.confirm`` checked (retrieval/arrival.py): search (the default without count) or none; a service
+    """``system.confirm`` checked (services/operations/arrival.py): search (the default without count) or none; a service
     with count is confirmed by it. Left out of ``spec`` at its default, so that a variant written without it
     keeps its params and definition."""
     from ..operations.arrival import CONFIRM

@@ -1,4 +1,4 @@
-"""A server per namespace in a retrieve job (services/servers.py starts and
+"""A server per namespace in a retrieve job (services/transport/servers.py starts and
 stops them): such a server holds nothing once stopped, so each namespace's
 ingestion and all its searches happen while its server lives. The job's
 searches are ordered by namespace in a pre-pass: per namespace its server

@@ -6,7 +6,7 @@ variant)::
     variants:
       my-service:
         system:
-          url: http://127.0.0.1:8765   # the service (its API: services/api.py, docs/memory-services.md)
+          url: http://127.0.0.1:8765   # the service (its API: services/operations/api.py, docs/memory-services.md)
           # or, over MCP: mcp: {command: [my-server, --stdio]} (started by the job) or mcp: {url: http://.../mcp}
           isolation: namespace         # a namespace per distinct haystack; or reset (one, emptied per haystack)
           concurrency: 4               # haystacks ingested at once
@@ -14,12 +14,12 @@ variant)::
           retries: 3                   # more tries of a transient failure, with backoff
           max_errors: 0                # questions that may fail (system errors) before the job stops
           warm_repeats: 1              # each search repeated this many times, timed as warm
-          check: true                  # its conformance check (retrieval/conformance.py) before the first ingestion
-          ready: {until: count}        # wait until an ingested namespace is searchable (retrieval/readiness.py)
-          load: true                   # a load curve after the job's searches (retrieval/load.py)
+          check: true                  # its conformance check (services/conformance.py) before the first ingestion
+          ready: {until: count}        # wait until an ingested namespace is searchable (services/job/readiness.py)
+          load: true                   # a load curve after the job's searches (services/job/load.py)
           determinism: {replicas: 1}   # a haystack per job ingested again, its lists compared (determinism.py)
           # {namespace} or {workdir} in mcp.command or mcp.env: a server per namespace, at most
-          # servers: N alive at once (retrieval/servers.py)
+          # servers: N alive at once (services/job/per_namespace.py)
 
 Each question is searched over its own haystack only. With ``namespace``
 isolation every distinct haystack (its sessions' ids, dates and turns) gets
@@ -69,7 +69,7 @@ variant, the question and what came back. An answer that says in words that
 the server refused an ingest, a reset or a count (config ``refused`` and
 ``accepted``), and, for a service without ``count``, an item that never came
 back in a search for its own words (``system.confirm``), is an ingestion
-that failed (retrieval/arrival.py).
+that failed (services/operations/arrival.py).
 """
 
 from __future__ import annotations
@@ -176,7 +176,7 @@ def _library_sources(variant) -> tuple:
 
 
 def _per_namespace(service, v, segment, docs, ranked, names, payloads, log):
-    """A server per namespace (retrieval/servers.py): the ranking step's calls collected first (the skip
+    """A server per namespace (services/job/per_namespace.py): the ranking step's calls collected first (the skip
     rule's questions, in its order), searched namespace by namespace, each while its server lives; the
     ranker that then gives the stored answers."""
     from ...retrieval.documents import rank_by_documents

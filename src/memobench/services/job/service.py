@@ -59,7 +59,7 @@ class _Service:
         with self._timing_lock:
             self.timings.append(row)
 
-    # ---- the conformance check (retrieval/conformance.py), once per service and settings
+    # ---- the conformance check (services/conformance.py), once per service and settings
 
     def conform(self) -> None:
         """The service's conformance check, unless ``system.check`` is false, a turn variant (the check
@@ -185,7 +185,7 @@ class _Service:
 
     def _ingested(self, namespace: str, sessions: list[dict], started: float) -> None:
         """After a namespace's ingest requests: their wall time (an ``ingestion`` row), then the wait until it
-        is searchable (system.ready: retrieval/readiness.py), a timeout an ingestion that failed."""
+        is searchable (system.ready: services/job/readiness.py), a timeout an ingestion that failed."""
         self._time("ingestion", "", namespace, None, seconds=time.monotonic() - started, attempts=1,
                    value=len(sessions))
         ready = self.spec.get("ready")

@@ -27,7 +27,7 @@ value itself (a response that is the list, a result that is the id).
 
 Servers with their own shapes (docs/memory-services.md#servers-with-their-own-shapes)
 add: ``session.key`` (a per-copy key), ``session.text``, ``session.lines``,
-``session.messages`` (a session rendered: retrieval/rendering.py),
+``session.messages`` (a session rendered: services/sent/rendering.py),
 ``sessions`` (a haystack's items, each the ingest operation's ``session``
 template filled: one call per haystack) and ``query`` (the search's query
 text); and these operation options: ``reset: null`` or ``may_fail: true``,

@@ -11,7 +11,7 @@ characters`` as a normal result (MCP ``isError`` false, HTTP 200) is, by its
 answer's shape, a success: only config can say that these words are a
 refusal. A refusal is :class:`Refused`, an ingestion that failed: the
 namespace is ingested again from its reset, then its questions are system
-errors (retrieval/system.py).
+errors (services/job/rank.py).
 """
 
 from __future__ import annotations

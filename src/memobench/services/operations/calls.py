@@ -13,7 +13,7 @@ from ..sent.sessions import ingest_values, sent_items
 # made them (:func:`definition`), by which memobench score tells this service's results from another's
 
 def reset_namespace(client, spec: dict, namespace: str, retries: int | None = None):
-    """Empties ``namespace`` (its :class:`..services.client.Call`), or None for a service without reset, or
+    """Empties ``namespace`` (its :class:`..transport.client.Call`), or None for a service without reset, or
     whose reset answered an error (or a refusal in words: arrival.check_answer) that ``may_fail`` allows (a
     namespace it never held)."""
     from ..transport.client import ServiceError
@@ -112,7 +112,7 @@ def assigned_ids(answer, op: dict, n: int | None, where: str) -> list[str]:
 
 
 def count_of(client, spec: dict, namespace: str, where: str, retries: int | None = None):
-    """(the sessions ``namespace`` holds, the call's :class:`..services.client.Call`), or (None, None) when
+    """(the sessions ``namespace`` holds, the call's :class:`..transport.client.Call`), or (None, None) when
     the service has no ``count``; a one-line RetrieverError for an answer that is not a number, its
     :class:`.arrival.Refused` subclass for one that says in words the server refused it (``retries``: the
     client's own unless given)."""
@@ -213,7 +213,7 @@ def _session_ids_for_turns(ids: list[str], turns, where: str) -> None:
 
 
 def _pick(answer, path: str):
-    """What sits at ``path`` in ``answer`` (services.api.pick); an answer read as text (``answer: plain``,
+    """What sits at ``path`` in ``answer`` (services.operations.api.pick); an answer read as text (``answer: plain``,
     an ingest's text) is the text at ``""``, and its JSON, where it is JSON, at any other path."""
     from .api import Missing, pick
 

@@ -1,6 +1,6 @@
 """The reference memory service: one of the project's reference retrievers
 (bm25s, fts5-bm25, bm25-official, minilm, ...) served over the HTTP API a
-system variant drives (``services.api``), with sessions kept in memory per
+system variant drives (``services.operations.api``), with sessions kept in memory per
 namespace::
 
     memobench serve --retriever bm25s --documents all --port 8765

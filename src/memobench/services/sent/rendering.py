@@ -205,7 +205,7 @@ def _parts(turns: list[tuple], room: int | None) -> list[list[tuple]]:
 
 
 def item_values(namespace: str, item: Item) -> dict:
-    """One item's placeholders' values (services/api.py)."""
+    """One item's placeholders' values (services/operations/api.py)."""
     s = item.session
     return {"namespace": namespace, "session": s, "session.id": s["id"], "session.date": s["date"],
             "session.turns": s["turns"], "session.key": item.key, "session.text": item.text,

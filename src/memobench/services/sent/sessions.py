@@ -50,7 +50,7 @@ def sent_shape(spec: dict, grain: str, documents: str) -> str:
 
 
 def ingest_values(namespace: str, session: dict) -> dict:
-    """The placeholders' values (services/api.py) of ingesting ``session`` (``{id, date, turns}``)."""
+    """The placeholders' values (services/operations/api.py) of ingesting ``session`` (``{id, date, turns}``)."""
     return {"namespace": namespace, "session": session, "session.id": session["id"],
             "session.date": session["date"], "session.turns": session["turns"]}
 

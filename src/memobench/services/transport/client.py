@@ -8,7 +8,7 @@ thread keeps its own connection (HTTP/1.1 keep-alive). A server that says
 how long it worked (a ``Server-Timing`` header) has that time recorded beside
 the client's, so the time spent outside the server is known. ``breaks``
 counts the connections lost: a server that restarted may have lost what it
-held, and the caller confirms its namespaces again (``retrieval.system``)."""
+held, and the caller confirms its namespaces again (``services.job.service``)."""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ def _command(command) -> list[str]:
 
 def client_of(spec: dict, where: str = "memory service", log=print, workroot=None):
     """The client of a system variant's service (HTTP, or MCP over stdio or streamable HTTP; a server per
-    namespace, its working folders under ``workroot`` or a temporary folder: services/servers.py; or a library
+    namespace, its working folders under ``workroot`` or a temporary folder: services/transport/servers.py; or a library
     in-process, ``log`` getting what its factory prints); ``where`` names the variant in a config line (an
     unset ``$NAME``), raised before any request."""
     from ..operations.api import from_environment, header_value, url_from_environment

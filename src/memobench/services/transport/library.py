@@ -7,7 +7,7 @@ called with the same promises as :class:`.client.HttpClient` and
 an exception of the library's, and retries with exponential backoff for a
 transient one (``OSError``: a connection, a timeout, a busy file), then
 :class:`.client.Unavailable`. A system variant drives it, checks it, times it
-and records it exactly as a service (``retrieval.system``); its answers are
+and records it exactly as a service (``services.job.rank``); its answers are
 given the shapes of the project's own API, so that the same reading
 (``results``, ``id``, ``score``; ``sessions``) applies:
 
