@@ -27,7 +27,7 @@ rule report:
     params:
         **stage_params(
             needs=NEEDS,
-            # results of variants this run does not make, listed apart (an earlier overlay's, memobench score's)
+            # results of variants this run does not make, on the board beside the run's own (an earlier overlay's, memobench score's)
             others=lambda w: plan.other_results(config),
             code=code("report"),
         ),

@@ -145,7 +145,7 @@ def html_report(runs, stats, extras: list, images: dict[str, str], missing: list
     matrix = matrix_blocks(runs, stats)
     by_type = type_paired_blocks(runs, stats)
     nav = ([("missing", "Missing datasets")] * bool(missing) + [("results", "Results")]
-           + [("others", "Other results")] * bool(others)
+           + [("others", "Board")] * bool(others)
            + [("paired", "Paired differences")] * bool(paired) + [("matrix", "Who beats whom")] * bool(matrix)
            + [("typediff", "Differences per type")] * bool(by_type) + [("types", "Per question type")]
            + [("hitk", "hit@k plot")] * bool(images.get("hitk"))
