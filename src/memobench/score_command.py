@@ -402,6 +402,19 @@ def official_shown(fmt: str) -> list[str]:
     return [k for k in OFFICIAL_MEASURES if shown in MEASURES[k].score_formats]
 
 
+def official_convention(block: dict | None) -> str | None:
+    """The averaging convention whose figures official.json's top-level ones are (``run_retrieval``
+    for LongMemEval, ``all_categories`` for LoCoMo): the first of its ``conventions`` with the same
+    questions and figures; None for a block without conventions."""
+    if not block:
+        return None
+    figures = {k: v for k, v in block.items() if "@" in k}
+    for name, conv in (block.get("conventions") or {}).items():
+        if conv.get("questions") == block.get("questions") and all(conv.get(k) == v for k, v in figures.items()):
+            return name
+    return None
+
+
 def official_line(label: str, block: dict | None, fmt: str) -> str:
     if not block:
         return f"  {label:24s} (no official scorer for this dataset)"
@@ -652,9 +665,18 @@ def scored(args) -> dict:
     fmt_ds = entry["format"]
     rules = (off["official"] or {}).get("rules", "none")
     grain = " of its sessions at their best turn" if off.get("turn") else ""
-    out += ["", f"official metrics{grain} ({rules}):", official_line(name, off["official"], fmt_ds)]
+    top = official_convention(off["official"])
+    named = f"; convention {top}" if top else ""
+    out += ["", f"official metrics{grain} ({rules}{named}):", official_line(name, off["official"], fmt_ds)]
     if against:
         out.append(official_line(against, aoff["official"], fmt_ds))
+    for conv, block in ((off["official"] or {}).get("conventions") or {}).items():
+        if conv == top:
+            continue
+        out += [f"convention {conv} ({block.get('convention', '')}):", official_line(name, block, fmt_ds)]
+        theirs = (((aoff or {}).get("official") or {}).get("conventions") or {}).get(conv) if against else None
+        if theirs:
+            out.append(official_line(against, theirs, fmt_ds))
         n_seg = entry["segments"]
         outcomes = [[workdir / layout.path(layout.SEGMENT_TABLE, dataset=ds, variant=v, segment=layout.segment_name(i),
                                            suffix=layout.SEGMENT_SUFFIXES["outcomes"]) for i in range(1, n_seg + 1)]

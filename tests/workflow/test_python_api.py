@@ -102,7 +102,9 @@ def test_api_figures_are_memobench_scores_and_the_pipelines(example):
         mv = _json(folder / v / "metrics.json")
         assert got.metrics == {k: x for k, x in got.metrics.items() if k in mv and mv[k] == x}, v
         assert {k: mv[k] for k in FIGURES} == {k: got.metrics[k] for k in FIGURES}, v
-        assert got.official == _json(folder / v / "official.json")["official"], v
+        # its convention named: LoCoMo's top-level figures are all_categories' (categories_1_4 under conventions)
+        assert got.official == {"convention": "all_categories", **_json(folder / v / "official.json")["official"]}, v
+        assert "convention all_categories" in got.text and "convention categories_1_4" in got.text, v
     assert _json(folder / "overlap" / "metrics.json")["harness"] == (
         f"your retriever: {(proj / 'my_retrievers.py').resolve()}:overlap")
     # memobench score prints the very text the API computed, for each kind of input
@@ -130,7 +132,8 @@ def test_api_figures_are_memobench_scores_and_the_pipelines(example):
     for got, v in ((result, "recency-cfg"), (mine, "overlap-cfg"), (bm25s, "bm25s")):
         pipeline = _json(folder / v / "metrics.json")
         assert {k: pipeline[k] for k in FIGURES} == {k: got.metrics[k] for k in FIGURES}, v
-        assert _json(folder / v / "official.json")["official"] == got.official, v
+        assert {"convention": "all_categories", **_json(folder / v / "official.json")["official"]} == got.official, v
+        assert _json(folder / v / "official.json")["grain"] == "session", v
     stats = _json(folder / "stats.json")
     (theirs,) = [c for c in stats["comparisons"] if (c["variant"], c["baseline"]) == ("bm25s", "v0.8.0")]
     for k, mm in bm25s.paired["metrics"].items():
