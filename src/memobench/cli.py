@@ -45,7 +45,10 @@ def variant_rows(families) -> list[tuple[str, str, str, str]]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from . import __version__
+
     parser = argparse.ArgumentParser(prog="memobench", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"memobench {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     v = sub.add_parser("variants", help="list the built-in variants (the reference retrievers last)")
     v.add_argument("--family", choices=FAMILIES, help="only the variants of one dataset family")
@@ -62,6 +65,11 @@ def main(argv: list[str] | None = None) -> int:
 
     check_arguments(sub.add_parser("check-service", help="check in seconds that a memory service keeps the API's "
                                                          "promises, before a run (docs/memory-services.md)"))
+    from .reporting.exports import add_arguments as board_arguments
+
+    board_arguments(sub.add_parser("board", help="every result in a results folder, a leaderboard per dataset, each "
+                                                 "table as CSV and LaTeX and a recall-against-k figure "
+                                                 "(docs/results.md#the-board)"))
     args = parser.parse_args(argv)
     from .core.secrets import masked_output
 
@@ -78,6 +86,10 @@ def _run(args) -> int:
         from .retrieval.reference.server import main as serve
 
         return serve(args)
+    if args.command == "board":
+        from .reporting.exports import main as board
+
+        return board(args)
     if args.command == "score":
         from .score_command import main as score
 
