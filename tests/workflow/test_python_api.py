@@ -159,6 +159,42 @@ def test_api_figures_are_memobench_scores_and_the_pipelines(example):
     assert paired.loc[("overlap", "recency", "hit@1"), "source"] == "memobench score"
 
 
+def test_one_report_shows_everything_in_the_folder(example):
+    """After the API's calls and the overlay's run above, the README's first look in the same folder: its
+    report holds every variant of the folder (the first look's, the overlay's, memobench score's and the
+    API's), with paired tests among them; `memobench board` writes the tables, read back by pandas."""
+    import pandas as pd
+
+    proj, _, _ = example
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    (proj / "locomo.yaml").write_text("run: [locomo10]\n", encoding="utf-8")
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "2", "--configfile", "locomo.yaml"],
+                          cwd=proj, capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    md = (proj / "results" / "report.md").read_text(encoding="utf-8")
+    board = md[md.index("## Board"):]
+    board = board[:board.index("\n## ", 3)]
+    made = {"recency": "memobench score", "overlap": "memobench score", "recency-cfg": "an earlier run",
+            "overlap-cfg": "an earlier run", "v0.8.0": "this run's config"}
+    for v, how in made.items():
+        assert any(line.split("|")[2].strip().startswith(v + " ") or line.split("|")[2].strip() == v
+                   for line in board.splitlines() if line.startswith("|") and how in line), v
+    paired = md[md.index("## Paired"):]
+    # the score's run against the overlay's configured copy of it: a pair only the board compares
+    assert any("recency" in line and "overlap-cfg" in line for line in paired.splitlines() if line.startswith("|"))
+    assert "Other results in this folder" not in md
+    out = subprocess.run([sys.executable, "-m", "memobench.cli", "board", "--by", "mrr"], cwd=proj,
+                         capture_output=True, text=True, env=env, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    lb = pd.read_csv(proj / "results" / "board" / "leaderboard.csv")
+    assert set(made) <= set(lb["variant"]) and list(lb["mrr"]) == sorted(lb["mrr"], reverse=True)
+    m = _json(proj / "results" / "locomo10" / "recency" / "metrics.json")
+    assert lb.set_index("variant").loc["recency", "mrr"] == m["mrr"]
+    harness = pd.read_csv(proj / "results" / "board" / "harness.csv").set_index("variant")
+    assert harness.loc["recency", "hit@1"] == m["hit@1_rate"]
+    assert (proj / "results" / "board" / "recall_at_k.locomo10.png").is_file()
+
+
 def test_a_memory_service_scores_through_the_api(example):
     """The reference server (bm25s) measured as a memory service through the API: the in-process bm25s's
     figures (the same retriever), its search latency, and the config's mapping form reusing the results."""
