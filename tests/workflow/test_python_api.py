@@ -179,9 +179,12 @@ def test_one_report_shows_everything_in_the_folder(example):
     for v, how in made.items():
         assert any(line.split("|")[2].strip().startswith(v + " ") or line.split("|")[2].strip() == v
                    for line in board.splitlines() if line.startswith("|") and how in line), v
-    paired = md[md.index("## Paired"):]
-    # the score's run against the overlay's configured copy of it: a pair only the board compares
-    assert any("recency" in line and "overlap-cfg" in line for line in paired.splitlines() if line.startswith("|"))
+    paired = md[md.index("## Paired"):md.index("## Who beats whom")]
+    matrix = md[md.index("## Who beats whom"):md.index("## Paired differences per question type")]
+    for v in made:  # each in the paired tests and a row of the matrix of every pair
+        assert any(line.split("|")[1].strip().startswith(v) for line in paired.splitlines()
+                   if line.startswith("|")) or v == "v0.8.0", v
+        assert any(line.split("|")[2].strip() == v for line in matrix.splitlines() if line.startswith("|")), v
     assert "Other results in this folder" not in md
     out = subprocess.run([sys.executable, "-m", "memobench.cli", "board", "--by", "mrr"], cwd=proj,
                          capture_output=True, text=True, env=env, timeout=600)
