@@ -70,6 +70,12 @@ def main(argv: list[str] | None = None) -> int:
     board_arguments(sub.add_parser("board", help="every result in a results folder, a leaderboard per dataset, each "
                                                  "table as CSV and LaTeX and a recall-against-k figure "
                                                  "(docs/results.md#the-board)"))
+    from .bundle import add_bundle_arguments, add_verify_arguments
+
+    add_bundle_arguments(sub.add_parser("bundle", help="one variant's result on one dataset as one file others can "
+                                                       "verify (docs/results.md#result-bundles)"))
+    add_verify_arguments(sub.add_parser("verify", help="rescore a bundle against your copy of its data file, figure "
+                                                       "by figure; refuse one that does not hold"))
     args = parser.parse_args(argv)
     from .core.secrets import masked_output
 
@@ -86,6 +92,10 @@ def _run(args) -> int:
         from .retrieval.reference.server import main as serve
 
         return serve(args)
+    if args.command in ("bundle", "verify"):
+        from .bundle import bundle_main, verify_main
+
+        return (bundle_main if args.command == "bundle" else verify_main)(args)
     if args.command == "board":
         from .reporting.exports import main as board
 

@@ -198,6 +198,53 @@ def test_one_report_shows_everything_in_the_folder(example):
     assert (proj / "results" / "board" / "recall_at_k.locomo10.png").is_file()
 
 
+def test_a_bundle_round_trips_through_verify_and_a_tampered_one_is_refused(example):
+    """`memobench bundle` of the first look's v0.8.0, verified in the same project: every figure holds and it
+    is on the board as a verified bundle; a changed list line, a changed figure and another data file are
+    refused in one line each, with exit status 1."""
+    proj, _, _ = example
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+
+    def memobench(*args):
+        return subprocess.run([sys.executable, "-m", "memobench.cli", *args], cwd=proj, capture_output=True,
+                              text=True, env=env, timeout=600)
+
+    made = memobench("bundle", "--dataset", "locomo10", "--variant", "v0.8.0", "--out", "v08.bundle.jsonl")
+    assert made.returncode == 0, made.stderr
+    lines = (proj / "v08.bundle.jsonl").read_text(encoding="utf-8").splitlines()
+    header = json.loads(lines[0])
+    m = _json(proj / "results" / "locomo10" / "v0.8.0" / "metrics.json")
+    assert header["figures"]["harness"]["hit@1"] == m["hit@1"] and len(lines) - 1 == m["questions"]
+    assert header["data_file"]["sha256"] == "79fa87e90f04081343b8c8debecb80a9a6842b76a7aa537dc9fdf651ea698ff4"
+    assert header["provenance"]["source"] == m["provenance"]["source"]
+    ok = memobench("verify", "v08.bundle.jsonl")
+    assert ok.returncode == 0, ok.stderr[-3000:]
+    assert "DIFFERS" not in ok.stdout and "verified: all 33 figures hold" in ok.stdout
+    assert "all_categories recall_any@5" in ok.stdout and "categories_1_4 recall_any@5" in ok.stdout
+    name = f"bundle-v0.8.0-{header['run']['sha256'][:8]}"
+    assert _json(proj / "results" / "locomo10" / name / "metrics.json")["hit@1"] == m["hit@1"]
+    board = memobench("board")
+    assert any(name in line and "a verified bundle" in line for line in board.stdout.splitlines())
+
+    def tampered(path, head, body):
+        (proj / path).write_text("\n".join([json.dumps(head), *body]) + "\n", encoding="utf-8")
+        got = memobench("verify", path)
+        assert got.returncode == 1 and got.stderr.startswith("memobench: ") and len(got.stderr.splitlines()) == 1
+        return got.stderr
+
+    first = json.loads(lines[1])
+    first["sessions"][:2] = first["sessions"][1::-1]
+    assert "its run's lines do not match the digest" in tampered("line.jsonl", header,
+                                                                 [json.dumps(first), *lines[2:]])
+    figures = json.loads(json.dumps(header["figures"]))
+    figures["official"]["categories_1_4"]["recall_any@5"] += 0.001
+    assert "1 of its 33 figures do not hold" in tampered("figure.jsonl", {**header, "figures": figures}, lines[1:])
+    other = {**header, "data_file": {**header["data_file"], "sha256": "0" * 64}}
+    assert "made on another data file of locomo10" in tampered("data.jsonl", other, lines[1:])
+    # the refused figure's bundle has the verified one's lists: the verified entry stays
+    assert (proj / "results" / "locomo10" / name / "bundle.json").is_file()
+
+
 def test_a_memory_service_scores_through_the_api(example):
     """The reference server (bm25s) measured as a memory service through the API: the in-process bm25s's
     figures (the same retriever), its search latency, and the config's mapping form reusing the results."""

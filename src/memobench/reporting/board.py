@@ -26,6 +26,7 @@ from .labels import by_dataset, kind, label
 THIS_RUN = "this run's config"
 EARLIER = "an earlier run (another config or overlay)"
 SCORED = "memobench score / the Python API"
+VERIFIED = "a verified bundle (memobench verify)"
 
 # the measures a leaderboard may be sorted by (each with a 95% interval)
 BOARD_MEASURES = ("hit@1", "hit@5", "hit@10", "mrr")
@@ -44,6 +45,9 @@ def made_by(results: Path, dataset: str, variant: str, ours: bool) -> str:
     results/.score/), or an earlier run."""
     if ours:
         return THIS_RUN
+    folder = Path(layout.path(layout.METRICS, root=results, dataset=dataset, variant=variant)).parent
+    if (folder / "bundle.json").is_file():  # bundle.MARKER: memobench verify rescored it and every figure held
+        return VERIFIED
     overlay = Path(layout.path(layout.SCORE_OVERLAY, root=results, dataset=dataset, variant=variant))
     return SCORED if overlay.is_file() else EARLIER
 
