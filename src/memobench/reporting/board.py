@@ -60,7 +60,7 @@ def definition(m: dict) -> str:
     run = parts.get("run")
     if isinstance(run, dict):  # an imported run: the file and its bytes, not what the import counted
         parts["run"] = {k: run[k] for k in ("file", "format", "sha256") if k in run}
-    text = json.dumps(parts, sort_keys=True, separators=(",", ":"), default=str)
+    text = json.dumps(parts, sort_keys=True, default=str)  # with spaces: a long definition wraps on a page
     return f"{kind(m)} {text}" if parts else kind(m)
 
 
@@ -231,7 +231,7 @@ def board_blocks(runs: list[dict], stale: list[dict], results: Path, by: str = "
             out.append(Para([f"{r['variant']}: {r['code']}; the pipeline would not remake it, so its figures are "
                              "the older code's (rerun it to refresh them). " for r in coded], cls="note"))
         out.append(Para(["Definitions: "] + [x for r in rows for x in (Code(r["variant"]), f" {r['definition']}; ")],
-                        cls="note"))
+                        cls="note defs"))
     if stale:
         out += [Heading(3, "Stale entries"),
                 Para("Results in this folder computed on another data file than the one this run verified for "

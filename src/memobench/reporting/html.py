@@ -51,6 +51,7 @@ table.matrix td.up{background:#e3f4e8} table.matrix td.down{background:#fbe4e2} 
 table.matrix td.diag{background:#f2f2f2}
 table.bytype th:not(.l){white-space:normal;max-width:11em}
 img{max-width:100%}
+table.board td.l,.defs{overflow-wrap:anywhere}
 """
 
 

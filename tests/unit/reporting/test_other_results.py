@@ -10,6 +10,7 @@ import json
 
 from memobench import plan
 from memobench.reporting.report import build_report
+from tests.helpers import browser
 from tests.unit.reporting.test_report import _md_rows, _run
 
 
@@ -49,6 +50,22 @@ def test_every_result_in_the_folder_is_on_the_board(tmp_path):
     assert "not shown: its metrics.json cannot be read (KeyError" in rows[0][-1]
     assert md.index("## Board") < md.index("## Per question type")
     assert "id='others'" in html and "href='#others'" in html and "earlier" in html
+
+
+def test_the_board_fits_the_page_in_a_browser(tmp_path):
+    """A long definition (an imported run's path) wraps: nothing wider than the window."""
+    res = tmp_path / "results"
+    ours, _ = _run(res, "locomo10", "v0.8.0", [1, 2, 0, 1], ["4", "5", "2", "1"], fmt="locomo", skip_rule="locomo")
+    long = "theirs"
+    m, _ = _run(res, "locomo10", long, [1, 1, 1, 0], ["4", "5", "2", "1"], fmt="locomo", skip_rule="locomo")
+    data = json.loads(m.read_text())
+    data["run"] = {"file": "/" + "/".join(["a-long-folder-name"] * 20) + "/run.json", "format": "json",
+                   "sha256": "f" * 64, "ignored": {}, "questions_listed": 4, "absent": 0, "truncated": 0}
+    m.write_text(json.dumps(data))
+    _build(tmp_path, res, [ours], [f"locomo10/{long}"])
+    r = browser.measure(res / "report.html", tmp_path)
+    assert r["scrollWidth"] <= browser.WIDTH, r
+    assert [x for x in r["rows"] if x[0] != x[1]] == []
 
 
 def test_a_result_on_another_data_file_is_stale_and_compared_with_nothing(tmp_path):
