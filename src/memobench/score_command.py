@@ -778,7 +778,9 @@ def latency_lines(s: dict) -> list[str]:
 
     def q(phase: str, p: str) -> str:
         v = s[phase].get(p)
-        return "-" if not v else f"{v['ms']:.3g} ms [{v['low']:.3g}, {v['high']:.3g}]"
+        from .reporting.numbers import plain
+
+        return "-" if not v else f"{plain(v['ms'])} ms [{plain(v['low'])}, {plain(v['high'])}]"
 
     return [f"search latency (this run's measurement; {s['cold']['n']} cold, {s['warm']['n']} warm searches, "
             f"{s['failed']} failed; 95% bootstrap intervals):",
