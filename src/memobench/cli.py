@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
 
     check_arguments(sub.add_parser("check-service", help="check in seconds that a memory service keeps the API's "
                                                          "promises, before a run (docs/memory-services.md)"))
-    from .reporting.exports import add_arguments as board_arguments
+    from .board_command import add_arguments as board_arguments
 
     board_arguments(sub.add_parser("board", help="every result in a results folder, a leaderboard per dataset, each "
                                                  "table as CSV and LaTeX and a recall-against-k figure "
@@ -97,7 +97,7 @@ def _run(args) -> int:
 
         return (bundle_main if args.command == "bundle" else verify_main)(args)
     if args.command == "board":
-        from .reporting.exports import main as board
+        from .board_command import main as board
 
         return board(args)
     if args.command == "score":

@@ -256,6 +256,7 @@ def board_stats(runs: list[dict], stats: list[dict], results: Path, ours: set, l
     by_ds = {s["dataset"]: s for s in stats}
     out = dict(by_ds)
     for ds, ms in by_dataset(runs).items():
+        ms = [m for m in ms if outcomes_path(m, results).is_file()]  # per question: the tests' input
         if all((ds, m["variant"]) in ours for m in ms) or len(ms) < 2:
             continue
         variants = {m["variant"]: m.get("baseline") or None for m in ms}  # metrics.json's harness baseline

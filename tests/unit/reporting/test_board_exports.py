@@ -43,6 +43,8 @@ def test_each_table_as_csv_and_latex_and_a_figure_per_dataset(folder, tmp_path, 
                                                                 for v in ("v0.8.0", "mine")}
     official = pd.read_csv(out / "official.csv")
     assert official.loc[0, "convention"] == "all_categories" and official.loc[0, "recall_any@5"] == 0.75
+    paired = pd.read_csv(out / "paired.csv")
+    assert set(paired["dataset"]) == {"locomo10", "longmemeval_s"} and set(paired["kind"]) == {"comparison", "pair"}
     for name in ("leaderboard", "harness", "official", "paired"):
         tex = (out / f"{name}.tex").read_text()
         assert tex.startswith("\\begin{tabular}") and "\\_" not in tex.splitlines()[0]

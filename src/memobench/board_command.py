@@ -8,10 +8,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..core import layout
-from ..core.atomic import write_text
-from ..api import MemobenchError
-from .board import BOARD_MEASURES, annotate, leaderboard
+from .core import layout
+from .core.atomic import write_text
+from .reporting.board import BOARD_MEASURES, annotate, leaderboard
+
+
+class MemobenchError(Exception):
+    """A board not made: its text is the one ``memobench:`` line printed."""
 
 LEADERBOARD_COLUMNS = ["dataset", "rank", "variant", "kind", "made_by", "questions",
                        *(c for k in BOARD_MEASURES for c in (k, f"{k}_low", f"{k}_high")),
@@ -28,7 +31,7 @@ def add_arguments(p) -> None:
 def entries(results: Path) -> list[dict]:
     """Every variant folder's metrics.json (its official.json folded in), with its board facts;
     a stale one (another data file than the manifest's) is kept and marked (``board.stale``)."""
-    from ..core.provenance import source_fingerprint
+    from .core.provenance import source_fingerprint
 
     files = {}
     manifest = results / Path(layout.MANIFEST).name
@@ -55,11 +58,13 @@ def entries(results: Path) -> list[dict]:
 
 def tables(results: Path, by: str = "hit@1") -> dict:
     """{name: DataFrame}: ``leaderboard`` (every dataset's, sorted by ``by``), ``harness`` (one row per
-    variant, its harness rates), ``official`` (one row per variant and convention) and ``paired``
-    (memobench.load's paired comparisons)."""
+    variant, its harness rates), ``official`` (one row per variant and averaging convention) and
+    ``paired`` (each dataset's paired tests over all of its entries but the stale, as the report's
+    board computes them: one row per comparison and measure)."""
     import pandas as pd
 
-    from ..api import load
+    from .evaluation.measures import HARNESS_MEASURES
+    from .reporting.board import board_stats
 
     found = entries(results)
     if not found:
@@ -70,16 +75,29 @@ def tables(results: Path, by: str = "hit@1") -> dict:
         for r in board:
             rows.append({**{k: v for k, v in r.items() if not k.startswith("_")},
                          "stale": r["_m"]["board"]["stale"] or ""})
-    res = load(results)
-    harness = res.metrics[res.metrics["question_type"].isna()]
-    harness = harness.pivot_table(index=["dataset", "variant"], columns="metric", values="value").reset_index()
-    harness.columns.name = None
-    official = res.official[res.official["grain"] == "session"]
-    official = official.pivot_table(index=["dataset", "variant", "convention", "questions"], columns="metric",
-                                    values="value").reset_index()
-    official.columns.name = None
+    harness = pd.DataFrame([{"dataset": m["dataset"], "variant": m["variant"], "questions": m["questions"],
+                             **{k: (m.get("mrr") if k == "mrr" else m.get(f"{k}_rate")) for k in HARNESS_MEASURES}}
+                            for m in found])
+    official = []
+    for m in found:
+        block = m.get("official") or {}
+        for conv, b in (block.get("conventions") or {}).items():
+            official.append({"dataset": m["dataset"], "variant": m["variant"], "convention": conv,
+                             "questions": b.get("questions"),
+                             **{k: v for k, v in b.items() if "@" in k and isinstance(v, (int, float))}})
+    fresh = [m for m in found if not m["board"]["stale"]]
+    paired = []
+    for s in board_stats(fresh, [], results, set(), log=lambda line: None):
+        for kind, cs in (("comparison", s.get("comparisons", [])), ("pair", s.get("pairs", []))):
+            for c in cs:
+                for k, mm in c["metrics"].items():
+                    ci = mm.get("ci95") or [None, None]
+                    paired.append({"dataset": s["dataset"], "kind": kind, "variant": c["variant"],
+                                   "baseline": c["baseline"], "metric": k, "n": mm.get("n"), "diff": mm.get("diff"),
+                                   "ci_low": ci[0], "ci_high": ci[1], "p": mm.get("p"),
+                                   "p_analytic": mm.get("p_analytic"), "p_holm": mm.get("p_holm")})
     return {"leaderboard": pd.DataFrame(rows, columns=LEADERBOARD_COLUMNS), "harness": harness,
-            "official": official, "paired": res.paired}
+            "official": pd.DataFrame(official), "paired": pd.DataFrame(paired)}
 
 
 def latex(df) -> str:
@@ -143,7 +161,7 @@ def recall_figure(results: Path, out: Path) -> list[Path]:
 
 def text(board) -> str:
     """The leaderboard as printed: per dataset, rank, variant, its measures with intervals."""
-    from .board import with_interval
+    from .reporting.board import with_interval
 
     out = []
     for ds, rows in board.items():
@@ -175,5 +193,5 @@ def main(args) -> int:
     except MemobenchError as e:
         import sys
 
-        print(e if str(e).startswith("memobench:") else f"memobench: {e}", file=sys.stderr)
+        print(e, file=sys.stderr)
         return 1
