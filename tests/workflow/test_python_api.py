@@ -196,6 +196,13 @@ def test_one_report_shows_everything_in_the_folder(example):
     harness = pd.read_csv(proj / "results" / "board" / "harness.csv").set_index("variant")
     assert harness.loc["recency", "hit@1"] == m["hit@1_rate"]
     assert (proj / "results" / "board" / "recall_at_k.locomo10.png").is_file()
+    # score --json: the same figures as one object, nothing left to make
+    got = subprocess.run([sys.executable, "-m", "memobench.cli", "score", "runs/recency.json", "--dataset", "locomo10",
+                          "--json"], cwd=proj, capture_output=True, text=True, env=env, timeout=600)
+    assert got.returncode == 0, got.stderr[-3000:]
+    as_json = json.loads(got.stdout)
+    assert as_json["metrics"] == m and as_json["against"] == "v0.8.0" and as_json["paired"]["metrics"]["hit@1"]
+    assert as_json["official"]["official"]["convention"] == "all_categories"
 
 
 def test_a_bundle_round_trips_through_verify_and_a_tampered_one_is_refused(example):
