@@ -2,7 +2,9 @@
 original harness each reproduces; `memobench recipe-table` prints the recipe
 fields with their allowed values (the README's table); `memobench score RUN
 --dataset NAME` scores another system's run file beside a variant (score_command.py);
-`memobench check-service URL` checks a memory service (check_service.py)."""
+`memobench check-service URL` checks a memory service (check_service.py); `memobench board` writes
+a results folder's board as CSV and LaTeX (board_command.py); `memobench bundle` / `memobench verify`
+write and check one variant's result as one file (bundle.py)."""
 
 from __future__ import annotations
 
