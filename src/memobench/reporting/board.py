@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ..core import layout
 from ..core.doc import Code, Heading, Para, Table
-from ..evaluation.measures import HARNESS_MEASURES, MEASURES
+from ..evaluation.measures import MEASURES
 from .labels import by_dataset, kind, label
 
 THIS_RUN = "this run's config"
