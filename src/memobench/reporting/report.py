@@ -49,13 +49,15 @@ from .sections import extra_blocks, other_results_blocks, provenance_blocks
 
 def build_report(metrics_paths, extra_paths, md_out, html_out, png_out, official_paths=(), stats_paths=(),
                  forest_out=None, heatmap_out=None, manifest_path=None, log=print, missing=None,
-                 workers: int = 1, others=()) -> None:
+                 workers: int = 1, others=(), latency_made: bool | None = None) -> None:
     """``extra_paths``: analyze summaries (analyze/summary.json) and falsifier
     results (falsifier.json); ``missing``: {dataset: why} of the datasets that
     could not run (missing.py), listed with how to get them at the top;
     ``workers``: the plots drawn at once; ``forest_out``: the forest plot;
     ``others``: "dataset/variant" names of results in the folder that this
-    run does not make (plan.other_results), listed apart."""
+    run does not make (plan.other_results), on the board; ``latency_made``:
+    whether this run makes the latency page (False: one beside the report is
+    an earlier run's, and the report says so)."""
     runs = [json.loads(Path(p).read_text(encoding="utf-8")) for p in metrics_paths]
     official = {}
     for p in official_paths:
@@ -82,7 +84,7 @@ def build_report(metrics_paths, extra_paths, md_out, html_out, png_out, official
     extras = ([convention_blocks(runs), turn_blocks(runs)] + [extra_blocks(p) for p in extra_paths]
               + [provenance_blocks(manifest_path, runs)])
     gone = missing_blocks(missing or {})
-    listed_apart = board + other_results_blocks(unreadable)
+    listed_apart = board + other_results_blocks(unreadable) + _earlier_latency(results, latency_made)
     write_text(md_out, markdown_report(runs, stats, extras, gone, listed_apart))
     plots = [(plot, runs, png_out)]
     images = {"hitk": Path(png_out).name}
@@ -124,6 +126,24 @@ def _board(runs, metrics_paths, stats, others, results: Path, files: dict, log):
     if len(runs) > len(ours):
         stats = board_stats(runs, stats, results, ours, log=log)
     return runs, stats, stale, unreadable, board_blocks(runs, stale, results)
+
+
+def _earlier_latency(results: Path, latency_made: bool | None) -> list:
+    """A note where a latency page beside the report is an earlier run's: its timings are of that run."""
+    from ..core import layout
+    from ..core.doc import Code, Para
+
+    page = results / Path(layout.LATENCY_HTML).name
+    if latency_made is not False or not page.is_file():
+        return []
+    try:
+        shown = sorted({f"{s['dataset']}/{s['variant']}" for s in json.loads(
+            (results / Path(layout.LATENCY_JSON).name).read_text(encoding="utf-8"))})
+    except (OSError, ValueError, TypeError, KeyError):
+        shown = []
+    return [Para([Code(page.name), " beside this report is an earlier run's: this run measured no latency, so its "
+                  "timings are that run's" + (f" ({', '.join(shown)})" if shown else "") + "; delete it, or run "
+                  "with a memory service or config latency: true to remake it."], cls="note")]
 
 
 def _other_run(name: str, results: Path) -> dict:

@@ -104,3 +104,16 @@ def test_the_plan_names_the_folders_results_the_run_does_not_make(tmp_path, monk
     before = plan.other_results(config)["locomo10/their"]
     (tmp_path / "results" / "locomo10" / "their" / "official.json").write_text("{}")
     assert plan.other_results(config)["locomo10/their"] != before  # its official.json is shown too
+
+
+def test_a_latency_page_of_an_earlier_run_is_said_to_be_so(tmp_path):
+    res = tmp_path / "results"
+    ours, _ = _run(res, "locomo10", "v0.8.0", [1, 2, 0, 1], ["4", "5", "2", "1"], fmt="locomo", skip_rule="locomo")
+    (res / "latency.html").write_text("<html></html>")
+    (res / "latency.json").write_text(json.dumps([{"dataset": "locomo10", "variant": "svc"}]))
+    out = {k: res / f"report.{k}" for k in ("md", "html")}
+    for made, said in ((False, True), (True, False), (None, False)):
+        build_report([ours], [], out["md"], out["html"], res / "hitk.png", log=lambda m: None, latency_made=made)
+        md = out["md"].read_text(encoding="utf-8")
+        assert ("`latency.html` beside this report is an earlier run's" in md) is said, made
+        assert ("(locomo10/svc)" in md) is said
