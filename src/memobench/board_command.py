@@ -64,7 +64,7 @@ def tables(results: Path, by: str = "hit@1") -> dict:
     import pandas as pd
 
     from .evaluation.measures import HARNESS_MEASURES
-    from .reporting.board import board_stats
+    from .reporting.board import board_stats, value
 
     found = entries(results)
     if not found:
@@ -76,8 +76,7 @@ def tables(results: Path, by: str = "hit@1") -> dict:
             rows.append({**{k: v for k, v in r.items() if not k.startswith("_")},
                          "stale": r["_m"]["board"]["stale"] or ""})
     harness = pd.DataFrame([{"dataset": m["dataset"], "variant": m["variant"], "questions": m["questions"],
-                             **{k: (m.get("mrr") if k == "mrr" else m.get(f"{k}_rate")) for k in HARNESS_MEASURES}}
-                            for m in found])
+                             **{k: value(m, k) for k in HARNESS_MEASURES}} for m in found])
     official = []
     for m in found:
         block = m.get("official") or {}
@@ -122,6 +121,8 @@ def recall_figure(results: Path, out: Path) -> list[Path]:
     the harness's hit@1, @5, @10 as points, one line colour per variant; the files written."""
     import matplotlib
 
+    from .evaluation.measures import HITS, MEASURES
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -138,11 +139,11 @@ def recall_figure(results: Path, out: Path) -> list[Path]:
     for ds, rows in by_ds.items():
         fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
         for v, block, m in rows:
-            for ax, what in zip(axes, ("recall_any", "recall_all")):
-                ks = sorted(int(k.split("@")[1]) for k in block if k.startswith(what + "@"))
+            for i, (ax, what) in enumerate(zip(axes, ("recall_any", "recall_all"))):
+                ks = sorted(int(k.split("@")[1]) for k in block if k.partition("@")[0] == what)
                 line, = ax.plot(ks, [100 * block[f"{what}@{k}"] for k in ks], marker="o", label=v)
-                if what == "recall_any":
-                    hits = [(k, m.get(f"hit@{k}_rate")) for k in (1, 5, 10) if m.get(f"hit@{k}_rate") is not None]
+                if i == 0:  # the harness's hit@k beside recall_any@k: a gold session in the top k, by its rules
+                    hits = [(MEASURES[k].cutoff, m.get(f"{k}_rate")) for k in HITS if m.get(f"{k}_rate") is not None]
                     ax.scatter([k for k, _ in hits], [100 * h for _, h in hits], marker="x", color=line.get_color())
         for ax, what in zip(axes, ("recall_any@k (x: harness hit@k)", "recall_all@k")):
             ax.set_xscale("log")

@@ -23,11 +23,12 @@ from pathlib import Path
 
 from .core import layout
 from .core.atomic import write_text
+from .evaluation.measures import HITS
 
 FORMAT = "memobench-bundle/1"
 MARKER = "bundle.json"  # beside a verified bundle's rescored metrics.json: where it came from
-HARNESS_FIGURES = ("questions", "hit@1", "hit@5", "hit@10", "mrr_sum", "hit@1_rate", "hit@5_rate", "hit@10_rate",
-                   "mrr")
+# metrics.json's harness figures: the evaluated questions, the hit counts and the reciprocal ranks' sum, the rates
+HARNESS_FIGURES = ("questions", *HITS, "mrr_sum", *(f"{k}_rate" for k in HITS), "mrr")
 TOLERANCE = 1e-12  # a rate recomputed from the same counts: the same float, up to summation order
 
 

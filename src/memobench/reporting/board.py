@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ..core import layout
 from ..core.doc import Code, Heading, Para, Table
-from ..evaluation.measures import MEASURES
+from ..evaluation.measures import HARNESS_MEASURES, MEASURES
 from .labels import by_dataset, kind, label
 
 THIS_RUN = "this run's config"
@@ -29,7 +29,7 @@ SCORED = "memobench score / the Python API"
 VERIFIED = "a verified bundle (memobench verify)"
 
 # the measures a leaderboard may be sorted by (each with a 95% interval)
-BOARD_MEASURES = ("hit@1", "hit@5", "hit@10", "mrr")
+BOARD_MEASURES = HARNESS_MEASURES
 Z95 = 1.959963984540054
 
 
@@ -138,23 +138,23 @@ def mean_interval(values: list[float]) -> tuple[float, float] | None:
 
 
 def intervals(m: dict, results: Path) -> dict[str, tuple[float, float] | None]:
-    """Each board measure's 95% interval: a hit rate's from metrics.json's count, MRR's from the
-    questions' reciprocal ranks (outcomes.parquet, as stats.py reads them)."""
+    """Each board measure's 95% interval: a hit rate's from metrics.json's count, a mean's (MRR) from the
+    questions' values (outcomes.parquet, as stats.py reads them)."""
     out: dict = {}
     n = m.get("hit_denominator") or m.get("questions") or 0
+    means = [k for k in BOARD_MEASURES if not MEASURES[k].counted]
     for k in BOARD_MEASURES:
-        if MEASURES[k].counted:
-            out[k] = wilson(m[k], n) if isinstance(m.get(k), int) else None
-    out["mrr"] = None
+        out[k] = wilson(m[k], n) if MEASURES[k].counted and isinstance(m.get(k), int) else None
     path = outcomes_path(m, results)
-    if path.is_file():
+    if means and path.is_file():
         from ..evaluation.stats import read_outcomes
 
         per, _ = read_outcomes([path])
-        rr = [q["mrr"] for q in per.values()]
-        # the interval only of the figure it belongs to: the same questions' mean as metrics.json's
-        if rr and m.get("mrr") is not None and abs(sum(rr) / len(rr) - m["mrr"]) < 1e-9:
-            out["mrr"] = mean_interval(rr)
+        for k in means:
+            values = [q[k] for q in per.values() if k in q]
+            # the interval only of the figure it belongs to: the same questions' mean as metrics.json's
+            if values and m.get(k) is not None and abs(sum(values) / len(values) - m[k]) < 1e-9:
+                out[k] = mean_interval(values)
     return out
 
 
@@ -167,8 +167,8 @@ def outcomes_path(m: dict, results: Path) -> Path:
 
 
 def value(m: dict, k: str) -> float | None:
-    """A board measure as a fraction (hit rates) or in MRR units."""
-    return m.get("mrr") if k == "mrr" else m.get(f"{k}_rate")
+    """A board measure as a fraction (hit rates: metrics.json's rate of the count) or in its own units (MRR)."""
+    return m.get(f"{k}_rate") if MEASURES[k].counted else m.get(k)
 
 
 def with_interval(m: dict, k: str, ci) -> str:
