@@ -76,6 +76,9 @@ def add_arguments(p) -> None:
                    help=f"the project's checkout holding the workflow (default: ${WORKFLOW_ENV}, else the current "
                         "directory or the nearest parent with the Snakefile)")
     p.add_argument("--snakefile", help="the workflow's Snakefile itself (default: the one of --workflow)")
+    p.add_argument("--json", action="store_true",
+                   help="print the figures as one JSON object (metrics.json, official.json with its convention "
+                        "named, the paired comparison) instead of the text")
 
 
 def _is_workflow(folder: Path) -> bool:
@@ -409,6 +412,19 @@ def official_shown(fmt: str) -> list[str]:
     return [k for k in OFFICIAL_MEASURES if shown in MEASURES[k].score_formats]
 
 
+def official_convention(block: dict | None) -> str | None:
+    """The averaging convention whose figures official.json's top-level ones are (``run_retrieval``
+    for LongMemEval, ``all_categories`` for LoCoMo): the first of its ``conventions`` with the same
+    questions and figures; None for a block without conventions."""
+    if not block:
+        return None
+    figures = {k: v for k, v in block.items() if "@" in k}
+    for name, conv in (block.get("conventions") or {}).items():
+        if conv.get("questions") == block.get("questions") and all(conv.get(k) == v for k, v in figures.items()):
+            return name
+    return None
+
+
 def official_line(label: str, block: dict | None, fmt: str) -> str:
     if not block:
         return f"  {label:24s} (no official scorer for this dataset)"
@@ -457,11 +473,26 @@ def paired(ds: str, name: str, against: str, m: dict, outcomes, against_outcomes
 
 def main(args) -> int:
     try:
-        print(score(args))
+        if getattr(args, "json", False):
+            print(json.dumps(as_json(scored(args)), indent=1, default=str))
+        else:
+            print(score(args))
         return 0
     except (ScoreError, ConfigError) as e:
         print(f"memobench: {e}", file=sys.stderr)
         return 1
+
+
+def as_json(got: dict) -> dict:
+    """What ``memobench score --json`` prints: the figures :func:`scored` states, official.json's block
+    with the name of the convention its top-level figures follow."""
+    off = dict(got["official"] or {})
+    if off.get("official"):
+        off["official"] = {"convention": official_convention(off["official"]), **off["official"]}
+    return {"dataset": got["dataset"], "variant": got["variant"], "against": got["against"],
+            "metrics": got["metrics"], "official": off, "against_metrics": got["against_metrics"],
+            "paired": got["paired"] if isinstance(got["paired"], dict) else None,
+            "paired_note": got["paired"] if isinstance(got["paired"], str) else None, "latency": got["latency"]}
 
 
 def score(args) -> str:
@@ -698,9 +729,18 @@ def _scored(args, one_at_a_time) -> dict:
     fmt_ds = entry["format"]
     rules = (off["official"] or {}).get("rules", "none")
     grain = " of its sessions at their best turn" if off.get("turn") else ""
-    out += ["", f"official metrics{grain} ({rules}):", official_line(name, off["official"], fmt_ds)]
+    top = official_convention(off["official"])
+    named = f"; convention {top}" if top else ""
+    out += ["", f"official metrics{grain} ({rules}{named}):", official_line(name, off["official"], fmt_ds)]
     if against:
         out.append(official_line(against, aoff["official"], fmt_ds))
+    for conv, block in ((off["official"] or {}).get("conventions") or {}).items():
+        if conv == top:
+            continue
+        out += [f"convention {conv} ({block.get('convention', '')}):", official_line(name, block, fmt_ds)]
+        theirs = (((aoff or {}).get("official") or {}).get("conventions") or {}).get(conv) if against else None
+        if theirs:
+            out.append(official_line(against, theirs, fmt_ds))
         n_seg = entry["segments"]
         outcomes = [[workdir / layout.path(layout.SEGMENT_TABLE, dataset=ds, variant=v, segment=layout.segment_name(i),
                                            suffix=layout.SEGMENT_SUFFIXES["outcomes"]) for i in range(1, n_seg + 1)]
@@ -784,7 +824,9 @@ def latency_lines(s: dict) -> list[str]:
 
     def q(phase: str, p: str) -> str:
         v = s[phase].get(p)
-        return "-" if not v else f"{v['ms']:.3g} ms [{v['low']:.3g}, {v['high']:.3g}]"
+        from .reporting.numbers import plain
+
+        return "-" if not v else f"{plain(v['ms'])} ms [{plain(v['low'])}, {plain(v['high'])}]"
 
     return [f"search latency (this run's measurement; {s['cold']['n']} cold, {s['warm']['n']} warm searches, "
             f"{s['failed']} failed; 95% bootstrap intervals):",
