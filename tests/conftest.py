@@ -170,3 +170,13 @@ def fake():
     for server in made:
         server.shutdown()
         server.server_close()
+
+
+@pytest.fixture(autouse=True)
+def _no_secret_left():
+    """The secrets a test's variant read from the environment are process-wide (core/secrets.py): forgotten
+    after it, so that a later test on the same worker never finds its own text starred."""
+    yield
+    from memobench.core import secrets
+
+    secrets.forget()

@@ -73,6 +73,16 @@ class ScoreResult:
         return self.text
 
 
+def _named(block: dict | None) -> dict | None:
+    """official.json's block with the name of the averaging convention its top-level figures follow
+    (``convention``: ``run_retrieval``, ``all_categories``; the others under ``conventions``)."""
+    if not block:
+        return block
+    from .score_text import official_convention
+
+    return {"convention": official_convention(block), **block}
+
+
 def _figures(m: dict) -> dict:
     """metrics.json's counts and rates (its numbers, and the skip and miss counts), not its descriptions."""
     out = {k: v for k, v in m.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
@@ -220,7 +230,7 @@ def score(run_file: str | Path | None = None, dataset: str | None = None, agains
         print(got["text"])
     paired = got["paired"]
     return ScoreResult(dataset=got["dataset"], variant=got["variant"], against=got["against"],
-                       metrics=_figures(got["metrics"]), official=got["official"].get("official"),
+                       metrics=_figures(got["metrics"]), official=_named(got["official"].get("official")),
                        paired=paired if isinstance(paired, dict) else None,
                        paired_note=paired if isinstance(paired, str) else None,
                        against_metrics=None if got["against_metrics"] is None else _figures(got["against_metrics"]),
@@ -406,10 +416,12 @@ def _paired(results: Path) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=PAIRED_COLUMNS)
 
 
-def load(results: str | Path = "results") -> Results:
+def load(results: str | Path = "results", dataset: str | None = None) -> Results:
     """Read the pipeline's results folder (``results/``) into tidy DataFrames (:class:`Results`):
     every variant folder holding a metrics.json, every dataset's stats.json, and latency.json where
-    there is one. Reads only; runs nothing. Raises :class:`MemobenchError` for a missing folder."""
+    there is one; ``dataset``: that dataset's only (a folder holding several datasets has the same
+    variant names in each). Reads only; runs nothing. Raises :class:`MemobenchError` for a missing
+    folder or a dataset it holds no results of."""
     import pandas as pd
 
     from .core import layout
@@ -420,10 +432,21 @@ def load(results: str | Path = "results") -> Results:
         raise MemobenchError(f"memobench: {results}: no such results folder; give the folder the pipeline "
                              f"writes (results/ of the working directory), or run the pipeline first")
     folders = _variant_folders(root)
+    if dataset is not None:
+        held = sorted({ds for ds, _, _ in folders})
+        folders = [f for f in folders if f[0] == dataset]
+        if not folders:
+            raise MemobenchError(f"memobench: {results}: no results of dataset {dataset!r}; it holds "
+                                 f"{', '.join(held) or 'none'}")
     latency_json = root / Path(layout.LATENCY_JSON).relative_to(layout.RESULTS)
     latency = pd.json_normalize(_read(latency_json)) if latency_json.is_file() else pd.DataFrame()
+    paired = _paired(root)
+    if dataset is not None:
+        paired = paired[paired["dataset"] == dataset].reset_index(drop=True)
+        if "dataset" in latency.columns:
+            latency = latency[latency["dataset"] == dataset].reset_index(drop=True)
     return Results(outcomes=_outcomes(folders), metrics=_metrics(folders), official=_official(folders),
-                   paired=_paired(root), latency=latency)
+                   paired=paired, latency=latency)
 
 
 def _config(workdir: str | Path, configfile: Iterable[str | Path], workflow: str | Path | None) -> dict:

@@ -2,7 +2,9 @@
 original harness each reproduces; `memobench recipe-table` prints the recipe
 fields with their allowed values (the README's table); `memobench score RUN
 --dataset NAME` scores another system's run file beside a variant (score_command.py);
-`memobench check-service URL` checks a memory service (check_service.py)."""
+`memobench check-service URL` checks a memory service (check_service.py); `memobench board` writes
+a results folder's board as CSV and LaTeX (board_command.py); `memobench bundle` / `memobench verify`
+write and check one variant's result as one file (bundle.py)."""
 
 from __future__ import annotations
 
@@ -45,7 +47,10 @@ def variant_rows(families) -> list[tuple[str, str, str, str]]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from . import __version__
+
     parser = argparse.ArgumentParser(prog="memobench", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"memobench {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     v = sub.add_parser("variants", help="list the built-in variants (the reference retrievers last)")
     v.add_argument("--family", choices=FAMILIES, help="only the variants of one dataset family")
@@ -62,6 +67,17 @@ def main(argv: list[str] | None = None) -> int:
 
     check_arguments(sub.add_parser("check-service", help="check in seconds that a memory service keeps the API's "
                                                          "promises, before a run (docs/memory-services.md)"))
+    from .board_command import add_arguments as board_arguments
+
+    board_arguments(sub.add_parser("board", help="every result in a results folder, a leaderboard per dataset, each "
+                                                 "table as CSV and LaTeX and a recall-against-k figure "
+                                                 "(docs/results.md#the-board)"))
+    from .bundle import add_bundle_arguments, add_verify_arguments
+
+    add_bundle_arguments(sub.add_parser("bundle", help="one variant's result on one dataset as one file others can "
+                                                       "verify (docs/results.md#result-bundles)"))
+    add_verify_arguments(sub.add_parser("verify", help="rescore a bundle against your copy of its data file, figure "
+                                                       "by figure; refuse one that does not hold"))
     args = parser.parse_args(argv)
     from .core.secrets import masked_output
 
@@ -78,6 +94,14 @@ def _run(args) -> int:
         from .services.reference_servers.http_server import main as serve
 
         return serve(args)
+    if args.command in ("bundle", "verify"):
+        from .bundle import bundle_main, verify_main
+
+        return (bundle_main if args.command == "bundle" else verify_main)(args)
+    if args.command == "board":
+        from .board_command import main as board
+
+        return board(args)
     if args.command == "score":
         from .score_command import main as score
 

@@ -321,7 +321,7 @@ def metrics_files(config: dict) -> list[str]:
 def other_results(config: dict) -> dict[str, str]:
     """The variants' results this folder holds that the config's run does not make (an earlier run's
     overlay, ``memobench score``): {"dataset/variant": a digest of its metrics.json and official.json}. The report
-    lists them apart from the run's own tables, so that one report covers the folder; as its params
+    puts them on its board beside the run's own (reporting/board.py), so that one report covers the folder; as its params
     they remake it when one appears or changes."""
     import glob
     import hashlib

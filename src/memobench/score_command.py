@@ -3,12 +3,14 @@ scoring engine the Python API shares; what a run is scored as, and how, is said 
 
 from __future__ import annotations
 
+import json
 import sys
 
 from .core.errors import ConfigError
 from .evaluation.published import REFERENCE
 from .runs import FORMATS as RUN_FORMATS
 from .score_engine import WORKFLOW_ENV, ScoreError, scored
+from .score_text import official_convention
 
 
 def add_arguments(p) -> None:
@@ -42,15 +44,33 @@ def add_arguments(p) -> None:
                    help=f"the project's checkout holding the workflow (default: ${WORKFLOW_ENV}, else the current "
                         "directory or the nearest parent with the Snakefile)")
     p.add_argument("--snakefile", help="the workflow's Snakefile itself (default: the one of --workflow)")
+    p.add_argument("--json", action="store_true",
+                   help="print the figures as one JSON object (metrics.json, official.json with its convention "
+                        "named, the paired comparison) instead of the text")
 
 
 def main(args) -> int:
     try:
-        print(score(args))
+        if getattr(args, "json", False):
+            print(json.dumps(as_json(scored(args)), indent=1, default=str))
+        else:
+            print(score(args))
         return 0
     except (ScoreError, ConfigError) as e:
         print(f"memobench: {e}", file=sys.stderr)
         return 1
+
+
+def as_json(got: dict) -> dict:
+    """What ``memobench score --json`` prints: the figures :func:`scored` states, official.json's block
+    with the name of the convention its top-level figures follow."""
+    off = dict(got["official"] or {})
+    if off.get("official"):
+        off["official"] = {"convention": official_convention(off["official"]), **off["official"]}
+    return {"dataset": got["dataset"], "variant": got["variant"], "against": got["against"],
+            "metrics": got["metrics"], "official": off, "against_metrics": got["against_metrics"],
+            "paired": got["paired"] if isinstance(got["paired"], dict) else None,
+            "paired_note": got["paired"] if isinstance(got["paired"], str) else None, "latency": got["latency"]}
 
 
 def score(args) -> str:

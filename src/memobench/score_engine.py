@@ -36,7 +36,8 @@ from .core.config import RESERVED, SAFE_NAME, dataset_family, validate
 from .core.errors import ConfigError
 from .evaluation.published import REFERENCE
 from .catalog.variants import known_variants, resolve
-from .score_text import data_file_line, harness_line, latency_lines, official_line, paired_lines, turn_lines
+from .score_text import (data_file_line, harness_line, latency_lines, official_convention, official_line,
+                         paired_lines, turn_lines)
 
 WORKFLOW_ENV = "MEMOBENCH_WORKFLOW"
 
@@ -610,9 +611,19 @@ def _scored(args, one_at_a_time) -> dict:
     fmt_ds = entry["format"]
     rules = (off["official"] or {}).get("rules", "none")
     grain = " of its sessions at their best turn" if off.get("turn") else ""
-    out += ["", f"official metrics{grain} ({rules}):", official_line(name, off["official"], fmt_ds)]
+    top = official_convention(off["official"])
+    named = f"; convention {top}" if top else ""
+    out += ["", f"official metrics{grain} ({rules}{named}):", official_line(name, off["official"], fmt_ds)]
     if against:
         out.append(official_line(against, aoff["official"], fmt_ds))
+    for conv, block in ((off["official"] or {}).get("conventions") or {}).items():
+        if conv == top:
+            continue
+        out += [f"convention {conv} ({block.get('convention', '')}):", official_line(name, block, fmt_ds)]
+        theirs = (((aoff or {}).get("official") or {}).get("conventions") or {}).get(conv) if against else None
+        if theirs:
+            out.append(official_line(against, theirs, fmt_ds))
+    if against:
         n_seg = entry["segments"]
         outcomes = [[workdir / layout.path(layout.SEGMENT_TABLE, dataset=ds, variant=v, segment=layout.segment_name(i),
                                            suffix=layout.SEGMENT_SUFFIXES["outcomes"]) for i in range(1, n_seg + 1)]

@@ -28,6 +28,19 @@ def official_shown(fmt: str) -> list[str]:
 
 
 
+def official_convention(block: dict | None) -> str | None:
+    """The averaging convention whose figures official.json's top-level ones are (``run_retrieval``
+    for LongMemEval, ``all_categories`` for LoCoMo): the first of its ``conventions`` with the same
+    questions and figures; None for a block without conventions."""
+    if not block:
+        return None
+    figures = {k: v for k, v in block.items() if "@" in k}
+    for name, conv in (block.get("conventions") or {}).items():
+        if conv.get("questions") == block.get("questions") and all(conv.get(k) == v for k, v in figures.items()):
+            return name
+    return None
+
+
 def official_line(label: str, block: dict | None, fmt: str) -> str:
     if not block:
         return f"  {label:24s} (no official scorer for this dataset)"
@@ -87,7 +100,9 @@ def latency_lines(s: dict) -> list[str]:
 
     def q(phase: str, p: str) -> str:
         v = s[phase].get(p)
-        return "-" if not v else f"{v['ms']:.3g} ms [{v['low']:.3g}, {v['high']:.3g}]"
+        from .reporting.numbers import plain
+
+        return "-" if not v else f"{plain(v['ms'])} ms [{plain(v['low'])}, {plain(v['high'])}]"
 
     return [f"search latency (this run's measurement; {s['cold']['n']} cold, {s['warm']['n']} warm searches, "
             f"{s['failed']} failed; 95% bootstrap intervals):",

@@ -102,7 +102,9 @@ def test_api_figures_are_memobench_scores_and_the_pipelines(example):
         mv = _json(folder / v / "metrics.json")
         assert got.metrics == {k: x for k, x in got.metrics.items() if k in mv and mv[k] == x}, v
         assert {k: mv[k] for k in FIGURES} == {k: got.metrics[k] for k in FIGURES}, v
-        assert got.official == _json(folder / v / "official.json")["official"], v
+        # its convention named: LoCoMo's top-level figures are all_categories' (categories_1_4 under conventions)
+        assert got.official == {"convention": "all_categories", **_json(folder / v / "official.json")["official"]}, v
+        assert "convention all_categories" in got.text and "convention categories_1_4" in got.text, v
     assert _json(folder / "overlap" / "metrics.json")["harness"] == (
         f"your retriever: {(proj / 'my_retrievers.py').resolve()}:overlap")
     # memobench score prints the very text the API computed, for each kind of input
@@ -130,7 +132,8 @@ def test_api_figures_are_memobench_scores_and_the_pipelines(example):
     for got, v in ((result, "recency-cfg"), (mine, "overlap-cfg"), (bm25s, "bm25s")):
         pipeline = _json(folder / v / "metrics.json")
         assert {k: pipeline[k] for k in FIGURES} == {k: got.metrics[k] for k in FIGURES}, v
-        assert _json(folder / v / "official.json")["official"] == got.official, v
+        assert {"convention": "all_categories", **_json(folder / v / "official.json")["official"]} == got.official, v
+        assert _json(folder / v / "official.json")["grain"] == "session", v
     stats = _json(folder / "stats.json")
     (theirs,) = [c for c in stats["comparisons"] if (c["variant"], c["baseline"]) == ("bm25s", "v0.8.0")]
     for k, mm in bm25s.paired["metrics"].items():
@@ -154,6 +157,99 @@ def test_api_figures_are_memobench_scores_and_the_pipelines(example):
     assert paired.loc[("bm25s", "v0.8.0", "hit@1"), "source"] == "stats.json"
     assert paired.loc[("bm25s", "v0.8.0", "hit@1"), "p_holm"] == theirs["metrics"]["hit@1"]["p_holm"]
     assert paired.loc[("overlap", "recency", "hit@1"), "source"] == "memobench score"
+
+
+def test_one_report_shows_everything_in_the_folder(example):
+    """After the API's calls and the overlay's run above, the README's first look in the same folder: its
+    report holds every variant of the folder (the first look's, the overlay's, memobench score's and the
+    API's), with paired tests among them; `memobench board` writes the tables, read back by pandas."""
+    import pandas as pd
+
+    proj, _, _ = example
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    (proj / "locomo.yaml").write_text("run: [locomo10]\n", encoding="utf-8")
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "2", "--configfile", "locomo.yaml"],
+                          cwd=proj, capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    md = (proj / "results" / "report.md").read_text(encoding="utf-8")
+    board = md[md.index("## Board"):]
+    board = board[:board.index("\n## ", 3)]
+    made = {"recency": "memobench score", "overlap": "memobench score", "recency-cfg": "an earlier run",
+            "overlap-cfg": "an earlier run", "v0.8.0": "this run's config"}
+    for v, how in made.items():
+        assert any(line.split("|")[2].strip().startswith(v + " ") or line.split("|")[2].strip() == v
+                   for line in board.splitlines() if line.startswith("|") and how in line), v
+    paired = md[md.index("## Paired"):md.index("## Who beats whom")]
+    matrix = md[md.index("## Who beats whom"):md.index("## Paired differences per question type")]
+    for v in made:  # each in the paired tests and a row of the matrix of every pair
+        assert any(line.split("|")[1].strip().startswith(v) for line in paired.splitlines()
+                   if line.startswith("|")) or v == "v0.8.0", v
+        assert any(line.split("|")[2].strip() == v for line in matrix.splitlines() if line.startswith("|")), v
+    assert "Other results in this folder" not in md
+    out = subprocess.run([sys.executable, "-m", "memobench.cli", "board", "--by", "mrr"], cwd=proj,
+                         capture_output=True, text=True, env=env, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    lb = pd.read_csv(proj / "results" / "board" / "leaderboard.csv")
+    assert set(made) <= set(lb["variant"]) and list(lb["mrr"]) == sorted(lb["mrr"], reverse=True)
+    m = _json(proj / "results" / "locomo10" / "recency" / "metrics.json")
+    assert lb.set_index("variant").loc["recency", "mrr"] == m["mrr"]
+    harness = pd.read_csv(proj / "results" / "board" / "harness.csv").set_index("variant")
+    assert harness.loc["recency", "hit@1"] == m["hit@1_rate"]
+    assert (proj / "results" / "board" / "recall_at_k.locomo10.png").is_file()
+    # score --json: the same figures as one object, nothing left to make
+    got = subprocess.run([sys.executable, "-m", "memobench.cli", "score", "runs/recency.json", "--dataset", "locomo10",
+                          "--json"], cwd=proj, capture_output=True, text=True, env=env, timeout=600)
+    assert got.returncode == 0, got.stderr[-3000:]
+    as_json = json.loads(got.stdout)
+    assert as_json["metrics"] == m and as_json["against"] == "v0.8.0" and as_json["paired"]["metrics"]["hit@1"]
+    assert as_json["official"]["official"]["convention"] == "all_categories"
+
+
+def test_a_bundle_round_trips_through_verify_and_a_tampered_one_is_refused(example):
+    """`memobench bundle` of the first look's v0.8.0, verified in the same project: every figure holds and it
+    is on the board as a verified bundle; a changed list line, a changed figure and another data file are
+    refused in one line each, with exit status 1."""
+    proj, _, _ = example
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+
+    def memobench(*args):
+        return subprocess.run([sys.executable, "-m", "memobench.cli", *args], cwd=proj, capture_output=True,
+                              text=True, env=env, timeout=600)
+
+    made = memobench("bundle", "--dataset", "locomo10", "--variant", "v0.8.0", "--out", "v08.bundle.jsonl")
+    assert made.returncode == 0, made.stderr
+    lines = (proj / "v08.bundle.jsonl").read_text(encoding="utf-8").splitlines()
+    header = json.loads(lines[0])
+    m = _json(proj / "results" / "locomo10" / "v0.8.0" / "metrics.json")
+    assert header["figures"]["harness"]["hit@1"] == m["hit@1"] and len(lines) - 1 == m["questions"]
+    assert header["data_file"]["sha256"] == "79fa87e90f04081343b8c8debecb80a9a6842b76a7aa537dc9fdf651ea698ff4"
+    assert header["provenance"]["source"] == m["provenance"]["source"]
+    ok = memobench("verify", "v08.bundle.jsonl")
+    assert ok.returncode == 0, ok.stderr[-3000:]
+    assert "DIFFERS" not in ok.stdout and "verified: all 33 figures hold" in ok.stdout
+    assert "all_categories recall_any@5" in ok.stdout and "categories_1_4 recall_any@5" in ok.stdout
+    name = f"bundle-v0.8.0-{header['run']['sha256'][:8]}"
+    assert _json(proj / "results" / "locomo10" / name / "metrics.json")["hit@1"] == m["hit@1"]
+    board = memobench("board")
+    assert any(name in line and "a verified bundle" in line for line in board.stdout.splitlines())
+
+    def tampered(path, head, body):
+        (proj / path).write_text("\n".join([json.dumps(head), *body]) + "\n", encoding="utf-8")
+        got = memobench("verify", path)
+        assert got.returncode == 1 and got.stderr.startswith("memobench: ") and len(got.stderr.splitlines()) == 1
+        return got.stderr
+
+    first = json.loads(lines[1])
+    first["sessions"][:2] = first["sessions"][1::-1]
+    assert "its run's lines do not match the digest" in tampered("line.jsonl", header,
+                                                                 [json.dumps(first), *lines[2:]])
+    figures = json.loads(json.dumps(header["figures"]))
+    figures["official"]["categories_1_4"]["recall_any@5"] += 0.001
+    assert "1 of its 33 figures do not hold" in tampered("figure.jsonl", {**header, "figures": figures}, lines[1:])
+    other = {**header, "data_file": {**header["data_file"], "sha256": "0" * 64}}
+    assert "made on another data file of locomo10" in tampered("data.jsonl", other, lines[1:])
+    # the refused figure's bundle has the verified one's lists: the verified entry stays
+    assert (proj / "results" / "locomo10" / name / "bundle.json").is_file()
 
 
 def test_a_memory_service_scores_through_the_api(example):

@@ -103,15 +103,22 @@ def test_the_own_retriever_block_gives_its_figures(readme_run):
 
 
 def test_one_report_covers_every_block_and_the_score_run(readme_run):
-    """Each block's run remade the report; the last one lists its own variants in its tables and every
-    other result the folder holds (the earlier blocks', `memobench score`'s) apart."""
-    from tests.unit.reporting.test_report import _md_rows
-
+    """Each block's run remade the report; the last one's board holds every result the folder holds: its
+    own variants, and the earlier blocks' and `memobench score`'s, each saying where it came from."""
     proj, done = readme_run
     last = yaml.safe_load([body for (kind, body), _ in done if kind == "yaml"][-1])
     ours = {(ds, v) for ds in last["run"] for v in last["datasets"][ds]["variants"]}
     held = {(p.parent.parent.name, p.parent.name) for p in (proj / "results").glob("*/*/metrics.json")}
     assert ("locomo10", "their") in held  # `memobench score runs/their.trec`'s
     md = (proj / "results" / "report.md").read_text(encoding="utf-8")
-    rows = next(r for h, r in _md_rows(md) if h[-1].strip() == "description")
-    assert {(r[0].strip(), r[1].split()[0]) for r in rows} == held - ours
+    board = md[md.index("## Board"):]
+    board = board[:board.index("\n## ", 3)]
+    listed, ds = {}, None
+    for line in board.splitlines():
+        if line.startswith("### "):
+            ds = line[4:].strip()
+        elif line.startswith("| ") and line.split("|")[1].strip().isdigit():
+            cells = line.split("|")
+            listed[(ds, cells[2].split()[0])] = cells[3].strip()
+    assert set(listed) == held
+    assert {k for k, how in listed.items() if how == "this run's config"} == ours & held

@@ -27,8 +27,10 @@ rule report:
     params:
         **stage_params(
             needs=NEEDS,
-            # results of variants this run does not make, listed apart (an earlier overlay's, memobench score's)
+            # results of variants this run does not make, on the board beside the run's own (an earlier overlay's, memobench score's)
             others=lambda w: plan.other_results(config),
+            # whether this run makes the latency page (else one beside the report is an earlier run's)
+            latency=bool(plan.timed_pairs(config, VARIANT_SPECS)),
             code=code("report"),
         ),
     # its three plots are drawn at once (the bytes do not depend on it); the

@@ -1,5 +1,5 @@
-"""Progress lines for long stages: what, done / total, the percentage and the
-rate, rate-limited for logs; a job that runs long also says so on the console.
+"""Progress lines for long stages: what, done / total, the percentage, the
+rate and the time left at that rate, rate-limited for logs; a job that runs long also says so on the console.
 
 Every long stage (download, verify, normalize, tokens, retrieve and the
 reference retrievers, embeddings, merge with its official metrics and
@@ -35,6 +35,15 @@ def human_bytes(n: float) -> str:
     return f"{n:.1f} GiB"
 
 
+def human_seconds(s: float) -> str:
+    """A duration as a reader takes it in: ``45 s``, ``12 min``, ``2.5 h``."""
+    if s < 90:
+        return f"{s:.0f} s"
+    if s < 5400:
+        return f"{s / 60:.0f} min"
+    return f"{s / 3600:.1f} h"
+
+
 def _rate(per_s: float, unit: str) -> str:
     if unit == "bytes":
         return f"{human_bytes(per_s)}/s"
@@ -43,7 +52,7 @@ def _rate(per_s: float, unit: str) -> str:
 
 
 class Progress:
-    """Logs 'what: done / total unit (pct%, rate)' at most every ``every_s``
+    """Logs 'what: done / total unit (pct%, rate, time left)' at most every ``every_s``
     seconds, or when another ``every_pct`` percent of ``total`` is done. The
     rate counts from :meth:`begin` (a resumed download counts only what this
     run fetched). ``extra`` is appended to the line."""
@@ -73,11 +82,15 @@ class Progress:
             return
         self.last, self.last_pct = now, pct
         elapsed = now - self.t0
-        rate = _rate((done - self.start) / elapsed if elapsed > 0 else 0.0, self.unit)
+        per_s = (done - self.start) / elapsed if elapsed > 0 else 0.0
+        rate = _rate(per_s, self.unit)
         total = f" / {self.total}" if self.total is not None else ""
         unit = f" {self.unit}" if self.unit else ""
         share = f"{pct:.0f}%, " if self.total else ""
-        line = f"{self.what}: {done}{total}{unit} ({share}{rate}){extra}"
+        # at this rate, what is left: a line that only says how far it is cannot say when to come back
+        left = f", {human_seconds((self.total - done) / per_s)} left" \
+            if self.total is not None and 0 < done < self.total and per_s > 0 else ""
+        line = f"{self.what}: {done}{total}{unit} ({share}{rate}{left}){extra}"
         self.log(line)
         if _console is not None and (now - self.console_last >= CONSOLE_EVERY_S or (force and self.console_shown)):
             self.console_last, self.console_shown = now, True

@@ -51,6 +51,7 @@ table.matrix td.up{background:#e3f4e8} table.matrix td.down{background:#fbe4e2} 
 table.matrix td.diag{background:#f2f2f2}
 table.bytype th:not(.l){white-space:normal;max-width:11em}
 img{max-width:100%}
+table.board td.l,.defs{overflow-wrap:anywhere}
 """
 
 
@@ -145,7 +146,7 @@ def html_report(runs, stats, extras: list, images: dict[str, str], missing: list
     matrix = matrix_blocks(runs, stats)
     by_type = type_paired_blocks(runs, stats)
     nav = ([("missing", "Missing datasets")] * bool(missing) + [("results", "Results")]
-           + [("others", "Other results")] * bool(others)
+           + [("others", "Board")] * bool(others)
            + [("paired", "Paired differences")] * bool(paired) + [("matrix", "Who beats whom")] * bool(matrix)
            + [("typediff", "Differences per type")] * bool(by_type) + [("types", "Per question type")]
            + [("hitk", "hit@k plot")] * bool(images.get("hitk"))

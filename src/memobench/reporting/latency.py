@@ -21,6 +21,7 @@ from ..evaluation.latency import RECALL, summarize
 from ..catalog.registry import kind_of
 from ..retrieval.timings import COLD, MEASURES
 from .html import CSS
+from .numbers import plain
 
 # where the timings tables lie (the folder of layout.TIMINGS), for the page's text
 TIMINGS_FOLDER = layout.TIMINGS.split("{", 1)[0]
@@ -29,8 +30,8 @@ TIMINGS_FOLDER = layout.TIMINGS.split("{", 1)[0]
 def _ms(q: dict | None, interval: bool = True) -> str:
     if not q:
         return "-"
-    text = f"{q['ms']:.3g}"
-    return f"{text} [{q['low']:.3g}, {q['high']:.3g}]" if interval else text
+    text = plain(q["ms"])
+    return f"{text} [{plain(q['low'])}, {plain(q['high'])}]" if interval else text
 
 
 def blocks(summaries: list[dict], png_name: str) -> list:
@@ -50,9 +51,9 @@ def blocks(summaries: list[dict], png_name: str) -> list:
                 "_meta): the client, the connection, the protocol and JSON. Ingestion: per request (with "
                 "system.concurrency requests in flight). The Memo variants are not timed: one engine pass ranks "
                 "them all, and its time is no single variant's.")]
-    header = ["variant", RECALL, "searches (cold / warm, failed, retried)", "cold p50", "a cold search includes", "warm p50",
-              "warm p95", "warm p99",
-              "outside the server p50 / p95", "ingested sessions", "ingest p50", "sessions/s per request"]
+    header = ["variant", RECALL, "searches (cold / warm, failed, retried)", "cold p50 (ms)", "a cold search includes",
+              "warm p50 (ms)", "warm p95 (ms)", "warm p99 (ms)",
+              "outside the server p50 / p95 (ms)", "ingested sessions", "ingest p50 (ms)", "sessions/s per request"]
     by_ds: dict[str, list[dict]] = {}
     for s in summaries:
         by_ds.setdefault(s["dataset"], []).append(s)
@@ -67,7 +68,7 @@ def blocks(summaries: list[dict], png_name: str) -> list:
                 _ms(warm.get("p95")), _ms(warm.get("p99")),
                 (f"{_ms(outside.get('p50'), False)} / {_ms(outside.get('p95'), False)}" if outside["n"]
                  else "- (no Server-Timing)"),
-                str(ing["sessions"]), "-" if ing["p50_ms"] is None else f"{ing['p50_ms']:.3g}",
+                str(ing["sessions"]), "-" if ing["p50_ms"] is None else plain(ing["p50_ms"]),
                 "-" if ing["sessions_per_s"] is None else f"{ing['sessions_per_s']:.1f}"])
         out += [Heading(2, ds), Table(header, table), *_service_costs(rows)]
     out += [Heading(2, "Recall against search latency"),
@@ -79,7 +80,7 @@ def blocks(summaries: list[dict], png_name: str) -> list:
 def _spread(x: dict | None) -> str:
     if not x or not x.get("n"):
         return "-"
-    return f"{x['n']}: {x['p50_ms']:.3g} / {x['max_ms']:.3g}"
+    return f"{x['n']}: {plain(x['p50_ms'])} / {plain(x['max_ms'])}"
 
 
 def _service_costs(rows: list[dict]) -> list:
@@ -94,8 +95,8 @@ def _service_costs(rows: list[dict]) -> list:
         for s in costs:
             ing, ready, mem = s["ingest"], s["ready"], s["memory"]
             table.append([s["variant"], _spread(s["start"]),
-                          "-" if not ing.get("namespaces") else f"{ing['namespaces']}: {ing['wall_s']:.3g} s, "
-                          + ("-" if ing["per_session_ms"] is None else f"{ing['per_session_ms']:.3g} ms/session"),
+                          "-" if not ing.get("namespaces") else f"{ing['namespaces']}: {plain(ing['wall_s'])} s, "
+                          + ("-" if ing["per_session_ms"] is None else f"{plain(ing['per_session_ms'])} ms/session"),
                           "-" if not (ready["n"] or ready["timed_out"])
                           else f"until {ready['until']}: {_spread(ready)}, {ready['timed_out']} timed out",
                           "-" if mem.get("peak_mb") is None else f"{mem['peak_mb']:.1f} ({mem['servers']} server(s))"])

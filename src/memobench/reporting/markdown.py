@@ -52,12 +52,17 @@ def md_official(runs: list[dict]) -> list:
                     + [percent(o.get(k)) for k in OFFICIAL_MEASURES])
     if not rows:
         return []
+    lme_only = [MEASURES[k].label for k in OFFICIAL_MEASURES if MEASURES[k].lme_only]
+    empty = [m["dataset"] for m in runs if m.get("official") and not any(k in m["official"] for k in OFFICIAL_MEASURES
+                                                                         if MEASURES[k].lme_only)]
+    why = (f" {', '.join(lme_only)}: LongMemEval's scoring only; LoCoMo's evidence-session scoring has no nDCG, so "
+           f"its rows ({', '.join(dict.fromkeys(empty))}) show - there." if empty and lme_only else "")
     return [Heading(2, "Official metrics (LongMemEval's own scoring, LoCoMo's evidence sessions; not the harness's "
                        "hit@k)"),
             Para("recall_all@k: every gold session in the top k; recall_any@k: at least one; ndcg_any@k with "
                  "LongMemEval's discount. Averaged over the file's questions less abstention and no-user-target "
-                 "questions (LongMemEval); LoCoMo over questions with evidence sessions; "
-                 f"{DEPTH_MEANS}."),
+                 "questions (LongMemEval); LoCoMo over questions with evidence sessions (convention "
+                 f"all_categories; categories_1_4 under Official metrics by convention); {DEPTH_MEANS}.{why}"),
             Table(["dataset", "variant", "n", "excluded", "depth", *(MEASURES[k].label for k in OFFICIAL_MEASURES)],
                   rows, left=2)]
 

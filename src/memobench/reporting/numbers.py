@@ -16,6 +16,8 @@ in evaluation/measures.py; nothing here chooses them by its name.
 
 from __future__ import annotations
 
+import math
+
 from decimal import Decimal
 
 from ..evaluation.measures import MEASURES
@@ -115,3 +117,18 @@ def p_test(mm: dict, key: str) -> str | None:
         return None
     text = f"{MEASURES[key].test} {small_p(mm['p_analytic'])}"
     return text if mm.get("p_holm") is None else f"{text}, Holm {small_p(mm['p_holm'])}"
+
+
+def plain(x: float) -> str:
+    """A measured quantity (a time, a rate) in plain notation, three significant digits below 1000 and
+    whole numbers with thousands separators above: ``34,800``, ``1,010``, ``942``, ``3.48``, ``0.0512``
+    (never ``3.48e+04``)."""
+    if x is None:
+        return "-"
+    a = abs(x)
+    if a >= 999.5:
+        return f"{x:,.0f}"
+    if a == 0:
+        return "0"
+    digits = max(0, 2 - math.floor(math.log10(a)))
+    return f"{x:.{digits}f}"

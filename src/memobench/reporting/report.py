@@ -49,13 +49,15 @@ from .sections import extra_blocks, other_results_blocks, provenance_blocks
 
 def build_report(metrics_paths, extra_paths, md_out, html_out, png_out, official_paths=(), stats_paths=(),
                  forest_out=None, heatmap_out=None, manifest_path=None, log=print, missing=None,
-                 workers: int = 1, others=()) -> None:
+                 workers: int = 1, others=(), latency_made: bool | None = None) -> None:
     """``extra_paths``: analyze summaries (analyze/summary.json) and falsifier
     results (falsifier.json); ``missing``: {dataset: why} of the datasets that
     could not run (missing.py), listed with how to get them at the top;
     ``workers``: the plots drawn at once; ``forest_out``: the forest plot;
     ``others``: "dataset/variant" names of results in the folder that this
-    run does not make (plan.other_results), listed apart."""
+    run does not make (plan.other_results), on the board; ``latency_made``:
+    whether this run makes the latency page (False: one beside the report is
+    an earlier run's, and the report says so)."""
     runs = [json.loads(Path(p).read_text(encoding="utf-8")) for p in metrics_paths]
     official = {}
     for p in official_paths:
@@ -67,6 +69,7 @@ def build_report(metrics_paths, extra_paths, md_out, html_out, png_out, official
             m["official"] = o["official"]
             if o.get("turn"):
                 m["turn"] = o["turn"]
+    files = {}
     if manifest_path is not None:  # each dataset's raw file, and which published release it is
         files = {f["dataset"]: f for f in json.loads(Path(manifest_path).read_text(encoding="utf-8")).get("files", [])}
         for m in runs:
@@ -75,10 +78,13 @@ def build_report(metrics_paths, extra_paths, md_out, html_out, png_out, official
                 m["data_file"] = {"file": Path(f["file"]).name, "bytes": f["bytes"], "sha256": f.get("sha256"),
                                   **identify_file(f["bytes"], f.get("sha256"))}
     stats = [json.loads(Path(p).read_text(encoding="utf-8")) for p in stats_paths]
+    # the board: the folder's other results join the run's own (board.py), unless stale or unreadable
+    results = Path(md_out).parent
+    runs, stats, stale, unreadable, board = _board(runs, metrics_paths, stats, others, results, files, log)
     extras = ([convention_blocks(runs), turn_blocks(runs)] + [extra_blocks(p) for p in extra_paths]
               + [provenance_blocks(manifest_path, runs)])
     gone = missing_blocks(missing or {})
-    listed_apart = other_results_blocks([_other_run(name, Path(md_out).parent) for name in sorted(others)])
+    listed_apart = board + other_results_blocks(unreadable) + _earlier_latency(results, latency_made)
     write_text(md_out, markdown_report(runs, stats, extras, gone, listed_apart))
     plots = [(plot, runs, png_out)]
     images = {"hitk": Path(png_out).name}
@@ -95,6 +101,51 @@ def build_report(metrics_paths, extra_paths, md_out, html_out, png_out, official
         f"{sum(len(s['comparisons']) for s in stats)} comparisons")
 
 
+def _board(runs, metrics_paths, stats, others, results: Path, files: dict, log):
+    """(the runs with the folder's other readable, fresh results added, the stats with each such
+    dataset's paired tests over all of its entries, the stale entries, the unreadable ones, the
+    board's blocks)."""
+    from ..core import layout
+    from ..core.provenance import source_fingerprint
+    from .board import annotate, board_blocks, board_stats
+
+    source = source_fingerprint()
+    ours = {(m["dataset"], m["variant"]) for m in runs}
+    for m, p in zip(runs, metrics_paths):
+        annotate(m, p, results, True, files.get(m["dataset"]), source)
+    stale, unreadable = [], []
+    for name in sorted(others):
+        m = _other_run(name, results)
+        if "unreadable" in m or not isinstance(m.get("questions"), int):
+            unreadable.append(m)
+            continue
+        annotate(m, layout.path(layout.METRICS, root=results, dataset=m["dataset"], variant=m["variant"]), results,
+                 False, files.get(m["dataset"]), source)
+        (stale if m["board"]["stale"] else runs).append(m)
+    runs.sort(key=lambda m: m["dataset"])  # grouped by dataset, each in the order it came
+    if len(runs) > len(ours):
+        stats = board_stats(runs, stats, results, ours, log=log)
+    return runs, stats, stale, unreadable, board_blocks(runs, stale, results)
+
+
+def _earlier_latency(results: Path, latency_made: bool | None) -> list:
+    """A note where a latency page beside the report is an earlier run's: its timings are of that run."""
+    from ..core import layout
+    from ..core.doc import Code, Para
+
+    page = results / Path(layout.LATENCY_HTML).name
+    if latency_made is not False or not page.is_file():
+        return []
+    try:
+        shown = sorted({f"{s['dataset']}/{s['variant']}" for s in json.loads(
+            (results / Path(layout.LATENCY_JSON).name).read_text(encoding="utf-8"))})
+    except (OSError, ValueError, TypeError, KeyError):
+        shown = []
+    return [Para([Code(page.name), " beside this report is an earlier run's: this run measured no latency, so its "
+                  "timings are that run's" + (f" ({', '.join(shown)})" if shown else "") + "; delete it, or run "
+                  "with a memory service or config latency: true to remake it."], cls="note")]
+
+
 def _other_run(name: str, results: Path) -> dict:
     """The metrics.json (its official.json folded in) of ``name``, "dataset/variant", a result in the
     folder that this run does not make; ``{"dataset", "variant", "unreadable": why}`` when it cannot be
@@ -107,7 +158,12 @@ def _other_run(name: str, results: Path) -> dict:
                        .read_text(encoding="utf-8"))
         official = Path(layout.path(layout.OFFICIAL, root=results, dataset=dataset, variant=variant))
         if official.is_file():
-            m["official"] = json.loads(official.read_text(encoding="utf-8")).get("official")
+            o = json.loads(official.read_text(encoding="utf-8"))
+            m["official"] = o.get("official")
+            if o.get("turn"):
+                m["turn"] = o["turn"]
+            if o.get("data_file"):  # the data file it was computed on: the board's staleness check
+                m["data_file"] = o["data_file"]
         return m
     except (OSError, ValueError) as e:
         return {"dataset": dataset, "variant": variant, "unreadable": str(e)}

@@ -34,6 +34,7 @@ def merge(job: Job) -> None:
     block, _ = off.compute(job.params.fmt, i.questions, i.haystacks, i.events, o.deep, log=job.log)
     run = trec.write(o.deep, i.questions, w.variant, o.run, log=job.log)
     official = {"dataset": w.dataset, "variant": w.variant, "format": job.params.fmt,
+                "grain": job.params.variant.get("grain") or "session",  # what the figures are of
                 "data_file": data_file(i.get("verified")), "rankings": Path(o.deep).name, "official": block,
                 "run_trec": run}
     if i.get("base_verified"):  # the sessions come from another dataset's file (CN: LongMemEval-S's)

@@ -6,7 +6,7 @@ from .adapter import Job, stage
 
 
 @stage("report", inputs=["metrics", "extras", "manifest", "official", "stats", "exports"],
-       optional=["receipts"], outputs=["md", "html", "plot", "forest", "heatmap"], params=["needs", "others"])
+       optional=["receipts"], outputs=["md", "html", "plot", "forest", "heatmap"], params=["needs", "others", "latency"])
 def report(job: Job) -> None:
     from ..datasets.missing import find_missing, receipts_by_dataset
     from ..reporting.report import build_report
@@ -15,4 +15,4 @@ def report(job: Job) -> None:
     missing = find_missing(receipts_by_dataset(i.get("receipts", [])), job.params.needs)
     build_report(i.metrics, i.extras, o.md, o.html, o.plot, official_paths=i.official, stats_paths=i.stats,
                  forest_out=o.forest, heatmap_out=o.heatmap, manifest_path=i.manifest, log=job.log,
-                 missing=missing, workers=job.threads, others=job.params.others)
+                 missing=missing, workers=job.threads, others=job.params.others, latency_made=job.params.latency)

@@ -14,7 +14,7 @@ from tests.helpers import REPO
 from memobench.core import progress as pr
 
 LINE = re.compile(r"^(?P<what>.+): (?P<done>\d+) / (?P<total>\d+) (?P<unit>\w+) \((?P<pct>\d+)%, "
-                  r"(?P<rate>[\d,.]+) (?P=unit)/s\)")
+                  r"(?P<rate>[\d,.]+) (?P=unit)/s(, (?P<left>\d+ (s|min)) left)?\)")
 
 
 class Clock:
@@ -48,6 +48,11 @@ def test_lines_give_done_total_share_and_rate_at_most_every_interval(clock):
     m = LINE.match(log[0])
     assert m and m["what"] == "tokens js" and m["total"] == "1000" and m["unit"] == "events"
     assert float(m["rate"]) == pytest.approx(10, rel=0.05)
+    # the time left at that rate: what is left at 10 events a second (the first line's 950: 95 s, 2 min)
+    left_s = (1000 - int(m["done"])) / 10
+    assert m["left"] == (f"{left_s:.0f} s" if left_s < 90 else f"{left_s / 60:.0f} min"), log[0]
+    # every line says it until the last, when nothing is left
+    assert all(LINE.match(x)["left"] for x in log[:-1]) and LINE.match(log[-1])["left"] is None, log
     assert log[-1] == "tokens js: 1000 / 1000 events (100%, 10.0 events/s), done"
     # the console: a line once the job has run 30 s, then every 30 s, and the last one
     assert 3 <= len(console) <= 4 and console[-1] == log[-1] and set(console) <= set(log)

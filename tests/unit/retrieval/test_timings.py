@@ -127,7 +127,7 @@ def test_each_latency_row_says_what_its_cold_search_includes():
                    summary("svc", "system", MEASURES["system"])], "latency.png")
     (table,) = [b for b in page if hasattr(b, "rows")]
     col = table.header.index("a cold search includes")
-    assert table.header[col - 1] == "cold p50"
+    assert table.header[col - 1] == "cold p50 (ms)"
     assert [r[col] for r in table.rows] == [COLD["reference"], COLD["system"]]
     assert "index" in COLD["reference"] and "ingestion is not in it" in COLD["system"]
 
