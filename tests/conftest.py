@@ -106,6 +106,10 @@ def pytest_configure(config):
     whose monitor then lives as long as the test process, and normalize forks
     its workers only from a process with a single thread (datasets/inparts.py)."""
     sys.dont_write_bytecode = False
+    # xdist (3.7 and later) hands out the files with the most tests first unless told not to, which put
+    # the longest files (few tests, long runs) last: the order pytest_collection_modifyitems gives is kept
+    if getattr(config.option, "loadscopereorder", None):
+        config.option.loadscopereorder = False
     if not hasattr(config, "workerinput"):
         compileall.compile_dir(HERE.parent / "src" / "memobench", quiet=1)
     from tests.oracles import naive
