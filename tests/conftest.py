@@ -68,7 +68,7 @@ def pytest_terminal_summary(terminalreporter):
 
 # the workflow files that take longest, longest first (every docs page's blocks on the real LoCoMo file,
 # minilm's embeddings among them; the recipes' real servers; interrupted and repeated runs; the API's runs):
-# loadfile hands each worker two files at the start, so the two longest go to different workers
+# loadfile hands the first file to one worker and the second to the other, the next ones as each runs short
 LONGEST = ("test_docs_commands.py", "test_recipes.py", "test_interrupts.py", "test_python_api.py")
 
 
