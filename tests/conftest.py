@@ -68,7 +68,7 @@ def pytest_terminal_summary(terminalreporter):
 
 # the workflow files that take longest, longest first (every docs page's blocks on the real LoCoMo file,
 # minilm's embeddings among them; the recipes' real servers; interrupted and repeated runs; the API's runs):
-# loadfile hands each worker two files at the start, so the two longest go to different workers
+# loadfile hands the first file to one worker and the second to the other, the next ones as each runs short
 LONGEST = ("test_docs_commands.py", "test_recipes.py", "test_interrupts.py", "test_python_api.py")
 
 
@@ -106,6 +106,10 @@ def pytest_configure(config):
     whose monitor then lives as long as the test process, and normalize forks
     its workers only from a process with a single thread (datasets/inparts.py)."""
     sys.dont_write_bytecode = False
+    # xdist (3.7 and later) hands out the files with the most tests first unless told not to, which put
+    # the longest files (few tests, long runs) last: the order pytest_collection_modifyitems gives is kept
+    if getattr(config.option, "loadscopereorder", None):
+        config.option.loadscopereorder = False
     if not hasattr(config, "workerinput"):
         compileall.compile_dir(HERE.parent / "src" / "memobench", quiet=1)
     from tests.oracles import naive

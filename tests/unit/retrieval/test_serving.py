@@ -43,6 +43,16 @@ def expected(norm, tmp_path_factory):
     return _rank(norm, tmp_path_factory.mktemp("expected"), "bm25s")[0]
 
 
+@pytest.fixture(scope="module")
+def few(tmp_path_factory):
+    """A 3-question file and the in-process bm25s's lists of it, for a server started per namespace (each a
+    Python process: a question's haystack is a namespace): under servers: 2, a third waits for one to end."""
+    root = tmp_path_factory.mktemp("few")
+    write_longmemeval(root / "lme.json", 3, 6, seed=3, turns=(2, 4), words_per_turn=(4, 20), spice=True)
+    normalize_longmemeval(root / "lme.json", root / "norm", log=lambda m: None)
+    return root / "norm", _rank(root / "norm", root / "expected", "bm25s")[0]
+
+
 @pytest.fixture
 def reference():
     server = serve("bm25s", "user")
@@ -242,8 +252,9 @@ def _per_namespace(**over) -> dict:
                        "backoff_s": 0.01, "check": False, "servers": 2, **over}}
 
 
-def test_a_server_per_namespace_job_logs_its_searches_as_they_happen(norm, expected, tmp_path):
+def test_a_server_per_namespace_job_logs_its_searches_as_they_happen(few, tmp_path):
     pytest.importorskip("mcp")
+    norm, expected = few
     started = time.monotonic()
     got, lines = _rank(norm, tmp_path, "svc", _per_namespace())
     took = time.monotonic() - started
