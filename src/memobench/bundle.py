@@ -23,6 +23,7 @@ from pathlib import Path
 
 from .core import layout
 from .core.atomic import write_text
+from .datasets.download import sha256_of
 from .evaluation.measures import HITS
 
 FORMAT = "memobench-bundle/1"
@@ -131,14 +132,6 @@ def read(path: Path) -> tuple[dict, list[str]]:
     return header, lines
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def local_data_file(args, dataset: str) -> Path:
     """The configured raw file of ``dataset`` in the verifier's project."""
     from . import plan
@@ -192,7 +185,7 @@ def verify(args) -> str:
     if not raw.is_file():
         raise BundleError(f"{path}: {ds}'s data file {raw} is not there; place {want.get('file')} "
                           f"({want.get('label')}) there to verify against it")
-    got = _sha256(raw)
+    got = sha256_of(raw)
     if got != want.get("sha256"):
         raise BundleError(f"{path}: made on another data file of {ds} (sha256 {want.get('sha256', '')[:12]}, "
                           f"{want.get('label')}) than yours ({raw}, sha256 {got[:12]}); refused")
@@ -238,7 +231,7 @@ def verify(args) -> str:
         print("\n".join(out))
         raise BundleError(f"{path}: {len(wrong)} of its {len(rows)} figures do not hold when its run is rescored "
                           f"here ({', '.join(wrong[:4])}{', ...' if len(wrong) > 4 else ''}); refused")
-    write_text(folder / MARKER, json.dumps({"bundle": path.name, "sha256": _sha256(path), "variant": variant,
+    write_text(folder / MARKER, json.dumps({"bundle": path.name, "sha256": sha256_of(path), "variant": variant,
                                             "run_sha256": header["run"]["sha256"],
                                             "definition": header["definition"], "provenance": header["provenance"],
                                             "figures": len(rows)}, indent=1) + "\n")

@@ -19,19 +19,10 @@ order saved.
 
 import re
 
+from tests.helpers.shaped_mcp_server import ranking  # the same word-count ranking as the notebook server
+
 KEY = re.compile(r"[A-Za-z0-9_.:/-]+")
 REFUSAL = "Failed to save context item: Key contains special characters"
-
-
-def words(text: str) -> set[str]:
-    return set(re.findall(r"\w+", text.lower()))
-
-
-def ranking(query: str, texts: list[str]) -> list[tuple[int, int]]:
-    """(index, score) of the texts holding any of the query's words, best first, ties in order."""
-    asked = words(query)
-    scored = [(i, len(asked & words(t))) for i, t in enumerate(texts)]
-    return sorted((x for x in scored if x[1] > 0), key=lambda x: (-x[1], x[0]))
 
 
 def build():
