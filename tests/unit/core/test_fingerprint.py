@@ -92,7 +92,12 @@ def scanned_closure(roots, exclude=frozenset()) -> set[str]:
             continue
         seen.add(m)
         todo |= scanned_imports(module_file(m).read_text(encoding="utf-8"), m) - seen - set(exclude)
-    return seen
+    # a package runs for what runs under it: one reached only as the parent of excluded modules (services
+    # and services.job, above a memory service's rank module, which the catalog loads only for its row) is
+    # not what this job runs
+    under = {".".join(m.split(".")[:i]) for m in seen if module_file(m).name != "__init__.py"
+             for i in range(1, m.count(".") + 1)}
+    return {m for m in seen if module_file(m).name != "__init__.py" or m in under or m in set(roots)}
 
 
 def _every_retriever_module() -> set[str]:
