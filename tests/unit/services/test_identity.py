@@ -94,10 +94,10 @@ def test_a_stdio_server_says_what_it_is_and_its_stderr_is_starred(tmp_path, monk
 @pytest.mark.slow
 def test_a_streamable_http_refusal_is_one_line_never_retried(monkeypatch):
     import subprocess
-    import time
 
     from memobench.services.operations.api import tools
     from memobench.services.transport.client import ServiceError
+    from memobench.services.transport import mcp as mcp_transport
     from memobench.services.transport.mcp import McpClient
 
     proc = subprocess.Popen([sys.executable, "-m", "tests.helpers.shaped_mcp_server", "--http", "0"],
@@ -106,13 +106,20 @@ def test_a_streamable_http_refusal_is_one_line_never_retried(monkeypatch):
         url = proc.stdout.readline().split(" on ")[1].strip()
         client = McpClient(tools(None, "test"), url=url, headers={"Authorization": "Bearer a-wrong-key"}, retries=3,
                            backoff_s=5.0)
-        started = time.monotonic()
+        tried = []  # the attempts the call made (a retry would be a second, after waiting its backoff)
+
+        def counted(tries, backoff_s, at_least=None):
+            for attempt in range(1, tries + 1):
+                tried.append(attempt)
+                yield attempt
+
+        monkeypatch.setattr(mcp_transport, "attempts", counted)
         try:
             with pytest.raises(ServiceError) as e:
                 client.once("count", {"namespace": "a"})
         finally:
             client.close()
-        assert time.monotonic() - started < 5.0  # no retry waited its backoff
+        assert tried == [1]  # never retried
         assert str(e.value) == (f"count tool 'count': the server at {url} answered HTTP 401 Unauthorized: it refused "
                                 f"the credentials (system.headers, or the url's user or key)")
     finally:
