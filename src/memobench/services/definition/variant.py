@@ -62,11 +62,7 @@ def system_variant(name: str, family: str, entry: dict, others: dict | None = No
 
         operations, transport = library_operations(s, where), "library"
     elif "url" in s:
-        if not _http_url(s["url"]):
-            raise ConfigError(f"{where}: url {_shown(s['url'])!r} is not an http:// or https:// URL")
-        _no_placeholder_in_url(s["url"], f"{where}: url", "an endpoint's path (endpoints: search: path: "
-                                                        "/namespaces/{namespace}/search)")
-        _no_written_secret(s["url"], f"{where}: url")
+        _checked_url(s["url"], where, "an endpoint's path (endpoints: search: path: /namespaces/{namespace}/search)")
         if "tools" in s or s.get("answer", "plain") != "plain":
             # answer: plain reads a body as text over HTTP too; structured and text are an MCP tool's
             raise ConfigError(f"{where}: {'tools are' if 'tools' in s else 'answer is'} an MCP server's; an HTTP "
@@ -265,6 +261,15 @@ def _shown(url) -> str:
     return shown_url(url) if isinstance(url, str) else repr(url)
 
 
+def _checked_url(url: str, where: str, instead: str) -> None:
+    """A service's url (HTTP, or MCP's streamable HTTP): http(s), no placeholder (``instead`` says where one
+    goes), no secret written out."""
+    if not _http_url(url):
+        raise ConfigError(f"{where}: url {_shown(url)!r} is not an http:// or https:// URL")
+    _no_placeholder_in_url(url, f"{where}: url", instead)
+    _no_written_secret(url, f"{where}: url")
+
+
 def _no_written_secret(url: str, where: str) -> None:
     """A URL's password (or user, without one) and query values are ``$NAME``s, read from the
     environment when the job starts: written out, the secret would be in the rule's params, which
@@ -363,11 +368,7 @@ def _mcp_transport(m, where: str) -> str:
         raise ConfigError(f"{where}: unknown key(s) {', '.join(sorted(set(m) - {'command', 'url', 'env'}))} "
                           f"(known: command, url, env)")
     if "url" in m:
-        if not _http_url(m["url"]):
-            raise ConfigError(f"{where}: url {_shown(m['url'])!r} is not an http:// or https:// URL")
-        _no_placeholder_in_url(m["url"], f"{where}: url", "a tool's arguments, or, for a server per namespace, "
-                                                        "mcp: command or env")
-        _no_written_secret(m["url"], f"{where}: url")
+        _checked_url(m["url"], where, "a tool's arguments, or, for a server per namespace, mcp: command or env")
         if "env" in m:
             raise ConfigError(f"{where}: env is for a server started by command")
         return "mcp-http"
