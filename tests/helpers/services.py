@@ -20,7 +20,8 @@ from memobench.retrieval.sharing import write_segment
 
 def rank_one_segment(norm: Path, root: Path, name: str, entry: dict | None = None, log=None):
     """One segment of ``name`` (a variant, a system one when ``entry`` is given) written under ``root``:
-    (rankings, outcomes, deep) tables, and the job's log lines."""
+    (rankings, outcomes, deep) tables, and the job's log lines (a turn variant's turn lists go to
+    ``turns.parquet`` in the segment's folder)."""
     lines = []
     v = resolve(name, "s", {name: entry} if entry else {})
     out = {kind: Path(layout.path(layout.SEGMENT_TABLE, root=root / "results", dataset="lme", variant=name,
@@ -30,7 +31,8 @@ def rank_one_segment(norm: Path, root: Path, name: str, entry: dict | None = Non
     t = layout.table_paths(norm)
     timings = Path(layout.path(layout.TIMINGS, root=root / "results", dataset="lme", variant=name, segment="seg1"))
     write_segment(v, t["questions"], t["haystacks"], t["events"], 1, 1, out["rankings"], out["outcomes"],
-                  deep_out=out["deep"], log=log or lines.append, timings_out=timings, dataset="lme")
+                  deep_out=out["deep"], log=log or lines.append, timings_out=timings, dataset="lme",
+                  turns_out=out["rankings"].parent / "turns.parquet" if v.grain == "turn" else None)
     return tuple(pq.read_table(out[k]) for k in ("rankings", "outcomes", "deep")), lines
 
 

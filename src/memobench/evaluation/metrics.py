@@ -172,6 +172,7 @@ def checks_summary(seg_tables) -> dict:
     summed and the question ids listed, never a rate averaged."""
     import json
 
+    from ..retrieval.attribution import merged as attribution_merged
     from ..retrieval.harness import CHECKS_KEY
 
     parts = [json.loads(t.schema.metadata[CHECKS_KEY]) for t in seg_tables
@@ -184,7 +185,10 @@ def checks_summary(seg_tables) -> dict:
                                   "max_per_job": errors[0]["max"],
                                   "questions": [q for e in errors for q in e["questions"]]},
                 **({"system_determinism": service_determinism([p["system_determinism"] for p in parts])}
-                   if all("system_determinism" in p for p in parts) else {})}
+                   if all("system_determinism" in p for p in parts) else {}),
+                # a service that answers in text: how its items were attributed (retrieval/attribution.py)
+                **({"attribution": attribution_merged([p["attribution"] for p in parts])}
+                   if all("attribution" in p for p in parts) else {})}
     limits = sorted({p["timeouts"]["limit_s"] for p in parts}, key=lambda x: (x is None, x))
     return {
         "determinism": {"checked": sum(p["determinism"]["checked"] for p in parts),
@@ -233,6 +237,12 @@ def service_warnings(checks: dict, retriever: dict) -> list[str]:
         if d["concurrent"]["differing"]:
             out.append(f"its lists move under load: {len(d['concurrent']['differing'])} questions searched "
                        f"concurrently (system.load) gave another list than searched alone")
+    a = checks.get("attribution")
+    if a and a["ids_mismatched"]:
+        first = a["ids_mismatched"][0]
+        out.append(f"{len(a['ids_mismatched'])} of {a['ids_checked']} ids it returned beside a text do not hold that "
+                   f"text (a wrong id; first: question {first['question']!r}, rank {first['rank']}, id "
+                   f"{first['id']!r}); its figures rank those ids as returned")
     check = retriever.get("check")
     if isinstance(check, dict) and check.get("skip"):
         out.append(f"its conformance check skipped {', '.join(check['skip'])} (system.check.skip): what "

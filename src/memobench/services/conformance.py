@@ -266,6 +266,9 @@ class _Check:
         ids check judges it)."""
         from .sent.sessions import keyed
 
+        if "text" in self.spec["results"] or "split" in self.spec["results"]:
+            if self.spec["results"].get("id") is None and namespace in self.held:
+                return self._attributed(namespace, ids, scores)
         if not keyed(self.spec) or namespace not in self.sent:
             return Listed(ids, scores, None)
         items, assigned = self.sent[namespace]
@@ -280,6 +283,29 @@ class _Check:
             out.append(rid if item is None else item.session["id"])
             copies.append(None if item is None else item.position)
             kept.append(None if scores is None else scores[r])
+        return Listed(out, None if scores is None else kept, copies)
+
+    def _attributed(self, namespace: str, texts: list[str], scores: list | None) -> Listed:
+        """A text service's results (``texts``) as the sessions of ``namespace`` they are attributed to
+        (retrieval/attribution.py), each at its first text; a text attributed to none is kept as it came (the
+        ids check judges it)."""
+        from ..retrieval.attribution import TurnIndex
+
+        held = self.held[namespace]
+        index = TurnIndex([t["content"] for s in held for t in s.turns],
+                          [p for p, s in enumerate(held) for _ in s.turns], self.spec["attribution"])
+        groups = index.groups
+        out, kept, copies, seen = [], [], [], set()
+        for r, text in enumerate(texts):
+            found = [groups[j] for j in index.attribute(text).turns]
+            for p in (found or [None]):
+                if p in seen:
+                    continue
+                if p is not None:
+                    seen.add(p)
+                out.append(text if p is None else held[p].id)
+                copies.append(p)
+                kept.append(None if scores is None else scores[r])
         return Listed(out, None if scores is None else kept, copies)
 
     def _holder(self, ns: str, s: Synthetic, got: Listed) -> int | None:

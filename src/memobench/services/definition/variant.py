@@ -24,6 +24,9 @@ ANSWERS = ("structured", "text", "plain")
 # what a degenerate answer makes (evaluation.metrics.degenerate; the merge job checks): read as given, not a
 # DEFAULTS entry, so that the variants that leave it out keep their definition
 DEGENERATE = ("warn", "error")
+# where a service that answers in text has each item's text: a dotted path in each result, or a regex cutting
+# a text answer into items (docs/memory-services.md#services-that-answer-in-text)
+TEXT_RESULTS = ("text", "split")
 MIN_K = 10  # the least system.k: the harness figures read a list to rank 10
 # settings read with a default but kept out of DEFAULTS and the params (variants written before them keep
 # their definition): their defaults, for :func:`definition`
@@ -106,13 +109,15 @@ def system_variant(name: str, family: str, entry: dict, others: dict | None = No
         if value is not None:  # absent at its default: the params of a config that leaves it out
             spec[key] = value
     results = {**DEFAULT_RESULTS, **(s.get("results") or {})}
-    if set(results) - set(DEFAULT_RESULTS) - {"pattern"}:
-        raise ConfigError(f"{where}: results: unknown key(s) {', '.join(sorted(set(results) - set(DEFAULT_RESULTS)))}"
-                          f" (known: {', '.join(DEFAULT_RESULTS)}, pattern)")
+    if set(results) - set(DEFAULT_RESULTS) - {"pattern", *TEXT_RESULTS}:
+        unknown = set(results) - set(DEFAULT_RESULTS) - {"pattern", *TEXT_RESULTS}
+        raise ConfigError(f"{where}: results: unknown key(s) {', '.join(sorted(unknown))}"
+                          f" (known: {', '.join(DEFAULT_RESULTS)}, pattern, {', '.join(TEXT_RESULTS)})")
     if "pattern" in results:
         from ..operations.api import pattern
 
         pattern(results["pattern"], f"{where}: results: pattern")
+    _text_results(spec, results, s, where)
     spec["operations"], spec["transport"], spec["results"] = operations, transport, results
     spec["identity"] = identity(s)
     shown = identity(s, public=True)
@@ -122,6 +127,38 @@ def system_variant(name: str, family: str, entry: dict, others: dict | None = No
     asked += ", arrival not confirmed (confirm: none)" if spec.get("confirm") == "none" else ""
     return Variant(name, Recipe(backend=BACKEND, documents="all"), SKIP[family], f"memory service: {shown}{asked}",
                    entry.get("description", f"the memory service at {shown}"), retriever=spec)
+
+
+def _text_results(spec: dict, results: dict, s: dict, where: str) -> None:
+    """A service that answers in text (docs/memory-services.md#services-that-answer-in-text): ``results.text``
+    (where each result's text sits) or ``results.split`` (a regex cutting a text answer into items), its
+    ``attribution`` settings (kept in ``spec``, so in the definition), and ``results.id: null`` (no ids) only
+    then."""
+    from ...retrieval.attribution import settings_of
+
+    given = [k for k in TEXT_RESULTS if k in results]
+    if len(given) > 1:
+        raise ConfigError(f"{where}: results: give text (a dotted path in each result) or split (a regex cutting "
+                          f"a text answer into items), not both")
+    if not given:
+        if results.get("id") is None:
+            raise ConfigError(f"{where}: results: id is null, so the service's results name nothing: give "
+                              f"results.text (where each result's text sits) to attribute its text to turns")
+        if "attribution" in s:
+            raise ConfigError(f"{where}: attribution needs results.text or results.split (the text attributed)")
+        return
+    if "text" in results and not isinstance(results["text"], str):
+        raise ConfigError(f"{where}: results: text must be a dotted path (a string; \"\" for a result that is "
+                          f"the text), not {results['text']!r}")
+    if "split" in results:
+        from ..operations.api import pattern
+
+        pattern(results["split"], f"{where}: results: split", group=False)
+        if "pattern" in results or (s.get("results") or {}).get("id") is not None:
+            raise ConfigError(f"{where}: results: split cuts a text answer into items that name no id; give no id "
+                              f"or pattern with it")
+        results["id"] = None
+    spec["attribution"] = settings_of(s.get("attribution"), where)
 
 
 def _shapes(spec: dict, operations: dict, transport: str, where: str) -> None:

@@ -14,7 +14,8 @@ from ...core.atomic import locked
 from ...retrieval.returned import Haystack, RetrieverError, check_ranking, turns_of
 from ..definition.variant import definition
 from ..ledger import Ledger
-from ..operations.calls import _IngestFailed, _session_ids_for_turns, count_of, has_count, ingest_namespace, reset_namespace, result_ids, tried_whole
+from ..operations.calls import (_IngestFailed, _session_ids_for_turns, answers_in_text, count_of, has_count,
+                               ingest_namespace, reset_namespace, result_ids, result_texts, tried_whole)
 from ..sent.sessions import keyed, rendered, search_values, sent_items, sent_shape
 from ..transport.connect import client_of
 
@@ -49,6 +50,12 @@ class _Service:
         from .determinism import Lists
 
         self.lists = Lists(self.spec)  # the lists searched, to compare with searches again (determinism.py)
+        self.attributed = None  # a text service's attributions (retrieval/attribution.py): its Tally
+        self._indexes: dict[int, tuple] = {}  # id(a haystack's sessions) -> (them, their TurnIndex)
+        if answers_in_text(self.spec):
+            from ...retrieval.attribution import Tally
+
+            self.attributed = Tally(self.spec["attribution"])
 
     def where(self, qid=None) -> str:
         return f"variant {self.v.name!r}" + (f": question {qid!r}" if qid is not None else "")
@@ -166,7 +173,8 @@ class _Service:
 
         sent = self._items(sessions)
         unit = "turn" if self.v.grain == "turn" else "session"
-        for item, words in zip(sent, confirm_queries(sent)):
+        texts_only = self.attributed is not None and self.spec["results"].get("id") is None
+        for k, (item, words) in enumerate(zip(sent, confirm_queries(sent))):
             if words is None:
                 continue  # an empty session: no word to find it by
             q = {"question_id": "memobench-confirm", "question": words}
@@ -175,7 +183,12 @@ class _Service:
             self._time("confirm", "", namespace, None, call)
             what = f"confirmation search of namespace {namespace!r}"
             ids = result_ids(resp, self.spec, f"{self.where()}: {what}", unit)[0]
-            if not came_back(item, ids, keyed(self.spec), assigned):
+            if texts_only:  # its texts came back: one of them is attributed to the item's session
+                index, groups = self._index(sessions)
+                back = getattr(item, "position", k) in {groups[j] for t in ids for j in index.attribute(t).turns}
+            else:
+                back = came_back(item, ids, keyed(self.spec), assigned)
+            if not back:
                 key = getattr(item, "key", None) or item["id"]
                 raise Refused(f"session {key!r} sent to namespace {namespace!r} never came back in a search for "
                               f"its own words {values['query']!r} (system.confirm: search; the service has no "
@@ -327,6 +340,7 @@ class _Service:
                 return self._error(qid, str(e))
         self._time("search", phase, namespace, qid, call)
         ids, scores = result_ids(resp, self.spec, where, "turn" if turns is not None else "session")
+        texts = result_texts(resp, self.spec, where)[1] if self.attributed is not None else None
         for _ in range(int(self.spec["warm_repeats"])):
             try:
                 answer, again = self.client.once("search", values)
@@ -336,12 +350,19 @@ class _Service:
             self.lists.repeated(namespace, q, ids, answer, where)  # its list: the same, or flagged
         if self._forgot(qid, namespace, sessions, content, ids):
             return self.search(q, hay, sessions, namespace, content, turns)
-        got = self.ranking(ids, scores, hay, sessions, namespace, where, turns)
+        got = self.ranking(ids, scores, hay, sessions, namespace, where, turns, texts=texts, qid=qid)
         self.lists.searched(namespace, content, q, hay, sessions, turns, ids, got)
         return got
 
-    def ranking(self, ids, scores, hay, sessions: list[dict], namespace: str, where: str, turns=None):
-        """(positions, scores) of a search's result ids and scores (:func:`result_ids`) in ``namespace``."""
+    def ranking(self, ids, scores, hay, sessions: list[dict], namespace: str, where: str, turns=None,
+                texts=None, qid=None):
+        """(positions, scores) of a search's result ids and scores (:func:`result_ids`) in ``namespace``. A
+        service that answers in text: its texts attributed to the haystack's turns (without ids, ``ids`` are
+        the texts) and counted, when ``texts`` are given (a question's own search, not a replica's); beside
+        ids, each text checked against its id's content."""
+        if self.attributed is not None and self.spec["results"].get("id") is None:
+            return self._attributed(ids, scores, sessions, turns, count=texts is not None)
+        returned = ids
         ranked = turns_of(hay, turns) if turns is not None else Haystack(tuple(hay.ids), ("",) * len(hay.ids),
                                                                           tuple(hay.dates))
         if turns is None and keyed(self.spec):
@@ -350,7 +371,77 @@ class _Service:
             ids, scores = positions(ids, scores, self._items(sessions), self._assigned(namespace), where)
         if turns is not None:
             _session_ids_for_turns(ids, ranked, where)
-        return check_ranking((ids, scores) if scores is not None else ids, ranked, where)
+        listed, kept = ids, scores
+        if self.attributed is not None:
+            # passages beside ids: several of one session (or turn) are that id at its first
+            first = [r for r, rid in enumerate(ids) if rid not in ids[:r]]
+            listed, kept = [ids[r] for r in first], None if scores is None else [scores[r] for r in first]
+        got = check_ranking((listed, kept) if kept is not None else listed, ranked, where)
+        if texts is not None:
+            self._check_texts(returned, texts, sessions, turns, namespace, qid)
+        return got
+
+    def _index(self, sessions: list[dict], turns=None):
+        """The :class:`TurnIndex` of a haystack's turns (every turn its service was sent, in haystack order,
+        grouped by haystack position) and each turn's haystack position; one per haystack, kept for the job."""
+        from ...retrieval.attribution import TurnIndex
+
+        key = id(sessions)
+        if key not in self._indexes:
+            texts = [t.get("content") or "" for s in sessions for t in s["turns"]]
+            groups = [p for p, s in enumerate(sessions) for _ in s["turns"]]
+            if turns is not None and len(turns.texts) != len(texts):
+                raise RetrieverError(f"{self.where()}: the haystack's turns ({len(turns.texts)}) are not the "
+                                     f"{len(texts)} turns sent; attribution needs them to be one list")
+            self._indexes[key] = (sessions, TurnIndex(texts, groups, self.spec["attribution"]), groups)
+        return self._indexes[key][1], self._indexes[key][2]
+
+    def _attributed(self, texts: list[str], scores, sessions: list[dict], turns, count: bool):
+        """(positions, scores) of a text-only service's texts: each turn (a turn variant) or session at the
+        first text attributed to it; the attributions counted when ``count``."""
+        from ...retrieval.attribution import ranked
+
+        index, groups = self._index(sessions, turns)
+        found = [index.attribute(t) for t in texts]
+        if count:
+            for a in found:
+                self.attributed.add(a)
+        units = list(range(len(groups))) if turns is not None else groups
+        return ranked(found, units, scores)
+
+    def _check_texts(self, ids: list[str], texts: list[str], sessions: list[dict], turns, namespace: str,
+                     qid) -> None:
+        """Each text returned beside an id, attributed and checked against that id's content: a text none of
+        whose turns is the id's turn (a turn variant) or in the id's session is a mismatch (a wrong id),
+        counted with the question, its rank and the id."""
+        index, groups = self._index(sessions, turns)
+        if turns is not None:
+            units = {}
+            for j, tid in enumerate(turns.ids):
+                units.setdefault(tid, set()).add(j)
+        else:
+            owner = self._owners(sessions, namespace)
+        for r, (rid, text) in enumerate(zip(ids, texts), 1):
+            a = index.attribute(text)
+            self.attributed.add(a)
+            self.attributed.checked += 1
+            named = units.get(rid, set()) if turns is not None else owner(rid)
+            found = set(a.turns) if turns is not None else {groups[j] for j in a.turns}
+            if not found & named:
+                self.attributed.mismatch(qid, r, rid)
+
+    def _owners(self, sessions: list[dict], namespace: str):
+        """A result id -> the haystack positions it names: a session id's copies, or (results that name keys
+        or ids the service assigned) its item's session."""
+        if keyed(self.spec):
+            by_key = {i.key: i.position for i in self._items(sessions)}
+            assigned = self._assigned(namespace)
+            return lambda rid: {by_key[k]} if (k := (assigned.get(rid) if assigned is not None else rid)) in by_key \
+                else set()
+        copies: dict[str, set] = {}
+        for p, s in enumerate(sessions):
+            copies.setdefault(s["id"], set()).add(p)
+        return lambda rid: copies.get(rid, set())
 
     def _asked(self, q: dict) -> str | None:
         """The query text of question ``q`` (``system.query``'s transform), or None: its own text."""
@@ -450,7 +541,8 @@ class _Service:
     def checks(self) -> dict:
         return {"system_errors": {"count": len(self.errors), "questions": [q for q, _ in self.errors],
                                   "max": int(self.spec["max_errors"])},
-                "system_determinism": self.lists.summary()}
+                "system_determinism": self.lists.summary(),
+                **({"attribution": self.attributed.summary()} if self.attributed is not None else {})}
 
     def timed(self) -> tuple[list[tuple], dict]:
         """Its timings rows and what they were measured against (write_segments writes them)."""

@@ -147,15 +147,57 @@ def has_count(spec: dict, client) -> bool:
     return spec["operations"].get("count") is not None and getattr(client, "counts", True)
 
 
+def answers_in_text(spec: dict) -> bool:
+    """True when the service's results are text attributed to turns (``results.text`` or ``results.split``)."""
+    return "text" in spec["results"] or "split" in spec["results"]
+
+
+def result_texts(resp, spec: dict, where: str, unit: str = "session") -> tuple[list[str] | None, list[str], list | None]:
+    """(the ids beside the texts, or None where the results name none; each result's text, best first; their
+    scores or None) of a text service's search answer (``results.text``: a dotted path in each result,
+    ``results.split``: a regex cutting the text at ``results.list`` into items, each stripped, blank ones
+    dropped); a one-line RetrieverError saying what came back when they are not there."""
+    import re
+
+    res = spec["results"]
+    listed = _picked(resp, res, "list", where)
+    if "split" in res:
+        if not isinstance(listed, str):
+            raise RetrieverError(f"{where}: the results at {res['list']!r} are {type(listed).__name__}, not text to "
+                                 f"split (results.split): {_short(resp)}")
+        return None, [p.strip() for p in re.split(res["split"], listed) if p.strip()], None
+    if not isinstance(listed, list):
+        raise RetrieverError(f"{where}: the results at {res['list']!r} are {type(listed).__name__}, not a "
+                             f"list: {_short(resp)}")
+    texts = []
+    for r, item in enumerate(listed, 1):
+        text = _picked(item, res, "text", f"{where}: result {r}")
+        if not isinstance(text, str):
+            raise RetrieverError(f"{where}: result {r}: the text at {res['text']!r} is {_short(text)}, not a string")
+        texts.append(text)
+    ids, scores = _ids_and_scores(resp, listed, spec, where, unit)
+    return (ids if res.get("id") is not None else None), texts, scores
+
+
 def result_ids(resp, spec: dict, where: str, unit: str = "session") -> tuple[list[str], list | None]:
     """(the ids, best first; their scores, or None when a result has none) of a search's answer, read where
-    ``system.results`` says; a one-line RetrieverError saying what came back when they are not there."""
+    ``system.results`` says; a one-line RetrieverError saying what came back when they are not there. A
+    service whose results name no id (``results.id: null``, or ``results.split``) lists its texts: two
+    answers compare as their texts (a repeated search, a replica)."""
+    if answers_in_text(spec) and spec["results"].get("id") is None:
+        _, texts, scores = result_texts(resp, spec, where, unit)
+        return texts, scores
+    res = spec["results"]
+    return _ids_and_scores(resp, _picked(resp, res, "list", where), spec, where, unit)
+
+
+def _ids_and_scores(resp, listed, spec: dict, where: str, unit: str) -> tuple[list[str], list | None]:
+    """result_ids of the value at ``results.list`` (``listed``)."""
     from .api import Missing, pick
 
     import re
 
     res = spec["results"]
-    listed = _picked(resp, res, "list", where)
     found = re.compile(res["pattern"]) if res.get("pattern") else None
     if isinstance(listed, str) and found is not None:
         # a plain-text answer: its ids are every match, in order, without scores
@@ -167,6 +209,13 @@ def result_ids(resp, spec: dict, where: str, unit: str = "session") -> tuple[lis
     ingest = spec["operations"]["ingest"]
     assigns = "id" in ingest or "id_pattern" in ingest
     for r, item in enumerate(listed, 1):
+        if res.get("id") is None:  # a text service's results without ids: their scores only
+            if res.get("score") and scores is not None:
+                try:
+                    scores.append(pick(item, res["score"]))
+                except Missing:
+                    scores = None
+            continue
         sid = _picked(item, res, "id", f"{where}: result {r}")
         if assigns and isinstance(sid, int) and not isinstance(sid, bool):
             sid = str(sid)  # an id the service assigned as a number (read as its text at ingestion: assigned_ids)
