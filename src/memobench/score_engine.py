@@ -598,6 +598,10 @@ def _scored(args, one_at_a_time) -> dict:
         errors = m.get("system_errors") or {}
         out.append(f"  {name}: items {m['items']}; skipped: {skipped}; failed at the service (counted as misses): "
                    f"{errors.get('count', 0)}")
+        if m.get("attribution"):
+            from .retrieval.attribution import stated
+
+            out.append(f"  {name}: {stated(m['attribution'])}")
     elif kind != "run":
         out.append(f"  {name}: items {m['items']}; skipped: {skipped}"
                    + (f"; counted as misses: {', '.join(f'{k} {v}' for k, v in miss.items())}" if miss else ""))

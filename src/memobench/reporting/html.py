@@ -13,7 +13,7 @@ from ..evaluation.official import LOCOMO_CATEGORIES
 from ..evaluation.published import published
 from .labels import by_dataset, label
 from .numbers import percent, printed, published_diff
-from .sections import (DEPTH_MEANS, depths, latency_note, matrix_blocks, paired_blocks, per_type_blocks, pool_note, reading_guide, warned, warnings_note, type_paired_blocks,
+from .sections import (DEPTH_MEANS, depths, latency_note, matrix_blocks, paired_blocks, per_type_blocks, pool_note, reading_guide, warned, warnings_note, attribution_note, type_paired_blocks,
                        variant_table)
 
 CSS = """
@@ -119,6 +119,9 @@ def html_main_tables(runs: list[dict]) -> list[str]:
         warnings = warnings_note(ms)
         if warnings is not None:
             out.append(to_html([warnings]))
+        attributed = attribution_note(ms)
+        if attributed is not None:
+            out.append(to_html([attributed]))
         pools = pool_note(ms)
         if pools is not None:
             out.append(to_html([pools]))

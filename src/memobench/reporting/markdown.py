@@ -8,7 +8,7 @@ from ..evaluation.measures import HARNESS_MEASURES, MEASURES, OFFICIAL_MEASURES
 from ..evaluation.published import published
 from .labels import by_dataset, label
 from .numbers import percent, printed, published_diff
-from .sections import (DEPTH_MEANS, latency_note, matrix_blocks, paired_blocks, per_type_blocks, pool_note, reading_guide, warned, warnings_note, type_paired_blocks,
+from .sections import (DEPTH_MEANS, latency_note, matrix_blocks, paired_blocks, per_type_blocks, pool_note, reading_guide, warned, warnings_note, attribution_note, type_paired_blocks,
                        variant_table)
 
 
@@ -38,7 +38,7 @@ def md_main(runs: list[dict]) -> list:
             Table(["dataset", "variant", "questions", *(MEASURES[k].label for k in HARNESS_MEASURES), "random hit@1"],
                   rows, left=2),
             *(Para([f"{ds}: ", *note.content], cls=note.cls) for ds, ms in by_dataset(runs).items()
-              for note in (warnings_note(ms), pool_note(ms)) if note is not None)]
+              for note in (warnings_note(ms), attribution_note(ms), pool_note(ms)) if note is not None)]
 
 
 def md_official(runs: list[dict]) -> list:

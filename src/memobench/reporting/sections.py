@@ -408,6 +408,17 @@ def warnings_note(ms: list[dict]) -> Para | None:
     return Para([Strong("Warnings: " + " ".join(w.rstrip(".") + "." for w in said))], cls="note")
 
 
+def attribution_note(ms: list[dict]) -> Para | None:
+    """How the lists of a dataset's variants that answer in text were made (metrics.json ``attribution``:
+    retrieval/attribution.py), one sentence each, under the table whose figures they are."""
+    from ..retrieval.attribution import stated
+
+    said = [f"{label(m)}: {stated(m['attribution'])}" for m in ms if m.get("attribution")]
+    if not said:
+        return None
+    return Para(["Attribution: " + " ".join(w.rstrip(".") + "." for w in said)], cls="note")
+
+
 def pool_note(ms: list[dict]) -> Para | None:
     """A dataset's pool sizes beside its hit@k columns (metrics.json
     ``pool_at_most`` and ``random``): the share of evaluated questions whose
