@@ -222,3 +222,25 @@ def test_metrics_json_states_what_ranked_each_kind_and_no_memo_recipe_beside_oth
             "imported": "imported run", "system": "memory service"}[block["kind"]]
     spec = to_spec(resolve("svc", "locomo", custom))
     assert "MY_PW" not in spec["harness"] + spec["description"] and "127.0.0.1:8765" in spec["description"]
+
+
+def test_a_text_variant_s_figures_state_its_attribution_in_both_reports(tmp_path):
+    from memobench.retrieval.attribution import Tally, TurnIndex, merged, settings_of
+
+    res = tmp_path / "results"
+    paths = [_run(res, "locomo10", v, [1, 2, 0, 1, 5, 1], ["4", "5", "2", "1", "3", "4"], fmt="locomo",
+                  skip_rule="locomo")[0] for v in ("v0.8.0", "texts")]
+    index = TurnIndex(["I bought a blue kayak", "The bakery sells rye"], [0, 1], settings_of(None, "t"))
+    tally = Tally(settings_of(None, "t"))
+    for text in ("I bought a blue kayak", "the BAKERY sells rye", "unrelated words here"):
+        tally.add(index.attribute(text))
+    m = json.loads(paths[1].read_text())
+    m["attribution"] = merged([tally.summary()])
+    paths[1].write_text(json.dumps(m))
+    md, html = _report(tmp_path, paths)
+    for text in (md, html):
+        said = text[text.index("Attribution: "):]
+        for part in ("exact+normalized", "2 of 3 items attributed", "66.7%", "1 exact", "1 after normalisation",
+                     "0 by overlap", "1 unattributed (never a hit)"):
+            assert part in said[:600], (part, said[:600])
+    assert md.count("Attribution: ") == 1
