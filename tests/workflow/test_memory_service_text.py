@@ -180,3 +180,18 @@ def test_the_same_server_without_a_wrong_id_passes_the_check(norm, tmp_path, ser
     (_, outcomes, _), _ = rank_one_segment(norm, tmp_path, "ids-right", entry)
     a = checks_summary([outcomes])["attribution"]
     assert a["ids_checked"] > 0 and a["ids_mismatched"] == []
+
+
+def test_the_outcomes_keep_each_item_s_hash_kind_and_turns(norm, tmp_path, server):
+    from memobench.retrieval.attribution import text_hash
+
+    url = server()
+    (_, outcomes, _), _ = rank_one_segment(norm, tmp_path, "texts", _text_variant(url))
+    ids = [f"{sid}_{t + 1}" for sid, turns in SESSIONS for t in range(len(turns))]
+    for row in outcomes.to_pylist():
+        text = next(t for q, t, _ in QUESTIONS if q == row["question_id"])
+        said = answer(_sessions(), text, 50)
+        assert [i["text_sha256"] for i in row["attributed"]] == [text_hash(x["text"]) for x, _ in said]
+        assert [i["turn_ids"] for i in row["attributed"]] == [
+            [ids[sum(len(t) for _, t in SESSIONS[:s]) + t] for s, t in sources] for _, sources in said]
+        assert [i["kind"] == "unattributed" for i in row["attributed"]] == [not sources for _, sources in said]

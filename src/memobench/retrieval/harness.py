@@ -59,6 +59,13 @@ OUTCOMES = pa.schema(
     ]
 )
 
+# a text variant's outcomes column (retrieval/attribution.py): each question's returned items in order, each
+# its text's sha256 (16 hex digits), match kind, the turn ids it is attributed to, the overlap share, and,
+# where the service named one beside it, the id and whether the text matched that id's content
+ATTRIBUTED = ("attributed", pa.list_(pa.struct([
+    ("text_sha256", pa.string()), ("kind", pa.string()), ("turn_ids", pa.list_(pa.string())),
+    ("score", pa.float64()), ("id", pa.string()), ("id_matches", pa.bool_())])))
+
 
 def segment_bounds(n: int, segment: int, n_segments: int) -> tuple[int, int]:
     if not 1 <= segment <= n_segments:

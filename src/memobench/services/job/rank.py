@@ -111,6 +111,7 @@ def rank_segment(variants, segment, log=print) -> dict:
         sent = sent_turns(turns, session_ids, ids=v.grain == "turn" or names_turn_id(v.retriever))
         payloads = {hid: haystack_sessions(h, sent) for hid, h in segment.haystacks.items()}
         service = _Service(v, segment, log)
+        service.turn_table = turns
         contents = {hid: namespace_of(v.name, v.retriever["namespace_prefix"], s) for hid, s in payloads.items()}
         # reset isolation: one namespace, refilled whenever the haystack's content changes
         names = (dict.fromkeys(payloads, f"{v.retriever['namespace_prefix']}{v.name}")
@@ -162,11 +163,25 @@ def rank_segment(variants, segment, log=print) -> dict:
         finally:
             service.client.close()
         segment.timings[v.name] = service.timed()
+        if service.attributed is not None:
+            outcomes = _with_items(outcomes, service.items)
         meta = {**(outcomes.schema.metadata or {}), CHECKS_KEY: json.dumps(service.checks(), sort_keys=True),
                 DEFINITION_KEY: definition(v), SERVICE_KEY: json.dumps(served_by(v.retriever, service.client),
                                                                        sort_keys=True)}
         out[v.name] = (rankings, outcomes.replace_schema_metadata(meta), deep)
     return out
+
+
+def _with_items(outcomes, items: dict):
+    """A text variant's outcomes with each question's returned items as attributed (harness.ATTRIBUTED;
+    empty for a question not searched)."""
+    import pyarrow as pa
+
+    from ...retrieval.harness import ATTRIBUTED
+
+    name, kind = ATTRIBUTED
+    column = pa.array([items.get(q, []) for q in outcomes.column("question_id").to_pylist()], kind)
+    return outcomes.append_column(pa.field(name, kind), column)
 
 
 def _library_sources(variant) -> tuple:

@@ -51,7 +51,10 @@ class _Service:
 
         self.lists = Lists(self.spec)  # the lists searched, to compare with searches again (determinism.py)
         self.attributed = None  # a text service's attributions (retrieval/attribution.py): its Tally
-        self._indexes: dict[int, tuple] = {}  # id(a haystack's sessions) -> (them, their TurnIndex)
+        self._indexes: dict[int, tuple] = {}  # id(a haystack's sessions) -> (them, their TurnIndex, positions)
+        self._turn_ids: dict[int, tuple] = {}  # id(a haystack's sessions) -> (them, its turns' ids)
+        self.turn_table: dict = {}  # session key -> its turns (turns.session_turns): the turn ids kept
+        self.items: dict[str, list[dict]] = {}  # question id -> its returned items as attributed
         if answers_in_text(self.spec):
             from ...retrieval.attribution import Tally
 
@@ -361,7 +364,7 @@ class _Service:
         the texts) and counted, when ``texts`` are given (a question's own search, not a replica's); beside
         ids, each text checked against its id's content."""
         if self.attributed is not None and self.spec["results"].get("id") is None:
-            return self._attributed(ids, scores, sessions, turns, count=texts is not None)
+            return self._attributed(ids, scores, hay, sessions, turns, qid if texts is not None else None)
         returned = ids
         ranked = turns_of(hay, turns) if turns is not None else Haystack(tuple(hay.ids), ("",) * len(hay.ids),
                                                                           tuple(hay.dates))
@@ -378,7 +381,7 @@ class _Service:
             listed, kept = [ids[r] for r in first], None if scores is None else [scores[r] for r in first]
         got = check_ranking((listed, kept) if kept is not None else listed, ranked, where)
         if texts is not None:
-            self._check_texts(returned, texts, sessions, turns, namespace, qid)
+            self._check_texts(returned, texts, hay, sessions, turns, namespace, qid)
         return got
 
     def _index(self, sessions: list[dict], turns=None):
@@ -396,20 +399,36 @@ class _Service:
             self._indexes[key] = (sessions, TurnIndex(texts, groups, self.spec["attribution"]), groups)
         return self._indexes[key][1], self._indexes[key][2]
 
-    def _attributed(self, texts: list[str], scores, sessions: list[dict], turns, count: bool):
+    def _attributed(self, texts: list[str], scores, hay, sessions: list[dict], turns, qid):
         """(positions, scores) of a text-only service's texts: each turn (a turn variant) or session at the
-        first text attributed to it; the attributions counted when ``count``."""
+        first text attributed to it; the attributions counted and kept as question ``qid``'s items (none:
+        a replica's search)."""
         from ...retrieval.attribution import ranked
 
         index, groups = self._index(sessions, turns)
         found = [index.attribute(t) for t in texts]
-        if count:
-            for a in found:
+        if qid is not None:
+            for text, a in zip(texts, found):
                 self.attributed.add(a)
+                self._item(qid, text, a, hay, sessions)
         units = list(range(len(groups))) if turns is not None else groups
         return ranked(found, units, scores)
 
-    def _check_texts(self, ids: list[str], texts: list[str], sessions: list[dict], turns, namespace: str,
+    def _item(self, qid, text: str, a, hay, sessions: list[dict], returned_id=None, matches=None) -> None:
+        """One returned item of question ``qid`` as its outcomes row keeps it: its text's hash, its kind,
+        the turn ids it is attributed to, the overlap share; beside an id, the id and whether it matched."""
+        from ...retrieval.attribution import text_hash
+        from ...retrieval.turns import haystack_turns
+
+        key = id(sessions)
+        if key not in self._turn_ids:
+            self._turn_ids[key] = (sessions, haystack_turns(list(hay.ids), list(hay.keys), self.turn_table).ids)
+        ids = self._turn_ids[key][1]
+        self.items.setdefault(qid, []).append(
+            {"text_sha256": text_hash(text), "kind": a.kind, "turn_ids": [ids[j] for j in a.turns],
+             "score": a.score, "id": returned_id, "id_matches": matches})
+
+    def _check_texts(self, ids: list[str], texts: list[str], hay, sessions: list[dict], turns, namespace: str,
                      qid) -> None:
         """Each text returned beside an id, attributed and checked against that id's content: a text none of
         whose turns is the id's turn (a turn variant) or in the id's session is a mismatch (a wrong id),
@@ -429,6 +448,7 @@ class _Service:
             found = set(a.turns) if turns is not None else {groups[j] for j in a.turns}
             if not found & named:
                 self.attributed.mismatch(qid, r, rid)
+            self._item(qid, text, a, hay, sessions, str(rid), bool(found & named))
 
     def _owners(self, sessions: list[dict], namespace: str):
         """A result id -> the haystack positions it names: a session id's copies, or (results that name keys
