@@ -114,6 +114,48 @@ def test_the_server_memory_recipe_runs_and_its_figures_mean_what_the_page_says(p
     assert [word[k] for k in ("hit@1", "hit@5", "hit@10", "empty_lists")] == [575, 1065, 1239, 374]
     # one create_entities call per haystack (LoCoMo's ten conversations)
     assert sum(r["operation"] == "ingest" for r in _rows(project, "server-memory-word")) == 10
+    # the same server read as text: each observation (a turn's words) attributed to turns gives the id
+    # variant's sessions, each followed by every session of its conversation holding a turn of the same words
+    text = _metrics(project, "server-memory-text")
+    a = text["attribution"]
+    assert a["mode"] == "exact+normalized" and a["items"] > 100_000
+    assert a["attributed"] == a["items"] == a["kinds"]["exact"] and a["kinds"]["unattributed"] == 0
+    assert 0 < a["ambiguous"] < a["items"] // 100  # a turn said word for word in two sessions: both
+    assert text["questions"] == 1977 and text["empty_lists"] == word["empty_lists"]
+    assert _lists(_table(project, "server-memory-text", "DEEP")) == _attributed_lists(project)
+    assert f"{a['attributed']} of {a['items']} items attributed (100.0%" in (project / layout.REPORT_MD).read_text()
+
+
+def _lists(deep) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    for r in sorted(deep.to_pylist(), key=lambda r: (r["question_id"], r["rank"])):
+        out.setdefault(r["question_id"], []).append(r["position"])
+    return out
+
+
+def _attributed_lists(project) -> dict[str, list[int]]:
+    """Each question's list that server-memory-word's gives read as text (docs/protocol.md#text-attribution):
+    its sessions in order, each session's turns in order, each turn at every haystack position whose
+    session holds a turn of exactly its words, in haystack order; cut at the deep lists' 50."""
+    norm = layout.table_paths(project / layout.path(layout.NORMALIZED, dataset="locomo10"))
+    questions = {r["question_id"]: r["haystack_id"] for r in pq.read_table(norm["questions"]).to_pylist()}
+    hays: dict[int, list[int]] = {}
+    for r in sorted(pq.read_table(norm["haystacks"]).to_pylist(), key=lambda r: (r["haystack_id"], r["position"])):
+        hays.setdefault(r["haystack_id"], []).append(r["session_key"])
+    turns: dict[int, list[tuple]] = {}
+    for r in pq.read_table(norm["events"]).to_pylist():
+        turns.setdefault(r["session_key"], []).append((r["seq"], r["text"]))
+    out = {}
+    for qid, ranked in _lists(_table(project, "server-memory-word", "DEEP")).items():
+        keys = hays[questions[qid]]
+        listed: list[int] = []
+        for p in ranked:
+            for _, words in sorted(turns[keys[p]]):
+                for q, key in enumerate(keys):
+                    if q not in listed and any(t == words for _, t in turns[key]):
+                        listed.append(q)
+        out[qid] = listed[:50]
+    return out
 
 
 def test_the_basic_memory_recipe_runs_with_its_own_ranking(project, tmp_path):

@@ -86,6 +86,11 @@ def test_texts_are_read_where_config_says_with_ids_beside_them_or_not():
     assert result_texts(answer, alone, "w") == (None, ["first", "second"], [2.0, 1.0])
     # without ids a list is its texts: a repeated search compares as them
     assert result_ids(answer, alone, "w") == (["first", "second"], [2.0, 1.0])
+    # a result holding several texts (an entity's observations): one item each, its id and score repeated
+    many = {"hits": [{"ref": "s1", "obs": ["a", "b"], "score": 2.0}, {"ref": "s2", "obs": ["c"], "score": 1.0}]}
+    both = _variant(results={"list": "hits", "id": "ref", "text": "obs"}).retriever
+    assert result_texts(many, both, "w") == (["s1", "s1", "s2"], ["a", "b", "c"], [2.0, 2.0, 1.0])
+    assert result_ids(many, both, "w") == (["s1", "s2"], [2.0, 1.0])
     split = _variant(answer="plain", results={"list": "", "split": r"\n-{3,}\n"}).retriever
     said = "first passage\n---\n  second passage \n---\n\n---\n"
     assert result_texts(said, split, "w") == (None, ["first passage", "second passage"], None)
@@ -94,6 +99,7 @@ def test_texts_are_read_where_config_says_with_ids_beside_them_or_not():
 @pytest.mark.parametrize("answer, said", [
     ({"hits": [{"memory": {}}]}, "no 'memory.text'"),
     ({"hits": [{"memory": {"text": 3}}]}, "not a string"),
+    ({"hits": [{"memory": {"text": ["a", None]}}]}, "not a string or a list of strings"),
     ({"hits": "x"}, "not a list"),
 ])
 def test_an_answer_without_its_texts_is_one_line(answer, said):

@@ -343,7 +343,8 @@ class _Service:
                 return self._error(qid, str(e))
         self._time("search", phase, namespace, qid, call)
         ids, scores = result_ids(resp, self.spec, where, "turn" if turns is not None else "session")
-        texts = result_texts(resp, self.spec, where)[1] if self.attributed is not None else None
+        # a text service's items: (the ids beside them or None, their texts), one per text
+        texts = result_texts(resp, self.spec, where)[:2] if self.attributed is not None else None
         for _ in range(int(self.spec["warm_repeats"])):
             try:
                 answer, again = self.client.once("search", values)
@@ -361,11 +362,10 @@ class _Service:
                 texts=None, qid=None):
         """(positions, scores) of a search's result ids and scores (:func:`result_ids`) in ``namespace``. A
         service that answers in text: its texts attributed to the haystack's turns (without ids, ``ids`` are
-        the texts) and counted, when ``texts`` are given (a question's own search, not a replica's); beside
-        ids, each text checked against its id's content."""
+        the texts) and counted, when ``texts`` (:func:`result_texts`' ids and texts) are given (a question's
+        own search, not a replica's); beside ids, each text checked against its id's content."""
         if self.attributed is not None and self.spec["results"].get("id") is None:
             return self._attributed(ids, scores, hay, sessions, turns, qid if texts is not None else None)
-        returned = ids
         ranked = turns_of(hay, turns) if turns is not None else Haystack(tuple(hay.ids), ("",) * len(hay.ids),
                                                                           tuple(hay.dates))
         if turns is None and keyed(self.spec):
@@ -381,7 +381,7 @@ class _Service:
             listed, kept = [ids[r] for r in first], None if scores is None else [scores[r] for r in first]
         got = check_ranking((listed, kept) if kept is not None else listed, ranked, where)
         if texts is not None:
-            self._check_texts(returned, texts, hay, sessions, turns, namespace, qid)
+            self._check_texts(*texts, hay, sessions, turns, namespace, qid)
         return got
 
     def _index(self, sessions: list[dict], turns=None):

@@ -169,14 +169,19 @@ def result_texts(resp, spec: dict, where: str, unit: str = "session") -> tuple[l
     if not isinstance(listed, list):
         raise RetrieverError(f"{where}: the results at {res['list']!r} are {type(listed).__name__}, not a "
                              f"list: {_short(resp)}")
-    texts = []
+    texts, of = [], []  # each item's text, and the result it came from
     for r, item in enumerate(listed, 1):
         text = _picked(item, res, "text", f"{where}: result {r}")
-        if not isinstance(text, str):
-            raise RetrieverError(f"{where}: result {r}: the text at {res['text']!r} is {_short(text)}, not a string")
-        texts.append(text)
+        many = text if isinstance(text, list) else [text]  # a result holding several texts: one item each
+        if not all(isinstance(t, str) for t in many):
+            raise RetrieverError(f"{where}: result {r}: the text at {res['text']!r} is {_short(text)}, not a string "
+                                 f"or a list of strings")
+        texts += many
+        of += [r - 1] * len(many)
     ids, scores = _ids_and_scores(resp, listed, spec, where, unit)
-    return (ids if res.get("id") is not None else None), texts, scores
+    if scores is not None:
+        scores = [scores[r] for r in of]
+    return ([ids[r] for r in of] if res.get("id") is not None else None), texts, scores
 
 
 def result_ids(resp, spec: dict, where: str, unit: str = "session") -> tuple[list[str], list | None]:
