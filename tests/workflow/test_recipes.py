@@ -122,6 +122,7 @@ def test_the_server_memory_recipe_runs_and_its_figures_mean_what_the_page_says(p
     assert a["attributed"] == a["items"] == a["kinds"]["exact"] and a["kinds"]["unattributed"] == 0
     assert 0 < a["ambiguous"] < a["items"] // 100  # a turn said word for word in two sessions: both
     assert text["questions"] == 1977 and text["empty_lists"] == word["empty_lists"]
+    assert [text[k] for k in ("hit@1", "hit@5", "hit@10")] == [575, 1050, 1238]  # docs/recipes/README.md's
     assert _lists(_table(project, "server-memory-text", "DEEP")) == _attributed_lists(project)
     assert f"{a['attributed']} of {a['items']} items attributed (100.0%" in (project / layout.REPORT_MD).read_text()
 
