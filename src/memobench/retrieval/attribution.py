@@ -240,6 +240,16 @@ class Tally:
     def mismatch(self, question: str, rank: int, returned_id: str) -> None:
         self.mismatched.append({"question": question, "rank": rank, "id": returned_id})
 
+    def take(self, question: str, found: list, records: list[dict]) -> None:
+        """One question's items (:func:`attributed`): each counted, each id beside a text checked."""
+        for a in found:
+            self.add(a)
+        for r, rec in enumerate(records, 1):
+            if rec["id"] is not None:
+                self.checked += 1
+                if not rec["id_matches"]:
+                    self.mismatch(question, r, rec["id"])
+
     def summary(self) -> dict:
         """The segment's record (merged by :func:`merged`)."""
         return {"mode": mode(self.settings), "items": sum(self.kinds.values()), "kinds": dict(self.kinds),
@@ -269,6 +279,23 @@ def stated(a: dict) -> str:
     if a["ambiguous"]:
         said += f", {a['ambiguous']} found in more than one place (attributed to each)"
     return said
+
+
+def attributed(index: TurnIndex, texts: list[str], units: list, turn_ids: list, ids: list | None = None,
+               named=None) -> tuple[list[Attribution], list[dict]]:
+    """(each text's :class:`Attribution`, each item's record: its text's hash, kind, the ids of the turns it is
+    attributed to (``turn_ids[j]``: turn j's), the overlap share; with ``ids``, the id beside it and whether
+    the text is in that id's content: one of its turns' units (``units[j]``) is among ``named(id)``)."""
+    found, records = [], []
+    for r, text in enumerate(texts):
+        a = index.attribute(text)
+        found.append(a)
+        rec = {"text_sha256": text_hash(text if isinstance(text, str) else ""), "kind": a.kind,
+               "turn_ids": [turn_ids[j] for j in a.turns], "score": a.score, "id": None, "id_matches": None}
+        if ids is not None:
+            rec["id"], rec["id_matches"] = str(ids[r]), bool({units[j] for j in a.turns} & named(ids[r]))
+        records.append(rec)
+    return found, records
 
 
 def ranked(attributions: list[Attribution], units: list, scores: list | None = None):

@@ -403,52 +403,43 @@ class _Service:
         """(positions, scores) of a text-only service's texts: each turn (a turn variant) or session at the
         first text attributed to it; the attributions counted and kept as question ``qid``'s items (none:
         a replica's search)."""
-        from ...retrieval.attribution import ranked
+        from ...retrieval.attribution import attributed, ranked
 
         index, groups = self._index(sessions, turns)
-        found = [index.attribute(t) for t in texts]
-        if qid is not None:
-            for text, a in zip(texts, found):
-                self.attributed.add(a)
-                self._item(qid, text, a, hay, sessions)
         units = list(range(len(groups))) if turns is not None else groups
+        found, records = attributed(index, texts, units, self._turn_ids_of(hay, sessions))
+        if qid is not None:
+            self.attributed.take(qid, found, records)
+            self.items[qid] = records
         return ranked(found, units, scores)
 
-    def _item(self, qid, text: str, a, hay, sessions: list[dict], returned_id=None, matches=None) -> None:
-        """One returned item of question ``qid`` as its outcomes row keeps it: its text's hash, its kind,
-        the turn ids it is attributed to, the overlap share; beside an id, the id and whether it matched."""
-        from ...retrieval.attribution import text_hash
+    def _turn_ids_of(self, hay, sessions: list[dict]) -> list[str]:
+        """The ids of a haystack's turns, in the order its sessions were sent (turns.turn_id)."""
         from ...retrieval.turns import haystack_turns
 
         key = id(sessions)
         if key not in self._turn_ids:
             self._turn_ids[key] = (sessions, haystack_turns(list(hay.ids), list(hay.keys), self.turn_table).ids)
-        ids = self._turn_ids[key][1]
-        self.items.setdefault(qid, []).append(
-            {"text_sha256": text_hash(text), "kind": a.kind, "turn_ids": [ids[j] for j in a.turns],
-             "score": a.score, "id": returned_id, "id_matches": matches})
+        return self._turn_ids[key][1]
 
     def _check_texts(self, ids: list[str], texts: list[str], hay, sessions: list[dict], turns, namespace: str,
                      qid) -> None:
         """Each text returned beside an id, attributed and checked against that id's content: a text none of
         whose turns is the id's turn (a turn variant) or in the id's session is a mismatch (a wrong id),
         counted with the question, its rank and the id."""
+        from ...retrieval.attribution import attributed
+
         index, groups = self._index(sessions, turns)
         if turns is not None:
-            units = {}
+            by_id: dict[str, set] = {}
             for j, tid in enumerate(turns.ids):
-                units.setdefault(tid, set()).add(j)
+                by_id.setdefault(tid, set()).add(j)
+            units, named = list(range(len(groups))), lambda rid: by_id.get(rid, set())
         else:
-            owner = self._owners(sessions, namespace)
-        for r, (rid, text) in enumerate(zip(ids, texts), 1):
-            a = index.attribute(text)
-            self.attributed.add(a)
-            self.attributed.checked += 1
-            named = units.get(rid, set()) if turns is not None else owner(rid)
-            found = set(a.turns) if turns is not None else {groups[j] for j in a.turns}
-            if not found & named:
-                self.attributed.mismatch(qid, r, rid)
-            self._item(qid, text, a, hay, sessions, str(rid), bool(found & named))
+            units, named = groups, self._owners(sessions, namespace)
+        found, records = attributed(index, texts, units, self._turn_ids_of(hay, sessions), ids, named)
+        self.attributed.take(qid, found, records)
+        self.items[qid] = records
 
     def _owners(self, sessions: list[dict], namespace: str):
         """A result id -> the haystack positions it names: a session id's copies, or (results that name keys
