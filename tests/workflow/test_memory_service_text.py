@@ -195,3 +195,50 @@ def test_the_outcomes_keep_each_item_s_hash_kind_and_turns(norm, tmp_path, serve
         assert [i["turn_ids"] for i in row["attributed"]] == [
             [ids[sum(len(t) for _, t in SESSIONS[:s]) + t] for s, t in sources] for _, sources in said]
         assert [i["kind"] == "unattributed" for i in row["attributed"]] == [not sources for _, sources in said]
+
+
+# a Python retriever that returns text (returns: text): the same passages, made in-process
+RETRIEVER = '''from tests.helpers.text_server import answer
+
+
+def rank(question, turns):
+    """The text server's passages of the turns it ranks (grain: turn, every turn)."""
+    sessions = {}
+    for p, text in zip(turns.positions, turns.texts):
+        sessions.setdefault(p, []).append({"content": text})
+    held = [{"id": str(p), "turns": t} for p, t in sorted(sessions.items())]
+    return [item["text"] for item, _ in answer(held, question.text, 50)]
+
+
+def rank_pairs(question, haystack):
+    """Each session document's first words beside its id, best first by shared words; the first id wrong."""
+    words = set(question.text.lower().split())
+    order = sorted(range(len(haystack)), key=lambda p: (-len(words & set(haystack.texts[p].lower().split())), p))
+    pairs = [(haystack.ids[p], " ".join(haystack.texts[p].split()[:6])) for p in order]
+    return [(pairs[1][0], pairs[0][1])] + pairs[1:]
+'''
+
+
+def test_a_python_retriever_that_returns_text_is_scored_as_its_sources_say(norm, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "texts.py").write_text(RETRIEVER, encoding="utf-8")
+    entry = {"retriever": {"callable": "texts.py:rank", "returns": "text", "documents": "all"}, "grain": "turn"}
+    (_, outcomes, _), _ = rank_one_segment(norm, tmp_path, "py-texts", entry)
+    assert _turn_lists(tmp_path / "results") == _expected("turn")
+    a = checks_summary([outcomes])["attribution"]
+    items = [x for qid, text, _ in QUESTIONS for x in answer(_sessions(), text, 50)]
+    assert a["items"] == len(items) and a["kinds"]["unattributed"] == sum(1 for _, s in items if not s) > 0
+    assert [len(r["attributed"]) for r in outcomes.to_pylist()] == [
+        len(answer(_sessions(), t, 50)) for q, t, _ in QUESTIONS]
+
+
+def test_a_python_retriever_s_wrong_id_beside_its_text_is_caught(norm, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pairs.py").write_text(RETRIEVER, encoding="utf-8")  # a module name of its own in this process
+    entry = {"retriever": {"callable": "pairs.py:rank_pairs", "returns": "text", "documents": "all"}}
+    (_, outcomes, deep), _ = rank_one_segment(norm, tmp_path, "py-pairs", entry)
+    a = checks_summary([outcomes])["attribution"]
+    assert a["ids_checked"] == len(QUESTIONS) * len(SESSIONS) and a["kinds"]["unattributed"] == 0
+    assert [(m["question"], m["rank"]) for m in a["ids_mismatched"]] == [(q, 1) for q, _, _ in QUESTIONS]
+    # ranked by its ids, each once at its first item: the wrong id first, the session it hid never listed
+    assert all(len(v) == len(SESSIONS) - 1 for v in _lists(deep).values())

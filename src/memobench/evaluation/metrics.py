@@ -197,6 +197,9 @@ def checks_summary(seg_tables) -> dict:
         "timeouts": {"limit_s": limits[0] if len(limits) == 1 else limits,
                      "count": sum(p["timeouts"]["count"] for p in parts),
                      "questions": [q for p in parts for q in p["timeouts"]["questions"]]},
+        # a retriever that returns text: how its items were attributed (retrieval/attribution.py)
+        **({"attribution": attribution_merged([p["attribution"] for p in parts])}
+           if all("attribution" in p for p in parts) else {}),
     }
 
 
@@ -213,6 +216,18 @@ def service_determinism(parts: list[dict]) -> dict:
             "repeats": {"checked": sum(p["repeats"]["checked"] for p in parts),
                         "differing": [q for p in parts for q in p["repeats"]["differing"]]},
             "concurrent": {"differing": [q for p in parts for q in p["concurrent"]["differing"]]}}
+
+
+def attribution_warnings(checks: dict) -> list[str]:
+    """Ids returned beside a text that the text does not match (metrics.json ``attribution``: a service's or a
+    Python retriever's that returns text), one sentence."""
+    a = checks.get("attribution")
+    if not a or not a["ids_mismatched"]:
+        return []
+    first = a["ids_mismatched"][0]
+    return [f"{len(a['ids_mismatched'])} of {a['ids_checked']} ids it returned beside a text do not hold that text "
+            f"(a wrong id; first: question {first['question']!r}, rank {first['rank']}, id {first['id']!r}); its "
+            f"figures rank those ids as returned"]
 
 
 def service_warnings(checks: dict, retriever: dict) -> list[str]:
@@ -237,12 +252,7 @@ def service_warnings(checks: dict, retriever: dict) -> list[str]:
         if d["concurrent"]["differing"]:
             out.append(f"its lists move under load: {len(d['concurrent']['differing'])} questions searched "
                        f"concurrently (system.load) gave another list than searched alone")
-    a = checks.get("attribution")
-    if a and a["ids_mismatched"]:
-        first = a["ids_mismatched"][0]
-        out.append(f"{len(a['ids_mismatched'])} of {a['ids_checked']} ids it returned beside a text do not hold that "
-                   f"text (a wrong id; first: question {first['question']!r}, rank {first['rank']}, id "
-                   f"{first['id']!r}); its figures rank those ids as returned")
+    out += attribution_warnings(checks)
     check = retriever.get("check")
     if isinstance(check, dict) and check.get("skip"):
         out.append(f"its conformance check skipped {', '.join(check['skip'])} (system.check.skip): what "
@@ -365,6 +375,12 @@ def merge_segments(dataset: str, variant_spec: dict, rankings_in, outcomes_in, d
             raise RetrieverError(f"{said[0]} (system.degenerate: error)")
         said += [f"variant {variant_spec['name']!r} on {dataset}: {w}"
                  for w in service_warnings(checks, variant_spec.get("retriever") or {})]
+        for line in said:
+            log(f"warning: {line}")
+            (warn or (lambda m: None))(f"memobench: warning: {line}")
+        checks["warnings"] = said
+    elif attribution_warnings(checks):  # a Python retriever's wrong ids beside its texts
+        said = [f"variant {variant_spec['name']!r} on {dataset}: {w}" for w in attribution_warnings(checks)]
         for line in said:
             log(f"warning: {line}")
             (warn or (lambda m: None))(f"memobench: warning: {line}")

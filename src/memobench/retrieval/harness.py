@@ -67,6 +67,14 @@ ATTRIBUTED = ("attributed", pa.list_(pa.struct([
     ("score", pa.float64()), ("id", pa.string()), ("id_matches", pa.bool_())])))
 
 
+def with_attributed(outcomes: pa.Table, items: dict) -> pa.Table:
+    """A text variant's outcomes with each question's returned items (``items``: question id -> their
+    records, retrieval/attribution.attributed) as :data:`ATTRIBUTED`; empty for a question not ranked."""
+    name, kind = ATTRIBUTED
+    column = pa.array([items.get(q, []) for q in outcomes.column("question_id").to_pylist()], kind)
+    return outcomes.append_column(pa.field(name, kind), column)
+
+
 def segment_bounds(n: int, segment: int, n_segments: int) -> tuple[int, int]:
     if not 1 <= segment <= n_segments:
         raise ValueError(f"segment {segment} outside 1..{n_segments}")

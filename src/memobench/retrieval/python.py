@@ -73,6 +73,9 @@ from .returned import Haystack, Question, RetrieverError, _is_sequence, _what, c
 
 # the first ranked questions of each segment that are ranked twice, the two answers compared
 DETERMINISM_SAMPLE = 5
+# what rank returns: haystack positions or ids, or texts attributed to the haystack's turns
+# (docs/retrievers.md#returning-text)
+RETURNS = ("ids", "text")
 
 
 def rank_segment(variants, segment, log=print) -> dict:
@@ -88,6 +91,14 @@ def rank_segment(variants, segment, log=print) -> dict:
 
     docs = segment_documents(segment, {v.recipe.documents for v in variants})
     rankers = {v.name: _Ranker(v, segment, docs[v.recipe.documents], log) for v in variants}
+    if any(r.texts is not None for r in rankers.values()):
+        from .turns import session_turns
+
+        keys = sorted({k for h in segment.haystacks.values() for k in h.keys})
+        every = session_turns(segment.inputs["events"], "all", keys) if keys else {}
+        for r in rankers.values():
+            if r.texts is not None:
+                r.texts.turn_table = every
     tables = rank_by_documents(variants, segment, rankers, log, docs=docs, timed=())
     out = {}
     for v in variants:
@@ -95,6 +106,10 @@ def rank_segment(variants, segment, log=print) -> dict:
         segment.timings[v.name] = (ranker.times.rows, {})
         ranker.check_covered()
         rankings, outcomes, deep = tables[v.name]
+        if ranker.texts is not None:
+            from .harness import with_attributed
+
+            outcomes = with_attributed(outcomes, ranker.texts.items)
         meta = {**(outcomes.schema.metadata or {}), CHECKS_KEY: json.dumps(ranker.checks(), sort_keys=True)}
         out[v.name] = (rankings, outcomes.replace_schema_metadata(meta), deep)
     return out
@@ -122,6 +137,7 @@ class _Ranker:
         from .timings import CallTimes
 
         self.times = CallTimes()  # every call of the function (the determinism check's second one: warm)
+        self.texts = _Texts(spec["attribution"]) if spec.get("returns") == "text" else None
 
     def __call__(self, q, hay, documents):
         question = Question(q["question_id"], q["question"], q["question_date"], q["question_type"])
@@ -137,21 +153,27 @@ class _Ranker:
             called = time.perf_counter()
             result, timed_out = self.calls.call(where, self.fn, *args, **self.params)
             self.times.add(q["haystack_id"], question.id, time.perf_counter() - called, ok=not timed_out)
-            return None if timed_out else check_ranking(result, haystack, where)
+            if timed_out:
+                return None
+            if self.texts is not None:
+                return self.texts.ranking(result, q["haystack_id"], hay, haystack, documents, where)
+            return check_ranking(result, haystack, where), None
 
         got = rank()
         if got is not None and len(self.checked) < DETERMINISM_SAMPLE:
             again = rank()
             if again is not None:
                 self.checked.append(question.id)
-                if again != got:
+                if again[0] != got[0]:
                     self.differing.append(question.id)
                     self.log(f"{where}: ranked twice, the two answers differ (a nondeterministic retriever)")
             got = again  # a second call past the time limit times the question out too
         if got is None:
             self._timed_out(question.id)
             return [], None
-        return got
+        if got[1] is not None:  # a text retriever's items, counted once, from the answer ranked
+            self.texts.take(question.id, *got[1])
+        return got[0]
 
     def _timed_out(self, qid: str) -> None:
         self.timed_out.append(qid)
@@ -171,7 +193,76 @@ class _Ranker:
         return {"determinism": {"checked": len(self.checked), "differing": len(self.differing),
                                 "questions": list(self.differing)},
                 "timeouts": {"limit_s": self.timeout_s, "count": len(self.timed_out),
-                             "questions": list(self.timed_out)}}
+                             "questions": list(self.timed_out)},
+                **({"attribution": self.texts.tally.summary()} if self.texts is not None else {})}
+
+
+class _Texts:
+    """A retriever that returns text (``returns: text``): each answer's texts attributed to the haystack's
+    turns (retrieval/attribution.py), into a ranking checked as any; what they came to, counted."""
+
+    def __init__(self, settings: dict):
+        from .attribution import Tally
+
+        self.settings, self.tally = settings, Tally(settings)
+        self.turn_table: dict = {}  # session key -> every turn of it (turns.session_turns)
+        self.items: dict[str, list[dict]] = {}  # question id -> its items as attributed
+        self._built: dict[int, tuple] = {}  # haystack id -> (its TurnIndex, units, turn ids), session grain
+
+    def ranking(self, result, hid: int, hay, haystack, documents, where: str):
+        """((positions, scores), (attributions, records)) of what rank returned: texts best first, each a
+        string or an (id, text) pair, optionally as (items, scores)."""
+        from .attribution import TurnIndex, attributed, ranked
+
+        items, scores = result, None
+        if isinstance(result, tuple) and len(result) == 2 and all(_is_sequence(x) for x in result):
+            items, scores = result
+        if not _is_sequence(items):
+            raise RetrieverError(f"{where} returned {_what(result)}; with returns: text, return texts best first "
+                                 f"(strings, or (id, text) pairs), or (texts, scores)")
+        items = list(items)
+        if scores is not None and len(scores) != len(items):
+            raise RetrieverError(f"{where} returned {len(scores)} scores for {len(items)} texts")
+        pairs = [x for x in items if isinstance(x, (tuple, list))]
+        if pairs and len(pairs) != len(items):
+            raise RetrieverError(f"{where} returned texts and (id, text) pairs in one list; give one or the other")
+        for x in items:
+            if not (isinstance(x, str) or (isinstance(x, (tuple, list)) and len(x) == 2
+                                           and all(isinstance(y, str) for y in x))):
+                raise RetrieverError(f"{where} returned {x!r} among its texts; give strings, or (id, text) pairs "
+                                     f"of strings")
+        ids = [x[0] for x in items] if pairs else None
+        texts = [x[1] for x in items] if pairs else items
+        if haystack.unit == "turn":  # the turns it ranks: each its own unit
+            index = TurnIndex(documents.texts, documents.positions, self.settings)
+            units, turn_ids = list(range(len(documents.ids))), list(documents.ids)
+            by_id: dict[str, set] = {}
+            for j, tid in enumerate(turn_ids):
+                by_id.setdefault(tid, set()).add(j)
+        else:  # every turn of its sessions, each at its session's haystack position
+            if hid not in self._built:
+                from .turns import haystack_turns
+
+                every = haystack_turns(list(hay.ids), list(hay.keys), self.turn_table)
+                self._built[hid] = (TurnIndex(every.texts, every.positions, self.settings), every.positions,
+                                    every.ids)
+            index, units, turn_ids = self._built[hid]
+            by_id = {}
+            for p, sid in enumerate(hay.ids):
+                by_id.setdefault(sid, set()).add(p)
+        found, records = attributed(index, texts, units, turn_ids, ids, lambda rid: by_id.get(rid, set()))
+        if ids is None:
+            order, kept = ranked(found, units, None if scores is None else list(scores))
+            listed = (order, kept) if kept is not None else order
+        else:  # ranked by its ids, each at its first item
+            first = [r for r, rid in enumerate(ids) if rid not in ids[:r]]
+            order = [ids[r] for r in first]
+            listed = (order, [list(scores)[r] for r in first]) if scores is not None else order
+        return check_ranking(listed, haystack, where), (found, records)
+
+    def take(self, qid: str, found: list, records: list[dict]) -> None:
+        self.tally.take(qid, found, records)
+        self.items[qid] = records
 
 
 def text_hash(text: str) -> bytes:
@@ -339,6 +430,15 @@ def python_variant(name: str, family: str, entry: dict, others: dict | None = No
     docs = r.get("documents") or ("user" if family in USER_TURN_FAMILIES else "all")
     validate({"documents": docs}, where)
     spec = {"callable": r["callable"], "prepare": r.get("prepare"), "params": params}
+    returns = r.get("returns", "ids")
+    if returns not in RETURNS:
+        raise ConfigError(f"{where}: returns {returns!r} is not one of {', '.join(RETURNS)}")
+    if returns == "text":  # kept out of the spec otherwise: a retriever of ids keeps its definition
+        from .attribution import settings_of
+
+        spec["returns"], spec["attribution"] = "text", settings_of(r.get("attribution"), where)
+    elif "attribution" in r:
+        raise ConfigError(f"{where}: attribution is for a retriever that returns text (returns: text)")
     return Variant(name, Recipe(backend=BACKEND, documents=docs), SKIP[family],
                    f"your retriever: {r['callable']}",
                    entry.get("description", f"{r['callable']} over each session's "

@@ -106,3 +106,17 @@ def test_an_answer_without_its_texts_is_one_line(answer, said):
     alone = _variant(results={"list": "hits", "id": None, "text": "memory.text"}).retriever
     with pytest.raises(RetrieverError, match=said):
         result_texts(json.loads(json.dumps(answer)), alone, "variant 't': question 'q': search")
+
+
+def test_a_python_retriever_returns_text_only_when_config_says_so():
+    def spec(**r):
+        return resolve("p", "s", {"p": {"retriever": {"callable": "m.py:f", **r}}}).retriever
+
+    assert "returns" not in spec() and "attribution" not in spec() and spec() == spec(returns="ids")
+    assert spec(returns="text")["attribution"] == {"overlap": None, "min_tokens": 3}
+    assert spec(returns="text", attribution={"overlap": 0.5})["attribution"]["overlap"] == 0.5
+    for bad, said in (({"returns": "texts"}, "returns 'texts' is not one of ids, text"),
+                      ({"attribution": {"overlap": 0.5}}, "returns: text"),
+                      ({"returns": "text", "attribution": {"min_tokens": 0}}, "min_tokens")):
+        with pytest.raises(ConfigError, match=said):
+            spec(**bad)

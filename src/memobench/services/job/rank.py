@@ -164,24 +164,14 @@ def rank_segment(variants, segment, log=print) -> dict:
             service.client.close()
         segment.timings[v.name] = service.timed()
         if service.attributed is not None:
-            outcomes = _with_items(outcomes, service.items)
+            from ...retrieval.harness import with_attributed
+
+            outcomes = with_attributed(outcomes, service.items)
         meta = {**(outcomes.schema.metadata or {}), CHECKS_KEY: json.dumps(service.checks(), sort_keys=True),
                 DEFINITION_KEY: definition(v), SERVICE_KEY: json.dumps(served_by(v.retriever, service.client),
                                                                        sort_keys=True)}
         out[v.name] = (rankings, outcomes.replace_schema_metadata(meta), deep)
     return out
-
-
-def _with_items(outcomes, items: dict):
-    """A text variant's outcomes with each question's returned items as attributed (harness.ATTRIBUTED;
-    empty for a question not searched)."""
-    import pyarrow as pa
-
-    from ...retrieval.harness import ATTRIBUTED
-
-    name, kind = ATTRIBUTED
-    column = pa.array([items.get(q, []) for q in outcomes.column("question_id").to_pylist()], kind)
-    return outcomes.append_column(pa.field(name, kind), column)
 
 
 def _library_sources(variant) -> tuple:
