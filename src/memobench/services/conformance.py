@@ -264,11 +264,11 @@ class _Check:
         """Results that name keys (or ids the service assigned) as their sessions' ids and copies, a session
         found through several parts once (at its best part); an id that names none is kept as it came (the
         ids check judges it)."""
+        from .operations.calls import answers_in_text
         from .sent.sessions import keyed
 
-        if "text" in self.spec["results"] or "split" in self.spec["results"]:
-            if self.spec["results"].get("id") is None and namespace in self.held:
-                return self._attributed(namespace, ids, scores)
+        if answers_in_text(self.spec) and self.spec["results"].get("id") is None and namespace in self.held:
+            return self._attributed(namespace, ids, scores)
         if not keyed(self.spec) or namespace not in self.sent:
             return Listed(ids, scores, None)
         items, assigned = self.sent[namespace]
