@@ -2,7 +2,8 @@
 process: ``python -m tests.helpers.library_http_server OkapiMemory`` prints ``serving on http://...``
 and answers /reset, /ingest, /search ({"results": [{"id", "score"}]}) and /count until killed. One real
 server per ranking: rank_bm25's BM25Okapi (OkapiMemory), or ties broken by a stamp drawn at write time
-(StampedMemory), whose lists move between fresh namespaces."""
+(StampedMemory), whose lists move between fresh namespaces; or passages of text, with or without ids
+(TextMemory, TextIdsMemory, WrongIdMemory: tests/helpers/text_server.py)."""
 
 from __future__ import annotations
 
@@ -34,7 +35,9 @@ def main() -> None:
                 out = {"sessions": memory.count(ns)}
             elif self.path == "/search":
                 found = memory.search(ns, req["query"], int(req["k"]))
-                out = {"results": [{"id": x[0], "score": x[1]} if isinstance(x, tuple) else {"id": x} for x in found]}
+                # a result as the library gives it where it is one already (a passage, with or without an id)
+                out = {"results": [x if isinstance(x, dict) else {"id": x[0], "score": x[1]} if isinstance(x, tuple)
+                                   else {"id": x} for x in found]}
             else:
                 reply(self, 404, b'{"error": "no such path"}')
                 return

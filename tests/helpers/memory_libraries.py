@@ -9,7 +9,10 @@ each a correct ranking of its own kind, or one whose tie order moves:
   random when the session is written, as a server listing newest first breaks ties of second-resolution
   timestamps by write time: the same sessions in a fresh namespace list ties in another order;
 - ``RacyMemory``: sessions holding more of the query's words first, ties in ingestion order, but in reverse
-  while another search is in flight (a race between concurrent searches)."""
+  while another search is in flight (a race between concurrent searches);
+- ``TextMemory``: passages of the turns it holds, never their ids (tests/helpers/text_server.py's
+  ``answer``); ``TextIdsMemory`` names each passage's session id beside it, ``WrongIdMemory`` too, with
+  another session's id in its first result."""
 
 from __future__ import annotations
 
@@ -103,3 +106,24 @@ class RacyMemory(_Held):
         with self.lock:
             self.flying -= 1
         return [(sid, float(n)) for n, _, sid in sorted(scored, key=lambda x: (-x[0], x[1]))[:k]]
+
+
+class TextMemory(_Held):
+    ids = wrong_id = False
+
+    def ingest(self, namespace: str, session: dict) -> None:
+        with self.lock:
+            self.held.setdefault(namespace, []).append(session)
+
+    def search(self, namespace: str, query: str, k: int):
+        from tests.helpers.text_server import answer
+
+        return [item for item, _ in answer(self._sessions(namespace), query, k, self.ids, self.wrong_id)]
+
+
+class TextIdsMemory(TextMemory):
+    ids = True
+
+
+class WrongIdMemory(TextMemory):
+    ids = wrong_id = True

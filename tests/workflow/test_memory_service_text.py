@@ -1,4 +1,4 @@
-"""A memory server that answers in text (tests/helpers/text_server.py, a real process) scored through
+"""A memory server that answers in text (tests/helpers/text_server.py's passages, served by a real process) scored through
 attribution (docs/memory-services.md#services-that-answer-in-text): its passages (turns as they are, altered
 in case and spacing, excerpts, two turns as one passage, unrelated sentences) give the lists the server's
 own account of their sources gives, the unrelated ones unattributed and counted; a server that names ids
@@ -63,9 +63,9 @@ def norm(tmp_path_factory):
 def server():
     started = []
 
-    def start(*flags: str) -> str:
-        proc = subprocess.Popen([sys.executable, "-m", "tests.helpers.text_server", *flags], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, env={**os.environ, **ENV})
+    def start(memory: str = "TextMemory") -> str:
+        proc = subprocess.Popen([sys.executable, "-m", "tests.helpers.library_http_server", memory],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, **ENV})
         started.append(proc)
         line = proc.stdout.readline()
         assert "http://" in line, proc.stderr.read()
@@ -155,7 +155,7 @@ def test_a_text_server_ranks_turns_as_its_own_sources_say(norm, tmp_path, server
 
 
 def test_a_wrong_id_beside_a_text_is_caught(norm, tmp_path, server):
-    url = server("ids", "wrong-id")
+    url = server("WrongIdMemory")
     entry = {"system": {"url": url, "backoff_s": 0.05, "check": False,
                         "results": {"list": "results", "id": "id", "text": "text"}}}
     (_, outcomes, deep), _ = rank_one_segment(norm, tmp_path, "ids-and-texts", entry)
@@ -175,7 +175,7 @@ def test_a_wrong_id_beside_a_text_is_caught(norm, tmp_path, server):
 
 
 def test_the_same_server_without_a_wrong_id_passes_the_check(norm, tmp_path, server):
-    url = server("ids")
+    url = server("TextIdsMemory")
     entry = {"system": {"url": url, "backoff_s": 0.05, "results": {"list": "results", "id": "id", "text": "text"}}}
     (_, outcomes, _), _ = rank_one_segment(norm, tmp_path, "ids-right", entry)
     a = checks_summary([outcomes])["attribution"]
