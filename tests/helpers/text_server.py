@@ -5,8 +5,8 @@ turns by how many of the query's words each holds (ties in ingestion order), and
 says each ranked turn in one of five ways in turn (:func:`answer`): its text as it is; upper-cased with
 its spaces doubled; an excerpt (its words but the first and the last); the turn and the next one of its
 session as one passage; and, before the turn's own text, an unrelated sentence. With ``ids`` each
-result also names its session's id (no unrelated sentence then); with ``wrong_id`` the first names another session's
-id in the first result. :func:`answer` is the server's own account of where each passage came from, by
+result also names its session's id (no unrelated sentence then); with ``wrong_id`` the first result names
+another session's id. :func:`answer` is the server's own account of where each passage came from, by
 which a test knows the lists attribution must give."""
 
 from __future__ import annotations
