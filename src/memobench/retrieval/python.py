@@ -207,7 +207,7 @@ class _Texts:
         self.settings, self.tally = settings, Tally(settings)
         self.turn_table: dict = {}  # session key -> every turn of it (turns.session_turns)
         self.items: dict[str, list[dict]] = {}  # question id -> its items as attributed
-        self._built: dict[int, tuple] = {}  # haystack id -> (its TurnIndex, units, turn ids), session grain
+        self._built: dict[int, tuple] = {}  # haystack id -> (its TurnIndex, each turn's unit and id, id -> units)
 
     def ranking(self, result, hid: int, hay, haystack, documents, where: str):
         """((positions, scores), (attributions, records)) of what rank returned: texts best first, each a
@@ -233,23 +233,21 @@ class _Texts:
                                      f"of strings")
         ids = [x[0] for x in items] if pairs else None
         texts = [x[1] for x in items] if pairs else items
-        if haystack.unit == "turn":  # the turns it ranks: each its own unit
-            index = TurnIndex(documents.texts, documents.positions, self.settings)
-            units, turn_ids = list(range(len(documents.ids))), list(documents.ids)
-            by_id: dict[str, set] = {}
-            for j, tid in enumerate(turn_ids):
-                by_id.setdefault(tid, set()).add(j)
-        else:  # every turn of its sessions, each at its session's haystack position
-            if hid not in self._built:
+        if hid not in self._built:
+            if haystack.unit == "turn":  # the turns it ranks: each its own unit
+                index = TurnIndex(documents.texts, documents.positions, self.settings)
+                units, turn_ids, named = list(range(len(documents.ids))), list(documents.ids), documents.ids
+            else:  # every turn of its sessions, each at its session's haystack position
                 from .turns import haystack_turns
 
                 every = haystack_turns(list(hay.ids), list(hay.keys), self.turn_table)
-                self._built[hid] = (TurnIndex(every.texts, every.positions, self.settings), every.positions,
-                                    every.ids)
-            index, units, turn_ids = self._built[hid]
-            by_id = {}
-            for p, sid in enumerate(hay.ids):
-                by_id.setdefault(sid, set()).add(p)
+                index = TurnIndex(every.texts, every.positions, self.settings)
+                units, turn_ids, named = every.positions, every.ids, hay.ids
+            by_id: dict[str, set] = {}  # an id -> the units it names (a repeated session's copies: each)
+            for u, rid in enumerate(named):
+                by_id.setdefault(rid, set()).add(u)
+            self._built[hid] = (index, units, turn_ids, by_id)
+        index, units, turn_ids, by_id = self._built[hid]
         found, records = attributed(index, texts, units, turn_ids, ids, lambda rid: by_id.get(rid, set()))
         if ids is None:
             order, kept = ranked(found, units, None if scores is None else list(scores))
