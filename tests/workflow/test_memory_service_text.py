@@ -164,7 +164,7 @@ def test_a_wrong_id_beside_a_text_is_caught(norm, tmp_path, server):
     items = [x for qid, text, _ in QUESTIONS for x in answer(_sessions(), text, 50, ids=True)]
     assert a["ids_checked"] == len(items) and a["kinds"]["unattributed"] == 0
     # each answer's first id names another session than its text's: one per question, at rank 1
-    assert [(m["question"], m["rank"]) for m in a["ids_mismatched"]] == [(q, 1) for q, _, _ in QUESTIONS]
+    assert [(m["question"], m["rank"]) for m in a["mismatches"]] == [(q, 1) for q, _, _ in QUESTIONS]
     said = service_warnings(checks, entry["system"])
     assert any(f"{len(QUESTIONS)} of {len(items)} ids it returned beside a text" in w for w in said), said
     # the list is the ids as returned (the wrong one included)
@@ -179,7 +179,7 @@ def test_the_same_server_without_a_wrong_id_passes_the_check(norm, tmp_path, ser
     entry = {"system": {"url": url, "backoff_s": 0.05, "results": {"list": "results", "id": "id", "text": "text"}}}
     (_, outcomes, _), _ = rank_one_segment(norm, tmp_path, "ids-right", entry)
     a = checks_summary([outcomes])["attribution"]
-    assert a["ids_checked"] > 0 and a["ids_mismatched"] == []
+    assert a["ids_checked"] > 0 and a["ids_mismatched"] == 0 and a["mismatches"] == []
 
 
 def test_the_outcomes_keep_each_item_s_hash_kind_and_turns(norm, tmp_path, server):
@@ -239,6 +239,6 @@ def test_a_python_retriever_s_wrong_id_beside_its_text_is_caught(norm, tmp_path,
     (_, outcomes, deep), _ = rank_one_segment(norm, tmp_path, "py-pairs", entry)
     a = checks_summary([outcomes])["attribution"]
     assert a["ids_checked"] == len(QUESTIONS) * len(SESSIONS) and a["kinds"]["unattributed"] == 0
-    assert [(m["question"], m["rank"]) for m in a["ids_mismatched"]] == [(q, 1) for q, _, _ in QUESTIONS]
+    assert [(m["question"], m["rank"]) for m in a["mismatches"]] == [(q, 1) for q, _, _ in QUESTIONS]
     # ranked by its ids, each once at its first item: the wrong id first, the session it hid never listed
     assert all(len(v) == len(SESSIONS) - 1 for v in _lists(deep).values())

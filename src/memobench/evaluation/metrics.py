@@ -224,8 +224,8 @@ def attribution_warnings(checks: dict) -> list[str]:
     a = checks.get("attribution")
     if not a or not a["ids_mismatched"]:
         return []
-    first = a["ids_mismatched"][0]
-    return [f"{len(a['ids_mismatched'])} of {a['ids_checked']} ids it returned beside a text do not hold that text "
+    first = a["mismatches"][0]
+    return [f"{a['ids_mismatched']} of {a['ids_checked']} ids it returned beside a text do not hold that text "
             f"(a wrong id; first: question {first['question']!r}, rank {first['rank']}, id {first['id']!r}); its "
             f"figures rank those ids as returned"]
 

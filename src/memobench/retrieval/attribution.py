@@ -42,6 +42,7 @@ EXACT, NORMALIZED, OVERLAP, UNATTRIBUTED = "exact", "normalized", "overlap", "un
 KINDS = (EXACT, NORMALIZED, OVERLAP, UNATTRIBUTED)
 # attribution's settings and their defaults (overlap None: the lexical stage is off)
 DEFAULTS = {"overlap": None, "min_tokens": 3}
+LISTED = 100  # the wrong ids listed (question, rank, id), the first in question order; all are counted
 _NOT_WORD = re.compile(r"[\W_]+")
 _SESSION_BREAK = "\x00"  # between sessions in the joined strings: no text holds it once cleaned, none normalised
 _TURN_BREAK = "\x01"  # between turns in the verbatim string: an exact part never spans two turns
@@ -254,11 +255,13 @@ class Tally:
         """The segment's record (merged by :func:`merged`)."""
         return {"mode": mode(self.settings), "items": sum(self.kinds.values()), "kinds": dict(self.kinds),
                 "ambiguous": self.ambiguous, "spans": self.spans,
-                "ids_checked": self.checked, "ids_mismatched": self.mismatched}
+                "ids_checked": self.checked, "ids_mismatched": len(self.mismatched),
+                "mismatches": self.mismatched[:LISTED]}
 
 
 def merged(parts: list[dict]) -> dict:
-    """The segments' attribution records as one: counts summed, mismatches listed, the attributed share."""
+    """The segments' attribution records as one: counts summed, the first mismatches listed, the attributed
+    share."""
     items = sum(p["items"] for p in parts)
     kinds = {k: sum(p["kinds"].get(k, 0) for p in parts) for k in KINDS}
     attributed = items - kinds[UNATTRIBUTED]
@@ -266,7 +269,8 @@ def merged(parts: list[dict]) -> dict:
             "attributed_share": round(attributed / items, 6) if items else None, "kinds": kinds,
             "ambiguous": sum(p["ambiguous"] for p in parts), "spans": sum(p["spans"] for p in parts),
             "ids_checked": sum(p["ids_checked"] for p in parts),
-            "ids_mismatched": [m for p in parts for m in p["ids_mismatched"]]}
+            "ids_mismatched": sum(p["ids_mismatched"] for p in parts),
+            "mismatches": [m for p in parts for m in p["mismatches"]][:LISTED]}
 
 
 def stated(a: dict) -> str:

@@ -119,7 +119,8 @@ def test_tally_merges_and_states_every_count():
     a = merged([t.summary(), t.summary()])
     assert a["items"] == 10 and a["attributed"] == 8 and a["attributed_share"] == 0.8
     assert a["kinds"] == {EXACT: 4, NORMALIZED: 4, OVERLAP: 0, UNATTRIBUTED: 2}
-    assert a["ambiguous"] == 2 and a["spans"] == 2 and a["ids_checked"] == 4 and len(a["ids_mismatched"]) == 2
+    assert a["ambiguous"] == 2 and a["spans"] == 2 and a["ids_checked"] == 4 and a["ids_mismatched"] == 2
+    assert a["mismatches"] == [{"question": "q1", "rank": 3, "id": "session_9"}] * 2
     said = stated(a)
     for part in ("exact+normalized", "8 of 10", "80.0%", "4 exact", "4 after normalisation", "0 by overlap",
                  "2 unattributed"):
@@ -182,3 +183,14 @@ def test_the_index_agrees_with_a_brute_force_reading_of_the_rules():
                 item = " ".join(rng.choice(words) for _ in range(rng.randint(1, 4)))
             got = ix.attribute(item)
             assert (set(got.turns), got.kind) == _brute(texts, groups, item, 2), (texts, groups, item)
+
+
+def test_every_mismatch_is_counted_and_the_first_listed():
+    from memobench.retrieval.attribution import LISTED
+
+    t = Tally(settings_of(None, "t"))
+    for r in range(LISTED + 5):
+        t.mismatch("q", r + 1, f"s{r}")
+    a = merged([t.summary(), t.summary()])
+    assert a["ids_mismatched"] == 2 * (LISTED + 5) and len(a["mismatches"]) == LISTED
+    assert a["mismatches"][0]["rank"] == 1

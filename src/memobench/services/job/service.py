@@ -364,10 +364,12 @@ class _Service:
         service that answers in text: its texts attributed to the haystack's turns (without ids, ``ids`` are
         the texts) and counted, when ``texts`` (:func:`result_texts`' ids and texts) are given (a question's
         own search, not a replica's); beside ids, each text checked against its id's content."""
-        if self.attributed is not None and self.spec["results"].get("id") is None:
-            return self._attributed(ids, scores, hay, sessions, turns, qid if texts is not None else None)
         ranked = turns_of(hay, turns) if turns is not None else Haystack(tuple(hay.ids), ("",) * len(hay.ids),
                                                                           tuple(hay.dates))
+        if self.attributed is not None and self.spec["results"].get("id") is None:
+            # the units its texts name, their scores checked as any list's
+            positions, kept = self._attributed(ids, scores, hay, sessions, turns, qid if texts is not None else None)
+            return check_ranking((positions, kept) if kept is not None else positions, ranked, where)
         if turns is None and keyed(self.spec):
             from ..sent.rendering import positions
 
