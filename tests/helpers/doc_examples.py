@@ -1,6 +1,5 @@
-"""What the tests that run the documentation's examples as copied share
-(tests/workflow/test_readme_examples.py for README.md,
-tests/workflow/test_docs_commands.py for docs/*.md): finding a page's fenced
+"""What the test that runs the documentation's examples as copied
+(tests/workflow/test_docs_commands.py: README.md, then docs/*.md) uses: finding a page's fenced
 blocks in order, a copy of the project set up as the README tells a user to
 (a venv at `.venv`, the real LoCoMo file in `data/`), running a shell line
 there with bash, and the reference servers a page starts
@@ -68,24 +67,29 @@ def python_file(body: str) -> str:
     return FILE_HEADER.match(body).group(1)
 
 
-def user_project(dest: Path, locomo: Path, activated: bool = False) -> tuple[Path, dict[str, str]]:
+def user_project(dest: Path, locomo: Path) -> Path:
     """A copy of the project at ``dest`` as a user's clone after the
     README's set-up: the tests' environment as its `.venv`, the real LoCoMo
-    file in `data/`; and the environment its commands run in: the tests' own
-    venv not on PATH, and `.venv/bin` first on it when ``activated`` (a user
-    who ran `source .venv/bin/activate`, as the docs' bare `memobench` and
-    `snakemake` assume)."""
+    file in `data/`."""
     proj = copy_project(dest)
     (proj / ".venv").symlink_to(sys.prefix, target_is_directory=True)
     (proj / "data").mkdir()
     shutil.copy(locomo, proj / "data" / "locomo10.json")  # "Copy the file into data/"
+    return proj
+
+
+def user_env(proj: Path, activated: bool = False) -> dict[str, str]:
+    """The environment a user's commands run in: the tests' own venv not on
+    PATH, and `.venv/bin` first on it when ``activated`` (a user who ran
+    `source .venv/bin/activate`, as the docs' bare `memobench` and
+    `snakemake` assume)."""
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
     path = [p for p in env.get("PATH", "").split(os.pathsep) if p != os.path.dirname(sys.executable)]
     if activated:
         path.insert(0, str(proj / ".venv" / "bin"))
         env["VIRTUAL_ENV"] = str(proj / ".venv")
     env["PATH"] = os.pathsep.join(path)
-    return proj, env
+    return env
 
 
 def run_line(line: str, proj: Path, env: dict[str, str], timeout: float = 900) -> subprocess.CompletedProcess:

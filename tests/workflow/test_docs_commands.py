@@ -1,10 +1,24 @@
-"""Every command and config block of docs/*.md runs as copied, the way
-tests/workflow/test_readme_examples.py runs the README's: in one copy of the
-project (as a fresh clone is, with the real LoCoMo file in `data/` and the
-tests' environment as its `.venv`), page after page in name order, each
-page's blocks in its order. The docs write bare `memobench` and `snakemake`
-(a user who ran `source .venv/bin/activate`): every line runs with bash with
-the copy's `.venv/bin` first on PATH.
+"""Every command and config block of README.md, then of docs/*.md, runs as
+copied, the way a user runs them: in one copy of the project (as a fresh
+clone is, with the real LoCoMo file placed in `data/` as the README says and
+the tests' environment as its `.venv`), the README first, then page after
+page in name order, each page's blocks in its order. One copy for all: a
+user who read the README goes on to the docs in the same folder, and a block
+that asks for results an earlier one made reruns nothing (Snakemake's own
+reuse, which the rerun tests hold to the definitions).
+
+The README (its tests run on the copy as the README leaves it, before any
+docs page): every shell line runs with bash, in the README's order, except
+those in README_NOT_RUN with why; every YAML block is a config overlay run
+with `.venv/bin/snakemake --cores 2 --configfile <block>`, as the README
+says ("each YAML block below is such a file, and runs as it is"), and a
+Python block headed by its file name is written beside the config; the venv
+is not activated. A README server (`... serve ... &`) runs until the
+README's last block has run.
+
+The docs write bare `memobench` and `snakemake` (a user who ran `source
+.venv/bin/activate`): every docs line runs with bash with the copy's
+`.venv/bin` first on PATH.
 
 - A shell line runs, or is listed in NOT_RUN with why (a download of
   LongMemEval-S or M, a Slurm cluster, an install, the full benchmark, the
@@ -41,8 +55,25 @@ import pytest
 import yaml
 
 from tests.helpers import REPO, memobench_lines
-from tests.helpers.doc_examples import DocServer, python_file, run_line, serve_port, steps, user_project
+from tests.helpers.doc_examples import (DocServer, blocks, python_file, run_line, sections, serve_port, steps,
+                                        user_env, user_project)
 
+README = REPO / "README.md"
+EXAMPLE_SECTIONS = ("Choosing what runs", "Variants", "Your own retriever, or another system's run",
+                    "Your memory service")
+# the README's shell lines a test cannot run here, each with why (every other line runs)
+README_NOT_RUN = {
+    "python3 -m venv .venv && .venv/bin/pip install -e . && .venv/bin/snakemake --cores 4":
+        "the full reproduction: downloads about 3 GB (the offline run is tests/workflow/test_offline.py)",
+    "python3 -m venv .venv && .venv/bin/pip install -e '.[test]' && .venv/bin/python -m pytest -n 2 --dist loadfile":
+        "the test command itself (.ci/run runs it on a fresh clone)",
+    ".venv/bin/snakemake --cores 1 results/longmemeval_m/v0.8.0/segments/seg3.parquet":
+        "needs LongMemEval-M (2.7 GB); a segment target is run by tests/workflow/test_lme.py",
+    ".venv/bin/pip install -e '.[slurm]'":
+        "an install (the slurm extra is in the test extra)",
+    ".venv/bin/snakemake --workflow-profile workflow/profiles/slurm --profile workflow/profiles/sites/no-accounting":
+        "needs a Slurm cluster (.ci/slurm_check.py runs the profile on a real one)",
+}
 PAGES = sorted((REPO / "docs").glob("*.md"))
 SNAKEMAKE = "snakemake --cores 2 --configfile {}"
 # the docs' shell lines a test cannot run here, each with why (every other line runs)
@@ -75,8 +106,10 @@ FRAGMENTS = {
         ("", {"run": ["locomo10"], "datasets": {"locomo10": {"variants": ["v0.8.0", "bm25-official", "minilm"]}}},
          "-n"),
     ("config.md", "exports:"): ("", {"run": ["locomo10"]}, "-n"),
-    ("memory-services.md", "url: http://127.0.0.1:9000"):  # another API's service: none runs here
+    ("memory-services.md", "/v1/{namespace}/clear"):  # another API's service: none runs here
         ("variants.other-api", {"run": ["locomo10"], "datasets": {"locomo10": {"variants": ["other-api"]}}}, "-n"),
+    ("memory-services.md", "my-text-service:"):  # a service that answers in text: none runs here
+        ("variants", {"run": ["locomo10"], "datasets": {"locomo10": {"variants": ["my-text-service"]}}}, "-n"),
     ("memory-services.md", "my-service-turns:"):  # the page starts its server (port 8768) just before
         ("variants", {"run": ["locomo10"], "datasets": {"locomo10": {"variants": ["my-service-turns"]}}}, "run"),
     ("memory-services.md", "my-library:"):  # the page's my_memory.py, used in-process
@@ -92,6 +125,8 @@ FRAGMENTS = {
                                                                           "rrf-turns"]}}}, "-n"),
     ("retrievers.md", "my-turns:"):  # rank_turns is the user's to write
         ("", {"run": ["locomo10"], "datasets": {"locomo10": {"variants": ["my-turns"]}}}, "-n"),
+    ("retrievers.md", "my-facts:"):  # the page's my_facts.py, its texts attributed
+        ("", {"run": ["locomo10"], "datasets": {"locomo10": {"variants": ["my-facts"]}}}, "run"),
     ("retrievers.md", "my-dense:"):  # its encoder and model are the user's
         ("", {"run": ["locomo10"], "datasets": {"locomo10": {"variants": ["my-dense"]}}}, "-n"),
 }
@@ -129,6 +164,96 @@ def page_steps(page):
     return steps(page.read_text(encoding="utf-8"))
 
 
+def test_the_readme_blocks_are_found_and_every_unrun_line_is_in_the_readme():
+    text = README.read_text(encoding="utf-8")
+    assert len(blocks(text, "yaml")) >= 4
+    for name in EXAMPLE_SECTIONS:  # each section with an example block has its YAML
+        assert blocks(sections(text)[name], "yaml"), name
+    lines = {line for kind, line in steps(text) if kind == "sh"}
+    assert set(README_NOT_RUN) <= lines, set(README_NOT_RUN) - lines  # a stale entry says a wrong thing
+
+
+@pytest.fixture(scope="module")
+def readme_run(tmp_path_factory, locomo_path):
+    """Every step of the README in a copy of the project: (the copy, [(the
+    step, its completed process)])."""
+    text = README.read_text(encoding="utf-8")
+    proj = user_project(tmp_path_factory.mktemp("docs") / "memobench", locomo_path)
+    env = user_env(proj)  # the venv not activated
+    servers: list[DocServer] = []
+    done = []
+    try:
+        for i, (kind, body) in enumerate(steps(text)):
+            if kind == "python":
+                (proj / python_file(body)).write_text(body, encoding="utf-8")
+                continue
+            if kind == "yaml":
+                (proj / f"block{i}.yaml").write_text(body, encoding="utf-8")
+                line = f".venv/bin/snakemake --cores 2 --configfile block{i}.yaml"
+            elif body in README_NOT_RUN:
+                continue
+            else:
+                line = body
+            if line.endswith("&"):  # a server the next blocks use, until the README's last block has run
+                servers.append(DocServer(line, proj, env))
+                continue
+            done.append(((kind, body), run_line(line, proj, env)))
+    finally:
+        for server in servers:
+            server.stop()
+    return proj, done
+
+
+def test_every_readme_command_and_block_runs_as_copied(readme_run):
+    proj, done = readme_run
+    for (kind, body), proc in done:
+        out = proc.stdout + proc.stderr
+        assert proc.returncode == 0, (body, out[-4000:])
+        errors = [line for line in out.splitlines() if line.startswith("memobench:") and "missing" in line]
+        assert not errors, (body, errors)
+        if kind == "yaml":
+            cfg = yaml.safe_load(body)
+            for ds, entry in (cfg.get("datasets") or {}).items():
+                assert ds in cfg["run"], (ds, cfg)
+                for v in entry["variants"]:
+                    assert (proj / "results" / ds / v / "metrics.json").exists(), (ds, v)
+
+
+def test_the_own_retriever_block_gives_its_figures(readme_run):
+    """The README's own retriever at the project's root (beside workflow/)
+    is ranked and scored beside v0.8.0, which keeps the published digits."""
+    import json
+
+    proj, _ = readme_run
+    mine = json.loads((proj / "results" / "locomo10" / "my-overlap" / "metrics.json").read_text(encoding="utf-8"))
+    memo = json.loads((proj / "results" / "locomo10" / "v0.8.0" / "metrics.json").read_text(encoding="utf-8"))
+    assert mine["questions"] == memo["questions"] == 1977
+    assert (memo["hit@1"], memo["hit@5"], memo["hit@10"]) == (1190, 1724, 1848)
+    assert 0 < mine["hit@10"] <= 1977
+
+
+def test_one_report_covers_every_block_and_the_score_run(readme_run):
+    """Each block's run remade the report; the last one's board holds every result the folder holds: its
+    own variants, and the earlier blocks' and `memobench score`'s, each saying where it came from."""
+    proj, done = readme_run
+    last = yaml.safe_load([body for (kind, body), _ in done if kind == "yaml"][-1])
+    ours = {(ds, v) for ds in last["run"] for v in last["datasets"][ds]["variants"]}
+    held = {(p.parent.parent.name, p.parent.name) for p in (proj / "results").glob("*/*/metrics.json")}
+    assert ("locomo10", "their") in held  # `memobench score runs/their.trec`'s
+    md = (proj / "results" / "report.md").read_text(encoding="utf-8")
+    board = md[md.index("## Board"):]
+    board = board[:board.index("\n## ", 3)]
+    listed, ds = {}, None
+    for line in board.splitlines():
+        if line.startswith("### "):
+            ds = line[4:].strip()
+        elif line.startswith("| ") and line.split("|")[1].strip().isdigit():
+            cells = line.split("|")
+            listed[(ds, cells[2].split()[0])] = cells[3].strip()
+    assert set(listed) == held
+    assert {k for k, how in listed.items() if how == "this run's config"} == ours & held
+
+
 def test_the_docs_blocks_are_found_and_every_listed_one_is_in_the_docs():
     lines = {line for page in PAGES for kind, line in page_steps(page) if kind == "sh"}
     assert set(NOT_RUN) <= lines, set(NOT_RUN) - lines  # a stale entry would hide nothing, but says a wrong thing
@@ -143,11 +268,13 @@ def test_the_docs_blocks_are_found_and_every_listed_one_is_in_the_docs():
 
 
 @pytest.fixture(scope="module")
-def docs_run(tmp_path_factory, locomo_path):
-    """Every page's steps in one copy of the project: (the copy, [(page,
-    kind, the block or line, the overlay run or None, how: "run" or "-n",
-    its completed process)], {extra: [blocks validated only]})."""
-    proj, env = user_project(tmp_path_factory.mktemp("docs") / "memobench", locomo_path, activated=True)
+def docs_run(readme_run):
+    """Every page's steps in the README's copy of the project, after the
+    README's: (the copy, [(page, kind, the block or line, the overlay run or
+    None, how: "run" or "-n", its completed process)], {extra: [blocks
+    validated only]})."""
+    proj = readme_run[0]
+    env = user_env(proj, activated=True)
     done, unrun = [], {}
     for page in PAGES:
         servers: dict[int | None, DocServer] = {}

@@ -30,7 +30,7 @@ def example(tmp_path_factory, locomo_path):
     my_retrievers.py there: (the copy, the block's namespace, what it printed)."""
     module, code = blocks(PAGE.read_text(encoding="utf-8"), "python")
     assert module.startswith("# my_retrievers.py\n")
-    proj, _ = user_project(tmp_path_factory.mktemp("python_api") / "memobench", locomo_path)
+    proj = user_project(tmp_path_factory.mktemp("python_api") / "memobench", locomo_path)
     (proj / "my_retrievers.py").write_text(module, encoding="utf-8")
     namespace: dict = {"__name__": "__example__"}
     here = os.getcwd()
