@@ -265,7 +265,22 @@ def merge_inputs(config: dict, ds: str, variant: str) -> dict:
         "events": normalized(base, "events"),
         **{name: layout.path(layout.VERIFIED, dataset=d) for name, d in files.items()
            if has_raw_file(config["datasets"][d]["format"])},
+        # the sessions' token counts, for recall within token budgets (a format with official metrics)
+        **({"context": layout.path(layout.CONTEXT_SESSIONS, dataset=base)}
+           if FORMATS[config["datasets"][ds]["format"]].scorer else {}),
     }
+
+
+def budgets_tokenizer(config: dict) -> dict:
+    """The budgets' tokenizer, named and with its file's sha256 (evaluation.context.spec_of)."""
+    from .evaluation.context import spec_of
+
+    return spec_of(config["budgets"]["tokenizer"])
+
+
+def budget_tokens(config: dict) -> list[int]:
+    """The token budgets, ascending and distinct."""
+    return sorted(set(config["budgets"]["tokens"]))
 
 
 def retrievallog_inputs(config: dict, ds: str, variant: str, grain: str = "session") -> dict:
