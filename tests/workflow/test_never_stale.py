@@ -145,7 +145,8 @@ def _group(rel: str) -> int | None:
     again only because it is itself a target, not because a job reading it runs."""
     parts = rel.split("/")
     name = parts[-1]
-    if name in ("report.md", "report.html", "hitk.png", "forest.png", "heatmap.png", "retrievallog.jsonl"):
+    if name in ("report.md", "report.html", "hitk.png", "forest.png", "heatmap.png", "frontier.png",
+                "retrievallog.jsonl"):
         return 3  # the report reads nearly everything; a retrieval log, the merged deep list
     if ("segments" in parts or "analyze" in parts
             or name in ("qrels.trec", "manifest.json", "falsifier.json", "falsifier.md")):

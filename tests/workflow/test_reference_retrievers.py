@@ -82,6 +82,12 @@ def test_bm25_official_equals_rank_bm25_on_locomo(run):
 def test_token_budgets_equal_an_independent_count(run, ds, fmt, tmp_path):
     work, data, _ = run
     token_budgets.assert_run_as_counted(work / "results", ds, fmt, data / f"{ds}.json", ["v0.8.0", "bm25s"], tmp_path)
+    # the report's frontier: a table per dataset, each session variant a row, and its plot
+    report = (work / "results/report.md").read_text()
+    table = report.split("## Recall within token budgets")[1].split(f"### {ds}\n")[1].split("\n#")[0]
+    assert all(f"| {v} " in table for v in VARIANTS) and "◆" in table
+    assert (work / "results/frontier.png").read_bytes()[:4] == b"\x89PNG"
+    assert "frontier.png" in (work / "results/report.html").read_text()
 
 
 @pytest.mark.parametrize("ds", ["locomo1", "lme"])

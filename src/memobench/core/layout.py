@@ -88,6 +88,8 @@ REPORT_HTML = f"{RESULTS}/report.html"
 HITK_PNG = f"{RESULTS}/hitk.png"
 FOREST_PNG = f"{RESULTS}/forest.png"
 HEATMAP_PNG = f"{RESULTS}/heatmap.png"
+# recall within token budgets per dataset, the Pareto front marked (reporting/frontier.py)
+FRONTIER_PNG = f"{RESULTS}/frontier.png"
 # the memory services' latency (from their timings: these differ from run to run)
 LATENCY_MD = f"{RESULTS}/latency.md"
 LATENCY_HTML = f"{RESULTS}/latency.html"

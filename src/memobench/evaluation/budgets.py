@@ -14,6 +14,7 @@ scoring ids and exclusions, LoCoMo's evidence sessions and categories.
 from __future__ import annotations
 
 import math
+import re
 import statistics
 from itertools import accumulate
 
@@ -22,6 +23,11 @@ from .official import CONVENTIONS, KS, LOCOMO_CATEGORIES_1_4, ranked_positions
 
 BUDGETS = (512, 1024, 2048, 4096, 8192)  # the default budgets, in tokens (config budgets.tokens)
 RULES = "token budgets over the session lists (docs/protocol.md#token-budgets)"
+
+
+def is_budget_name(name: str) -> bool:
+    """Whether ``name`` is recall_any or recall_all within a budget (any_name, all_name)."""
+    return re.fullmatch(r"recall_(any|all)@[1-9][0-9]*tok", name) is not None
 
 
 def any_name(budget: int) -> str:
