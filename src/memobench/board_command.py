@@ -177,6 +177,7 @@ def recall_figure(results: Path, out: Path) -> list[Path]:
 
 def text(board) -> str:
     """The leaderboard as printed: per dataset, rank, variant, its measures with intervals."""
+    from .evaluation.budgets import is_budget_name
     from .reporting.board import with_interval
 
     out = []
@@ -186,7 +187,7 @@ def text(board) -> str:
             mark = " STALE: " + r["_m"]["board"]["stale"] if r["_m"]["board"]["stale"] else ""
             cells = "  ".join(f"{k} {with_interval(r['_m'], k, r['_ci'].get(k))}" for k in BOARD_MEASURES)
             cells += "".join(f"  {k} {'-' if r[k] is None else f'{100 * r[k]:.1f}%'}" for k in r
-                             if k not in BOARD_MEASURES and k.startswith("recall_"))  # a budget sorted by
+                             if is_budget_name(k))  # a budget sorted by
             out.append(f"  {r['rank']:3d}  {r['variant']:24s} n {r['questions']:5d}  {cells}  ({r['made_by']}){mark}")
     return "\n".join(out)
 
