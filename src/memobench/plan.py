@@ -265,8 +265,10 @@ def merge_inputs(config: dict, ds: str, variant: str) -> dict:
         "events": normalized(base, "events"),
         **{name: layout.path(layout.VERIFIED, dataset=d) for name, d in files.items()
            if has_raw_file(config["datasets"][d]["format"])},
-        # the sessions' token counts, for recall within token budgets (a format with official metrics)
-        **({"context": layout.path(layout.CONTEXT_SESSIONS, dataset=base)}
+        # the sessions' and turns' token counts, for recall within token budgets (a format with official
+        # metrics): one job makes both
+        **({"context": layout.path(layout.CONTEXT_SESSIONS, dataset=base),
+            "context_turns": layout.path(layout.CONTEXT_TURNS, dataset=base)}
            if FORMATS[config["datasets"][ds]["format"]].scorer else {}),
     }
 

@@ -32,7 +32,8 @@ TOKENS = f"{DATASET}/tokens/{{tokenizer}}.arrow"
 EMBEDDINGS = f"{DATASET}/embeddings/{{model}}.parquet"
 # each session's and turn's tokens as a reader receives it, under the budgets' tokenizer (evaluation/context.py)
 CONTEXT_SESSIONS = f"{DATASET}/context_tokens/sessions.parquet"
-CONTEXT_TURNS = f"{DATASET}/context_tokens/turns.parquet"
+# events.parquet, not turns.parquet: a variant folder's turns.parquet would match it
+CONTEXT_TURNS = f"{DATASET}/context_tokens/events.parquet"
 PREPARED = f"{DATASET}/prepared/{{variant}}.parquet"
 SESSIONS_JSON = f"{DATASET}/exports/sessions.bin"
 QRELS = f"{DATASET}/qrels.trec"

@@ -18,11 +18,13 @@ import re
 import statistics
 from itertools import accumulate
 
+from ..core.errors import DataError
 from ..core.formats import LME_FORMATS
 from .official import CONVENTIONS, KS, LOCOMO_CATEGORIES_1_4, ranked_positions
 
 BUDGETS = (512, 1024, 2048, 4096, 8192)  # the default budgets, in tokens (config budgets.tokens)
 RULES = "token budgets over the session lists (docs/protocol.md#token-budgets)"
+TURN_RULES = "token budgets over the turn lists, at turn grain (docs/protocol.md#token-budgets)"
 
 
 def is_budget_name(name: str) -> bool:
@@ -103,17 +105,16 @@ def views(fmt: str, rows: list[dict]) -> dict[str, list[dict]]:
 def compute(fmt: str, rows: list[dict], questions_path, haystacks_path, rankings_path, counts_path,
             budgets=BUDGETS) -> tuple[dict, dict[int, tuple]]:
     """(official.json's ``budgets`` block, {q_index: (first gold end, complete
-    gold end, item ends)}) of one session variant, from its official per-question
+    gold end, item ends, in the top-level convention's mean)}) of one session variant, from its official per-question
     ``rows`` (official.compute) and its deep list."""
-    from .context import SEPARATOR, read_counts
+    from .context import read_counts
     from .official import read_haystacks, read_questions, read_rankings
 
     counts, tokenizer = read_counts(counts_path)
-    sep = tokenizer["separator_tokens"]
     hids = {q["q_index"]: q["haystack_id"] for q in read_questions(questions_path)}
     haystacks = read_haystacks(haystacks_path, sorted({h for h in hids.values() if h >= 0}), dates=False)
     rankings, depth, _ = read_rankings(rankings_path)
-    per_question = {}
+    lists = []
     for r in rows:
         hay = haystacks.get(hids[r["q_index"]], {"ids": [], "keys": []})
         if "positions" in r:  # LongMemEval: the official rows' documents and scoring ids
@@ -124,14 +125,54 @@ def compute(fmt: str, rows: list[dict], questions_path, haystacks_path, rankings
             positions = ranked_positions(ranked, hay["ids"], rankings_path, f"question {r['question_id']}")
             gold = set(r["gold"])
             item_gold = [s if s in gold else None for s in ranked]
-        item_ends = ends([counts[hay["keys"][p]] for p in positions], sep)
-        first, complete = gold_reach(item_ends, item_gold, len(gold))
-        r["first_gold_tokens"] = first
-        r["budgets"] = question_figures(first, complete, item_ends, budgets)
-        per_question[r["q_index"]] = (first, complete, item_ends)
+        lists.append(([counts[hay["keys"][p]] for p in positions], item_gold, len(gold)))
+    return _figures(fmt, rows, lists, tokenizer, budgets, depth, "session", RULES)
+
+
+def compute_turns(fmt: str, rows: list[dict], questions_path, haystacks_path, counts_path, budgets=BUDGETS,
+                  turns_path="turns") -> tuple[dict, dict[int, tuple]]:
+    """:func:`compute` of a turn variant at turn grain, from its official turn
+    rows (turn_metrics.compute with ``items``): each listed turn (a memory
+    service's assistant turn too, never gold) is delivered, the gold is the
+    turn figures' gold turns, the questions their conventions'."""
+    from .context import read_turn_counts
+    from .official import read_haystacks, read_questions
+
+    counts, tokenizer = read_turn_counts(counts_path)
+    hids = {q["q_index"]: q["haystack_id"] for q in read_questions(questions_path)}
+    haystacks = read_haystacks(haystacks_path, sorted({h for h in hids.values() if h >= 0}), dates=False)
+    lists = []
+    for r in rows:
+        keys, gold, tokens = haystacks[hids[r["q_index"]]]["keys"], set(r["gold"]), []
+        for rank, (p, seq, _) in enumerate(r["items"], 1):
+            n = counts.get((keys[p], seq))
+            if n is None:
+                raise DataError(str(turns_path), f"question {r['question_id']}",
+                                f"rank {rank}: session position {p} has no turn {seq} in the events table")
+            tokens.append(n)
+        lists.append((tokens, [t if t in gold else None for _, _, t in r["items"]], len(gold)))
+    depth = max((len(r["items"]) for r in rows), default=0)
+    return _figures(fmt, rows, lists, tokenizer, budgets, depth, "turn", TURN_RULES)
+
+
+def _figures(fmt: str, rows: list[dict], lists: list[tuple], tokenizer: dict, budgets, depth: int, grain: str,
+             rules: str) -> tuple[dict, dict[int, tuple]]:
+    """The block and per-question figures from each row's list: (its items' tokens, the gold id
+    each stands for or None, the number of gold ids)."""
+    from .context import SEPARATOR
+
+    sep = tokenizer["separator_tokens"]
     convs = views(fmt, rows)
     top = next(iter(convs))
-    block = {"rules": RULES, "grain": "session", "tokenizer": {"name": tokenizer["name"], "sha256": tokenizer["sha256"]},
+    counted = {r["q_index"] for r in convs[top]}
+    per_question = {}
+    for r, (tokens, item_gold, n_gold) in zip(rows, lists):
+        item_ends = ends(tokens, sep)
+        first, complete = gold_reach(item_ends, item_gold, n_gold)
+        r["first_gold_tokens"] = first
+        r["budgets"] = question_figures(first, complete, item_ends, budgets)
+        per_question[r["q_index"]] = (first, complete, item_ends, r["q_index"] in counted)
+    block = {"rules": rules, "grain": grain, "tokenizer": {"name": tokenizer["name"], "sha256": tokenizer["sha256"]},
              "separator": SEPARATOR, "separator_tokens": sep, "budgets": list(budgets), "depth": depth,
              "convention": top, **summary(convs[top], budgets),
              "conventions": {c: {"convention": CONVENTIONS[c], **summary(kept, budgets)} for c, kept in convs.items()}}
@@ -140,9 +181,11 @@ def compute(fmt: str, rows: list[dict], questions_path, haystacks_path, rankings
 
 def outcome_columns(per_question: dict[int, tuple]) -> dict:
     """The per-question columns of outcomes.parquet (docs/tables.md#retrieval-outputs):
-    ``first_gold_tokens``, ``all_gold_tokens`` and ``context_tokens`` (each listed item's end)."""
+    ``first_gold_tokens``, ``all_gold_tokens``, ``context_tokens`` (each listed item's end) and
+    ``in_budgets`` (the question counts in the budgets' top-level means: what stats.json pairs)."""
     import pyarrow as pa
 
     return {"first_gold_tokens": (pa.int32(), {q: v[0] for q, v in per_question.items()}),
             "all_gold_tokens": (pa.int32(), {q: v[1] for q, v in per_question.items()}),
-            "context_tokens": (pa.list_(pa.int32()), {q: v[2] for q, v in per_question.items()})}
+            "context_tokens": (pa.list_(pa.int32()), {q: v[2] for q, v in per_question.items()}),
+            "in_budgets": (pa.bool_(), {q: v[3] for q, v in per_question.items()})}

@@ -162,12 +162,22 @@ def separator_tokens(tokenizer: Tokenizer) -> int:
 
 def read_counts(path) -> tuple[dict[int, int], dict]:
     """{session_key: tokens} and the tokenizer record of a sessions count table."""
+    t, record = _count_table(path)
+    return dict(zip(t.column("session_key").to_pylist(), t.column("tokens").to_pylist())), record
+
+
+def read_turn_counts(path) -> tuple[dict[tuple[int, int], int], dict]:
+    """{(session_key, seq): tokens} and the tokenizer record of a turns count table."""
+    t, record = _count_table(path)
+    return dict(zip(zip(t.column("session_key").to_pylist(), t.column("seq").to_pylist()),
+                    t.column("tokens").to_pylist())), record
+
+
+def _count_table(path):
     import json
 
     import pyarrow.parquet as pq
 
     from ..core.tables import read_table
 
-    t = read_table(path)
-    record = json.loads((pq.read_schema(path).metadata or {})[b"memobench.tokenizer"])
-    return dict(zip(t.column("session_key").to_pylist(), t.column("tokens").to_pylist())), record
+    return read_table(path), json.loads((pq.read_schema(path).metadata or {})[b"memobench.tokenizer"])

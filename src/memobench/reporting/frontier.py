@@ -1,5 +1,6 @@
-"""The recall-tokens frontier (docs/protocol.md#token-budgets): per dataset,
-each session variant's recall within each token budget, as a table and a
+"""The recall-tokens frontier (docs/protocol.md#token-budgets): per dataset
+and grain (a turn variant's gold is turns, a session variant's sessions: not
+one front), each variant's recall within each token budget, as a table and a
 plot, the Pareto front marked: a point (budget, recall) is on it when no
 variant reaches at least its recall within at most its budget, one of them
 strictly better."""
@@ -32,18 +33,29 @@ def fronts(ms: list[dict]) -> dict[tuple[str, int], bool]:
     return {(v, t): i in on for i, (v, t, _) in enumerate(flat)}
 
 
+def by_grain(runs: list[dict]) -> dict[str, list[dict]]:
+    """The runs with budgets by dataset, then grain: {title: runs}, a turn grain's titled apart."""
+    out: dict[str, list[dict]] = {}
+    for ds, ms in by_dataset([m for m in runs if points(m)]).items():
+        for m in ms:
+            turn = m["budgets"].get("grain") == "turn"
+            out.setdefault(f"{ds}, turn grain" if turn else ds, []).append(m)
+    return out
+
+
 def frontier_blocks(runs: list[dict], image: str | None = None) -> list:
     """The report's "Recall within token budgets" section: one table per dataset with budgets, and
     ``image`` (the plot's file name) in the HTML."""
     from html import escape
 
-    with_budgets = by_dataset([m for m in runs if points(m)])
+    with_budgets = by_grain(runs)
     if not with_budgets:
         return []
     first = next(iter(with_budgets.values()))[0]["budgets"]
     tok = first["tokenizer"]
     out = [Heading(2, "Recall within token budgets", anchor="token-budgets"),
-           Para(["Each session variant's deep list as a reader receives it: the sessions' text in rank order, "
+           Para(["Each session variant's deep list as a reader receives it: the sessions' text in rank order "
+                 "(a turn variant's turn list, its turns', at turn grain: apart, its gold is turns), "
                  "counted with ", Code(tok["name"]), f" (file sha256 {tok['sha256'][:12]}…). recall_any within T "
                  "tokens: the share of the questions with a gold session whose whole text ends within the first T "
                  "tokens of that context (the official metrics' gold and questions, their top-level convention). ◆: "
@@ -80,7 +92,7 @@ def frontier_plot(runs: list[dict], png_out) -> None:
     from .figures import STYLE, _pyplot, _save
 
     plt = _pyplot()
-    by_ds = by_dataset([m for m in runs if points(m)])
+    by_ds = by_grain(runs)
     with plt.rc_context(STYLE):
         fig, axes = plt.subplots(max(len(by_ds), 1), 1, figsize=(10, 4.2 * max(len(by_ds), 1) + 0.3), squeeze=False)
         for ax, (ds, ms) in zip(axes[:, 0], by_ds.items()):

@@ -33,3 +33,15 @@ def test_the_table_marks_the_front_and_the_plot_is_drawn(tmp_path):
     assert frontier.frontier_blocks([{"dataset": "d", "variant": "t"}]) == []
     frontier.frontier_plot(runs, tmp_path / "frontier.png")
     assert (tmp_path / "frontier.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_turn_variant_has_its_own_front_and_table():
+    """Recall of gold turns is not recall of gold sessions: a turn variant's points are never on,
+    nor push off, the session variants' front."""
+    turn = _run("t", {512: 0.90, 1024: 0.95})
+    turn["budgets"]["grain"] = "turn"
+    runs = [_run("a", {512: 0.30, 1024: 0.50}), turn]
+    assert list(frontier.by_grain(runs)) == ["d", "d, turn grain"]
+    tables = [b for b in frontier.frontier_blocks(runs) if isinstance(b, Table)]
+    assert [[r[3:5] for r in t.rows] for t in tables] == [[["30.0%" + frontier.MARK, "50.0%" + frontier.MARK]],
+                                                          [["90.0%" + frontier.MARK, "95.0%" + frontier.MARK]]]
