@@ -315,6 +315,12 @@ def stats_inputs(config: dict, ds: str) -> list[str]:
             for f in segment_files(config, ds, v, layout.SEGMENT_SUFFIXES["outcomes"])]
 
 
+def merged_outcomes(config: dict, ds: str, kind: str) -> list[str]:
+    """Each variant's merged ``outcomes`` or ``official`` file (stats.json's token budgets read both)."""
+    pattern = {"outcomes": layout.OUTCOMES, "official": layout.OFFICIAL}[kind]
+    return [layout.path(pattern, dataset=ds, variant=v) for v in config["datasets"][ds]["variants"]]
+
+
 def baselines(specs: dict, ds: str) -> dict[str, str]:
     """Each variant's harness baseline (the pairs stats.json compares), in configured order."""
     return {v: s["baseline"] for v, s in specs[ds].items()}
