@@ -386,8 +386,9 @@ def latency_timings(config: dict, specs: dict) -> list[str]:
             for ds, v in timed_pairs(config, specs) for s in segments(config, ds)]
 
 
-def latency_metrics(config: dict, specs: dict) -> list[str]:
-    return [layout.path(layout.METRICS, dataset=ds, variant=v) for ds, v in timed_pairs(config, specs)]
+def latency_metrics(config: dict, specs: dict, pattern: str = layout.METRICS) -> list[str]:
+    """The timed variants' metrics.json (``pattern``: or another of their files, official.json)."""
+    return [layout.path(pattern, dataset=ds, variant=v) for ds, v in timed_pairs(config, specs)]
 
 
 def report_extras(config: dict, specs: dict) -> list[str]:

@@ -238,5 +238,6 @@ def assert_run_as_counted(results, ds: str, fmt: str, raw, variants, cache) -> N
                 assert r["first_gold_tokens"] is None and r["context_tokens"] is None
                 continue
             assert r["first_gold_tokens"] == q["first_gold_tokens"], (v, r["question_id"])
+            assert r["in_budgets"] == (got["convention"] in q["views"]), (v, r["question_id"])
             assert r["context_tokens"][:1] == ([q["context_tokens@1"]] if r["context_tokens"] else []), v
             assert (r["context_tokens"] or [])[:50][-1:] == ([q["context_tokens@50"]] if r["context_tokens"] else []), v
