@@ -23,10 +23,12 @@ import numpy as np
 from ..core.tables import read_table
 from .budgets import all_name, any_name
 from .correction import ALPHA, apply_holm, mde
+from .measures import MEASURES
 from .paired import mcnemar
 from .resampling import Draws
 
-TEST = "McNemar's exact test (paired.py), Holm-corrected per measure over the dataset's pairs"
+# recall within a budget is a hit rate per question (0 or 1), tested as hit@1 is
+TEST = f"{MEASURES['hit@1'].test_text}, Holm-corrected per measure over the dataset's pairs"
 
 
 def read_variant(outcomes_path, official_path) -> dict | None:

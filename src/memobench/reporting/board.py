@@ -202,8 +202,10 @@ def leaderboard(runs: list[dict], results: Path, by: str = "hit@1") -> dict[str,
                 ci = cis.get(k)
                 row[k] = value(m, k)
                 row[f"{k}_low"], row[f"{k}_high"] = ci if ci else (None, None)
-            if budget:  # None for an entry without that budget (a turn variant, another budget list)
-                row[by] = (m.get("budgets") or {}).get(by)
+            if budget:  # None for an entry without that budget (another budget list) or at turn grain: the
+                # board's measures are of sessions, a turn variant's budgets of turns (another gold)
+                within = m.get("budgets") or {}
+                row[by] = within.get(by) if within.get("grain", "session") == "session" else None
             row.update({"code": b.get("code") or "", "date": b.get("date", "-"), "data_file": b.get("data", "-"),
                         "definition": b.get("definition", "-"), "_m": m, "_ci": cis})
             rows.append(row)

@@ -235,6 +235,7 @@ def build(timings: dict, metrics: dict, md_out, json_out, png_out, html_out, log
     import pyarrow.parquet as pq
 
     from ..core.atomic import write_text
+    from ..evaluation.budgets import any_name
     from ..retrieval.timings import schema_meta
     from ..services.identity import served_text
 
@@ -250,7 +251,7 @@ def build(timings: dict, metrics: dict, md_out, json_out, png_out, html_out, log
                           **({"served_by": served_text(m.get("system"))} if m.get("kind") == "system" else {}),
                           # recall within each token budget, beside the latency (latency_budgets.py)
                           **({"budgets": {"grain": b["grain"], "tokenizer": b["tokenizer"], "budgets": b["budgets"],
-                                          **{k: b[k] for k in b if k.startswith("recall_any@")}}} if b else {})})
+                                          **{any_name(t): b[any_name(t)] for t in b["budgets"]}}} if b else {})})
     write_text(json_out, json.dumps(summaries, indent=2, sort_keys=True) + "\n")
     page = blocks(summaries, Path(png_out).name)
     write_text(md_out, to_markdown(page).rstrip("\n") + "\n")

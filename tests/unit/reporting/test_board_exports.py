@@ -56,10 +56,10 @@ def test_each_table_as_csv_and_latex_and_a_figure_per_dataset(folder, tmp_path, 
 
 def test_sorted_by_recall_within_a_token_budget(folder, tmp_path, capsys):
     """--by recall_any@1024tok: the leaderboard in the order of official.json's budgets, with that column; an
-    entry without budgets (v0.8.0 here) last."""
-    for v, r in (("v0.8.0", None), ("mine", 0.4)):
+    entry without session-grain budgets (v0.8.0 here, counted at turn grain: another gold) last."""
+    for v, r, grain in (("v0.8.0", 0.9, "turn"), ("mine", 0.4, "session")):
         path = folder / "longmemeval_s" / v / "official.json"
-        budgets = {"budgets": [1024], "recall_any@1024tok": r} if r is not None else None
+        budgets = {"grain": grain, "budgets": [1024], "recall_any@1024tok": r}
         path.write_text(json.dumps({"dataset": "longmemeval_s", "variant": v, "grain": "session", "official": None,
                                     **({"budgets": budgets} if budgets else {})}))
     out = tmp_path / "board"
