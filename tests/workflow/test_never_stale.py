@@ -151,7 +151,9 @@ def _group(rel: str) -> int | None:
     if ("segments" in parts or "analyze" in parts
             or name in ("qrels.trec", "manifest.json", "falsifier.json", "falsifier.md")):
         return 1  # made from the normalized tables, verified.json, or (falsify) the merged metrics
-    if name in ("stats.json", "datasets.json") or (len(parts) > 1 and parts[-2] in VARIANTS):
+    if name == "stats.json":
+        return 4  # made from the segments and (token budgets) the merged outcomes and official.json
+    if name == "datasets.json" or (len(parts) > 1 and parts[-2] in VARIANTS):
         return 2  # made from the segments (datasets.json: from the report and the receipts)
     return None
 
