@@ -50,3 +50,43 @@ def test_summary_takes_tokens_to_the_first_gold_over_the_questions_that_list_one
     assert s["recall_any@100tok"] == 0.5
     assert (s["tokens_to_first_gold_mean"], s["tokens_to_first_gold_median"]) == (110.0, 90)
     assert s["context_tokens@1"] == (40 + 5 + 90 + 200) / 4
+
+
+def _turn_tables(tmp_path):
+    """A question over two sessions (keys 7 and 9) and a turns count table holding 9's turns 0 and 1 only."""
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"q_index": [0], "question_id": ["q"], "question_type": ["t"], "haystack_id": [0],
+                             "gold": [["s1"]], "parse_error": [None], "evidence": [None]}), tmp_path / "q.parquet")
+    pq.write_table(pa.table({"haystack_id": [0, 0], "position": [0, 1], "session_id": ["s0", "s1"],
+                             "session_key": [7, 9]}), tmp_path / "h.parquet")
+    meta = {"memobench.tokenizer": json.dumps({"name": "cl100k_base", "sha256": "ab" * 32, "separator_tokens": 1})}
+    pq.write_table(pa.table({"session_key": pa.array([9, 9], pa.int32()), "seq": pa.array([0, 1], pa.int32()),
+                             "tokens": pa.array([300, 40], pa.int32())}).replace_schema_metadata(meta),
+                   tmp_path / "turns.parquet")
+    return [tmp_path / n for n in ("q.parquet", "h.parquet", "turns.parquet")]
+
+
+def test_a_turn_list_is_counted_turn_by_turn_against_the_turn_gold(tmp_path):
+    q, h, counts = _turn_tables(tmp_path)
+    row = {"q_index": 0, "question_id": "q", "question_type": "t", "excluded": None, "gold": ["s1_2"],
+           "items": [(1, 0, "s1_1"), (1, 1, "s1_2")]}
+    block, per_question = budgets.compute_turns("longmemeval", [row], q, h, counts, (300, 341))
+    assert per_question[0] == (341, 341, [300, 341], True)
+    assert block["grain"] == "turn" and block["depth"] == 2
+    assert (block["recall_any@300tok"], block["recall_any@341tok"]) == (0.0, 1.0)
+
+
+def test_a_listed_turn_without_a_count_fails_naming_it(tmp_path):
+    import pytest
+
+    from memobench.core.errors import DataError
+
+    q, h, counts = _turn_tables(tmp_path)
+    row = {"q_index": 0, "question_id": "q", "question_type": "t", "excluded": None, "gold": [],
+           "items": [(1, 1, "s1_2"), (0, 3, "s0_4")]}
+    with pytest.raises(DataError, match=r"turns\.parquet: question q: rank 2: session position 0 has no turn 3"):
+        budgets.compute_turns("longmemeval", [row], q, h, counts, (512,), turns_path="turns.parquet")
