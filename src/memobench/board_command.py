@@ -23,9 +23,22 @@ LEADERBOARD_COLUMNS = ["dataset", "rank", "variant", "kind", "made_by", "questio
 
 def add_arguments(p) -> None:
     p.add_argument("--results", default=layout.RESULTS, help="the results folder (default: results)")
-    p.add_argument("--by", default="hit@1", choices=BOARD_MEASURES,
-                   help="the measure each dataset's leaderboard is sorted by (default hit@1)")
+    p.add_argument("--by", default="hit@1", type=sort_measure,
+                   help=f"the measure each dataset's leaderboard is sorted by: {', '.join(BOARD_MEASURES)}, or "
+                        f"recall within a token budget, recall_any@1024tok or recall_all@1024tok (default hit@1)")
     p.add_argument("--out", help="where the CSV, LaTeX and figure files go (default: RESULTS/board)")
+
+
+def sort_measure(name: str) -> str:
+    """``--by``'s value: a board measure or recall within a token budget."""
+    import argparse
+
+    from .evaluation.budgets import is_budget_name
+
+    if name not in BOARD_MEASURES and not is_budget_name(name):
+        raise argparse.ArgumentTypeError(f"{name!r}: one of {', '.join(BOARD_MEASURES)}, or recall_any@{{T}}tok or "
+                                         f"recall_all@{{T}}tok of a token budget T (official.json's budgets)")
+    return name
 
 
 def entries(results: Path) -> list[dict]:
@@ -46,6 +59,7 @@ def entries(results: Path) -> list[dict]:
             if official.is_file():
                 o = json.loads(official.read_text(encoding="utf-8"))
                 m["official"] = o.get("official")
+                m["budgets"] = o.get("budgets")
                 m["data_file"] = o.get("data_file") or m.get("data_file")
         except (OSError, ValueError) as e:
             raise MemobenchError(f"memobench: {path}: cannot read it ({e})") from None
@@ -95,7 +109,8 @@ def tables(results: Path, by: str = "hit@1") -> dict:
                                    "baseline": c["baseline"], "metric": k, "n": mm.get("n"), "diff": mm.get("diff"),
                                    "ci_low": ci[0], "ci_high": ci[1], "p": mm.get("p"),
                                    "p_analytic": mm.get("p_analytic"), "p_holm": mm.get("p_holm")})
-    return {"leaderboard": pd.DataFrame(rows, columns=LEADERBOARD_COLUMNS), "harness": harness,
+    columns = LEADERBOARD_COLUMNS + ([by] if by not in BOARD_MEASURES else [])  # a budget sorted by: its column
+    return {"leaderboard": pd.DataFrame(rows, columns=columns), "harness": harness,
             "official": pd.DataFrame(official), "paired": pd.DataFrame(paired)}
 
 
@@ -162,6 +177,7 @@ def recall_figure(results: Path, out: Path) -> list[Path]:
 
 def text(board) -> str:
     """The leaderboard as printed: per dataset, rank, variant, its measures with intervals."""
+    from .evaluation.budgets import is_budget_name
     from .reporting.board import with_interval
 
     out = []
@@ -170,6 +186,8 @@ def text(board) -> str:
         for r in rows:
             mark = " STALE: " + r["_m"]["board"]["stale"] if r["_m"]["board"]["stale"] else ""
             cells = "  ".join(f"{k} {with_interval(r['_m'], k, r['_ci'].get(k))}" for k in BOARD_MEASURES)
+            cells += "".join(f"  {k} {'-' if r[k] is None else f'{100 * r[k]:.1f}%'}" for k in r
+                             if is_budget_name(k))  # a budget sorted by
             out.append(f"  {r['rank']:3d}  {r['variant']:24s} n {r['questions']:5d}  {cells}  ({r['made_by']}){mark}")
     return "\n".join(out)
 

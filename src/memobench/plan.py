@@ -265,7 +265,24 @@ def merge_inputs(config: dict, ds: str, variant: str) -> dict:
         "events": normalized(base, "events"),
         **{name: layout.path(layout.VERIFIED, dataset=d) for name, d in files.items()
            if has_raw_file(config["datasets"][d]["format"])},
+        # the sessions' and turns' token counts, for recall within token budgets (a format with official
+        # metrics): one job makes both
+        **({"context": layout.path(layout.CONTEXT_SESSIONS, dataset=base),
+            "context_turns": layout.path(layout.CONTEXT_TURNS, dataset=base)}
+           if FORMATS[config["datasets"][ds]["format"]].scorer else {}),
     }
+
+
+def budgets_tokenizer(config: dict) -> dict:
+    """The budgets' tokenizer, named and with its file's sha256 (evaluation.context.spec_of)."""
+    from .evaluation.context import spec_of
+
+    return spec_of(config["budgets"]["tokenizer"])
+
+
+def budget_tokens(config: dict) -> list[int]:
+    """The token budgets, ascending and distinct."""
+    return sorted(set(config["budgets"]["tokens"]))
 
 
 def retrievallog_inputs(config: dict, ds: str, variant: str, grain: str = "session") -> dict:
@@ -296,6 +313,12 @@ def stats_inputs(config: dict, ds: str) -> list[str]:
     """The segments' outcomes, not the merged metrics: stats runs beside the merge jobs."""
     return [f for v in config["datasets"][ds]["variants"]
             for f in segment_files(config, ds, v, layout.SEGMENT_SUFFIXES["outcomes"])]
+
+
+def merged_outcomes(config: dict, ds: str, kind: str) -> list[str]:
+    """Each variant's merged ``outcomes`` or ``official`` file (stats.json's token budgets read both)."""
+    pattern = {"outcomes": layout.OUTCOMES, "official": layout.OFFICIAL}[kind]
+    return [layout.path(pattern, dataset=ds, variant=v) for v in config["datasets"][ds]["variants"]]
 
 
 def baselines(specs: dict, ds: str) -> dict[str, str]:
@@ -363,8 +386,9 @@ def latency_timings(config: dict, specs: dict) -> list[str]:
             for ds, v in timed_pairs(config, specs) for s in segments(config, ds)]
 
 
-def latency_metrics(config: dict, specs: dict) -> list[str]:
-    return [layout.path(layout.METRICS, dataset=ds, variant=v) for ds, v in timed_pairs(config, specs)]
+def latency_metrics(config: dict, specs: dict, pattern: str = layout.METRICS) -> list[str]:
+    """The timed variants' metrics.json (``pattern``: or another of their files, official.json)."""
+    return [layout.path(pattern, dataset=ds, variant=v) for ds, v in timed_pairs(config, specs)]
 
 
 def report_extras(config: dict, specs: dict) -> list[str]:

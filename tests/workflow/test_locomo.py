@@ -10,6 +10,7 @@ import pytest
 
 from tests.helpers import browser, memobench_lines
 from tests.helpers import REPO, data_dir, dry_run_jobs, snakemake, write_config
+from tests.oracles import token_budgets
 
 
 @pytest.fixture(scope="module")
@@ -95,6 +96,13 @@ def test_deep_lists_extend_the_rankings(locomo_run):
         cut = deep.filter(pc.less_equal(deep.column("rank"), 10)).drop_columns(["score", "position"])
         assert cut.equals(top), variant
         assert 10 < max(deep.column("rank").to_pylist()) <= 32  # a conversation has at most 32 sessions
+
+
+def test_token_budgets_on_the_real_file_equal_an_independent_count(locomo_run, locomo_path, tmp_path):
+    """Recall within token budgets of the Memo harness's lists on the real file, as
+    tests/oracles/token_budgets.py computes them with tiktoken from the raw JSON."""
+    work, _, _ = locomo_run
+    token_budgets.assert_run_as_counted(work / "results", "locomo10", "locomo", locomo_path, ["v0.8.0"], tmp_path)
 
 
 def test_report_and_manifest(locomo_run, locomo_path):

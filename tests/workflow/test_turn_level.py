@@ -19,6 +19,7 @@ from memobench.core import layout
 from memobench.evaluation import turn_metrics
 from tests.helpers import ReferenceServer, snakemake, write_config
 from tests.oracles import longmemeval_retrieval as lme
+from tests.oracles import token_budgets
 
 VARIANTS = ["bm25-official", "bm25-turns", "py-turns", "py-turn-ids", "their-turns-trec", "their-turns-log",
             "svc-turns", "svc-all-turns", "fused-turns", "minilm-turns"]
@@ -479,3 +480,19 @@ def test_memobench_score_scores_a_turn_run_at_both_grains(run):
     assert f"turn: recall_all@5 {percent(want['recall_all@5'])}" in out
     assert f"turn2session: recall_all@5 {percent(want['turn2session']['recall_all@5'])}" in out
     assert "data file: lme.json" in out and "not a published release" in out
+
+
+@pytest.mark.parametrize("ds,fmt,variant", [("lme", "longmemeval", "bm25-turns"), ("lme", "longmemeval", "svc-all-turns"),
+                                            ("locomo1", "locomo", "bm25-turns")])
+def test_token_budgets_at_turn_grain_equal_an_independent_count(run, ds, fmt, variant, tmp_path):
+    """A turn variant's recall within token budgets is of the turns it lists (an assistant turn a
+    service ranks counted too, never gold), as tests/oracles/token_budgets.py counts them with
+    tiktoken from the raw file; a session variant beside it keeps session grain."""
+    work = run[0]
+    token_budgets.assert_run_as_counted(work / "results", ds, fmt, work.parent / "data" / f"{ds}.json", [variant],
+                                        tmp_path)
+    official = json.loads((work / f"results/{ds}/{variant}/official.json").read_text())
+    longest = max(len(v) for v in _lists(work / f"results/{ds}/{variant}/turns.parquet").values())
+    assert official["budgets"]["grain"] == "turn" and official["budgets"]["depth"] == longest
+    session = json.loads((work / "results/lme/bm25-official/official.json").read_text())["budgets"]
+    assert session["grain"] == "session" and session["depth"] <= 50

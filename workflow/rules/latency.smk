@@ -9,6 +9,8 @@ rule latency:
     input:
         timings=present_only(plan.latency_timings(config, VARIANT_SPECS)),
         metrics=present_only(plan.latency_metrics(config, VARIANT_SPECS)),
+        # recall within token budgets beside the services' latency
+        official=present_only(plan.latency_metrics(config, VARIANT_SPECS, layout.OFFICIAL)),
     output:
         md=layout.LATENCY_MD,
         html=layout.LATENCY_HTML,

@@ -22,6 +22,8 @@ rule merge:
         **stage_params(
             variant=lambda w: plan.merge_spec(variant_of(w)),
             fmt=lambda w: DATASETS[w.dataset]["format"],
+            # recall within these token budgets (official.json's budgets; the counts are an input)
+            budgets=lambda w: plan.budget_tokens(config),
             code=code("merge"),
         ),
     benchmark:

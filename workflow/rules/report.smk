@@ -24,6 +24,7 @@ rule report:
         plot=report(layout.HITK_PNG, caption="../report/hitk.rst", category="2. Plots"),
         forest=report(layout.FOREST_PNG, caption="../report/forest.rst", category="2. Plots"),
         heatmap=report(layout.HEATMAP_PNG, caption="../report/heatmap.rst", category="2. Plots"),
+        frontier=report(layout.FRONTIER_PNG, caption="../report/frontier.rst", category="2. Plots"),
     params:
         **stage_params(
             needs=NEEDS,

@@ -1,11 +1,15 @@
 # Paired statistics between a dataset's variants (docs/protocol.md#deep-lists-and-exports):
-# stats.json, read from the segments' outcomes, never changing the rankings.
+# stats.json, read from the segments' outcomes, never changing the rankings; recall within
+# token budgets from the merged outcomes and official.json (docs/statistics.md#token-budgets).
 
 
 rule stats:
     input:
         # the segments' outcomes, not the merged metrics: stats runs beside the merge jobs
         outcomes=lambda w: plan.stats_inputs(config, dataset_of(w)),
+        # the budget columns are the merge job's: stats waits for every variant's merge
+        merged=lambda w: plan.merged_outcomes(config, dataset_of(w), "outcomes"),
+        official=lambda w: plan.merged_outcomes(config, dataset_of(w), "official"),
     output:
         stats=layout.STATS,
     params:

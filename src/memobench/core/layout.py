@@ -30,6 +30,10 @@ NORMALIZED_SUMMARY = f"{NORMALIZED}/summary.json"
 # ``{tokenizer}``: a recipe's tokenizer (its ``seq`` field) or fts5
 TOKENS = f"{DATASET}/tokens/{{tokenizer}}.arrow"
 EMBEDDINGS = f"{DATASET}/embeddings/{{model}}.parquet"
+# each session's and turn's tokens as a reader receives it, under the budgets' tokenizer (evaluation/context.py)
+CONTEXT_SESSIONS = f"{DATASET}/context_tokens/sessions.parquet"
+# events.parquet, not turns.parquet: a variant folder's turns.parquet would match it
+CONTEXT_TURNS = f"{DATASET}/context_tokens/events.parquet"
 PREPARED = f"{DATASET}/prepared/{{variant}}.parquet"
 SESSIONS_JSON = f"{DATASET}/exports/sessions.bin"
 QRELS = f"{DATASET}/qrels.trec"
@@ -85,6 +89,8 @@ REPORT_HTML = f"{RESULTS}/report.html"
 HITK_PNG = f"{RESULTS}/hitk.png"
 FOREST_PNG = f"{RESULTS}/forest.png"
 HEATMAP_PNG = f"{RESULTS}/heatmap.png"
+# recall within token budgets per dataset, the Pareto front marked (reporting/frontier.py)
+FRONTIER_PNG = f"{RESULTS}/frontier.png"
 # the memory services' latency (from their timings: these differ from run to run)
 LATENCY_MD = f"{RESULTS}/latency.md"
 LATENCY_HTML = f"{RESULTS}/latency.html"

@@ -56,11 +56,11 @@ def holm(pvalues: list[float]) -> list[float]:
     return adj
 
 
-def apply_holm(rows: list[dict]) -> dict[str, int]:
+def apply_holm(rows: list[dict], metrics=PAIRED) -> dict[str, int]:
     """Holm per metric over the distinct pairs among ``rows``; each row's metric
     gets ``p_holm`` (a pair compared twice gets the same). Returns m per metric."""
     family_size = {}
-    for m in PAIRED:
+    for m in metrics:
         ps: dict[tuple, float] = {}
         for r in rows:
             p = r["metrics"][m]["p_analytic"]

@@ -307,11 +307,14 @@ def degenerate(result: dict, outcomes: list[dict], deep) -> list[str]:
 
 
 def merge_segments(dataset: str, variant_spec: dict, rankings_in, outcomes_in, data_summary,
-                   rankings_out, outcomes_out, metrics_out, log=print, deep_in=None, warn=None) -> None:
+                   rankings_out, outcomes_out, metrics_out, log=print, deep_in=None, warn=None,
+                   columns: dict | None = None) -> None:
     """Merge a variant's segments: rankings concatenated in question order, the
     per-question outcomes (with each list's length, so an evaluated question
     with an empty list is visible), and the counts recomputed over all
-    questions (never an average of rates)."""
+    questions (never an average of rates). ``columns``: more per-question
+    columns of the outcomes, {name: (Arrow type, {q_index: value})}, null
+    for a question not given (budgets.outcome_columns)."""
     import json
     from array import array
     from pathlib import Path
@@ -336,6 +339,9 @@ def merge_segments(dataset: str, variant_spec: dict, rankings_in, outcomes_in, d
     # which imports pandas (0.3 s) wherever the jobs' guard is not in place
     n_col = array("b", [n_ranked.get(q, 0) for q in merged.column("q_index").to_pylist()])
     merged = merged.append_column("n_ranked", pa.Array.from_buffers(pa.int8(), len(n_col), [None, pa.py_buffer(n_col)]))
+    q_order = merged.column("q_index").to_pylist()
+    for name, (kind, by_question) in (columns or {}).items():
+        merged = merged.append_column(name, pa.array([by_question.get(q) for q in q_order], kind))
     result["empty_lists"] = sum(1 for row in outcomes if row["status"] == "evaluated"
                                 and n_ranked.get(row["q_index"], 0) == 0)
 

@@ -401,8 +401,10 @@ def locomo_turn_metrics(ranked_ids: list[str], gold: set[str], ks=KS) -> dict[st
 LOCOMO_TURN_NAMES = [f"{m}@{k}" for m in ("recall", "recall_any", "recall_all") for k in KS]
 
 
-def locomo_turn_rows(questions, haystacks, turns_by_key, ranked: TurnLists, path="turns", progress=None
-                     ) -> list[dict]:
+def locomo_turn_rows(questions, haystacks, turns_by_key, ranked: TurnLists, path="turns", progress=None,
+                     items: bool = False) -> list[dict]:
+    """lme_turn_rows' rows of a LoCoMo-format dataset (``items``: its ranked turns as
+    (session position, turn index, turn id), best first)."""
     rows = []
     for q, hay in with_haystacks(questions, haystacks, progress):
         corpus, positions = _corpus(hay, turns_by_key, ranked.pairs(q["q_index"]), path, q["question_id"])
@@ -412,6 +414,8 @@ def locomo_turn_rows(questions, haystacks, turns_by_key, ranked: TurnLists, path
                      "excluded": None if gold else "no_evidence", "ranked": bool(positions), "gold": sorted(gold),
                      "turns": len(corpus.ids), "metrics": locomo_turn_metrics(ids, gold),
                      "harness": harness_over_turns(ids, gold)})
+        if items:
+            rows[-1]["items"] = [(corpus.positions[j], corpus.seqs[j], corpus.ids[j]) for j in positions]
     return rows
 
 
@@ -432,10 +436,10 @@ def locomo_turn_block(rows: list[dict], depth: int) -> dict:
                                                        if r["question_type"] in LOCOMO_CATEGORIES_1_4])}}}
 
 
-def compute(fmt: str, questions_path, haystacks_path, events_path, turns_path, log=print):
+def compute(fmt: str, questions_path, haystacks_path, events_path, turns_path, log=print, items: bool = False):
     """(turn block, per-question rows) of a turn variant; (None, []) for a
     session variant (an empty turn table) or a format with no turn gold (the
-    embedded zh set)."""
+    embedded zh set); ``items``: each row with its ranked turns (lme_turn_rows)."""
     ranked = read_turn_lists(turns_path)
     locomo = FORMATS[fmt].scorer == "locomo"
     if not ranked or not (fmt in LME_FORMATS or locomo):
@@ -444,10 +448,10 @@ def compute(fmt: str, questions_path, haystacks_path, events_path, turns_path, l
     progress = Progress(log, f"turn metrics ({fmt})", total=len(questions), unit="questions")
     depth = ranked.depth
     if locomo:
-        rows = locomo_turn_rows(questions, haystacks, turns_by_key, ranked, turns_path, progress)
+        rows = locomo_turn_rows(questions, haystacks, turns_by_key, ranked, turns_path, progress, items)
         block = locomo_turn_block(rows, depth)
     else:
-        rows = lme_turn_rows(questions, haystacks, turns_by_key, ranked, turns_path, progress)
+        rows = lme_turn_rows(questions, haystacks, turns_by_key, ranked, turns_path, progress, items)
         block = lme_turn_block(rows, questions, depth)
     progress(len(questions), f", done: {block['questions']} averaged", force=True)
     return block, rows

@@ -184,8 +184,12 @@ def with_interval(m: dict, k: str, ci) -> str:
 def leaderboard(runs: list[dict], results: Path, by: str = "hit@1") -> dict[str, list[dict]]:
     """Per dataset, its entries sorted by ``by`` (best first), each a row: rank, variant, made_by,
     the measures with their intervals (``{k}``, ``{k}_low``, ``{k}_high``), date, data, definition."""
-    if by not in BOARD_MEASURES:
-        raise ValueError(f"no measure {by!r} to sort by: one of {', '.join(BOARD_MEASURES)}")
+    from ..evaluation.budgets import is_budget_name
+
+    budget = is_budget_name(by)  # recall within a token budget (official.json's budgets), sorted by as a column
+    if by not in BOARD_MEASURES and not budget:
+        raise ValueError(f"no measure {by!r} to sort by: one of {', '.join(BOARD_MEASURES)}, or recall_any@{{T}}tok "
+                         f"or recall_all@{{T}}tok of a token budget T")
     out = {}
     for ds, ms in by_dataset(runs).items():
         rows = []
@@ -198,6 +202,10 @@ def leaderboard(runs: list[dict], results: Path, by: str = "hit@1") -> dict[str,
                 ci = cis.get(k)
                 row[k] = value(m, k)
                 row[f"{k}_low"], row[f"{k}_high"] = ci if ci else (None, None)
+            if budget:  # None for an entry without that budget (another budget list) or at turn grain: the
+                # board's measures are of sessions, a turn variant's budgets of turns (another gold)
+                within = m.get("budgets") or {}
+                row[by] = within.get(by) if within.get("grain", "session") == "session" else None
             row.update({"code": b.get("code") or "", "date": b.get("date", "-"), "data_file": b.get("data", "-"),
                         "definition": b.get("definition", "-"), "_m": m, "_ci": cis})
             rows.append(row)

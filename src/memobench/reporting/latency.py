@@ -5,7 +5,9 @@ intervals), ingestion and hit@5, ``latency.json`` with the same numbers, and
 ``latency.png``: hit@5 against warm p50 and p95 search latency, one point
 pair per variant (a fusion's step alone is no search: it is left out of the
 plot), a panel per dataset, and below it, where a variant measured a load
-curve (system.load), its latency against throughput; with a table per dataset
+curve (system.load), its latency against throughput, and where services have
+token budgets, their recall within each budget against latency
+(latency_budgets.py); with a table per dataset
 of the services' own costs (server starts, ingestion, time to searchable, peak
 memory) and load levels (numbers: evaluation/latency.py)."""
 
@@ -71,6 +73,9 @@ def blocks(summaries: list[dict], png_name: str) -> list:
                 str(ing["sessions"]), "-" if ing["p50_ms"] is None else plain(ing["p50_ms"]),
                 "-" if ing["sessions_per_s"] is None else f"{ing['sessions_per_s']:.1f}"])
         out += [Heading(2, ds), Table(header, table), *_service_costs(rows)]
+    from .latency_budgets import blocks as budget_blocks
+
+    out += budget_blocks(summaries)
     out += [Heading(2, "Recall against search latency"),
             Markdown(f"![hit@5 against warm search latency]({png_name})"),
             Html(f"<img src='{html.escape(png_name, quote=True)}' alt='hit@5 against warm search latency'>")]
@@ -146,14 +151,28 @@ def plot(summaries: list[dict], png_out) -> None:
     for s in summaries:
         if s.get("measures") != MEASURES["fusion"]:
             by_ds.setdefault(s["dataset"], []).append(s)
-    n = max(1, len(by_ds))
+    from .latency_budgets import groups, panel
+
     loaded = {ds: [s for s in rows if s.get("load")] for ds, rows in by_ds.items()}
     loaded = {ds: rows for ds, rows in loaded.items() if rows}
+    budgeted = groups(summaries)  # a row of panels: the services' recall within token budgets
+    n = max(1, len(by_ds), len(budgeted))
+    n_rows = 1 + bool(loaded) + bool(budgeted)
     with plt.rc_context(STYLE):
-        fig, axes = plt.subplots(2 if loaded else 1, n, figsize=(5.5 * n, 4.2 * (2 if loaded else 1)),
-                                 squeeze=False)
+        fig, axes = plt.subplots(n_rows, n, figsize=(5.5 * n, 4.2 * n_rows), squeeze=False)
+        for ax in axes.flat[len(by_ds):n]:  # a first-row panel of no dataset
+            ax.set_axis_off()
         for ax, ds in zip(axes[1] if loaded else [], by_ds):
             _load_panel(ax, ds, loaded.get(ds, []))
+        if loaded:
+            for ax in axes[1][len(by_ds):]:
+                ax.set_axis_off()
+        if budgeted:
+            for j, ax in enumerate(axes[-1]):
+                if j < len(budgeted):
+                    panel(ax, *list(budgeted.items())[j])
+                else:
+                    ax.set_axis_off()
         for ax, (ds, rows) in zip(axes[0], by_ds.items()):
             xs = []
             stacked: dict[float, int] = {}  # labels at one recall stack upward, not over each other
@@ -208,12 +227,15 @@ def _load_panel(ax, ds: str, rows: list[dict]) -> None:
     ax.legend(fontsize=8)
 
 
-def build(timings: dict, metrics: dict, md_out, json_out, png_out, html_out, log=print) -> None:
+def build(timings: dict, metrics: dict, md_out, json_out, png_out, html_out, log=print,
+          budgets: dict | None = None) -> None:
     """The latency files from every timed variant's timings tables (``timings``: {(dataset, variant):
-    its segments' tables}) and metrics.json (``metrics``: {(dataset, variant): its content})."""
+    its segments' tables}) and metrics.json (``metrics``: {(dataset, variant): its content});
+    ``budgets``: {(dataset, variant): its official.json's token budgets}."""
     import pyarrow.parquet as pq
 
     from ..core.atomic import write_text
+    from ..evaluation.budgets import any_name
     from ..retrieval.timings import schema_meta
     from ..services.identity import served_text
 
@@ -224,8 +246,12 @@ def build(timings: dict, metrics: dict, md_out, json_out, png_out, html_out, log
         rows = [r for t in tables for r in t.to_pylist()]
         n += len(rows)
         measures = next((schema_meta(t.schema).get("measures") for t in tables), None)
+        b = (budgets or {}).get((ds, v))
         summaries.append({**summarize(ds, v, rows, m), "measures": measures, "kind": kind_of(m),
-                          **({"served_by": served_text(m.get("system"))} if m.get("kind") == "system" else {})})
+                          **({"served_by": served_text(m.get("system"))} if m.get("kind") == "system" else {}),
+                          # recall within each token budget, beside the latency (latency_budgets.py)
+                          **({"budgets": {"grain": b["grain"], "tokenizer": b["tokenizer"], "budgets": b["budgets"],
+                                          **{any_name(t): b[any_name(t)] for t in b["budgets"]}}} if b else {})})
     write_text(json_out, json.dumps(summaries, indent=2, sort_keys=True) + "\n")
     page = blocks(summaries, Path(png_out).name)
     write_text(md_out, to_markdown(page).rstrip("\n") + "\n")

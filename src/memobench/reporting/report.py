@@ -42,6 +42,7 @@ from ..core.atomic import write_text
 from ..evaluation.published import identify_file
 from .conventions import convention_blocks, turn_blocks
 from .figures import draw, forest_plot, heatmap, plot
+from .frontier import frontier_blocks, frontier_plot
 from .html import html_report
 from .markdown import markdown_report
 from .sections import extra_blocks, other_results_blocks, provenance_blocks
@@ -49,7 +50,7 @@ from .sections import extra_blocks, other_results_blocks, provenance_blocks
 
 def build_report(metrics_paths, extra_paths, md_out, html_out, png_out, official_paths=(), stats_paths=(),
                  forest_out=None, heatmap_out=None, manifest_path=None, log=print, missing=None,
-                 workers: int = 1, others=(), latency_made: bool | None = None) -> None:
+                 workers: int = 1, others=(), latency_made: bool | None = None, frontier_out=None) -> None:
     """``extra_paths``: analyze summaries (analyze/summary.json) and falsifier
     results (falsifier.json); ``missing``: {dataset: why} of the datasets that
     could not run (missing.py), listed with how to get them at the top;
@@ -57,7 +58,8 @@ def build_report(metrics_paths, extra_paths, md_out, html_out, png_out, official
     ``others``: "dataset/variant" names of results in the folder that this
     run does not make (plan.other_results), on the board; ``latency_made``:
     whether this run makes the latency page (False: one beside the report is
-    an earlier run's, and the report says so)."""
+    an earlier run's, and the report says so); ``frontier_out``: the plot of
+    recall within token budgets."""
     runs = [json.loads(Path(p).read_text(encoding="utf-8")) for p in metrics_paths]
     official = {}
     for p in official_paths:
@@ -69,6 +71,8 @@ def build_report(metrics_paths, extra_paths, md_out, html_out, png_out, official
             m["official"] = o["official"]
             if o.get("turn"):
                 m["turn"] = o["turn"]
+            if o.get("budgets"):
+                m["budgets"] = o["budgets"]
     files = {}
     if manifest_path is not None:  # each dataset's raw file, and which published release it is
         files = {f["dataset"]: f for f in json.loads(Path(manifest_path).read_text(encoding="utf-8")).get("files", [])}
@@ -81,7 +85,9 @@ def build_report(metrics_paths, extra_paths, md_out, html_out, png_out, official
     # the board: the folder's other results join the run's own (board.py), unless stale or unreadable
     results = Path(md_out).parent
     runs, stats, stale, unreadable, board = _board(runs, metrics_paths, stats, others, results, files, log)
-    extras = ([convention_blocks(runs), turn_blocks(runs)] + [extra_blocks(p) for p in extra_paths]
+    extras = ([convention_blocks(runs), turn_blocks(runs),
+               frontier_blocks(runs, Path(frontier_out).name if frontier_out else None)]
+              + [extra_blocks(p) for p in extra_paths]
               + [provenance_blocks(manifest_path, runs)])
     gone = missing_blocks(missing or {})
     listed_apart = board + other_results_blocks(unreadable) + _earlier_latency(results, latency_made)
@@ -94,6 +100,8 @@ def build_report(metrics_paths, extra_paths, md_out, html_out, png_out, official
     if heatmap_out:
         plots.append((heatmap, runs, heatmap_out))
         images["heatmap"] = Path(heatmap_out).name
+    if frontier_out:
+        plots.append((frontier_plot, runs, frontier_out))
     draw(plots, workers)
     write_text(html_out, html_report(runs, stats, extras, images, missing=gone, others=listed_apart))
     log(f"report: {len(runs)} runs, {len(others)} other results listed, {len(missing or {})} datasets missing, "
@@ -162,6 +170,8 @@ def _other_run(name: str, results: Path) -> dict:
             m["official"] = o.get("official")
             if o.get("turn"):
                 m["turn"] = o["turn"]
+            if o.get("budgets"):
+                m["budgets"] = o["budgets"]
             if o.get("data_file"):  # the data file it was computed on: the board's staleness check
                 m["data_file"] = o["data_file"]
         return m

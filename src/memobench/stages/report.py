@@ -6,7 +6,7 @@ from .adapter import Job, stage
 
 
 @stage("report", inputs=["metrics", "extras", "manifest", "official", "stats", "exports"],
-       optional=["receipts"], outputs=["md", "html", "plot", "forest", "heatmap"], params=["needs", "others", "latency"])
+       optional=["receipts"], outputs=["md", "html", "plot", "forest", "heatmap", "frontier"], params=["needs", "others", "latency"])
 def report(job: Job) -> None:
     from ..datasets.missing import find_missing, receipts_by_dataset
     from ..reporting.report import build_report
@@ -14,5 +14,5 @@ def report(job: Job) -> None:
     i, o = job.input, job.output
     missing = find_missing(receipts_by_dataset(i.get("receipts", [])), job.params.needs)
     build_report(i.metrics, i.extras, o.md, o.html, o.plot, official_paths=i.official, stats_paths=i.stats,
-                 forest_out=o.forest, heatmap_out=o.heatmap, manifest_path=i.manifest, log=job.log,
+                 forest_out=o.forest, heatmap_out=o.heatmap, frontier_out=o.frontier, manifest_path=i.manifest, log=job.log,
                  missing=missing, workers=job.threads, others=job.params.others, latency_made=job.params.latency)

@@ -105,8 +105,8 @@ MEASURES = "src/memobench/evaluation/measures.py"
 _FILES = ["raw.json", "verified.json", "summary.json", "sessions.bin", "qrels.trec", "stats.json", "falsifier.json",
           "falsifier.md", "analyze.md", "rankings.parquet", "metrics.json", "official.json", "run.trec",
           "retrievallog.jsonl", "deep.parquet", "outcomes.parquet", ".outcomes.parquet", ".deep.parquet", "report.md", "report.html",
-          "manifest.json", "datasets.json", "retrieve_plan.json", "run-file.json", "hitk.png", "forest.png", "heatmap.png"]
-_FOLDERS = ["normalized", "tokens", "embeddings", "prepared", "exports", "analyze", "segments", "cache", "logs",
+          "manifest.json", "datasets.json", "retrieve_plan.json", "run-file.json", "hitk.png", "forest.png", "heatmap.png", "frontier.png"]
+_FOLDERS = ["normalized", "tokens", "context_tokens", "embeddings", "prepared", "exports", "analyze", "segments", "cache", "logs",
             "benchmarks", ".score"]
 FACTS = {
     **{f"file {name}": (re.compile(r"""["'/}]%s["']""" % re.escape(name)), "src/memobench/core/layout.py")

