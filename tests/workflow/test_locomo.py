@@ -126,7 +126,7 @@ def test_report_as_a_reader_sees_it(locomo_run, tmp_path):
     r = browser.measure(html, tmp_path)
     assert r["scrollWidth"] <= browser.WIDTH, r["scrollWidth"]
     assert max(r["tables"]) <= browser.WIDTH and all(right <= browser.WIDTH for _, right in r["images"])
-    assert len(r["images"]) == 3 and all(w > 0 for w, _ in r["images"])  # hitk, forest, heatmap loaded
+    assert len(r["images"]) == 4 and all(w > 0 for w, _ in r["images"])  # hitk, forest, heatmap, frontier loaded
     assert r["rows"] and [x for x in r["rows"] if x[0] != x[1]] == []
     assert not r["backtickCells"] and not r["backtickText"] and r["scripts"] == 1
     text = html.read_text()
