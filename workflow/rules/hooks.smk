@@ -79,6 +79,30 @@ def drop_local_rate_limit():
         pass
 
 
+def record_params_without_pandas():
+    """Why: Snakemake records each finished job's params through a serializer
+    that hashes pandas objects whenever pandas is installed, and picking it
+    imports pandas into Snakemake's own process at the first job's end: 0.3 to
+    0.7 s between two jobs of every run. A param can be a pandas object only
+    once pandas is imported, so the serializer is the pandas-aware one only
+    then, looked up at each call: the records are the same. Applied as the
+    workflow is parsed, before the DAG compares any params. Not a public API:
+    without the attributes it expects, nothing changes."""
+    try:
+        from snakemake.persistence import PersistenceBase
+
+        if not all(hasattr(PersistenceBase, a) for a in
+                   ("_serialize_param", "_serialize_param_pandas", "_serialize_param_builtin")):
+            return
+        PersistenceBase._serialize_param = property(
+            lambda self: self._serialize_param_pandas if "pandas" in sys.modules else self._serialize_param_builtin)
+    except Exception:
+        pass
+
+
+record_params_without_pandas()
+
+
 onstart:
     write_retrieve_plan()
     drop_local_rate_limit()

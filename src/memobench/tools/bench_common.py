@@ -131,9 +131,11 @@ def timed(cmd: list[str], what: str, output: Path | None = None) -> dict:
 
 
 
-def timed_snakemake(checkout: Path, workdir: Path, cfg: Path, *targets) -> dict:
-    """Elapsed and CPU seconds (Snakemake and every job it waited for) of one run."""
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(checkout / "Snakefile"), "-d", str(workdir),
+def timed_snakemake(checkout: Path, workdir: Path, cfg: Path, *targets, python: str | None = None) -> dict:
+    """Elapsed and CPU seconds (Snakemake and every job it waited for) of one
+    run, Snakemake started by ``python`` (by default this interpreter): its
+    environment's Snakemake, plugins and packages, which the jobs inherit."""
+    cmd = [python or sys.executable, "-m", "snakemake", "-s", str(checkout / "Snakefile"), "-d", str(workdir),
            "--configfile", str(cfg), "--cores", "2", "--quiet", "all", "--", *targets]
     return timed(cmd, "snakemake")
 

@@ -70,18 +70,46 @@ class Original:
 
 
 
-def environment(with_node: bool) -> str:
+# The runtimes of one environment, printed by its own interpreter.
+RUNTIMES_CODE = """
+import sys
+from importlib import metadata
+plugins = sorted({d.metadata["Name"] for d in metadata.distributions()  # a set: a path may list one twice
+                  if (d.metadata["Name"] or "").startswith("snakemake-executor-plugin-")})
+print(f"Python {sys.version.split()[0]}, Snakemake {metadata.version('snakemake')}, executor plugins: "
+      f"{', '.join(plugins) or 'none'}")
+"""
+
+
+def environments(pythons: list[str]) -> dict[str, str]:
+    """{label: interpreter}: this interpreter's environment first, then each
+    of ``pythons`` (``--python``), labelled by its environment's folder (a
+    venv's ``bin/python``: the venv's name), numbered where two would share one."""
+    out: dict[str, str] = {}
+    for i, python in enumerate([sys.executable, *pythons], 1):
+        path = Path(python)
+        label = path.parent.parent.name if path.parent.name == "bin" else path.name
+        out[label if label not in out else f"{label} ({i})"] = python
+    return out
+
+
+def environment(with_node: bool, envs: dict[str, str] | None = None) -> str:
     """The runtimes the timings depend on: Python and Snakemake (and its
     executor plugins: Snakemake imports every installed one at each start,
-    and the Slurm plugin brings pandas, about 0.2 s), and with the originals
-    the Node that runs them (Node 22+ has node:sqlite; on older Node the
-    run-harness script maps it onto better-sqlite3, which changes their times)."""
-    from importlib import metadata
-
-    plugins = sorted({d.metadata["Name"] for d in metadata.distributions()  # a set: a path may list one twice
-                      if (d.metadata["Name"] or "").startswith("snakemake-executor-plugin-")})
-    line = (f"Python {sys.version.split()[0]}, Snakemake {metadata.version('snakemake')}, executor plugins: "
-            f"{', '.join(plugins) or 'none'}")
+    and the Slurm plugin brings pandas, about 0.2 s), for each environment
+    measured (``envs``: {label: interpreter}, by default this one), and with
+    the originals the Node that runs them (Node 22+ has node:sqlite; on older
+    Node the run-harness script maps it onto better-sqlite3, which changes
+    their times)."""
+    envs = envs or {"": sys.executable}
+    lines = []
+    for label, python in envs.items():
+        proc = subprocess.run([python, "-c", RUNTIMES_CODE], capture_output=True, text=True)
+        if proc.returncode:
+            raise SystemExit(f"--python {python}: it cannot read its environment's Snakemake "
+                             f"({(proc.stderr.strip().splitlines() or ['no output'])[-1]})")
+        lines.append(f"{label}: {proc.stdout.strip()}" if len(envs) > 1 else proc.stdout.strip())
+    line = "; ".join(lines)
     if with_node:
         try:
             node = subprocess.run(["node", "--version"], capture_output=True, text=True, check=True).stdout.strip()
@@ -111,12 +139,16 @@ def edited_copy(checkout: Path, dest: Path) -> Path:
 
 
 
-def run_all_variants(work: Path, raw: Path, questions: int, checkouts: dict[str, Path],
-                     original: Original | None = None) -> str:
+def run_all_variants(work: Path, raw: Path, questions: int, sides: dict[str, tuple[Path, str]],
+                     original: Original | None = None, summary: list | None = None) -> str:
+    """The all case on every side ({label: (checkout, interpreter)}: the
+    measured checkout in each environment, and a ``baseline`` checkout); with
+    ``original``, the S harnesses on the same file, their rows added to
+    ``summary`` (:func:`against_originals`)."""
     name = "bench_all"
     names = harness_variants()
     results: dict[str, dict[str, dict]] = {}
-    for label, checkout in checkouts.items():
+    for label, (checkout, python) in sides.items():
         r = results[label] = {}
         base = work / f"run_{name}_{label}"
         if base.exists():
@@ -132,16 +164,17 @@ def run_all_variants(work: Path, raw: Path, questions: int, checkouts: dict[str,
 
         log(f"{label}: all {len(names)} variants plus analyze, end to end")
         cfg = config(names, True)
-        r["all"] = timed_snakemake(checkout, base / "all", cfg)
+        r["all"] = timed_snakemake(checkout, base / "all", cfg, python=python)
         log(f"{label}: rerun of v0.8.0 after an engine edit")
         edited = edited_copy(checkout, base / "edited")
-        r["rerun"] = timed_snakemake(edited, base / "all", cfg, layout.path(layout.METRICS, dataset=name, variant="v0.8.0"))
+        r["rerun"] = timed_snakemake(edited, base / "all", cfg, layout.path(layout.METRICS, dataset=name, variant="v0.8.0"),
+                                     python=python)
         for v in ("v0.8.0", "v0.8.0-index"):
             log(f"{label}: {v} alone, cold")
-            r[v] = timed_snakemake(checkout, base / v, config([v], False))
+            r[v] = timed_snakemake(checkout, base / v, config([v], False), python=python)
     rows = [f"### All S variants: {raw.stat().st_size / 1e6:.0f} MB, {questions:,} questions x ~28 sessions, "
             f"2 segments, --cores 2", ""]
-    labels = list(checkouts)
+    labels = list(sides)
     head = "| case | " + " | ".join(f"{lab} wall s | {lab} CPU s" for lab in labels) + " |"
     if len(labels) == 2:
         head += " wall ratio | CPU ratio |"
@@ -157,41 +190,53 @@ def run_all_variants(work: Path, raw: Path, questions: int, checkouts: dict[str,
             line += f" **{a['wall'] / b['wall']:.2f}x** | **{a['cpu'] / b['cpu']:.2f}x** |"
         rows.append(line)
     if len(labels) == 2:
-        rows += ["", "(ratios: the first checkout's time over the second's; the machine's other load moves wall "
+        rows += ["", "(ratios: the first side's time over the second's; the machine's other load moves wall "
                  "time more than CPU time)"]
     rows += ["", normalize_vs_ijson(raw, work / f"run_{name}_{labels[-1]}" / "all", name)]
     if original is not None:
         data = original.data_dir(raw, "longmemeval_s.json")
         harness = {h: original.run(h, data, f"{raw.stem}.{h}") for h in S_HARNESSES}
-        ours = results[labels[-1]]
-        rows += ["", f"### Against the original harnesses, same file ({raw.stat().st_size / 1e6:.0f} MB, "
-                 f"{questions:,} questions): harnesses one after another, the pipeline with --cores 2", "",
-                 "| pipeline (cold, end to end) | original | original wall s | original CPU s | pipeline wall s | "
-                 "pipeline CPU s | wall ratio | CPU ratio |", "|---|---|---|---|---|---|---|---|"]
+        mb = raw.stat().st_size / 1e6
+        measured = [lab for lab in labels if lab != BASELINE]
         for key, label, theirs, what in (
-                ("all", f"all {len(names)} variants + analyze", _sum(list(harness.values())),
-                 ", ".join(f"{h}.cjs" for h in S_HARNESSES) + " in sequence"),
-                ("v0.8.0", "v0.8.0 alone", harness["run"], "run.cjs"),
-                ("v0.8.0-index", "v0.8.0-index alone", harness["exp6"], "exp6.cjs")):
-            mine = ours[key]
-            rows.append(f"| {label} | {what} | {theirs['wall']:.1f} | {theirs['cpu']:.1f} | {mine['wall']:.1f} | "
-                        f"{mine['cpu']:.1f} | {_ratio(theirs['wall'], mine['wall'])} | "
-                        f"{_ratio(theirs['cpu'], mine['cpu'])} |")
+                ("all", f"all {len(names)} S variants + analyze ({mb:.0f} MB, {questions:,} questions, 2 segments)",
+                 _sum(list(harness.values())), "the eight S harnesses in sequence"),
+                ("v0.8.0", "`v0.8.0` alone", harness["run"], "run.cjs"),
+                ("v0.8.0-index", "`v0.8.0-index` alone", harness["exp6"], "exp6.cjs")):
+            if summary is not None:
+                summary.append((label, what, theirs, {lab: results[lab][key] for lab in measured}))
         rows += ["", "Each harness: " + ", ".join(f"{h}.cjs {r['wall']:.1f} s wall / {r['cpu']:.1f} s CPU"
-                                                   for h, r in harness.items()) + ".",
-                 "(ratios: the original's time over the pipeline's; the pipeline also writes the official "
-                 "metrics, TREC runs, statistics and the report, which the harnesses do not; harness output is "
-                 f"in {original.out})"]
+                                                   for h, r in harness.items()) + f" (output in {original.out})."]
+    return "\n".join(rows) + "\n"
+
+
+BASELINE = "baseline"  # the label of the --baseline checkout's side, never set against the originals
+
+
+def against_originals(summary: list, labels: list[str]) -> str:
+    """One table: each case's original harnesses beside the pipeline in every
+    environment measured (``labels``), with the ratios (the original's time
+    over the pipeline's)."""
+    head = ("| pipeline (cold, end to end, `--cores 2`) | original | original wall s | "
+            + " | ".join(f"{lab} wall s | {lab} ratio wall | {lab} ratio CPU" for lab in labels) + " |")
+    rows = ["### Against the original harnesses, side by side", "", head, "|" + "---|" * (head.count("|") - 1)]
+    for case, what, theirs, ours in summary:
+        rows.append(f"| {case} | {what} | {theirs['wall']:.1f} | " + " | ".join(
+            f"{ours[lab]['wall']:.1f} | {_ratio(theirs['wall'], ours[lab]['wall'])} | "
+            f"{_ratio(theirs['cpu'], ours[lab]['cpu'])}" for lab in labels) + " |")
+    rows += ["", "(ratios: the original's time over the pipeline's; the pipeline also writes the official metrics, "
+             "TREC runs, statistics and the report, which the harnesses do not)"]
     return "\n".join(rows) + "\n"
 
 
 
-def run_mshape(work: Path, questions: int, sessions: int, checkout: Path, original: Original | None = None,
-               segments: int = 5) -> str:
+def run_mshape(work: Path, questions: int, sessions: int, sides: dict[str, tuple[Path, str]],
+               original: Original | None = None, segments: int = 5, summary: list | None = None) -> str:
     """An M-shaped file through the pipeline (M family, ``segments`` segments,
-    cold, end to end): v0.8.0 and v0.8.0-index together, then v0.8.0-index
-    alone; with ``original``, run-m.cjs and exp6-m.cjs over the same segments,
-    both against the pair and exp6-m.cjs against v0.8.0-index alone."""
+    cold, end to end) on every side ({label: (checkout, interpreter)}):
+    v0.8.0 and v0.8.0-index together, then v0.8.0-index alone; with
+    ``original``, run-m.cjs and exp6-m.cjs over the same segments, both
+    against the pair and exp6-m.cjs against v0.8.0-index alone."""
     from memobench.retrieval.memo import segment_bounds
 
     if questions < segments:
@@ -213,18 +258,20 @@ def run_mshape(work: Path, questions: int, sessions: int, checkout: Path, origin
                                        "datasets": {"bench_mshape": ds}}))
         return cfg
 
-    log(f"mshape: {' + '.join(VARIANTS)}, {segments} segments, end to end")
-    ours = timed_snakemake(checkout, base / "run", config(VARIANTS))
-    log(f"mshape: {INDEX_VARIANT} alone, {segments} segments, end to end")
-    alone = timed_snakemake(checkout, base / "index", config([INDEX_VARIANT]))
     mb = raw.stat().st_size / 1e6
     rows = [f"### M-shaped: {mb:.0f} MB, {questions} questions x ~{sessions} sessions, {segments} segments", "",
-            "| run | wall s | CPU s |", "|---|---|---|",
-            f"| pipeline: {' + '.join(VARIANTS)} (M family), cold, end to end, --cores 2 | {ours['wall']:.1f} | "
-            f"{ours['cpu']:.1f} |",
-            f"| pipeline: {INDEX_VARIANT} alone, cold, end to end, --cores 2 | {alone['wall']:.1f} | "
-            f"{alone['cpu']:.1f} |"]
-    normalize = normalize_vs_ijson(raw, base / "run", "bench_mshape")
+            "| run | wall s | CPU s |", "|---|---|---|"]
+    pair, alone = {}, {}
+    for label, (checkout, python) in sides.items():
+        log(f"mshape, {label}: {' + '.join(VARIANTS)}, {segments} segments, end to end")
+        pair[label] = timed_snakemake(checkout, base / f"run_{label}", config(VARIANTS), python=python)
+        log(f"mshape, {label}: {INDEX_VARIANT} alone, {segments} segments, end to end")
+        alone[label] = timed_snakemake(checkout, base / f"index_{label}", config([INDEX_VARIANT]), python=python)
+        rows += [f"| pipeline ({label}): {' + '.join(VARIANTS)} (M family), cold, end to end, --cores 2 | "
+                 f"{pair[label]['wall']:.1f} | {pair[label]['cpu']:.1f} |",
+                 f"| pipeline ({label}): {INDEX_VARIANT} alone, cold, end to end, --cores 2 | "
+                 f"{alone[label]['wall']:.1f} | {alone[label]['cpu']:.1f} |"]
+    normalize = normalize_vs_ijson(raw, base / f"run_{next(iter(sides))}", "bench_mshape")
     if original is not None:
         data = original.data_dir(raw, "longmemeval_m.json")
         theirs = {}
@@ -236,12 +283,12 @@ def run_mshape(work: Path, questions: int, sessions: int, checkout: Path, origin
             theirs[h] = _sum(runs)
             rows.append(f"| original: {h}.cjs, {segments} segments (M_START/M_LIMIT) one after another | "
                         f"{theirs[h]['wall']:.1f} | {theirs[h]['cpu']:.1f} |")
-        both = _sum(list(theirs.values()))
-        index = theirs[INDEX_HARNESS_M]
-        rows += [f"| original: both | {both['wall']:.1f} | {both['cpu']:.1f} |",
-                 f"| **ratio: both harnesses / the pair** | {_ratio(both['wall'], ours['wall'])} | "
-                 f"{_ratio(both['cpu'], ours['cpu'])} |",
-                 f"| **ratio: {INDEX_HARNESS_M}.cjs / {INDEX_VARIANT} alone** | {_ratio(index['wall'], alone['wall'])} | "
-                 f"{_ratio(index['cpu'], alone['cpu'])} |"]
+        measured = [lab for lab in sides if lab != BASELINE]
+        shape = f"M-shaped ({mb:.0f} MB, {questions} questions x ~{sessions} sessions, {segments} segments)"
+        if summary is not None:
+            summary += [(f"{shape}: {' + '.join(f'`{v}`' for v in VARIANTS)}", f"run-m.cjs and {INDEX_HARNESS_M}.cjs",
+                         _sum(list(theirs.values())), {lab: pair[lab] for lab in measured}),
+                        (f"{shape}: `{INDEX_VARIANT}` alone", f"{INDEX_HARNESS_M}.cjs", theirs[INDEX_HARNESS_M],
+                         {lab: alone[lab] for lab in measured})]
     rows += ["", normalize]
     return "\n".join(rows) + "\n"

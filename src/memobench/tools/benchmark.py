@@ -3,7 +3,7 @@ or a naive baseline, on generated files.
 
     python -m memobench.tools.benchmark --checkout . [--work bench_work] [--scales all,mshape,s,m,scaling,shared]
                                   [--original BENCH_DIR [--run-harness SCRIPT]] [--baseline OTHER_CHECKOUT]
-                                  [--naive NAIVE_PY]
+                                  [--naive NAIVE_PY] [--python OTHER_ENV_PYTHON ...]
 
 For each scale it generates a LongMemEval-format file (cached in ``--work``)
 and runs the workflow on it with ``snakemake --cores 2``. CPU is the summed
@@ -35,7 +35,11 @@ segments (``M_START``/``M_LIMIT``, the pipeline's segment bounds), both
 against the pair and exp6-m.cjs against ``v0.8.0-index`` alone. Their output goes to ``--work``/original/, never compared
 here (the exactness tests compare lists). With ``--baseline`` (another
 checkout, e.g. ``git worktree add /tmp/base <commit>``) each ``all`` case
-also runs there, in the same session, and the table gives the ratios.
+also runs there, in the same session, and the table gives the ratios. With
+``--python`` (another environment's interpreter, repeatable) the ``all`` and
+``mshape`` cases also run with that environment's Snakemake, one after the
+other in the same session; the cases run beside the originals end in one
+table, the originals beside the pipeline in every environment.
 
 ``s`` (500 questions x ~50 sessions, ~280 MB) and ``m`` (500 x ~500,
 ~2.7 GB): variants v0.8.0 and v0.8.0-index, Snakemake's per-job benchmark
@@ -88,7 +92,8 @@ import yaml
 from ..core import layout
 from .bench_common import (SCALES, VARIANTS, all_file, generate, harness_variants, log,
                            normalize_vs_ijson)
-from .bench_original import M_HARNESSES, S_HARNESSES, Original, environment, run_all_variants, run_mshape
+from .bench_original import (BASELINE, M_HARNESSES, S_HARNESSES, Original, against_originals, environment,
+                            environments, run_all_variants, run_mshape)
 
 REPO: Path | None = None  # the measured checkout (--checkout)
 # The rules with a benchmark file, in pipeline order; stage_table also lists
@@ -409,6 +414,9 @@ def main(argv=None) -> int:
     parser.add_argument("--no-naive", action="store_true", help=argparse.SUPPRESS)  # the default now
     parser.add_argument("--baseline", default=None,
                         help="another checkout measured beside --checkout in the 'all' cases (e.g. today's main)")
+    parser.add_argument("--python", action="append", default=[], metavar="PYTHON",
+                        help="the interpreter of another environment (e.g. other_venv/bin/python), whose Snakemake "
+                             "runs the all and mshape cases beside this one's; repeatable")
     parser.add_argument("--stress-runs", type=int, default=20, help="stress: cold runs of the all case")
     parser.add_argument("--stress-cores", type=int, default=4, help="stress: snakemake --cores")
     parser.add_argument("--stress-burners", type=int, default=None,
@@ -432,8 +440,12 @@ def main(argv=None) -> int:
         if not needed:
             raise SystemExit("--original: the harnesses run beside the all and mshape scales; add one to --scales")
         original = Original.find(args.original, args.run_harness, work, needed)
+    envs = environments(args.python)
     sections = [f"## Benchmark ({time.strftime('%Y-%m-%d')}, {sys.platform}, --cores 2)", "",
-                environment(original is not None), ""]
+                environment(original is not None, envs), ""]
+    # the measured checkout in each environment, labelled by it where there are several
+    sides = {(label if len(envs) > 1 else "checkout"): (REPO, python) for label, python in envs.items()}
+    summary: list = []  # the cases run beside the originals (bench_original.against_originals)
     for name in ("s", "m"):
         if name not in scales:
             continue
@@ -470,12 +482,9 @@ def main(argv=None) -> int:
         sections.append(run_shared(work, args.vocab))
         print(sections[-1], flush=True)
     if "all" in scales:
-        checkouts = {}
-        if args.baseline:
-            checkouts["baseline"] = Path(args.baseline).resolve()
-        checkouts["checkout"] = REPO
+        checkouts = {BASELINE: (Path(args.baseline).resolve(), sys.executable)} if args.baseline else {}
         raw = all_file(work, args.vocab, args.all_questions)
-        sections.append(run_all_variants(work, raw, args.all_questions, checkouts, original))
+        sections.append(run_all_variants(work, raw, args.all_questions, {**checkouts, **sides}, original, summary))
         print(sections[-1], flush=True)
     if "stress" in scales:
         import os
@@ -485,7 +494,11 @@ def main(argv=None) -> int:
                                    args.stress_cores, burners, REPO))
         print(sections[-1], flush=True)
     if "mshape" in scales:
-        sections.append(run_mshape(work, args.mshape_questions, args.mshape_sessions, REPO, original))
+        sections.append(run_mshape(work, args.mshape_questions, args.mshape_sessions, sides, original,
+                                   summary=summary))
+        print(sections[-1], flush=True)
+    if summary:
+        sections.append(against_originals(summary, list(sides)))
         print(sections[-1], flush=True)
     if "scaling" in scales:
         rows = ["### Cost against the number of questions (S-shaped files, end to end, --cores 2)", "",

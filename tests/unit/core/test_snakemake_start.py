@@ -39,3 +39,40 @@ def test_the_workflow_files_import_no_pyarrow():
                           env={"PYTHONPATH": str(REPO / "src"), "PATH": "/usr/bin:/bin"})
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip() == "[]", f"the workflow's imports load {proc.stdout.strip()}"
+
+
+def _hooks_function(name: str) -> str:
+    """The source of one top-level function of hooks.smk (the file is Snakemake's dialect, not Python)."""
+    text = (REPO / "workflow" / "rules" / "hooks.smk").read_text(encoding="utf-8")
+    m = re.search(rf"(?ms)^def {name}\(.*?(?=^\S)", text)
+    assert m, f"hooks.smk defines no {name}"
+    return m.group(0)
+
+
+def test_snakemakes_params_records_import_no_pandas_and_stay_the_same():
+    """hooks.smk's record_params_without_pandas, applied to this Snakemake:
+    while pandas is not imported, a job's params are recorded without
+    importing it, each value as Snakemake's own serializer records it; once
+    pandas is there, a DataFrame param is hashed as before."""
+    code = _hooks_function("record_params_without_pandas") + """
+import sys
+from snakemake.persistence import PersistenceBase
+values = [None, 1, 2.5, True, "job", (1, "a"), ["x"], {"k": (1, 2)}, b"b", object()]
+before = PersistenceBase.__dict__["_serialize_param"]
+Concrete = type("Concrete", (PersistenceBase,), {})
+Concrete.__abstractmethods__ = frozenset()  # only its serializers are used
+p = Concrete.__new__(Concrete)
+record_params_without_pandas()
+assert PersistenceBase.__dict__["_serialize_param"] is not before, "not applied to this Snakemake"
+assert "pandas" not in sys.modules
+ours = [p._serialize_param(v) for v in values]
+assert "pandas" not in sys.modules, "recording params imported pandas"
+theirs = [before.fget(p)(v) for v in values]  # Snakemake's own choice (pandas installed: the pandas-aware one)
+assert ours == theirs, (ours, theirs)
+import pandas as pd
+frame = pd.DataFrame({"a": [1, 2]})
+assert p._serialize_param(frame) == before.fget(p)(frame) != p._serialize_param_builtin(frame)
+print("ok")
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]

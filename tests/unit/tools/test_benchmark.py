@@ -153,3 +153,38 @@ def test_result_digests_leave_out_logs_and_cache_only(tmp_path):
     (tmp_path / "report.md").write_text("changed")
     (tmp_path / "d" / "new.trec").write_text("x")
     assert benchmark.differing(first, benchmark.result_digests(tmp_path)) == ["d/new.trec", "report.md"]
+
+
+def test_each_environment_is_named_by_its_folder_and_read_by_its_own_interpreter(tmp_path):
+    """--python: every environment's runtimes come from its own interpreter
+    (a stand-in whose Snakemake and plugins differ from this one's)."""
+    other = tmp_path / "venv-other" / "bin" / "python"
+    other.parent.mkdir(parents=True)
+    other.write_text('#!/bin/sh\necho "Python 3.99.0, Snakemake 99.1, executor plugins: snakemake-executor-plugin-x"\n')
+    other.chmod(0o755)
+    envs = benchmark.environments([str(other), str(other)])
+    here = benchmark.environment(with_node=False)
+    assert list(envs.values()) == [sys.executable, str(other), str(other)]
+    first, second, third = envs
+    assert second == "venv-other" and third == "venv-other (3)" and first != second
+    line = benchmark.environment(with_node=False, envs=envs)
+    assert line == (f"{first}: {here[:-1]}; venv-other: Python 3.99.0, Snakemake 99.1, executor plugins: "
+                    f"snakemake-executor-plugin-x; venv-other (3): Python 3.99.0, Snakemake 99.1, executor plugins: "
+                    f"snakemake-executor-plugin-x.")
+    broken = tmp_path / "broken"
+    broken.write_text("#!/bin/sh\necho 'no snakemake here' >&2\nexit 1\n")
+    broken.chmod(0o755)
+    with pytest.raises(SystemExit, match="--python .*broken: it cannot read its environment's Snakemake "
+                                         r"\(no snakemake here\)"):
+        benchmark.environment(with_node=False, envs=benchmark.environments([str(broken)]))
+
+
+def test_the_originals_and_every_environment_make_one_table():
+    theirs = {"wall": 30.0, "cpu": 24.0}
+    summary = [("`v0.8.0` alone", "run.cjs", theirs, {"plain": {"wall": 10.0, "cpu": 8.0},
+                                                        "test": {"wall": 12.0, "cpu": 6.0}})]
+    text = benchmark.against_originals(summary, ["plain", "test"])
+    header, rule, row = [line for line in text.splitlines() if line.startswith("|")]
+    assert header.count("|") == rule.count("|") == row.count("|") == 10
+    assert row == "| `v0.8.0` alone | run.cjs | 30.0 | 10.0 | **3.0x** | **3.0x** | 12.0 | **2.5x** | **4.0x** |"
+    assert "plain ratio wall" in header and "test ratio CPU" in header
