@@ -265,7 +265,9 @@ def test_a_server_per_namespace_job_logs_its_searches_as_they_happen(few, tmp_pa
     assert len(done) == 1, lines
     seconds = float(re.search(r"done in ([\d.]+) s", done[0]).group(1))
     assert re.search(r": (\d+) / \1 questions \(100%, ", done[0]), done
-    assert 0.5 * took < seconds <= took + 0.05, (done, took)  # printed to 0.1 s
+    # the reading step alone takes hundredths of a second; under load the process's own start and imports, outside
+    # the searches, can be half of ``took``: a quarter tells the two apart on a busy machine
+    assert 0.25 * took < seconds <= took + 0.05, (done, took)  # printed to 0.1 s
 
 
 def test_the_servers_bound_holds_across_processes(tmp_path):
