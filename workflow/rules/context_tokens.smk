@@ -16,7 +16,11 @@ rule context_tokens:
             tokenizer=lambda w: checked(plan.budgets_tokenizer, config),
             code=code("context_tokens"),
         ),
-    threads: 2
+    # one core: a second would hold the job until two are free, and every merge waits for it (a
+    # dataset's counts take about a second; S's 15.6 M tokens about ten)
+    threads: 1
+    # every merge job reads it, as every retrieve job reads the token tables (tokens.smk)
+    priority: 3
     benchmark:
         f"{BENCHMARKS}/context_tokens/{{dataset}}.tsv"
     log:
