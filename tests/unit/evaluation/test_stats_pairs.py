@@ -134,6 +134,18 @@ def test_mcnemar_is_the_exact_sign_flip_test():
     assert paired.p_analytic("hit@5", np.zeros(4)) == 1.0 and paired.p_analytic("hit@1", np.array([])) is None
 
 
+def test_mcnemar_equals_scipy_binomtest_at_one_half():
+    """The p-value summed in integers is scipy.stats.binomtest's two-sided one
+    at 1/2, over small and dataset-sized counts of discordant questions."""
+    from scipy.stats import binomtest
+
+    rng = np.random.default_rng(11)
+    for n in [*range(1, 120), 499, 1977, 5000]:
+        for wins in {0, n, n // 2, (n + 1) // 2, *map(int, rng.integers(0, n + 1, 8))}:
+            d = np.array([1.0] * wins + [-1.0] * (n - wins) + [0.0] * 3)
+            assert paired.p_analytic("hit@1", d) == pytest.approx(binomtest(wins, n, 0.5).pvalue, rel=1e-8), (wins, n)
+
+
 def test_mrr_p_is_the_paired_t_test():
     from scipy import stats as sps
 
