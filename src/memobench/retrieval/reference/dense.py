@@ -162,6 +162,29 @@ class MiniLM:
                 on_batch(lo + len(rows))
         return out
 
+    def encode_each(self, texts: Sequence[str]) -> np.ndarray:
+        """Each text's row exactly as ``encode([text])`` gives it, many at
+        once: a text is batched only with texts of its own token length, so
+        no padding enters a row and each row's arithmetic is its own (the
+        tests hold the rows to ``encode([text])``'s bytes). A retrieve job
+        embeds its questions this way: one at a time was most of its time.
+        On CUDA, one at a time (a GPU's sums may depend on the batch)."""
+        import numpy as np
+
+        if self.device == "cuda":
+            return np.stack([self.encode([t])[0] for t in texts]) if len(texts) else np.zeros((0, DIM), np.float32)
+        ids = self.token_ids(texts)
+        out = np.zeros((len(ids), DIM), dtype=np.float32)
+        by_length: dict[int, list[int]] = {}
+        for i, row in enumerate(ids):
+            by_length.setdefault(len(row), []).append(i)
+        for rows in by_length.values():
+            for lo in range(0, len(rows), self.batch_size):
+                part = rows[lo:lo + self.batch_size]
+                batch = np.array([ids[i] for i in part], dtype=np.int64)
+                out[part] = self._forward(batch, np.ones(batch.shape, dtype=np.float32))
+        return out
+
     def _forward(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         import numpy as np
 

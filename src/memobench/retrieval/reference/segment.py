@@ -59,6 +59,28 @@ def _vectors(variants, embeddings_path, keys):
     return SessionVectors(embeddings_path, keys=keys), encoder
 
 
+class _QuestionsTogether:
+    """An encoder whose ``encode([text])`` of one of the segment's questions
+    is that question's row from all of them embedded at first use with
+    ``encode_each`` (the same bytes as ``encode([text])``, many at once);
+    anything else is the encoder's own."""
+
+    def __init__(self, encoder, questions: list[str]):
+        self._encoder, self._questions, self._rows = encoder, questions, None
+
+    def __getattr__(self, name):
+        return getattr(self._encoder, name)
+
+    def encode(self, texts, on_batch=None):
+        if len(texts) == 1:
+            if self._rows is None:
+                distinct = list(dict.fromkeys(self._questions))
+                self._rows = dict(zip(distinct, self._encoder.encode_each(distinct)))
+            if texts[0] in self._rows:
+                return self._rows[texts[0]][None, :]
+        return self._encoder.encode(texts, on_batch=on_batch)
+
+
 def rank_segment(variants, segment, log=print) -> dict:
     """Rank one segment (``harness.Segment``) under each reference variant.
     Session documents are read from the ``events`` input; an embedding
@@ -79,10 +101,18 @@ def rank_segment(variants, segment, log=print) -> dict:
     def ranker(backend: str, depth: int | None):
         store, encoder = stores.get(backend, (None, None))
         exact = row(backend).exact
+
+        def text_of(q):
+            return exact_text(q["question"], q.get("question_exact")) if exact else q["question"]
+
+        if row(backend).embedding and segment.questions:
+            encoder = encoder or row(backend).default_encoder()
+            if hasattr(encoder, "encode_each"):
+                encoder = _QuestionsTogether(encoder, [text_of(q) for q in segment.questions])
         turn_vectors: dict = {}  # an embedding retriever's turn vectors of the haystack at hand
 
         def ranked(q, hay, documents):
-            question = exact_text(q["question"], q.get("question_exact")) if exact else q["question"]
+            question = text_of(q)
             if depth is None:  # a turn variant: its haystack's turns, the whole list
                 vectors = None
                 if row(backend).embedding and documents.texts:

@@ -60,6 +60,18 @@ def test_batching_does_not_change_vectors(model):
     assert np.abs(together - alone).max() < 1e-5
 
 
+def test_questions_embedded_together_are_each_ones_own_bytes(model):
+    """encode_each (a retrieve job's questions, many at once) gives each text
+    the very bytes encode([text]) gives it: texts of one token length share a
+    batch, no padding enters a row. Lengths repeat, differ, and pass a batch."""
+    texts = [*WEATHER, "When did Caroline go to the LGBTQ support group?", "", "x " * 300, WEATHER[0],
+             *(f"what did person {i} say about the {w} trip?" for i in range(40) for w in ("ski", "beach"))]
+    each = model.encode_each(texts)
+    assert each.shape == (len(texts), 384) and each.dtype == np.float32
+    for i, t in enumerate(texts):
+        assert each[i].tobytes() == model.encode([t])[0].tobytes(), t
+
+
 def test_refuses_files_that_are_not_the_model(model, tmp_path):
     for name in ("model.safetensors", "tokenizer.json"):
         (tmp_path / name).symlink_to(model.path / name)
