@@ -231,20 +231,23 @@ def against_originals(summary: list, labels: list[str]) -> str:
 
 
 def run_mshape(work: Path, questions: int, sessions: int, sides: dict[str, tuple[Path, str]],
-               original: Original | None = None, segments: int = 5, summary: list | None = None) -> str:
+               original: Original | None = None, segments: int = 5, summary: list | None = None,
+               target_mb: float | None = None) -> str:
     """An M-shaped file through the pipeline (M family, ``segments`` segments,
     cold, end to end) on every side ({label: (checkout, interpreter)}):
     v0.8.0 and v0.8.0-index together, then v0.8.0-index alone; with
     ``original``, run-m.cjs and exp6-m.cjs over the same segments, both
-    against the pair and exp6-m.cjs against v0.8.0-index alone."""
+    against the pair and exp6-m.cjs against v0.8.0-index alone. The file has
+    M's bytes per session, or ``target_mb`` megabytes in all."""
     from memobench.retrieval.memo import segment_bounds
 
     if questions < segments:
         raise SystemExit(f"--mshape-questions {questions}: at least one question per segment ({segments})")
     m = SCALES["m"]
     per_question = m["target"] / m["questions"] * sessions / m["sessions"]  # M's bytes per session
-    raw = generate(work, f"bench_mshape_{questions}x{sessions}", questions, sessions, per_question * questions,
-                   m["seed"])
+    target = per_question * questions if target_mb is None else target_mb * 1e6
+    size = "" if target_mb is None else f"_{target_mb:g}mb"
+    raw = generate(work, f"bench_mshape_{questions}x{sessions}{size}", questions, sessions, target, m["seed"])
     base = work / "run_mshape"
     if base.exists():
         subprocess.run(["rm", "-rf", str(base)], check=True)

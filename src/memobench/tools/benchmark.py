@@ -20,7 +20,7 @@ statement); then one variant cold, end to end, for ``v0.8.0`` and for
 ``v0.8.0-index``.
 
 ``mshape`` runs an M-shaped file (``--mshape-questions`` 120 questions of
-``--mshape-sessions`` ~500 sessions, M's bytes per session, 5 segments) with
+``--mshape-sessions`` ~500 sessions, M's bytes per session or ``--mshape-mb`` in all, 5 segments) with
 the M family's ``v0.8.0`` and ``v0.8.0-index``, end to end, cold; then
 ``v0.8.0-index`` alone.
 
@@ -403,6 +403,9 @@ def main(argv=None) -> int:
                         help="questions of the all case's file (default 1986, ~190 MB; fewer: same bytes each)")
     parser.add_argument("--mshape-questions", type=int, default=120, help="questions of the mshape file")
     parser.add_argument("--mshape-sessions", type=int, default=500, help="sessions per question of the mshape file")
+    parser.add_argument("--mshape-mb", type=float, default=None,
+                        help="the mshape file's size in MB (default: M's bytes per session; 210 gives LoCoMo-sized "
+                             "sessions, where a run's fixed cost weighs more)")
     parser.add_argument("--original", default=None, metavar="BENCH_DIR",
                         help="the original project's bench/ folder: run its harnesses on the same files "
                              "(all: the eight S harnesses; mshape: run-m and exp6-m per segment)")
@@ -495,7 +498,7 @@ def main(argv=None) -> int:
         print(sections[-1], flush=True)
     if "mshape" in scales:
         sections.append(run_mshape(work, args.mshape_questions, args.mshape_sessions, sides, original,
-                                   summary=summary))
+                                   summary=summary, target_mb=args.mshape_mb))
         print(sections[-1], flush=True)
     if summary:
         sections.append(against_originals(summary, list(sides)))
