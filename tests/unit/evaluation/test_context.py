@@ -43,6 +43,8 @@ def test_pinned_encoding_is_tiktoken_s_own(name, tiktoken_own):
     assert context.ENCODINGS[name][1] == theirs._pat_str
     assert context.ENCODINGS[name][2] == theirs._special_tokens
     assert ours.count_batch(TEXTS) == [len(theirs.encode_ordinary(t)) for t in TEXTS]
+    # on threads, in contiguous parts: the same counts in the same order
+    assert context.load(context.spec_of(name), threads=3).count_batch(TEXTS * 3) == ours.count_batch(TEXTS) * 3
 
 
 def test_counts_of_sessions_and_turns_equal_tiktoken_s(tmp_path, tiktoken_own):
