@@ -252,7 +252,7 @@ def import_inputs(config: dict, ds: str, variant: str, run: str, run_format: str
     return inputs
 
 
-def merge_inputs(config: dict, ds: str, variant: str) -> dict:
+def merge_inputs(config: dict, ds: str, variant: str, grain: str = "session") -> dict:
     """The variant's segments, the tables its official metrics read, and the
     check records of the raw files they came from (official.json names them)."""
     base = base_dataset(config, ds)
@@ -265,10 +265,10 @@ def merge_inputs(config: dict, ds: str, variant: str) -> dict:
         "events": normalized(base, "events"),
         **{name: layout.path(layout.VERIFIED, dataset=d) for name, d in files.items()
            if has_raw_file(config["datasets"][d]["format"])},
-        # the sessions' and turns' token counts, for recall within token budgets (a format with official
-        # metrics): one job makes both
-        **({"context": layout.path(layout.CONTEXT_SESSIONS, dataset=base),
-            "context_turns": layout.path(layout.CONTEXT_TURNS, dataset=base)}
+        # the token counts for recall within token budgets (a format with official metrics): a session
+        # variant's of the sessions, a turn variant's of the turns (each its own job)
+        **(({"context_turns": layout.path(layout.CONTEXT_TURNS, dataset=base)} if grain == "turn" else
+            {"context": layout.path(layout.CONTEXT_SESSIONS, dataset=base)})
            if FORMATS[config["datasets"][ds]["format"]].scorer else {}),
     }
 

@@ -268,8 +268,8 @@ def test_editing_each_module_reruns_exactly_its_importers_and_what_follows(scrat
 # an early stage, one in the middle, the last one, and the adapter (None) that every stage runs
 @pytest.mark.parametrize("stage,upstream", [
     ("verify", {"download"}),
-    ("merge", {"download", "verify", "normalize", "tokens", "context_tokens", "retrieve", "embeddings", "prepare", "import_run",
-               "record_run"}),
+    ("merge", {"download", "verify", "normalize", "tokens", "context_tokens", "context_turns", "retrieve", "embeddings",
+               "prepare", "import_run", "record_run"}),
     ("report", {"download", "verify", "normalize", "retrieve", "merge", "stats", "falsify", "analyze", "manifest"}),
     (None, set()),
 ])

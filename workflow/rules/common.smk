@@ -251,8 +251,7 @@ def analyze_inputs(w):
 
 
 def merge_inputs(w):
-    variant_of(w)
-    return plan.merge_inputs(config, w.dataset, w.variant)
+    return plan.merge_inputs(config, w.dataset, w.variant, variant_of(w).get("grain", "session"))
 
 
 def retrievallog_inputs(w):

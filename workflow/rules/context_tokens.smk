@@ -1,6 +1,7 @@
 # Every session's and turn's tokens as a reader receives it (docs/protocol.md#token-budgets),
 # counted once per dataset with the budgets' tokenizer and read by every variant's merge job:
-# adding a budget or a variant adds no pass over the text.
+# adding a budget or a variant adds no pass over the text. Sessions and turns are two jobs: the
+# turns' only where a turn variant reads them (each is half the text to count).
 
 
 rule context_tokens:
@@ -9,7 +10,6 @@ rule context_tokens:
         events=layout.path(layout.NORMALIZED_TABLE, table="events"),
     output:
         sessions=layout.CONTEXT_SESSIONS,
-        turns=layout.CONTEXT_TURNS,
     params:
         **stage_params(
             # its name and the sha256 of its file: a changed tokenizers file reruns the counts
@@ -29,3 +29,25 @@ rule context_tokens:
         "../../envs/memobench.yaml"
     shell:
         stage_command("context_tokens")
+
+
+rule context_turns:
+    input:
+        events=layout.path(layout.NORMALIZED_TABLE, table="events"),
+    output:
+        turns=layout.CONTEXT_TURNS,
+    params:
+        **stage_params(
+            tokenizer=lambda w: checked(plan.budgets_tokenizer, config),
+            code=code("context_turns"),
+        ),
+    threads: 1  # as context_tokens
+    priority: 3
+    benchmark:
+        f"{BENCHMARKS}/context_turns/{{dataset}}.tsv"
+    log:
+        f"{LOGS}/context_turns/{{dataset}}.log",
+    conda:
+        "../../envs/memobench.yaml"
+    shell:
+        stage_command("context_turns")

@@ -1,6 +1,7 @@
 """The context a list delivers (docs/protocol.md#token-budgets): each session
 and turn rendered as a reader receives it, and counted with a pinned offline
-tokenizer, once per dataset (the ``context_tokens`` stage).
+tokenizer, once per dataset (the ``context_tokens`` stage: the sessions; the
+``context_turns`` stage: the turns, where a turn variant reads them).
 
 The rendering is the haystack's own normalized text, the same for every
 variant (a memory service's echo plays no part): a turn is ``role + ": " +
@@ -141,33 +142,61 @@ def load(spec: dict, root=".", threads: int = 1) -> Tokenizer:
     return Tokenizer(name, expected, lambda texts: [len(e.ids) for e in tok.encode_batch(texts, add_special_tokens=False)])
 
 
-def count_tables(sessions_path, events_path, tokenizer: Tokenizer, sessions_out, turns_out, log=print) -> None:
-    """Each session's and each turn's token count (docs/tables.md#context-token-counts): the
-    sessions in the sessions table's order (an empty one too, 0 tokens), the turns in the events
-    table's order, the tokenizer in each table's metadata."""
+def _turns(events_path):
+    """(session keys, seqs, rendered turns) of the events table, in its order."""
+    from ..core.tables import read_table
+
+    t = read_table(events_path, columns=["session_key", "seq", "role", "text"])
+    keys, seqs = t.column("session_key").to_pylist(), t.column("seq").to_pylist()
+    return keys, seqs, [render_turn(r, x) for r, x in zip(t.column("role").to_pylist(), t.column("text").to_pylist())]
+
+
+def _metadata(tokenizer: Tokenizer) -> dict:
     import json
 
+    return {"memobench.tokenizer": json.dumps({**tokenizer.record(), "separator_tokens": separator_tokens(tokenizer)})}
+
+
+def count_sessions(sessions_path, events_path, tokenizer: Tokenizer, sessions_out, log=print) -> None:
+    """Each session's token count (docs/tables.md#context-token-counts), in the
+    sessions table's order (an empty one too, 0 tokens), the tokenizer in the
+    table's metadata: what a session variant's budgets read."""
     import pyarrow as pa
 
     from ..core.tables import read_table, write_table
 
-    t = read_table(events_path, columns=["session_key", "seq", "role", "text"])
-    keys, seqs = t.column("session_key").to_pylist(), t.column("seq").to_pylist()
-    turns = [render_turn(r, x) for r, x in zip(t.column("role").to_pylist(), t.column("text").to_pylist())]
-    turn_counts = tokenizer.count_batch(turns)
+    keys, seqs, turns = _turns(events_path)
     by_session: dict[int, list[tuple[int, str]]] = {}
     for key, seq, turn in zip(keys, seqs, turns):
         by_session.setdefault(key, []).append((seq, turn))
     session_keys = read_table(sessions_path, columns=["session_key"]).column("session_key").to_pylist()
     session_counts = tokenizer.count_batch([TURN_JOIN.join(x for _, x in sorted(by_session.get(k, [])))
                                             for k in session_keys])
-    meta = {"memobench.tokenizer": json.dumps({**tokenizer.record(), "separator_tokens": separator_tokens(tokenizer)})}
-    write_table(turns_out, pa.table({"session_key": pa.array(keys, pa.int32()), "seq": pa.array(seqs, pa.int32()),
-                                     "tokens": pa.array(turn_counts, pa.int32())}).replace_schema_metadata(meta))
     write_table(sessions_out, pa.table({"session_key": pa.array(session_keys, pa.int32()),
-                                        "tokens": pa.array(session_counts, pa.int32())}).replace_schema_metadata(meta))
-    log(f"context tokens ({tokenizer.name}): {len(session_keys)} sessions, {len(turns)} turns, "
-        f"{sum(session_counts)} session tokens")
+                                        "tokens": pa.array(session_counts, pa.int32())}
+                                       ).replace_schema_metadata(_metadata(tokenizer)))
+    log(f"context tokens ({tokenizer.name}): {len(session_keys)} sessions, {sum(session_counts)} tokens")
+
+
+def count_turns(events_path, tokenizer: Tokenizer, turns_out, log=print) -> None:
+    """Each turn's token count, in the events table's order, the tokenizer in
+    the table's metadata: what a turn variant's budgets read."""
+    import pyarrow as pa
+
+    from ..core.tables import write_table
+
+    keys, seqs, turns = _turns(events_path)
+    turn_counts = tokenizer.count_batch(turns)
+    write_table(turns_out, pa.table({"session_key": pa.array(keys, pa.int32()), "seq": pa.array(seqs, pa.int32()),
+                                     "tokens": pa.array(turn_counts, pa.int32())}
+                                    ).replace_schema_metadata(_metadata(tokenizer)))
+    log(f"context tokens ({tokenizer.name}): {len(turns)} turns, {sum(turn_counts)} tokens")
+
+
+def count_tables(sessions_path, events_path, tokenizer: Tokenizer, sessions_out, turns_out, log=print) -> None:
+    """Both count tables: :func:`count_sessions` and :func:`count_turns`."""
+    count_sessions(sessions_path, events_path, tokenizer, sessions_out, log=log)
+    count_turns(events_path, tokenizer, turns_out, log=log)
 
 
 def separator_tokens(tokenizer: Tokenizer) -> int:

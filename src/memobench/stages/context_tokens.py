@@ -5,11 +5,11 @@ from __future__ import annotations
 from .adapter import Job, stage
 
 
-@stage("context_tokens", inputs=["sessions", "events"], outputs=["sessions", "turns"], params=["tokenizer"])
+@stage("context_tokens", inputs=["sessions", "events"], outputs=["sessions"], params=["tokenizer"])
 def context_tokens(job: Job) -> None:
-    """Every session's and turn's tokens as a reader receives it, once per
-    dataset, read by every variant's merge job (docs/protocol.md#token-budgets)."""
-    from ..evaluation.context import count_tables, load
+    """Every session's tokens as a reader receives it, once per dataset, read
+    by every session variant's merge job (docs/protocol.md#token-budgets)."""
+    from ..evaluation.context import count_sessions, load
 
-    tokenizer = load(job.params.tokenizer, threads=job.threads)
-    count_tables(job.input.sessions, job.input.events, tokenizer, job.output.sessions, job.output.turns, log=job.log)
+    count_sessions(job.input.sessions, job.input.events, load(job.params.tokenizer, threads=job.threads),
+                   job.output.sessions, log=job.log)
