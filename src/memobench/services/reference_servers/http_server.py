@@ -32,12 +32,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from .store import NoNamespace, Store
 
 
-def reply(handler: BaseHTTPRequestHandler, status: int, body: bytes, server_ms: float | None = None) -> None:
-    """A JSON response with its headers and body in one write: end_headers would write the headers
-    alone, and the body would wait on Nagle's algorithm and the client's delayed ACK (40 ms).
-    ``server_ms``: the time the request took here, sent as a ``Server-Timing`` header."""
+def reply(handler: BaseHTTPRequestHandler, status: int, body: bytes, server_ms: float | None = None,
+          content_type: str = "application/json") -> None:
+    """A JSON response (or one of ``content_type``) with its headers and body in one write: end_headers
+    would write the headers alone, and the body would wait on Nagle's algorithm and the client's delayed
+    ACK (40 ms). ``server_ms``: the time the request took here, sent as a ``Server-Timing`` header."""
     handler.send_response(status)
-    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Type", content_type)
     handler.send_header("Content-Length", str(len(body)))
     if server_ms is not None:
         handler.send_header("Server-Timing", f"app;dur={server_ms:.3f}")
