@@ -400,8 +400,8 @@ def test_jobs_of_one_group_take_turns(tables, tmp_path, monkeypatch):
     assert listed.wait(120)
     jobs.start("sibling", lambda: _job(tables, tmp_path, "v0.5.0", cfg))
     # waiting for the lock: seen blocked in its flock (the thread's own frame), and still there a while later
-    waiting = atomic.locked.__wrapped__.__code__
-    blocked = lambda: getattr(sys._current_frames().get(jobs.threads[-1].ident), "f_code", None) is waiting  # noqa: E731
+    waiting, sibling = atomic.locked.__wrapped__.__code__, jobs.threads[-1]
+    blocked = lambda: getattr(sys._current_frames().get(sibling.ident), "f_code", None) is waiting  # noqa: E731
     deadline = time.monotonic() + 60
     while not blocked():
         assert "sibling" not in jobs.results and time.monotonic() < deadline
