@@ -93,12 +93,16 @@ def test_a_second_score_in_one_folder_waits_for_the_first(tmp_path, capsys):
     held = subprocess.Popen([sys.executable, "-c", "import sys, time; from pathlib import Path; "
                              "from memobench.score_engine import one_at_a_time\n"
                              f"with one_at_a_time(Path({str(tmp_path)!r}), quiet=True):\n"
-                             "    print('held', flush=True); time.sleep(1.5)"],
-                            stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO / "src")})
+                             "    print('held', flush=True); sys.stdin.read()"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(REPO / "src")})
     assert held.stdout.readline().strip() == "held"
+    import threading
     import time
 
     started = time.monotonic()
+    # the first ends 0.6 s from now, told on its stdin: however busy the machine, the second waits that long
+    threading.Timer(0.6, held.stdin.close).start()
     with one_at_a_time(tmp_path):
         waited = time.monotonic() - started
     held.wait()

@@ -314,6 +314,8 @@ class _WordsApi:
         import threading
         from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+        from memobench.services.reference_servers.http_server import reply
+
         held: dict[str, list[dict]] = {}
         lock = threading.Lock()
 
@@ -344,11 +346,7 @@ class _WordsApi:
                                                                 .lower()))), i, s["id"]) for i, s in enumerate(mine)]
                         ranked = sorted((x for x in scored if x[0] > 0), key=lambda x: (-x[0], x[1]))[: int(req["k"])]
                         out = json.dumps({"results": [{"id": sid, "score": float(sc)} for sc, _, sid in ranked]})
-                body = out.encode()
-                self.send_response(200)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                reply(self, 200, out.encode(), content_type="text/plain")
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()

@@ -191,10 +191,12 @@ def test_a_child_process_peak_memory_is_read_from_proc():
 
     if not os.path.isdir("/proc"):
         pytest.skip("no /proc")
-    code = "import sys, time; b = bytearray(64 * 2**20); b[::4096] = b'x' * len(b[::4096]); del b; time.sleep(30)"
-    child = subprocess.Popen([sys.executable, "-c", code], env={**os.environ, "MB_TAG": "peak"})
+    code = ("import sys, time; b = bytearray(64 * 2**20); b[::4096] = b'x' * len(b[::4096]); del b; "
+            "print('freed', flush=True); time.sleep(30)")
+    child = subprocess.Popen([sys.executable, "-c", code], env={**os.environ, "MB_TAG": "peak"},
+                             stdout=subprocess.PIPE, text=True)
     try:
-        time.sleep(1.5)
+        assert child.stdout.readline() == "freed\n"  # the memory held and given back
         pids = started_by_us([sys.executable, "-c", code], {"MB_TAG": "peak"})
         assert pids == [child.pid] and not started_by_us([sys.executable, "-c", code], {"MB_TAG": "other"})
         assert peak_memory(child.pid) >= 64 * 2**20  # the peak stays after the memory is freed
@@ -211,11 +213,13 @@ def test_a_script_server_is_found_though_its_interpreter_runs_it(tmp_path):
     if not os.path.isdir("/proc"):
         pytest.skip("no /proc")
     script = tmp_path / "my-server"
-    script.write_text(f"#!{sys.executable}\nimport time\ntime.sleep(30)\n")
+    script.write_text(f"#!{sys.executable}\nimport time\nprint('up', flush=True)\ntime.sleep(30)\n")
     script.chmod(0o755)
-    child = subprocess.Popen([str(script), "serve", "--stdio"], env={**os.environ, "MB_TAG": "script"})
+    child = subprocess.Popen([str(script), "serve", "--stdio"], env={**os.environ, "MB_TAG": "script"},
+                             stdout=subprocess.PIPE, text=True)
     try:
-        time.sleep(1.0)
+        # the script's own line runs once its interpreter has started: the process is then the script's
+        assert child.stdout.readline() == "up\n"
         assert started_by_us([str(script), "serve", "--stdio"], {"MB_TAG": "script"}) == [child.pid]
         assert not started_by_us([str(script), "serve"], {"MB_TAG": "script"})
         assert peak_memory(child.pid) > 0
@@ -273,12 +277,19 @@ def test_a_server_per_namespace_job_logs_its_searches_as_they_happen(few, tmp_pa
 def test_the_servers_bound_holds_across_processes(tmp_path):
     """Three processes (a variant's parallel jobs) each wanting a server, under servers: 2: two at once, the
     third once one has ended."""
+    # each asks for a slot once all three have started (told so on stdin): their starts, not their holds,
+    # are what a slow machine spreads out
     code = ("import sys, time\nfrom pathlib import Path\nfrom memobench.services.job.per_namespace import slot\n"
+            "print('ready', flush=True); sys.stdin.readline()\n"
             "with slot(Path(sys.argv[1]), 2):\n"
-            "    print(time.monotonic(), flush=True); time.sleep(0.8); print(time.monotonic(), flush=True)\n")
+            "    print(time.monotonic(), flush=True); time.sleep(0.4); print(time.monotonic(), flush=True)\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    procs = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "slots")], stdout=subprocess.PIPE,
-                              text=True, env=env) for _ in range(3)]
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "slots")], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True, env=env) for _ in range(3)]
+    assert [p.stdout.readline() for p in procs] == ["ready\n"] * 3
+    for p in procs:
+        p.stdin.write("go\n")
+        p.stdin.flush()
     spans = [tuple(float(x) for x in p.communicate(timeout=60)[0].split()) for p in procs]
     alive = lambda t: sum(a <= t < b for a, b in spans)  # noqa: E731
     assert max(alive(a) for a, _ in spans) == 2, spans  # two at once, never three

@@ -372,9 +372,11 @@ def test_jobs_of_one_group_take_turns(tables, tmp_path, monkeypatch):
     """A sibling's job waits while a job of its group cleans up (it holds the
     group's lock), then copies its entry; a file that vanished between the
     listing and the clean-up's look at it is no error."""
+    import sys
     import threading
     import time
 
+    from memobench.core import atomic
     from memobench.retrieval import sharing as shared_retrieval
 
     cfg = _config(["v0.8.0", "v0.5.0"])
@@ -397,8 +399,15 @@ def test_jobs_of_one_group_take_turns(tables, tmp_path, monkeypatch):
     jobs.start("leader", lambda: _job(tables, tmp_path, "v0.8.0", cfg))
     assert listed.wait(120)
     jobs.start("sibling", lambda: _job(tables, tmp_path, "v0.5.0", cfg))
-    time.sleep(1.0)
-    assert "sibling" not in jobs.results  # waiting for the lock
+    # waiting for the lock: seen blocked in its flock (the thread's own frame), and still there a while later
+    waiting, sibling = atomic.locked.__wrapped__.__code__, jobs.threads[-1]
+    blocked = lambda: getattr(sys._current_frames().get(sibling.ident), "f_code", None) is waiting  # noqa: E731
+    deadline = time.monotonic() + 60
+    while not blocked():
+        assert "sibling" not in jobs.results and time.monotonic() < deadline
+        time.sleep(0.01)
+    time.sleep(0.2)
+    assert "sibling" not in jobs.results and blocked()
     release.set()
     jobs.join()
     assert jobs.results["leader"]["computed"] == ["v0.8.0", "v0.5.0"]

@@ -494,13 +494,11 @@ class _Terse(_ProxyHandler):
     def _send(self, status: int, body: bytes) -> None:
         if status != 200 or self.path not in ("/reset", "/ingest"):
             return super()._send(status, body)
-        self.send_response(204 if self.path == "/ingest" else 200)
         if self.path == "/reset":
-            self.send_header("Content-Type", "text/plain")
-            self.send_header("Content-Length", "2")
+            reply(self, 200, b"OK", content_type="text/plain")
+            return
+        self.send_response(204)
         self.end_headers()
-        if self.path == "/reset":
-            self.wfile.write(b"OK")
 
 
 def test_an_ingest_or_reset_answer_need_not_be_json(norm, reference, expected, tmp_path):
