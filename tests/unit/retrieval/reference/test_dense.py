@@ -65,8 +65,12 @@ def test_questions_embedded_together_are_each_ones_own_bytes(model):
     the very bytes encode([text]) gives it: texts of one token length share a
     batch, no padding enters a row. Lengths repeat, differ, and pass a batch."""
     texts = [*WEATHER, "When did Caroline go to the LGBTQ support group?", "", "x " * 300, WEATHER[0],
-             *(f"what did person {i} say about the {w} trip?" for i in range(40) for w in ("ski", "beach"))]
-    each = model.encode_each(texts)
+             *(f"what did person {i} say about the {w} trip?" for i in range(6) for w in ("ski", "beach"))]
+    size, model.batch_size = model.batch_size, 4  # so that texts of one length fill several batches
+    try:
+        each = model.encode_each(texts)
+    finally:
+        model.batch_size = size
     assert each.shape == (len(texts), 384) and each.dtype == np.float32
     for i, t in enumerate(texts):
         assert each[i].tobytes() == model.encode([t])[0].tobytes(), t
