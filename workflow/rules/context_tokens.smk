@@ -16,8 +16,8 @@ rule context_tokens:
             tokenizer=lambda w: checked(plan.budgets_tokenizer, config),
             code=code("context_tokens"),
         ),
-    # one core: a second would hold the job until two are free, and every merge waits for it (a
-    # dataset's counts take about a second; S's 15.6 M tokens about ten)
+    # one core: a second would hold the job until two are free, and every merge waits for it (LoCoMo's
+    # sessions take well under a second, the 188 MB benchmark file's about four)
     threads: 1
     # every merge job reads it, as every retrieve job reads the token tables (tokens.smk)
     priority: 3

@@ -193,12 +193,6 @@ def count_turns(events_path, tokenizer: Tokenizer, turns_out, log=print) -> None
     log(f"context tokens ({tokenizer.name}): {len(turns)} turns, {sum(turn_counts)} tokens")
 
 
-def count_tables(sessions_path, events_path, tokenizer: Tokenizer, sessions_out, turns_out, log=print) -> None:
-    """Both count tables: :func:`count_sessions` and :func:`count_turns`."""
-    count_sessions(sessions_path, events_path, tokenizer, sessions_out, log=log)
-    count_turns(events_path, tokenizer, turns_out, log=log)
-
-
 def separator_tokens(tokenizer: Tokenizer) -> int:
     return tokenizer.count(SEPARATOR)
 

@@ -48,7 +48,7 @@ def test_pinned_encoding_is_tiktoken_s_own(name, tiktoken_own):
 
 
 def test_counts_of_sessions_and_turns_equal_tiktoken_s(tmp_path, tiktoken_own):
-    """count_tables on tables as normalize writes them (a lone surrogate as U+FFFD), held to
+    """count_sessions and count_turns on tables as normalize writes them (a lone surrogate as U+FFFD), held to
     tiktoken on the raw file's exact strings, rendered as docs/protocol.md#token-budgets says."""
     turns = [(0, 0, "user", TEXTS[1]), (0, 1, "assistant", TEXTS[2]), (2, 0, "Caroline", TEXTS[3]),
              (2, 1, "Melanie", TEXTS[4]), (2, 2, "user", TEXTS[5]), (3, 0, "user", TEXTS[6]), (3, 1, "user", "")]
@@ -59,7 +59,8 @@ def test_counts_of_sessions_and_turns_equal_tiktoken_s(tmp_path, tiktoken_own):
     pq.write_table(pa.table({"session_key": [0, 1, 2, 3]}), sessions)  # session 1 has no turn
     enc = tiktoken_own["cl100k_base"]
     ours = context.load(context.spec_of("cl100k_base"))
-    context.count_tables(sessions, events, ours, tmp_path / "s.parquet", tmp_path / "t.parquet", log=lambda *_: None)
+    context.count_sessions(sessions, events, ours, tmp_path / "s.parquet", log=lambda *_: None)
+    context.count_turns(events, ours, tmp_path / "t.parquet", log=lambda *_: None)
     t = pq.read_table(tmp_path / "t.parquet").to_pylist()
     assert [r["tokens"] for r in t] == [len(enc.encode_ordinary(f"{r}: {x}")) for _, _, r, x in turns]
     by_session = {}
