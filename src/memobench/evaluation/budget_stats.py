@@ -26,6 +26,7 @@ from .correction import ALPHA, apply_holm, mde
 from .measures import MEASURES
 from .paired import mcnemar
 from .resampling import Draws
+from .stats import PerQuestion
 
 # recall within a budget is a hit rate per question (0 or 1), tested as hit@1 is
 TEST = f"{MEASURES['hit@1'].test_text}, Holm-corrected per measure over the dataset's pairs"
@@ -66,16 +67,15 @@ def budget_stats(dataset: str, compared: list[str], read: dict[str, dict | None]
     left_out = [{"variant": v, "why": "other tokenizer or budgets"} for v in have
                 if (read[v]["tokenizer"], read[v]["budgets"]) != convention]
     kept = [v for v in have if (read[v]["tokenizer"], read[v]["budgets"]) == convention]
-    names = measures(first["budgets"])
-    per = {v: read[v]["per_question"] for v in kept}
+    names = tuple(measures(first["budgets"]))
+    per = {v: PerQuestion(read[v]["per_question"]) for v in kept}
     draws = Draws(dataset, sorted(set().union(*per.values())))
     pairs = [(kept[j], kept[i]) for j in range(len(kept)) for i in range(j)
              if read[kept[j]]["grain"] == read[kept[i]]["grain"]]  # a turn's gold is not a session's
     rows, jobs = [], []
     for v, b in pairs:
         common = sorted(set(per[v]) & set(per[b]))
-        A = np.array([[per[v][q][m] for m in names] for q in common], dtype=np.float64).reshape(len(common), -1)
-        B = np.array([[per[b][q][m] for m in names] for q in common], dtype=np.float64).reshape(len(common), -1)
+        A, B = per[v].rows(common, names), per[b].rows(common, names)
         rows.append((v, b, common, A, B))
         jobs += [(common, ((v, m), A[:, k]), ((b, m), B[:, k])) for k, m in enumerate(names)]
     res = draws.evaluate_diffs(jobs)
@@ -93,7 +93,7 @@ def budget_stats(dataset: str, compared: list[str], read: dict[str, dict | None]
                     "metrics": metrics})
     family = apply_holm(out, names)
     log(f"{dataset}: token budgets, {len(out)} pairs of {len(kept)} variants")
-    return {"tokenizer": first["tokenizer"], "budgets": first["budgets"], "measures": names,
+    return {"tokenizer": first["tokenizer"], "budgets": first["budgets"], "measures": list(names),
             "grains": {v: read[v]["grain"] for v in kept}, "resampled_questions": len(draws.index),
             "pairs": out, "left_out": left_out,
             "holm": {"alpha": ALPHA, "test": TEST, "pairs": family}}

@@ -128,17 +128,21 @@ class Draws:
         """Each sign flip's signs (+1 / -1), in chunks of flips."""
         return self._stream[2]
 
-    def _exact_products(self, draws: list[np.ndarray], x: np.ndarray) -> np.ndarray:
+    def _exact_products(self, draws: list[np.ndarray], x: np.ndarray, by_column: bool = False) -> np.ndarray:
         """Every resample's (or sign flip's) sums of the integer columns ``x``
-        (float64, exact). A resample's counts add up to N (the index space)
+        (float64, exact), one row per resample, or with ``by_column`` one row
+        per column of ``x``. A resample's counts add up to N (the index space)
         and a sign is +-1, so a sum is at most N times the largest value: where
         that stays under 2^24 float32 holds every partial sum exactly, in
         whatever order BLAS adds them, at half the cost; beyond it, float64
         (exact under 2^53)."""
-        if len(self.index) * float(np.abs(x).max(initial=0)) < 2 ** 24:
-            x32 = x.astype(np.float32)
-            return np.concatenate([c.astype(np.float32) @ x32 for c in draws]).astype(np.float64)
-        return np.concatenate([c.astype(np.float64) @ x for c in draws])
+        dtype = np.float32 if len(self.index) * float(np.abs(x).max(initial=0)) < 2 ** 24 else np.float64
+        # equal columns (variants with the same outcomes, budgets every list fits) have equal sums: each once
+        x, copies = np.unique(x.astype(dtype), axis=1, return_inverse=True)
+        copies = copies.reshape(-1)
+        sums = np.concatenate([c.astype(dtype) @ x for c in draws]).astype(np.float64)
+        # (the products by column are the transpose of these: BLAS is several times slower computing them so)
+        return np.ascontiguousarray(sums.T)[copies] if by_column else sums[:, copies]
 
     def full_paired(self, ds: list[np.ndarray], block: int = 25) -> list[list[dict]]:
         """What :func:`paired` gives over the whole index space for each ``d``
@@ -175,10 +179,12 @@ class Draws:
         if drawn:
             # at least two columns, so the summed axis is never the innermost one
             # (numpy sums that one pairwise, not in order)
-            x = np.stack([todo[k][1][:, j] for k, j in drawn] + [np.zeros(n)] * (len(drawn) < 2), axis=1)
+            # (equal columns, as of two variants with the same lists, summed once)
+            x, copies = np.unique(np.stack([todo[k][1][:, j] for k, j in drawn], axis=1), axis=1, return_inverse=True)
+            x = np.concatenate([x, np.zeros((n, 1))], axis=1) if x.shape[1] < 2 else x
             parts = [np.add.reduce(x[idx[lo:lo + block]], axis=1) / n
                      for idx in self.draws for lo in range(0, len(idx), block)]
-            sums = np.concatenate(parts)
+            sums = np.concatenate(parts)[:, copies.reshape(-1)]
             for col, (k, j) in enumerate(drawn):
                 boots[k][:, j] = sums[:, col]
         scaled = np.stack([np.round(todo[k][1][:, j] * todo[k][2][j]) for k, j in cols], axis=1)
@@ -193,7 +199,7 @@ class Draws:
                       for j in range(d.shape[1])]
         return out
 
-    def evaluate_diffs(self, jobs: list[tuple[list[int], tuple, tuple]]) -> list[dict]:
+    def evaluate_diffs(self, jobs: list[tuple[list[int], tuple, tuple]], block: int = 256) -> list[dict]:
         """:meth:`evaluate` of jobs given as two named columns each: (q_indexes,
         (name_a, a), (name_b, b)), the job's differences ``a - b``. The
         resample and sign-flip sums are linear, so where ``a``, ``b`` and
@@ -214,11 +220,15 @@ class Draws:
                 linear.append((j, qs, d, 2520 if 2520 in scales else 1, ((name_a, a), (name_b, b))))
         for (j, _), res in zip(other, self.evaluate([job for _, job in other])):
             out[j] = res
-        # the jobs by their questions: {positions: [(job, its two columns' keys)]}, {positions: {key: values}}
+        # the jobs by their questions: {positions: [(job, its two columns' keys)]}, {positions: {key: values}};
+        # a pair's jobs (one per measure) share one list of questions, so its positions are found once
         groups: dict[tuple, list] = {}
         columns: dict[tuple, dict] = {}
+        positions: dict[int, tuple] = {}
         for j, qs, d, scale, named in linear:
-            pos = tuple(self.pos[q] for q in qs)
+            pos = positions.get(id(qs))
+            if pos is None:
+                pos = positions[id(qs)] = tuple(map(self.pos.__getitem__, qs))
             cols = columns.setdefault(pos, {})
             keys = []
             for name, x in named:
@@ -227,19 +237,32 @@ class Draws:
                     cols[key] = np.round(x * scale)
                 keys.append(key)
             groups.setdefault(pos, []).append((j, d, scale, keys))
+        whole = tuple(range(len(self.index)))
         for pos, members in groups.items():
             at = np.asarray(pos, dtype=np.int64)
             index = {key: i for i, key in enumerate(columns[pos])}
-            x = np.stack(list(columns[pos].values()), axis=1)
+            # equal columns (variants with the same outcomes) once, and so each distinct job once
+            x, copies = np.unique(np.stack(list(columns[pos].values()), axis=1), axis=1, return_inverse=True)
+            copies = copies.reshape(-1)
             totals = x.sum(axis=0)
-            counts = [c[:, at] for c in self.counts]
-            sums = self._exact_products(counts, x)
-            drawn = self._exact_products(counts, np.ones((len(at), 1)))[:, 0]
-            flips = self._exact_products([s[:, at] for s in self.signs], x)
+            # every question in index order (a pair over all of them): the draws as they are
+            counts = self.counts if pos == whole else [c[:, at] for c in self.counts]
+            signs = self.signs if pos == whole else [s[:, at] for s in self.signs]
+            sums = self._exact_products(counts, x, by_column=True)
+            # integers, so the same as the products of a column of ones
+            drawn = np.concatenate([c.sum(axis=1, dtype=np.int64) for c in counts]).astype(np.float64)
+            flips = self._exact_products(signs, x, by_column=True)
+            distinct: dict[tuple, int] = {}
+            for _, _, scale, (ka, kb) in members:
+                distinct.setdefault((copies[index[ka]], copies[index[kb]], scale), len(distinct))
+            ca, cb, scales = (np.array(c) for c in zip(*distinct))
+            tests = []
+            for lo in range(0, len(ca), block):
+                at_ = slice(lo, lo + block)
+                tests += self._tests(sums[ca[at_]] - sums[cb[at_]], drawn, scales[at_],
+                                     flips[ca[at_]] - flips[cb[at_]], totals[ca[at_]] - totals[cb[at_]], 0.5)
             for j, d, scale, (ka, kb) in members:
-                ca, cb = index[ka], index[kb]
-                out[j] = self._summary(d, sums[:, ca] - sums[:, cb], drawn, scale, flips[:, ca] - flips[:, cb],
-                                       totals[ca] - totals[cb], 0.5)
+                out[j] = {"diff": float(d.mean()), **tests[distinct[copies[index[ka]], copies[index[kb]], scale]]}
         return out
 
     def evaluate(self, jobs: list[tuple[list[int], np.ndarray]], block: int = 256) -> list[dict]:
@@ -290,3 +313,16 @@ class Draws:
         extreme = int((np.abs(flips) >= abs(total) - tol).sum())
         ci = [float(x) for x in np.percentile(boots, [2.5, 97.5])] if boots.size else None
         return {"diff": float(d.mean()), "ci95": ci, "p": float((1 + extreme) / (1 + self.n_perm))}
+
+    def _tests(self, sums, drawn, scales, flips, totals, tol) -> list[dict]:
+        """The interval and p of :meth:`_summary` for several jobs at once, one
+        row each of ``sums`` and ``flips`` and one entry each of ``scales`` and
+        ``totals``, over the same ``drawn``: the same element-wise arithmetic,
+        and the percentiles of each row as of the row alone, so the same figures."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            boots = sums / (drawn[None, :] * scales[:, None])
+        if not (drawn > 0).all():
+            boots = boots[:, drawn > 0]
+        extreme = (np.abs(flips) >= (np.abs(totals) - tol)[:, None]).sum(axis=1)
+        cis = np.percentile(boots, [2.5, 97.5], axis=1).T.tolist() if boots.shape[1] else [None] * len(scales)
+        return [{"ci95": ci, "p": float((1 + int(e)) / (1 + self.n_perm))} for ci, e in zip(cis, extreme)]

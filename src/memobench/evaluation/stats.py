@@ -63,19 +63,20 @@ def per_question(outcome_paths) -> dict[int, dict[str, float]]:
 
 
 class PerQuestion(dict):
-    """{q_index: {hit@1, hit@5, mrr}} of a variant, which also keeps its
-    questions as a matrix (one column per metric, q_index ascending), built
+    """{q_index: {measure: value}} of a variant, which also keeps its
+    questions as a matrix (one column per measure, q_index ascending), built
     the first time a pair reads it (the dict is not changed after reading): a dataset's pairs take their rows from it
     instead of reading the dicts again for every pair."""
 
-    _matrix: tuple[np.ndarray, np.ndarray] | None = None
+    _matrix: tuple[tuple, np.ndarray, np.ndarray] | None = None
 
-    def rows(self, common) -> np.ndarray:
-        if self._matrix is None:
+    def rows(self, common, names: tuple = PAIRED) -> np.ndarray:
+        """The measures ``names`` (one column each) at the questions ``common``."""
+        if self._matrix is None or self._matrix[0] != names:
             keys = sorted(self)
-            self._matrix = (np.array(keys, dtype=np.int64), np.array(
-                [[self[q][m] for m in PAIRED] for q in keys], dtype=np.float64).reshape(len(keys), len(PAIRED)))
-        keys, matrix = self._matrix
+            self._matrix = (names, np.array(keys, dtype=np.int64), np.array(
+                [[self[q][m] for m in names] for q in keys], dtype=np.float64).reshape(len(keys), len(names)))
+        _, keys, matrix = self._matrix
         return matrix[np.searchsorted(keys, np.asarray(common, dtype=np.int64))]
 
 

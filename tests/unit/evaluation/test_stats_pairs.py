@@ -323,6 +323,7 @@ def test_comparisons_at_once_equal_paired_bit_for_bit(n):
     draws = resampling.Draws(f"d{n}", list(range(n)), n_boot=700, n_perm=600)
     for k in (1, 2, 5):
         ds = [_differences(rng, n, on_grid=(i != 3)) for i in range(k)]
+        ds.append(ds[0].copy())  # two variants with the same lists: their columns are summed once
         for d, got in zip(ds, draws.full_paired(ds)):
             assert got == resampling.paired(d, np.zeros_like(d), resampling.seeded(f"d{n}"), n_boot=700, n_perm=600)
 
@@ -337,10 +338,13 @@ def test_column_differences_equal_evaluate():
     draws = resampling.Draws("cols", list(range(n)), n_boot=900, n_perm=800)
     variants = {v: _differences(rng, n) + 1.0 for v in "abcd"}  # columns of values >= 0, as outcomes are
     variants["e"] = rng.random((n, 3))  # not on any grid
+    variants["f"] = variants["a"].copy()  # the same outcomes as a: equal columns, so equal jobs, computed once
     subsets = [list(range(n)), sorted(rng.choice(n, 40, replace=False).tolist()), [5], []]
     jobs, plain = [], []
-    for (va, vb), qs, j in itertools.product(itertools.combinations("abcde", 2), subsets, range(3)):
+    for (va, vb), qs, j in itertools.product(itertools.combinations("abcdef", 2), subsets, range(3)):
         a, b = variants[va][qs, j], variants[vb][qs, j]
         jobs.append((qs, ((va, j), a), ((vb, j), b)))
         plain.append((qs, a - b))
-    assert draws.evaluate_diffs(jobs) == draws.evaluate(plain)
+    want = draws.evaluate(plain)
+    assert draws.evaluate_diffs(jobs) == want
+    assert draws.evaluate_diffs(jobs, block=4) == want  # the distinct jobs in blocks of four
