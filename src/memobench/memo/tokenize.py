@@ -81,22 +81,40 @@ HAN_CLASS = _HAN_BMP + _HAN_ASTRAL
 
 _CJKR = "\u3400-\u9FFF"  # the BMP range of S-CJKR / W-CNB (UTF-16 code units)
 
+
+
+class _OnFirstUse:
+    """A regex compiled when it is first used: the Han classes take about 15 ms
+    to compile, which every job importing this module would pay, most of them
+    never scanning a Han character. Once compiled, its methods are this
+    object's own attributes, as cheap to call as the compiled pattern's."""
+
+    def __init__(self, source: str):
+        self.source = source
+
+    def __getattr__(self, name: str):
+        compiled = re.compile(self.source)
+        for method in ("findall", "search", "fullmatch"):
+            setattr(self, method, getattr(compiled, method))
+        return getattr(compiled, name)
+
+
 _RE_ASCII = re.compile(r"[a-z0-9]+")
-_RE_CJKR = re.compile("[a-z0-9" + _CJKR + "]+")
-_RE_ZH = re.compile("[a-z0-9" + HAN_CLASS + "]+")
-_RE_PROD = re.compile("[a-z0-9]+|[" + HAN_CLASS + "]+")
+_RE_CJKR = _OnFirstUse("[a-z0-9" + _CJKR + "]+")
+_RE_ZH = _OnFirstUse("[a-z0-9" + HAN_CLASS + "]+")
+_RE_PROD = _OnFirstUse("[a-z0-9]+|[" + HAN_CLASS + "]+")
 # Any character that makes a non-ASCII tokenizer differ from S-ASCII. Text
 # without one (most English text) takes the cheaper S-ASCII scan.
-_RE_ANY_HAN = re.compile("[" + HAN_CLASS + _CJKR + "]")
+_RE_ANY_HAN = _OnFirstUse("[" + HAN_CLASS + _CJKR + "]")
 # S-EXP6: a Han run is kept only if its UTF-16 length is >= 2, i.e. it has at
 # least two code points or is one astral code point.  Scanning starts at the
 # beginning of every maximal run (the previous match ends at the end of a run,
 # or a lone BMP Han character fails and the next position is not Han).
-_RE_EXP6 = re.compile("[a-z0-9]+|[" + HAN_CLASS + "]{2,}|[" + _HAN_ASTRAL + "]")
+_RE_EXP6 = _OnFirstUse("[a-z0-9]+|[" + HAN_CLASS + "]{2,}|[" + _HAN_ASTRAL + "]")
 _RE_ASCII_WORD = re.compile(r"[a-z0-9]{2,}")
-_RE_HAN_RUN = re.compile("[" + HAN_CLASS + "]{2,}|[" + _HAN_ASTRAL + "]")
-_RE_CNB_PART = re.compile("[a-z0-9" + _CJKR + "]+")
-_RE_CJKR_ONLY2 = re.compile("[" + _CJKR + "]{2,}")
+_RE_HAN_RUN = _OnFirstUse("[" + HAN_CLASS + "]{2,}|[" + _HAN_ASTRAL + "]")
+_RE_CNB_PART = _OnFirstUse("[a-z0-9" + _CJKR + "]+")
+_RE_CJKR_ONLY2 = _OnFirstUse("[" + _CJKR + "]{2,}")
 
 # ---------------------------------------------------------------------------
 # Event token sequences (docs/harnesses.md#tokenizers)
