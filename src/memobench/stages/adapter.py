@@ -30,10 +30,7 @@ import ast
 import errno
 import gc
 import importlib
-import pkgutil
-import sqlite3
 import sys
-import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -128,9 +125,16 @@ def check_names(st: Stage, inputs, outputs, params) -> list[str]:
     return problems
 
 
+def _sqlite_error(e: BaseException) -> bool:
+    """Whether ``e`` is SQLite's OperationalError; a job that never imported
+    sqlite3 (most) raised none, and does not import it to ask."""
+    sqlite3 = sys.modules.get("sqlite3")
+    return sqlite3 is not None and isinstance(e, sqlite3.OperationalError)
+
+
 def environment_message(e: Exception) -> str | None:
     """One line for an ordinary environment failure, with the advice that fits."""
-    if isinstance(e, sqlite3.OperationalError):
+    if _sqlite_error(e):
         text = str(e)
         if "disk is full" in text:
             return f"SQLite: {text}; free some space and rerun (finished outputs are kept)"
@@ -152,6 +156,8 @@ def environment_message(e: Exception) -> str | None:
 
 def stage_names() -> list[str]:
     """Every stage: the modules of this package but the adapter, each named like its rule."""
+    import pkgutil
+
     return sorted(m.name for m in pkgutil.iter_modules([str(Path(__file__).parent)]) if m.name not in NOT_STAGES)
 
 
@@ -282,18 +288,18 @@ def run_logged(log_path, func, inputs: dict, outputs: dict, params: dict, wildca
             func(job)
         except USER_ERRORS as e:
             fail(str(e))
-        except (OSError, sqlite3.OperationalError) as e:
-            msg = environment_message(e)
+        except Exception as e:  # an environment failure (one line), else a bug: keep the traceback in the log
+            msg = environment_message(e) if isinstance(e, OSError) or _sqlite_error(e) else None
             if msg is None:
                 raise_internal(logf, log_path, e)
             fail(msg)
-        except Exception as e:  # a bug: keep the traceback in the log
-            raise_internal(logf, log_path, e)
         finally:
             set_console(None)
 
 
 def raise_internal(logf, log_path, e: BaseException) -> None:
+    import traceback
+
     logf.write(mask(traceback.format_exc()))
     logf.flush()
     print(mask(f"memobench: internal error {type(e).__name__}: {e} (traceback in {log_path})"), file=sys.stderr)

@@ -42,3 +42,40 @@ def test_the_report_stage_loads_without_pyarrow():
             "if m in sys.modules]))\n")
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
     assert json.loads(out.stdout) == []
+
+
+def test_every_job_starts_without_sqlite3_or_pkgutil():
+    # the adapter every job goes through asks about SQLite's errors only where sqlite3 is loaded
+    code = ("import json, sys\n"
+            "from memobench.stages import adapter\n"
+            "print(json.dumps([m for m in ('sqlite3', 'pkgutil') if m in sys.modules]))\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout) == []
+
+
+def test_sqlite_and_os_failures_are_one_line_with_advice(tmp_path):
+    import sqlite3
+
+    from memobench.stages.adapter import environment_message
+
+    assert environment_message(sqlite3.OperationalError("database or disk is full")).startswith("SQLite: database")
+    assert environment_message(sqlite3.OperationalError("no such table: x")) is None
+    full = OSError(28, "No space left on device", str(tmp_path / "x"))
+    assert environment_message(full) == (f"{tmp_path / 'x'}: no space left on device; free some space and rerun "
+                                         "(finished outputs are kept)")
+
+
+def test_a_job_failing_on_sqlite_exits_in_one_line(tmp_path, capsys):
+    import sqlite3
+
+    import pytest
+
+    from memobench.stages.adapter import run_logged
+
+    def job(_):
+        raise sqlite3.OperationalError("database is locked")
+
+    with pytest.raises(SystemExit) as e:
+        run_logged(tmp_path / "x.log", job, {}, {}, {}, {})
+    err = capsys.readouterr().err
+    assert e.value.code == 1 and err.count("\n") == 1 and "another process is using the same index" in err
