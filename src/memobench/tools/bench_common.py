@@ -141,6 +141,20 @@ def timed_snakemake(checkout: Path, workdir: Path, cfg: Path, *targets, python: 
 
 
 
+def best_alternating(labels: list[str], repeats: int, run) -> dict[str, dict]:
+    """{label: the fastest (by wall time) of ``repeats`` runs of ``run(label)``},
+    the environments taking turns and the first of each round alternating
+    (a, b, b, a, ...): no environment always runs first or last, so a slow
+    spell of the machine does not land on one of them every time."""
+    best: dict[str, dict] = {}
+    for r in range(repeats):
+        for label in (labels if r % 2 == 0 else labels[::-1]):
+            result = run(label)
+            if label not in best or result["wall"] < best[label]["wall"]:
+                best[label] = result
+    return best
+
+
 def _ratio(a: float, b: float) -> str:
     return f"**{a / b:.1f}x**" if b > 0 else "-"
 

@@ -12,8 +12,8 @@ import yaml
 
 from ..core import layout
 
-from .bench_common import (INDEX_HARNESS_M, INDEX_VARIANT, SCALES, VARIANTS, _ratio, _sum, generate, harness_variants, log,
-                           normalize_vs_ijson, timed, timed_snakemake)
+from .bench_common import (INDEX_HARNESS_M, INDEX_VARIANT, SCALES, VARIANTS, _ratio, _sum, best_alternating, generate,
+                           harness_variants, log, normalize_vs_ijson, timed, timed_snakemake)
 
 
 # the eight S harnesses, in the order they run; the M ones run per segment
@@ -140,40 +140,53 @@ def edited_copy(checkout: Path, dest: Path) -> Path:
 
 
 def run_all_variants(work: Path, raw: Path, questions: int, sides: dict[str, tuple[Path, str]],
-                     original: Original | None = None, summary: list | None = None) -> str:
+                     original: Original | None = None, summary: list | None = None, repeats: int = 1) -> str:
     """The all case on every side ({label: (checkout, interpreter)}: the
-    measured checkout in each environment, and a ``baseline`` checkout); with
-    ``original``, the S harnesses on the same file, their rows added to
-    ``summary`` (:func:`against_originals`)."""
+    measured checkout in each environment, and a ``baseline`` checkout), each
+    cold case the best of ``repeats`` runs with the sides alternating
+    (:func:`best_alternating`); with ``original``, the S harnesses on the same
+    file, their rows added to ``summary`` (:func:`against_originals`)."""
     name = "bench_all"
     names = harness_variants()
-    results: dict[str, dict[str, dict]] = {}
-    for label, (checkout, python) in sides.items():
-        r = results[label] = {}
-        base = work / f"run_{name}_{label}"
+    bases = {label: work / f"run_{name}_{label}" for label in sides}
+    for base in bases.values():
         if base.exists():
             subprocess.run(["rm", "-rf", str(base)], check=True)
         base.mkdir(parents=True)
 
-        def config(variants, analyze):
-            cfg = base / f"cfg_{len(variants)}.yaml"
-            ds = {"format": "longmemeval", "family": "s", "file": str(raw), "bytes": raw.stat().st_size,
-                  "segments": 2, "variants": variants, "analyze": analyze}
-            cfg.write_text(yaml.safe_dump({"data_dir": str(work / "data"), "run": [name], "datasets": {name: ds}}))
-            return cfg
+    def config(label, variants, analyze):
+        cfg = bases[label] / f"cfg_{len(variants)}.yaml"
+        ds = {"format": "longmemeval", "family": "s", "file": str(raw), "bytes": raw.stat().st_size,
+              "segments": 2, "variants": variants, "analyze": analyze}
+        cfg.write_text(yaml.safe_dump({"data_dir": str(work / "data"), "run": [name], "datasets": {name: ds}}))
+        return cfg
 
-        log(f"{label}: all {len(names)} variants plus analyze, end to end")
-        cfg = config(names, True)
-        r["all"] = timed_snakemake(checkout, base / "all", cfg, python=python)
+    def cold(key, variants, analyze, what):
+        def run(label):
+            checkout, python = sides[label]
+            folder = bases[label] / key
+            subprocess.run(["rm", "-rf", str(folder)], check=True)
+            log(f"{label}: {what}, cold")
+            return timed_snakemake(checkout, folder, config(label, variants, analyze), python=python)
+
+        return best_alternating(list(sides), repeats, run)
+
+    results: dict[str, dict[str, dict]] = {label: {} for label in sides}
+    for label, r in cold("all", names, True, f"all {len(names)} variants plus analyze").items():
+        results[label]["all"] = r
+    for label, (checkout, python) in sides.items():
         log(f"{label}: rerun of v0.8.0 after an engine edit")
-        edited = edited_copy(checkout, base / "edited")
-        r["rerun"] = timed_snakemake(edited, base / "all", cfg, layout.path(layout.METRICS, dataset=name, variant="v0.8.0"),
-                                     python=python)
-        for v in ("v0.8.0", "v0.8.0-index"):
-            log(f"{label}: {v} alone, cold")
-            r[v] = timed_snakemake(checkout, base / v, config([v], False), python=python)
+        edited = edited_copy(checkout, bases[label] / "edited")
+        results[label]["rerun"] = timed_snakemake(edited, bases[label] / "all", config(label, names, True),
+                                                  layout.path(layout.METRICS, dataset=name, variant="v0.8.0"),
+                                                  python=python)
+    for v in ("v0.8.0", "v0.8.0-index"):
+        for label, r in cold(v, [v], False, f"{v} alone").items():
+            results[label][v] = r
     rows = [f"### All S variants: {raw.stat().st_size / 1e6:.0f} MB, {questions:,} questions x ~28 sessions, "
             f"2 segments, --cores 2", ""]
+    if repeats > 1:
+        rows += [f"(each cold case: the fastest of {repeats} runs, the environments taking turns)", ""]
     labels = list(sides)
     head = "| case | " + " | ".join(f"{lab} wall s | {lab} CPU s" for lab in labels) + " |"
     if len(labels) == 2:
@@ -232,13 +245,14 @@ def against_originals(summary: list, labels: list[str]) -> str:
 
 def run_mshape(work: Path, questions: int, sessions: int, sides: dict[str, tuple[Path, str]],
                original: Original | None = None, segments: int = 5, summary: list | None = None,
-               target_mb: float | None = None) -> str:
+               target_mb: float | None = None, repeats: int = 1) -> str:
     """An M-shaped file through the pipeline (M family, ``segments`` segments,
     cold, end to end) on every side ({label: (checkout, interpreter)}):
     v0.8.0 and v0.8.0-index together, then v0.8.0-index alone; with
     ``original``, run-m.cjs and exp6-m.cjs over the same segments, both
     against the pair and exp6-m.cjs against v0.8.0-index alone. The file has
-    M's bytes per session, or ``target_mb`` megabytes in all."""
+    M's bytes per session, or ``target_mb`` megabytes in all. Each run is the
+    best of ``repeats``, the sides alternating (:func:`best_alternating`)."""
     from memobench.retrieval.memo import segment_bounds
 
     if questions < segments:
@@ -262,14 +276,22 @@ def run_mshape(work: Path, questions: int, sessions: int, sides: dict[str, tuple
         return cfg
 
     mb = raw.stat().st_size / 1e6
-    rows = [f"### M-shaped: {mb:.0f} MB, {questions} questions x ~{sessions} sessions, {segments} segments", "",
-            "| run | wall s | CPU s |", "|---|---|---|"]
-    pair, alone = {}, {}
-    for label, (checkout, python) in sides.items():
-        log(f"mshape, {label}: {' + '.join(VARIANTS)}, {segments} segments, end to end")
-        pair[label] = timed_snakemake(checkout, base / f"run_{label}", config(VARIANTS), python=python)
-        log(f"mshape, {label}: {INDEX_VARIANT} alone, {segments} segments, end to end")
-        alone[label] = timed_snakemake(checkout, base / f"index_{label}", config([INDEX_VARIANT]), python=python)
+    rows = [f"### M-shaped: {mb:.0f} MB, {questions} questions x ~{sessions} sessions, {segments} segments", ""]
+    if repeats > 1:
+        rows += [f"(each pipeline run: the fastest of {repeats}, the environments taking turns)", ""]
+    rows += ["| run | wall s | CPU s |", "|---|---|---|"]
+    def cold(folder, variants, what):
+        def run(label):
+            checkout, python = sides[label]
+            subprocess.run(["rm", "-rf", str(base / f"{folder}_{label}")], check=True)
+            log(f"mshape, {label}: {what}, {segments} segments, end to end")
+            return timed_snakemake(checkout, base / f"{folder}_{label}", config(variants), python=python)
+
+        return best_alternating(list(sides), repeats, run)
+
+    pair = cold("run", VARIANTS, " + ".join(VARIANTS))
+    alone = cold("index", [INDEX_VARIANT], f"{INDEX_VARIANT} alone")
+    for label in sides:
         rows += [f"| pipeline ({label}): {' + '.join(VARIANTS)} (M family), cold, end to end, --cores 2 | "
                  f"{pair[label]['wall']:.1f} | {pair[label]['cpu']:.1f} |",
                  f"| pipeline ({label}): {INDEX_VARIANT} alone, cold, end to end, --cores 2 | "

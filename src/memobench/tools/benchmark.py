@@ -420,6 +420,9 @@ def main(argv=None) -> int:
     parser.add_argument("--python", action="append", default=[], metavar="PYTHON",
                         help="the interpreter of another environment (e.g. other_venv/bin/python), whose Snakemake "
                              "runs the all and mshape cases beside this one's; repeatable")
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="all and mshape: each cold pipeline run the fastest of this many, the environments "
+                             "(--python) taking turns")
     parser.add_argument("--stress-runs", type=int, default=20, help="stress: cold runs of the all case")
     parser.add_argument("--stress-cores", type=int, default=4, help="stress: snakemake --cores")
     parser.add_argument("--stress-burners", type=int, default=None,
@@ -487,7 +490,8 @@ def main(argv=None) -> int:
     if "all" in scales:
         checkouts = {BASELINE: (Path(args.baseline).resolve(), sys.executable)} if args.baseline else {}
         raw = all_file(work, args.vocab, args.all_questions)
-        sections.append(run_all_variants(work, raw, args.all_questions, {**checkouts, **sides}, original, summary))
+        sections.append(run_all_variants(work, raw, args.all_questions, {**checkouts, **sides}, original, summary,
+                                         repeats=args.repeats))
         print(sections[-1], flush=True)
     if "stress" in scales:
         import os
@@ -498,7 +502,7 @@ def main(argv=None) -> int:
         print(sections[-1], flush=True)
     if "mshape" in scales:
         sections.append(run_mshape(work, args.mshape_questions, args.mshape_sessions, sides, original,
-                                   summary=summary, target_mb=args.mshape_mb))
+                                   summary=summary, target_mb=args.mshape_mb, repeats=args.repeats))
         print(sections[-1], flush=True)
     if summary:
         sections.append(against_originals(summary, list(sides)))

@@ -188,3 +188,12 @@ def test_the_originals_and_every_environment_make_one_table():
     assert header.count("|") == rule.count("|") == row.count("|") == 10
     assert row == "| `v0.8.0` alone | run.cjs | 30.0 | 10.0 | **3.0x** | **3.0x** | 12.0 | **2.5x** | **4.0x** |"
     assert "plain ratio wall" in header and "test ratio CPU" in header
+
+
+def test_repeats_alternate_the_environments_and_keep_each_ones_fastest():
+    order, walls = [], iter([5.0, 4.0, 3.0, 6.0, 2.0, 7.0])
+    best = bench_common.best_alternating(["plain", "test"], 3, lambda label: order.append(label) or {"wall": next(walls)})
+    # no environment always first: a slow spell of the machine falls on both
+    assert order == ["plain", "test", "test", "plain", "plain", "test"]
+    assert best == {"plain": {"wall": 2.0}, "test": {"wall": 3.0}}
+    assert bench_common.best_alternating(["a"], 1, lambda label: {"wall": 1.5}) == {"a": {"wall": 1.5}}
