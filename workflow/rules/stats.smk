@@ -23,6 +23,9 @@ rule stats:
     # one long job per dataset, which the report waits for: started as soon as its
     # inputs are there, the many short retrieve and merge jobs fill the other core
     priority: 2
+    # with many variants its budgets' tests run in a second process (stages/stats.py): it waits
+    # for every merge, so it mostly runs alone, where the second core would idle
+    threads: 2
     log:
         f"{LOGS}/stats/{{dataset}}.log",
     conda:

@@ -195,6 +195,23 @@ def _pair_rows(names: list[tuple[str, str]], per: dict, draws: Draws) -> list[di
             for i, (v, b, common, A, B) in enumerate(rows)]
 
 
+def left_out_variants(variants, outcomes: dict[str, list]) -> list[dict]:
+    """The variants that cover too few of their evaluated questions
+    (metrics.MIN_COVERAGE) to be in any comparison or pair."""
+    left_out = []
+    for v in variants:
+        cov, n = covered(outcomes[v])
+        if too_few(cov, n):
+            left_out.append({"variant": v, "covered": cov, "questions": n})
+    return left_out
+
+
+def compared_variants(variants, compare_set: list[str] | None, left_out: list[dict]) -> list[str]:
+    """The variants stats.json compares pair by pair (its ``compared``), in ``variants``' order."""
+    gone = {d["variant"] for d in left_out}
+    return [v for v in variants if v not in gone and (compare_set is None or v in compare_set)]
+
+
 def dataset_stats(dataset: str, variants: dict[str, str], outcomes: dict[str, list], log=print,
                   compare_set: list[str] | None = None) -> dict:
     """``variants``: {name: its baseline}; ``outcomes``: {name: outcome files};
@@ -202,13 +219,12 @@ def dataset_stats(dataset: str, variants: dict[str, str], outcomes: dict[str, li
     ``variants`` only; None: every variant). A variant that covers too few
     of its evaluated questions (metrics.MIN_COVERAGE) is in no comparison
     and no pair (``left_out``)."""
-    left_out = []
-    for v in variants:
-        cov, n = covered(outcomes[v])
-        if too_few(cov, n):
-            left_out.append({"variant": v, "covered": cov, "questions": n})
-            log(f"{dataset}: {v} left out of the paired tests: covers {cov} of {n} questions")
+    left_out = left_out_variants(variants, outcomes)
+    for d in left_out:
+        log(f"{dataset}: {d['variant']} left out of the paired tests: covers {d['covered']} of {d['questions']} "
+            f"questions")
     gone = {d["variant"] for d in left_out}
+    chosen = compared_variants(variants, compare_set, left_out)
     variants = {v: b for v, b in variants.items() if v not in gone}
     read = {v: read_outcomes(outcomes[v]) for v in variants}
     per = {v: r[0] for v, r in read.items()}
@@ -232,7 +248,6 @@ def dataset_stats(dataset: str, variants: dict[str, str], outcomes: dict[str, li
         for t, qs, metric_jobs in jobs:
             r["by_type"][t] = {"n": len(qs), "metrics": {m: {**next(res), "mde": mde(a - b)}
                                                          for m, (_, (_, a), (_, b)) in zip(PAIRED, metric_jobs)}}
-    chosen = [v for v in variants if compare_set is None or v in compare_set]
     pairs = _pair_rows(all_pairs(chosen), per, draws)
     log(f"{dataset}: {len(pairs)} pairs of {len(chosen)} variants")
     family_size = apply_holm(rows + pairs)

@@ -348,3 +348,80 @@ def test_column_differences_equal_evaluate():
     want = draws.evaluate(plain)
     assert draws.evaluate_diffs(jobs) == want
     assert draws.evaluate_diffs(jobs, block=4) == want  # the distinct jobs in blocks of four
+
+
+def _stats_job(tmp_path, threads, n_variants=11, n=60):
+    """The stats stage run as a job (run_logged) over ``n_variants`` variants with
+    segment outcomes and merged outcomes with budget columns: (stats.json's
+    bytes, its log)."""
+    from memobench.stages import stats as stage
+    from memobench.stages.adapter import run_logged
+
+    rng = np.random.default_rng(11)
+    names = ["v0.8.0"] + [f"x{i}" for i in range(1, n_variants)]
+    outcomes, merged, official = [], [], []
+    for v in names:
+        folder = tmp_path / "results" / "d" / v
+        (folder / "segments").mkdir(parents=True, exist_ok=True)
+        outcomes += _write(folder / "segments" / "seg1.outcomes.parquet", _ranks(rng, n, rng.random()))
+        first = [int(x) if x < 900 else None for x in rng.integers(50, 1000, n)]
+        pq.write_table(pa.table({"q_index": pa.array(range(n), pa.int32()),
+                                 "in_budgets": pa.array([q % 9 != 0 for q in range(n)], pa.bool_()),
+                                 "first_gold_tokens": pa.array(first, pa.int32()),
+                                 "all_gold_tokens": pa.array([None if f is None else f + 50 for f in first],
+                                                             pa.int32())}), folder / "outcomes.parquet")
+        (folder / "official.json").write_text(json.dumps({"budgets": {
+            "grain": "session", "tokenizer": {"name": "cl100k_base", "sha256": "ab" * 32}, "budgets": [512, 1024]}}))
+        merged.append(str(folder / "outcomes.parquet"))
+        official.append(str(folder / "official.json"))
+    out = tmp_path / f"stats{threads}.json"
+    log = tmp_path / f"stats{threads}.log"
+    run_logged(log, stage.stats, {"outcomes": [str(p) for p in outcomes], "merged": merged, "official": official},
+               {"stats": str(out)}, {"baselines": {v: "" for v in names}, "compare": names}, {"dataset": "d"},
+               threads=threads)
+    return out.read_bytes(), log.read_text()
+
+
+def test_the_stats_job_forks_its_budgets_and_writes_the_same_bytes(tmp_path, monkeypatch):
+    """With two threads and many variants, the token budgets' tests run in a
+    forked process beside the paired tests of the lists; stats.json and the
+    log are those of one thread."""
+    import os
+
+    from memobench.stages import stats as stage
+
+    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        monkeypatch.setenv(name, "2")  # as Snakemake sets them; the job sets one per process
+    one = _stats_job(tmp_path / "one", 1)
+    pids = tmp_path / "pids"
+    original = stage.budget_figures
+
+    def recorded(*args):
+        with open(pids, "a") as f:
+            f.write(f"{os.getpid()}\n")
+        return original(*args)
+
+    recorded.__module__, recorded.__qualname__ = original.__module__, original.__qualname__  # pickled by name
+    monkeypatch.setattr(stage, "budget_figures", recorded)
+    two = _stats_job(tmp_path / "two", 2)
+    assert pids.read_text().split() != [str(os.getpid())]  # another process tested the budgets
+    assert two == one
+    s = json.loads(one[0])
+    assert len(s["pairs"]) == 55 and len(s["budgets"]["pairs"]) == 55
+    assert one[1].rstrip().endswith("token budgets, 55 pairs of 11 variants")
+
+
+def test_a_users_error_in_the_forked_budgets_is_the_jobs_one_line(tmp_path, monkeypatch, capsys):
+    from memobench.core.errors import DataError
+    from memobench.evaluation import budget_stats
+
+    def broken(outcomes_path, official_path):
+        raise DataError(official_path, None, "no budgets block")
+
+    monkeypatch.setattr(budget_stats, "read_variant", broken)  # the forked process inherits it
+    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        monkeypatch.setenv(name, "2")
+    with pytest.raises(SystemExit) as e:
+        _stats_job(tmp_path, 2)
+    err = capsys.readouterr().err
+    assert e.value.code == 1 and err.count("\n") == 1 and "official.json: no budgets block" in err
