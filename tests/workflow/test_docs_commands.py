@@ -79,8 +79,8 @@ SNAKEMAKE = "snakemake --cores 2 --configfile {}"
 # the docs' shell lines a test cannot run here, each with why (every other line runs)
 NOT_RUN = {
     "python -m memobench.tools.benchmark --checkout . --scales all,mshape --vocab data/locomo10.json "
-    "[--original BENCH_DIR [--run-harness SCRIPT]] [--python OTHER_ENV/bin/python] [--baseline OTHER_CHECKOUT] "
-    "[--work bench_work]":
+    "[--original BENCH_DIR [--run-harness SCRIPT]] [--python OTHER_ENV/bin/python] [--repeats N] "
+    "[--baseline OTHER_CHECKOUT] [--work bench_work]":
         "the full benchmark (generated files up to LongMemEval-M's size, each scale run cold); "
         "its bracketed arguments are optional ones",
     ".venv/bin/pip install -e '.[slurm]'": "an install (the slurm extra is in the test extra)",
