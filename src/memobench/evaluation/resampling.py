@@ -22,7 +22,7 @@ p-value, and a rerun writes the same bytes.
 from __future__ import annotations
 
 import hashlib
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 import numpy as np
 
@@ -76,6 +76,31 @@ def _exact_scale(values: np.ndarray) -> int | None:
     return None
 
 
+@lru_cache(maxsize=1)
+def _stream(dataset: str, big: int, n_boot: int, n_perm: int, chunk: int) -> tuple[list, list, list]:
+    """The stream of :class:`Draws` over ``big`` positions: it depends on the
+    dataset and the size of the index space only, so the stats job's paired
+    tests and its token budgets' (over the same number of questions) read
+    one drawing. Read-only arrays, shared by every Draws that reads them."""
+    counts, draws, signs = [], [], []
+    if not big:
+        return counts, draws, signs
+    rng = seeded(dataset)
+    dtype = np.uint16 if big < 2 ** 16 else np.int32
+    for lo in range(0, n_boot, chunk):
+        c = min(chunk, n_boot - lo)
+        idx = rng.integers(0, big, size=(c, big))
+        draws.append(idx.astype(dtype))
+        flat = (idx + (np.arange(c) * big)[:, None]).ravel()
+        counts.append(np.bincount(flat, minlength=c * big).reshape(c, big).astype(dtype))
+    for lo in range(0, n_perm, chunk):
+        c = min(chunk, n_perm - lo)
+        signs.append((rng.integers(0, 2, size=(c, big)) * 2 - 1).astype(np.int8))
+    for a in (*counts, *draws, *signs):
+        a.flags.writeable = False
+    return counts, draws, signs
+
+
 class Draws:
     """The dataset's bootstrap resamples and sign flips over its question index
     space (``index``: the q_index of each position), from the same stream and
@@ -96,22 +121,7 @@ class Draws:
     def _stream(self) -> tuple[list, list, list]:
         """(counts, draws, signs), drawn on first use: a dataset with nothing
         to compare (one variant, say) never pays for its resamples."""
-        big, chunk = len(self.index), self._chunk
-        counts, draws, signs = [], [], []
-        if not big:
-            return counts, draws, signs
-        rng = seeded(self.dataset)
-        dtype = np.uint16 if big < 2 ** 16 else np.int32
-        for lo in range(0, self.n_boot, chunk):
-            c = min(chunk, self.n_boot - lo)
-            idx = rng.integers(0, big, size=(c, big))
-            draws.append(idx.astype(dtype))
-            flat = (idx + (np.arange(c) * big)[:, None]).ravel()
-            counts.append(np.bincount(flat, minlength=c * big).reshape(c, big).astype(dtype))
-        for lo in range(0, self.n_perm, chunk):
-            c = min(chunk, self.n_perm - lo)
-            signs.append((rng.integers(0, 2, size=(c, big)) * 2 - 1).astype(np.int8))
-        return counts, draws, signs
+        return _stream(self.dataset, len(self.index), self.n_boot, self.n_perm, self._chunk)
 
     @property
     def counts(self) -> list[np.ndarray]:
