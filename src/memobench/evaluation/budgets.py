@@ -103,17 +103,21 @@ def views(fmt: str, rows: list[dict]) -> dict[str, list[dict]]:
 
 
 def compute(fmt: str, rows: list[dict], questions_path, haystacks_path, rankings_path, counts_path,
-            budgets=BUDGETS) -> tuple[dict, dict[int, tuple]]:
+            budgets=BUDGETS, reads: dict | None = None) -> tuple[dict, dict[int, tuple]]:
     """(official.json's ``budgets`` block, {q_index: (first gold end, complete
     gold end, item ends, in the top-level convention's mean)}) of one session variant, from its official per-question
-    ``rows`` (official.compute) and its deep list."""
+    ``rows`` (official.compute) and its deep list. ``reads``: what official.compute
+    read of the same files (its ``reads``), not read again."""
     from .context import read_counts
     from .official import read_haystacks, read_questions, read_rankings
 
+    reads = reads or {}
     counts, tokenizer = read_counts(counts_path)
-    hids = {q["q_index"]: q["haystack_id"] for q in read_questions(questions_path)}
-    haystacks = read_haystacks(haystacks_path, sorted({h for h in hids.values() if h >= 0}), dates=False)
-    rankings, depth, _ = read_rankings(rankings_path)
+    questions = reads["questions"] if "questions" in reads else read_questions(questions_path)
+    hids = {q["q_index"]: q["haystack_id"] for q in questions}
+    haystacks = (reads["haystacks"] if "haystacks" in reads else
+                 read_haystacks(haystacks_path, sorted({h for h in hids.values() if h >= 0}), dates=False))
+    rankings, depth, _ = reads["rankings"] if "rankings" in reads else read_rankings(rankings_path)
     lists = []
     for r in rows:
         hay = haystacks.get(hids[r["q_index"]], {"ids": [], "keys": []})

@@ -446,20 +446,28 @@ def locomo_block(rows: list[dict], depth: int) -> dict:
 
 
 def compute(fmt: str, questions_path, haystacks_path, events_path, rankings_path, log=print,
-            haystacks_out: dict | None = None):
+            haystacks_out: dict | None = None, reads: dict | None = None):
     """(official block, per-question rows) of one variant; (None, []) for a
     format with no official scorer (the embedded zh set). ``haystacks_out``
-    receives the haystacks read (read_haystacks), for a caller that needs them too."""
+    receives the haystacks read (read_haystacks), for a caller that needs them too;
+    ``reads`` what it read, for a caller reading the same files (budgets.compute):
+    ``questions``, ``rankings`` (read_rankings' three) and, where it read them,
+    ``haystacks`` (without dates). Nothing read is changed here."""
     from ..retrieval.harness import user_target_sessions  # the rule an imported run is read under too
 
     questions = read_questions(questions_path)
-    rankings, depth, known = read_rankings(rankings_path)
+    ranked = read_rankings(rankings_path)
+    rankings, depth, known = ranked
+    if reads is not None:
+        reads.update(questions=questions, rankings=ranked)
     progress = Progress(log, f"official ({fmt})", total=len(questions), unit="questions")
     if fmt in LME_FORMATS:
         hids = {q["haystack_id"] for q in questions if q["haystack_id"] >= 0}
         haystacks = read_haystacks(haystacks_path, hids, dates=haystacks_out is not None)
         if haystacks_out is not None:
             haystacks_out.update(haystacks)
+        elif reads is not None:
+            reads["haystacks"] = haystacks
         rows = lme_per_question(questions, haystacks, user_target_sessions(events_path), rankings, rankings_path,
                                 known, progress)
         block = lme_block(rows, questions, depth)

@@ -29,7 +29,8 @@ def merge(job: Job) -> None:
     i, o, w = job.input, job.output, job.wildcards
     # the deep lists (depth 50), concatenated in question order like the rankings
     write_table(o.deep, concat_rankings(i.deep))
-    block, rows = off.compute(job.params.fmt, i.questions, i.haystacks, i.events, o.deep, log=job.log)
+    reads: dict = {}  # the questions, lists and haystacks official.compute read, which the budgets read too
+    block, rows = off.compute(job.params.fmt, i.questions, i.haystacks, i.events, o.deep, log=job.log, reads=reads)
     # a turn variant's turn lists, and its figures at both grains (a session variant's official.json is
     # as it was before turn variants existed)
     turns = concat_rankings(i.turns)
@@ -52,7 +53,7 @@ def merge(job: Job) -> None:
                                                                i.context_turns, job.params.budgets, o.turns)
     elif block is not None and i.get("context"):
         budget_block, per_question = budgets.compute(job.params.fmt, rows, i.questions, i.haystacks, o.deep,
-                                                     i.context, job.params.budgets)
+                                                     i.context, job.params.budgets, reads=reads)
     columns = budgets.outcome_columns(per_question)
     merge_segments(w.dataset, job.params.variant, i.rankings, i.outcomes, i.data_summary,
                    o.rankings, o.outcomes, o.metrics, log=job.log, deep_in=i.deep,
