@@ -33,12 +33,12 @@ def stats(job: Job) -> None:
     official = {Path(p).parent.name: p for p in job.input.files("official")}
     compare = list(job.params.compare)
     args = (job.wildcards.dataset, variants, outcomes, compare, merged, official)
+    # one BLAS thread per process: BLAS reads its thread count when numpy loads, below (Snakemake set it
+    # to the job's two threads, which the two processes take, or which a few small products would only spin)
+    os.environ.update({name: "1" for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")})
     if job.threads > 1 and len(compare) >= BUDGETS_APART_FROM and hasattr(os, "fork"):
         import multiprocessing
 
-        # one core each: BLAS reads its thread count when numpy loads, after the fork
-        # (Snakemake set it to the job's two threads)
-        os.environ.update({name: "1" for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")})
         # forked before this process loads numpy or pyarrow (and their threads)
         with multiprocessing.get_context("fork").Pool(1) as pool:
             pending = pool.apply_async(budget_figures, args)
