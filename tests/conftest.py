@@ -90,12 +90,6 @@ def pytest_terminal_summary(terminalreporter):
 # minilm's embeddings among them; the recipes' real servers; interrupted and repeated runs; the API's runs):
 # loadfile hands the first file to one worker and the second to the other, the next ones as each runs short
 LONGEST = ("test_docs_commands.py", "test_recipes.py", "test_interrupts.py", "test_python_api.py")
-# the unit files that take longest (3.5 to 9 s each on a quiet machine), handed out first among the unit
-# files, so that the run ends on short ones and neither worker waits long for the other
-UNIT_LONGEST = ("retrieval/test_system.py", "datasets/test_surrogates.py", "reporting/test_report.py",
-                "memo/test_termids.py", "memo/test_reference_equivalence.py", "retrieval/test_serving.py",
-                "retrieval/test_conformance.py", "memo/test_reference_experiments.py", "tools/test_generate.py",
-                "services/test_client.py")
 
 
 def pytest_collection_modifyitems(config, items):
@@ -111,11 +105,8 @@ def pytest_collection_modifyitems(config, items):
     # where a long workflow file at the end would leave one worker idle until it finishes; the longest
     # (real servers started per namespace, many Snakemake runs) before the other workflow files
     def first(item):
-        path = Path(str(item.fspath))
-        if workflow in path.parents:
-            return False, LONGEST.index(path.name) if path.name in LONGEST else len(LONGEST)
-        unit = path.relative_to(HERE / "unit").as_posix() if HERE / "unit" in path.parents else ""
-        return True, UNIT_LONGEST.index(unit) if unit in UNIT_LONGEST else len(UNIT_LONGEST)
+        name = Path(str(item.fspath)).name
+        return workflow not in Path(str(item.fspath)).parents, LONGEST.index(name) if name in LONGEST else len(LONGEST)
 
     items.sort(key=first)
 
@@ -139,12 +130,6 @@ def pytest_configure(config):
     # the longest files (few tests, long runs) last: the order pytest_collection_modifyitems gives is kept
     if getattr(config.option, "loadscopereorder", None):
         config.option.loadscopereorder = False
-    # -n without --dist: each file on one worker (loadfile), as CI's whole-suite run asks: a module's
-    # fixtures (generated files, rendered reports, started servers) are then made once, where xdist's
-    # default (load) spread a file's tests over both workers and each made them (13 s of the unit run's CPU)
-    if getattr(config.option, "dist", None) == "load" and not any(
-            a == "-d" or a.startswith("--dist") for a in config.invocation_params.args):
-        config.option.dist = "loadfile"
     if not hasattr(config, "workerinput"):
         compileall.compile_dir(HERE.parent / "src" / "memobench", quiet=1)
     from tests.oracles import naive
