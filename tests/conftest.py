@@ -18,6 +18,26 @@ from tests.helpers import SKIP_PREFIX, find_locomo, small_datasets
 
 HERE = Path(__file__).resolve().parent
 
+
+def _one_blas_thread() -> None:
+    """numpy's OpenBLAS in the test processes on one thread: each xdist worker keeps a core busy, and
+    OpenBLAS's second thread, spinning for the core the other worker holds, made a matrix product up to
+    15 times slower (minilm's forward pass: 1.5 s instead of 0.1 s). OpenBLAS reads the variable once,
+    as numpy loads it; the variable is taken back at once, so the processes the tests start (Snakemake's
+    jobs, servers) run as a user's do."""
+    if "numpy" in sys.modules or "OPENBLAS_NUM_THREADS" in os.environ:
+        return
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    try:
+        import numpy  # noqa: F401
+    except ImportError:
+        pass
+    finally:
+        del os.environ["OPENBLAS_NUM_THREADS"]
+
+
+_one_blas_thread()
+
 _LOCOMO: tuple[Path | None, str] | None = None
 
 

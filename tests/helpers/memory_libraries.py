@@ -5,9 +5,11 @@ each a correct ranking of its own kind, or one whose tie order moves:
   top k as rank_bm25's ``get_top_n`` gives them (``argsort`` reversed: ties in reverse ingestion order);
 - ``SubstringMemory``: the sessions whose text holds the query, lower-cased, as a substring, in ingestion
   order, without scores (an entity store's search; driven with ``query: longest-word``);
-- ``StampedMemory``: sessions holding more of the query's words first; ties broken by a stamp drawn at
-  random when the session is written, as a server listing newest first breaks ties of second-resolution
-  timestamps by write time: the same sessions in a fresh namespace list ties in another order;
+- ``StampedMemory``: sessions holding more of the query's words first; ties broken by write order, as a
+  server breaks ties of second-resolution timestamps by write time, oldest first in a namespace and newest
+  first in the next one holding the same sessions (then oldest first again, and so on): the same sessions in
+  a fresh namespace always list ties in another order (a stamp drawn at random let them keep their order
+  now and then);
 - ``RacyMemory``: sessions holding more of the query's words first, ties in ingestion order, but in reverse
   while another search is in flight (a race between concurrent searches);
 - ``TextMemory``: passages of the turns it holds, never their ids (tests/helpers/text_server.py's
@@ -16,7 +18,6 @@ each a correct ranking of its own kind, or one whose tie order moves:
 
 from __future__ import annotations
 
-import random
 import re
 import threading
 import time
@@ -75,15 +76,26 @@ class SubstringMemory(_Held):
 
 
 class StampedMemory(_Held):
+    def __init__(self):
+        super().__init__()
+        self.written = 0
+
     def ingest(self, namespace: str, session: dict) -> None:
         with self.lock:
+            self.written += 1
             self.held.setdefault(namespace, []).append((session["id"], set(words(text_of(session))),
-                                                        random.random()))
+                                                        self.written))
 
     def search(self, namespace: str, query: str, k: int):
         asked = set(words(query))
-        scored = [(len(asked & held), stamp, sid) for sid, held, stamp in self._sessions(namespace)]
-        return [(sid, float(n)) for n, _, sid in sorted(scored, reverse=True)[:k]]
+        with self.lock:
+            ids = sorted(sid for sid, _, _ in self.held.get(namespace, []))
+            # the namespaces holding these very sessions, in the order they were made: every other one reversed
+            twins = [ns for ns, held in self.held.items() if sorted(sid for sid, _, _ in held) == ids]
+        newest_first = twins.index(namespace) % 2 if namespace in twins else 0
+        scored = [(len(asked & held), -stamp if newest_first else stamp, sid)
+                  for sid, held, stamp in self._sessions(namespace)]
+        return [(sid, float(n)) for n, _, sid in sorted(scored, key=lambda x: (-x[0], x[1]))[:k]]
 
 
 class RacyMemory(_Held):

@@ -9,7 +9,6 @@ import json
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from scipy.stats import binomtest
 
 from memobench.evaluation import budget_stats
 
@@ -42,6 +41,8 @@ def test_recall_within_a_budget_is_read_back_from_the_outcomes(tmp_path):
 
 
 def test_pairs_over_the_questions_both_count_with_mcnemar_and_holm(tmp_path):
+    from scipy.stats import binomtest  # here, not at the top: each test process collects this file (1 s)
+
     # a finds the gold within 512 tokens on 0..19, b on 0..4 and 20..21; question 29 counted by a only
     n = 30
     a = _variant(tmp_path, "a", [100 if q < 20 else None for q in range(n)], [None] * n, [True] * n)
