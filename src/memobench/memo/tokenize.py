@@ -82,7 +82,6 @@ HAN_CLASS = _HAN_BMP + _HAN_ASTRAL
 _CJKR = "\u3400-\u9FFF"  # the BMP range of S-CJKR / W-CNB (UTF-16 code units)
 
 
-
 class _OnFirstUse:
     """A regex compiled when it is first used: the Han classes take about 15 ms
     to compile, which every job importing this module would pay, most of them
@@ -93,6 +92,8 @@ class _OnFirstUse:
         self.source = source
 
     def __getattr__(self, name: str):
+        if name.startswith("__"):  # copy and pickle probe for these: not the pattern's
+            raise AttributeError(name)
         compiled = re.compile(self.source)
         for method in ("findall", "search", "fullmatch"):
             setattr(self, method, getattr(compiled, method))

@@ -19,6 +19,7 @@ import shutil
 import sqlite3
 import string
 import subprocess
+import sys
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -565,3 +566,14 @@ def test_tokenizers_vs_v8_regexes():
             if v != exp[k]:
                 bad.append((q, k, exp[k], v))
     assert not bad, bad[:5]
+
+
+def test_the_han_regexes_compile_on_first_use_only():
+    # a job importing the tokenizers pays for a Han class's compile only when it scans with it
+    code = ("import copy, memobench.memo.tokenize as t\n"
+            "before = 'findall' in vars(t._RE_ZH)\n"
+            "got = t.seq_zh('Hello 你好世界 x')\n"
+            "copy.deepcopy(t._RE_EXP6)\n"
+            "print(before, 'findall' in vars(t._RE_ZH), got == ['hello', '你好世界', 'x'])\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "True", "True"]
