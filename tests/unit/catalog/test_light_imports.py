@@ -7,8 +7,11 @@ reads JSON files only: it loads no pyarrow."""
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import sys
+
+import pytest
 
 from tests.helpers import REPO
 
@@ -54,8 +57,6 @@ def test_every_job_starts_without_sqlite3_or_pkgutil():
 
 
 def test_sqlite_and_os_failures_are_one_line_with_advice(tmp_path):
-    import sqlite3
-
     from memobench.stages.adapter import environment_message
 
     assert environment_message(sqlite3.OperationalError("database or disk is full")).startswith("SQLite: database")
@@ -66,10 +67,6 @@ def test_sqlite_and_os_failures_are_one_line_with_advice(tmp_path):
 
 
 def test_a_job_failing_on_sqlite_exits_in_one_line(tmp_path, capsys):
-    import sqlite3
-
-    import pytest
-
     from memobench.stages.adapter import run_logged
 
     def job(_):
