@@ -38,12 +38,14 @@ def stats(job: Job) -> None:
     os.environ.update({name: "1" for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")})
     if job.threads > 1 and len(compare) >= BUDGETS_APART_FROM and hasattr(os, "fork"):
         import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
 
-        # forked before this process loads numpy or pyarrow (and their threads)
-        with multiprocessing.get_context("fork").Pool(1) as pool:
-            pending = pool.apply_async(budget_figures, args)
+        # forked before this process loads numpy or pyarrow (and their threads); a process that dies
+        # fails the job (BrokenProcessPool) rather than leaving it waiting
+        with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork")) as pool:
+            pending = pool.submit(budget_figures, *args)
             out = _paired(job, variants, outcomes, compare)
-            block, lines, error = pending.get()
+            block, lines, error = pending.result()
     else:
         out = _paired(job, variants, outcomes, compare)
         block, lines, error = budget_figures(*args)

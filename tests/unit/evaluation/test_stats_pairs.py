@@ -434,3 +434,22 @@ def test_a_users_error_in_the_forked_budgets_is_the_jobs_one_line(tmp_path, monk
         _stats_job(tmp_path, 2)
     err = capsys.readouterr().err
     assert e.value.code == 1 and err.count("\n") == 1 and "official.json: no budgets block" in err
+
+
+def test_the_stats_job_fails_when_its_budgets_process_dies(tmp_path, monkeypatch, capsys):
+    """A forked budgets process that dies (killed, out of memory) fails the job
+    at once, never leaves it waiting for an answer."""
+    import os
+
+    from memobench.stages import stats as stage
+
+    def dies(*args):
+        os._exit(3)
+
+    dies.__module__, dies.__qualname__ = stage.budget_figures.__module__, stage.budget_figures.__qualname__
+    monkeypatch.setattr(stage, "budget_figures", dies)
+    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        monkeypatch.setenv(name, "2")
+    with pytest.raises(SystemExit) as e:
+        _stats_job(tmp_path, 2)
+    assert e.value.code == 1 and "internal error BrokenProcessPool" in capsys.readouterr().err
