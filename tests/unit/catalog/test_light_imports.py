@@ -2,7 +2,8 @@
 (retrieval/sharing.py): it starts without numpy, pyarrow or the engine. Most
 jobs of a run of many variants are such jobs, so what the catalog imports to
 learn which inputs a variant reads is paid by each of them. The report job
-reads JSON files only: it loads no pyarrow."""
+reads JSON files only: it loads no pyarrow. The stats of a dataset with no
+pair to test load no scipy."""
 
 from __future__ import annotations
 
@@ -45,6 +46,21 @@ def test_the_report_stage_loads_without_pyarrow():
             "if m in sys.modules]))\n")
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
     assert json.loads(out.stdout) == []
+
+
+def test_the_statistics_of_a_dataset_with_no_pair_load_no_scipy():
+    # a one-variant run's stats job: the power summary's two quantiles are known to the bit; a pair's
+    # tests and another quantile still load scipy.special
+    code = ("import json, sys\n"
+            "from memobench.evaluation import correction\n"
+            "summary = correction.power_summary([], {})\n"
+            "before = 'scipy' in sys.modules\n"
+            "correction.z(0.99)\n"
+            "print(json.dumps([summary['z_alpha'], summary['z_power'], before, 'scipy.special' in sys.modules]))\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
+    from scipy.special import ndtri
+
+    assert json.loads(out.stdout) == [float(ndtri(0.975)), float(ndtri(0.8)), False, True]
 
 
 def test_every_job_starts_without_sqlite3_or_pkgutil():

@@ -73,6 +73,30 @@ def test_counts_of_sessions_and_turns_equal_tiktoken_s(tmp_path, tiktoken_own):
                       "separator_tokens": len(enc.encode_ordinary("\n\n"))}
 
 
+@pytest.mark.parametrize("layout", ["as normalize writes it", "sessions reordered", "turns shuffled"])
+def test_session_renderings_do_not_depend_on_the_tables_order(layout):
+    """Arrow renders the sessions where the events table holds each session's turns together in turn
+    order (as normalize writes it), whatever the sessions table's order; otherwise Python groups and
+    sorts them. Both give render_session's text for every session, "" for one with no turn."""
+    import random
+
+    import numpy as np
+
+    rng = random.Random(3)
+    rows = [(k, q, rng.choice(["user", "assistant", None, "Bob"]), rng.choice(["hi", "", None, "x\ny ", "日本"]))
+            for k in (0, 1, 3, 4, 7) for q in range(rng.randint(1, 4))]
+    sessions = [0, 1, 2, 3, 4, 5]  # 2 and 5 have no turn; 7 is in no session
+    if layout == "sessions reordered":
+        sessions = [4, 2, 0, 5, 3, 1]
+    elif layout == "turns shuffled":
+        rng.shuffle(rows)
+    keys, seqs = np.array([r[0] for r in rows], np.int32), np.array([r[1] for r in rows], np.int32)
+    turns = pa.array([context.render_turn(r, t) for _, _, r, t in rows], pa.large_string())
+    texts = context._session_texts(keys, seqs, turns, np.array(sessions, np.int32)).to_pylist()
+    assert texts == [context.render_session((r, t) for _, _, r, t in sorted(x for x in rows if x[0] == k))
+                     for k in sessions]
+
+
 def test_a_file_without_its_pinned_hash_is_refused():
     with pytest.raises(DataError, match="does not have the pinned sha256"):
         context.load({"name": "cl100k_base", "sha256": "0" * 64})

@@ -168,7 +168,7 @@ def test_mrr_p_is_the_paired_t_test():
         d = rng.normal(0.01, 0.3, n)
         t = d.mean() / (d.std(ddof=1) / math.sqrt(n))
         assert paired.p_analytic("mrr", d) == float(min(1.0, 2 * sps.t.sf(abs(t), n - 1)))
-    for q in (0.975, 0.8, 1 - 0.05 / 2 / 528):
+    for q in (0.975, 0.8, 1 - 0.05 / 2 / 528, *correction._QUANTILES):
         assert correction.z(q) == float(sps.norm.ppf(q))
 
 
