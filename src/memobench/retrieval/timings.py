@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 
-import pyarrow as pa
-
 # operation: reset | ingest | count | search, and for a service's own costs: start (a stdio server's process
 # start and handshake; with a server per namespace, one row each), ingestion (a namespace's ingest requests,
 # first to last: its wall time, value its sessions), ready (ingested to searchable: system.ready, phase its
@@ -24,9 +22,11 @@ import pyarrow as pa
 # the answer (the waits between retries included); attempts: how many it took; ok: False for
 # a request that still failed (its seconds null); server_seconds: what the server said it spent (its
 # Server-Timing header), null when it does not say; value: what a row counts beyond time (above), else null
-SCHEMA = pa.schema([("operation", pa.string()), ("phase", pa.string()), ("namespace", pa.string()),
-                    ("question_id", pa.string()), ("seconds", pa.float64()), ("attempts", pa.int32()),
-                    ("ok", pa.bool_()), ("server_seconds", pa.float64()), ("value", pa.int64())])
+# (the types as pyarrow names them: pyarrow is imported where a table is written, as the workflow's plan
+# reads MEASURES at every Snakemake start)
+COLUMNS = (("operation", "string"), ("phase", "string"), ("namespace", "string"), ("question_id", "string"),
+           ("seconds", "float64"), ("attempts", "int32"), ("ok", "bool_"), ("server_seconds", "float64"),
+           ("value", "int64"))
 META_KEY = b"memobench.timings"
 # why a variant's table is empty
 UNTIMED_MEMO = ("the Memo engine ranks its variants in one shared pass (one segment load, shared tokens and "
@@ -61,13 +61,16 @@ class CallTimes:
 
 
 def write_timings(path, rows: list[tuple], meta: dict) -> None:
-    """``rows``: tuples in :data:`SCHEMA`'s column order."""
+    """``rows``: tuples in :data:`COLUMNS`' order."""
+    import pyarrow as pa
+
     from ..core.tables import write_table
 
+    schema = pa.schema([(name, getattr(pa, kind)()) for name, kind in COLUMNS])
     # a row may leave out its last columns (value): null there
-    rows = [tuple(r) + (None,) * (len(SCHEMA) - len(r)) for r in rows]
-    cols = list(zip(*rows)) if rows else [[] for _ in SCHEMA]
-    table = pa.table([pa.array(c, f.type) for c, f in zip(cols, SCHEMA)], schema=SCHEMA)
+    rows = [tuple(r) + (None,) * (len(schema) - len(r)) for r in rows]
+    cols = list(zip(*rows)) if rows else [[] for _ in schema]
+    table = pa.table([pa.array(c, f.type) for c, f in zip(cols, schema)], schema=schema)
     write_table(path, table.replace_schema_metadata({META_KEY: json.dumps(meta, sort_keys=True)}))
 
 

@@ -3,7 +3,7 @@
 jobs of a run of many variants are such jobs, so what the catalog imports to
 learn which inputs a variant reads is paid by each of them. The report job
 reads JSON files only: it loads no pyarrow. The stats of a dataset with no
-pair to test load no scipy."""
+pair to test load no scipy, and Snakemake's own process no numpy or pyarrow."""
 
 from __future__ import annotations
 
@@ -46,6 +46,17 @@ def test_the_report_stage_loads_without_pyarrow():
             "if m in sys.modules]))\n")
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
     assert json.loads(out.stdout) == []
+
+
+def test_the_workflow_s_plan_loads_without_numpy_or_pyarrow():
+    # what every Snakemake start imports: common.smk's imports of the package, and what the plan's
+    # functions import when called (the latency rule's timings); pyarrow alone was 0.12 s of each start
+    lines = [line for line in (REPO / "workflow" / "rules" / "common.smk").read_text(encoding="utf-8").splitlines()
+             if line.startswith("from memobench")]
+    code = "\n".join(["import json, sys", *lines, "from memobench.retrieval.timings import MEASURES",
+                      "print(json.dumps([m for m in ('numpy', 'pyarrow', 'pandas') if m in sys.modules]))"])
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
+    assert len(lines) > 5 and json.loads(out.stdout) == []
 
 
 def test_the_statistics_of_a_dataset_with_no_pair_load_no_scipy():
