@@ -168,13 +168,20 @@ def uncovered(spec: str, scope: Path, cwd=None) -> list[Path]:
     prefixes = {Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
     out = set()
     main = sys.modules.get("__main__")
+    folders: dict[str, str] = {}  # each folder resolved once: modules share a few hundred of them
     for name, module in list(sys.modules.items()):
         if module is main or name in ("__main__", "__mp_main__"):
             continue  # the job's script (multiprocessing aliases it), whose path Snakemake sets: not the user's
         f = getattr(module, "__file__", None)
         if not f or not f.endswith(".py"):
             continue
-        p = Path(f).resolve()
+        folder, base = os.path.split(f)
+        if os.path.islink(f):  # Path(f).resolve(), as for every module before: a linked file is its target
+            p = Path(f).resolve()
+        else:
+            if folder not in folders:
+                folders[folder] = os.path.realpath(folder)
+            p = Path(folders[folder], base)
         if p in known or not p.is_relative_to(scope) or p.is_relative_to(PACKAGE_DIR) \
                 or any(p.is_relative_to(x) for x in prefixes) or {"site-packages", "dist-packages"} & set(p.parts) \
                 or any(part.startswith(".") for part in p.relative_to(scope).parts):

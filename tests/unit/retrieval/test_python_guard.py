@@ -36,3 +36,30 @@ def test_a_helper_loaded_by_a_name_built_at_run_time_is_caught(tmp_path, monkeyp
         assert uncovered("my_retrievers.py:rank", tmp_path, cwd=tmp_path) == [(sub / "dyn_helper.py").resolve()]
     finally:
         sys.modules.pop("dyn_helper", None)
+
+
+def test_a_helper_loaded_through_a_link_is_caught_at_its_real_path(tmp_path, monkeypatch):
+    # a folder linked from outside the project, a file linked from outside, and a path through a link and
+    # ".." (resolved as the system does: the link first): each module is the user's file it really is
+    proj, outside = tmp_path / "proj", tmp_path / "outside"
+    real = {"via_folder": proj / "a", "via_file": proj / "b", "via_dots": proj / "c"}
+    for name, folder in real.items():
+        folder.mkdir(parents=True)
+        (folder / f"{name}.py").write_text("WEIGHT = 2\n", encoding="utf-8")
+    (proj / "c" / "deep").mkdir()
+    (proj / "my_retrievers.py").write_text("def rank(q, h):\n    return [0]\n", encoding="utf-8")
+    (outside / "files").mkdir(parents=True)
+    (outside / "folder").symlink_to(proj / "a", target_is_directory=True)
+    (outside / "files" / "via_file.py").symlink_to(proj / "b" / "via_file.py")
+    (outside / "deep").symlink_to(proj / "c" / "deep", target_is_directory=True)
+    for entry in (outside / "folder", outside / "files", f"{outside / 'deep'}/.."):
+        monkeypatch.syspath_prepend(str(entry))
+    for name in real:
+        monkeypatch.delitem(sys.modules, name, raising=False)
+        importlib.import_module(name)
+    try:
+        assert uncovered("my_retrievers.py:rank", proj, cwd=proj) == sorted(
+            (folder / f"{name}.py").resolve() for name, folder in real.items())
+    finally:
+        for name in real:
+            sys.modules.pop(name, None)
