@@ -174,9 +174,12 @@ def _turns(events_path):
     from ..core.tables import read_table
 
     t = read_table(events_path, columns=["session_key", "seq", "role", "text"])
+    keys, seqs = t.column("session_key").to_numpy(), t.column("seq").to_numpy()
     role, text = (pc.cast(pc.fill_null(t.column(c), ""), pa.large_string()) for c in ("role", "text"))
-    turns = pc.binary_join_element_wise(role, text, pa.scalar(": ", pa.large_string())).combine_chunks()  # render_turn
-    return t.column("session_key").to_numpy(), t.column("seq").to_numpy(), turns
+    del t
+    turns = pc.binary_join_element_wise(role, text, pa.scalar(": ", pa.large_string()))  # render_turn's
+    del role, text  # the table's text gone before the renderings are made one array
+    return keys, seqs, turns.combine_chunks()
 
 
 def _session_texts(keys, seqs, turns, session_keys):
