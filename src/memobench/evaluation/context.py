@@ -152,7 +152,8 @@ def load(spec: dict, root=".", threads: int = 1) -> Tokenizer:
         ranks = {base64.b64decode(tok): int(rank) for tok, rank in (line.split() for line in data.splitlines() if line)}
         _, pat_str, special = ENCODINGS[name]
         enc = tiktoken.Encoding(name, pat_str=pat_str, mergeable_ranks=ranks, special_tokens=special)
-        return Tokenizer(name, expected, lambda texts: _counts(_ordinary_count(enc), texts, threads))
+        count = _ordinary_count(enc)
+        return Tokenizer(name, expected, lambda texts: _counts(count, texts, threads))
     from tokenizers import Tokenizer as HFTokenizer
 
     path = Path(root) / name
@@ -208,6 +209,12 @@ def _session_texts(keys, seqs, turns, session_keys):
     return pc.binary_join(pa.ListArray.from_arrays(pa.array(offsets), turns), pa.scalar(TURN_JOIN, pa.large_string()))
 
 
+def _count_array(tokenizer: Tokenizer, texts) -> list[int]:
+    """Each text's count, of an Arrow string array made Python strings :data:`COUNT_BATCH` at a time."""
+    return [n for lo in range(0, len(texts), COUNT_BATCH)
+            for n in tokenizer.count_batch(texts.slice(lo, COUNT_BATCH).to_pylist())]
+
+
 def _metadata(tokenizer: Tokenizer) -> dict:
     import json
 
@@ -226,8 +233,7 @@ def count_sessions(sessions_path, events_path, tokenizer: Tokenizer, sessions_ou
     session_keys = read_table(sessions_path, columns=["session_key"]).column("session_key").to_numpy()
     texts = _session_texts(keys, seqs, turns, session_keys)
     del turns
-    session_counts = [n for lo in range(0, len(texts), COUNT_BATCH)
-                      for n in tokenizer.count_batch(texts.slice(lo, COUNT_BATCH).to_pylist())]
+    session_counts = _count_array(tokenizer, texts)
     write_table(sessions_out, pa.table({"session_key": pa.array(session_keys, pa.int32()),
                                         "tokens": pa.array(session_counts, pa.int32())}
                                        ).replace_schema_metadata(_metadata(tokenizer)))
@@ -242,8 +248,7 @@ def count_turns(events_path, tokenizer: Tokenizer, turns_out, log=print) -> None
     from ..core.tables import write_table
 
     keys, seqs, turns = _turns(events_path)
-    turn_counts = [n for lo in range(0, len(turns), COUNT_BATCH)
-                   for n in tokenizer.count_batch(turns.slice(lo, COUNT_BATCH).to_pylist())]
+    turn_counts = _count_array(tokenizer, turns)
     write_table(turns_out, pa.table({"session_key": pa.array(keys, pa.int32()), "seq": pa.array(seqs, pa.int32()),
                                      "tokens": pa.array(turn_counts, pa.int32())}
                                     ).replace_schema_metadata(_metadata(tokenizer)))
