@@ -229,15 +229,16 @@ def read_table(path, columns: list[str] | None = None, where: dict | None = None
     job's start)."""
     if not where:
         return pq.ParquetFile(path).read(columns=columns)
-    import pyarrow.compute as pc
-
+    k = kernels()  # pc.fill_null(pc.is_in(column, value_set), False), and pc.and_, by their kernels
     wanted = None if columns is None else list(dict.fromkeys([*columns, *where]))
     t = pq.ParquetFile(path).read(columns=wanted)
     mask = None
     for name, values in where.items():
-        m = pc.fill_null(pc.is_in(t.column(name), value_set=pa.array(list(values), t.schema.field(name).type)), False)
-        mask = m if mask is None else pc.and_(mask, m)
-    t = t.filter(mask)
+        value_set = pa.array(list(values), t.schema.field(name).type)
+        m = k.call_function("coalesce", [k.call_function("is_in", [t.column(name)], k.SetLookupOptions(value_set)),
+                                         pa.scalar(False)])
+        mask = m if mask is None else k.call_function("and", [mask, m])
+    t = filter_rows(t, mask)
     return t if columns is None else t.select(columns)
 
 
@@ -294,6 +295,13 @@ def sort_by(table: pa.Table, sorting) -> pa.Table:
         sorting = [(sorting, "ascending", "at_end")]
     indices = k.call_function("sort_indices", [table], k.SortOptions(sort_keys=sorting))
     return k.call_function("take", [table, indices], k.TakeOptions(boundscheck=True))
+
+
+def take(values, indices):
+    """``values.take(indices)`` (an array, or a table's rows; ``indices`` may
+    be a numpy array), without importing pyarrow.compute (:func:`kernels`)."""
+    k = kernels()
+    return k.call_function("take", [values, indices], k.TakeOptions(boundscheck=True))
 
 
 def filter_rows(table: pa.Table, mask) -> pa.Table:

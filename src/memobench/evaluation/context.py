@@ -170,15 +170,18 @@ def _turns(events_path):
     array (rendered by Arrow, no Python string per turn; large: a dataset's
     text may pass 2 GiB)."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
-    from ..core.tables import read_table
+    from ..core.tables import kernels, read_table
 
+    k = kernels()  # pc.cast(pc.fill_null(column, ""), large_string), by the kernels pyarrow.compute calls
     t = read_table(events_path, columns=["session_key", "seq", "role", "text"])
     keys, seqs = t.column("session_key").to_numpy(), t.column("seq").to_numpy()
-    role, text = (pc.cast(pc.fill_null(t.column(c), ""), pa.large_string()) for c in ("role", "text"))
+    role, text = (k.call_function("cast", [k.call_function("coalesce", [col, pa.scalar("", col.type)])],
+                                  k.CastOptions.safe(pa.large_string()))
+                  for col in (t.column("role"), t.column("text")))
     del t
-    turns = pc.binary_join_element_wise(role, text, pa.scalar(": ", pa.large_string()))  # render_turn's
+    turns = k.call_function("binary_join_element_wise",
+                            [role, text, pa.scalar(": ", pa.large_string())])  # render_turn's
     del role, text  # the table's text gone before the renderings are made one array
     return keys, seqs, turns.combine_chunks()
 
@@ -191,7 +194,8 @@ def _session_texts(keys, seqs, turns, session_keys):
     ``sorted`` breaks them."""
     import numpy as np
     import pyarrow as pa
-    import pyarrow.compute as pc
+
+    from ..core.tables import kernels, take
 
     if not (len(keys) < 2 or np.all((keys[1:] > keys[:-1]) | ((keys[1:] == keys[:-1]) & (seqs[1:] > seqs[:-1])))):
         by_session: dict[int, list[tuple[int, str]]] = {}
@@ -203,10 +207,11 @@ def _session_texts(keys, seqs, turns, session_keys):
     lengths = ends - starts
     if not (len(keys) and len(session_keys) and starts[0] == 0 and ends[-1] == len(keys)
             and np.array_equal(starts[1:], ends[:-1])):  # not every turn's session, in the sessions' order
-        turns = turns.take(pa.array(np.repeat(starts - np.cumsum(lengths) + lengths, lengths)
+        turns = take(turns, pa.array(np.repeat(starts - np.cumsum(lengths) + lengths, lengths)
                                     + np.arange(int(lengths.sum()), dtype=np.int64)))
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
-    return pc.binary_join(pa.ListArray.from_arrays(pa.array(offsets), turns), pa.scalar(TURN_JOIN, pa.large_string()))
+    return kernels().call_function("binary_join", [pa.ListArray.from_arrays(pa.array(offsets), turns),
+                                                   pa.scalar(TURN_JOIN, pa.large_string())])
 
 
 def _count_array(tokenizer: Tokenizer, texts) -> list[int]:

@@ -19,14 +19,14 @@ from . import official
 from ..runs import retrieval_log
 from ..runs.trec import REPEAT_MARK, question_tokens, trec_id
 from ..core.atomic import atomic_path
-from ..core.tables import read_table
+from ..core.tables import read_table, sort_by
 
 
 def write_qrels(questions_path, out, log=print) -> dict:
     """``qrels.trec``: the harness's gold per question (``questions.gold``),
     ids as :func:`trec_id` writes them (a gold id's first occurrence)."""
     rows = read_table(questions_path, columns=["q_index", "question_id", "gold", "haystack_id", "parse_error"])
-    rows = rows.sort_by("q_index").to_pylist()
+    rows = sort_by(rows, "q_index").to_pylist()
     qtok = question_tokens(rows)
     stats = {"questions": 0, "lines": 0, "no_gold": 0, "repeated_question_ids": 0}
     with atomic_path(out) as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as f:

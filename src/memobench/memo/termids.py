@@ -32,7 +32,6 @@ from itertools import chain
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 SEPARATOR = -1  # after each session of a Concat, each event of a HayEvents; never a token's id
 _SEP = np.array([SEPARATOR], np.int32)
@@ -112,9 +111,9 @@ class Vocab:
         chunks = tokens.chunks if isinstance(tokens, pa.ChunkedArray) else [tokens]
         keyed = [_array_keys(c) for c in chunks]
         if any(k is None for k in keyed):
-            dictionary, indices = _dictionary(pc.dictionary_encode(tokens))
+            dictionary, indices = _dictionary(_kernel("dictionary_encode", tokens))
             return self._ids(dictionary.to_pylist(), indices)
-        longer = pa.chunked_array([c.filter(pa.array(is_long)) for c, (_, is_long) in zip(chunks, keyed)],
+        longer = pa.chunked_array([_kernel("filter", c, pa.array(is_long)) for c, (_, is_long) in zip(chunks, keyed)],
                                   chunks[0].type)
         return self.encode_keys([k for k, _ in keyed], [is_long for _, is_long in keyed], longer)
 
@@ -133,7 +132,7 @@ class Vocab:
             return EMPTY_IDS, []
         names = []
         if len(longer):
-            dictionary, indices = _dictionary(pc.dictionary_encode(longer))
+            dictionary, indices = _dictionary(_kernel("dictionary_encode", longer))
             escaped = (indices.astype(np.uint64) << np.uint64(8)) | np.uint64(_SPACE)
             at = 0
             for piece, marked in zip(keys, is_long):
@@ -141,7 +140,7 @@ class Vocab:
                 piece[marked] = escaped[at:at + n]
                 at += n
             names = dictionary.to_pylist()
-        dictionary, indices = _dictionary(pc.dictionary_encode(pa.chunked_array(map(pa.array, keys), pa.uint64())))
+        dictionary, indices = _dictionary(_kernel("dictionary_encode", pa.chunked_array(map(pa.array, keys), pa.uint64())))
         return self._ids([names[k >> 8] if (k & 0xFF) == _SPACE else k.to_bytes(8, "little").rstrip(b" ")
                           for k in dictionary.to_pylist()], indices)
 
@@ -159,6 +158,14 @@ class Vocab:
                 new.append(t)
             remap.append(i)
         return np.array(remap, np.int32)[indices], new
+
+
+def _kernel(name: str, *args, options=None):
+    """pyarrow.compute's function ``name`` of ``args``, called as core.tables.kernels calls it
+    (pyarrow.compute's import is a sixth of a small retrieve job)."""
+    from ..core.tables import kernels
+
+    return kernels().call_function(name, list(args), options)
 
 
 def _dictionary(encoded: pa.DictionaryArray | pa.ChunkedArray) -> tuple[pa.Array, np.ndarray]:
@@ -249,7 +256,7 @@ def _spaced_runs(texts: pa.Array, joined, ascii_token: bytes | None = None,
     elif raw.isascii():  # the usual case, one C pass: string_is_ascii costs several times more
         plain = np.ones(n, bool)
     else:
-        plain = pc.string_is_ascii(texts).to_numpy(zero_copy_only=False)
+        plain = _kernel("string_is_ascii", texts).to_numpy(zero_copy_only=False)
     translated = raw.translate(_lowered(ascii_token)) if plain.any() else b""
     bounds, strings = offsets.tolist(), None
     while True:
@@ -351,7 +358,7 @@ def write_token_ids(batches, out, joined, ascii_token: bytes | None = None, long
     (session keys, texts) batches of Arrow arrays, tokenized as
     :func:`token_stream` does: one record batch per batch."""
     from ..core.atomic import atomic_path
-    from ..core.tables import TOKEN_IDS
+    from ..core.tables import TOKEN_IDS, kernels
 
     vocab = Vocab()
     options = pa.ipc.IpcWriteOptions(compression=TOKENS_COMPRESSION)
@@ -375,7 +382,8 @@ def write_token_ids(batches, out, joined, ascii_token: bytes | None = None, long
             ids = pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(flat, pa.int32()))
             new_tokens = pa.array([[t.encode("utf-8", "surrogatepass") for t in new]] + [[]] * (len(keys) - 1),
                                   pa.list_(pa.binary()))
-            writer.write_batch(pa.record_batch([keys.cast(pa.int32()), ids, new_tokens], schema=TOKEN_IDS))
+            keys = _kernel("cast", keys, options=kernels().CastOptions.safe(pa.int32()))  # keys.cast(pa.int32())
+            writer.write_batch(pa.record_batch([keys, ids, new_tokens], schema=TOKEN_IDS))
             if log_progress:
                 log_progress(len(keys))
 
@@ -424,7 +432,7 @@ def vocab_of(new_tokens: list, path) -> Vocab:
     from ..core.errors import DataError
 
     tokens = [t.decode("utf-8", "surrogatepass")
-              for t in pa.chunked_array(new_tokens, TOKEN_LIST).combine_chunks().flatten().to_pylist()]
+              for t in _kernel("list_flatten", pa.chunked_array(new_tokens, TOKEN_LIST).combine_chunks()).to_pylist()]
     vocab = Vocab(tokens)
     if len(vocab) != len(tokens):
         raise DataError(path, None, "its vocabulary lists a token twice; delete it and rerun")

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from ..core.protocol import DEPTH
-from ..core.tables import filter_rows, kernels, read_table
+from ..core.tables import filter_rows, kernels, read_table, sort_by
 
 
 # Parquet key-value metadata of a user retriever's outcomes tables: what its
@@ -131,7 +131,7 @@ def load_questions(questions_path, haystacks_path, segment: int, n_segments: int
                    ) -> tuple[list[dict], dict[int, Entries]]:
     """The segment's questions (rows of ``questions.parquet`` in q_index order)
     and the haystacks they search ({haystack_id: Entries})."""
-    qtab = read_table(questions_path).sort_by("q_index")
+    qtab = sort_by(read_table(questions_path), "q_index")
     lo, hi = segment_bounds(qtab.num_rows, segment, n_segments)
     questions = qtab.slice(lo, hi - lo).to_pylist()
     hids = sorted({q["haystack_id"] for q in questions if q["haystack_id"] >= 0})
@@ -140,7 +140,7 @@ def load_questions(questions_path, haystacks_path, segment: int, n_segments: int
         return questions, haystacks
     htab = read_table(haystacks_path, columns=["haystack_id", "position", "session_id", "session_key", "date",
                                                "base_time"], where={"haystack_id": hids})
-    cols = htab.sort_by([("haystack_id", "ascending"), ("position", "ascending")]).to_pydict()
+    cols = sort_by(htab, [("haystack_id", "ascending"), ("position", "ascending")]).to_pydict()
     for hid, sid, key, date, base in zip(cols["haystack_id"], cols["session_id"], cols["session_key"],
                                          cols["date"], cols["base_time"]):
         h = haystacks.get(hid)

@@ -82,7 +82,7 @@ def _load_events(corpus: Corpus, events_path, needed: list[int], tokens: dict | 
     import pyarrow.parquet as pq
 
     from ..memo.termids import id_lists, token_batches, vocab_of, with_separators
-    from ..core.tables import BATCH_ROWS
+    from ..core.tables import BATCH_ROWS, take
 
     wanted = np.asarray(needed, dtype=np.int64)
     tokens = tokens or {}
@@ -122,8 +122,8 @@ def _load_events(corpus: Corpus, events_path, needed: list[int], tokens: dict | 
         rows = np.flatnonzero(np.isin(keys, wanted))
         if not len(rows):
             continue
-        lengths = batch.column(1).take(rows).to_pylist()
-        text_col = batch.column(2).take(rows).to_pylist() if texts else [None] * len(rows)
+        lengths = take(batch.column(1), rows).to_pylist()
+        text_col = take(batch.column(2), rows).to_pylist() if texts else [None] * len(rows)
         by_name = dict(zip(seqs, tok_batches))
         js_ids = {name: with_separators(*id_lists(by_name[name].column(1), rows)) for name in js_seqs}
         fts_ids = id_lists(by_name[FTS5_TOKENS].column(1), rows) if fts else None

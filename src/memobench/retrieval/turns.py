@@ -23,10 +23,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..core.tables import BATCH_ROWS, exact_text, is_in
+from ..core.tables import BATCH_ROWS, exact_text, is_in, kernels
 from ..core.formats import user_turns_only
 
 TURNS = pa.schema(
@@ -95,8 +94,10 @@ def session_turns(events_path, fmt: str, keys, exact: bool = False, texts: bool 
                *(["text_exact"] if texts and exact else [])]
     for batch in pq.ParquetFile(events_path).iter_batches(batch_size=batch_rows, columns=columns):
         mask = is_in(batch.column(0), keys)
-        if only_user:
-            mask = pc.and_(mask, pc.fill_null(pc.equal(batch.column(2), "user"), False))
+        if only_user:  # pc.and_(mask, pc.fill_null(pc.equal(role, "user"), False)), by its kernels
+            k = kernels()
+            user = k.call_function("equal", [batch.column(2), pa.scalar("user")])
+            mask = k.call_function("and", [mask, k.call_function("coalesce", [user, pa.scalar(False)])])
         b = batch.filter(mask)
         if not b.num_rows:
             continue
