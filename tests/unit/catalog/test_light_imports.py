@@ -3,17 +3,22 @@
 jobs of a run of many variants are such jobs, so what the catalog imports to
 learn which inputs a variant reads is paid by each of them. The report job
 reads JSON files only: it loads no pyarrow. The stats of a dataset with no
-pair to test load no scipy, and Snakemake's own process no numpy or pyarrow."""
+pair to test load no scipy, Snakemake's own process no numpy or pyarrow, and
+the jobs of a cold run before its merges no pyarrow.compute."""
 
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import subprocess
 import sys
 
+import pyarrow.parquet as pq
 import pytest
 
+from memobench.catalog.variants import resolve
+from memobench.evaluation.context import ENCODINGS
 from tests.helpers import REPO
 
 HEAVY = ("numpy", "pyarrow", "pyarrow.compute", "memobench.memo.engine", "memobench.retrieval.harness",
@@ -103,3 +108,58 @@ def test_a_job_failing_on_sqlite_exits_in_one_line(tmp_path, capsys):
         run_logged(tmp_path / "x.log", job, {}, {}, {}, {})
     err = capsys.readouterr().err
     assert e.value.code == 1 and err.count("\n") == 1 and "another process is using the same index" in err
+
+
+def test_a_cold_runs_jobs_before_the_merge_load_no_pyarrow_compute(tmp_path):
+    # every job of a cold run before the merges, each through the stage adapter as its job runs it (the jobs' guard
+    # included), in one process: normalize reading its file in two parts, the three tokens tables, a retrieve of each
+    # memo backend, context_tokens and qrels. Importing pyarrow.compute wraps its ~300 functions in Python, about a
+    # sixth of a small retrieve job; the kernels they call are reached without it (core.tables.kernels)
+    from memobench.tools.generate.longmemeval import write_longmemeval
+
+    raw = tmp_path / "lme.json"
+    write_longmemeval(raw, n_questions=12, sessions_per_question=8, seed=3, spice=True)
+    n = "results/ds/normalized/"
+    variants = {name: {"name": name, "recipe": {**resolve(name, "s").recipe.__dict__}, "skip": "run"}
+                for name in ("v0.8.0", "v0.8.0-index")}
+    segment = {"rankings": "{}.parquet", "outcomes": "{}.outcomes.parquet", "deep": "{}.deep.parquet",
+               "turns": "{}.turns.parquet"}
+    code = f"""
+import json, sys
+from memobench.datasets import inparts
+from memobench.stages import adapter
+inparts.PART_MIN_BYTES = 1  # two parts, as a file of 64 MB or more is read
+def job(rule, threads, inputs, outputs, params, wildcards):
+    adapter.main([rule, str(threads), f"results/logs/{{rule}}.log"],
+                 adapter.job_literal({{**params, "code": "c"}}, wildcards) + "\\n" + adapter.files_literal(inputs, outputs))
+tables = {{t: "{n}" + t + ".parquet" for t in ("questions", "haystacks", "sessions", "events")}}
+job("normalize", 2, {{}}, {{**tables, "summary": "{n}summary.json"}}, {{"raw": {str(raw)!r}, "format": "longmemeval",
+    "lenient": False}}, {{"dataset": "ds"}})
+for tokenizer in ("fts5", "ascii", "exp6"):
+    job("tokens", 1, {{"events": tables["events"]}}, {{"tokens": f"results/ds/tokens/{{tokenizer}}.arrow"}}, {{}},
+        {{"dataset": "ds", "tokenizer": tokenizer}})
+for name, spec, tokens in ((v, {variants!r}[v], t) for v, t in (("v0.8.0", {{"tokens": "ascii", "fts_tokens": "fts5"}}),
+                                                               ("v0.8.0-index", {{"tokens": "exp6"}}))):
+    job("retrieve", 1, {{"questions": tables["questions"], "haystacks": tables["haystacks"], "events": tables["events"],
+                         **{{k: f"results/ds/tokens/{{t}}.arrow" for k, t in tokens.items()}}}},
+        {{**{{k: f"results/ds/{{name}}/segments/" + p.format("seg1") for k, p in {segment!r}.items()}},
+          "timings": f"results/logs/timings/ds/{{name}}/seg1.parquet"}},
+        {{"variant": spec, "segment": 1, "n_segments": 1}}, {{"dataset": "ds", "variant": name, "segment": "seg1"}})
+job("context_tokens", 1, {{"sessions": tables["sessions"], "events": tables["events"]}},
+    {{"sessions": "results/ds/context_tokens/sessions.parquet"}},
+    {{"tokenizer": {{"name": "cl100k_base", "sha256": {ENCODINGS["cl100k_base"][0]!r}}}}}, {{"dataset": "ds"}})
+job("qrels", 1, {{"questions": tables["questions"]}}, {{"qrels": "results/ds/qrels.trec"}}, {{}}, {{"dataset": "ds"}})
+print(json.dumps([m for m in ("pyarrow.compute", "pandas") if m in sys.modules]))
+"""
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(REPO / "src")})
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert json.loads(out.stdout) == []
+    normalized = (tmp_path / "results" / "logs" / "normalize.log").read_text()
+    assert "parts read at once" in normalized and "one pass" not in normalized
+    for name in ("v0.8.0", "v0.8.0-index"):  # ranked: every question has its list
+        assert pq.read_table(tmp_path / f"results/ds/{name}/segments/seg1.parquet").num_rows >= 12
+    counts = pq.read_table(tmp_path / "results/ds/context_tokens/sessions.parquet")
+    assert counts.num_rows == pq.read_table(tmp_path / "results/ds/normalized/sessions.parquet").num_rows
+    assert sum(counts.column("tokens").to_pylist()) > 0
+    assert len((tmp_path / "results/ds/qrels.trec").read_text().splitlines()) >= 12
