@@ -131,6 +131,15 @@ def timed(cmd: list[str], what: str, output: Path | None = None) -> dict:
 
 
 
+def compile_checkout(checkout: Path, python: str | None = None) -> None:
+    """Byte-compile the checkout's package and workflow scripts with ``python``
+    (by default this interpreter), as a first run writes them: with
+    ``PYTHONDONTWRITEBYTECODE`` set, or a module edited since its cache,
+    every job would compile it again, and the timings would measure that."""
+    subprocess.run([python or sys.executable, "-m", "compileall", "-q", str(checkout / "src"),
+                    str(checkout / "workflow" / "scripts")], check=True, stdout=subprocess.DEVNULL)
+
+
 def timed_snakemake(checkout: Path, workdir: Path, cfg: Path, *targets, python: str | None = None) -> dict:
     """Elapsed and CPU seconds (Snakemake and every job it waited for) of one
     run, Snakemake started by ``python`` (by default this interpreter): its

@@ -90,7 +90,7 @@ from pathlib import Path
 import yaml
 
 from ..core import layout
-from .bench_common import (SCALES, VARIANTS, all_file, generate, harness_variants, log,
+from .bench_common import (SCALES, VARIANTS, all_file, compile_checkout, generate, harness_variants, log,
                            normalize_vs_ijson)
 from .bench_original import (BASELINE, M_HARNESSES, S_HARNESSES, Original, against_originals, environment,
                             environments, run_all_variants, run_mshape)
@@ -447,6 +447,9 @@ def main(argv=None) -> int:
             raise SystemExit("--original: the harnesses run beside the all and mshape scales; add one to --scales")
         original = Original.find(args.original, args.run_harness, work, needed)
     envs = environments(args.python)
+    for checkout in [REPO, *([Path(args.baseline).resolve()] if args.baseline else [])]:
+        for python in envs.values():
+            compile_checkout(checkout, python)
     sections = [f"## Benchmark ({time.strftime('%Y-%m-%d')}, {sys.platform}, --cores 2)", "",
                 environment(original is not None, envs), ""]
     # the measured checkout in each environment, labelled by it where there are several

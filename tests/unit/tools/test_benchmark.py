@@ -197,3 +197,16 @@ def test_repeats_alternate_the_environments_and_keep_each_ones_fastest():
     assert order == ["plain", "test", "test", "plain", "plain", "test"]
     assert best == {"plain": {"wall": 2.0}, "test": {"wall": 3.0}}
     assert bench_common.best_alternating(["a"], 1, lambda label: {"wall": 1.5}) == {"a": {"wall": 1.5}}
+
+
+def test_the_checkout_is_compiled_before_it_is_timed_whatever_pythondontwritebytecode_says(tmp_path, monkeypatch):
+    # a job importing a module with no current cache compiles it again in every process
+    checkout = tmp_path / "checkout"
+    for rel in ("src/pkg/mod.py", "workflow/scripts/stage.py"):
+        (checkout / rel).parent.mkdir(parents=True, exist_ok=True)
+        (checkout / rel).write_text("X = 1\n")
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    bench_common.compile_checkout(checkout)
+    tag = sys.implementation.cache_tag
+    assert (checkout / f"src/pkg/__pycache__/mod.{tag}.pyc").is_file()
+    assert (checkout / f"workflow/scripts/__pycache__/stage.{tag}.pyc").is_file()
