@@ -22,7 +22,7 @@ rule normalize:
     # every later job of the dataset waits for it: its cores go to it before a
     # side job that would hold one of them (the manifest hashing the same
     # file would keep a large file's normalize waiting), and before the
-    # tokens jobs (3) of a dataset normalized already
+    # tokens jobs (3.5) of a dataset normalized already
     priority: 4
     benchmark:
         f"{BENCHMARKS}/normalize/{{dataset}}.tsv"
