@@ -114,7 +114,7 @@ class Vocab:
             dictionary, indices = _dictionary(_kernel("dictionary_encode", tokens))
             return self._ids(dictionary.to_pylist(), indices)
         longer = pa.chunked_array([_kernel("filter", c, pa.array(is_long)) for c, (_, is_long) in zip(chunks, keyed)],
-                                  chunks[0].type)
+                                  chunks[0].type)  # each chunk's longer tokens (Array.filter's kernel)
         return self.encode_keys([k for k, _ in keyed], [is_long for _, is_long in keyed], longer)
 
     def encode_keys(self, keys: list[np.ndarray], is_long: list[np.ndarray],
@@ -140,7 +140,8 @@ class Vocab:
                 piece[marked] = escaped[at:at + n]
                 at += n
             names = dictionary.to_pylist()
-        dictionary, indices = _dictionary(_kernel("dictionary_encode", pa.chunked_array(map(pa.array, keys), pa.uint64())))
+        all_keys = pa.chunked_array(map(pa.array, keys), pa.uint64())
+        dictionary, indices = _dictionary(_kernel("dictionary_encode", all_keys))
         return self._ids([names[k >> 8] if (k & 0xFF) == _SPACE else k.to_bytes(8, "little").rstrip(b" ")
                           for k in dictionary.to_pylist()], indices)
 

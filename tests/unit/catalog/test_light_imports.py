@@ -130,8 +130,8 @@ from memobench.datasets import inparts
 from memobench.stages import adapter
 inparts.PART_MIN_BYTES = 1  # two parts, as a file of 64 MB or more is read
 def job(rule, threads, inputs, outputs, params, wildcards):
-    adapter.main([rule, str(threads), f"results/logs/{{rule}}.log"],
-                 adapter.job_literal({{**params, "code": "c"}}, wildcards) + "\\n" + adapter.files_literal(inputs, outputs))
+    job_text = adapter.job_literal({{**params, "code": "c"}}, wildcards) + "\\n" + adapter.files_literal(inputs, outputs)
+    adapter.main([rule, str(threads), f"results/logs/{{rule}}.log"], job_text)
 tables = {{t: "{n}" + t + ".parquet" for t in ("questions", "haystacks", "sessions", "events")}}
 job("normalize", 2, {{}}, {{**tables, "summary": "{n}summary.json"}}, {{"raw": {str(raw)!r}, "format": "longmemeval",
     "lenient": False}}, {{"dataset": "ds"}})
